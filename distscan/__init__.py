@@ -1,0 +1,21 @@
+"""distscan: distributed prefix scans over MPI ranks, on CPUs and GPUs.
+
+Each rank passes its local part of an array distributed along axis 0 and gets
+back its part of the global scan::
+
+    from mpi4py import MPI
+    import numpy as np, distscan
+
+    comm = MPI.COMM_WORLD
+    local = np.arange(5) + 5 * comm.rank
+    part = distscan.cumsum(local, comm=comm)   # this rank's slice of cumsum(0..5p-1)
+"""
+
+from ._collective import DistScanError
+from .api import cummax, cummin, cumprod, cumsum, exclusive_scan, reduce, scan
+from .ops import OPS
+
+__version__ = "0.1.0"
+
+__all__ = ["scan", "cumsum", "cumprod", "cummax", "cummin", "exclusive_scan", "reduce",
+           "DistScanError", "OPS", "__version__"]

@@ -1,0 +1,419 @@
+"""Public functions: ``scan``, ``cumsum``, ``cumprod``, ``cummax``, ``cummin``, ``reduce``.
+
+Each rank passes its local part; the result is its part of the scan of the
+concatenation of all parts in rank order.  The call is collective over ``comm``:
+every rank calls it, and a failure on any rank raises the same exception on
+every rank (:mod:`distscan._collective`).
+
+Shape of a distributed scan (``strategy``):
+
+``reduce_then_scan`` (default; 3N bytes)
+    local reduce -> ``Exscan`` of totals -> local scan seeded with the offset.
+``scan_then_add`` (4N bytes)
+    local scan -> ``Exscan`` of totals -> add the offset to every element.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from typing import Optional
+
+import numpy as np
+
+from . import hierarchy as _hierarchy
+from ._collective import agree
+from ._dtypes import ScanTypes, scan_types
+from .backends import get_backend
+from .ops import Op, get_op
+
+STRATEGIES = ("auto", "reduce_then_scan", "scan_then_add")
+_STRATEGY_ALIASES = {"3n": "reduce_then_scan", "4n": "scan_then_add",
+                     "reduce-then-scan": "reduce_then_scan", "scan-then-add": "scan_then_add"}
+DEFAULT_STRATEGY = "reduce_then_scan"
+BACKENDS = ("auto", "cpu", "cuda")
+
+
+def _default_comm(comm):
+    """``comm`` or ``MPI.COMM_WORLD``; None when mpi4py is not installed (single process)."""
+    if comm is not None:
+        return comm
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        return None
+    return MPI.COMM_WORLD
+
+
+def _resolve_strategy(strategy: str) -> str:
+    s = _STRATEGY_ALIASES.get(strategy, strategy)
+    if s not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    return DEFAULT_STRATEGY if s == "auto" else s
+
+
+def _normalize_axis(axis, ndim: int):
+    """None (flatten) or an axis in ``range(ndim)``."""
+    if axis is None:
+        return None
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"axis must be an integer or None, got {axis!r}")
+    if ndim == 0:
+        raise np.exceptions.AxisError(f"axis {axis} is out of bounds for a 0-d array (use axis=None)")
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return int(axis) % ndim
+
+
+class _Timer:
+    """Per-phase wall times into ``timings`` (device work synchronised first)."""
+
+    def __init__(self, timings: Optional[dict], backend):
+        self.timings = timings
+        self._sync = getattr(backend, "synchronize", None) if timings is not None else None
+
+    @contextmanager
+    def phase(self, name: str):
+        if self.timings is None:
+            yield
+            return
+        if self._sync:
+            self._sync()
+        t0 = time.perf_counter()
+        yield
+        if self._sync:
+            self._sync()
+        self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
+
+
+def _initial_row(initial, types: ScanTypes, w: int):
+    if initial is None:
+        return None
+    row = np.asarray(initial)
+    if types.acc.kind == "b" and row.dtype.kind != "b":
+        row = row != 0  # logical scans read any number as a truth value
+    elif row.dtype.kind == "c" and types.acc.kind != "c":
+        raise TypeError(f"initial value {initial!r} is complex but the scan is {types.result}")
+    try:
+        return np.broadcast_to(row.astype(types.acc), (w,)).copy()
+    except ValueError:
+        raise ValueError(f"initial must be a scalar or match the trailing shape; got shape {row.shape}") from None
+
+
+def _check_out(out, shape, types: ScanTypes, backend):
+    if not backend.is_native(out):
+        raise TypeError(f"out must be a {backend.name} array like the input, got {type(out).__name__}")
+    if tuple(out.shape) != tuple(shape):
+        raise ValueError(f"out has shape {tuple(out.shape)}, expected {tuple(shape)}")
+    if np.dtype(out.dtype) != types.result:
+        raise TypeError(f"out has dtype {np.dtype(out.dtype)}, expected {types.result} (pass dtype= to change it)")
+
+
+def _as_rows(x):
+    """``x`` as a C-contiguous ``(n, w)`` array: rows along axis 0, w = product of the rest."""
+    n = x.shape[0]
+    w = int(np.prod(x.shape[1:], dtype=np.int64)) if x.ndim > 1 else 1
+    if not x.flags.c_contiguous:
+        x = x.copy()  # keeps the array type (NumPy or CuPy), C order by default
+    return x.reshape(n, w)
+
+
+def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0,
+         strategy="auto", hierarchy="auto", backend="auto", timings=None, node_size=None):
+    """Scan the distributed array whose local part is ``x``.
+
+    Parameters
+    ----------
+    x : array_like
+        This rank's part (NumPy, CuPy, PyTorch, DLPack or CUDA-array-interface
+        array).  Axis 0 is distributed: the global array is the concatenation of
+        all ranks' parts in rank order.  Parts may differ in length and be empty;
+        trailing dimensions must agree.
+    op : str, numpy.ufunc or Op
+        ``"sum"``, ``"prod"``, ``"max"``, ``"min"``, ``"logical_and"``, ``"logical_or"``,
+        ``"logical_xor"``, ``"bitwise_and"``, ``"bitwise_or"``, ``"bitwise_xor"``.
+    exclusive : bool
+        Exclusive scan: element i combines the elements before i; the first
+        element of the global result is ``initial`` (or the operator's identity).
+    initial : scalar or array, optional
+        Value folded in before the first element of the global array (rank 0's
+        value is used).  Shape: scalar or the trailing shape.
+    dtype : dtype, optional
+        Result dtype; the input is cast to it first, as in NumPy.  Default follows
+        NumPy (``cumsum`` of int32 is int64; logical operators give bool).
+        float16 sums and products accumulate in float32.
+    out : array, optional
+        Output of the result's shape and dtype, of the input's array type.
+    comm : mpi4py.MPI.Comm, optional
+        Default ``MPI.COMM_WORLD`` (or no communication if mpi4py is not installed).
+    axis : int or None
+        0 (default) scans the distributed axis.  Another axis scans each rank's
+        part locally (no communication).  None scans the flattened array in C
+        order, which with axis 0 distributed is the concatenation of the
+        flattened parts; the result is 1-D.
+    strategy : {"auto", "reduce_then_scan", "scan_then_add"}
+        See the module docstring; auto is ``reduce_then_scan``.
+    hierarchy : {"auto", "flat", "node"}
+        How totals are exchanged (:mod:`distscan.hierarchy`).
+    backend : {"auto", "cpu", "cuda"}
+        auto follows the input: GPU arrays on ``cuda``, the rest on ``cpu``.  A
+        backend other than the input's moves the data there and back.
+    timings : dict, optional
+        Filled with seconds per phase: ``reduce``, ``exscan``, ``scan``, ``combine``.
+    node_size : int, optional
+        Force blocks of this many consecutive ranks to act as nodes (tests).
+
+    Returns
+    -------
+    array
+        This rank's part of the global scan, of the input's array type and device.
+
+    Raises
+    ------
+    TypeError
+        Unsupported dtype for the operator, or a mismatched ``out``.
+    ValueError
+        Unknown operator/strategy, bad ``axis``/``initial``/``out`` shape, or
+        arguments (op, dtypes, axis, trailing shape, ...) that differ across ranks.
+    DistScanError
+        Any other failure on some rank (e.g. out of device memory), raised on all.
+    """
+    comm = _default_comm(comm)
+    error = None
+    plan = None
+    try:
+        plan = _Plan(x, op, exclusive, initial, dtype, out, axis, strategy, hierarchy, backend)
+    except Exception as exc:  # noqa: BLE001 - agreed below, then raised on every rank
+        error = exc
+    # One collective agrees both on local failures and on the metadata all ranks must share.
+    agree(comm, error, same=("scan arguments (op, exclusive, dtypes, axis, trailing shape, strategy, backend)",
+                             plan.signature if plan is not None else None))
+    return plan.run(comm, timings, node_size)
+
+
+class _Plan:
+    """Everything a scan needs, resolved and checked locally before any collective."""
+
+    def __init__(self, x, op, exclusive, initial, dtype, out, axis, strategy, hierarchy, backend):
+        from ._arrays import to_native
+
+        self.op: Op = get_op(op)
+        self.exclusive = bool(exclusive)
+        self.strategy = _resolve_strategy(strategy)
+        if hierarchy not in _hierarchy.METHODS:
+            raise ValueError(f"unknown hierarchy method {hierarchy!r}; choose one of {', '.join(_hierarchy.METHODS)}")
+        self.hierarchy = hierarchy
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        native, self.native_backend, self.restore = to_native(x)
+        self.backend_name = self.native_backend if backend == "auto" else backend
+        self.be = get_backend(self.backend_name)
+        work = self._to_backend(native)
+        self.types = scan_types(self.op, work.dtype, dtype)
+        if work.dtype != self.types.input:  # non-native byte order
+            work = work.astype(self.types.input)
+        ax = _normalize_axis(axis, work.ndim)
+        if ax is None:
+            work, ax = work.reshape(-1), 0
+        self.axis = ax
+        self.distributed = ax == 0
+        self.result_shape = tuple(int(s) for s in work.shape)
+        if not self.distributed:
+            # Scanning another axis is purely local: bring it to the front.
+            work = self.xp.moveaxis(work, ax, 0)
+        self.work_shape = tuple(int(s) for s in work.shape)
+        self.trailing = self.work_shape[1:]
+        self.initial = _initial_row(initial, self.types, int(np.prod(self.trailing, dtype=np.int64)))
+        self.rows = _as_rows(work)
+
+        self.out = out
+        out_rows = None
+        if out is not None:
+            out_native, _, _ = to_native(out)
+            _check_out(out_native, self.result_shape, self.types, get_backend(self.native_backend))
+            # Write straight into the caller's array when the layouts agree.
+            if self.distributed and self.backend_name == self.native_backend and out_native.flags.c_contiguous:
+                out_rows = out_native.reshape(self.rows.shape)
+            else:
+                self.out_native = out_native
+        self.direct_out = out_rows is not None
+        self.out_rows = out_rows if out_rows is not None else self.xp.empty(self.rows.shape, self.types.result)
+        self.signature = (self.op.name, self.exclusive, self.types.input.str, self.types.result.str,
+                          self.types.acc.str, axis, self.trailing if self.distributed else None,
+                          self.strategy, self.hierarchy, self.backend_name)
+
+    @property
+    def xp(self):
+        """The array module of the backend (NumPy or CuPy)."""
+        if self.backend_name == "cpu":
+            return np
+        import cupy
+        return cupy
+
+    def _to_backend(self, arr):
+        if self.native_backend == self.backend_name:
+            return arr
+        if self.backend_name == "cuda":
+            import cupy
+            return cupy.asarray(arr)
+        return arr.get()
+
+    def _to_native(self, arr):
+        if self.native_backend == self.backend_name:
+            return arr
+        if self.native_backend == "cuda":
+            import cupy
+            return cupy.asarray(arr)
+        return arr.get()
+
+    # -- execution ---------------------------------------------------------
+
+    def run(self, comm, timings, node_size):
+        timer = _Timer(timings, self.be)
+        size = 1 if comm is None else comm.Get_size()
+        if not self.distributed or size == 1:
+            rows = self._local(timer)
+        elif self.strategy == "reduce_then_scan":
+            rows = self._reduce_then_scan(comm, timer, node_size)
+        else:
+            rows = self._scan_then_add(comm, timer, node_size)
+        return self._finish(rows)
+
+    def _local(self, timer):
+        with timer.phase("scan"):
+            out, _ = self.be.scan(self.rows, self.op, self.types, exclusive=self.exclusive,
+                                  seed=self.initial, out=self.out_rows)
+        return out
+
+    def _rank0_seeded(self, comm, total):
+        """On rank 0, ``initial`` comes first, so it is part of what later ranks receive."""
+        if comm.Get_rank() == 0 and self.initial is not None:
+            return self.op.ufunc(self.initial, total).astype(self.types.acc, copy=False)
+        return total
+
+    def _reduce_then_scan(self, comm, timer, node_size):
+        error, total = None, None
+        try:
+            with timer.phase("reduce"):
+                if comm.Get_rank() == comm.Get_size() - 1:
+                    # Nobody needs the last rank's total: skip the pass over its data.
+                    total = np.full(self.rows.shape[1], self.op.identity(self.types.acc), self.types.acc)
+                else:
+                    total = self.be.reduce(self.rows, self.op, self.types)
+            total = self._rank0_seeded(comm, total)
+        except Exception as exc:  # noqa: BLE001 - agreed on every rank
+            error = exc
+        agree(comm, error)
+        with timer.phase("exscan"):
+            offset = _hierarchy.exclusive_prefix(total, self.op, comm, self.hierarchy, node_size)
+        seed = offset if comm.Get_rank() > 0 else self.initial
+        with _collective_block(comm):
+            with timer.phase("scan"):
+                out, _ = self.be.scan(self.rows, self.op, self.types, exclusive=self.exclusive,
+                                      seed=seed, out=self.out_rows)
+        return out
+
+    def _scan_then_add(self, comm, timer, node_size):
+        error, out, total = None, None, None
+        try:
+            with timer.phase("scan"):
+                out, total = self.be.scan(self.rows, self.op, self.types, exclusive=self.exclusive,
+                                          seed=self.initial if comm.Get_rank() == 0 else None,
+                                          out=self.out_rows, want_total=True)
+        except Exception as exc:  # noqa: BLE001 - agreed on every rank
+            error = exc
+        agree(comm, error)
+        with timer.phase("exscan"):
+            offset = _hierarchy.exclusive_prefix(total, self.op, comm, self.hierarchy, node_size)
+        with _collective_block(comm):
+            if offset is not None:
+                with timer.phase("combine"):
+                    self.be.combine(out, self.op, self.types, offset)
+        return out
+
+    def _finish(self, rows):
+        if self.direct_out:
+            return self.out
+        result = rows.reshape(self.work_shape)
+        if not self.distributed:
+            result = self.xp.moveaxis(result, 0, self.axis)
+        result = self._to_native(result)
+        if self.out is not None:
+            self.out_native[...] = result
+            return self.out
+        return self.restore(result)
+
+
+@contextmanager
+def _collective_block(comm):
+    """Agree on a failure of the block before the call returns on any rank."""
+    error = None
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001
+        error = exc
+    agree(comm, error)
+
+
+# ---------------------------------------------------------------------------
+# Named scans and the global reduction
+# ---------------------------------------------------------------------------
+
+def cumsum(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, **kwargs):
+    """Cumulative sum of the distributed array; see :func:`scan`."""
+    return scan(x, "sum", exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis, **kwargs)
+
+
+def cumprod(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, **kwargs):
+    """Cumulative product of the distributed array; see :func:`scan`."""
+    return scan(x, "prod", exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis, **kwargs)
+
+
+def cummax(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, **kwargs):
+    """Running maximum (NaN propagates, as in ``numpy.maximum.accumulate``); see :func:`scan`."""
+    return scan(x, "max", exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis, **kwargs)
+
+
+def cummin(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, **kwargs):
+    """Running minimum (NaN propagates, as in ``numpy.minimum.accumulate``); see :func:`scan`."""
+    return scan(x, "min", exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis, **kwargs)
+
+
+def exclusive_scan(x, op="sum", **kwargs):
+    """Exclusive scan: ``scan(x, op, exclusive=True, ...)``."""
+    return scan(x, op, exclusive=True, **kwargs)
+
+
+def reduce(x, op="sum", *, dtype=None, comm=None, axis=0, backend="auto"):
+    """The global total of the distributed array, returned on every rank.
+
+    Reduces over the distributed axis 0 (``axis=None``: over all elements).
+    The result is a NumPy scalar (1-D input) or NumPy array of the trailing
+    shape, in the dtype NumPy's ``sum``/``prod``/... would give.
+
+    Raises
+    ------
+    ValueError
+        If the global array is empty and the operator has no identity in NumPy
+        (``max``, ``min``), as ``numpy.max`` does.
+    """
+    comm = _default_comm(comm)
+    error, plan, total = None, None, None
+    try:
+        if axis not in (0, None):
+            raise ValueError(f"reduce works over the distributed axis: axis must be 0 or None, got {axis!r}")
+        plan = _Plan(x, op, False, None, dtype, None, axis, "auto", "auto", backend)
+        total = plan.be.reduce(plan.rows, plan.op, plan.types)
+        count = np.array([plan.rows.shape[0]], dtype=np.int64)
+    except Exception as exc:  # noqa: BLE001
+        error = exc
+    agree(comm, error, same=("reduce arguments", plan.signature if plan is not None else None))
+    if comm is not None and comm.Get_size() > 1:
+        from mpi4py import MPI
+        dt, _ = _hierarchy.mpi_datatype(total.dtype)
+        comm.Allreduce(MPI.IN_PLACE, [total, total.size, dt], op=_hierarchy.mpi_op(plan.op, total.dtype))
+        comm.Allreduce(MPI.IN_PLACE, count, op=MPI.SUM)
+    if count[0] == 0 and plan.op.name in ("max", "min"):
+        raise ValueError(f"zero-size array to reduction operation {plan.op.name} which has no identity")
+    total = total.astype(plan.types.result)
+    return total.reshape(plan.trailing)[()] if plan.trailing else total[0]

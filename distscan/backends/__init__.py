@@ -1,0 +1,50 @@
+"""Backends: the per-rank (local) part of a scan.
+
+A backend is a module with the functions below.  Every array it gets is a
+C-contiguous 2-D array ``x`` of shape ``(n, w)`` in the backend's own array type
+(NumPy for ``cpu``, CuPy for ``cuda``): ``n`` rows along the scanned axis, ``w``
+independent columns (``w == 1`` for 1-D data).  Carries (seeds, totals, offsets)
+are small host NumPy arrays of shape ``(w,)`` in the accumulator dtype, because
+they travel through MPI.
+
+``scan(x, op, types, *, exclusive=False, seed=None, out=None, want_total=False)``
+    Scan ``x`` along axis 0 with ``op`` (a :class:`distscan.ops.Op`); ``types`` is a
+    :class:`distscan._dtypes.ScanTypes`.  ``seed`` (or None) is folded in before the
+    first row: inclusive ``out[i] = seed op x[0] op ... op x[i]``; exclusive
+    ``out[0] = seed`` (identity without a seed), ``out[i] = seed op x[0] ... op x[i-1]``.
+    ``out`` is an ``(n, w)`` array of ``types.result`` to write into, or None to
+    allocate one.  Returns ``(out, total)``; ``total`` is None unless ``want_total``,
+    then the host array ``seed op x[0] op ... op x[n-1]`` in ``types.acc`` (the
+    identity when ``n == 0`` and there is no seed), taken from the accumulator,
+    not from the (possibly narrower) output.
+
+``reduce(x, op, types)``
+    Host array ``(w,)`` in ``types.acc``: ``x[0] op ... op x[n-1]``, identity if empty.
+
+``combine(y, op, types, offset)``
+    In place, ``y[i] = offset op y[i]`` for every row; ``offset`` is a host array ``(w,)``.
+
+``is_native(x)`` / ``name``
+    Whether ``x`` is this backend's array type; the backend's name.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+BACKEND_NAMES = ("cpu", "cuda")
+
+
+def get_backend(name: str):
+    """Return the backend module called ``name`` (``"cpu"`` or ``"cuda"``).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name.
+    RuntimeError
+        If the CUDA backend is asked for and CuPy or a GPU is missing.
+    """
+    if name not in BACKEND_NAMES:
+        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKEND_NAMES)}")
+    return importlib.import_module(f"distscan.backends.{name}")

@@ -1,0 +1,101 @@
+"""CPU backend: NumPy ufuncs, with carries folded in while a chunk is still in cache.
+
+``ufunc.accumulate`` is NumPy's sequential scan: an unseeded scan whose input is
+already in the accumulator dtype is one call, identical to ``numpy.cumsum``.
+Every other scan (a seed from the ranks before, a cast from a narrower input, an
+accumulator wider than the output) runs chunk by chunk: scan the chunk, then
+fold the running carry into it while it is in cache.  Memory traffic stays at
+one read of the input and one write of the output, and the cast happens inside
+the cache instead of as a separate pass over the whole array.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._dtypes import ScanTypes
+from ..ops import Op
+
+name = "cpu"
+
+# Rows per chunk target ~256 KiB of accumulator: inside L2 on current CPUs.
+_CHUNK_BYTES = 1 << 18
+
+
+def is_native(x) -> bool:
+    return isinstance(x, np.ndarray)
+
+
+def _identity_row(op: Op, types: ScanTypes, w: int) -> np.ndarray:
+    return np.full(w, op.identity(types.acc), dtype=types.acc)
+
+
+def _chunk_rows(types: ScanTypes, w: int) -> int:
+    return max(1, _CHUNK_BYTES // (types.acc.itemsize * max(w, 1)))
+
+
+def _inclusive(x: np.ndarray, op: Op, types: ScanTypes, seed, out: np.ndarray):
+    """Inclusive scan of ``x`` into ``out`` with an optional seed; returns the last accumulator row."""
+    n, w = x.shape
+    if n == 0:
+        return seed
+    if seed is None and x.dtype == types.acc and out.dtype == types.acc:
+        op.ufunc.accumulate(x, axis=0, dtype=types.acc, out=out)
+        return out[-1].copy()
+    rows = _chunk_rows(types, w)
+    # The accumulator lives in out itself unless the output is narrower (float16 sums).
+    scratch = None if out.dtype == types.acc else np.empty((min(rows, n), w), types.acc)
+    carry = seed
+    for start in range(0, n, rows):
+        stop = min(start + rows, n)
+        block = out[start:stop] if scratch is None else scratch[: stop - start]
+        op.ufunc.accumulate(x[start:stop], axis=0, dtype=types.acc, out=block)
+        if carry is not None:
+            op.ufunc(carry, block, out=block)
+        carry = block[-1].copy()
+        if scratch is not None:
+            out[start:stop] = block
+    return carry
+
+
+def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False):
+    n, w = x.shape
+    if out is None:
+        out = np.empty((n, w), types.result)
+    if seed is not None:
+        seed = np.asarray(seed, types.acc).reshape(w)
+    if not exclusive:
+        last = _inclusive(x, op, types, seed, out)
+        total = last
+    else:
+        if n:
+            out[0] = seed if seed is not None else _identity_row(op, types, w)
+        last = _inclusive(x[:-1], op, types, seed, out[1:])
+        total = None
+        if want_total and n:
+            prev = last if last is not None else _identity_row(op, types, w)
+            total = op.ufunc(prev, x[-1].astype(types.acc, copy=False)).astype(types.acc, copy=False)
+    if want_total and total is None:
+        total = seed.copy() if seed is not None else _identity_row(op, types, w)
+    return out, (np.asarray(total, types.acc).reshape(w) if want_total else None)
+
+
+def reduce(x, op: Op, types: ScanTypes) -> np.ndarray:
+    n, w = x.shape
+    if n == 0:
+        return _identity_row(op, types, w)
+    return np.asarray(op.ufunc.reduce(x, axis=0, dtype=types.acc), types.acc).reshape(w)
+
+
+def combine(y, op: Op, types: ScanTypes, offset) -> None:
+    if y.shape[0] == 0:
+        return
+    offset = np.asarray(offset, types.acc).reshape(1, -1)
+    if y.dtype == types.acc:
+        op.ufunc(offset, y, out=y)
+        return
+    # Narrow output (float16): combine in the accumulator dtype, chunk by chunk.
+    rows = _chunk_rows(types, y.shape[1])
+    for start in range(0, y.shape[0], rows):
+        block = y[start:start + rows]
+        block[...] = op.ufunc(offset, block.astype(types.acc))
