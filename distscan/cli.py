@@ -1,0 +1,257 @@
+"""The command line: ``python -m distscan INPUT.npy`` (also under ``mpiexec -n K``).
+
+Every rank runs the same command; rank 0 alone prints.  A failure anywhere ends
+with one line on stderr (``distscan: error: ...``, the full traceback with
+``--debug``) and the same non-zero exit status on every rank.  The last step of
+every run is a non-blocking agreement on the exit status with a timeout: if a
+rank failed alone (a bug: every phase agrees on its failures) and the others
+cannot join, the job is aborted with ``MPI_Abort`` rather than left hanging.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+
+import numpy as np
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_VERIFY = 0, 1, 2, 3
+# Seconds the final status agreement waits for the other ranks before aborting the job.
+_FINAL_TIMEOUT = float(os.environ.get("DISTSCAN_FINAL_TIMEOUT", "20"))
+
+_DESCRIPTION = """\
+Prefix scan (cumulative sum, product, max, min, ...) of the array in an .npy file,
+in parallel over MPI ranks. Each rank reads only its block of rows along axis 0,
+scans it, and writes its part of the result into one .npy file through MPI-IO.
+The scan runs along axis 0; rows of a multi-dimensional array are scanned
+column by column. Result dtypes follow NumPy (cumsum of int32 is int64).
+"""
+
+_EPILOG = """\
+examples:
+  distscan-example                                    # writes example.npy (10,000,019 int32)
+  mpiexec -n 4 python -m distscan example.npy         # -> example.cumsum.npy
+  mpiexec -n 4 python -m distscan example.npy --op max --exclusive --verify --report run.json
+  python -m distscan data.npy --op bitwise_xor -o x.npy --force   # one process is fine too
+
+output:
+  Without -o the result goes beside the input: data.npy -> data.cumsum.npy
+  (cumprod, cummax, cummin; data.scan-<op>.npy for other operators; an
+  "exclusive-" prefix for exclusive scans, e.g. data.exclusive-cumsum.npy).
+  The file is written under a temporary name in the same folder and renamed
+  when every rank has succeeded (and --verify passed): a file under the final
+  name is always complete. The input is never overwritten.
+
+verification (--verify):
+  An independent check: every rank reduces its input slice (NumPy reduce, not
+  accumulate; float sums in float64 or long double), the slice totals are
+  combined in rank order without MPI scans, and rows sampled from every slice
+  (always its first and last row) are read back from the written file and
+  compared. Integers, booleans, max and min must match exactly; float sums
+  within 16*eps*sqrt(k)*sum|x| (+ rounding to the output dtype), products
+  within 4*k*eps*|ref|, k = elements in the prefix.
+
+exit status:
+  0 success, 1 error, 2 bad command line, 3 verification failed.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that prints (help, usage errors) on rank 0 only; every rank exits the same way."""
+
+    def __init__(self, *args, rank: int = 0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._rank = rank
+
+    def _print_message(self, message, file=None):
+        if self._rank == 0:
+            super()._print_message(message, file)
+
+
+def _op_arg(text: str) -> str:
+    from .ops import get_op
+    try:
+        return get_op(text).name
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _dtype_arg(text: str) -> str:
+    try:
+        return np.dtype(text).name
+    except TypeError:
+        raise argparse.ArgumentTypeError(f"unknown dtype {text!r} (e.g. int64, float32, uint8)") from None
+
+
+def build_parser(rank: int = 0) -> argparse.ArgumentParser:
+    from .ops import OPS
+    p = _Parser(prog="distscan", description=_DESCRIPTION, epilog=_EPILOG, rank=rank,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("input", metavar="INPUT.npy", help="input .npy file (C order, numeric dtype, at least 1-D)")
+    p.add_argument("-o", "--output", metavar="OUTPUT.npy",
+                   help="output .npy file (default: beside the input, e.g. INPUT.cumsum.npy)")
+    p.add_argument("--op", type=_op_arg, default="sum", metavar="OP",
+                   help=f"operator: {', '.join(OPS)} (aliases such as cumsum, add, maximum work); default sum")
+    p.add_argument("--exclusive", action="store_true",
+                   help="exclusive scan: element i combines the elements before i (the first is the identity)")
+    p.add_argument("--dtype", type=_dtype_arg, metavar="DT",
+                   help="result dtype (input cast to it first, as numpy.cumsum(dtype=...)); default as NumPy")
+    p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="where the scan runs (default auto: cpu for file input)")
+    p.add_argument("--strategy", choices=("auto", "reduce_then_scan", "scan_then_add"), default="auto",
+                   help="distributed scan shape: reduce_then_scan (3N bytes) or scan_then_add (4N); default auto")
+    p.add_argument("--hierarchy", choices=("auto", "flat", "node"), default="auto",
+                   help="how slice totals travel: flat Exscan, or node then cluster; default auto")
+    p.add_argument("--verify", action="store_true", help="check the result by an independent route (see below)")
+    p.add_argument("--report", metavar="FILE.json",
+                   help="write sizes, ranks, backend, per-phase times and throughput as JSON")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    p.add_argument("--quiet", action="store_true", help="print nothing on success, no progress bar")
+    p.add_argument("--debug", action="store_true", help="print full tracebacks on errors (from every rank)")
+    return p
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split()) or "unknown error"
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"  # pragma: no cover
+
+
+def _check_report_path(path: str, input_path: str, output_path: str) -> None:
+    from .io import same_file
+    if same_file(path, input_path) or same_file(path, output_path):
+        raise ValueError(f"--report {path} would overwrite the input or output file")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"report folder does not exist: {folder}")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"--report path is a directory: {path}")
+    if not os.access(folder, os.W_OK):
+        raise PermissionError(f"cannot write the report into {folder} (permission denied)")
+
+
+def _write_json(path: str, data: dict) -> None:
+    tmp = f"{path}.{os.getpid()}.part"
+    try:
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=2)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _run(args, comm, rank: int) -> dict:
+    from . import io as _io
+    from . import pipeline
+    from ._progress import NullProgress, Progress
+
+    output = args.output or pipeline.default_output(args.input, args.op, args.exclusive)
+    if args.report:
+        _io._bcast_outcome(comm, lambda: _check_report_path(args.report, args.input, output))
+    job = pipeline.Job(input=args.input, output=output, op=args.op, exclusive=args.exclusive, dtype=args.dtype,
+                       backend=args.backend, strategy=args.strategy, hierarchy=args.hierarchy,
+                       force=args.force, verify=args.verify)
+
+    def progress(label, total):
+        if rank == 0 and not args.quiet:
+            return Progress(total, label)
+        return NullProgress(total, label)
+
+    report = pipeline.run(job, comm, progress=progress)
+    report["argv"] = list(sys.argv[1:]) if args._argv is None else list(args._argv)
+    report["time_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    if args.report:
+        _io._bcast_outcome(comm, lambda: _write_json(args.report, report))
+    if rank == 0 and not args.quiet:
+        t = report["times_s"]
+        print(f"distscan: wrote {report['output']} ({report['elements']:,} {report['result_dtype']}, "
+              f"{_human(report['output_bytes'])}): {'exclusive ' if job.exclusive else ''}{report['op']} scan "
+              f"on {report['ranks']} rank{'s' if report['ranks'] > 1 else ''} in {t['total']:.3f} s "
+              f"(read {t['read']:.3f} s, scan {t['scan']:.3f} s, write {t['write']:.3f} s)", flush=True)
+        if report["verify"]:
+            v = report["verify"]
+            print(f"distscan: verify passed: {v['checked_rows']:,} rows checked, including every rank "
+                  f"boundary ({'exact' if v['tolerance'] == 'exact' else 'float tolerance, see --help'})",
+                  flush=True)
+        if args.report:
+            print(f"distscan: report written to {args.report}", flush=True)
+    return report
+
+
+def _final_agreement(comm, code: int) -> tuple:
+    """Non-blocking MAX/MIN of the exit codes with a timeout: ``(max, min)``; aborts if ranks cannot join."""
+    from mpi4py import MPI
+    send = np.array([code, -code], dtype=np.int64)
+    recv = np.empty_like(send)
+    req = comm.Iallreduce(send, recv, op=MPI.MAX)
+    deadline = time.monotonic() + _FINAL_TIMEOUT
+    while not req.Test():
+        if time.monotonic() > deadline:
+            sys.stderr.write(f"distscan: error: rank {comm.Get_rank()}: the other ranks did not finish "
+                             f"within {_FINAL_TIMEOUT:g} s of this one; aborting the job\n")
+            sys.stderr.flush()
+            MPI.COMM_WORLD.Abort(code or EXIT_ERROR)
+        time.sleep(0.002)
+    return int(recv[0]), int(-recv[1])
+
+
+def main(argv=None) -> int:
+    """Run the command line; returns the exit status (the console script exits with it)."""
+    try:
+        from mpi4py import MPI
+    except ImportError:  # pragma: no cover - mpi4py is a dependency of the command
+        sys.stderr.write("distscan: error: the command needs mpi4py (pip install 'distscan[mpi]')\n")
+        return EXIT_ERROR
+    world = MPI.COMM_WORLD
+    rank = world.Get_rank()
+    parser = build_parser(rank)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2): same arguments, same outcome everywhere
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    args._argv = argv
+    from ._verify import VerificationError
+
+    comm = world.Dup()
+    code, error = EXIT_OK, None
+    try:
+        _run(args, comm, rank)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"distscan: interrupted on rank {rank}; aborting\n")
+        sys.stderr.flush()
+        MPI.COMM_WORLD.Abort(130)
+    except VerificationError as exc:
+        code, error = EXIT_VERIFY, exc
+    except Exception as exc:  # noqa: BLE001 - one line, same status on every rank
+        code, error = EXIT_ERROR, exc
+    hi, lo = _final_agreement(comm, code)
+    if error is not None and args.debug:
+        sys.stderr.write(f"distscan: rank {rank} traceback:\n{''.join(traceback.format_exception(error))}")
+    if hi == lo:
+        # Every rank ended the same way: the error was agreed; rank 0 speaks for all.
+        if error is not None and rank == 0:
+            sys.stderr.write(f"distscan: error: {_one_line(error)}\n")
+    elif error is not None:
+        # A failure on some ranks only (not agreed: a bug); each failing rank reports its own.
+        sys.stderr.write(f"distscan: error: rank {rank}: {_one_line(error)}\n")
+    sys.stderr.flush()
+    try:
+        comm.Free()
+    except Exception:  # noqa: BLE001
+        pass
+    return hi

@@ -1,0 +1,569 @@
+"""Parallel ``.npy`` files: each rank reads its slice, all ranks write one file.
+
+Three pieces, each usable alone:
+
+- :func:`read_header` parses and validates an ``.npy`` header (versions 1.0,
+  2.0 and 3.0) and says clearly what is wrong with a file that is not a plain
+  C-ordered numeric array: missing, a directory, not ``.npy``, truncated,
+  pickled objects, Fortran order, 0-d.  :func:`open_input` does it once on
+  rank 0 and broadcasts the result, so every rank gets the same header or the
+  same exception.
+- :func:`block_split` is the balanced block distribution of rows over ranks
+  (parts differ by at most one row, the first ``n % size`` ranks get the extra
+  row); :func:`read_rows` reads rows ``[start, stop)`` only, in chunks of at most
+  ``CHUNK_BYTES`` so slices past 2 GiB work.
+- :class:`NpyWriter` writes one ``.npy`` in parallel: rank 0 writes the header,
+  every rank its rows, through MPI-IO (``File.Write_at``, independent, so a rank
+  that fails cannot leave the others blocked inside a collective write).  The
+  file is written under a temporary name in the destination folder and renamed
+  only after every rank succeeded; on failure the temporary file is removed.
+
+Every step that can fail on some ranks only is agreed collectively before the
+next collective (see :mod:`distscan._collective`).
+"""
+
+from __future__ import annotations
+
+import ast
+import io as _pyio
+import os
+import struct
+import uuid
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+
+from ._collective import DistScanError, agree
+
+__all__ = ["NpyHeader", "read_header", "open_input", "block_split", "read_rows",
+           "header_bytes", "NpyWriter", "same_file", "CHUNK_BYTES"]
+
+MAGIC = b"\x93NUMPY"
+#: Largest single read or write call, in bytes (MPI counts are C ints; POSIX reads may be short).
+CHUNK_BYTES = 1 << 30
+# A header longer than this is not something distscan would scan (structured dtypes are refused).
+_MAX_HEADER = 1 << 20
+
+
+@dataclass(frozen=True)
+class NpyHeader:
+    """What an ``.npy`` header says about the array that follows it.
+
+    Attributes
+    ----------
+    path : str
+        The file.
+    shape : tuple of int
+        Array shape; axis 0 is the distributed (scanned) axis.
+    dtype : numpy.dtype
+        Element dtype as stored (byte order included).
+    offset : int
+        Byte offset of the first element.
+    version : tuple of int
+        Format version, e.g. ``(1, 0)``.
+    """
+
+    path: str
+    shape: tuple
+    dtype: np.dtype
+    offset: int
+    version: tuple
+
+    @property
+    def rows(self) -> int:
+        return self.shape[0]
+
+    @property
+    def row_items(self) -> int:
+        """Elements per row (product of the trailing dimensions)."""
+        return int(np.prod(self.shape[1:], dtype=np.int64)) if len(self.shape) > 1 else 1
+
+    @property
+    def row_bytes(self) -> int:
+        return self.row_items * self.dtype.itemsize
+
+    @property
+    def size(self) -> int:
+        return self.rows * self.row_items
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows * self.row_bytes
+
+
+def _not_npy(path, why):
+    return ValueError(f"{path} is not a valid .npy file: {why}")
+
+
+def read_header(path) -> NpyHeader:
+    """Parse and validate the header of the ``.npy`` file at ``path``.
+
+    Only the header is read (plus one ``stat`` to check the data is all there).
+
+    Raises
+    ------
+    FileNotFoundError
+        If there is no such file.
+    IsADirectoryError
+        If ``path`` is a directory.
+    PermissionError
+        If the file cannot be read.
+    ValueError
+        If the file is not an ``.npy`` file, is truncated, holds Python objects
+        (pickled data is never loaded), is in Fortran order with more than one
+        dimension, or is 0-d (nothing to scan along).
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"input file not found: {path}")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"input is a directory, not an .npy file: {path}")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(MAGIC) + 2)
+            if len(head) < len(MAGIC) + 2 or head[: len(MAGIC)] != MAGIC:
+                raise _not_npy(path, "it does not start with the .npy magic string" if len(head) >= len(MAGIC)
+                               else "it is too short to hold an .npy header")
+            version = (head[-2], head[-1])
+            if version == (1, 0):
+                fmt, encoding = "<H", "latin1"
+            elif version in ((2, 0), (3, 0)):
+                fmt, encoding = "<I", "latin1" if version == (2, 0) else "utf8"
+            else:
+                raise _not_npy(path, f"unsupported format version {version[0]}.{version[1]}")
+            raw_len = f.read(struct.calcsize(fmt))
+            if len(raw_len) < struct.calcsize(fmt):
+                raise _not_npy(path, "the header is truncated")
+            (hlen,) = struct.unpack(fmt, raw_len)
+            if hlen > _MAX_HEADER:
+                raise _not_npy(path, f"header of {hlen} bytes is implausibly large")
+            raw = f.read(hlen)
+            file_size = os.fstat(f.fileno()).st_size
+    except PermissionError:
+        raise PermissionError(f"cannot read input file (permission denied): {path}") from None
+    if len(raw) < hlen:
+        raise _not_npy(path, "the header is truncated")
+    offset = len(MAGIC) + 2 + struct.calcsize(fmt) + hlen
+    try:
+        d = ast.literal_eval(raw.decode(encoding))
+    except (SyntaxError, ValueError, UnicodeDecodeError) as exc:
+        raise _not_npy(path, f"cannot parse the header ({exc.__class__.__name__})") from None
+    if not isinstance(d, dict) or set(d) != {"descr", "fortran_order", "shape"}:
+        raise _not_npy(path, "the header is not a dict with keys 'descr', 'fortran_order', 'shape'")
+    shape = d["shape"]
+    if not isinstance(shape, tuple) or not all(isinstance(s, int) and s >= 0 for s in shape):
+        raise _not_npy(path, f"bad shape {shape!r} in the header")
+    if not isinstance(d["fortran_order"], bool):
+        raise _not_npy(path, f"bad fortran_order {d['fortran_order']!r} in the header")
+    try:
+        dtype = np.lib.format.descr_to_dtype(d["descr"])
+    except Exception as exc:  # noqa: BLE001 - any malformed descr is the same user error
+        raise _not_npy(path, f"bad dtype description {d['descr']!r} ({exc})") from None
+    if dtype.hasobject:
+        raise ValueError(f"{path} holds Python objects (a pickled array); distscan never loads pickled "
+                         "data and scans numeric arrays only")
+    if dtype.names is not None or dtype.subdtype is not None:
+        raise ValueError(f"{path} has structured dtype {dtype}; distscan scans plain numeric arrays only")
+    if len(shape) == 0:
+        raise ValueError(f"{path} holds a 0-d array (a single scalar); there is no axis to scan")
+    if d["fortran_order"] and sum(s != 1 for s in shape) > 1:
+        raise ValueError(f"{path} is stored in Fortran (column-major) order; distscan needs C order along "
+                         "axis 0 (re-save it with numpy.save(path, numpy.ascontiguousarray(a)))")
+    header = NpyHeader(path=path, shape=tuple(shape), dtype=dtype, offset=offset, version=version)
+    if file_size < offset + header.nbytes:
+        raise ValueError(f"{path} is truncated: the header promises {header.nbytes} bytes of data "
+                         f"({'x'.join(map(str, shape)) or '()'} {dtype}) but the file holds only "
+                         f"{max(file_size - offset, 0)}")
+    return header
+
+
+def _agree(comm, error) -> None:
+    """:func:`distscan._collective.agree`, except that an error every rank has with the same
+    message (one that was agreed already) is raised as it is, without a second rank prefix."""
+    if comm is None or comm.Get_size() == 1:
+        agree(comm, error)
+        return
+    from mpi4py import MPI
+
+    failed = comm.allreduce(1 if error is not None else 0, op=MPI.SUM)
+    if failed == 0:
+        return
+    if failed == comm.Get_size():
+        reports = comm.allgather((type(error).__name__, str(error)))
+        if all(r == reports[0] for r in reports):
+            raise error
+    agree(comm, error)
+
+
+def _bcast_outcome(comm, fn):
+    """Run ``fn()`` on rank 0 only and give every rank its value, or raise its exception everywhere.
+
+    For checks that one rank does on behalf of all (parsing a header, looking at
+    the output folder): the exception is rebuilt with the same type and message
+    on every rank, without a rank prefix.
+    """
+    if comm is None or comm.Get_size() == 1:
+        return fn()
+    outcome = None
+    if comm.Get_rank() == 0:
+        try:
+            outcome = ("ok", fn())
+        except Exception as exc:  # noqa: BLE001 - every failure is shared, whatever it is
+            outcome = ("err", exc)
+    outcome = comm.bcast(_picklable(outcome) if comm.Get_rank() == 0 else None, root=0)
+    if outcome[0] == "ok":
+        return outcome[1]
+    raise outcome[1]
+
+
+def _picklable(outcome):
+    kind, value = outcome
+    if kind == "ok":
+        return outcome
+    exc = value
+    try:  # exceptions with custom constructors may not survive pickling: rebuild plainly
+        import pickle
+        pickle.loads(pickle.dumps(exc))
+        return outcome
+    except Exception:  # noqa: BLE001
+        keep = (TypeError, ValueError, FileNotFoundError, FileExistsError, IsADirectoryError,
+                PermissionError, NotADirectoryError, OSError)
+        for cls in keep:
+            if type(exc) is cls:
+                return ("err", cls(str(exc)))
+        return ("err", DistScanError(f"{type(exc).__name__}: {exc}"))
+
+
+def open_input(path, comm=None) -> NpyHeader:
+    """:func:`read_header` on rank 0, result (or exception) broadcast to every rank of ``comm``."""
+    return _bcast_outcome(comm, lambda: read_header(path))
+
+
+def block_split(n: int, size: int, rank: int) -> tuple[int, int]:
+    """Rows ``[start, stop)`` of ``n`` rows that rank ``rank`` of ``size`` owns.
+
+    Balanced block distribution: the first ``n % size`` ranks get ``n // size + 1``
+    rows, the others ``n // size``; parts are contiguous, in rank order, and
+    cover ``[0, n)`` exactly.
+
+    Raises
+    ------
+    ValueError
+        If ``n < 0``, ``size < 1`` or ``rank`` is not in ``[0, size)``.
+    """
+    if n < 0 or size < 1 or not 0 <= rank < size:
+        raise ValueError(f"block_split: bad arguments n={n}, size={size}, rank={rank}")
+    base, extra = divmod(n, size)
+    start = rank * base + min(rank, extra)
+    return start, start + base + (1 if rank < extra else 0)
+
+
+def read_rows(header: NpyHeader, start: int, stop: int, *, out=None,
+              progress: Optional[Callable[[int], None]] = None, chunk_bytes: int = 0) -> np.ndarray:
+    """Read rows ``[start, stop)`` of the array described by ``header``; nothing else is read.
+
+    Returns an array of shape ``(stop - start, *header.shape[1:])`` in native
+    byte order (converted in place if the file is byte-swapped).  ``progress``,
+    if given, is called with the number of bytes read after each chunk.
+
+    Raises
+    ------
+    ValueError
+        If the rows are out of range or the file ends early.
+    OSError
+        If reading fails.
+    """
+    if not 0 <= start <= stop <= header.rows:
+        raise ValueError(f"rows [{start}, {stop}) out of range for {header.rows} rows")
+    shape = (stop - start,) + tuple(header.shape[1:])
+    if out is None:
+        out = np.empty(shape, header.dtype)
+    elif out.shape != shape or out.dtype != header.dtype or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous {header.dtype} array of shape {shape}")
+    buf = memoryview(out.reshape(-1).view(np.uint8))
+    total = len(buf)
+    chunk = chunk_bytes or CHUNK_BYTES
+    pos = header.offset + start * header.row_bytes
+    done = 0
+    with open(header.path, "rb", buffering=0) as f:
+        f.seek(pos)
+        while done < total:
+            got = f.readinto(buf[done: done + min(chunk, total - done)])
+            if not got:
+                raise ValueError(f"{header.path} is truncated: file ended {total - done} bytes early "
+                                 f"while reading rows [{start}, {stop})")
+            done += got
+            if progress is not None:
+                progress(got)
+    if not out.dtype.isnative:
+        out = out.byteswap(inplace=True).view(out.dtype.newbyteorder("="))
+    return out
+
+
+def header_bytes(shape, dtype) -> bytes:
+    """The ``.npy`` header (magic to padding) for a C-ordered array of ``shape`` and ``dtype``.
+
+    Version 1.0 where the header fits, else 2.0; padded so the data starts on a
+    64-byte boundary.  Deterministic: every rank can compute it (and so the data
+    offset) without communication.
+    """
+    d = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False,
+         "shape": tuple(int(s) for s in shape)}
+    buf = _pyio.BytesIO()
+    try:
+        np.lib.format.write_array_header_1_0(buf, d)
+    except ValueError:
+        buf = _pyio.BytesIO()
+        np.lib.format.write_array_header_2_0(buf, d)
+    return buf.getvalue()
+
+
+def same_file(a, b) -> bool:
+    """Whether paths ``a`` and ``b`` name the same file (resolving links; ``b`` may not exist)."""
+    try:
+        if os.path.exists(a) and os.path.exists(b):
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+class NpyWriter:
+    """Write one ``.npy`` file from all ranks of ``comm``; it appears only when complete.
+
+    Usage (every rank)::
+
+        with NpyWriter(path, shape, dtype, comm=comm) as w:   # collective: creates the temporary file
+            w.write_rows(start, rows)                           # rank-local, any number of times
+            w.close()                                           # optional: collective, data on disk
+            ...                                                 # e.g. verify w.temp_path
+        # on leaving the block without error on any rank: renamed to ``path``
+        # on an error on any rank: the temporary file is removed and every rank raises
+
+    The body of the ``with`` block must not enter collectives that a failing rank
+    would skip (agree inside it instead): the exit itself is where failures are agreed.
+
+    Parameters
+    ----------
+    path : str
+        Final output path.
+    shape, dtype
+        Global array shape (axis 0 distributed) and dtype (written in native byte order).
+    comm : mpi4py communicator or None
+        None writes from this process alone with plain file I/O.
+    force : bool
+        Replace an existing file at ``path``.
+    protect : sequence of str
+        Paths that must not be overwritten (the input); refused with ``ValueError``.
+    method : ``"mpiio"`` or ``"posix"``
+        MPI-IO (default when ``comm`` is given) or one ``os.pwrite`` file descriptor per rank.
+    """
+
+    def __init__(self, path, shape, dtype, *, comm=None, force=False, protect=(), method=None,
+                 chunk_bytes: int = 0):
+        self.path = os.fspath(path)
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype).newbyteorder("=")
+        self.comm = comm
+        self.force = force
+        self.protect = tuple(os.fspath(p) for p in protect)
+        self.method = method or ("mpiio" if comm is not None else "posix")
+        if self.method not in ("mpiio", "posix"):
+            raise ValueError(f"unknown write method {self.method!r}")
+        if self.method == "mpiio" and comm is None:
+            raise ValueError("method='mpiio' needs a communicator")
+        self.chunk_bytes = chunk_bytes or CHUNK_BYTES
+        self.header = header_bytes(self.shape, self.dtype)
+        self.offset = len(self.header)
+        self.row_bytes = self.dtype.itemsize * (int(np.prod(self.shape[1:], dtype=np.int64))
+                                                if len(self.shape) > 1 else 1)
+        self.temp_path = None
+        self._fh = None      # MPI.File or int (POSIX fd)
+        self._closed = False
+        self._error = None   # first local failure inside the block
+
+    # -- collective steps -------------------------------------------------------------------
+
+    def _prepare(self):
+        """Rank 0: check the destination and create the empty temporary file; returns its path."""
+        path = self.path
+        for p in self.protect:
+            if same_file(p, path):
+                raise ValueError(f"output {path} is the input file; choose another output name")
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.exists(folder):
+            raise FileNotFoundError(f"output folder does not exist: {folder}")
+        if not os.path.isdir(folder):
+            raise NotADirectoryError(f"output folder is not a directory: {folder}")
+        if os.path.isdir(path):
+            raise IsADirectoryError(f"output path is a directory: {path}")
+        if os.path.lexists(path) and not self.force:
+            raise FileExistsError(f"output file exists: {path} (use --force to overwrite it)")
+        temp = os.path.join(folder, f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.part")
+        try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except PermissionError:
+            raise PermissionError(f"cannot write to output folder (permission denied): {folder}") from None
+        except OSError as exc:
+            raise OSError(exc.errno, f"cannot create a file in output folder {folder}: "
+                                     f"{exc.strerror}") from None
+        os.close(fd)
+        return temp
+
+    def __enter__(self):
+        self.temp_path = _bcast_outcome(self.comm, self._prepare)
+        err = None
+        try:
+            if self.method == "mpiio":
+                from mpi4py import MPI
+                self._fh = MPI.File.Open(self.comm, self.temp_path, MPI.MODE_WRONLY)
+            else:
+                self._fh = os.open(self.temp_path, os.O_WRONLY)
+        except Exception as exc:  # noqa: BLE001
+            err = OSError(f"cannot open {self.temp_path} for writing: {exc}")
+        self._agree_open(err)
+        try:
+            if self.rank == 0:
+                self._write_at(0, memoryview(self.header))
+        except Exception as exc:  # noqa: BLE001 - agreed at exit
+            self._error = exc
+        return self
+
+    @property
+    def rank(self) -> int:
+        return 0 if self.comm is None else self.comm.Get_rank()
+
+    def _agree_open(self, err):
+        if self.comm is None or self.comm.Get_size() == 1:
+            if err is not None:
+                self._remove_temp()
+                raise err
+            return
+        from mpi4py import MPI
+        failed = self.comm.allreduce(1 if err is not None else 0, op=MPI.SUM)
+        if failed == 0:
+            return
+        if failed < self.comm.Get_size() and self.method == "mpiio":
+            # Some ranks hold an open MPI file, some do not: closing it is a collective the
+            # others cannot join.  No way to agree without a hang: abort the job.
+            import sys
+            sys.stderr.write(f"distscan: error: rank {self.rank}: MPI-IO open succeeded on some ranks "
+                             f"only ({err}); aborting\n")
+            sys.stderr.flush()
+            MPI.COMM_WORLD.Abort(1)
+        if self.method == "posix" and self._fh is not None:
+            os.close(self._fh)
+            self._fh = None
+        if self.rank == 0:
+            self._remove_temp()
+        agree(self.comm, err)
+
+    def write_rows(self, start: int, rows, progress: Optional[Callable[[int], None]] = None) -> None:
+        """Write ``rows`` (an array of ``dtype`` with the trailing shape) at global row ``start``.
+
+        Rank-local (no communication).  A failure is remembered and raised on
+        every rank when the ``with`` block ends; it is also raised here.
+        """
+        try:
+            rows = np.ascontiguousarray(rows)
+            if rows.dtype != self.dtype or tuple(rows.shape[1:]) != self.shape[1:] or rows.ndim != len(self.shape):
+                raise ValueError(f"write_rows: got {rows.dtype} {rows.shape}, expected {self.dtype} "
+                                 f"(n, {', '.join(map(str, self.shape[1:]))})")
+            if not 0 <= start <= start + rows.shape[0] <= self.shape[0]:
+                raise ValueError(f"write_rows: rows [{start}, {start + rows.shape[0]}) outside [0, {self.shape[0]})")
+            buf = memoryview(rows.reshape(-1).view(np.uint8))
+            pos = self.offset + start * self.row_bytes
+            for lo in range(0, len(buf), self.chunk_bytes):
+                piece = buf[lo: lo + self.chunk_bytes]
+                self._write_at(pos + lo, piece)
+                if progress is not None:
+                    progress(len(piece))
+        except Exception as exc:  # noqa: BLE001
+            if self._error is None:
+                self._error = exc
+            raise
+
+    def _write_at(self, pos: int, piece: memoryview) -> None:
+        if self.method == "mpiio":
+            from mpi4py import MPI
+            status = MPI.Status()
+            self._fh.Write_at(pos, [piece, MPI.BYTE], status)
+            written = status.Get_count(MPI.BYTE)
+            if written != len(piece):
+                raise OSError(f"short write to {self.temp_path}: {written} of {len(piece)} bytes at {pos}")
+        else:
+            done = 0
+            while done < len(piece):
+                done += os.pwrite(self._fh, piece[done:], pos + done)
+
+    def close(self) -> None:
+        """Collective: flush and close the temporary file; raises on every rank if any rank failed.
+
+        After it, ``temp_path`` holds the complete file (e.g. to verify it before it is published).
+        """
+        if self._closed:
+            return
+        err = self._close_local(self._error)
+        try:
+            _agree(self.comm, err)
+        except BaseException:
+            if self.rank == 0:
+                self._remove_temp()
+            raise
+
+    def _close_local(self, err):
+        self._closed = True
+        try:
+            if self.method == "mpiio":
+                self._fh.Sync()
+                self._fh.Close()
+            else:
+                os.fsync(self._fh)
+                os.close(self._fh)
+        except Exception as exc:  # noqa: BLE001
+            err = err or OSError(f"cannot finish writing {self.temp_path}: {exc}")
+        self._fh = None
+        return err
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc is not None and not isinstance(exc, Exception):
+            return False  # KeyboardInterrupt and the like: the caller aborts the job
+        err = self._error or exc
+        if not self._closed:
+            err = self._close_local(err)
+        # One agreement for everything that happened on this rank inside the block.
+        try:
+            _agree(self.comm, err)
+        except BaseException:
+            if self.rank == 0:
+                self._remove_temp()
+            raise
+        _bcast_outcome(self.comm, self._commit)
+        return False
+
+    def _commit(self):
+        try:
+            if self.force:
+                os.replace(self.temp_path, self.path)
+            else:
+                # link() refuses to replace, so a file that appeared meanwhile is not clobbered.
+                try:
+                    os.link(self.temp_path, self.path)
+                except FileExistsError:
+                    raise FileExistsError(f"output file exists: {self.path} (use --force to overwrite it)") \
+                        from None
+                except OSError:
+                    if os.path.lexists(self.path):
+                        raise FileExistsError(f"output file exists: {self.path} (use --force to overwrite it)") \
+                            from None
+                    os.rename(self.temp_path, self.path)
+        finally:
+            self._remove_temp()
+
+    def _remove_temp(self):
+        if self.temp_path is not None:
+            try:
+                os.unlink(self.temp_path)
+            except FileNotFoundError:
+                pass

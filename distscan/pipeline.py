@@ -1,0 +1,274 @@
+"""File pipelines: read an ``.npy`` slice on every rank -> scan -> write one ``.npy`` in parallel.
+
+:func:`run` is what the command line calls.  It resolves everything that can be
+known from the header alone (operator, result dtype, output name) before reading
+a byte, opens the output (a temporary file) before the slow phases so an
+unwritable destination fails fast, and publishes the output only after every
+rank succeeded (and, with ``verify``, after the independent check passed).
+
+The phases are separate functions with one signature so another backend can
+plug in its own pipeline: :data:`PIPELINES` maps a backend name to a function
+``pipeline(job, ctx) -> None`` that fills ``ctx.times`` and writes through
+``ctx.writer``.  :func:`run_cpu` is the in-memory one (each rank holds its
+slice; the scan is :func:`distscan.scan`), used for every backend that has no
+pipeline of its own (``--backend cuda`` then moves the slice to the GPU inside
+:func:`distscan.scan`).
+
+Failure handling: every phase ends in an agreement (:func:`_phase`), so a
+failure on any rank raises the same exception on every rank, the temporary
+output is removed, and the caller sees one error.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from . import io as _io
+from ._dtypes import ScanTypes, scan_types
+from .ops import Op, get_op
+
+# Output names for the common operators; others are "scan-<op>".
+_OUTPUT_WORDS = {"sum": "cumsum", "prod": "cumprod", "max": "cummax", "min": "cummin"}
+
+
+def default_output(input_path: str, op, exclusive: bool = False) -> str:
+    """The output name beside the input: ``data.npy`` -> ``data.cumsum.npy``.
+
+    ``data.exclusive-cumsum.npy`` for exclusive scans; ``data.scan-bitwise_xor.npy``
+    (``data.exclusive-scan-bitwise_xor.npy``) for operators without a NumPy ``cum*`` name.
+    """
+    name = get_op(op).name
+    word = _OUTPUT_WORDS.get(name, f"scan-{name}")
+    if exclusive:
+        word = f"exclusive-{word}"
+    stem = input_path[:-4] if input_path.lower().endswith(".npy") else input_path
+    return f"{stem}.{word}.npy"
+
+
+@dataclass
+class Job:
+    """One file scan, as the command line describes it."""
+
+    input: str
+    output: str
+    op: str = "sum"
+    exclusive: bool = False
+    dtype: Optional[str] = None
+    backend: str = "auto"
+    strategy: str = "auto"
+    hierarchy: str = "auto"
+    force: bool = False
+    verify: bool = False
+
+
+@dataclass
+class Context:
+    """What a pipeline gets: the resolved job and a place for its times.
+
+    ``progress(label, total_bytes)`` returns an object with ``update(n)`` and
+    ``done()`` (a bar on rank 0's terminal, silent elsewhere).
+    """
+
+    comm: object
+    header: _io.NpyHeader
+    op: Op
+    types: ScanTypes
+    start: int
+    stop: int
+    writer: Optional[_io.NpyWriter] = None
+    progress: Callable = None
+    times: dict = field(default_factory=dict)
+    scan_timings: dict = field(default_factory=dict)
+    backend_used: str = "cpu"
+    verify_summary: Optional[dict] = None
+
+    @property
+    def rank(self) -> int:
+        return 0 if self.comm is None else self.comm.Get_rank()
+
+    @property
+    def size(self) -> int:
+        return 1 if self.comm is None else self.comm.Get_size()
+
+
+def _phase_agree(comm, error):
+    # io._agree: an error that every rank already shares (agreed inside distscan.scan)
+    # is raised as it is, without a second rank prefix.
+    _io._agree(comm, error)
+
+
+@contextmanager
+def _phase(ctx: Context, name: str):
+    """Time a phase (max over ranks is taken at the end) and agree on its failure."""
+    error = None
+    t0 = time.perf_counter()
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 - agreed on every rank
+        error = exc
+    ctx.times[name] = ctx.times.get(name, 0.0) + time.perf_counter() - t0
+    _phase_agree(ctx.comm, error)
+
+
+def _null_progress(label, total):
+    from ._progress import NullProgress
+    return NullProgress(total, label)
+
+
+def run_cpu(job: Job, ctx: Context) -> None:
+    """The in-memory pipeline: read this rank's rows, :func:`distscan.scan` them, write them."""
+    from .api import scan
+
+    hdr = ctx.header
+    with _phase(ctx, "read"):
+        bar = ctx.progress("read", (ctx.stop - ctx.start) * hdr.row_bytes)
+        local = _io.read_rows(hdr, ctx.start, ctx.stop, progress=bar.update)
+        bar.done()
+
+    t0 = time.perf_counter()
+    # distscan.scan is collective and raises the same exception on every rank by itself.
+    result = scan(local, ctx.op, exclusive=job.exclusive, dtype=job.dtype, comm=ctx.comm,
+                  strategy=job.strategy, hierarchy=job.hierarchy, backend=job.backend,
+                  timings=ctx.scan_timings)
+    ctx.times["scan"] = time.perf_counter() - t0
+    ctx.backend_used = "cuda" if job.backend == "cuda" else "cpu"
+
+    with _phase(ctx, "write"):
+        result = np.asarray(result)
+        if result.dtype != ctx.types.result or result.shape != local.shape:
+            raise RuntimeError(f"internal error: scan returned {result.dtype} {result.shape}, "
+                               f"expected {ctx.types.result} {local.shape}")
+        bar = ctx.progress("write", result.nbytes)
+        ctx.writer.write_rows(ctx.start, result, progress=bar.update)
+        bar.done()
+        del result
+    t0 = time.perf_counter()
+    ctx.writer.close()  # collective; data on disk under the temporary name
+    ctx.times["write"] += time.perf_counter() - t0
+
+    if job.verify:
+        from ._verify import verify
+        t0 = time.perf_counter()
+        ctx.verify_summary = verify(ctx.writer.temp_path, local, ctx.start, ctx.op, ctx.types,
+                                    exclusive=job.exclusive, total_rows=hdr.rows, out_shape=hdr.shape,
+                                    comm=ctx.comm)
+        ctx.times["verify"] = time.perf_counter() - t0
+
+
+#: backend name -> pipeline function; backends without an entry use :func:`run_cpu`.
+PIPELINES: dict = {"cpu": run_cpu}
+
+
+def prepare(job: Job, comm=None) -> tuple:
+    """Collective: read the header on rank 0, resolve the operator and dtypes on every rank.
+
+    Returns ``(header, op, types)``.  Raises the same exception on every rank for a
+    bad input, an unknown operator or dtype, or an operator the dtype does not support.
+    """
+    header = _io.open_input(job.input, comm)  # agreed by broadcast
+    # Pure functions of the header and the arguments: every rank gets the same answer.
+    op = get_op(job.op)
+    types = scan_types(op, header.dtype, job.dtype)
+    return header, op, types
+
+
+def run(job: Job, comm=None, *, progress: Optional[Callable] = None) -> dict:
+    """Scan ``job.input`` into ``job.output`` on every rank of ``comm``; returns the report.
+
+    Collective.  Every rank returns the same report (times are the maximum over
+    ranks) or raises the same exception; on failure no output file is left.
+
+    Raises
+    ------
+    FileNotFoundError, IsADirectoryError, PermissionError, NotADirectoryError
+        Input or output path problems.
+    FileExistsError
+        The output exists and ``job.force`` is false.
+    ValueError
+        Not an ``.npy``, truncated, pickled, Fortran order, 0-d, output == input.
+    TypeError
+        The operator does not support the dtype.
+    distscan._verify.VerificationError
+        ``job.verify`` found a wrong result (the output is then not published).
+    distscan.DistScanError
+        Any other failure on some rank.
+    """
+    t_start = time.perf_counter()
+    progress = progress or _null_progress
+    header, op, types = prepare(job, comm)
+    size = 1 if comm is None else comm.Get_size()
+    rank = 0 if comm is None else comm.Get_rank()
+    start, stop = _io.block_split(header.rows, size, rank)
+    ctx = Context(comm=comm, header=header, op=op, types=types, start=start, stop=stop, progress=progress)
+    pipeline = PIPELINES.get(job.backend, run_cpu)
+    t0 = time.perf_counter()
+    writer = _io.NpyWriter(job.output, header.shape, types.result, comm=comm, force=job.force,
+                           protect=(job.input,))
+    with writer:
+        ctx.times["open"] = time.perf_counter() - t0
+        ctx.writer = writer
+        pipeline(job, ctx)
+        t0 = time.perf_counter()
+    ctx.times["commit"] = time.perf_counter() - t0
+    ctx.times["total"] = time.perf_counter() - t_start
+    return _report(job, ctx)
+
+
+def _report(job: Job, ctx: Context) -> dict:
+    hdr, types = ctx.header, ctx.types
+    times = dict(ctx.times)
+    scan_phases = {k: float(v) for k, v in ctx.scan_timings.items() if isinstance(v, (int, float))}
+    local = (times, scan_phases, ctx.stop - ctx.start)
+    gathered = [local] if ctx.comm is None else ctx.comm.allgather(local)
+    keys = sorted({k for t, _, _ in gathered for k in t})
+    tmax = {k: max(t.get(k, 0.0) for t, _, _ in gathered) for k in keys}
+    skeys = sorted({k for _, s, _ in gathered for k in s})
+    smax = {k: max(s.get(k, 0.0) for _, s, _ in gathered) for k in skeys}
+    rows = [r for _, _, r in gathered]
+    n = hdr.size
+    in_bytes = hdr.nbytes
+    out_bytes = n * types.result.itemsize
+    total = tmax.get("total", 0.0)
+    scan_t = tmax.get("scan", 0.0)
+    return {
+        "input": os.path.abspath(job.input),
+        "output": os.path.abspath(job.output),
+        "op": ctx.op.name,
+        "exclusive": job.exclusive,
+        "shape": list(hdr.shape),
+        "elements": n,
+        "input_dtype": str(hdr.dtype),
+        "result_dtype": str(types.result),
+        "accumulator_dtype": str(types.acc),
+        "input_bytes": in_bytes,
+        "output_bytes": out_bytes,
+        "ranks": ctx.size,
+        "rows_per_rank": {"min": min(rows), "max": max(rows)},
+        "backend": {"requested": job.backend, "used": ctx.backend_used},
+        "strategy": job.strategy,
+        "hierarchy": job.hierarchy,
+        "times_s": {
+            "read": tmax.get("read", 0.0),
+            "scan": scan_t,
+            "scan_phases": smax,
+            "write": tmax.get("write", 0.0),
+            "verify": tmax.get("verify"),
+            "open": tmax.get("open", 0.0),
+            "commit": tmax.get("commit", 0.0),
+            "total": total,
+            "note": "maximum over ranks of each phase",
+        },
+        "throughput": {
+            "elements_per_s": n / total if total > 0 else None,
+            "bytes_per_s": (in_bytes + out_bytes) / total if total > 0 else None,
+            "scan_elements_per_s": n / scan_t if scan_t > 0 else None,
+            "note": "elements and bytes (input + output) over the total time; scan_* over the scan phase",
+        },
+        "verify": ctx.verify_summary,
+    }
