@@ -20,7 +20,8 @@ import traceback
 import numpy as np
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_VERIFY = 0, 1, 2, 3
-# Seconds the final status agreement waits for the other ranks before aborting the job.
+# Seconds the final status agreement waits for the other ranks before aborting the job
+# (environment variable DISTSCAN_FINAL_TIMEOUT).
 _FINAL_TIMEOUT = float(os.environ.get("DISTSCAN_FINAL_TIMEOUT", "20"))
 
 _DESCRIPTION = """\
@@ -227,7 +228,9 @@ def main(argv=None) -> int:
     args._argv = argv
     from ._verify import VerificationError
 
-    comm = world.Dup()
+    # Two private communicators: one for the work, one only for the final status agreement,
+    # so a rank that failed alone can never have its status matched with a collective of the work.
+    comm, status_comm = world.Dup(), world.Dup()
     code, error = EXIT_OK, None
     try:
         _run(args, comm, rank)
@@ -239,7 +242,7 @@ def main(argv=None) -> int:
         code, error = EXIT_VERIFY, exc
     except Exception as exc:  # noqa: BLE001 - one line, same status on every rank
         code, error = EXIT_ERROR, exc
-    hi, lo = _final_agreement(comm, code)
+    hi, lo = _final_agreement(status_comm, code)
     if error is not None and args.debug:
         sys.stderr.write(f"distscan: rank {rank} traceback:\n{''.join(traceback.format_exception(error))}")
     if hi == lo:
@@ -250,8 +253,9 @@ def main(argv=None) -> int:
         # A failure on some ranks only (not agreed: a bug); each failing rank reports its own.
         sys.stderr.write(f"distscan: error: rank {rank}: {_one_line(error)}\n")
     sys.stderr.flush()
-    try:
-        comm.Free()
-    except Exception:  # noqa: BLE001
-        pass
+    for c in (comm, status_comm):
+        try:
+            c.Free()
+        except Exception:  # noqa: BLE001 - a communicator left by a failed run is harmless at exit
+            pass
     return hi
