@@ -1,0 +1,239 @@
+"""Finding, compiling and caching the CUDA kernels of ``kernels/``.
+
+The kernels are C++ templates (``kernels/scan_kernels.cu``); one CuPy
+``RawModule`` is compiled with NVRTC per (input, accumulator, output C++ types,
+operator functor, tile shape), holding every entry point that combination needs
+as name expressions.  Modules are memoized in the process per device; compiled
+binaries are also kept on disk by CuPy (``CUPY_CACHE_DIR``, written atomically).
+The source text handed to NVRTC starts with a hash of every file in ``kernels/``,
+so CuPy's disk cache, keyed on that text, never serves a binary built from older
+headers.
+
+The sources are found next to the package in a checkout (``<repo>/kernels``) and
+as the ``distscan.kernels`` package data when installed.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+# NumPy dtype -> C++ type in the kernels (kernels/types.cuh says the same).
+_CTYPE = {
+    np.dtype(np.bool_): "bool",
+    np.dtype(np.int8): "signed char",
+    np.dtype(np.uint8): "unsigned char",
+    np.dtype(np.int16): "short",
+    np.dtype(np.uint16): "unsigned short",
+    np.dtype(np.int32): "int",
+    np.dtype(np.uint32): "unsigned int",
+    np.dtype(np.int64): "long long",
+    np.dtype(np.uint64): "unsigned long long",
+    np.dtype(np.float16): "__half",
+    np.dtype(np.float32): "float",
+    np.dtype(np.float64): "double",
+    np.dtype(np.complex64): "distscan::Complex<float>",
+    np.dtype(np.complex128): "distscan::Complex<double>",
+}
+
+
+def ctype(dtype) -> str:
+    """C++ type name of a NumPy dtype in the kernels.
+
+    Raises
+    ------
+    TypeError
+        For a dtype the kernels do not handle.
+    """
+    dt = np.dtype(dtype).newbyteorder("=")
+    try:
+        return _CTYPE[dt]
+    except KeyError:
+        raise TypeError(f"the CUDA kernels do not handle dtype {dt}") from None
+
+
+def kernel_acc_dtype(acc) -> np.dtype:
+    """The dtype the kernels accumulate in for accumulator dtype ``acc``.
+
+    float16 is a storage type only: float16 data is combined in float32 (for
+    max/min this gives the same float16 values; for sum/prod float32 *is* the
+    accumulator dtype, see ``distscan._dtypes``).
+    """
+    acc = np.dtype(acc)
+    return np.dtype(np.float32) if acc == np.float16 else acc
+
+
+def kernels_dir() -> Path:
+    """Directory holding ``scan_kernels.cu`` and its headers (checkout or installed).
+
+    Raises
+    ------
+    FileNotFoundError
+        If neither location holds the sources.
+    """
+    here = Path(__file__).resolve()
+    candidates = [here.parents[2] / "kernels", here.parents[1] / "kernels"]
+    try:
+        import importlib.resources as resources
+
+        res = resources.files("distscan.kernels")
+        candidates.append(Path(str(res)))
+    except Exception:  # noqa: BLE001 - not installed as a package: fine, try the others
+        pass
+    for cand in candidates:
+        if (cand / "scan_kernels.cu").is_file():
+            return cand
+    raise FileNotFoundError(
+        "distscan's CUDA sources (scan_kernels.cu) were not found in " + ", ".join(map(str, candidates))
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _source() -> tuple[str, str]:
+    kdir = kernels_dir()
+    digest = hashlib.sha256()
+    for f in sorted(kdir.iterdir()):
+        if f.suffix in (".cu", ".cuh"):
+            digest.update(f.name.encode())
+            digest.update(f.read_bytes())
+    text = (kdir / "scan_kernels.cu").read_text()
+    return f"// distscan kernels sha256 {digest.hexdigest()}\n{text}", str(kdir)
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Tile shape of the scan kernel (the -D macros of scan_kernels.cu)."""
+
+    block_threads: int
+    items: int
+    window: int
+    min_blocks: int
+    diag: str = ""  # diagnostic -D macros (benchmarks only), e.g. "DS_DIAG_NO_LOOKBACK"
+
+    @property
+    def tile_items(self) -> int:
+        return self.block_threads * self.items
+
+
+def _lane_stride(itemsize: int, items: int) -> int:
+    lane = items * itemsize
+    return lane + (16 if (lane // 16) % 2 == 0 else 0)
+
+
+def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None) -> Tuning:
+    """Tile shape for one combination of item sizes (same rule on every Hopper-class GPU).
+
+    ``override`` (a ``Tuning`` or a tuple) replaces the choice; its ITEMS is still
+    raised, if needed, so that ITEMS*itemsize is a multiple of 16 bytes.
+    """
+    s_in, s_acc, s_out = np.dtype(in_dtype).itemsize, kernel_acc_dtype(acc_dtype).itemsize, np.dtype(out_dtype).itemsize
+    if override is not None:
+        t = Tuning(*override) if not isinstance(override, Tuning) else override
+        threads, items, window, min_blocks, diag = t.block_threads, t.items, t.window, t.min_blocks, t.diag
+    else:
+        window, diag = 256, ""
+        if s_acc <= 4:
+            threads, items, min_blocks = 256, 16, 4
+        elif s_acc <= 8:
+            threads, items, min_blocks = 256, 16, 3
+        else:
+            threads, items, min_blocks = 256, 8, 1
+    items = max(items, 16 // min(s_in, s_out))
+    # static shared memory: one padded lane stride per thread (input or output, the larger)
+    while threads > 64 and threads * max(_lane_stride(s_in, items), _lane_stride(s_out, items)) > 46 * 1024:
+        threads //= 2
+    return Tuning(threads, items, window, min_blocks, diag)
+
+
+@dataclass(frozen=True)
+class ModuleKey:
+    in_dtype: np.dtype
+    acc_dtype: np.dtype  # kernel accumulator dtype (float16 already mapped to float32)
+    out_dtype: np.dtype
+    functor: str
+    tuning: Tuning
+
+
+def names(key: ModuleKey) -> dict:
+    """Name expressions of every kernel of one module, by role."""
+    ti, ta, to, op = ctype(key.in_dtype), ctype(key.acc_dtype), ctype(key.out_dtype), f"distscan::{key.functor}"
+    return {
+        "scan_incl": f"distscan::scan_tiles_kernel<{ti}, {ta}, {to}, {op}, false>",
+        "scan_excl": f"distscan::scan_tiles_kernel<{ti}, {ta}, {to}, {op}, true>",
+        "reduce_partials": f"distscan::reduce_partials_kernel<{ti}, {ta}, {op}>",
+        "reduce_final": f"distscan::reduce_final_kernel<{ta}, {op}>",
+        "add_offset": f"distscan::add_offset_kernel<{to}, {ta}, {op}>",
+        "add_offset_columns": f"distscan::add_offset_columns_kernel<{to}, {ta}, {op}>",
+        "columns_incl": f"distscan::scan_columns_kernel<{ti}, {ta}, {to}, {op}, false>",
+        "columns_excl": f"distscan::scan_columns_kernel<{ti}, {ta}, {to}, {op}, true>",
+    }
+
+
+def options(key: ModuleKey) -> tuple:
+    src, kdir = _source()
+    t = key.tuning
+    opts = [
+        "-std=c++17",
+        "-DDISTSCAN_NVRTC",
+        f"-DDS_BLOCK_THREADS={t.block_threads}",
+        f"-DDS_ITEMS={t.items}",
+        f"-DDS_WINDOW={t.window}",
+        f"-DDS_MIN_BLOCKS={t.min_blocks}",
+        f"-I{kdir}",
+    ]
+    opts += [f"-D{d}" for d in t.diag.split(",") if d]
+    if np.dtype(np.float16) in (key.in_dtype, key.out_dtype):
+        opts.append("-DDISTSCAN_HALF")
+    return tuple(opts)
+
+
+_MODULES: dict = {}
+
+
+def get_functions(key: ModuleKey, device_id: int) -> dict:
+    """The compiled kernels (``cupy.RawKernel`` by role) of ``key`` on a device, memoized."""
+    cache_key = (device_id, key)
+    funcs = _MODULES.get(cache_key)
+    if funcs is None:
+        import cupy
+
+        src, _ = _source()
+        by_role = names(key)
+        with cupy.cuda.Device(device_id):
+            mod = cupy.RawModule(code=src, options=options(key), name_expressions=list(by_role.values()))
+            funcs = {role: mod.get_function(expr) for role, expr in by_role.items()}
+        _MODULES[cache_key] = funcs
+    return funcs
+
+
+def _precompile_worker(keys):
+    import cupy  # noqa: F401  (each worker compiles into CuPy's disk cache)
+
+    for key in keys:
+        get_functions(key, 0)
+    return len(keys)
+
+
+def precompile(keys, processes: int | None = None) -> None:
+    """Compile many modules in parallel processes, filling CuPy's disk cache.
+
+    NVRTC is single-threaded per program; a test run that needs ~100 modules
+    compiles them ``processes`` at a time, then every process loads them from the
+    disk cache.  Workers compile for device 0 (the architecture of the GPUs of one
+    machine is the same).
+    """
+    import multiprocessing as mp
+
+    keys = list(dict.fromkeys(keys))
+    if not keys:
+        return
+    processes = processes or min(len(keys), os.cpu_count() or 1, 16)
+    chunks = [keys[i::processes] for i in range(processes)]
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(processes) as pool:
+        pool.map(_precompile_worker, [c for c in chunks if c])

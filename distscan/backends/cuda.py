@@ -1,0 +1,318 @@
+"""CUDA backend: the block-hierarchical single-pass scan of ``kernels/`` on CuPy arrays.
+
+Implements the backend protocol of :mod:`distscan.backends` (arrays are C-contiguous
+``(n, w)`` CuPy arrays; seeds, totals and offsets are host NumPy arrays ``(w,)`` in the
+accumulator dtype).  Everything runs on the current CuPy stream; a device-to-host copy
+(and so a synchronisation) happens only when a host value is returned: ``reduce``,
+and ``scan(..., want_total=True)``.
+
+Paths
+-----
+* ``w == 1`` (1-D data): one launch of ``scan_tiles_kernel`` (decoupled look-back with
+  an aligned window, deterministic association: see ``kernels/tile_state.cuh``).  The
+  tile state needs no clearing between launches (launch epochs in the status words).
+* ``1 < w <= 32``: the columns of a transposed contiguous copy, one launch each.
+* ``w > 32``: ``scan_columns_kernel``, one thread per column (coalesced along rows);
+  correct for any shape, fast only when ``w`` is large.
+
+Float results are bitwise reproducible for the same input, dtype and GPU model (the
+association depends on n and the tile shape only).  Accuracy: with unit roundoff ``u``
+of the accumulator, ``|out[i] - exact[i]| <= (L + 2) * u * sum_{j<=i} |x[j]|`` for sums,
+``L = ITEMS + log2(BLOCK_THREADS) + WINDOW/32 + 5 + ceil((i+1) / (TILE * WINDOW))``
+(see :func:`error_depth`), plus the final rounding to a narrower output dtype.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._dtypes import ScanTypes
+from ..ops import Op
+from . import _cuda_compile as cc
+
+try:  # the module imports without CuPy; get_backend("cuda") checks availability
+    import cupy as _cp
+except Exception:  # noqa: BLE001
+    _cp = None
+
+name = "cuda"
+
+# Columns at most this many go through the single-pass kernel one by one.
+_NARROW_COLUMNS = 32
+# Set (threads, items, window, min_blocks) to force a tile shape (benchmarks do).
+_TUNING_OVERRIDE = None
+
+
+def _require_cupy():
+    if _cp is None:
+        raise RuntimeError("the CUDA backend needs CuPy (pip install cupy-cuda12x or cupy-cuda13x) and an NVIDIA GPU")
+    return _cp
+
+
+def is_native(x) -> bool:
+    return _cp is not None and isinstance(x, _cp.ndarray)
+
+
+# --------------------------------------------------------------------------------------
+# per-device facts and per-(device, stream) scratch
+# --------------------------------------------------------------------------------------
+_DEVICE_INFO: dict = {}
+
+
+def _device_info(dev_id: int):
+    info = _DEVICE_INFO.get(dev_id)
+    if info is None:
+        cp = _require_cupy()
+        attrs = cp.cuda.Device(dev_id).attributes
+        cc_major = attrs["ComputeCapabilityMajor"]
+        if cc_major < 7:
+            raise RuntimeError(
+                f"GPU {dev_id} has compute capability {cc_major}.x; distscan's kernels need 7.0 or newer "
+                "(ld.relaxed.gpu / st.relaxed.gpu for the look-back)"
+            )
+        info = {"sms": attrs["MultiProcessorCount"], "cc": cc_major * 10 + attrs["ComputeCapabilityMinor"]}
+        _DEVICE_INFO[dev_id] = info
+    return info
+
+
+class _TileScratch:
+    """Tile status words, the tile counter and the launch epoch of one (device, stream).
+
+    Status words carry the epoch of the launch that wrote them (kernels/tile_state.cuh),
+    so no clearing pass is needed between launches; the words are zeroed only when they
+    are (re)allocated or the 32-bit epoch would wrap.  Tile ids are the counter value
+    minus ``counter_base`` (the counter only grows).  Only launches on this stream use
+    this scratch, so they are ordered.
+    """
+
+    def __init__(self):
+        self.words = None
+        self.anchors = None
+        self.counter = None
+        self.counter_base = 0
+        self.epoch = 0
+
+    def prepare(self, num_tiles: int, window: int, k: int):
+        cp = _cp
+        need_words = max(num_tiles, 1) * k
+        need_anchors = (num_tiles // window + 1) * k
+        if self.words is None or self.words.size < need_words or self.anchors.size < need_anchors:
+            self.words = cp.zeros(max(need_words, 1 << 16), dtype=cp.uint64)
+            self.anchors = cp.zeros(max(need_anchors, 1 << 10), dtype=cp.uint64)
+            if self.counter is None:
+                self.counter = cp.zeros(1, dtype=cp.uint64)
+            self.epoch = 0
+        if self.epoch >= 0xFFFFFFF0:
+            self.words.fill(0)
+            self.anchors.fill(0)
+            self.epoch = 0
+        self.epoch += 1
+        base = self.counter_base
+        self.counter_base += num_tiles
+        return base, self.epoch
+
+
+_SCRATCH: dict = {}
+
+
+def _scratch(dev_id: int, stream_ptr: int) -> _TileScratch:
+    key = (dev_id, stream_ptr)
+    s = _SCRATCH.get(key)
+    if s is None:
+        s = _SCRATCH[key] = _TileScratch()
+    return s
+
+
+# --------------------------------------------------------------------------------------
+# kernel selection
+# --------------------------------------------------------------------------------------
+_PLANS: dict = {}
+
+
+class _Plan:
+    __slots__ = ("funcs", "tuning", "kacc", "k_words", "in_size", "out_size", "tile", "window", "threads")
+
+
+def _plan(dev_id: int, in_dtype, types: ScanTypes, op: Op) -> _Plan:
+    key = (dev_id, in_dtype, types.acc, types.result, op.functor, _TUNING_OVERRIDE)
+    plan = _PLANS.get(key)
+    if plan is None:
+        _device_info(dev_id)
+        kacc = cc.kernel_acc_dtype(types.acc)
+        tuning = cc.choose_tuning(in_dtype, kacc, types.result, _TUNING_OVERRIDE)
+        mkey = cc.ModuleKey(np.dtype(in_dtype), kacc, np.dtype(types.result), op.functor, tuning)
+        plan = _Plan()
+        plan.funcs = cc.get_functions(mkey, dev_id)
+        plan.tuning = tuning
+        plan.kacc = kacc
+        plan.k_words = (kacc.itemsize + 3) // 4
+        plan.in_size = np.dtype(in_dtype).itemsize
+        plan.out_size = np.dtype(types.result).itemsize
+        plan.tile = tuning.tile_items
+        plan.window = tuning.window
+        plan.threads = tuning.block_threads
+        _PLANS[key] = plan
+        _ADD_PLANS.setdefault((dev_id, types.result, kacc, op.functor, _TUNING_OVERRIDE), plan)
+    return plan
+
+
+# combine() needs only the add kernels, which depend on (output, accumulator, operator):
+# reuse any module already compiled for them instead of compiling one more.
+_ADD_PLANS: dict = {}
+
+
+def _add_plan(dev_id: int, types: ScanTypes, op: Op) -> _Plan:
+    kacc = cc.kernel_acc_dtype(types.acc)
+    plan = _ADD_PLANS.get((dev_id, types.result, kacc, op.functor, _TUNING_OVERRIDE))
+    return plan if plan is not None else _plan(dev_id, types.result, types, op)
+
+
+def module_key(in_dtype, types: ScanTypes, op: Op):
+    """The compile key of one scan (for :func:`distscan.backends._cuda_compile.precompile`)."""
+    kacc = cc.kernel_acc_dtype(types.acc)
+    tuning = cc.choose_tuning(in_dtype, kacc, types.result, _TUNING_OVERRIDE)
+    return cc.ModuleKey(np.dtype(in_dtype), kacc, np.dtype(types.result), op.functor, tuning)
+
+
+def error_depth(n: int, in_dtype, types: ScanTypes) -> int:
+    """``L`` of the accuracy bound in this module's docstring, for a scan of ``n`` items."""
+    t = cc.choose_tuning(in_dtype, cc.kernel_acc_dtype(types.acc), types.result, _TUNING_OVERRIDE)
+    return t.items + int(math.log2(t.block_threads)) + t.window // 32 + 5 + -(-max(n, 1) // (t.tile_items * t.window))
+
+
+def _identity(op: Op, types: ScanTypes, w: int) -> np.ndarray:
+    return np.full(w, op.identity(types.acc), dtype=types.acc)
+
+
+# --------------------------------------------------------------------------------------
+# protocol
+# --------------------------------------------------------------------------------------
+def _scan_1d(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr):
+    """One launch of scan_tiles_kernel over contiguous 1-D x -> out (n >= 1)."""
+    num_tiles = -(-n // plan.tile)
+    scratch = _scratch(dev_id, stream_ptr)
+    base, epoch = scratch.prepare(num_tiles, plan.window, plan.k_words)
+    vector_ok = int(x.data.ptr % 16 == 0 and out.data.ptr % 16 == 0)
+    fn = plan.funcs["scan_excl" if exclusive else "scan_incl"]
+    fn(
+        (num_tiles,),
+        (plan.threads,),
+        (
+            x,
+            out,
+            np.int64(n),
+            scratch.words,
+            scratch.anchors,
+            scratch.counter,
+            np.uint64(base),
+            np.uint32(epoch),
+            seed_k,
+            np.int32(has_seed),
+            d_total_ptr,
+            np.int32(vector_ok),
+        ),
+    )
+
+
+def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False):
+    cp = _require_cupy()
+    if x.ndim == 1:
+        x = x.reshape(-1, 1)
+    n, w = x.shape
+    if not x.flags.c_contiguous:
+        x = cp.ascontiguousarray(x)
+    dev_id = x.device.id
+    result = out
+    if out is None or not out.flags.c_contiguous:
+        out = cp.empty((n, w), dtype=types.result)
+    if seed is not None:
+        seed = np.asarray(seed, dtype=types.acc).reshape(w)
+    if n == 0 or w == 0:
+        total = None
+        if want_total:
+            total = seed.copy() if seed is not None else _identity(op, types, w)
+        if result is not None and result is not out:
+            result[...] = out
+            out = result
+        return out, total
+
+    plan = _plan(dev_id, x.dtype, types, op)
+    stream_ptr = cp.cuda.get_current_stream().ptr
+    d_total = None
+    if w == 1:
+        seed_k = plan.kacc.type(seed[0]) if seed is not None else plan.kacc.type(op.identity(types.acc))
+        if want_total:
+            d_total = cp.empty(1, dtype=plan.kacc)
+        _scan_1d(plan, x, out, n, exclusive, seed_k, seed is not None, d_total if want_total else np.uint64(0),
+                 dev_id, stream_ptr)
+    elif w <= _NARROW_COLUMNS:
+        xt = cp.ascontiguousarray(x.T)
+        ot = cp.empty((w, n), dtype=types.result)
+        d_total = cp.empty(w, dtype=plan.kacc)
+        for c in range(w):
+            seed_k = plan.kacc.type(seed[c]) if seed is not None else plan.kacc.type(op.identity(types.acc))
+            _scan_1d(plan, xt[c], ot[c], n, exclusive, seed_k, seed is not None, d_total[c:], dev_id, stream_ptr)
+        out[...] = ot.T
+    else:
+        d_total = cp.empty(w, dtype=plan.kacc)
+        d_seeds = cp.asarray(seed.astype(plan.kacc)) if seed is not None else d_total  # unread when no seed
+        fn = plan.funcs["columns_excl" if exclusive else "columns_incl"]
+        fn((-(-w // 256),), (256,), (x, out, np.int64(n), np.int64(w), d_seeds, np.int32(seed is not None), d_total))
+    if result is not None and result is not out:
+        result[...] = out
+        out = result
+    total = None
+    if want_total:
+        total = d_total.get().astype(types.acc)
+    return out, total
+
+
+def reduce(x, op: Op, types: ScanTypes) -> np.ndarray:
+    cp = _require_cupy()
+    if x.ndim == 1:
+        x = x.reshape(-1, 1)
+    n, w = x.shape
+    if n == 0 or w == 0:
+        return _identity(op, types, w)
+    if not x.flags.c_contiguous:
+        x = cp.ascontiguousarray(x)
+    dev_id = x.device.id
+    plan = _plan(dev_id, x.dtype, types, op)
+    sms = _device_info(dev_id)["sms"]
+    cols = [x.reshape(-1)] if w == 1 else list(cp.ascontiguousarray(x.T))
+    d_res = cp.empty(len(cols), dtype=plan.kacc)
+    vec = max(1, 16 // plan.in_size)
+    for c, col in enumerate(cols):
+        grid = int(max(1, min(4 * sms, -(-n // (256 * vec * 4)))))
+        partials = cp.empty(grid, dtype=plan.kacc)
+        vector_ok = int(col.data.ptr % 16 == 0)
+        plan.funcs["reduce_partials"]((grid,), (256,), (col, np.int64(n), partials, np.int32(vector_ok)))
+        plan.funcs["reduce_final"]((1,), (256,), (partials, np.int32(grid), d_res[c:]))
+    return d_res.get().astype(types.acc)
+
+
+def combine(y, op: Op, types: ScanTypes, offset) -> None:
+    cp = _require_cupy()
+    if y.ndim == 1:
+        y = y.reshape(-1, 1)
+    n, w = y.shape
+    if n == 0 or w == 0:
+        return
+    if not y.flags.c_contiguous:
+        raise ValueError("combine needs a C-contiguous array (it works in place)")
+    dev_id = y.device.id
+    plan = _add_plan(dev_id, types, op)
+    offset = np.asarray(offset, dtype=types.acc).reshape(w)
+    sms = _device_info(dev_id)["sms"]
+    if w == 1:
+        vec = max(1, 16 // plan.out_size)
+        grid = int(max(1, min(8 * sms, -(-n // (256 * vec)))))
+        plan.funcs["add_offset"](
+            (grid,), (256,), (y, np.int64(n), plan.kacc.type(offset[0]), np.int32(int(y.data.ptr % 16 == 0)))
+        )
+    else:
+        d_off = cp.asarray(offset.astype(plan.kacc))
+        grid = int(max(1, min(8 * sms, -(-(n * w) // 256))))
+        plan.funcs["add_offset_columns"]((grid,), (256,), (y, np.int64(n * w), np.int64(w), d_off))

@@ -1,0 +1,1 @@
+"""CUDA C++ sources of distscan's GPU kernels (shipped as package data; compiled at run time)."""

@@ -1,0 +1,91 @@
+// distscan/kernels/tile_io.cuh -- moving a tile between global memory and registers.
+//
+// Each warp owns a contiguous segment of 32*ITEMS items of the tile; each lane owns
+// ITEMS consecutive items of that segment ("blocked" arrangement, which the thread scan
+// needs).  Global memory is read and written "striped": in step k lane l moves the
+// (k*32+l)-th 16-byte vector of the segment, so every warp instruction touches 512
+// contiguous bytes (fully coalesced), and all steps' loads are issued before the first
+// is used (several 16-byte loads in flight per lane).  A per-warp shared-memory buffer
+// transposes between the two arrangements; each lane's ITEMS items occupy LANE_BYTES
+// bytes there, padded by 16 bytes when LANE_BYTES/16 is even, so that the 8 lanes of a
+// 16-byte shared-memory phase hit 8 different bank groups.
+//
+// Partial tiles and buffers not aligned to 16 bytes take a scalar path (still coalesced:
+// step k, lane l moves item k*32+l of the segment).
+#pragma once
+#include "types.cuh"
+
+namespace distscan {
+
+template <typename T, int ITEMS>
+struct WarpTileIO {
+    static const int LANE_BYTES = ITEMS * (int)sizeof(T);
+    static_assert(LANE_BYTES % 16 == 0, "ITEMS * sizeof(T) must be a multiple of 16 bytes");
+    static const int VECS = LANE_BYTES / 16;                            // 16-byte vectors per lane
+    static const int STRIDE = LANE_BYTES + ((VECS % 2 == 0) ? 16 : 0);  // padded lane stride (bytes)
+    static const int WARP_BYTES = 32 * STRIDE;
+
+    // shared-memory byte offset of byte b of the warp's (unpadded) segment
+    static __device__ __forceinline__ int smem_offset(int b) { return (b / LANE_BYTES) * STRIDE + (b % LANE_BYTES); }
+
+    // Global -> shared (striped).  `valid` items of the segment exist (ITEMS*32 when full).
+    static __device__ __forceinline__ void load_to_smem(const T *d_seg, int valid, bool vector_ok, char *smem, int lane) {
+        if (vector_ok && valid == 32 * ITEMS) {
+            const uint4 *src = reinterpret_cast<const uint4 *>(d_seg);
+            uint4 v[VECS];
+#pragma unroll
+            for (int k = 0; k < VECS; ++k) v[k] = __ldcs(src + k * 32 + lane);  // streamed: read once
+#pragma unroll
+            for (int k = 0; k < VECS; ++k)
+                *reinterpret_cast<uint4 *>(smem + smem_offset((k * 32 + lane) * 16)) = v[k];
+        } else {
+#pragma unroll 4
+            for (int k = 0; k < ITEMS; ++k) {
+                int e = k * 32 + lane;
+                if (e < valid) *reinterpret_cast<T *>(smem + smem_offset(e * (int)sizeof(T))) = d_seg[e];
+            }
+        }
+    }
+
+    // Shared -> registers (blocked): lane's ITEMS consecutive items.
+    static __device__ __forceinline__ void smem_to_regs(const char *smem, int lane, T (&items)[ITEMS]) {
+        union {
+            uint4 v[VECS];
+            T t[ITEMS];
+        } u;
+#pragma unroll
+        for (int k = 0; k < VECS; ++k) u.v[k] = *reinterpret_cast<const uint4 *>(smem + lane * STRIDE + k * 16);
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) items[i] = u.t[i];
+    }
+
+    // Registers (blocked) -> shared.
+    static __device__ __forceinline__ void regs_to_smem(char *smem, int lane, const T (&items)[ITEMS]) {
+        union {
+            uint4 v[VECS];
+            T t[ITEMS];
+        } u;
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) u.t[i] = items[i];
+#pragma unroll
+        for (int k = 0; k < VECS; ++k) *reinterpret_cast<uint4 *>(smem + lane * STRIDE + k * 16) = u.v[k];
+    }
+
+    // Shared -> global (striped).
+    static __device__ __forceinline__ void store_from_smem(T *d_seg, int valid, bool vector_ok, const char *smem, int lane) {
+        if (vector_ok && valid == 32 * ITEMS) {
+            uint4 *dst = reinterpret_cast<uint4 *>(d_seg);
+#pragma unroll
+            for (int k = 0; k < VECS; ++k)
+                __stcs(dst + k * 32 + lane, *reinterpret_cast<const uint4 *>(smem + smem_offset((k * 32 + lane) * 16)));
+        } else {
+#pragma unroll 4
+            for (int k = 0; k < ITEMS; ++k) {
+                int e = k * 32 + lane;
+                if (e < valid) d_seg[e] = *reinterpret_cast<const T *>(smem + smem_offset(e * (int)sizeof(T)));
+            }
+        }
+    }
+};
+
+}  // namespace distscan
