@@ -113,7 +113,7 @@ def test_float_verify_and_report(tmp_path, ranks):
     for phase in ("read", "scan", "write", "verify", "total"):
         assert t[phase] >= 0
     assert t["total"] >= t["read"] and t["total"] >= t["scan"]
-    assert set(t["scan_phases"]) <= {"reduce", "exscan", "scan", "combine"} and t["scan_phases"]
+    assert "scan" in t["scan_phases"] and all(v >= 0 for v in t["scan_phases"].values())
     assert r["throughput"]["elements_per_s"] > 0 and r["throughput"]["bytes_per_s"] > 0
     assert r["verify"]["passed"] and r["verify"]["checked_rows"] >= 2 * ranks
     assert "eps" in r["verify"]["tolerance"]
@@ -376,3 +376,36 @@ def test_example_then_scan(tmp_path):
     proc = run_mpi(2, distscan_args(tmp_path / "ex.npy", "--verify"), timeout=T)
     assert proc.returncode == 0, proc.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "ex.cumsum.npy"), np.cumsum(a))
+
+
+# -- the progress bar ---------------------------------------------------------------------------------
+
+class _Stream:
+    def __init__(self, tty):
+        self.tty, self.text = tty, ""
+
+    def isatty(self):
+        return self.tty
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+
+def test_progress_bar_only_on_a_terminal():
+    from distscan._progress import Progress
+    tty, pipe = _Stream(True), _Stream(False)
+    for stream in (tty, pipe):
+        bar = Progress(1000, "read", stream=stream, delay=0, interval=0)
+        for _ in range(10):
+            bar.update(100)
+        bar.done()
+    assert "100.0%" in tty.text and "[" in tty.text and tty.text.endswith("\n")
+    assert pipe.text == ""
+    quiet = _Stream(True)
+    bar = Progress(1000, "read", stream=quiet)  # default delay: short runs draw nothing
+    bar.update(1000)
+    bar.done()
+    assert quiet.text == ""
