@@ -18,7 +18,13 @@ from _mpi_run import REPO, python_env, run, run_mpi
 from distscan.ops import get_op
 from distscan._dtypes import scan_types
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [
+    pytest.mark.timeout(180),
+    # These tests launch mpiexec themselves: under `mpiexec ... pytest --with-mpi` every rank would
+    # launch nested jobs, so they run in the serial pytest pass only.
+    pytest.mark.skipif(bool(os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")),
+                       reason="launches mpiexec itself; run it from a serial pytest"),
+]
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 T = 60  # seconds per launch: generous on a loaded 2-core CI machine; a hang still fails
