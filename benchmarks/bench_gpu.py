@@ -85,9 +85,18 @@ def _check(dtype, x, y):
 
 def make_cub(x, y, n):
     try:
+        import os
+
+        import cuda
+
+        # a `cuda` package of the image (cuda-python) may shadow the wheel's cuda/compute
+        for p in sys.path:
+            d = os.path.join(p, "cuda")
+            if os.path.isdir(os.path.join(d, "compute")) and d not in list(cuda.__path__):
+                cuda.__path__.append(d)
         import cuda.compute as cc
     except Exception as exc:  # noqa: BLE001
-        return None, f"cuda.compute unavailable: {exc}"
+        return None, f"cuda.compute unavailable: {exc!r}"
     try:
         s = cc.make_inclusive_scan(d_in=x, d_out=y, op=cc.OpKind.PLUS, init_value=None)
         nbytes = s(temp_storage=None, d_in=x, d_out=y, op=cc.OpKind.PLUS, init_value=None, num_items=n)

@@ -1,7 +1,7 @@
 // distscan/kernels/scan_kernels.cu -- thin __global__ entry points.  The host
 // (distscan/backends/cuda.py) compiles this file with NVRTC, -DDISTSCAN_NVRTC, the tile
-// shape as -D macros, and the instantiations it needs as name expressions, e.g.
-//   distscan::scan_tiles_kernel<int, long long, long long, distscan::Sum, false>
+// shape and the types as -D macros, e.g. -DDS_TIN=int -DDS_TACC="long long"
+// -DDS_TOUT="long long" -DDS_OP=Sum, and gets extern "C" kernels ds_scan_incl, ... .
 //
 // Kernels:
 //   scan_tiles_kernel        single-pass scan of a 1-D array (decoupled look-back)
@@ -41,9 +41,9 @@ namespace distscan {
 // d_total (may be null) gets seed op x[0] op ... op x[n-1] in the accumulator type.
 // Tile state: see tile_state.cuh.  vector_ok: d_in and d_out are 16-byte aligned.
 template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE>
-__global__ void __launch_bounds__(DS_BLOCK_THREADS, DS_MIN_BLOCKS)
-    scan_tiles_kernel(const TIn *d_in, TOut *d_out, i64 n, u64 *d_aggregates, u64 *d_anchors, u64 *d_tile_counter,
-                      u64 counter_base, unsigned epoch, TAcc seed, int has_seed, TAcc *d_total, int vector_ok) {
+__device__ __forceinline__ void scan_tiles(const TIn *d_in, TOut *d_out, i64 n, u64 *d_aggregates, u64 *d_anchors,
+                                           u64 *d_tile_counter, u64 counter_base, unsigned epoch, TAcc seed,
+                                           int has_seed, TAcc *d_total, int vector_ok) {
     TileState st;
     st.d_aggregates = d_aggregates;
     st.d_anchors = d_anchors;
@@ -84,8 +84,7 @@ __device__ __forceinline__ TAcc fold_vector(TAcc acc, uint4 v) {
 // writes one partial.  The association depends only on n and gridDim, so float
 // reductions are reproducible for a given n and GPU.  No atomics.
 template <typename TIn, typename TAcc, typename Op>
-__global__ void __launch_bounds__(DS_REDUCE_THREADS)
-    reduce_partials_kernel(const TIn *d_in, i64 n, TAcc *d_partials, int vector_ok) {
+__device__ __forceinline__ void reduce_partials(const TIn *d_in, i64 n, TAcc *d_partials, int vector_ok) {
     const i64 tid = (i64)blockIdx.x * DS_REDUCE_THREADS + threadIdx.x;
     const i64 stride = (i64)gridDim.x * DS_REDUCE_THREADS;
     TAcc acc = Op::template identity<TAcc>();
@@ -113,8 +112,7 @@ __global__ void __launch_bounds__(DS_REDUCE_THREADS)
 
 // One block: d_out[0] = d_partials[0] op ... op d_partials[count-1] (fixed order per count).
 template <typename TAcc, typename Op>
-__global__ void __launch_bounds__(DS_REDUCE_THREADS)
-    reduce_final_kernel(const TAcc *d_partials, int count, TAcc *d_out) {
+__device__ __forceinline__ void reduce_final(const TAcc *d_partials, int count, TAcc *d_out) {
     TAcc acc = Op::template identity<TAcc>();
     for (int i = threadIdx.x; i < count; i += DS_REDUCE_THREADS) acc = Op::template apply<TAcc>(acc, d_partials[i]);
     TAcc r = block_reduce<TAcc, Op>(acc);
@@ -123,8 +121,7 @@ __global__ void __launch_bounds__(DS_REDUCE_THREADS)
 
 // y[i] = offset op y[i] for i in [0, n), in place, computed in the accumulator type.
 template <typename TOut, typename TAcc, typename Op>
-__global__ void __launch_bounds__(DS_REDUCE_THREADS)
-    add_offset_kernel(TOut *d_y, i64 n, TAcc offset, int vector_ok) {
+__device__ __forceinline__ void add_offset(TOut *d_y, i64 n, TAcc offset, int vector_ok) {
     const i64 tid = (i64)blockIdx.x * DS_REDUCE_THREADS + threadIdx.x;
     const i64 stride = (i64)gridDim.x * DS_REDUCE_THREADS;
     i64 first_scalar = 0;
@@ -151,8 +148,7 @@ __global__ void __launch_bounds__(DS_REDUCE_THREADS)
 
 // y[i, c] = offsets[c] op y[i, c] for a C-contiguous (n_rows, w) array of n_items items.
 template <typename TOut, typename TAcc, typename Op>
-__global__ void __launch_bounds__(DS_REDUCE_THREADS)
-    add_offset_columns_kernel(TOut *d_y, i64 n_items, i64 w, const TAcc *d_offsets) {
+__device__ __forceinline__ void add_offset_columns(TOut *d_y, i64 n_items, i64 w, const TAcc *d_offsets) {
     const i64 stride = (i64)gridDim.x * DS_REDUCE_THREADS;
     for (i64 i = (i64)blockIdx.x * DS_REDUCE_THREADS + threadIdx.x; i < n_items; i += stride)
         d_y[i] = Convert<TOut, TAcc>::apply(Op::template apply<TAcc>(d_offsets[i % w], Convert<TAcc, TOut>::apply(d_y[i])));
@@ -162,8 +158,8 @@ __global__ void __launch_bounds__(DS_REDUCE_THREADS)
 // coalesced across the threads of a row).  For wide arrays; narrow ones go column by
 // column through scan_tiles_kernel.  d_seeds may be null (has_seed == 0).
 template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE>
-__global__ void __launch_bounds__(DS_REDUCE_THREADS)
-    scan_columns_kernel(const TIn *d_in, TOut *d_out, i64 n, i64 w, const TAcc *d_seeds, int has_seed, TAcc *d_totals) {
+__device__ __forceinline__ void scan_columns(const TIn *d_in, TOut *d_out, i64 n, i64 w, const TAcc *d_seeds,
+                                             int has_seed, TAcc *d_totals) {
     const i64 c = (i64)blockIdx.x * DS_REDUCE_THREADS + threadIdx.x;
     if (c >= w) return;
     TAcc acc = has_seed ? d_seeds[c] : Op::template identity<TAcc>();
@@ -180,7 +176,88 @@ __global__ void __launch_bounds__(DS_REDUCE_THREADS)
     if (d_totals != 0) d_totals[c] = acc;
 }
 
+// ---------------------------------------------------------------------------------------
+// Entry points.  Templates for C++ users and the standalone build; for NVRTC the host
+// defines DS_TIN, DS_TACC, DS_TOUT (C++ types) and DS_OP (functor) and gets plain
+// extern "C" names (ds_scan_incl, ...), so that CuPy's on-disk cache (which it does not
+// use for modules compiled with name expressions) serves later processes.
+// ---------------------------------------------------------------------------------------
+template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE>
+__global__ void __launch_bounds__(DS_BLOCK_THREADS, DS_MIN_BLOCKS)
+    scan_tiles_kernel(const TIn *d_in, TOut *d_out, i64 n, u64 *d_aggregates, u64 *d_anchors, u64 *d_tile_counter,
+                      u64 counter_base, unsigned epoch, TAcc seed, int has_seed, TAcc *d_total, int vector_ok) {
+    scan_tiles<TIn, TAcc, TOut, Op, EXCLUSIVE>(d_in, d_out, n, d_aggregates, d_anchors, d_tile_counter, counter_base,
+                                               epoch, seed, has_seed, d_total, vector_ok);
+}
+template <typename TIn, typename TAcc, typename Op>
+__global__ void __launch_bounds__(DS_REDUCE_THREADS)
+    reduce_partials_kernel(const TIn *d_in, i64 n, TAcc *d_partials, int vector_ok) {
+    reduce_partials<TIn, TAcc, Op>(d_in, n, d_partials, vector_ok);
+}
+template <typename TAcc, typename Op>
+__global__ void __launch_bounds__(DS_REDUCE_THREADS) reduce_final_kernel(const TAcc *d_partials, int count, TAcc *d_out) {
+    reduce_final<TAcc, Op>(d_partials, count, d_out);
+}
+template <typename TOut, typename TAcc, typename Op>
+__global__ void __launch_bounds__(DS_REDUCE_THREADS) add_offset_kernel(TOut *d_y, i64 n, TAcc offset, int vector_ok) {
+    add_offset<TOut, TAcc, Op>(d_y, n, offset, vector_ok);
+}
+template <typename TOut, typename TAcc, typename Op>
+__global__ void __launch_bounds__(DS_REDUCE_THREADS)
+    add_offset_columns_kernel(TOut *d_y, i64 n_items, i64 w, const TAcc *d_offsets) {
+    add_offset_columns<TOut, TAcc, Op>(d_y, n_items, w, d_offsets);
+}
+template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE>
+__global__ void __launch_bounds__(DS_REDUCE_THREADS)
+    scan_columns_kernel(const TIn *d_in, TOut *d_out, i64 n, i64 w, const TAcc *d_seeds, int has_seed, TAcc *d_totals) {
+    scan_columns<TIn, TAcc, TOut, Op, EXCLUSIVE>(d_in, d_out, n, w, d_seeds, has_seed, d_totals);
+}
+
 }  // namespace distscan
+
+#if defined(DS_TIN) && defined(DS_TACC) && defined(DS_TOUT) && defined(DS_OP)
+#define DS_F distscan::DS_OP
+extern "C" __global__ void __launch_bounds__(DS_BLOCK_THREADS, DS_MIN_BLOCKS)
+    ds_scan_incl(const DS_TIN *d_in, DS_TOUT *d_out, distscan::i64 n, distscan::u64 *d_aggregates,
+                 distscan::u64 *d_anchors, distscan::u64 *d_tile_counter, distscan::u64 counter_base, unsigned epoch,
+                 DS_TACC seed, int has_seed, DS_TACC *d_total, int vector_ok) {
+    distscan::scan_tiles<DS_TIN, DS_TACC, DS_TOUT, DS_F, false>(d_in, d_out, n, d_aggregates, d_anchors, d_tile_counter,
+                                                                counter_base, epoch, seed, has_seed, d_total, vector_ok);
+}
+extern "C" __global__ void __launch_bounds__(DS_BLOCK_THREADS, DS_MIN_BLOCKS)
+    ds_scan_excl(const DS_TIN *d_in, DS_TOUT *d_out, distscan::i64 n, distscan::u64 *d_aggregates,
+                 distscan::u64 *d_anchors, distscan::u64 *d_tile_counter, distscan::u64 counter_base, unsigned epoch,
+                 DS_TACC seed, int has_seed, DS_TACC *d_total, int vector_ok) {
+    distscan::scan_tiles<DS_TIN, DS_TACC, DS_TOUT, DS_F, true>(d_in, d_out, n, d_aggregates, d_anchors, d_tile_counter,
+                                                               counter_base, epoch, seed, has_seed, d_total, vector_ok);
+}
+extern "C" __global__ void __launch_bounds__(DS_REDUCE_THREADS)
+    ds_reduce_partials(const DS_TIN *d_in, distscan::i64 n, DS_TACC *d_partials, int vector_ok) {
+    distscan::reduce_partials<DS_TIN, DS_TACC, DS_F>(d_in, n, d_partials, vector_ok);
+}
+extern "C" __global__ void __launch_bounds__(DS_REDUCE_THREADS)
+    ds_reduce_final(const DS_TACC *d_partials, int count, DS_TACC *d_out) {
+    distscan::reduce_final<DS_TACC, DS_F>(d_partials, count, d_out);
+}
+extern "C" __global__ void __launch_bounds__(DS_REDUCE_THREADS)
+    ds_add_offset(DS_TOUT *d_y, distscan::i64 n, DS_TACC offset, int vector_ok) {
+    distscan::add_offset<DS_TOUT, DS_TACC, DS_F>(d_y, n, offset, vector_ok);
+}
+extern "C" __global__ void __launch_bounds__(DS_REDUCE_THREADS)
+    ds_add_offset_columns(DS_TOUT *d_y, distscan::i64 n_items, distscan::i64 w, const DS_TACC *d_offsets) {
+    distscan::add_offset_columns<DS_TOUT, DS_TACC, DS_F>(d_y, n_items, w, d_offsets);
+}
+extern "C" __global__ void __launch_bounds__(DS_REDUCE_THREADS)
+    ds_columns_incl(const DS_TIN *d_in, DS_TOUT *d_out, distscan::i64 n, distscan::i64 w, const DS_TACC *d_seeds,
+                    int has_seed, DS_TACC *d_totals) {
+    distscan::scan_columns<DS_TIN, DS_TACC, DS_TOUT, DS_F, false>(d_in, d_out, n, w, d_seeds, has_seed, d_totals);
+}
+extern "C" __global__ void __launch_bounds__(DS_REDUCE_THREADS)
+    ds_columns_excl(const DS_TIN *d_in, DS_TOUT *d_out, distscan::i64 n, distscan::i64 w, const DS_TACC *d_seeds,
+                    int has_seed, DS_TACC *d_totals) {
+    distscan::scan_columns<DS_TIN, DS_TACC, DS_TOUT, DS_F, true>(d_in, d_out, n, w, d_seeds, has_seed, d_totals);
+}
+#endif
 
 #ifndef DISTSCAN_NVRTC
 // Standalone build (nvcc -arch=sm_90 -c scan_kernels.cu): a few instantiations, so that

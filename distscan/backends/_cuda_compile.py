@@ -2,9 +2,14 @@
 
 The kernels are C++ templates (``kernels/scan_kernels.cu``); one CuPy
 ``RawModule`` is compiled with NVRTC per (input, accumulator, output C++ types,
-operator functor, tile shape), holding every entry point that combination needs
-as name expressions.  Modules are memoized in the process per device; compiled
-binaries are also kept on disk by CuPy (``CUPY_CACHE_DIR``, written atomically).
+operator functor, tile shape).  The combination is selected by -D macros
+(``DS_TIN``, ``DS_TACC``, ``DS_TOUT``, ``DS_OP``, tile shape) and the file then
+defines plain ``extern "C"`` entry points (``ds_scan_incl``, ...).  Name
+expressions would select the same template instantiations, but CuPy does not read
+its on-disk cache for modules compiled with name expressions, and a test run
+needs ~120 modules: with macros, compiled binaries are kept on disk by CuPy
+(``CUPY_CACHE_DIR``, written atomically) and :func:`precompile` can build them in
+parallel processes.  Modules are also memoized in the process per device.
 The source text handed to NVRTC starts with a hash of every file in ``kernels/``,
 so CuPy's disk cache, keyed on that text, never serves a binary built from older
 headers.
@@ -159,19 +164,13 @@ class ModuleKey:
     tuning: Tuning
 
 
+ROLES = ("scan_incl", "scan_excl", "reduce_partials", "reduce_final", "add_offset", "add_offset_columns",
+         "columns_incl", "columns_excl")
+
+
 def names(key: ModuleKey) -> dict:
-    """Name expressions of every kernel of one module, by role."""
-    ti, ta, to, op = ctype(key.in_dtype), ctype(key.acc_dtype), ctype(key.out_dtype), f"distscan::{key.functor}"
-    return {
-        "scan_incl": f"distscan::scan_tiles_kernel<{ti}, {ta}, {to}, {op}, false>",
-        "scan_excl": f"distscan::scan_tiles_kernel<{ti}, {ta}, {to}, {op}, true>",
-        "reduce_partials": f"distscan::reduce_partials_kernel<{ti}, {ta}, {op}>",
-        "reduce_final": f"distscan::reduce_final_kernel<{ta}, {op}>",
-        "add_offset": f"distscan::add_offset_kernel<{to}, {ta}, {op}>",
-        "add_offset_columns": f"distscan::add_offset_columns_kernel<{to}, {ta}, {op}>",
-        "columns_incl": f"distscan::scan_columns_kernel<{ti}, {ta}, {to}, {op}, false>",
-        "columns_excl": f"distscan::scan_columns_kernel<{ti}, {ta}, {to}, {op}, true>",
-    }
+    """Kernel names of one module, by role (``extern "C"`` entry points of scan_kernels.cu)."""
+    return {role: f"ds_{role}" for role in ROLES}
 
 
 def options(key: ModuleKey) -> tuple:
@@ -184,6 +183,10 @@ def options(key: ModuleKey) -> tuple:
         f"-DDS_ITEMS={t.items}",
         f"-DDS_WINDOW={t.window}",
         f"-DDS_MIN_BLOCKS={t.min_blocks}",
+        f"-DDS_TIN={ctype(key.in_dtype)}",
+        f"-DDS_TACC={ctype(key.acc_dtype)}",
+        f"-DDS_TOUT={ctype(key.out_dtype)}",
+        f"-DDS_OP={key.functor}",
         f"-I{kdir}",
     ]
     opts += [f"-D{d}" for d in t.diag.split(",") if d]
@@ -205,7 +208,7 @@ def get_functions(key: ModuleKey, device_id: int) -> dict:
         src, _ = _source()
         by_role = names(key)
         with cupy.cuda.Device(device_id):
-            mod = cupy.RawModule(code=src, options=options(key), name_expressions=list(by_role.values()))
+            mod = cupy.RawModule(code=src, options=options(key))
             funcs = {role: mod.get_function(expr) for role, expr in by_role.items()}
         _MODULES[cache_key] = funcs
     return funcs

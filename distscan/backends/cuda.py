@@ -65,14 +65,15 @@ def _device_info(dev_id: int):
     info = _DEVICE_INFO.get(dev_id)
     if info is None:
         cp = _require_cupy()
-        attrs = cp.cuda.Device(dev_id).attributes
-        cc_major = attrs["ComputeCapabilityMajor"]
+        dev = cp.cuda.Device(dev_id)
+        cc_num = int(dev.compute_capability)
+        cc_major = cc_num // 10
         if cc_major < 7:
             raise RuntimeError(
                 f"GPU {dev_id} has compute capability {cc_major}.x; distscan's kernels need 7.0 or newer "
                 "(ld.relaxed.gpu / st.relaxed.gpu for the look-back)"
             )
-        info = {"sms": attrs["MultiProcessorCount"], "cc": cc_major * 10 + attrs["ComputeCapabilityMinor"]}
+        info = {"sms": dev.attributes["MultiProcessorCount"], "cc": cc_num}
         _DEVICE_INFO[dev_id] = info
     return info
 
