@@ -14,7 +14,7 @@
 // Tuning macros (host passes them per item size and GPU):
 //   DS_BLOCK_THREADS  threads per scan block            (default 256)
 //   DS_ITEMS          items per thread (ITEMS*sizeof(item) must be a multiple of 16)
-//   DS_WINDOW         look-back window in tiles, multiple of 32   (default 256)
+//   DS_WINDOW         look-back window in tiles, 32 * (1..32)     (default 1024)
 //   DS_MIN_BLOCKS     scan blocks per SM the register allocation must allow (default 1)
 //   DS_REDUCE_THREADS threads per block of the reduce/add kernels (default 256)
 #include "agent_scan.cuh"
@@ -26,7 +26,7 @@
 #define DS_ITEMS 16
 #endif
 #ifndef DS_WINDOW
-#define DS_WINDOW 256
+#define DS_WINDOW 1024
 #endif
 #ifndef DS_MIN_BLOCKS
 #define DS_MIN_BLOCKS 1
@@ -41,11 +41,12 @@ namespace distscan {
 // d_total (may be null) gets seed op x[0] op ... op x[n-1] in the accumulator type.
 // Tile state: see tile_state.cuh.  vector_ok: d_in and d_out are 16-byte aligned.
 template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE>
-__device__ __forceinline__ void scan_tiles(const TIn *d_in, TOut *d_out, i64 n, u64 *d_aggregates, u64 *d_anchors,
-                                           u64 *d_tile_counter, u64 counter_base, unsigned epoch, TAcc seed,
+__device__ __forceinline__ void scan_tiles(const TIn *d_in, TOut *d_out, i64 n, u64 *d_aggregates, u64 *d_subaggs,
+                                           u64 *d_anchors, u64 *d_tile_counter, u64 counter_base, unsigned epoch, TAcc seed,
                                            int has_seed, TAcc *d_total, int vector_ok) {
     TileState st;
     st.d_aggregates = d_aggregates;
+    st.d_subaggs = d_subaggs;
     st.d_anchors = d_anchors;
     st.d_tile_counter = d_tile_counter;
     st.counter_base = counter_base;
@@ -184,9 +185,9 @@ __device__ __forceinline__ void scan_columns(const TIn *d_in, TOut *d_out, i64 n
 // ---------------------------------------------------------------------------------------
 template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE>
 __global__ void __launch_bounds__(DS_BLOCK_THREADS, DS_MIN_BLOCKS)
-    scan_tiles_kernel(const TIn *d_in, TOut *d_out, i64 n, u64 *d_aggregates, u64 *d_anchors, u64 *d_tile_counter,
+    scan_tiles_kernel(const TIn *d_in, TOut *d_out, i64 n, u64 *d_aggregates, u64 *d_subaggs, u64 *d_anchors, u64 *d_tile_counter,
                       u64 counter_base, unsigned epoch, TAcc seed, int has_seed, TAcc *d_total, int vector_ok) {
-    scan_tiles<TIn, TAcc, TOut, Op, EXCLUSIVE>(d_in, d_out, n, d_aggregates, d_anchors, d_tile_counter, counter_base,
+    scan_tiles<TIn, TAcc, TOut, Op, EXCLUSIVE>(d_in, d_out, n, d_aggregates, d_subaggs, d_anchors, d_tile_counter, counter_base,
                                                epoch, seed, has_seed, d_total, vector_ok);
 }
 template <typename TIn, typename TAcc, typename Op>
@@ -219,16 +220,16 @@ __global__ void __launch_bounds__(DS_REDUCE_THREADS)
 #define DS_F distscan::DS_OP
 extern "C" __global__ void __launch_bounds__(DS_BLOCK_THREADS, DS_MIN_BLOCKS)
     ds_scan_incl(const DS_TIN *d_in, DS_TOUT *d_out, distscan::i64 n, distscan::u64 *d_aggregates,
-                 distscan::u64 *d_anchors, distscan::u64 *d_tile_counter, distscan::u64 counter_base, unsigned epoch,
+                 distscan::u64 *d_subaggs, distscan::u64 *d_anchors, distscan::u64 *d_tile_counter, distscan::u64 counter_base, unsigned epoch,
                  DS_TACC seed, int has_seed, DS_TACC *d_total, int vector_ok) {
-    distscan::scan_tiles<DS_TIN, DS_TACC, DS_TOUT, DS_F, false>(d_in, d_out, n, d_aggregates, d_anchors, d_tile_counter,
+    distscan::scan_tiles<DS_TIN, DS_TACC, DS_TOUT, DS_F, false>(d_in, d_out, n, d_aggregates, d_subaggs, d_anchors, d_tile_counter,
                                                                 counter_base, epoch, seed, has_seed, d_total, vector_ok);
 }
 extern "C" __global__ void __launch_bounds__(DS_BLOCK_THREADS, DS_MIN_BLOCKS)
     ds_scan_excl(const DS_TIN *d_in, DS_TOUT *d_out, distscan::i64 n, distscan::u64 *d_aggregates,
-                 distscan::u64 *d_anchors, distscan::u64 *d_tile_counter, distscan::u64 counter_base, unsigned epoch,
+                 distscan::u64 *d_subaggs, distscan::u64 *d_anchors, distscan::u64 *d_tile_counter, distscan::u64 counter_base, unsigned epoch,
                  DS_TACC seed, int has_seed, DS_TACC *d_total, int vector_ok) {
-    distscan::scan_tiles<DS_TIN, DS_TACC, DS_TOUT, DS_F, true>(d_in, d_out, n, d_aggregates, d_anchors, d_tile_counter,
+    distscan::scan_tiles<DS_TIN, DS_TACC, DS_TOUT, DS_F, true>(d_in, d_out, n, d_aggregates, d_subaggs, d_anchors, d_tile_counter,
                                                                counter_base, epoch, seed, has_seed, d_total, vector_ok);
 }
 extern "C" __global__ void __launch_bounds__(DS_REDUCE_THREADS)
@@ -263,20 +264,20 @@ extern "C" __global__ void __launch_bounds__(DS_REDUCE_THREADS)
 // Standalone build (nvcc -arch=sm_90 -c scan_kernels.cu): a few instantiations, so that
 // the compiler checks the templates and `-Xptxas -v` reports registers and spills.
 namespace distscan {
-template __global__ void scan_tiles_kernel<int, int, int, Sum, false>(const int *, int *, i64, u64 *, u64 *, u64 *, u64,
+template __global__ void scan_tiles_kernel<int, int, int, Sum, false>(const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, u64,
                                                                      unsigned, int, int, int *, int);
 template __global__ void scan_tiles_kernel<float, float, float, Sum, true>(const float *, float *, i64, u64 *, u64 *,
-                                                                          u64 *, u64, unsigned, float, int, float *, int);
+                                                                          u64 *, u64 *, u64, unsigned, float, int, float *, int);
 template __global__ void scan_tiles_kernel<double, double, double, Max, false>(const double *, double *, i64, u64 *,
-                                                                              u64 *, u64 *, u64, unsigned, double, int,
+                                                                              u64 *, u64 *, u64 *, u64, unsigned, double, int,
                                                                               double *, int);
 template __global__ void scan_tiles_kernel<signed char, long long, long long, Sum, false>(
-    const signed char *, long long *, i64, u64 *, u64 *, u64 *, u64, unsigned, long long, int, long long *, int);
+    const signed char *, long long *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, long long, int, long long *, int);
 template __global__ void scan_tiles_kernel<Complex<float>, Complex<float>, Complex<float>, Prod, true>(
-    const Complex<float> *, Complex<float> *, i64, u64 *, u64 *, u64 *, u64, unsigned, Complex<float>, int,
+    const Complex<float> *, Complex<float> *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, Complex<float>, int,
     Complex<float> *, int);
 template __global__ void scan_tiles_kernel<int, bool, bool, LogicalXor, false>(const int *, bool *, i64, u64 *, u64 *,
-                                                                              u64 *, u64, unsigned, bool, int, bool *,
+                                                                              u64 *, u64 *, u64, unsigned, bool, int, bool *,
                                                                               int);
 template __global__ void reduce_partials_kernel<float, float, Sum>(const float *, i64, float *, int);
 template __global__ void reduce_final_kernel<float, Sum>(const float *, int, float *);

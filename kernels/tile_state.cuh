@@ -18,22 +18,27 @@
 // forever; a weak st could sit in L1).  "memory" clobbers stop the compiler from
 // caching the loads in registers across spin iterations.
 //
-// ALIGNED-WINDOW LOOK-BACK (deterministic).  Tiles are grouped in aligned windows of
-// WINDOW tiles; tile t = g*WINDOW + j.  Every tile publishes its aggregate agg(t) as soon
-// as its block has reduced it; the last tile of each window also publishes the window's
-// ANCHOR, the inclusive prefix of tile g*WINDOW + WINDOW - 1.  Tile t computes
-//     exclusive(t) = anchor(g-1) op R(agg(gW), ..., agg(t-1))
-// where anchor(-1) is the seed (or the identity) and R is a fixed tree: lane l of the
-// look-back warp folds the WINDOW/32 slots l*PER ... l*PER+PER-1 in order (slots >= j hold
-// the identity), then a butterfly warp reduction combines the lanes.  The tree depends
-// only on j, never on which statuses happened to be ready first, so float scans are
-// bitwise reproducible.  (A classic look-back stops at the first inclusive prefix it
-// finds, so its association depends on timing.)
+// TWO-LEVEL ALIGNED-WINDOW LOOK-BACK (deterministic).  Tiles are grouped in aligned
+// SUB-WINDOWS of 32 tiles (one lane per tile) and WINDOWS of WINDOW = 32*SUBS tiles
+// (SUBS <= 32 sub-windows, one lane per sub-window).  Tile t = g*WINDOW + s*32 + j:
+//   * publishes agg(t) as soon as its block has reduced it (j < 31);
+//   * phase 1: reads agg of the j tiles before it in its sub-window and folds them with a
+//     fixed butterfly tree -> in_sub(t).  A sub-window's last tile (j == 31) then publishes
+//     SUBAGG(g, s) = in_sub(t) op agg(t), the sub-window's total.  Phase 1 waits for
+//     nothing but aggregates, so sub-window totals never wait for the chain.
+//   * phase 2: reads SUBAGG(g, 0..s-1) and ANCHOR(g-1) (the inclusive prefix of the
+//     previous window's last tile; the seed or the identity for g == 0) and returns
+//         exclusive(t) = (ANCHOR(g-1) op R(SUBAGG(g, 0..s-1))) op in_sub(t)
+//     with R the same fixed tree.  The window's last tile publishes ANCHOR(g).
+// The association depends only on t, never on which statuses happened to be ready first,
+// so float scans are bitwise reproducible.  (A classic look-back stops at the first
+// inclusive prefix it finds, so its association depends on timing.)  Each tile reads at
+// most 2 words per lane, and the only serial chain is one ANCHOR hop per WINDOW tiles.
 //
 // NO DEADLOCK.  Tile ids come from an atomic counter, so every tile a block waits for was
-// claimed earlier by a block that is already running; aggregates are published before any
-// waiting; a window's last tile waits only for tiles of its window and the previous anchor,
-// which by induction are all published eventually.
+// claimed earlier by a block that is already running.  Aggregates are published before any
+// waiting; sub-window totals wait only for aggregates; anchors wait only for sub-window
+// totals and the previous anchor, so by induction everything waited for is published.
 #pragma once
 #include "warp_scan.cuh"
 
@@ -95,66 +100,76 @@ struct StatusWord {
 
 // The device-wide state of one scan launch (host: distscan/backends/cuda.py sizes it).
 struct TileState {
-    u64 *d_aggregates;   // [num_tiles * K]  agg(t)
-    u64 *d_anchors;      // [num_windows * K] inclusive prefix of each window's last tile
+    u64 *d_aggregates;   // [num_tiles * K]                agg(t)
+    u64 *d_subaggs;      // [num_sub_windows * K]          total of each 32-tile sub-window
+    u64 *d_anchors;      // [num_windows * K]              inclusive prefix of each window's last tile
     u64 *d_tile_counter; // monotonically increasing across launches
     u64 counter_base;    // value of *d_tile_counter when this launch started
     unsigned epoch;      // this launch's epoch (>= 1)
 };
 
+#ifndef DS_BACKOFF_NS
+#define DS_BACKOFF_NS 0  // sleep between unsuccessful polling rounds (0: spin)
+#endif
+
 // Called by all 32 lanes of ONE warp of the block owning `tile`, after the block
-// aggregate is known.  Publishes agg(tile) (and the anchor when tile ends a window, and
-// the total when tile is the last one) and returns exclusive(tile) on every lane.
+// aggregate is known.  Publishes what `tile` owes (aggregate, sub-window total, anchor,
+// total) and returns exclusive(tile) on every lane.
 template <typename T, typename Op, int WINDOW>
 __device__ __forceinline__ T tile_lookback(const TileState &st, i64 tile, i64 num_tiles, T aggregate,
                                            T seed, bool has_seed, T *d_total) {
-    static_assert(WINDOW % 32 == 0 && WINDOW >= 32, "WINDOW must be a multiple of 32");
+    static_assert(WINDOW % 32 == 0 && WINDOW >= 32 && WINDOW <= 1024, "WINDOW must be 32*SUBS, 1 <= SUBS <= 32");
     typedef StatusWord<T> W;
-    const int PER = WINDOW / 32;
+    const int SUBS = WINDOW / 32;
     const int lane = threadIdx.x & 31;
     const i64 g = tile / WINDOW;
-    const int j = (int)(tile - g * WINDOW);
+    const int r = (int)(tile - g * WINDOW);
+    const int s = r >> 5;
+    const int j = r & 31;
     const bool last_tile = (tile == num_tiles - 1);
 
-    // 1. Publish the aggregate first: later tiles of this window may be waiting for it,
-    //    and we never wait before publishing (no deadlock).  The window's last tile needs
-    //    no aggregate slot: nobody reads it (its anchor covers it).
-    if (lane == 0 && j != WINDOW - 1 && !last_tile) W::store(st.d_aggregates + tile * W::K, aggregate, st.epoch);
+    // Publish the aggregate first (later tiles of the sub-window may wait for it; we never
+    // wait before publishing).  A sub-window's last tile needs no slot: its sub-window
+    // total covers it.
+    if (lane == 0 && j != 31 && !last_tile) W::store(st.d_aggregates + tile * W::K, aggregate, st.epoch);
 
-    // 2. Wait for agg of slots 0..j-1 of this window and for the previous anchor.
-    T vals[PER];
-    bool ready[PER];
-    const i64 window_base = g * WINDOW;
-#pragma unroll
-    for (int p = 0; p < PER; ++p) {
-        vals[p] = Op::template identity<T>();
-        ready[p] = (lane * PER + p) >= j;  // slots at or after j are not needed
-    }
-    T anchor = has_seed ? seed : Op::template identity<T>();
-    bool anchor_ready = (g == 0) || (lane != 0);
+    // Phase 1: aggregates of the tiles before us in our sub-window (lane l <-> tile l).
+    T a = Op::template identity<T>();
+    bool ok = lane >= j;
+    const u64 *d_a = st.d_aggregates + (tile - j + lane) * W::K;
     while (true) {
-#pragma unroll
-        for (int p = 0; p < PER; ++p)
-            if (!ready[p]) ready[p] = W::try_load(st.d_aggregates + (window_base + lane * PER + p) * W::K, st.epoch, vals[p]);
-        if (!anchor_ready) anchor_ready = W::try_load(st.d_anchors + (g - 1) * W::K, st.epoch, anchor);
-        bool mine = anchor_ready;
-#pragma unroll
-        for (int p = 0; p < PER; ++p) mine = mine && ready[p];
-        if (__all_sync(0xffffffffu, mine)) break;
+        if (!ok) ok = W::try_load(d_a, st.epoch, a);
+        if (__all_sync(0xffffffffu, ok)) break;
+#if DS_BACKOFF_NS > 0
+        __nanosleep(DS_BACKOFF_NS);
+#endif
     }
+    const T in_sub = warp_reduce<T, Op>(a);
+    if (lane == 0 && j == 31 && s != SUBS - 1 && !last_tile)
+        W::store(st.d_subaggs + (g * SUBS + s) * W::K, Op::template apply<T>(in_sub, aggregate), st.epoch);
 
-    // 3. Fixed-tree reduction of the window slots (identity in unused slots).
-    T lane_sum = vals[0];
-#pragma unroll
-    for (int p = 1; p < PER; ++p) lane_sum = Op::template apply<T>(lane_sum, vals[p]);
-    T window_sum = warp_reduce<T, Op>(lane_sum);
+    // Phase 2: totals of the sub-windows before ours (lane l <-> sub-window l) and the
+    // previous window's anchor (lane 0).
+    T b = Op::template identity<T>();
+    T anchor = has_seed ? seed : Op::template identity<T>();
+    ok = lane >= s;
+    bool anchor_ok = (g == 0) || (lane != 0);
+    const u64 *d_b = st.d_subaggs + (g * SUBS + lane) * W::K;
+    while (true) {
+        if (!ok) ok = W::try_load(d_b, st.epoch, b);
+        if (!anchor_ok) anchor_ok = W::try_load(st.d_anchors + (g - 1) * W::K, st.epoch, anchor);
+        if (__all_sync(0xffffffffu, ok && anchor_ok)) break;
+#if DS_BACKOFF_NS > 0
+        __nanosleep(DS_BACKOFF_NS);
+#endif
+    }
+    const T before_sub = warp_reduce<T, Op>(b);
     anchor = shfl_idx(anchor, 0);
-    T exclusive = Op::template apply<T>(anchor, window_sum);
+    const T exclusive = Op::template apply<T>(Op::template apply<T>(anchor, before_sub), in_sub);
 
-    // 4. Publish the anchor (window's last tile) and the total (last tile).
-    if (lane == 0 && (j == WINDOW - 1 || last_tile)) {
-        T inclusive = Op::template apply<T>(exclusive, aggregate);
-        if (j == WINDOW - 1) W::store(st.d_anchors + g * W::K, inclusive, st.epoch);
+    if (lane == 0 && (r == WINDOW - 1 || last_tile)) {
+        const T inclusive = Op::template apply<T>(exclusive, aggregate);
+        if (r == WINDOW - 1) W::store(st.d_anchors + g * W::K, inclusive, st.epoch);
         if (last_tile && d_total != 0) *d_total = inclusive;
     }
     return exclusive;

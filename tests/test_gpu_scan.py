@@ -171,7 +171,7 @@ def test_scan_matrix(dtype, op):
             # (the GPU may fuse complex products into FMAs; float16 rounds once more)
             tol = 4 * np.finfo(types.result).eps
             np.testing.assert_allclose(cp.asnumpy(yd).astype(np.complex128), y_ref.astype(np.complex128), rtol=tol,
-                                       atol=tol * (np.abs(off.astype(np.complex128)).max() + np.abs(y.astype(np.complex128)).max()))
+                                       atol=tol * (np.abs(off.astype(np.complex128)).max() + np.abs(y.astype(np.complex128)).max(initial=0)))
         else:
             np.testing.assert_array_equal(cp.asnumpy(yd), y_ref)
 

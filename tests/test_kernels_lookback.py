@@ -22,14 +22,14 @@ _SRC = r"""
 #include "tile_state.cuh"
 template <typename T, int WINDOW>
 __global__ void lookback_test(const T *d_aggs, T *d_excl, long long num_tiles, unsigned long long *d_words,
-                              unsigned long long *d_anchors, unsigned long long *d_counter,
+                              unsigned long long *d_subaggs, unsigned long long *d_anchors, unsigned long long *d_counter,
                               unsigned long long base, unsigned epoch, T seed, int has_seed, T *d_total) {
     __shared__ long long s_tile;
     if (threadIdx.x == 0) s_tile = (long long)(atomicAdd(d_counter, 1ull) - base);
     __syncthreads();
     long long tile = s_tile;
     distscan::TileState st;
-    st.d_aggregates = d_words; st.d_anchors = d_anchors; st.d_tile_counter = d_counter;
+    st.d_aggregates = d_words; st.d_subaggs = d_subaggs; st.d_anchors = d_anchors; st.d_tile_counter = d_counter;
     st.counter_base = base; st.epoch = epoch;
     T e = distscan::tile_lookback<T, distscan::Sum, WINDOW>(st, tile, num_tiles, d_aggs[tile], seed, has_seed != 0, d_total);
     if (threadIdx.x == 0) d_excl[tile] = e;
@@ -40,28 +40,30 @@ __global__ void lookback_test(const T *d_aggs, T *d_excl, long long num_tiles, u
 @pytest.fixture(scope="module")
 def module():
     return cp.RawModule(code=_SRC, options=("-std=c++17", f"-I{kernels_dir()}"),
-                        name_expressions=["lookback_test<long long, 32>", "lookback_test<long long, 256>",
-                                          "lookback_test<int, 64>", "lookback_test<distscan::Complex<double>, 32>"])
+                        name_expressions=["lookback_test<long long, 32>", "lookback_test<long long, 1024>",
+                                          "lookback_test<int, 64>", "lookback_test<int, 1024>",
+                                          "lookback_test<distscan::Complex<double>, 96>"])
 
 
-@pytest.mark.parametrize("tname,window", [("long long", 32), ("long long", 256), ("int", 64)])
+@pytest.mark.parametrize("tname,window", [("long long", 32), ("long long", 1024), ("int", 64), ("int", 1024)])
 def test_lookback(module, tname, window):
     dt = np.int64 if tname == "long long" else np.int32
     fn = module.get_function(f"lookback_test<{tname}, {window}>")
     rng = np.random.default_rng()
     k = 2 if dt == np.int64 else 1
     words = cp.zeros(10**6 * k + 64, dtype=cp.uint64)
+    subaggs = cp.zeros((10**6 // 32 + 2) * k, dtype=cp.uint64)
     anchors = cp.zeros((10**6 // window + 2) * k, dtype=cp.uint64)
     counter = cp.zeros(1, dtype=cp.uint64)
     base, epoch = 0, 0
-    for tiles in (1, 2, 31, 32, 33, window - 1, window, window + 1, 3 * window + 7, 10**4 + 1, 10**6):
+    for tiles in sorted({1, 2, 31, 32, 33, 63, 64, 65, window - 1, window, window + 1, 3 * window + 7, 10**4 + 1, 10**6}):
         for has_seed in (0, 1):
             epoch += 1
             aggs = rng.integers(-1000, 1000, tiles, dtype=dt)
             seed = dt(rng.integers(-1000, 1000)) if has_seed else dt(0)
             excl = cp.full(tiles, 12345, dtype=dt)
             total = cp.zeros(1, dtype=dt)
-            fn((tiles,), (32,), (cp.asarray(aggs), excl, np.int64(tiles), words, anchors, counter, np.uint64(base),
+            fn((tiles,), (32,), (cp.asarray(aggs), excl, np.int64(tiles), words, subaggs, anchors, counter, np.uint64(base),
                                  np.uint32(epoch), seed, np.int32(has_seed), total))
             base += tiles
             ref = np.concatenate([[seed], seed + np.cumsum(aggs)]).astype(dt)
@@ -71,16 +73,17 @@ def test_lookback(module, tname, window):
 
 def test_lookback_16_byte(module):
     """complex128 status values span four 64-bit words (two 16-byte accesses)."""
-    fn = module.get_function("lookback_test<distscan::Complex<double>, 32>")
+    fn = module.get_function("lookback_test<distscan::Complex<double>, 96>")
     rng = np.random.default_rng()
     tiles = 100003
     words = cp.zeros(tiles * 4 + 64, dtype=cp.uint64)
-    anchors = cp.zeros((tiles // 32 + 2) * 4, dtype=cp.uint64)
+    subaggs = cp.zeros((tiles // 32 + 2) * 4, dtype=cp.uint64)
+    anchors = cp.zeros((tiles // 96 + 2) * 4, dtype=cp.uint64)
     counter = cp.zeros(1, dtype=cp.uint64)
     aggs = (rng.integers(-8, 8, tiles) + 1j * rng.integers(-8, 8, tiles)).astype(np.complex128)
     excl = cp.zeros(tiles, dtype=cp.complex128)
     total = cp.zeros(1, dtype=cp.complex128)
-    fn((tiles,), (32,), (cp.asarray(aggs), excl, np.int64(tiles), words, anchors, counter, np.uint64(0),
+    fn((tiles,), (32,), (cp.asarray(aggs), excl, np.int64(tiles), words, subaggs, anchors, counter, np.uint64(0),
                          np.uint32(1), np.complex128(0), np.int32(0), total))
     ref = np.concatenate([[0], np.cumsum(aggs)])
     np.testing.assert_array_equal(cp.asnumpy(excl), ref[:-1])

@@ -141,9 +141,9 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None) -> Tuning:
         t = Tuning(*override) if not isinstance(override, Tuning) else override
         threads, items, window, min_blocks, diag = t.block_threads, t.items, t.window, t.min_blocks, t.diag
     else:
-        window, diag = 256, ""
-        if s_acc <= 4:
-            threads, items, min_blocks = 256, 16, 4
+        window, diag = 1024, ""
+        if s_acc <= 4:  # 8192-item tiles: measured 2490 GB/s vs 2120 with 4096 (H100, 2^29 int32)
+            threads, items, min_blocks = 256, 32, 4
         elif s_acc <= 8:
             threads, items, min_blocks = 256, 16, 3
         else:

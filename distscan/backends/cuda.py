@@ -8,8 +8,8 @@ and ``scan(..., want_total=True)``.
 
 Paths
 -----
-* ``w == 1`` (1-D data): one launch of ``scan_tiles_kernel`` (decoupled look-back with
-  an aligned window, deterministic association: see ``kernels/tile_state.cuh``).  The
+* ``w == 1`` (1-D data): one launch of ``scan_tiles_kernel`` (decoupled look-back over
+  aligned sub-windows and windows, deterministic association: ``kernels/tile_state.cuh``).  The
   tile state needs no clearing between launches (launch epochs in the status words).
 * ``1 < w <= 32``: the columns of a transposed contiguous copy, one launch each.
 * ``w > 32``: ``scan_columns_kernel``, one thread per column (coalesced along rows);
@@ -18,7 +18,7 @@ Paths
 Float results are bitwise reproducible for the same input, dtype and GPU model (the
 association depends on n and the tile shape only).  Accuracy: with unit roundoff ``u``
 of the accumulator, ``|out[i] - exact[i]| <= (L + 2) * u * sum_{j<=i} |x[j]|`` for sums,
-``L = ITEMS + log2(BLOCK_THREADS) + WINDOW/32 + 5 + ceil((i+1) / (TILE * WINDOW))``
+``L = ITEMS + log2(BLOCK_THREADS) + 16 + ceil((i+1) / (TILE * WINDOW))``
 (see :func:`error_depth`), plus the final rounding to a narrower output dtype.
 """
 
@@ -90,6 +90,7 @@ class _TileScratch:
 
     def __init__(self):
         self.words = None
+        self.subaggs = None
         self.anchors = None
         self.counter = None
         self.counter_base = 0
@@ -98,15 +99,19 @@ class _TileScratch:
     def prepare(self, num_tiles: int, window: int, k: int):
         cp = _cp
         need_words = max(num_tiles, 1) * k
+        need_subaggs = (num_tiles // 32 + 1) * k
         need_anchors = (num_tiles // window + 1) * k
-        if self.words is None or self.words.size < need_words or self.anchors.size < need_anchors:
+        if self.words is None or self.words.size < need_words or self.subaggs.size < need_subaggs \
+                or self.anchors.size < need_anchors:
             self.words = cp.zeros(max(need_words, 1 << 16), dtype=cp.uint64)
+            self.subaggs = cp.zeros(max(need_subaggs, 1 << 12), dtype=cp.uint64)
             self.anchors = cp.zeros(max(need_anchors, 1 << 10), dtype=cp.uint64)
             if self.counter is None:
                 self.counter = cp.zeros(1, dtype=cp.uint64)
             self.epoch = 0
         if self.epoch >= 0xFFFFFFF0:
             self.words.fill(0)
+            self.subaggs.fill(0)
             self.anchors.fill(0)
             self.epoch = 0
         self.epoch += 1
@@ -180,7 +185,10 @@ def module_key(in_dtype, types: ScanTypes, op: Op):
 def error_depth(n: int, in_dtype, types: ScanTypes) -> int:
     """``L`` of the accuracy bound in this module's docstring, for a scan of ``n`` items."""
     t = cc.choose_tuning(in_dtype, cc.kernel_acc_dtype(types.acc), types.result, _TUNING_OVERRIDE)
-    return t.items + int(math.log2(t.block_threads)) + t.window // 32 + 5 + -(-max(n, 1) // (t.tile_items * t.window))
+    # thread: ITEMS; warp: 5 (lanes) + block: log2(threads) (warps in order, <= threads/32);
+    # look-back: 5 + 5 (two butterflies) + 3 (anchor, sub-windows, sub-window, own prefix);
+    # one anchor hop per window.
+    return t.items + int(math.log2(t.block_threads)) + 16 + -(-max(n, 1) // (t.tile_items * t.window))
 
 
 def _identity(op: Op, types: ScanTypes, w: int) -> np.ndarray:
@@ -205,6 +213,7 @@ def _scan_1d(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, 
             out,
             np.int64(n),
             scratch.words,
+            scratch.subaggs,
             scratch.anchors,
             scratch.counter,
             np.uint64(base),
