@@ -66,6 +66,9 @@ def _raise_agreed(comm, error):
     reports = comm.allgather(mine)
     failing = [r for r, rep in enumerate(reports) if rep is not None]
     type_name, message = reports[failing[0]]
+    if len(failing) == len(reports) and all(rep == reports[0] for rep in reports):
+        # Every rank failed the same way: the message needs no rank.
+        raise _rebuild(type_name, message) from error
     others = len(failing) - 1
     suffix = f" (and {others} other rank{'s' if others > 1 else ''})" if others else ""
     raise _rebuild(type_name, f"rank {failing[0]}{suffix}: {message}") from error

@@ -53,14 +53,28 @@ def default_result_dtype(op: Op, input_dtype: np.dtype) -> np.dtype:
     return input_dtype
 
 
+_cache: dict = {}
+
+
 def scan_types(op: Op, input_dtype, dtype=None) -> ScanTypes:
-    """Resolve the dtypes of scanning ``input_dtype`` with ``op``.
+    """Resolve the dtypes of scanning ``input_dtype`` with ``op`` (memoised).
 
     Raises
     ------
     TypeError
         If the operator is not defined on the input or on the requested dtype.
     """
+    try:
+        key = (op.name, input_dtype, dtype)
+        return _cache[key]
+    except KeyError:
+        types = _cache[key] = _scan_types(op, input_dtype, dtype)
+        return types
+    except TypeError:  # an unhashable dtype argument: resolve without the cache
+        return _scan_types(op, input_dtype, dtype)
+
+
+def _scan_types(op: Op, input_dtype, dtype=None) -> ScanTypes:
     # Byte order is a storage detail: results are in native order (callers convert inputs).
     input_dtype = np.dtype(input_dtype).newbyteorder("=")
     if input_dtype.kind not in "biufc" or input_dtype.hasobject:

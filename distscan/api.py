@@ -15,6 +15,7 @@ Shape of a distributed scan (``strategy``):
 
 from __future__ import annotations
 
+import math
 import time
 from contextlib import contextmanager
 from typing import Optional
@@ -22,6 +23,7 @@ from typing import Optional
 import numpy as np
 
 from . import hierarchy as _hierarchy
+from ._arrays import to_native
 from ._collective import agree
 from ._dtypes import ScanTypes, scan_types
 from .backends import get_backend
@@ -34,15 +36,20 @@ DEFAULT_STRATEGY = "reduce_then_scan"
 BACKENDS = ("auto", "cpu", "cuda")
 
 
+_world = []
+
+
 def _default_comm(comm):
     """``comm`` or ``MPI.COMM_WORLD``; None when mpi4py is not installed (single process)."""
     if comm is not None:
         return comm
-    try:
-        from mpi4py import MPI
-    except ImportError:
-        return None
-    return MPI.COMM_WORLD
+    if not _world:
+        try:
+            from mpi4py import MPI
+            _world.append(MPI.COMM_WORLD)
+        except ImportError:
+            _world.append(None)
+    return _world[0]
 
 
 def _resolve_strategy(strategy: str) -> str:
@@ -65,6 +72,17 @@ def _normalize_axis(axis, ndim: int):
     return int(axis) % ndim
 
 
+class _NoTiming:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+_NO_TIMING = _NoTiming()
+
+
 class _Timer:
     """Per-phase wall times into ``timings`` (device work synchronised first)."""
 
@@ -72,11 +90,11 @@ class _Timer:
         self.timings = timings
         self._sync = getattr(backend, "synchronize", None) if timings is not None else None
 
-    @contextmanager
     def phase(self, name: str):
-        if self.timings is None:
-            yield
-            return
+        return self._timed(name) if self.timings is not None else _NO_TIMING
+
+    @contextmanager
+    def _timed(self, name: str):
         if self._sync:
             self._sync()
         t0 = time.perf_counter()
@@ -112,7 +130,7 @@ def _check_out(out, shape, types: ScanTypes, backend):
 def _as_rows(x):
     """``x`` as a C-contiguous ``(n, w)`` array: rows along axis 0, w = product of the rest."""
     n = x.shape[0]
-    w = int(np.prod(x.shape[1:], dtype=np.int64)) if x.ndim > 1 else 1
+    w = math.prod(x.shape[1:])
     if not x.flags.c_contiguous:
         x = x.copy()  # keeps the array type (NumPy or CuPy), C order by default
     return x.reshape(n, w)
@@ -195,8 +213,6 @@ class _Plan:
     """Everything a scan needs, resolved and checked locally before any collective."""
 
     def __init__(self, x, op, exclusive, initial, dtype, out, axis, strategy, hierarchy, backend):
-        from ._arrays import to_native
-
         self.op: Op = get_op(op)
         self.exclusive = bool(exclusive)
         self.strategy = _resolve_strategy(strategy)
@@ -223,7 +239,7 @@ class _Plan:
             work = self.xp.moveaxis(work, ax, 0)
         self.work_shape = tuple(int(s) for s in work.shape)
         self.trailing = self.work_shape[1:]
-        self.initial = _initial_row(initial, self.types, int(np.prod(self.trailing, dtype=np.int64)))
+        self.initial = _initial_row(initial, self.types, math.prod(self.trailing))
         self.rows = _as_rows(work)
 
         self.out = out

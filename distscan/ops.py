@@ -123,6 +123,9 @@ def get_op(op) -> Op:
     """
     if isinstance(op, Op):
         return op
+    row = OPS.get(op) if isinstance(op, str) else None
+    if row is not None:
+        return row
     if isinstance(op, np.ufunc):
         for row in _TABLE:
             if row.ufunc is op:

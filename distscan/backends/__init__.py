@@ -33,6 +33,7 @@ from __future__ import annotations
 import importlib
 
 BACKEND_NAMES = ("cpu", "cuda")
+_loaded: dict = {}
 
 
 def get_backend(name: str):
@@ -45,6 +46,9 @@ def get_backend(name: str):
     RuntimeError
         If the CUDA backend is asked for and CuPy or a GPU is missing.
     """
-    if name not in BACKEND_NAMES:
-        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKEND_NAMES)}")
-    return importlib.import_module(f"distscan.backends.{name}")
+    module = _loaded.get(name)
+    if module is None:
+        if name not in BACKEND_NAMES:
+            raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKEND_NAMES)}")
+        module = _loaded[name] = importlib.import_module(f"distscan.backends.{name}")
+    return module
