@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite: serial tests (which also start the CLI under mpiexec
+# themselves), then the MPI tests under mpiexec at 2, 3 and 4 ranks, and at 8
+# ranks (oversubscribed on small machines) to stress the carry combination.
+# GPU tests are skipped without a GPU. Fails on the first failing run
+# (pytest's exit code 5, "no tests collected", is a failure too).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python}
+BIN=$(dirname "$(command -v "$PY")")
+MPIEXEC=${MPIEXEC:-$([ -x "$BIN/mpiexec" ] && echo "$BIN/mpiexec" || command -v mpiexec || true)}
+[ -n "$MPIEXEC" ] || { echo "tests/run.sh: no mpiexec found (install with: pip install -e '.[mpi,test]')" >&2; exit 1; }
+RANKS=${DISTSCAN_TEST_RANKS:-"2 3 4 8"}
+
+echo "== serial tests"
+"$PY" -m pytest -q -p no:cacheprovider tests
+
+for n in $RANKS; do
+    echo "== MPI tests on $n ranks ($MPIEXEC)"
+    # Every rank runs pytest; a rank stuck in MPI is killed by pytest-timeout's thread
+    # method, and the outer timeout bounds the whole run.
+    timeout 1200 "$MPIEXEC" -n "$n" "$PY" -m pytest -q -p no:cacheprovider --with-mpi tests/test_mpi_scan.py
+done
+echo "== all test runs passed"
