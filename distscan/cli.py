@@ -91,6 +91,21 @@ def _dtype_arg(text: str) -> str:
         raise argparse.ArgumentTypeError(f"unknown dtype {text!r} (e.g. int64, float32, uint8)") from None
 
 
+def _gpu_arg(text: str) -> str:
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"GPU index must be an integer >= 0, got {text!r}")
+    return text.strip()
+
+
+def _size_arg(text: str) -> str:
+    from ._gpu_pipeline import parse_bytes
+    try:
+        parse_bytes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def build_parser(rank: int = 0) -> argparse.ArgumentParser:
     from .ops import OPS
     p = _Parser(prog="distscan", description=_DESCRIPTION, epilog=_EPILOG, rank=rank,
@@ -110,6 +125,12 @@ def build_parser(rank: int = 0) -> argparse.ArgumentParser:
                    help="distributed scan shape: reduce_then_scan (3N bytes) or scan_then_add (4N); default auto")
     p.add_argument("--hierarchy", choices=("auto", "flat", "node"), default="auto",
                    help="how slice totals travel: flat Exscan, or node then cluster; default auto")
+    p.add_argument("--gpu", metavar="INDEX", type=_gpu_arg,
+                   help="--backend cuda: the GPU this rank uses (default: DISTSCAN_GPU, else the rank's index on "
+                        "its node; DISTSCAN_ALLOW_SHARED_GPU=1 lets more ranks than GPUs share them)")
+    p.add_argument("--gpu-memory-limit", metavar="SIZE", type=_size_arg,
+                   help="--backend cuda: GPU memory the pipeline may use per rank, e.g. 512M or 8G (default 85%% "
+                        "of free); a larger shard is streamed through the GPU in chunks with a carry")
     p.add_argument("--verify", action="store_true", help="check the result by an independent route (see below)")
     p.add_argument("--report", metavar="FILE.json",
                    help="write sizes, ranks, backend, per-phase times and throughput as JSON")
@@ -169,7 +190,8 @@ def _run(args, comm, rank: int) -> dict:
         _io._bcast_outcome(comm, lambda: _check_report_path(args.report, args.input, output))
     job = pipeline.Job(input=args.input, output=output, op=args.op, exclusive=args.exclusive, dtype=args.dtype,
                        backend=args.backend, strategy=args.strategy, hierarchy=args.hierarchy,
-                       force=args.force, verify=args.verify)
+                       force=args.force, verify=args.verify, gpu=args.gpu,
+                       gpu_memory_limit=args.gpu_memory_limit)
 
     def progress(label, total):
         if rank == 0 and not args.quiet:
@@ -187,6 +209,11 @@ def _run(args, comm, rank: int) -> dict:
               f"{_human(report['output_bytes'])}): {'exclusive ' if job.exclusive else ''}{report['op']} scan "
               f"on {report['ranks']} rank{'s' if report['ranks'] > 1 else ''} in {t['total']:.3f} s "
               f"(read {t['read']:.3f} s, scan {t['scan']:.3f} s, write {t['write']:.3f} s)", flush=True)
+        if "gpu" in report:
+            g = report["gpu"]["per_rank"][0]
+            print(f"distscan: GPU {g['mode']} ({g['strategy']}): host->device {t.get('h2d', 0):.3f} s, "
+                  f"exscan {t.get('exscan', 0):.4f} s, device->host {t.get('d2h', 0):.3f} s "
+                  f"(GPU engine times, max over ranks)", flush=True)
         if report["verify"]:
             v = report["verify"]
             print(f"distscan: verify passed: {v['checked_rows']:,} rows checked, including every rank "

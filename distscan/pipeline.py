@@ -65,6 +65,8 @@ class Job:
     hierarchy: str = "auto"
     force: bool = False
     verify: bool = False
+    gpu: Optional[str] = None               # --gpu: device index (default: by local rank)
+    gpu_memory_limit: Optional[str] = None  # --gpu-memory-limit: e.g. "2G" (default: 85 % of free)
 
 
 @dataclass
@@ -87,6 +89,7 @@ class Context:
     scan_timings: dict = field(default_factory=dict)
     backend_used: str = "cpu"
     verify_summary: Optional[dict] = None
+    gpu: Optional[dict] = None
 
     @property
     def rank(self) -> int:
@@ -161,8 +164,14 @@ def run_cpu(job: Job, ctx: Context) -> None:
         ctx.times["verify"] = time.perf_counter() - t0
 
 
+def run_cuda(job: Job, ctx: Context) -> None:
+    """The GPU pipeline (pinned chunks, copy streams, fused add): :mod:`distscan._gpu_pipeline`."""
+    from ._gpu_pipeline import run_gpu
+    run_gpu(job, ctx)
+
+
 #: backend name -> pipeline function; backends without an entry use :func:`run_cpu`.
-PIPELINES: dict = {"cpu": run_cpu}
+PIPELINES: dict = {"cpu": run_cpu, "cuda": run_cuda}
 
 
 def prepare(job: Job, comm=None) -> tuple:
@@ -259,6 +268,7 @@ def _report(job: Job, ctx: Context) -> dict:
             "scan_phases": smax,
             "write": tmax.get("write", 0.0),
             "verify": tmax.get("verify"),
+            **{k: tmax[k] for k in ("h2d", "d2h", "exscan", "load", "store") if k in tmax},
             "open": tmax.get("open", 0.0),
             "commit": tmax.get("commit", 0.0),
             "total": total,
@@ -271,4 +281,14 @@ def _report(job: Job, ctx: Context) -> dict:
             "note": "elements and bytes (input + output) over the total time; scan_* over the scan phase",
         },
         "verify": ctx.verify_summary,
+        **({"gpu": _gpu_report(ctx)} if ctx.gpu is not None else {}),
     }
+
+
+def _gpu_report(ctx: Context) -> dict:
+    """Per-rank GPU facts (device, mode, budget) gathered to every rank."""
+    mine = dict(ctx.gpu)
+    per_rank = [mine] if ctx.comm is None else ctx.comm.allgather(mine)
+    return {"per_rank": per_rank,
+            "note": "h2d, scan, d2h: GPU engine busy time (CUDA events); read, write: disk; "
+                    "load, store: wall of the overlapped phases; exscan: MPI"}
