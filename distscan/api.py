@@ -271,6 +271,9 @@ class _Plan:
             return arr
         if self.backend_name == "cuda":
             import cupy
+
+            from ._binding import ensure_device
+            ensure_device()  # non-collective: an earlier bind_gpu, DISTSCAN_GPU or the launcher's local rank
             return cupy.asarray(arr)
         return arr.get()
 
