@@ -17,6 +17,9 @@
 //   DS_WINDOW         look-back window in tiles, 32 * (1..32)     (default 1024)
 //   DS_MIN_BLOCKS     scan blocks per SM the register allocation must allow (default 1)
 //   DS_REDUCE_THREADS threads per block of the reduce/add kernels (default 256)
+//   DS_PERSIST        1: persistent scan blocks (grid ~ resident blocks, loop over claimed
+//                     tiles, next tile's loads in flight during the look-back; needs
+//                     2 * AgentScan::DYN_BYTES dynamic shared memory)   (default 0)
 #include "agent_scan.cuh"
 
 #ifndef DS_BLOCK_THREADS
@@ -33,6 +36,9 @@
 #endif
 #ifndef DS_REDUCE_THREADS
 #define DS_REDUCE_THREADS 256
+#endif
+#ifndef DS_PERSIST
+#define DS_PERSIST 0  // 1: persistent blocks, two cp.async stages (agent_scan.cuh); host sizes grid and smem
 #endif
 
 namespace distscan {
@@ -51,8 +57,13 @@ __device__ __forceinline__ void scan_tiles(const TIn *d_in, TOut *d_out, i64 n, 
     st.d_tile_counter = d_tile_counter;
     st.counter_base = counter_base;
     st.epoch = epoch;
+#if DS_PERSIST
+    AgentScan<TIn, TAcc, TOut, Op, EXCLUSIVE, DS_BLOCK_THREADS, DS_ITEMS, DS_WINDOW>::consume_persistent(
+        d_in, d_out, n, st, seed, has_seed != 0, d_total, vector_ok != 0);
+#else
     AgentScan<TIn, TAcc, TOut, Op, EXCLUSIVE, DS_BLOCK_THREADS, DS_ITEMS, DS_WINDOW>::consume(
         d_in, d_out, n, st, seed, has_seed != 0, d_total, vector_ok != 0);
+#endif
 }
 
 // Block-wide reduction in a fixed order: lanes (butterfly), then warps in order.

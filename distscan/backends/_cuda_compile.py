@@ -119,6 +119,7 @@ class Tuning:
     window: int
     min_blocks: int
     diag: str = ""  # diagnostic -D macros (benchmarks only), e.g. "DS_DIAG_NO_LOOKBACK"
+    persist: int = 0  # 1: persistent blocks with two cp.async shared-memory stages (DS_PERSIST)
 
     @property
     def tile_items(self) -> int:
@@ -139,20 +140,34 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None) -> Tuning:
     s_in, s_acc, s_out = np.dtype(in_dtype).itemsize, kernel_acc_dtype(acc_dtype).itemsize, np.dtype(out_dtype).itemsize
     if override is not None:
         t = Tuning(*override) if not isinstance(override, Tuning) else override
-        threads, items, window, min_blocks, diag = t.block_threads, t.items, t.window, t.min_blocks, t.diag
+        threads, items, window, min_blocks, diag, persist = (t.block_threads, t.items, t.window, t.min_blocks, t.diag,
+                                                             t.persist)
     else:
         window, diag = 1024, ""
         if s_acc <= 4:  # 8192-item tiles: measured 2490 GB/s vs 2120 with 4096 (H100, 2^29 int32)
-            threads, items, min_blocks = 256, 32, 4
+            threads, items, min_blocks, persist = 256, 32, 3, DEFAULT_PERSIST
         elif s_acc <= 8:
-            threads, items, min_blocks = 256, 16, 3
+            threads, items, min_blocks, persist = 256, 16, 3, DEFAULT_PERSIST
         else:
-            threads, items, min_blocks = 256, 8, 1
+            threads, items, min_blocks, persist = 256, 8, 1, 0
     items = max(items, 16 // min(s_in, s_out))
-    # static shared memory: one padded lane stride per thread (input or output, the larger)
-    while threads > 64 and threads * max(_lane_stride(s_in, items), _lane_stride(s_out, items)) > 46 * 1024:
+    # shared memory: one padded lane stride per thread (input or output, the larger); static
+    # (< 48 KB) for the one-tile-per-block kernel, two dynamic stages when persistent
+    limit = (200 if persist else 46) * 1024 // (2 if persist else 1)
+    while threads > 64 and threads * max(_lane_stride(s_in, items), _lane_stride(s_out, items)) > limit:
         threads //= 2
-    return Tuning(threads, items, window, min_blocks, diag)
+    return Tuning(threads, items, window, min_blocks, diag, persist)
+
+
+# Persistent kernel by default for 1..8-byte accumulators (set by the measurements in
+# benchmarks/NOTES-gpu.md).
+DEFAULT_PERSIST = 1
+
+
+def stage_bytes(key: "ModuleKey") -> int:
+    """Dynamic shared memory of one stage of the persistent kernel (AgentScan::DYN_BYTES)."""
+    t = key.tuning
+    return t.block_threads * max(_lane_stride(key.in_dtype.itemsize, t.items), _lane_stride(key.out_dtype.itemsize, t.items))
 
 
 @dataclass(frozen=True)
@@ -183,6 +198,7 @@ def options(key: ModuleKey) -> tuple:
         f"-DDS_ITEMS={t.items}",
         f"-DDS_WINDOW={t.window}",
         f"-DDS_MIN_BLOCKS={t.min_blocks}",
+        f"-DDS_PERSIST={t.persist}",
         f"-DDS_TIN={ctype(key.in_dtype)}",
         f"-DDS_TACC={ctype(key.acc_dtype)}",
         f"-DDS_TOUT={ctype(key.out_dtype)}",

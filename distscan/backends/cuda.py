@@ -96,7 +96,7 @@ class _TileScratch:
         self.counter_base = 0
         self.epoch = 0
 
-    def prepare(self, num_tiles: int, window: int, k: int):
+    def prepare(self, num_tiles: int, window: int, k: int, claims: int = 0):
         cp = _cp
         need_words = max(num_tiles, 1) * k
         need_subaggs = (num_tiles // 32 + 1) * k
@@ -116,8 +116,14 @@ class _TileScratch:
             self.epoch = 0
         self.epoch += 1
         base = self.counter_base
-        self.counter_base += num_tiles
+        self.counter_base += claims or num_tiles  # persistent kernel: num_tiles + grid claims
         return base, self.epoch
+
+    def fits(self, num_tiles: int, window: int, k: int) -> bool:
+        """True when prepare() would not reallocate (the hot path's fast check)."""
+        return (self.words is not None and self.words.size >= max(num_tiles, 1) * k
+                and self.subaggs.size >= (num_tiles // 32 + 1) * k and self.anchors.size >= (num_tiles // window + 1) * k
+                and self.epoch < 0xFFFFFFF0)
 
 
 _SCRATCH: dict = {}
@@ -138,7 +144,8 @@ _PLANS: dict = {}
 
 
 class _Plan:
-    __slots__ = ("funcs", "tuning", "kacc", "k_words", "in_size", "out_size", "tile", "window", "threads")
+    __slots__ = ("funcs", "tuning", "kacc", "k_words", "in_size", "out_size", "tile", "window", "threads", "persist",
+                 "smem", "max_grid", "identity_k")
 
 
 def _plan(dev_id: int, in_dtype, types: ScanTypes, op: Op) -> _Plan:
@@ -159,6 +166,19 @@ def _plan(dev_id: int, in_dtype, types: ScanTypes, op: Op) -> _Plan:
         plan.tile = tuning.tile_items
         plan.window = tuning.window
         plan.threads = tuning.block_threads
+        plan.identity_k = kacc.type(op.identity(types.acc))
+        plan.persist = bool(tuning.persist)
+        plan.smem = 0
+        plan.max_grid = 0
+        if plan.persist:
+            # two stages of dynamic shared memory; grid = resident blocks (smem and the
+            # __launch_bounds__ minimum decide how many fit on one SM)
+            plan.smem = 2 * cc.stage_bytes(mkey)
+            per_sm = min(max(1, tuning.min_blocks), 2048 // tuning.block_threads,
+                         max(1, (228 * 1024) // (plan.smem + 2048)))
+            plan.max_grid = per_sm * _device_info(dev_id)["sms"]
+            for role in ("scan_incl", "scan_excl"):
+                plan.funcs[role].max_dynamic_shared_size_bytes = plan.smem
         _PLANS[key] = plan
         _ADD_PLANS.setdefault((dev_id, types.result, kacc, op.functor, _TUNING_OVERRIDE), plan)
     return plan
@@ -202,11 +222,12 @@ def _scan_1d(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, 
     """One launch of scan_tiles_kernel over contiguous 1-D x -> out (n >= 1)."""
     num_tiles = -(-n // plan.tile)
     scratch = _scratch(dev_id, stream_ptr)
-    base, epoch = scratch.prepare(num_tiles, plan.window, plan.k_words)
+    grid = min(num_tiles, plan.max_grid) if plan.persist else num_tiles
+    base, epoch = scratch.prepare(num_tiles, plan.window, plan.k_words, num_tiles + grid if plan.persist else num_tiles)
     vector_ok = int(x.data.ptr % 16 == 0 and out.data.ptr % 16 == 0)
     fn = plan.funcs["scan_excl" if exclusive else "scan_incl"]
     fn(
-        (num_tiles,),
+        (grid,),
         (plan.threads,),
         (
             x,
@@ -223,10 +244,54 @@ def _scan_1d(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, 
             d_total_ptr,
             np.int32(vector_ok),
         ),
+        shared_mem=plan.smem,
     )
 
 
+# Hot path of scan() for the common call (1-D or (n, 1) contiguous input, contiguous `out`
+# given or not, no seed, no total): one dict lookup for the plan and the scratch, a
+# cached kernel, Python ints for the 64-bit arguments.
+_FAST: dict = {}
+
+
+def _scan_fast(x, op, types, exclusive, out):
+    cp = _cp
+    dev_id = x.data.device_id
+    stream_ptr = cp.cuda.get_current_stream().ptr
+    key = (dev_id, stream_ptr, x.dtype, types.acc, types.result, op.functor, exclusive, _TUNING_OVERRIDE)
+    ent = _FAST.get(key)
+    if ent is None:
+        plan = _plan(dev_id, x.dtype, types, op)
+        ent = _FAST[key] = (plan, _scratch(dev_id, stream_ptr), plan.funcs["scan_excl" if exclusive else "scan_incl"])
+    plan, scratch, fn = ent
+    n = x.size
+    num_tiles = -(-n // plan.tile)
+    if not scratch.fits(num_tiles, plan.window, plan.k_words):
+        return None
+    if out is None:
+        out = cp.empty((n, 1), dtype=types.result)  # what the general path returns
+    grid = num_tiles
+    if plan.persist and grid > plan.max_grid:
+        grid = plan.max_grid
+    scratch.epoch += 1
+    base = scratch.counter_base
+    scratch.counter_base += num_tiles + grid if plan.persist else num_tiles
+    xp, op_ = x.data.ptr, out.data.ptr
+    fn((grid,), (plan.threads,),
+       (xp, op_, n, scratch.words.data.ptr, scratch.subaggs.data.ptr, scratch.anchors.data.ptr, scratch.counter.data.ptr,
+        base, np.uint32(scratch.epoch), plan.identity_k, np.int32(0), 0, np.int32((xp | op_) & 15 == 0)),
+       shared_mem=plan.smem)
+    return out
+
+
 def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False):
+    if (seed is None and not want_total and _cp is not None and type(x) is _cp.ndarray and x._c_contiguous
+            and x.size > 0 and (x.ndim == 1 or (x.ndim == 2 and x.shape[1] == 1))
+            and (out is None or (type(out) is _cp.ndarray and out._c_contiguous and out.shape == x.shape
+                                 and out.dtype == types.result))):
+        r = _scan_fast(x, op, types, exclusive, out)
+        if r is not None:
+            return r, None
     cp = _require_cupy()
     if x.ndim == 1:
         x = x.reshape(-1, 1)
