@@ -18,8 +18,8 @@ from ..ops import Op
 
 name = "cpu"
 
-# Rows per chunk target ~256 KiB of accumulator: inside L2 on current CPUs.
-_CHUNK_BYTES = 1 << 18
+# Rows per chunk: ~1 MiB of accumulator stays in L2 and keeps the Python loop short (measured: 256 KiB-4 MiB within noise for int64, 1 MiB best for int32 -> int64).
+_CHUNK_BYTES = 1 << 20
 
 
 def is_native(x) -> bool:
