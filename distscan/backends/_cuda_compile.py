@@ -145,7 +145,7 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None) -> Tuning:
     else:
         window, diag = 1024, ""
         if s_acc <= 4:  # 8192-item tiles: measured 2490 GB/s vs 2120 with 4096 (H100, 2^29 int32)
-            threads, items, min_blocks, persist = 256, 32, 3, DEFAULT_PERSIST
+            threads, items, min_blocks, persist = 256, 32, 4 - DEFAULT_PERSIST, DEFAULT_PERSIST
         elif s_acc <= 8:
             threads, items, min_blocks, persist = 256, 16, 3, DEFAULT_PERSIST
         else:
@@ -159,9 +159,9 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None) -> Tuning:
     return Tuning(threads, items, window, min_blocks, diag, persist)
 
 
-# Persistent kernel by default for 1..8-byte accumulators (set by the measurements in
-# benchmarks/NOTES-gpu.md).
-DEFAULT_PERSIST = 1
+# Persistent kernel off by default: measured 1596 vs 2474 GB/s (H100, 2^29 int32), see
+# benchmarks/NOTES-gpu.md (v4).
+DEFAULT_PERSIST = 0
 
 
 def stage_bytes(key: "ModuleKey") -> int:

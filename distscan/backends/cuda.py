@@ -24,6 +24,7 @@ of the accumulator, ``|out[i] - exact[i]| <= (L + 2) * u * sum_{j<=i} |x[j]|`` f
 
 from __future__ import annotations
 
+import ctypes
 import math
 
 import numpy as np
@@ -249,9 +250,26 @@ def _scan_1d(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, 
 
 
 # Hot path of scan() for the common call (1-D or (n, 1) contiguous input, contiguous `out`
-# given or not, no seed, no total): one dict lookup for the plan and the scratch, a
-# cached kernel, Python ints for the 64-bit arguments.
+# of the same shape or none, no seed, no total): one dict lookup for plan, scratch and
+# kernel, and a launch through cuLaunchKernel with a ctypes argument block kept per entry
+# (only the changing fields are rewritten), bypassing CuPy's per-argument packing.
 _FAST: dict = {}
+
+
+class _FastArgs:
+    """ctypes images of scan_tiles_kernel's 13 arguments and the void*[] that points at them."""
+
+    def __init__(self, plan):
+        c = ctypes
+        self.x, self.out, self.words, self.subaggs, self.anchors, self.counter = (c.c_uint64() for _ in range(6))
+        self.n, self.base = c.c_int64(), c.c_uint64()
+        self.epoch = c.c_uint32()
+        self.seed = (c.c_char * plan.kacc.itemsize).from_buffer_copy(plan.identity_k.tobytes())
+        self.has_seed, self.total, self.vec = c.c_int32(0), c.c_uint64(0), c.c_int32(0)
+        fields = (self.x, self.out, self.n, self.words, self.subaggs, self.anchors, self.counter, self.base, self.epoch,
+                  self.seed, self.has_seed, self.total, self.vec)
+        self.params = (c.c_void_p * 13)(*[c.addressof(f) for f in fields])
+        self.params_ptr = c.addressof(self.params)
 
 
 def _scan_fast(x, op, types, exclusive, out):
@@ -262,8 +280,13 @@ def _scan_fast(x, op, types, exclusive, out):
     ent = _FAST.get(key)
     if ent is None:
         plan = _plan(dev_id, x.dtype, types, op)
-        ent = _FAST[key] = (plan, _scratch(dev_id, stream_ptr), plan.funcs["scan_excl" if exclusive else "scan_incl"])
-    plan, scratch, fn = ent
+        fn = plan.funcs["scan_excl" if exclusive else "scan_incl"]
+        try:
+            launch, fptr = cp.cuda.driver.launchKernel, fn.kernel.ptr
+        except Exception:  # noqa: BLE001 - older CuPy: fall back to RawKernel.__call__
+            launch, fptr = None, 0
+        ent = _FAST[key] = (plan, _scratch(dev_id, stream_ptr), fn, _FastArgs(plan), launch, fptr)
+    plan, scratch, fn, a, launch, fptr = ent
     n = x.size
     num_tiles = -(-n // plan.tile)
     if not scratch.fits(num_tiles, plan.window, plan.k_words):
@@ -277,10 +300,23 @@ def _scan_fast(x, op, types, exclusive, out):
     base = scratch.counter_base
     scratch.counter_base += num_tiles + grid if plan.persist else num_tiles
     xp, op_ = x.data.ptr, out.data.ptr
-    fn((grid,), (plan.threads,),
-       (xp, op_, n, scratch.words.data.ptr, scratch.subaggs.data.ptr, scratch.anchors.data.ptr, scratch.counter.data.ptr,
-        base, np.uint32(scratch.epoch), plan.identity_k, np.int32(0), 0, np.int32((xp | op_) & 15 == 0)),
-       shared_mem=plan.smem)
+    if launch is None:
+        fn((grid,), (plan.threads,),
+           (xp, op_, np.int64(n), scratch.words, scratch.subaggs, scratch.anchors, scratch.counter, np.uint64(base),
+            np.uint32(scratch.epoch), plan.identity_k, np.int32(0), np.uint64(0), np.int32((xp | op_) & 15 == 0)),
+           shared_mem=plan.smem)
+        return out
+    a.x.value = xp
+    a.out.value = op_
+    a.n.value = n
+    a.words.value = scratch.words.data.ptr
+    a.subaggs.value = scratch.subaggs.data.ptr
+    a.anchors.value = scratch.anchors.data.ptr
+    a.counter.value = scratch.counter.data.ptr
+    a.base.value = base
+    a.epoch.value = scratch.epoch
+    a.vec.value = (xp | op_) & 15 == 0
+    launch(fptr, grid, 1, 1, plan.threads, 1, 1, plan.smem, stream_ptr, a.params_ptr, 0)
     return out
 
 
