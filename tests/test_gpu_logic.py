@@ -1,0 +1,87 @@
+"""The multi-GPU logic that needs no GPU: device choice, sizes, chunk plans, and the GPU file
+pipeline's chunking / carry / agreement run end to end on a NumPy stand-in device (``HostDevice``,
+the ``cpu`` backend).  Runs serially and under ``mpiexec`` (``comm`` fixture)."""
+
+import numpy as np
+import pytest
+
+from distscan import pipeline
+from distscan._binding import choose_device, _env_local_rank
+from distscan._gpu_pipeline import HostDevice, parse_bytes, plan_chunks, run_gpu
+
+
+def test_choose_device_rules():
+    assert choose_device(1, 2, 2, env={}).device == 1
+    b = choose_device(3, 4, 2, env={"DISTSCAN_ALLOW_SHARED_GPU": "1"})
+    assert (b.device, b.shared, b.source) == (1, True, "local rank (shared)")
+    with pytest.raises(ValueError, match="4 ranks on this node but only 2 GPUs visible.*DISTSCAN_ALLOW_SHARED_GPU"):
+        choose_device(3, 4, 2, env={})
+    assert choose_device(3, 4, 2, gpu="0", env={}).device == 0  # explicit choice: sharing is the user's call
+    assert choose_device(0, 1, 4, env={"DISTSCAN_GPU": "2"}).source == "environment"
+    with pytest.raises(ValueError, match="DISTSCAN_GPU=5 but only 4 GPUs"):
+        choose_device(0, 1, 4, env={"DISTSCAN_GPU": "5"})
+    with pytest.raises(ValueError, match="GPU index"):
+        choose_device(0, 1, 4, gpu="x", env={})
+    with pytest.raises(RuntimeError, match="no CUDA GPU"):
+        choose_device(0, 1, 0, env={})
+    assert _env_local_rank({"OMPI_COMM_WORLD_LOCAL_RANK": "2", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}) == (2, 4)
+    assert _env_local_rank({}) is None
+
+
+def test_parse_bytes_and_plans():
+    assert parse_bytes("512M") == 512 << 20 and parse_bytes("1.5GiB") == 3 << 29 and parse_bytes("4096") == 4096
+    for bad in ("", "12Q", "-1", "0"):
+        with pytest.raises(ValueError):
+            parse_bytes(bad)
+    assert plan_chunks(1000, 8, 8, 1 << 20)["mode"] == "resident"
+    p = plan_chunks(10 ** 6, 8, 8, 1 << 20)
+    assert p["mode"] == "streamed" and p["device_bytes"] <= 1 << 20 and p["chunk_rows"] >= 1
+    with pytest.raises(MemoryError, match="too small"):
+        plan_chunks(10, 1 << 20, 1 << 20, 1 << 20)
+
+
+CASES = [  # dtype, shape, op, exclusive, strategy, limit, mode
+    ("int32", (20_011,), "sum", False, "auto", None, "resident"),
+    ("int64", (20_011,), "sum", True, "reduce_then_scan", None, "resident"),
+    ("int16", (9_001, 3), "sum", False, "scan_then_add", "64K", "streamed"),
+    (">i4", (9_001, 3), "max", True, "auto", "32K", "streamed"),
+    ("uint8", (3,), "bitwise_xor", False, "auto", None, "resident"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[2]}-{c[4]}-{c[6]}" for c in CASES])
+def test_gpu_pipeline_logic_on_host_device(tmp_path, comm, case):
+    dtype, shape, op, exclusive, strategy, limit, mode = case
+    from distscan._dtypes import scan_types
+    from distscan.ops import get_op
+
+    rng = np.random.default_rng(11)
+    a = rng.integers(0 if dtype == "uint8" else -100, 100, shape).astype(dtype)
+    # the same folder on every rank
+    folder = comm.bcast(str(tmp_path), root=0)
+    inp, out = f"{folder}/in.npy", f"{folder}/out.npy"
+    if comm.rank == 0:
+        np.save(inp, a)
+    comm.Barrier()
+    job = pipeline.Job(input=inp, output=out, op=op, exclusive=exclusive, backend="cuda", strategy=strategy,
+                       force=True, gpu_memory_limit=limit, verify=True)
+    header, o, types = pipeline.prepare(job, comm)
+    ctx_holder = {}
+    saved = pipeline.PIPELINES["cuda"]
+    pipeline.PIPELINES["cuda"] = lambda j, c: (ctx_holder.setdefault("ctx", c), run_gpu(j, c, device=HostDevice()))
+    try:
+        report = pipeline.run(job, comm)
+    finally:
+        pipeline.PIPELINES["cuda"] = saved
+    assert report["gpu"]["per_rank"][0]["modes"] == [mode]
+    assert report["verify"] is not None
+    for key in ("read", "h2d", "scan", "exscan", "d2h", "write"):
+        assert report["times_s"][key] >= 0
+    t = scan_types(get_op(op), np.dtype(dtype))
+    ref = get_op(op).ufunc.accumulate(a.astype(t.acc), axis=0)
+    if exclusive:
+        ref = np.concatenate([np.full((1,) + a.shape[1:], get_op(op).identity(t.acc), t.acc), ref[:-1]])
+    got = np.load(out)
+    assert got.dtype == t.result
+    np.testing.assert_array_equal(got, ref.astype(t.result))
+    comm.Barrier()
