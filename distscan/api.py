@@ -197,6 +197,14 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
         Any other failure on some rank (e.g. out of device memory), raised on all.
     """
     comm = _default_comm(comm)
+    if comm is None or comm.Get_size() == 1:
+        # One rank: nothing to agree on, local errors are raised as they are.
+        if initial is None and out is None and timings is None:
+            result = _local_fast_path(x, op, exclusive, dtype, axis, strategy, hierarchy, backend)
+            if result is not None:
+                return result
+        return _Plan(x, op, exclusive, initial, dtype, out, axis, strategy, hierarchy, backend).run(
+            comm, timings, node_size)
     error = None
     plan = None
     try:
@@ -207,6 +215,49 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
     agree(comm, error, same=("scan arguments (op, exclusive, dtypes, axis, trailing shape, strategy, backend)",
                              plan.signature if plan is not None else None))
     return plan.run(comm, timings, node_size)
+
+
+_fast_backends: dict = {}
+_FAST_STRATEGIES = frozenset(STRATEGIES) | frozenset(_STRATEGY_ALIASES)
+_FAST_HIERARCHIES = frozenset(_hierarchy.METHODS)
+
+
+def _local_fast_path(x, op, exclusive, dtype, axis, strategy, hierarchy, backend):
+    """The common single-rank call (contiguous 1-D NumPy or CuPy array, defaults) in a few
+    dictionary lookups, so small scans cost little more than the kernel launch.
+
+    Returns None whenever anything is unusual; :class:`_Plan` then handles (or rejects) it.
+    """
+    be = _fast_backends.get(type(x))
+    if be is None:
+        be = _native_backend_of(type(x))
+        if be is None:
+            return None
+    if (backend != "auto" and backend != be.name) or axis not in (0, -1, None) \
+            or strategy not in _FAST_STRATEGIES or hierarchy not in _FAST_HIERARCHIES:
+        return None
+    if x.ndim != 1 or not x.flags.c_contiguous:
+        return None
+    try:
+        types = scan_types(get_op(op), x.dtype, dtype)
+    except (TypeError, ValueError):
+        return None  # let _Plan raise with its full context
+    if x.dtype != types.input:
+        return None
+    result, _ = be.scan(x, get_op(op), types, exclusive=bool(exclusive))
+    return result
+
+
+def _native_backend_of(array_type):
+    """The backend whose native array type is ``array_type`` (NumPy or CuPy), memoised."""
+    if array_type is np.ndarray:
+        be = get_backend("cpu")
+    elif array_type.__module__.startswith("cupy") and array_type.__name__ == "ndarray":
+        be = get_backend("cuda")
+    else:
+        return None
+    _fast_backends[array_type] = be
+    return be
 
 
 class _Plan:

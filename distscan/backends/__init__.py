@@ -16,7 +16,8 @@ they travel through MPI.
     allocate one.  Returns ``(out, total)``; ``total`` is None unless ``want_total``,
     then the host array ``seed op x[0] op ... op x[n-1]`` in ``types.acc`` (the
     identity when ``n == 0`` and there is no seed), taken from the accumulator,
-    not from the (possibly narrower) output.
+    not from the (possibly narrower) output.  A 1-D ``x`` (one column) is accepted
+    too and gives a 1-D result: the single-rank fast path of the API uses it.
 
 ``reduce(x, op, types)``
     Host array ``(w,)`` in ``types.acc``: ``x[0] op ... op x[n-1]``, identity if empty.

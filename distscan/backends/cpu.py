@@ -59,6 +59,10 @@ def _inclusive(x: np.ndarray, op: Op, types: ScanTypes, seed, out: np.ndarray):
 
 
 def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False):
+    if x.ndim == 1:  # 1-D is one column
+        rows, total = scan(x.reshape(-1, 1), op, types, exclusive=exclusive, seed=seed,
+                           out=None if out is None else out.reshape(-1, 1), want_total=want_total)
+        return rows.reshape(-1), total
     n, w = x.shape
     if out is None:
         out = np.empty((n, w), types.result)
