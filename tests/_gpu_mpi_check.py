@@ -82,11 +82,11 @@ def random_global(rng, n, dtype, trailing, op):
 def main():
     expect_shared = "--expect-shared" in sys.argv
     b = bind_gpu(comm)
-    if rank == 0:  # compile every module once, in parallel processes; the other ranks read CuPy's disk cache
-        from distscan.backends import _cuda_compile as cc
-        from distscan.backends import cuda as gpu
-        keys = [gpu.module_key(np.dtype(dt), scan_types(get_op(op), np.dtype(dt)), get_op(op)) for dt, op, _ in CASES]
-        cc.precompile(keys)
+    if rank == 0:
+        # Compile every module once (CuPy's disk cache); the other ranks then load them.  No
+        # multiprocessing here: spawned workers would re-import this script and start MPI again.
+        for dt, op, trailing in CASES:
+            distscan.scan(cp.ones((4,) + trailing, dtype=dt), op, comm=MPI.COMM_SELF)
     comm.Barrier()
     node = comm.Split_type(MPI.COMM_TYPE_SHARED)
     local_rank = node.Get_rank()

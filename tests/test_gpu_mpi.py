@@ -42,7 +42,7 @@ def _gpus() -> int:
 
 
 GPUS = _gpus()
-T = 300
+T = 150  # seconds per launch (kernels compile on the first one)
 
 
 def _env(gpus: int, **extra):
