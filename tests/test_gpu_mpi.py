@@ -49,6 +49,9 @@ def _env(gpus: int, **extra):
     env = python_env(CUDA_VISIBLE_DEVICES=",".join(str(i) for i in range(gpus)), **extra)
     env.pop("DISTSCAN_GPU", None)
     env.setdefault("DISTSCAN_ALLOW_SHARED_GPU", "0")
+    # The GPU machines run tests as root under Open MPI, whose mpirun refuses root without these.
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     return env
 
 
