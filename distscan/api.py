@@ -217,47 +217,49 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
     return plan.run(comm, timings, node_size)
 
 
-_fast_backends: dict = {}
-_FAST_STRATEGIES = frozenset(STRATEGIES) | frozenset(_STRATEGY_ALIASES)
-_FAST_HIERARCHIES = frozenset(_hierarchy.METHODS)
+_fast_plans: dict = {}
 
 
 def _local_fast_path(x, op, exclusive, dtype, axis, strategy, hierarchy, backend):
-    """The common single-rank call (contiguous 1-D NumPy or CuPy array, defaults) in a few
-    dictionary lookups, so small scans cost little more than the kernel launch.
+    """The common single-rank call (contiguous 1-D NumPy or CuPy array, defaults) in one
+    dictionary lookup, so small scans cost little more than the kernel launch.
 
     Returns None whenever anything is unusual; :class:`_Plan` then handles (or rejects) it.
     """
-    be = _fast_backends.get(type(x))
-    if be is None:
-        be = _native_backend_of(type(x))
-        if be is None:
-            return None
-    if (backend != "auto" and backend != be.name) or axis not in (0, -1, None) \
-            or strategy not in _FAST_STRATEGIES or hierarchy not in _FAST_HIERARCHIES:
-        return None
-    if x.ndim != 1 or not x.flags.c_contiguous:
-        return None
     try:
-        types = scan_types(get_op(op), x.dtype, dtype)
-    except (TypeError, ValueError):
-        return None  # let _Plan raise with its full context
-    if x.dtype != types.input:
+        key = (type(x), x.dtype, op, dtype, exclusive, axis, strategy, hierarchy, backend)
+        plan = _fast_plans[key]
+    except KeyError:
+        plan = _fast_plans[key] = _fast_plan(type(x), x.dtype, op, exclusive, dtype, axis, strategy,
+                                             hierarchy, backend)
+    except (TypeError, AttributeError):  # unhashable arguments, or not an array at all
         return None
-    result, _ = be.scan(x, get_op(op), types, exclusive=bool(exclusive))
+    if plan is None or x.ndim != 1 or not x.flags.c_contiguous:
+        return None
+    be, op_row, types, exclusive = plan
+    result, _ = be.scan(x, op_row, types, exclusive=exclusive)
     return result
 
 
-def _native_backend_of(array_type):
-    """The backend whose native array type is ``array_type`` (NumPy or CuPy), memoised."""
+def _fast_plan(array_type, x_dtype, op, exclusive, dtype, axis, strategy, hierarchy, backend):
+    """``(backend, Op, ScanTypes, exclusive)`` for the fast path, or None where it does not apply."""
     if array_type is np.ndarray:
         be = get_backend("cpu")
     elif array_type.__module__.startswith("cupy") and array_type.__name__ == "ndarray":
         be = get_backend("cuda")
     else:
         return None
-    _fast_backends[array_type] = be
-    return be
+    if (backend not in ("auto", be.name) or axis not in (0, -1, None) or hierarchy not in _hierarchy.METHODS
+            or _STRATEGY_ALIASES.get(strategy, strategy) not in STRATEGIES):
+        return None
+    try:
+        op_row = get_op(op)
+        types = scan_types(op_row, x_dtype, dtype)
+    except (TypeError, ValueError):
+        return None  # let _Plan raise with its full context
+    if x_dtype != types.input:  # non-native byte order
+        return None
+    return be, op_row, types, bool(exclusive)
 
 
 class _Plan:
