@@ -22,13 +22,26 @@ class DistScanError(RuntimeError):
 
 # Exception types re-raised as themselves when agreed (others become DistScanError).
 _KEEP_TYPES = (TypeError, ValueError, FileNotFoundError, FileExistsError, IsADirectoryError,
-               PermissionError, NotADirectoryError, MemoryError, OverflowError)
+               PermissionError, NotADirectoryError, MemoryError, OverflowError, OSError)
 
 
-def _rebuild(type_name: str, message: str) -> BaseException:
-    for cls in _KEEP_TYPES:
+def _subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+def _rebuild(type_name: str, message: str, local: BaseException | None = None) -> BaseException:
+    """The agreed exception on this rank: the failing rank's type where this rank can build it
+    (its own error of that type, a standard type, or a DistScanError subclass), else DistScanError."""
+    candidates = [type(local)] if local is not None else []
+    candidates += list(_KEEP_TYPES) + list(_subclasses(DistScanError))
+    for cls in candidates:
         if cls.__name__ == type_name:
-            return cls(message)
+            try:
+                return cls(message)
+            except Exception:  # noqa: BLE001 - a constructor with other arguments: fall through
+                continue
     return DistScanError(message)
 
 
@@ -68,10 +81,10 @@ def _raise_agreed(comm, error):
     type_name, message = reports[failing[0]]
     if len(failing) == len(reports) and all(rep == reports[0] for rep in reports):
         # Every rank failed the same way: the message needs no rank.
-        raise _rebuild(type_name, message) from error
+        raise _rebuild(type_name, message, error) from error
     others = len(failing) - 1
     suffix = f" (and {others} other rank{'s' if others > 1 else ''})" if others else ""
-    raise _rebuild(type_name, f"rank {failing[0]}{suffix}: {message}") from error
+    raise _rebuild(type_name, f"rank {failing[0]}{suffix}: {message}", error) from error
 
 
 def _raise_mismatch(comm, what, value):

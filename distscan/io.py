@@ -178,24 +178,6 @@ def read_header(path) -> NpyHeader:
     return header
 
 
-def _agree(comm, error) -> None:
-    """:func:`distscan._collective.agree`, except that an error every rank has with the same
-    message (one that was agreed already) is raised as it is, without a second rank prefix."""
-    if comm is None or comm.Get_size() == 1:
-        agree(comm, error)
-        return
-    from mpi4py import MPI
-
-    failed = comm.allreduce(1 if error is not None else 0, op=MPI.SUM)
-    if failed == 0:
-        return
-    if failed == comm.Get_size():
-        reports = comm.allgather((type(error).__name__, str(error)))
-        if all(r == reports[0] for r in reports):
-            raise error
-    agree(comm, error)
-
-
 def _bcast_outcome(comm, fn):
     """Run ``fn()`` on rank 0 only and give every rank its value, or raise its exception everywhere.
 
@@ -506,7 +488,7 @@ class NpyWriter:
             return
         err = self._close_local(self._error)
         try:
-            _agree(self.comm, err)
+            agree(self.comm, err)
         except BaseException:
             if self.rank == 0:
                 self._remove_temp()
@@ -534,7 +516,7 @@ class NpyWriter:
             err = self._close_local(err)
         # One agreement for everything that happened on this rank inside the block.
         try:
-            _agree(self.comm, err)
+            agree(self.comm, err)
         except BaseException:
             if self.rank == 0:
                 self._remove_temp()

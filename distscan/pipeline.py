@@ -30,6 +30,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from . import io as _io
+from ._collective import agree
 from ._dtypes import ScanTypes, scan_types
 from .ops import Op, get_op
 
@@ -100,12 +101,6 @@ class Context:
         return 1 if self.comm is None else self.comm.Get_size()
 
 
-def _phase_agree(comm, error):
-    # io._agree: an error that every rank already shares (agreed inside distscan.scan)
-    # is raised as it is, without a second rank prefix.
-    _io._agree(comm, error)
-
-
 @contextmanager
 def _phase(ctx: Context, name: str):
     """Time a phase (max over ranks is taken at the end) and agree on its failure."""
@@ -116,7 +111,7 @@ def _phase(ctx: Context, name: str):
     except Exception as exc:  # noqa: BLE001 - agreed on every rank
         error = exc
     ctx.times[name] = ctx.times.get(name, 0.0) + time.perf_counter() - t0
-    _phase_agree(ctx.comm, error)
+    agree(ctx.comm, error)
 
 
 def _null_progress(label, total):

@@ -30,4 +30,7 @@ assert np.array_equal(before, (np.cumsum(whole) - whole)[start:start + counts[ra
 assert np.array_equal(peak, np.maximum.accumulate(np.sin(whole.astype(np.float64)))[start:start + counts[rank]])
 assert total == whole.sum()
 
-print(f"rank {rank}: last running sum {running[-1]}, global total {total}", flush=True)
+# Rank 0 prints for everyone (output of several ranks would interleave).
+lines = comm.gather(f"rank {rank}: last running sum {running[-1]}, global total {total}", root=0)
+if rank == 0:
+    print("\n".join(lines))
