@@ -11,11 +11,12 @@ back its part of the global scan::
     part = distscan.cumsum(local, comm=comm)   # this rank's slice of cumsum(0..5p-1)
 """
 
+from ._binding import bind_gpu
 from ._collective import DistScanError
 from .api import cummax, cummin, cumprod, cumsum, exclusive_scan, reduce, scan
 from .ops import OPS
 
 __version__ = "0.1.0"
 
-__all__ = ["scan", "cumsum", "cumprod", "cummax", "cummin", "exclusive_scan", "reduce",
+__all__ = ["scan", "cumsum", "cumprod", "cummax", "cummin", "exclusive_scan", "reduce", "bind_gpu",
            "DistScanError", "OPS", "__version__"]
