@@ -209,12 +209,15 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
     plan = None
     try:
         plan = _Plan(x, op, exclusive, initial, dtype, out, axis, strategy, hierarchy, backend)
+        timer = _Timer(timings, plan.be)
+        plan.begin(comm, timer)
     except Exception as exc:  # noqa: BLE001 - agreed below, then raised on every rank
         error = exc
-    # One collective agrees both on local failures and on the metadata all ranks must share.
+    # One collective agrees both on local failures (arguments, the local reduce or scan) and on
+    # the metadata all ranks must share; the exchange of totals follows.
     agree(comm, error, same=("scan arguments (op, exclusive, dtypes, axis, trailing shape, strategy, backend)",
                              plan.signature if plan is not None else None))
-    return plan.run(comm, timings, node_size)
+    return plan.complete(comm, timer, node_size)
 
 
 _fast_plans: dict = {}
@@ -341,67 +344,61 @@ class _Plan:
     # -- execution ---------------------------------------------------------
 
     def run(self, comm, timings, node_size):
+        """The whole scan on a single rank (or ``comm`` None)."""
         timer = _Timer(timings, self.be)
-        size = 1 if comm is None else comm.Get_size()
-        if not self.distributed or size == 1:
-            rows = self._local(timer)
+        self.begin(comm, timer)
+        return self.complete(comm, timer, node_size)
+
+    def _exchanges(self, comm) -> bool:
+        return self.distributed and comm is not None and comm.Get_size() > 1
+
+    def begin(self, comm, timer):
+        """The local work before totals are exchanged (may fail on some ranks: the caller agrees).
+
+        ``reduce_then_scan``: this rank's total.  ``scan_then_add``: the local scan and its total.
+        No exchange (one rank, or a local axis): the whole scan.
+        """
+        if not self._exchanges(comm):
+            with timer.phase("scan"):
+                self.result_rows, _ = self.be.scan(self.rows, self.op, self.types, exclusive=self.exclusive,
+                                                   seed=self.initial, out=self.out_rows)
         elif self.strategy == "reduce_then_scan":
-            rows = self._reduce_then_scan(comm, timer, node_size)
-        else:
-            rows = self._scan_then_add(comm, timer, node_size)
-        return self._finish(rows)
-
-    def _local(self, timer):
-        with timer.phase("scan"):
-            out, _ = self.be.scan(self.rows, self.op, self.types, exclusive=self.exclusive,
-                                  seed=self.initial, out=self.out_rows)
-        return out
-
-    def _rank0_seeded(self, comm, total):
-        """On rank 0, ``initial`` comes first, so it is part of what later ranks receive."""
-        if comm.Get_rank() == 0 and self.initial is not None:
-            return self.op.ufunc(self.initial, total).astype(self.types.acc, copy=False)
-        return total
-
-    def _reduce_then_scan(self, comm, timer, node_size):
-        error, total = None, None
-        try:
             with timer.phase("reduce"):
                 if comm.Get_rank() == comm.Get_size() - 1:
                     # Nobody needs the last rank's total: skip the pass over its data.
                     total = np.full(self.rows.shape[1], self.op.identity(self.types.acc), self.types.acc)
                 else:
                     total = self.be.reduce(self.rows, self.op, self.types)
-            total = self._rank0_seeded(comm, total)
-        except Exception as exc:  # noqa: BLE001 - agreed on every rank
-            error = exc
-        agree(comm, error)
-        with timer.phase("exscan"):
-            offset = _hierarchy.exclusive_prefix(total, self.op, comm, self.hierarchy, node_size)
-        seed = offset if comm.Get_rank() > 0 else self.initial
-        with _collective_block(comm):
+            self.total = self._rank0_seeded(comm, total)
+        else:
             with timer.phase("scan"):
-                out, _ = self.be.scan(self.rows, self.op, self.types, exclusive=self.exclusive,
-                                      seed=seed, out=self.out_rows)
-        return out
+                self.result_rows, total = self.be.scan(
+                    self.rows, self.op, self.types, exclusive=self.exclusive,
+                    seed=self.initial if comm.Get_rank() == 0 else None, out=self.out_rows, want_total=True)
+            self.total = total
 
-    def _scan_then_add(self, comm, timer, node_size):
-        error, out, total = None, None, None
-        try:
-            with timer.phase("scan"):
-                out, total = self.be.scan(self.rows, self.op, self.types, exclusive=self.exclusive,
-                                          seed=self.initial if comm.Get_rank() == 0 else None,
-                                          out=self.out_rows, want_total=True)
-        except Exception as exc:  # noqa: BLE001 - agreed on every rank
-            error = exc
-        agree(comm, error)
+    def complete(self, comm, timer, node_size):
+        """Exchange totals (every rank has passed :meth:`begin`), finish the local part, agree."""
+        if not self._exchanges(comm):
+            return self._finish(self.result_rows)
         with timer.phase("exscan"):
-            offset = _hierarchy.exclusive_prefix(total, self.op, comm, self.hierarchy, node_size)
+            offset = _hierarchy.exclusive_prefix(self.total, self.op, comm, self.hierarchy, node_size)
         with _collective_block(comm):
-            if offset is not None:
+            if self.strategy == "reduce_then_scan":
+                seed = offset if comm.Get_rank() > 0 else self.initial
+                with timer.phase("scan"):
+                    self.result_rows, _ = self.be.scan(self.rows, self.op, self.types, exclusive=self.exclusive,
+                                                       seed=seed, out=self.out_rows)
+            elif offset is not None:
                 with timer.phase("combine"):
-                    self.be.combine(out, self.op, self.types, offset)
-        return out
+                    self.be.combine(self.result_rows, self.op, self.types, offset)
+        return self._finish(self.result_rows)
+
+    def _rank0_seeded(self, comm, total):
+        """On rank 0, ``initial`` comes first, so it is part of what later ranks receive."""
+        if comm.Get_rank() == 0 and self.initial is not None:
+            return self.op.ufunc(self.initial, total).astype(self.types.acc, copy=False)
+        return total
 
     def _finish(self, rows):
         if self.direct_out:

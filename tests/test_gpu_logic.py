@@ -43,8 +43,9 @@ def test_parse_bytes_and_plans():
 CASES = [  # dtype, shape, op, exclusive, strategy, limit, mode
     ("int32", (20_011,), "sum", False, "auto", None, "resident"),
     ("int64", (20_011,), "sum", True, "reduce_then_scan", None, "resident"),
-    ("int16", (9_001, 3), "sum", False, "scan_then_add", "64K", "streamed"),
-    (">i4", (9_001, 3), "max", True, "auto", "32K", "streamed"),
+    # Streamed shapes are large enough that every rank streams at up to 8 ranks.
+    ("int16", (90_001, 3), "sum", False, "scan_then_add", "64K", "streamed"),
+    (">i4", (90_001, 3), "max", True, "auto", "32K", "streamed"),
     ("uint8", (3,), "bitwise_xor", False, "auto", None, "resident"),
 ]
 
