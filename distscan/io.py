@@ -486,7 +486,10 @@ class NpyWriter:
         """
         if self._closed:
             return
-        err = self._close_local(self._error)
+        self._agree_or_remove(self._close_local(self._error))
+
+    def _agree_or_remove(self, err) -> None:
+        """Agree on ``err`` across ranks; if any rank failed, rank 0 removes the temporary file."""
         try:
             agree(self.comm, err)
         except BaseException:
@@ -515,12 +518,7 @@ class NpyWriter:
         if not self._closed:
             err = self._close_local(err)
         # One agreement for everything that happened on this rank inside the block.
-        try:
-            agree(self.comm, err)
-        except BaseException:
-            if self.rank == 0:
-                self._remove_temp()
-            raise
+        self._agree_or_remove(err)
         _bcast_outcome(self.comm, self._commit)
         return False
 
