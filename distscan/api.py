@@ -479,8 +479,8 @@ def reduce(x, op="sum", *, dtype=None, comm=None, axis=0, backend="auto"):
     agree(comm, error, same=("reduce arguments", plan.signature if plan is not None else None))
     if comm is not None and comm.Get_size() > 1:
         from mpi4py import MPI
-        dt, _ = _hierarchy.mpi_datatype(total.dtype)
-        comm.Allreduce(MPI.IN_PLACE, [total, total.size, dt], op=_hierarchy.mpi_op(plan.op, total.dtype))
+        message, mpi_op = _hierarchy.wire(total, plan.op)
+        comm.Allreduce(MPI.IN_PLACE, message, op=mpi_op)
         comm.Allreduce(MPI.IN_PLACE, count, op=MPI.SUM)
     if count[0] == 0 and plan.op.name in ("max", "min"):
         raise ValueError(f"zero-size array to reduction operation {plan.op.name} which has no identity")

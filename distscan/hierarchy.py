@@ -100,6 +100,20 @@ def mpi_op(op: Op, dtype: np.dtype):
     return _user_ops[key]
 
 
+def wire(array: np.ndarray, op: Op):
+    """``(message, mpi_op)`` to send ``array`` (a carry) through MPI with ``op``.
+
+    Signed integer sums and products travel as the unsigned type of the same size: the
+    bits of a two's-complement sum or product are the same, and wrap-around on overflow is
+    defined for unsigned integers in C (MPI's built-in operations) as it is in NumPy.
+    """
+    dtype = array.dtype
+    if dtype.kind == "i" and op.name in ("sum", "prod"):
+        array = array.view(np.dtype(f"u{dtype.itemsize}"))
+    dt, _ = mpi_datatype(array.dtype)
+    return [array, array.size, dt], mpi_op(op, array.dtype)
+
+
 # ---------------------------------------------------------------------------
 # The node / cluster split, built once per communicator and cached on it
 # ---------------------------------------------------------------------------
@@ -214,9 +228,10 @@ def _exscan(comm, total: np.ndarray, op: Op) -> Optional[np.ndarray]:
     """``Exscan`` of ``total`` over ``comm``; None on its first rank."""
     if comm.Get_size() == 1:
         return None
-    dt, _ = mpi_datatype(total.dtype)
     result = np.empty_like(total)
-    comm.Exscan([total, total.size, dt], [result, total.size, dt], op=mpi_op(op, total.dtype))
+    send, mop = wire(total, op)
+    recv, _ = wire(result, op)
+    comm.Exscan(send, recv, op=mop)
     return None if comm.Get_rank() == 0 else result
 
 
@@ -261,10 +276,11 @@ def exclusive_prefix(total: np.ndarray, op: Op, comm, method: str = "auto",
     h = get_hierarchy(comm, node_size)
     within = _exscan(h.node, total, op)
     # The node's total, gathered at its leader, in rank order.
-    dt, _ = mpi_datatype(total.dtype)
     node_total = np.empty_like(total)
     if h.node.Get_size() > 1:
-        h.node.Reduce([total, total.size, dt], [node_total, total.size, dt], op=mpi_op(op, total.dtype), root=0)
+        send, mop = wire(total, op)
+        recv, _ = wire(node_total, op)
+        h.node.Reduce(send, recv, op=mop, root=0)
     else:
         node_total[...] = total
     node_offset = None
@@ -275,6 +291,6 @@ def exclusive_prefix(total: np.ndarray, op: Op, comm, method: str = "auto",
         return within
     if h.node.Get_size() > 1:
         buf = node_offset if node_offset is not None else np.empty_like(total)
-        h.node.Bcast([buf, total.size, dt], root=0)
+        h.node.Bcast(wire(buf, op)[0], root=0)
         node_offset = buf
     return _combine(op, node_offset, within)

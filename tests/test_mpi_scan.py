@@ -138,6 +138,26 @@ def test_trailing_dimensions_and_flattening(strategy, comm):
     all_ranks_ok(comm, lambda: assert_scan_equal(local_axis, np.cumsum(part, axis=2)))
 
 
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("method", ["flat", "node"])
+def test_integer_overflow_wraps_across_ranks_like_numpy(strategy, method, comm):
+    """Carries that overflow wrap exactly as NumPy's do (they travel as unsigned bits)."""
+    rng = shared_rng(comm)
+    for dtype, opname in [("int64", "sum"), ("int64", "prod"), ("int32", "prod"), ("uint64", "sum")]:
+        info = np.iinfo(dtype)
+        counts = block_counts(5 * comm.size + 3, comm.size)
+        g = rng.integers(info.max // 4, info.max, int(sum(counts)), dtype=dtype, endpoint=True)
+        kwargs = {"dtype": dtype} if dtype == "int32" else {}
+        with np.errstate(over="ignore"):
+            expected = local_part(reference_scan(g, opname, **kwargs), counts, comm.rank)
+            got = distscan.scan(local_part(g, counts, comm.rank), opname, comm=comm, strategy=strategy,
+                                hierarchy=method, node_size=2, **kwargs)
+            total = distscan.reduce(local_part(g, counts, comm.rank), opname, comm=comm, **kwargs)
+        all_ranks_ok(comm, lambda: assert_scan_equal(got, expected))
+        with np.errstate(over="ignore"):
+            assert total == getattr(np, opname)(g, dtype=expected.dtype)
+
+
 def test_floats_are_run_to_run_identical(comm):
     rng = shared_rng(comm)
     counts = block_counts(10_007, comm.size)
