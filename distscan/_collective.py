@@ -45,10 +45,6 @@ def _rebuild(type_name: str, message: str, local: BaseException | None = None) -
     return DistScanError(message)
 
 
-def comm_size(comm) -> int:
-    return 1 if comm is None else comm.Get_size()
-
-
 def agree(comm, error: BaseException | None, same: tuple | None = None) -> None:
     """Raise the same exception on every rank if ``error`` is set on any rank.
 
@@ -112,11 +108,6 @@ def collectively(comm):
     except Exception as exc:  # noqa: BLE001 - every failure must be agreed, whatever it is
         error = exc
     agree(comm, error)
-
-
-def check_same(comm, what: str, value) -> None:
-    """Raise ``ValueError`` on every rank unless ``value`` is equal on all ranks."""
-    agree(comm, None, same=(what, value))
 
 
 def _ranges(ranks) -> str:

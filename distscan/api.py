@@ -24,7 +24,7 @@ import numpy as np
 
 from . import hierarchy as _hierarchy
 from ._arrays import to_native
-from ._collective import agree
+from ._collective import agree, collectively
 from ._dtypes import ScanTypes, scan_types
 from .backends import get_backend
 from .ops import Op, get_op
@@ -252,10 +252,10 @@ def _fast_plan(array_type, x_dtype, op, exclusive, dtype, axis, strategy, hierar
         be = get_backend("cuda")
     else:
         return None
-    if (backend not in ("auto", be.name) or axis not in (0, -1, None) or hierarchy not in _hierarchy.METHODS
-            or _STRATEGY_ALIASES.get(strategy, strategy) not in STRATEGIES):
+    if backend not in ("auto", be.name) or axis not in (0, -1, None) or hierarchy not in _hierarchy.METHODS:
         return None
     try:
+        _resolve_strategy(strategy)
         op_row = get_op(op)
         types = scan_types(op_row, x_dtype, dtype)
     except (TypeError, ValueError):
@@ -383,7 +383,7 @@ class _Plan:
             return self._finish(self.result_rows)
         with timer.phase("exscan"):
             offset = _hierarchy.exclusive_prefix(self.total, self.op, comm, self.hierarchy, node_size)
-        with _collective_block(comm):
+        with collectively(comm):
             if self.strategy == "reduce_then_scan":
                 seed = offset if comm.Get_rank() > 0 else self.initial
                 with timer.phase("scan"):
@@ -411,17 +411,6 @@ class _Plan:
             self.out_native[...] = result
             return self.out
         return self.restore(result)
-
-
-@contextmanager
-def _collective_block(comm):
-    """Agree on a failure of the block before the call returns on any rank."""
-    error = None
-    try:
-        yield
-    except Exception as exc:  # noqa: BLE001
-        error = exc
-    agree(comm, error)
 
 
 # ---------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ._collective import DistScanError, agree
+from ._collective import DistScanError, _rebuild, agree
 
 __all__ = ["NpyHeader", "read_header", "open_input", "block_split", "read_rows",
            "header_bytes", "NpyWriter", "same_file", "CHUNK_BYTES"]
@@ -209,12 +209,11 @@ def _picklable(outcome):
         pickle.loads(pickle.dumps(exc))
         return outcome
     except Exception:  # noqa: BLE001
-        keep = (TypeError, ValueError, FileNotFoundError, FileExistsError, IsADirectoryError,
-                PermissionError, NotADirectoryError, OSError)
-        for cls in keep:
-            if type(exc) is cls:
-                return ("err", cls(str(exc)))
-        return ("err", DistScanError(f"{type(exc).__name__}: {exc}"))
+        name = type(exc).__name__
+        rebuilt = _rebuild(name, str(exc))
+        if type(rebuilt).__name__ != name:  # no type of that name to rebuild: keep the name in the message
+            rebuilt = DistScanError(f"{name}: {exc}")
+        return ("err", rebuilt)
 
 
 def open_input(path, comm=None) -> NpyHeader:
