@@ -20,9 +20,12 @@ class DistScanError(RuntimeError):
     """A failure on one or more ranks, raised identically on every rank."""
 
 
-# Exception types re-raised as themselves when agreed (others become DistScanError).
+# Exception types re-raised as themselves when agreed, found by name (others are found by
+# module and qualified name, see _exception_class; what cannot be rebuilt becomes DistScanError).
 _KEEP_TYPES = (TypeError, ValueError, FileNotFoundError, FileExistsError, IsADirectoryError,
                PermissionError, NotADirectoryError, MemoryError, OverflowError, OSError)
+# Modules whose exception classes every rank may rebuild from their names (no pickle).
+_TRUSTED_MODULES = ("builtins", "numpy", "distscan", "cupy", "cupy_backends", "mpi4py", "torch")
 
 
 def _subclasses(cls):
@@ -31,25 +34,55 @@ def _subclasses(cls):
         yield from _subclasses(sub)
 
 
+def describe(exc: BaseException) -> str:
+    """``module:QualName`` of an exception's type, as :func:`_rebuild` reads it."""
+    return f"{type(exc).__module__}:{type(exc).__qualname__}"
+
+
+def _exception_class(type_name: str):
+    """The exception class named ``module:QualName`` if it lies in a trusted module, else None."""
+    module_name, _, qualname = type_name.rpartition(":")
+    if not module_name or module_name.split(".")[0] not in _TRUSTED_MODULES:
+        return None
+    import importlib
+    import sys
+
+    try:
+        obj = sys.modules.get(module_name) or importlib.import_module(module_name)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except Exception:  # noqa: BLE001 - not importable here: fall back to DistScanError
+        return None
+    return obj if isinstance(obj, type) and issubclass(obj, Exception) else None
+
+
 def _rebuild(type_name: str, message: str, local: BaseException | None = None) -> BaseException:
     """The agreed exception on this rank: the failing rank's type where this rank can build it
-    (its own error of that type, a standard type, or a DistScanError subclass), else DistScanError."""
-    candidates = [type(local)] if local is not None else []
-    candidates += list(_KEEP_TYPES) + list(_subclasses(DistScanError))
+    (its own error of that type, a class found by ``module:QualName`` in a trusted module, a
+    standard type, or a DistScanError subclass), else DistScanError."""
+    short = type_name.rpartition(":")[2].rpartition(".")[2]
+    candidates = [type(local)] if local is not None and (describe(local) == type_name
+                                                         or type(local).__name__ == type_name) else []
+    found = _exception_class(type_name)
+    if found is not None:
+        candidates.append(found)
+    candidates += [c for c in list(_KEEP_TYPES) + list(_subclasses(DistScanError)) if c.__name__ == short]
     for cls in candidates:
-        if cls.__name__ == type_name:
-            try:
-                return cls(message)
-            except Exception:  # noqa: BLE001 - a constructor with other arguments: fall through
-                continue
+        try:
+            return cls(message)
+        except Exception:  # noqa: BLE001 - a constructor with other arguments: try the next
+            continue
     return DistScanError(message)
 
 
 def agree(comm, error: BaseException | None, same: tuple | None = None) -> None:
     """Raise the same exception on every rank if ``error`` is set on any rank.
 
-    ``same``, if given, is ``(what, value)``: ``value`` must also be equal on all
-    ranks, else every rank raises ``ValueError("<what> differs across ranks ...")``.
+    ``same``, if given, is ``(what, fields)``: ``fields`` (a dict of name -> value, or any
+    value) must also be equal on all ranks, else every rank raises a ``ValueError`` that names
+    the first field that differs and what each rank has, e.g. ``dtype differs across ranks:
+    rank 0 has float64, rank 1 has int64``.  Keys starting with ``_`` are not compared: they
+    add context to that message (e.g. ``_rows``).
     Both checks cost one ``Allreduce`` of three integers on the happy path.
     ``comm`` may be None (no MPI): then ``error`` is simply re-raised.
     Every rank of ``comm`` must call this, with its own error or None.
@@ -60,7 +93,7 @@ def agree(comm, error: BaseException | None, same: tuple | None = None) -> None:
         return
     from mpi4py import MPI
 
-    crc = zlib.crc32(repr(same[1]).encode()) if same is not None else 0
+    crc = zlib.crc32(repr(_compared(same[1])).encode()) if same is not None else 0
     # MAX of [failed, crc, -crc]: any failure, and crc equal everywhere iff max == -max(-crc).
     flags = np.array([1 if error is not None else 0, crc, -crc], dtype=np.int64)
     comm.Allreduce(MPI.IN_PLACE, flags, op=MPI.MAX)
@@ -70,8 +103,14 @@ def agree(comm, error: BaseException | None, same: tuple | None = None) -> None:
         _raise_mismatch(comm, *same)
 
 
+def _compared(fields):
+    if isinstance(fields, dict):
+        return {k: v for k, v in fields.items() if not str(k).startswith("_")}
+    return fields
+
+
 def _raise_agreed(comm, error):
-    mine = None if error is None else (type(error).__name__, str(error) or type(error).__name__)
+    mine = None if error is None else (describe(error), str(error) or type(error).__name__)
     reports = comm.allgather(mine)
     failing = [r for r, rep in enumerate(reports) if rep is not None]
     type_name, message = reports[failing[0]]
@@ -83,13 +122,36 @@ def _raise_agreed(comm, error):
     raise _rebuild(type_name, f"rank {failing[0]}{suffix}: {message}", error) from error
 
 
-def _raise_mismatch(comm, what, value):
-    values = comm.allgather(value)
-    distinct = {}
+def _raise_mismatch(comm, what, fields):
+    values = comm.allgather(fields)
+    if not all(isinstance(v, dict) for v in values):
+        raise ValueError(f"{what} differ across ranks: {_who_has(values)}")
+    compared = [_compared(v) for v in values]
+    names = [k for k in compared[0] if any(c.get(k) != compared[0][k] for c in compared)]
+    name = names[0] if names else "arguments"
+    detail = _who_has([c.get(name) for c in compared])
+    hint = ""
+    if name == "dtype":
+        empty = [r for r, v in enumerate(values) if v.get("_rows") == 0]
+        if empty:
+            hint = (f" (rank{'s' if len(empty) > 1 else ''} {_ranges(empty)} "
+                    f"{'have' if len(empty) > 1 else 'has'} an empty part: build it with the dtype of "
+                    "the others, e.g. np.empty(0, dtype), since np.array([]) is float64)")
+    more = f"; also differ: {', '.join(names[1:])}" if len(names) > 1 else ""
+    raise ValueError(f"{name} differs across ranks: {detail}{hint}{more}")
+
+
+def _who_has(values) -> str:
+    """``rank 0 has float64, ranks 1-3 have int64``."""
+    groups: dict = {}
     for rank, v in enumerate(values):
-        distinct.setdefault(repr(v), []).append(rank)
-    detail = "; ".join(f"{v} on rank{'s' if len(r) > 1 else ''} {_ranges(r)}" for v, r in distinct.items())
-    raise ValueError(f"{what} differs across ranks: {detail}")
+        groups.setdefault(_show(v), []).append(rank)
+    return ", ".join(f"rank{'s' if len(r) > 1 else ''} {_ranges(r)} {'have' if len(r) > 1 else 'has'} {v}"
+                     for v, r in groups.items())
+
+
+def _show(value) -> str:
+    return "none" if value is None else str(value)
 
 
 @contextlib.contextmanager

@@ -48,6 +48,7 @@ import numpy as np
 
 from . import hierarchy as _hierarchy
 from . import io as _io
+from ._carry import Carries
 
 #: Host chunk (bytes of input per chunk) for reads, host -> device and device -> host copies.
 CHUNK_BYTES = 64 << 20
@@ -292,8 +293,8 @@ def _budget(job, device) -> int:
     return int(device.free_bytes() * DEFAULT_BUDGET_SHARE)
 
 
-def _identity_total(ctx, w):
-    return np.full(w, ctx.op.identity(ctx.types.acc), ctx.types.acc)
+def _carries(ctx) -> Carries:
+    return Carries(ctx.op, ctx.types.acc)
 
 
 # ----------------------------------------------------------------------------------------
@@ -378,9 +379,10 @@ def _input_view(hdr, start, stop):
 
 def _exscan(job, ctx, total):
     t0 = time.perf_counter()
-    offset = _hierarchy.exclusive_prefix(total, ctx.op, ctx.comm, job.hierarchy) if ctx.size > 1 else None
+    carries = _carries(ctx)
+    offset = _hierarchy.exclusive_prefix(total, carries.op, ctx.comm, job.hierarchy) if ctx.size > 1 else None
     ctx.times["exscan"] += time.perf_counter() - t0
-    return offset
+    return carries.value(offset)
 
 
 def _write(ctx, lo, rows, bar):
@@ -394,6 +396,9 @@ def _resident(job, ctx, device, plan, strategy, n, w, in_dt, out_dt):
     from .pipeline import _phase
 
     be, op, types = device.backend, ctx.op, ctx.types
+    carries = _carries(ctx)
+    if carries.flagged:
+        strategy = "reduce_then_scan"  # only a seeded scan lets a zero absorb (distscan._carry)
     last_rank = ctx.rank == ctx.size - 1
     chunks = _chunks(n, plan["chunk_rows"])
     st = {}
@@ -419,8 +424,8 @@ def _resident(job, ctx, device, plan, strategy, n, w, in_dt, out_dt):
             if strategy == "scan_then_add":
                 _, total = be.scan(d_in, op, types, exclusive=job.exclusive, out=d_out, want_total=not last_rank)
             else:
-                total = None if last_rank else be.reduce(d_in, op, types)
-        st["total"] = total if total is not None else _identity_total(ctx, w)
+                total = None if last_rank else carries.of_part(be, d_in, types)
+        st["total"] = total if total is not None else carries.identity(w)
         st["scanned"] = device.last
 
     offset = _exscan(job, ctx, st["total"])
@@ -459,6 +464,7 @@ def _streamed(job, ctx, device, plan, n, w, in_dt, out_dt):
     from .pipeline import _phase
 
     be, op, types = device.backend, ctx.op, ctx.types
+    carries = _carries(ctx)
     last_rank = ctx.rank == ctx.size - 1
     chunks = _chunks(n, plan["chunk_rows"])
     cr = plan["chunk_rows"]
@@ -468,7 +474,7 @@ def _streamed(job, ctx, device, plan, n, w, in_dt, out_dt):
         d_out = [device.empty((cr, w), out_dt) for _ in range(2)]
         hin = [device.pinned(cr * w * in_dt.itemsize) for _ in range(2)]
         hout = [device.pinned(cr * w * out_dt.itemsize) for _ in range(2)]
-        total = _identity_total(ctx, w)
+        total = carries.identity(w)
         if not last_rank:
             # Pass 1: the shard's total, chunk by chunk (each reduce returns to the host).
             reader = _Reader(ctx, ctx.times)
@@ -478,8 +484,8 @@ def _streamed(job, ctx, device, plan, n, w, in_dt, out_dt):
                     rows = reader.read(lo, hi, hin[k % 2], bar.update)
                     ev = device.h2d(d_in[k % 2][: hi - lo], rows)
                     with device.computing(after=ev):
-                        part = be.reduce(d_in[k % 2][: hi - lo], op, types)
-                    total = op.ufunc(total, part).astype(types.acc, copy=False)
+                        part = carries.of_part(be, d_in[k % 2][: hi - lo], types)
+                    total = carries.combine(total, part)
             finally:
                 reader.close()
                 bar.done()

@@ -24,6 +24,7 @@ import numpy as np
 
 from . import hierarchy as _hierarchy
 from ._arrays import to_native
+from ._carry import Carries, zero_absorbs
 from ._collective import agree, collectively
 from ._dtypes import ScanTypes, scan_types
 from .backends import get_backend
@@ -127,6 +128,41 @@ def _check_out(out, shape, types: ScanTypes, backend):
         raise TypeError(f"out has dtype {np.dtype(out.dtype)}, expected {types.result} (pass dtype= to change it)")
 
 
+def _unwrap(x, op: Op):
+    """``(array, wrap)``: NumPy subclasses as plain arrays, and how to give the result their form.
+
+    ``numpy.matrix`` comes back as a matrix, as NumPy's scans return it (``axis=None``: one
+    row).  A masked array follows ``numpy.ma``: masked elements count as the operator's
+    identity and stay masked in the result.
+    """
+    if not isinstance(x, np.ndarray) or type(x) is np.ndarray:
+        return x, None
+    if isinstance(x, np.ma.MaskedArray):
+        mask = np.ma.getmaskarray(x)
+        data = x.filled(op.identity(np.dtype(x.dtype)) if x.dtype.kind in "biufc" else 0)
+        return np.asarray(data), lambda r: np.ma.MaskedArray(r, mask=mask.reshape(r.shape))
+    if isinstance(x, np.matrix):
+        return np.asarray(x), np.asmatrix
+    return np.asarray(x), None
+
+
+def _may_overlap(a, b) -> bool:
+    """Whether two arrays of one backend may share memory (bounds only: cheap and safe)."""
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and np.may_share_memory(a, b)
+    import cupy
+    return isinstance(b, cupy.ndarray) and cupy.may_share_memory(a, b)
+
+
+def _need_cupy_backend():
+    try:
+        import cupy
+    except ImportError:
+        raise RuntimeError("backend='cuda' needs CuPy and an NVIDIA GPU: pip install 'distscan[gpu]' "
+                           "(CuPy for CUDA 13; use cupy-cuda12x on CUDA 12 drivers)") from None
+    return cupy
+
+
 def _as_rows(x):
     """``x`` as a C-contiguous ``(n, w)`` array: rows along axis 0, w = product of the rest."""
     n = x.shape[0]
@@ -215,8 +251,7 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
         error = exc
     # One collective agrees both on local failures (arguments, the local reduce or scan) and on
     # the metadata all ranks must share; the exchange of totals follows.
-    agree(comm, error, same=("scan arguments (op, exclusive, dtypes, axis, trailing shape, strategy, backend)",
-                             plan.signature if plan is not None else None))
+    agree(comm, error, same=("scan arguments", plan.signature if plan is not None else None))
     return plan.complete(comm, timer, node_size)
 
 
@@ -277,13 +312,25 @@ class _Plan:
         self.hierarchy = hierarchy
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        # A Python or NumPy scalar is a part of one element and gives a scalar (the write-offset
+        # idiom: exclusive_scan(n_local)); 0-d arrays follow NumPy (axis=None gives 1-D).
+        self.scalar = np.isscalar(x)
+        x, self.wrap = _unwrap(x, self.op)
         native, self.native_backend, self.restore = to_native(x)
         self.backend_name = self.native_backend if backend == "auto" else backend
         self.be = get_backend(self.backend_name)
         work = self._to_backend(native)
         self.types = scan_types(self.op, work.dtype, dtype)
+        self.carries = Carries(self.op, self.types.acc)
+        if self.carries.flagged:
+            # Only the seeded scan sees the elements a zero must absorb (see distscan._carry).
+            self.strategy = "reduce_then_scan"
         if work.dtype != self.types.input:  # non-native byte order
             work = work.astype(self.types.input)
+        if self.scalar:
+            if axis not in (0, -1, None):
+                raise np.exceptions.AxisError(f"axis {axis} is out of bounds for a scalar (use 0 or None)")
+            work, axis = work.reshape(1), 0
         ax = _normalize_axis(axis, work.ndim)
         if ax is None:
             work, ax = work.reshape(-1), 0
@@ -302,17 +349,23 @@ class _Plan:
         out_rows = None
         if out is not None:
             out_native, _, _ = to_native(out)
-            _check_out(out_native, self.result_shape, self.types, get_backend(self.native_backend))
-            # Write straight into the caller's array when the layouts agree.
-            if self.distributed and self.backend_name == self.native_backend and out_native.flags.c_contiguous:
+            _check_out(out_native, () if self.scalar else self.result_shape, self.types,
+                       get_backend(self.native_backend))
+            self.out_native = out_native
+            # Write straight into the caller's array when the layouts agree and it does not
+            # overlap the input (NumPy's scans give the same answer for any overlap).
+            if (self.distributed and self.backend_name == self.native_backend and out_native.flags.c_contiguous
+                    and not self.scalar and not _may_overlap(out_native, native)):
                 out_rows = out_native.reshape(self.rows.shape)
-            else:
-                self.out_native = out_native
         self.direct_out = out_rows is not None
         self.out_rows = out_rows if out_rows is not None else self.xp.empty(self.rows.shape, self.types.result)
-        self.signature = (self.op.name, self.exclusive, self.types.input.str, self.types.result.str,
-                          self.types.acc.str, axis, self.trailing if self.distributed else None,
-                          self.strategy, self.hierarchy, self.backend_name)
+        self.signature = {
+            "operator": self.op.name, "exclusive": self.exclusive, "dtype": str(self.types.input),
+            "result dtype": str(self.types.result), "axis": axis,
+            "trailing shape": self.trailing if self.distributed else None, "strategy": self.strategy,
+            "hierarchy": self.hierarchy, "backend": self.backend_name,
+            "_rows": int(self.rows.shape[0]),
+        }
 
     @property
     def xp(self):
@@ -326,7 +379,7 @@ class _Plan:
         if self.native_backend == self.backend_name:
             return arr
         if self.backend_name == "cuda":
-            import cupy
+            cupy = _need_cupy_backend()
 
             from ._binding import ensure_device
             ensure_device()  # non-collective: an earlier bind_gpu, DISTSCAN_GPU or the launcher's local rank
@@ -366,9 +419,9 @@ class _Plan:
             with timer.phase("reduce"):
                 if comm.Get_rank() == comm.Get_size() - 1:
                     # Nobody needs the last rank's total: skip the pass over its data.
-                    total = np.full(self.rows.shape[1], self.op.identity(self.types.acc), self.types.acc)
+                    total = self.carries.identity(self.rows.shape[1])
                 else:
-                    total = self.be.reduce(self.rows, self.op, self.types)
+                    total = self.carries.of_part(self.be, self.rows, self.types)
             self.total = self._rank0_seeded(comm, total)
         else:
             with timer.phase("scan"):
@@ -382,7 +435,8 @@ class _Plan:
         if not self._exchanges(comm):
             return self._finish(self.result_rows)
         with timer.phase("exscan"):
-            offset = _hierarchy.exclusive_prefix(self.total, self.op, comm, self.hierarchy, node_size)
+            offset = self.carries.value(
+                _hierarchy.exclusive_prefix(self.total, self.carries.op, comm, self.hierarchy, node_size))
         with collectively(comm):
             if self.strategy == "reduce_then_scan":
                 seed = offset if comm.Get_rank() > 0 else self.initial
@@ -397,7 +451,7 @@ class _Plan:
     def _rank0_seeded(self, comm, total):
         """On rank 0, ``initial`` comes first, so it is part of what later ranks receive."""
         if comm.Get_rank() == 0 and self.initial is not None:
-            return self.op.ufunc(self.initial, total).astype(self.types.acc, copy=False)
+            return self.carries.combine(self.carries.of_values(self.initial), total)
         return total
 
     def _finish(self, rows):
@@ -405,12 +459,18 @@ class _Plan:
             return self.out
         result = rows.reshape(self.work_shape)
         if not self.distributed:
-            result = self.xp.moveaxis(result, 0, self.axis)
+            # C order, as NumPy returns it (a moveaxis view is not, and MPI cannot send it).
+            result = self.xp.ascontiguousarray(self.xp.moveaxis(result, 0, self.axis))
         result = self._to_native(result)
+        if self.scalar:
+            result = result.reshape(())
         if self.out is not None:
             self.out_native[...] = result
             return self.out
-        return self.restore(result)
+        result = self.restore(result)
+        if self.scalar and isinstance(result, np.ndarray):
+            return result[()]
+        return self.wrap(result) if self.wrap is not None else result
 
 
 # ---------------------------------------------------------------------------
@@ -461,17 +521,17 @@ def reduce(x, op="sum", *, dtype=None, comm=None, axis=0, backend="auto"):
         if axis not in (0, None):
             raise ValueError(f"reduce works over the distributed axis: axis must be 0 or None, got {axis!r}")
         plan = _Plan(x, op, False, None, dtype, None, axis, "auto", "auto", backend)
-        total = plan.be.reduce(plan.rows, plan.op, plan.types)
+        total = plan.carries.of_part(plan.be, plan.rows, plan.types)
         count = np.array([plan.rows.shape[0]], dtype=np.int64)
     except Exception as exc:  # noqa: BLE001
         error = exc
     agree(comm, error, same=("reduce arguments", plan.signature if plan is not None else None))
     if comm is not None and comm.Get_size() > 1:
         from mpi4py import MPI
-        message, mpi_op = _hierarchy.wire(total, plan.op)
+        message, mpi_op = _hierarchy.wire(total, plan.carries.op)
         comm.Allreduce(MPI.IN_PLACE, message, op=mpi_op)
         comm.Allreduce(MPI.IN_PLACE, count, op=MPI.SUM)
     if count[0] == 0 and plan.op.name in ("max", "min"):
         raise ValueError(f"zero-size array to reduction operation {plan.op.name} which has no identity")
-    total = total.astype(plan.types.result)
+    total = plan.carries.value(total).astype(plan.types.result)
     return total.reshape(plan.trailing)[()] if plan.trailing else total[0]

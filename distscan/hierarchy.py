@@ -96,7 +96,7 @@ def mpi_op(op: Op, dtype: np.dtype):
             b = np.frombuffer(inoutvec, dtype=_dtype)
             _ufunc(a, b, out=b)
 
-        _user_ops[key] = MPI.Op.Create(combine, commute=True)
+        _user_ops[key] = MPI.Op.Create(combine, commute=op.commutative)
     return _user_ops[key]
 
 

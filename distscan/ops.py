@@ -75,6 +75,8 @@ class Op:
     promotes : bool
         Small integers and bool are promoted to the platform integer, as
         ``numpy.cumsum``/``numpy.cumprod`` do.
+    commutative : bool
+        Whether MPI may combine carries in any order (see :mod:`distscan._carry`).
     """
 
     name: str
@@ -85,6 +87,7 @@ class Op:
     kinds: str
     logical: bool = False
     promotes: bool = False
+    commutative: bool = True
 
 
 _TABLE = [
@@ -108,7 +111,9 @@ _ALIASES = {
     "multiply": "prod", "product": "prod", "cumprod": "prod",
     "maximum": "max", "cummax": "max",
     "minimum": "min", "cummin": "min",
-    "and": "logical_and", "or": "logical_or", "xor": "logical_xor",
+    # As Python's and NumPy's & | ^: bitwise on integers, which on bool is the logical operator.
+    "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor", "&": "bitwise_and", "|": "bitwise_or",
+    "^": "bitwise_xor",
     "band": "bitwise_and", "bor": "bitwise_or", "bxor": "bitwise_xor",
 }
 

@@ -35,7 +35,14 @@ def _chunk_rows(types: ScanTypes, w: int) -> int:
 
 
 def _inclusive(x: np.ndarray, op: Op, types: ScanTypes, seed, out: np.ndarray):
-    """Inclusive scan of ``x`` into ``out`` with an optional seed; returns the last accumulator row."""
+    """Inclusive scan of ``x`` into ``out`` with an optional seed; returns the last accumulator row.
+
+    Strictly sequential, as ``numpy.cumsum`` is: the seed (and each chunk's carry) is folded
+    into the first row of the chunk before the chunk is scanned, so every result is
+    ``(((seed op x0) op x1) op ...)``.  Scanning a chunk and combining the carry afterwards
+    would associate differently, and a zero carry would meet a chunk's overflowed product as
+    ``0 * inf = NaN`` where NumPy's running product stays 0.
+    """
     n, w = x.shape
     if n == 0:
         return seed
@@ -46,15 +53,19 @@ def _inclusive(x: np.ndarray, op: Op, types: ScanTypes, seed, out: np.ndarray):
     # The accumulator lives in out itself unless the output is narrower (float16 sums).
     scratch = None if out.dtype == types.acc else np.empty((min(rows, n), w), types.acc)
     carry = seed
-    for start in range(0, n, rows):
-        stop = min(start + rows, n)
-        block = out[start:stop] if scratch is None else scratch[: stop - start]
-        op.ufunc.accumulate(x[start:stop], axis=0, dtype=types.acc, out=block)
-        if carry is not None:
-            op.ufunc(carry, block, out=block)
-        carry = block[-1].copy()
-        if scratch is not None:
-            out[start:stop] = block
+    with np.errstate(all="ignore"):  # overflow, inf - inf, 0 * inf: as numpy.cumsum/cumprod give them
+        for start in range(0, n, rows):
+            stop = min(start + rows, n)
+            block = out[start:stop] if scratch is None else scratch[: stop - start]
+            if carry is None:
+                op.ufunc.accumulate(x[start:stop], axis=0, dtype=types.acc, out=block)
+            else:
+                block[...] = x[start:stop]  # NumPy's cast (dtype=, or a narrow input)
+                op.ufunc(carry, block[0], out=block[0])
+                op.ufunc.accumulate(block, axis=0, dtype=types.acc, out=block)
+            carry = block[-1].copy()
+            if scratch is not None:
+                out[start:stop] = block
     return carry
 
 
@@ -89,6 +100,13 @@ def reduce(x, op: Op, types: ScanTypes) -> np.ndarray:
     if n == 0:
         return _identity_row(op, types, w)
     return np.asarray(op.ufunc.reduce(x, axis=0, dtype=types.acc), types.acc).reshape(w)
+
+
+def nonfinite_columns(x) -> np.ndarray:
+    """Host bool ``(w,)``: which columns of ``x`` hold an inf or NaN."""
+    if x.dtype.kind not in "fc":
+        return np.zeros(x.shape[1], bool)
+    return ~np.isfinite(x).all(axis=0)
 
 
 def combine(y, op: Op, types: ScanTypes, offset) -> None:

@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 
+from .._carry import zero_absorbs
 from .._dtypes import ScanTypes
 from ..ops import Op
 from . import _cuda_compile as cc
@@ -292,7 +293,7 @@ def _scan_fast(x, op, types, exclusive, out):
     if not scratch.fits(num_tiles, plan.window, plan.k_words):
         return None
     if out is None:
-        out = cp.empty((n, 1), dtype=types.result)  # what the general path returns
+        out = cp.empty(x.shape, dtype=types.result)  # a backend returns the shape it was given
     grid = num_tiles
     if plan.persist and grid > plan.max_grid:
         grid = plan.max_grid
@@ -321,7 +322,8 @@ def _scan_fast(x, op, types, exclusive, out):
 
 
 def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False):
-    if (seed is None and not want_total and _cp is not None and type(x) is _cp.ndarray and x._c_contiguous
+    if (seed is None and not want_total and not zero_absorbs(op, types.acc) and _cp is not None
+            and type(x) is _cp.ndarray and x._c_contiguous
             and x.size > 0 and (x.ndim == 1 or (x.ndim == 2 and x.shape[1] == 1))
             and (out is None or (type(out) is _cp.ndarray and out._c_contiguous and out.shape == x.shape
                                  and out.dtype == types.result))):
@@ -329,8 +331,10 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
         if r is not None:
             return r, None
     cp = _require_cupy()
-    if x.ndim == 1:
-        x = x.reshape(-1, 1)
+    if x.ndim == 1:  # one column; the result keeps the caller's 1-D shape
+        rows, total = scan(x.reshape(-1, 1), op, types, exclusive=exclusive, seed=seed,
+                           out=None if out is None else out.reshape(-1, 1), want_total=want_total)
+        return rows.reshape(-1), total
     n, w = x.shape
     if not x.flags.c_contiguous:
         x = cp.ascontiguousarray(x)
@@ -371,13 +375,88 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
         d_seeds = cp.asarray(seed.astype(plan.kacc)) if seed is not None else d_total  # unread when no seed
         fn = plan.funcs["columns_excl" if exclusive else "columns_incl"]
         fn((-(-w // 256),), (256,), (x, out, np.int64(n), np.int64(w), d_seeds, np.int32(seed is not None), d_total))
+    absorbed = None
+    if zero_absorbs(op, types.acc):
+        absorbed = absorb_zeros(cp, x, out, seed, exclusive)
     if result is not None and result is not out:
         result[...] = out
         out = result
     total = None
     if want_total:
         total = d_total.get().astype(types.acc)
+        if absorbed is not None and absorbed.any():
+            last = out[-1].astype(types.acc)
+            if exclusive:
+                last = last * x[-1].astype(types.acc)  # one sequential step: no tile grouping
+            total = np.where(absorbed, last.get(), total).astype(types.acc)
     return out, total
+
+
+def absorb_zeros(xp, x, out, seed, exclusive):
+    """Make a float product scan absorb zeros as sequential order does; returns the columns
+    it changed (host bool ``(w,)``).  ``xp`` is the array module (CuPy; NumPy in CPU tests).
+
+    The tiles of the single-pass kernel multiply their aggregates together, so a tile's
+    product can overflow to inf on its own and meet an earlier zero as ``0 * inf = NaN``,
+    where ``numpy.cumprod``'s running product stays 0.  In sequential order, from the first
+    result that is 0 on, every result is a signed zero until an inf or NaN input turns it into
+    NaN for good.  Results before the first zero are the kernel's own: with no zero in the
+    prefix no such NaN can arise.  Costs a few passes, and only for float products.
+    """
+    if exclusive:  # out[i] combines x[:i]: align out[1:] with x[:-1]
+        x, out = x[:-1], out[1:]
+    n, w = x.shape
+    if n == 0:
+        return np.zeros(w, bool)
+    zero = x == 0
+    if out.dtype != np.float16:
+        zero |= out == 0  # a product that underflowed is a zero too (float16 output is rounded)
+    hit = zero.any(axis=0)
+    hit_host = _host(hit)
+    if not hit_host.any():
+        return hit_host
+    rows = xp.arange(n)[:, None]
+    first = xp.where(hit, zero.argmax(axis=0), n)
+    started = rows >= first
+    if x.dtype.kind in "fc":
+        bad = ~xp.isfinite(x) & started
+        first_bad = xp.where(bad.any(axis=0), bad.argmax(axis=0), n)
+    else:
+        first_bad = xp.full(w, n)
+    # What the first zero met: the result before it (or the seed).  inf * 0 is NaN for good.
+    cols = xp.arange(w)
+    before = out[xp.maximum(first - 1, 0), cols]
+    if seed is not None:
+        before = xp.where(first == 0, xp.asarray(np.asarray(seed, out.dtype)), before)
+    else:
+        before = xp.where(first == 0, xp.ones((), out.dtype), before)
+    poisoned = (rows >= first_bad) | ~xp.isfinite(before) | xp.isnan(out[xp.minimum(first, n - 1), cols])
+    if out.dtype.kind == "c":
+        zeros = xp.zeros((), out.dtype)
+    else:
+        # The sign of a product is the product of the signs, the seed's included.
+        signs = xp.signbit(x) if x.dtype.kind == "f" else x < 0
+        negative = (xp.cumsum(signs, axis=0, dtype=xp.uint8) & 1).astype(bool)
+        if seed is not None:
+            negative ^= xp.asarray(np.signbit(np.asarray(seed).real))
+        zeros = xp.where(negative, -0.0, 0.0).astype(out.dtype)
+    fixed = xp.where(poisoned, xp.asarray(np.nan, out.dtype), zeros)
+    xp.copyto(out, fixed, where=started)
+    return hit_host
+
+
+def _host(a) -> np.ndarray:
+    return a.get() if hasattr(a, "get") else np.asarray(a)
+
+
+def nonfinite_columns(x) -> np.ndarray:
+    """Host bool ``(w,)``: which columns of ``x`` hold an inf or NaN."""
+    cp = _require_cupy()
+    if x.ndim == 1:
+        x = x.reshape(-1, 1)
+    if x.dtype.kind not in "fc":
+        return np.zeros(x.shape[1], bool)
+    return (~cp.isfinite(x)).any(axis=0).get()
 
 
 def reduce(x, op: Op, types: ScanTypes) -> np.ndarray:
@@ -389,6 +468,11 @@ def reduce(x, op: Op, types: ScanTypes) -> np.ndarray:
         return _identity(op, types, w)
     if not x.flags.c_contiguous:
         x = cp.ascontiguousarray(x)
+    if zero_absorbs(op, types.acc) and bool((x == 0).any()):
+        # The tree reduction would meet a zero with another part's overflow (0 * inf):
+        # the scan's last row has the sequential answer.
+        _, total = scan(x, op, types, want_total=True)
+        return total
     dev_id = x.device.id
     plan = _plan(dev_id, x.dtype, types, op)
     sms = _device_info(dev_id)["sms"]
