@@ -3,18 +3,23 @@
 For most operators a carry is the part's total, and totals combine with the operator
 itself.  For float and complex **products** a bare total is not enough.  In sequential
 order (``numpy.cumprod``) a zero absorbs: once the running product is 0 it stays 0 until
-an inf or NaN *input* turns it into NaN.  A total formed apart from what comes before it
-does not know that: the product of a later part may overflow to inf on its own, and
-``0 * inf`` is NaN where NumPy gives 0.  So a product carry is a pair
+an inf or NaN *input* turns it into NaN; and a running product that has overflowed to inf
+turns into NaN at the next zero.  A total formed apart from what comes before it knows
+neither: a later part's own product may overflow to inf (``0 * inf = NaN`` where NumPy
+gives 0), or a part may hold a zero that, after the parts before it, meets an overflow.
+So a product carry describes a part by five numbers per column:
 
-    (value, nonfinite)   value: the part's product; nonfinite: 1 if the part holds an inf or NaN
+    pre     the product of the elements before the part's first zero (all of them if none)
+    zero    1 if the part holds a zero
+    after   1 if an inf or NaN lies at or after that first zero
+    any     1 if the part holds an inf or NaN anywhere
+    sign    the parity of the sign bits from the first zero on (floats; 0 for complex)
 
-and ``(a, fa) . (b, fb) = (a * b, fa | fb)``, except that a zero ``a`` followed by a part
-with no inf or NaN input gives a signed zero, whatever ``b`` overflowed to.
-
-Carries are small host NumPy arrays; a pair is stored as one ``(2, w)`` array in the
-accumulator dtype (the flag as 0 or 1), so it travels through MPI as it is, combined by
-:attr:`Carries.op` (a non-commutative user-defined operation: the order of parts matters).
+Two carries combine in order (``a`` earlier); the value that seeds the scan after a carry is
+``pre`` without a zero, else NaN (``pre`` not finite, or ``after``) or a zero whose sign
+is the product of the signs.  The carry is one ``(5, w)`` array in the accumulator dtype (the
+flags as 0 or 1): it travels through MPI as it is, combined by :attr:`Carries.op`, a
+non-commutative user-defined operation (the order of the parts matters).
 """
 
 from __future__ import annotations
@@ -31,28 +36,72 @@ def zero_absorbs(op: Op, acc: np.dtype) -> bool:
     return op.name == "prod" and np.dtype(acc).kind in "fc"
 
 
-def _signed_zeros(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The zero that ``a * b`` has in sequential order: its sign is the product of the signs."""
-    if a.dtype.kind == "c":
-        return np.zeros_like(a)
-    return np.where(np.signbit(a) ^ np.signbit(b), -0.0, 0.0).astype(a.dtype)
+_PRE, _ZERO, _AFTER, _ANY, _SIGN = range(5)
 
 
 def _combine_flagged(a, b, out=None):
-    """``(a . b)`` of two flagged product carries (``a`` earlier), each flat or ``(2, w)``."""
-    a2, b2 = np.asarray(a).reshape(2, -1), np.asarray(b).reshape(2, -1)
-    (av, af), (bv, bf) = a2, b2
+    """``a . b`` of two product carries (``a`` earlier), each flat or ``(5, w)``."""
+    a5, b5 = np.asarray(a).reshape(5, -1), np.asarray(b).reshape(5, -1)
+    az = a5[_ZERO] != 0
+    c = np.empty_like(a5)
     with np.errstate(all="ignore"):
-        value = av * bv
-        # A zero before a part without inf or NaN inputs absorbs whatever that part's own
-        # product overflowed to; with such an input, 0 * inf or 0 * NaN is NaN, as in NumPy.
-        absorbed = (av == 0) & (bf == 0) & ~np.isfinite(value)
-    value = np.where(absorbed, _signed_zeros(av, bv), value)
-    result = np.stack([value, np.maximum(af, bf)]).astype(a2.dtype, copy=False)
+        c[_PRE] = np.where(az, a5[_PRE], a5[_PRE] * b5[_PRE])
+    c[_ZERO] = np.maximum(a5[_ZERO], b5[_ZERO])
+    c[_AFTER] = np.where(az, np.maximum(a5[_AFTER], b5[_ANY]), b5[_AFTER])
+    c[_ANY] = np.maximum(a5[_ANY], b5[_ANY])
+    # After a's zero, every sign of b counts: those before b's zero are the sign of b's pre.
+    b_signs = (_signbit(b5[_PRE]) ^ (b5[_SIGN] != 0)) & (b5[_ZERO] != 0) | (_signbit(b5[_PRE]) & (b5[_ZERO] == 0))
+    c[_SIGN] = np.where(az, (a5[_SIGN] != 0) ^ b_signs, b5[_SIGN])
     if out is None:
-        return result.reshape(np.shape(a))
-    np.copyto(np.asarray(out).reshape(2, -1), result)
+        return c.reshape(np.shape(a))
+    np.copyto(np.asarray(out).reshape(5, -1), c)
     return out
+
+
+def _signbit(v) -> np.ndarray:
+    return np.signbit(v) if v.dtype.kind == "f" else np.zeros(v.shape, bool)
+
+
+def _value(c5: np.ndarray) -> np.ndarray:
+    """The value a carry seeds the next scan with: the sequential product of its part(s)."""
+    pre, zero = c5[_PRE], c5[_ZERO] != 0
+    with np.errstate(all="ignore"):
+        nan = ~np.isfinite(pre) | (c5[_AFTER] != 0)
+    if pre.dtype.kind == "c":
+        zeros = np.zeros_like(pre)
+    else:
+        zeros = np.where(np.signbit(pre) ^ (c5[_SIGN] != 0), -0.0, 0.0).astype(pre.dtype)
+    return np.where(zero, np.where(nan, np.asarray(np.nan, pre.dtype), zeros), pre)
+
+
+def _summary(xp, x, acc: np.dtype, reduce) -> np.ndarray:
+    """The ``(5, w)`` carry of the rows ``x`` (array module ``xp``); ``reduce(rows)`` is the
+    backend's product of rows with no zero among them."""
+    n, w = x.shape
+    zero = x == 0
+    has_zero = zero.any(axis=0)
+    nonfinite = ~xp.isfinite(x) if x.dtype.kind in "fc" else xp.zeros(x.shape, bool)
+    c = np.zeros((5, w), acc)
+    c[_ANY] = _host(nonfinite.any(axis=0))
+    if not _host(has_zero.any()):
+        c[_PRE] = reduce(x)
+        return c
+    rows = xp.arange(n)[:, None]
+    first = xp.where(has_zero, zero.argmax(axis=0), n)
+    before = rows < first
+    # Elements from the first zero on count as 1 in pre: the product of what lies before it.
+    c[_PRE] = reduce(xp.where(before, x, xp.ones((), x.dtype)))
+    c[_ZERO] = _host(has_zero)
+    c[_AFTER] = _host((nonfinite & ~before).any(axis=0))
+    if x.dtype.kind == "f":
+        c[_SIGN] = _host((xp.signbit(x) & ~before).sum(axis=0) & 1)
+    elif x.dtype.kind in "iu":
+        c[_SIGN] = _host(((x < 0) & ~before).sum(axis=0) & 1)
+    return c
+
+
+def _host(a) -> np.ndarray:
+    return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
 class Carries:
@@ -68,27 +117,25 @@ class Carries:
 
     def identity(self, w: int) -> np.ndarray:
         one = np.full(w, self._value_op.identity(self.acc), self.acc)
-        return self._pack(one, np.zeros(w, bool))
+        if not self.flagged:
+            return one
+        c = np.zeros((5, w), self.acc)
+        c[_PRE] = one
+        return c
 
-    def of_values(self, values, nonfinite=None) -> np.ndarray:
-        """The carry of a part whose total is ``values`` (shape ``(w,)``).
-
-        ``nonfinite`` (shape ``(w,)``) says which columns of the part hold an inf or NaN;
-        by default it is read from ``values`` (right when the part is one row, e.g. ``initial``).
-        """
+    def of_values(self, values) -> np.ndarray:
+        """The carry of a part of one row ``values`` (shape ``(w,)``), e.g. ``initial``."""
         values = np.asarray(values, self.acc)
         if not self.flagged:
             return values
-        if nonfinite is None:
-            nonfinite = ~np.isfinite(values)
-        return self._pack(values, np.asarray(nonfinite, bool))
+        return _summary(np, values.reshape(1, -1), self.acc, lambda r: np.prod(r, axis=0, dtype=self.acc))
 
     def of_part(self, backend, rows, types) -> np.ndarray:
-        """The carry of the rows ``rows`` (a backend array ``(n, w)``): their total, and flags."""
-        total = backend.reduce(rows, self._value_op, types)
+        """The carry of the rows ``rows`` (a backend array ``(n, w)``)."""
         if not self.flagged:
-            return total
-        return self._pack(total, backend.nonfinite_columns(rows))
+            return backend.reduce(rows, self._value_op, types)
+        return _summary(backend.array_module(), rows, self.acc,
+                        lambda r: backend.reduce(r, self._value_op, types))
 
     def combine(self, earlier, later) -> np.ndarray:
         return np.asarray(self.op.ufunc(earlier, later), self.acc)
@@ -97,9 +144,4 @@ class Carries:
         """The seed row ``(w,)`` that a carry hands to the scan after it (None stays None)."""
         if carry is None or not self.flagged:
             return carry
-        return np.asarray(carry).reshape(2, -1)[0].copy()
-
-    def _pack(self, values, flags) -> np.ndarray:
-        if not self.flagged:
-            return values
-        return np.stack([values.astype(self.acc), flags.astype(self.acc)])
+        return _value(np.asarray(carry).reshape(5, -1))

@@ -53,19 +53,18 @@ def _inclusive(x: np.ndarray, op: Op, types: ScanTypes, seed, out: np.ndarray):
     # The accumulator lives in out itself unless the output is narrower (float16 sums).
     scratch = None if out.dtype == types.acc else np.empty((min(rows, n), w), types.acc)
     carry = seed
-    with np.errstate(all="ignore"):  # overflow, inf - inf, 0 * inf: as numpy.cumsum/cumprod give them
-        for start in range(0, n, rows):
-            stop = min(start + rows, n)
-            block = out[start:stop] if scratch is None else scratch[: stop - start]
-            if carry is None:
-                op.ufunc.accumulate(x[start:stop], axis=0, dtype=types.acc, out=block)
-            else:
-                block[...] = x[start:stop]  # NumPy's cast (dtype=, or a narrow input)
-                op.ufunc(carry, block[0], out=block[0])
-                op.ufunc.accumulate(block, axis=0, dtype=types.acc, out=block)
-            carry = block[-1].copy()
-            if scratch is not None:
-                out[start:stop] = block
+    for start in range(0, n, rows):
+        stop = min(start + rows, n)
+        block = out[start:stop] if scratch is None else scratch[: stop - start]
+        if carry is None:
+            op.ufunc.accumulate(x[start:stop], axis=0, dtype=types.acc, out=block)
+        else:
+            block[...] = x[start:stop]  # NumPy's cast (dtype=, or a narrow input)
+            op.ufunc(carry, block[0], out=block[0])
+            op.ufunc.accumulate(block, axis=0, dtype=types.acc, out=block)
+        carry = block[-1].copy()
+        if scratch is not None:
+            out[start:stop] = block
     return carry
 
 
@@ -102,11 +101,9 @@ def reduce(x, op: Op, types: ScanTypes) -> np.ndarray:
     return np.asarray(op.ufunc.reduce(x, axis=0, dtype=types.acc), types.acc).reshape(w)
 
 
-def nonfinite_columns(x) -> np.ndarray:
-    """Host bool ``(w,)``: which columns of ``x`` hold an inf or NaN."""
-    if x.dtype.kind not in "fc":
-        return np.zeros(x.shape[1], bool)
-    return ~np.isfinite(x).all(axis=0)
+def array_module():
+    """The array module of this backend's arrays."""
+    return np
 
 
 def combine(y, op: Op, types: ScanTypes, offset) -> None:

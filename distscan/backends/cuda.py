@@ -449,14 +449,9 @@ def _host(a) -> np.ndarray:
     return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
-def nonfinite_columns(x) -> np.ndarray:
-    """Host bool ``(w,)``: which columns of ``x`` hold an inf or NaN."""
-    cp = _require_cupy()
-    if x.ndim == 1:
-        x = x.reshape(-1, 1)
-    if x.dtype.kind not in "fc":
-        return np.zeros(x.shape[1], bool)
-    return (~cp.isfinite(x)).any(axis=0).get()
+def array_module():
+    """The array module of this backend's arrays."""
+    return _require_cupy()
 
 
 def reduce(x, op: Op, types: ScanTypes) -> np.ndarray:
@@ -468,11 +463,6 @@ def reduce(x, op: Op, types: ScanTypes) -> np.ndarray:
         return _identity(op, types, w)
     if not x.flags.c_contiguous:
         x = cp.ascontiguousarray(x)
-    if zero_absorbs(op, types.acc) and bool((x == 0).any()):
-        # The tree reduction would meet a zero with another part's overflow (0 * inf):
-        # the scan's last row has the sequential answer.
-        _, total = scan(x, op, types, want_total=True)
-        return total
     dev_id = x.device.id
     plan = _plan(dev_id, x.dtype, types, op)
     sms = _device_info(dev_id)["sms"]
