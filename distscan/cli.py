@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 
@@ -21,8 +24,11 @@ import numpy as np
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_VERIFY = 0, 1, 2, 3
 # Seconds the final status agreement waits for the other ranks before aborting the job
-# (environment variable DISTSCAN_FINAL_TIMEOUT).
-_FINAL_TIMEOUT = float(os.environ.get("DISTSCAN_FINAL_TIMEOUT", "20"))
+# (environment variable DISTSCAN_FINAL_TIMEOUT, checked at start-up by _check_env).
+_DEFAULT_FINAL_TIMEOUT = 20.0
+
+# Launcher variables that say this process is one of several ranks.
+_LAUNCHER_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
 
 _DESCRIPTION = """\
 Prefix scan (cumulative sum, product, max, min, ...) of the array in an .npy file,
@@ -140,8 +146,11 @@ def build_parser(rank: int = 0) -> argparse.ArgumentParser:
     return p
 
 
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split()) or "unknown error"
+def _one_line(text) -> str:
+    line = " ".join(str(text).split())
+    if not line and isinstance(text, BaseException):
+        line = {MemoryError: "out of memory"}.get(type(text), type(text).__name__)
+    return line or "unknown error"
 
 
 def _human(n: float) -> str:
@@ -153,31 +162,63 @@ def _human(n: float) -> str:
 
 
 def _check_report_path(path: str, input_path: str, output_path: str) -> None:
-    from .io import same_file
+    from .io import check_replaceable, same_file
     if same_file(path, input_path) or same_file(path, output_path):
         raise ValueError(f"--report {path} would overwrite the input or output file")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"report folder does not exist: {folder}")
-    if os.path.isdir(path):
-        raise IsADirectoryError(f"--report path is a directory: {path}")
+    check_replaceable(path, True, "--report")
     if not os.access(folder, os.W_OK):
         raise PermissionError(f"cannot write the report into {folder} (permission denied)")
 
 
-def _write_json(path: str, data: dict) -> None:
-    tmp = f"{path}.{os.getpid()}.part"
-    try:
-        with open(tmp, "w") as f:
-            json.dump(data, f, indent=2)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
+def _check_env(env=None) -> float:
+    """Check every ``DISTSCAN_*`` variable the command (or the library under it) reads.
+
+    Returns the final-agreement timeout.  Raises ``ValueError`` naming the
+    variable, so a typo ends in one line at start-up, not in a traceback later.
+    """
+    env = os.environ if env is None else env
+
+    def get(name):
+        v = env.get(name)
+        return None if v is None or not v.strip() else v.strip()
+
+    timeout = _DEFAULT_FINAL_TIMEOUT
+    v = get("DISTSCAN_FINAL_TIMEOUT")
+    if v is not None:
         try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+            timeout = float(v)
+        except ValueError:
+            timeout = float("nan")
+        if not (math.isfinite(timeout) and timeout > 0):
+            raise ValueError(f"DISTSCAN_FINAL_TIMEOUT must be a number of seconds > 0, got {v!r}")
+    v = get("DISTSCAN_NODE_SIZE")
+    if v is not None and not (v.isdigit() and int(v) >= 1):
+        raise ValueError(f"DISTSCAN_NODE_SIZE must be an integer >= 1 (ranks per node), got {v!r}")
+    v = get("DISTSCAN_GPU")
+    if v is not None and not v.isdigit():
+        raise ValueError(f"DISTSCAN_GPU must be a GPU index (an integer >= 0), got {v!r}")
+    v = get("DISTSCAN_ALLOW_SHARED_GPU")
+    if v is not None and v.lower() not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
+        raise ValueError(f"DISTSCAN_ALLOW_SHARED_GPU must be 1 or 0 (true/false, yes/no, on/off), got {v!r}")
+    return timeout
+
+
+def _report_writer(report: dict):
+    def write(f):
+        json.dump(report, f, indent=2)
+        f.write("\n")
+    return write
+
+
+def _say(text: str, stream=None) -> None:
+    """Print a success message; a closed or broken stdout cannot turn a published run into a failure."""
+    try:
+        print(text, file=stream or sys.stdout, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 def _run(args, comm, rank: int) -> dict:
@@ -198,84 +239,217 @@ def _run(args, comm, rank: int) -> dict:
             return Progress(total, label)
         return NullProgress(total, label)
 
-    report = pipeline.run(job, comm, progress=progress)
-    report["argv"] = list(sys.argv[1:]) if args._argv is None else list(args._argv)
-    report["time_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    if args.report:
-        _io._bcast_outcome(comm, lambda: _write_json(args.report, report))
+    notes = []
+
+    def notice(message):  # rank 0 only (the writer's checks run there)
+        notes.append(message)
+        if not args.quiet:
+            _say(f"distscan: {message}", sys.stderr)
+
+    def before_publish(report, writer):
+        report["argv"] = list(sys.argv[1:]) if args._argv is None else list(args._argv)
+        report["time_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        report["notes"] = list(notes)
+        if args.report:
+            writer.attach(args.report, _report_writer(report))
+
+    report = pipeline.run(job, comm, progress=progress, notice=notice, before_publish=before_publish)
     if rank == 0 and not args.quiet:
         t = report["times_s"]
-        print(f"distscan: wrote {report['output']} ({report['elements']:,} {report['result_dtype']}, "
-              f"{_human(report['output_bytes'])}): {'exclusive ' if job.exclusive else ''}{report['op']} scan "
-              f"on {report['ranks']} rank{'s' if report['ranks'] > 1 else ''} in {t['total']:.3f} s "
-              f"(read {t['read']:.3f} s, scan {t['scan']:.3f} s, write {t['write']:.3f} s)", flush=True)
+        _say(f"distscan: wrote {report['output']} ({report['elements']:,} {report['result_dtype']}, "
+             f"{_human(report['output_bytes'])}): {'exclusive ' if job.exclusive else ''}{report['op']} scan "
+             f"on {report['ranks']} rank{'s' if report['ranks'] > 1 else ''} in {t['total']:.3f} s "
+             f"(read {t['read']:.3f} s, scan {t['scan']:.3f} s, write {t['write']:.3f} s)")
         if "gpu" in report:
             g = report["gpu"]["per_rank"][0]
-            print(f"distscan: GPU {g['mode']} ({g['strategy']}): host->device {t.get('h2d', 0):.3f} s, "
-                  f"exscan {t.get('exscan', 0):.4f} s, device->host {t.get('d2h', 0):.3f} s "
-                  f"(GPU engine times, max over ranks)", flush=True)
+            _say(f"distscan: GPU {g['mode']} ({g['strategy']}): host->device {t.get('h2d', 0):.3f} s, "
+                 f"exscan {t.get('exscan', 0):.4f} s, device->host {t.get('d2h', 0):.3f} s "
+                 f"(GPU engine times, max over ranks)")
         if report["verify"]:
             v = report["verify"]
-            print(f"distscan: verify passed: {v['checked_rows']:,} rows checked, including every rank "
-                  f"boundary ({'exact' if v['tolerance'] == 'exact' else 'float tolerance, see --help'})",
-                  flush=True)
+            _say(f"distscan: verify passed: {v.get('summary') or format(v['checked_rows'], ',') + ' rows checked'}")
         if args.report:
-            print(f"distscan: report written to {args.report}", flush=True)
+            _say(f"distscan: report written to {args.report}")
     return report
 
 
-def _final_agreement(comm, code: int) -> tuple:
+def _final_agreement(comm, code: int, timeout: float) -> tuple:
     """Non-blocking MAX/MIN of the exit codes with a timeout: ``(max, min)``; aborts if ranks cannot join."""
     from mpi4py import MPI
     send = np.array([code, -code], dtype=np.int64)
     recv = np.empty_like(send)
     req = comm.Iallreduce(send, recv, op=MPI.MAX)
-    deadline = time.monotonic() + _FINAL_TIMEOUT
+    deadline = time.monotonic() + timeout
     while not req.Test():
         if time.monotonic() > deadline:
             sys.stderr.write(f"distscan: error: rank {comm.Get_rank()}: the other ranks did not finish "
-                             f"within {_FINAL_TIMEOUT:g} s of this one; aborting the job\n")
+                             f"within {timeout:g} s of this one; aborting the job\n")
             sys.stderr.flush()
             MPI.COMM_WORLD.Abort(code or EXIT_ERROR)
         time.sleep(0.002)
     return int(recv[0]), int(-recv[1])
 
 
+class _Interrupts:
+    """SIGINT and SIGTERM end the run on every rank within moments, leaving no temporary file.
+
+    A Python signal handler runs only when the main thread returns to the
+    interpreter, which a rank blocked inside an MPI call (waiting for a rank
+    that will never come) does not.  So the handler itself does nothing; the
+    C-level handler also writes the signal number to a pipe (``set_wakeup_fd``),
+    and a watcher thread blocked on that pipe wakes at once, whatever the main
+    thread is doing.  It removes this process's temporary files
+    (:func:`distscan.io.emergency_cleanup`), prints one line, and ends the job:
+    ``MPI_Abort`` (the launcher then stops every rank) or ``os._exit`` without
+    MPI.  A signal that arrives once the output is already published (renamed
+    into place) is ignored: the run is finishing and its result is complete.
+    """
+
+    def __init__(self, rank: int, size: int, abort):
+        self.rank, self.size, self.abort = rank, size, abort
+        self.active = False
+
+    def __enter__(self):
+        from . import io as _io
+        _io.forget_temps()
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        self._r, self._w = os.pipe()
+        os.set_blocking(self._w, False)
+        try:
+            self._old_fd = signal.set_wakeup_fd(self._w, warn_on_full_buffer=False)
+            self._old = {s: signal.signal(s, self._noop) for s in (signal.SIGINT, signal.SIGTERM)}
+        except (ValueError, OSError):  # pragma: no cover - not the main thread of the main interpreter
+            os.close(self._r)
+            os.close(self._w)
+            return self
+        self.active = True
+        self._thread = threading.Thread(target=self._watch, name="distscan-signals", daemon=True)
+        self._thread.start()
+        return self
+
+    @staticmethod
+    def _noop(signum, frame):
+        pass
+
+    def _watch(self):
+        while True:
+            try:
+                data = os.read(self._r, 1)
+            except OSError:
+                return
+            if not data or data == b"\0":
+                return
+            self._handle(data[0])
+
+    def _handle(self, signum: int):
+        from . import io as _io
+        removed, published = _io.emergency_cleanup()
+        if published:
+            return
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = f"signal {signum}"
+        where = f"rank {self.rank}: " if self.size > 1 else ""
+        what = "the temporary output was removed and " if removed else ""
+        try:
+            os.write(2, f"distscan: error: {where}interrupted by {name}; {what}nothing was published\n".encode())
+        except OSError:
+            pass
+        self.abort(128 + signum)
+
+    def __exit__(self, *exc):
+        if not self.active:
+            return False
+        for s, h in self._old.items():
+            signal.signal(s, h)
+        signal.set_wakeup_fd(self._old_fd)
+        try:
+            os.write(self._w, b"\0")
+        except OSError:
+            pass
+        self._thread.join(timeout=5)
+        os.close(self._r)
+        os.close(self._w)
+        return False
+
+
+def _launched_ranks(env=None) -> int:
+    env = os.environ if env is None else env
+    for name in _LAUNCHER_SIZE_VARS:
+        try:
+            return int(env.get(name, ""))
+        except ValueError:
+            continue
+    return 1
+
+
 def main(argv=None) -> int:
-    """Run the command line; returns the exit status (the console script exits with it)."""
+    """Run the command line; returns the exit status (the console script exits with it).
+
+    Without mpi4py the command runs as one process (plain file I/O, no MPI).
+    """
     try:
         from mpi4py import MPI
-    except ImportError:  # pragma: no cover - mpi4py is a dependency of the command
-        sys.stderr.write("distscan: error: the command needs mpi4py (pip install 'distscan[mpi]')\n")
+    except ImportError:
+        MPI = None
+    if MPI is None and _launched_ranks() > 1:
+        sys.stderr.write(f"distscan: error: started as one of {_launched_ranks()} MPI ranks, but mpi4py is not "
+                         "installed: every rank would scan the whole file alone (pip install 'distscan[mpi]', "
+                         "or run one process without mpiexec)\n")
         return EXIT_ERROR
-    world = MPI.COMM_WORLD
-    rank = world.Get_rank()
+    world = MPI.COMM_WORLD if MPI is not None else None
+    rank = world.Get_rank() if world is not None else 0
+    size = world.Get_size() if world is not None else 1
     parser = build_parser(rank)
     try:
         args = parser.parse_args(argv)
+        if args.backend != "cuda":
+            for flag, value in (("--gpu", args.gpu), ("--gpu-memory-limit", args.gpu_memory_limit)):
+                if value is not None:
+                    parser.error(f"{flag} needs --backend cuda (the {args.backend} backend uses no GPU)")
     except SystemExit as exc:  # --help (0) or a usage error (2): same arguments, same outcome everywhere
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     args._argv = argv
     from ._verify import VerificationError
 
+    # Environment values: checked before any work; the first bad one (rank order) is reported once.
+    try:
+        final_timeout, env_error = _check_env(), None
+    except ValueError as exc:
+        final_timeout, env_error = _DEFAULT_FINAL_TIMEOUT, str(exc)
+    errors = [env_error] if world is None else world.allgather(env_error)
+    if any(errors):
+        if rank == 0:
+            sys.stderr.write(f"distscan: error: {_one_line(next(e for e in errors if e))}\n")
+            sys.stderr.flush()
+        return EXIT_ERROR
+
+    def abort(code):
+        if world is not None:
+            world.Abort(code)
+        os._exit(code)
+
     # Two private communicators: one for the work, one only for the final status agreement,
     # so a rank that failed alone can never have its status matched with a collective of the work.
-    comm, status_comm = world.Dup(), world.Dup()
+    comm, status_comm = (world.Dup(), world.Dup()) if world is not None else (None, None)
     code, error = EXIT_OK, None
-    try:
-        # Overflow to inf in a float product is the defined result (as in NumPy): no warnings
-        # from every rank on the console.
-        with np.errstate(all="ignore"):
-            _run(args, comm, rank)
-    except KeyboardInterrupt:
-        sys.stderr.write(f"distscan: interrupted on rank {rank}; aborting\n")
-        sys.stderr.flush()
-        MPI.COMM_WORLD.Abort(130)
-    except VerificationError as exc:
-        code, error = EXIT_VERIFY, exc
-    except Exception as exc:  # noqa: BLE001 - one line, same status on every rank
-        code, error = EXIT_ERROR, exc
-    hi, lo = _final_agreement(status_comm, code)
+    with _Interrupts(rank, size, abort):
+        try:
+            # Overflow to inf in a float product is the defined result (as in NumPy): no warnings
+            # from every rank on the console.
+            with np.errstate(all="ignore"):
+                _run(args, comm, rank)
+        except KeyboardInterrupt:  # only when the watcher could not be installed (not the main thread)
+            sys.stderr.write(f"distscan: error: interrupted on rank {rank}; aborting\n")
+            sys.stderr.flush()
+            abort(130)
+        except VerificationError as exc:
+            code, error = EXIT_VERIFY, exc
+        except Exception as exc:  # noqa: BLE001 - one line, same status on every rank
+            code, error = EXIT_ERROR, exc
+        hi, lo = _final_agreement(status_comm, code, final_timeout) if status_comm is not None else (code, code)
     if error is not None and args.debug:
         sys.stderr.write(f"distscan: rank {rank} traceback:\n{''.join(traceback.format_exception(error))}")
     if hi == lo:
@@ -288,7 +462,8 @@ def main(argv=None) -> int:
     sys.stderr.flush()
     for c in (comm, status_comm):
         try:
-            c.Free()
+            if c is not None:
+                c.Free()
         except Exception:  # noqa: BLE001 - a communicator left by a failed run is harmless at exit
             pass
     return hi

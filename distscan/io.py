@@ -25,10 +25,14 @@ next collective (see :mod:`distscan._collective`).
 from __future__ import annotations
 
 import ast
+import errno
+import hashlib
 import io as _pyio
 import os
+import re
+import socket
+import stat as _stat
 import struct
-import uuid
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -96,6 +100,58 @@ def _not_npy(path, why):
     return ValueError(f"{path} is not a valid .npy file: {why}")
 
 
+def _short(exc, limit: int = 80) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _npz_error(path) -> ValueError:
+    """The message for an ``.npz`` archive given as input: which arrays it holds and how to extract one."""
+    names = []
+    try:
+        import zipfile
+        with zipfile.ZipFile(path) as z:
+            names = [n[:-4] if n.endswith(".npy") else n for n in z.namelist()]
+    except Exception:  # noqa: BLE001 - the advice below holds without the names
+        pass
+    name = names[0] if names else "NAME"
+    listing = f" (arrays: {', '.join(names[:10])}{', ...' if len(names) > 10 else ''})" if names else ""
+    return ValueError(f"{path} is an .npz archive{listing}, not an .npy file; extract one array first: "
+                      f"python -c \"import numpy as np; np.save('{name}.npy', np.load('{path}')['{name}'])\"")
+
+
+def file_kind(mode: int) -> str:
+    """``"a FIFO"``, ``"a character device"``, ... for a ``st_mode`` (with its article)."""
+    for test, name in ((_stat.S_ISREG, "a regular file"), (_stat.S_ISDIR, "a directory"),
+                       (_stat.S_ISFIFO, "a FIFO (named pipe)"), (_stat.S_ISCHR, "a character device"),
+                       (_stat.S_ISBLK, "a block device"), (_stat.S_ISSOCK, "a socket"),
+                       (_stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_regular(path):
+    """Open ``path`` for reading without blocking on a FIFO or device; it must be a regular file.
+
+    Returns an unbuffered binary file object.  Raises ``ValueError`` naming what
+    the path is when it is not a regular file (checked on the open descriptor).
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not _stat.S_ISREG(mode):
+            if _stat.S_ISDIR(mode):
+                raise IsADirectoryError(f"input is a directory, not an .npy file: {path}")
+            raise ValueError(f"{path} is {file_kind(mode)}, not a regular file; distscan reads .npy files only")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb", buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_header(path) -> NpyHeader:
     """Parse and validate the header of the ``.npy`` file at ``path``.
 
@@ -115,44 +171,58 @@ def read_header(path) -> NpyHeader:
         dimension, or is 0-d (nothing to scan along).
     """
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"input file not found: {path}")
-    if os.path.isdir(path):
-        raise IsADirectoryError(f"input is a directory, not an .npy file: {path}")
     try:
-        with open(path, "rb") as f:
-            head = f.read(len(MAGIC) + 2)
-            if len(head) < len(MAGIC) + 2 or head[: len(MAGIC)] != MAGIC:
-                raise _not_npy(path, "it does not start with the .npy magic string" if len(head) >= len(MAGIC)
-                               else "it is too short to hold an .npy header")
-            version = (head[-2], head[-1])
-            if version == (1, 0):
-                fmt, encoding = "<H", "latin1"
-            elif version in ((2, 0), (3, 0)):
-                fmt, encoding = "<I", "latin1" if version == (2, 0) else "utf8"
-            else:
-                raise _not_npy(path, f"unsupported format version {version[0]}.{version[1]}")
-            raw_len = f.read(struct.calcsize(fmt))
-            if len(raw_len) < struct.calcsize(fmt):
-                raise _not_npy(path, "the header is truncated")
-            (hlen,) = struct.unpack(fmt, raw_len)
-            if hlen > _MAX_HEADER:
-                raise _not_npy(path, f"header of {hlen} bytes is implausibly large")
-            raw = f.read(hlen)
-            file_size = os.fstat(f.fileno()).st_size
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"input file not found: {path}") from None
     except PermissionError:
         raise PermissionError(f"cannot read input file (permission denied): {path}") from None
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot use input file {path}: {exc.strerror}") from None
+    if _stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(f"input is a directory, not an .npy file: {path}")
+    if not _stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{path} is {file_kind(st.st_mode)}, not a regular file; distscan reads .npy files "
+                         "only (save the data to a file first)")
+    try:
+        f = open_regular(path)
+    except PermissionError:
+        raise PermissionError(f"cannot read input file (permission denied): {path}") from None
+    with f:
+        head = f.read(len(MAGIC) + 2)
+        if head[:4] == b"PK\x03\x04":
+            raise _npz_error(path)
+        if len(head) < len(MAGIC) + 2 or head[: len(MAGIC)] != MAGIC:
+            raise _not_npy(path, "it does not start with the .npy magic string" if len(head) >= len(MAGIC)
+                           else "it is too short to hold an .npy header")
+        version = (head[-2], head[-1])
+        if version == (1, 0):
+            fmt, encoding = "<H", "latin1"
+        elif version in ((2, 0), (3, 0)):
+            fmt, encoding = "<I", "latin1" if version == (2, 0) else "utf8"
+        else:
+            raise _not_npy(path, f"unsupported format version {version[0]}.{version[1]}")
+        raw_len = f.read(struct.calcsize(fmt))
+        if len(raw_len) < struct.calcsize(fmt):
+            raise _not_npy(path, "the header is truncated")
+        (hlen,) = struct.unpack(fmt, raw_len)
+        if hlen > _MAX_HEADER:
+            raise _not_npy(path, f"header of {hlen} bytes is implausibly large")
+        raw = f.read(hlen)
+        file_size = os.fstat(f.fileno()).st_size
     if len(raw) < hlen:
         raise _not_npy(path, "the header is truncated")
     offset = len(MAGIC) + 2 + struct.calcsize(fmt) + hlen
     try:
         d = ast.literal_eval(raw.decode(encoding))
-    except (SyntaxError, ValueError, UnicodeDecodeError) as exc:
-        raise _not_npy(path, f"cannot parse the header ({exc.__class__.__name__})") from None
+    except (SyntaxError, ValueError, TypeError, UnicodeDecodeError, RecursionError, MemoryError) as exc:
+        why = {RecursionError: "nested too deeply", MemoryError: "too large to parse"}.get(
+            type(exc), f"{type(exc).__name__}: {_short(exc)}")
+        raise _not_npy(path, f"malformed .npy header ({why})") from None
     if not isinstance(d, dict) or set(d) != {"descr", "fortran_order", "shape"}:
         raise _not_npy(path, "the header is not a dict with keys 'descr', 'fortran_order', 'shape'")
     shape = d["shape"]
-    if not isinstance(shape, tuple) or not all(isinstance(s, int) and s >= 0 for s in shape):
+    if not isinstance(shape, tuple) or not all(type(s) is int and s >= 0 for s in shape):
         raise _not_npy(path, f"bad shape {shape!r} in the header")
     if not isinstance(d["fortran_order"], bool):
         raise _not_npy(path, f"bad fortran_order {d['fortran_order']!r} in the header")
@@ -267,7 +337,7 @@ def read_rows(header: NpyHeader, start: int, stop: int, *, out=None,
     chunk = chunk_bytes or CHUNK_BYTES
     pos = header.offset + start * header.row_bytes
     done = 0
-    with open(header.path, "rb", buffering=0) as f:
+    with open_regular(header.path) as f:
         f.seek(pos)
         while done < total:
             got = f.readinto(buf[done: done + min(chunk, total - done)])
@@ -310,6 +380,191 @@ def same_file(a, b) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
+# -- temporary files: short visible names, a lock held for the whole run, stale ones removed ----------
+#
+# A temporary output is ``<first 32 characters of the name>.distscan-<tag>-<host>-<pid>.part`` in the
+# output's folder: ``tag`` hashes the full output name (so a later run to the same output finds it),
+# ``host`` hashes the host name, ``pid`` is the process that created it.  That process holds an
+# exclusive ``flock`` on it until it is renamed or removed.  A later run treats one as stale (and
+# removes it) when its lock can be taken and, if it comes from this host, its process is gone: a
+# live run is never broken.  The name stays under 100 bytes whatever the output name's length.
+
+_TEMP_RE = re.compile(r"\.distscan-([0-9a-f]{8})-([0-9a-f]{8})-([0-9]+)\.part$")
+
+
+def _hash8(text: str) -> str:
+    return hashlib.blake2s(text.encode("utf-8", "surrogateescape"), digest_size=4).hexdigest()
+
+
+def _host_tag() -> str:
+    return _hash8(socket.gethostname())
+
+
+def temp_name_for(path: str, pid: int = None) -> str:
+    """The temporary file for ``path``: short, visible, in the same folder."""
+    folder, base = os.path.split(os.path.abspath(path))
+    pid = os.getpid() if pid is None else pid
+    return os.path.join(folder, f"{base[:32]}.distscan-{_hash8(base)}-{_host_tag()}-{pid}.part")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OverflowError:
+        return False
+    return True
+
+
+def _try_lock(fd: int):
+    """True: locked; False: held by someone else; None: locks do not work here."""
+    import fcntl
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return False
+        return None
+
+
+def remove_stale_temps(path: str) -> list:
+    """Remove temporary files that earlier, dead runs to ``path`` left; returns ``[(file, why), ...]``.
+
+    A candidate is stale when nobody holds its lock and, if it was made on this
+    host, its process no longer exists (a temporary file from another host whose
+    lock cannot be tested is left alone).
+    """
+    folder, base = os.path.split(os.path.abspath(path))
+    prefix, tag, host = f"{base[:32]}.distscan-", _hash8(base), _host_tag()
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        m = _TEMP_RE.search(name[len(base[:32]):])
+        if m is None or m.group(1) != tag:
+            continue
+        cand, pid, same_host = os.path.join(folder, name), int(m.group(3)), m.group(2) == host
+        if same_host and (pid == os.getpid() or _pid_alive(pid)):
+            continue
+        try:
+            fd = os.open(cand, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            if not _stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            locked = _try_lock(fd)
+            if locked is False or (locked is None and not same_host):
+                continue
+            os.unlink(cand)
+            why = (f"left by process {pid}, which is no longer running" if same_host
+                   else f"left by process {pid} on another host, whose lock was released")
+            removed.append((cand, why))
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    return removed
+
+
+def check_replaceable(path: str, force: bool, what: str = "output") -> None:
+    """Raise unless ``path`` is absent, or (with ``force``) a regular file or a link to one / to nothing."""
+    try:
+        lst = os.lstat(path)
+    except FileNotFoundError:
+        return
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = lst  # a dangling link: replacing it touches nothing else
+    if _stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(f"{what} path is a directory: {path}")
+    if not _stat.S_ISREG(st.st_mode) and not _stat.S_ISLNK(st.st_mode):
+        link = " (through a symbolic link)" if _stat.S_ISLNK(lst.st_mode) else ""
+        raise FileExistsError(f"{what} {path} exists and is {file_kind(st.st_mode)}{link}, not a regular file; "
+                              "distscan replaces regular files only, even with --force")
+    if not force:
+        raise FileExistsError(f"{what} file exists: {path} (use --force to overwrite it)")
+
+
+def create_temp(path: str, *, notice=None):
+    """Create and lock the temporary file for ``path`` (removing stale ones first).
+
+    Returns ``(temp_path, fd)``: ``fd`` holds the lock and stays open until the
+    temporary file is renamed or removed.  ``notice(message)`` is told about each
+    stale file removed.
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    for cand, why in remove_stale_temps(path):
+        if notice is not None:
+            notice(f"removed stale temporary file {cand} ({why})")
+    temp = temp_name_for(path)
+    try:
+        fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except PermissionError:
+        raise PermissionError(f"cannot write to folder (permission denied): {folder}") from None
+    except FileExistsError:
+        raise FileExistsError(f"temporary file {temp} exists and belongs to this process: another run to "
+                              f"{path} is in progress in this process") from None
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot create a file in folder {folder}: {exc.strerror}") from None
+    _try_lock(fd)  # best effort: where locks do not work, stale files are told by host and pid
+    return temp, fd
+
+
+# Files this process is writing, for a signal handler: temp -> [inode, final path, role, state].
+_LIVE: dict = {}
+
+
+def _register(temp: str, ino: int, final: str, role: str) -> None:
+    _LIVE[temp] = [ino, final, role, "writing"]
+
+
+def forget_temps() -> None:
+    """Drop the registry of temporary files (the command line does it at the start of a run)."""
+    _LIVE.clear()
+
+
+def emergency_cleanup() -> tuple:
+    """For a signal handler: remove this process's temporary files; returns ``(removed, published)``.
+
+    ``published`` is True when the output already lies under its final name (its
+    inode is the temporary file's): the run is past the point of no return.  When
+    it is not, companions (the report) that were already renamed are removed too.
+    Safe against a concurrent rename: ``unlink`` and ``rename`` of one name are atomic.
+    """
+    removed, published = [], False
+    for temp, (ino, final, role, state) in list(_LIVE.items()):
+        try:
+            os.unlink(temp)
+            removed.append(temp)
+        except OSError:
+            pass
+        if role == "output":
+            try:
+                if os.stat(final).st_ino == ino:
+                    published = True
+            except OSError:
+                pass
+    if not published:
+        for temp, (ino, final, role, state) in list(_LIVE.items()):
+            if role != "output":
+                try:
+                    if os.stat(final).st_ino == ino:
+                        os.unlink(final)
+                except OSError:
+                    pass
+    return removed, published
+
+
 class NpyWriter:
     """Write one ``.npy`` file from all ranks of ``comm``; it appears only when complete.
 
@@ -342,7 +597,7 @@ class NpyWriter:
     """
 
     def __init__(self, path, shape, dtype, *, comm=None, force=False, protect=(), method=None,
-                 chunk_bytes: int = 0):
+                 chunk_bytes: int = 0, notice=None):
         self.path = os.fspath(path)
         self.shape = tuple(int(s) for s in shape)
         self.dtype = np.dtype(dtype).newbyteorder("=")
@@ -360,6 +615,10 @@ class NpyWriter:
         self.row_bytes = self.dtype.itemsize * (int(np.prod(self.shape[1:], dtype=np.int64))
                                                 if len(self.shape) > 1 else 1)
         self.temp_path = None
+        self.notice = notice  # notice(message): told about stale temporary files removed (rank 0)
+        self._ino = None
+        self._lock_fd = None  # rank 0: holds the temporary file's lock
+        self._companions = []  # rank 0: (temp, final, lock fd) published with the output
         self._fh = None      # MPI.File or int (POSIX fd)
         self._closed = False
         self._error = None   # first local failure inside the block
@@ -367,7 +626,10 @@ class NpyWriter:
     # -- collective steps -------------------------------------------------------------------
 
     def _prepare(self):
-        """Rank 0: check the destination and create the empty temporary file; returns its path."""
+        """Rank 0: check the destination and create the empty temporary file (locked).
+
+        Returns ``(temp_path, inode)``; the lock's descriptor stays in ``self._lock_fd``.
+        """
         path = self.path
         for p in self.protect:
             if same_file(p, path):
@@ -377,23 +639,20 @@ class NpyWriter:
             raise FileNotFoundError(f"output folder does not exist: {folder}")
         if not os.path.isdir(folder):
             raise NotADirectoryError(f"output folder is not a directory: {folder}")
-        if os.path.isdir(path):
-            raise IsADirectoryError(f"output path is a directory: {path}")
-        if os.path.lexists(path) and not self.force:
-            raise FileExistsError(f"output file exists: {path} (use --force to overwrite it)")
-        temp = os.path.join(folder, f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.part")
+        check_replaceable(path, self.force)
         try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            temp, fd = create_temp(path, notice=self.notice)
         except PermissionError:
             raise PermissionError(f"cannot write to output folder (permission denied): {folder}") from None
-        except OSError as exc:
-            raise OSError(exc.errno, f"cannot create a file in output folder {folder}: "
-                                     f"{exc.strerror}") from None
-        os.close(fd)
-        return temp
+        self._lock_fd = fd
+        ino = os.fstat(fd).st_ino
+        _register(temp, ino, path, "output")
+        return temp, ino
 
     def __enter__(self):
-        self.temp_path = _bcast_outcome(self.comm, self._prepare)
+        self.temp_path, self._ino = _bcast_outcome(self.comm, self._prepare)
+        if self.temp_path not in _LIVE:
+            _register(self.temp_path, self._ino, self.path, "output")
         err = None
         try:
             if self.method == "mpiio":
@@ -410,6 +669,35 @@ class NpyWriter:
         except Exception as exc:  # noqa: BLE001 - agreed at exit
             self._error = exc
         return self
+
+    def attach(self, path, write) -> None:
+        """Collective: publish ``path`` together with the output; ``write(f)`` fills it (rank 0, text).
+
+        The file is written now under a temporary name in its folder (so a full
+        disk or a bad path fails before anything is published) and renamed just
+        before the output; if publishing the output fails, it is removed again.
+        Must be called inside the ``with`` block by every rank; raises on every
+        rank if it fails.
+        """
+        path = os.fspath(path)
+
+        def make():
+            check_replaceable(path, True, "report")
+            temp, fd = create_temp(path, notice=self.notice)
+            _register(temp, os.fstat(fd).st_ino, path, "companion")
+            self._companions.append((temp, path, fd))
+            with os.fdopen(os.dup(fd), "w") as f:
+                write(f)
+                f.flush()
+                os.fsync(f.fileno())
+
+        err = None
+        try:
+            if self.rank == 0:
+                make()
+        except Exception as exc:  # noqa: BLE001 - agreed below
+            err = exc
+        self._agree_or_remove(err)
 
     @property
     def rank(self) -> int:
@@ -512,7 +800,10 @@ class NpyWriter:
 
     def __exit__(self, exc_type, exc, tb):
         if exc is not None and not isinstance(exc, Exception):
-            return False  # KeyboardInterrupt and the like: the caller aborts the job
+            # KeyboardInterrupt, SystemExit and the like: no agreement (the caller ends the job),
+            # but the temporary files go on this rank (unlinking twice is harmless).
+            self._remove_temp()
+            return False
         err = self._error or exc
         if not self._closed:
             err = self._close_local(err)
@@ -522,7 +813,13 @@ class NpyWriter:
         return False
 
     def _commit(self):
+        placed = []
         try:
+            for temp, final, _ in self._companions:
+                check_replaceable(final, True, "report")
+                os.replace(temp, final)
+                placed.append(final)
+            check_replaceable(self.path, self.force)
             if self.force:
                 os.replace(self.temp_path, self.path)
             else:
@@ -537,12 +834,31 @@ class NpyWriter:
                         raise FileExistsError(f"output file exists: {self.path} (use --force to overwrite it)") \
                             from None
                     os.rename(self.temp_path, self.path)
+        except BaseException:
+            for final in placed:
+                try:
+                    os.unlink(final)
+                except OSError:
+                    pass
+            raise
         finally:
             self._remove_temp()
 
     def _remove_temp(self):
-        if self.temp_path is not None:
-            try:
-                os.unlink(self.temp_path)
-            except FileNotFoundError:
-                pass
+        """Remove the temporary files (rank 0, or any rank after a failure) and release the locks."""
+        for temp in [self.temp_path] + [c[0] for c in self._companions]:
+            if temp is not None:
+                try:
+                    os.unlink(temp)
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    pass
+        for fd in [self._lock_fd] + [c[2] for c in self._companions]:
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._lock_fd = None
+        self._companions = []

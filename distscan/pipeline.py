@@ -182,18 +182,60 @@ def prepare(job: Job, comm=None) -> tuple:
     return header, op, types
 
 
-def run(job: Job, comm=None, *, progress: Optional[Callable] = None) -> dict:
+def run_empty(job: Job, ctx: Context) -> None:
+    """An array with no elements (a zero-length axis anywhere): only the header is written.
+
+    Nothing is read or scanned, whatever the number of rows (``(2**59, 0)`` is a
+    valid, empty array); with ``verify`` the written header is checked.
+    """
+    with _phase(ctx, "write"):
+        pass
+    ctx.writer.close()
+    ctx.times.setdefault("read", 0.0)
+    ctx.times["scan"] = 0.0
+    if job.verify:
+        t0 = time.perf_counter()
+        problem = None
+        if ctx.rank == 0:
+            try:
+                hdr = _io.read_header(ctx.writer.temp_path)
+                if hdr.shape != ctx.header.shape or hdr.dtype != ctx.types.result:
+                    problem = (f"written header says {hdr.shape} {hdr.dtype}, expected {ctx.header.shape} "
+                               f"{ctx.types.result}")
+            except Exception as exc:  # noqa: BLE001 - a header we cannot read back is a failed check
+                problem = f"cannot read the result back: {exc}"
+        if ctx.comm is not None and ctx.size > 1:
+            problem = ctx.comm.bcast(problem, root=0)
+        if problem is not None:
+            from ._verify import VerificationError
+            raise VerificationError(f"verification failed: {problem}")
+        ctx.verify_summary = {
+            "passed": True, "checked_rows": 0, "skipped_rows": 0, "every_row_checked": True,
+            "rank_boundaries_checked": 0, "rank_boundaries": 0, "max_abs_error": 0.0, "tolerance": "exact",
+            "summary": f"the array has no elements: only the header ({ctx.header.shape} {ctx.types.result}) "
+                       "was checked",
+        }
+        ctx.times["verify"] = time.perf_counter() - t0
+
+
+def run(job: Job, comm=None, *, progress: Optional[Callable] = None, notice: Optional[Callable] = None,
+        before_publish: Optional[Callable] = None) -> dict:
     """Scan ``job.input`` into ``job.output`` on every rank of ``comm``; returns the report.
 
     Collective.  Every rank returns the same report (times are the maximum over
     ranks) or raises the same exception; on failure no output file is left.
+    ``notice(message)`` (rank 0) is told about stale temporary files removed.
+    ``before_publish(report, writer)`` runs on every rank after the output is
+    complete (and verified) but before it is renamed into place: whatever it
+    writes with ``writer.attach`` is published with the output, and if it
+    raises, nothing is published.  The report's times stop there.
 
     Raises
     ------
     FileNotFoundError, IsADirectoryError, PermissionError, NotADirectoryError
         Input or output path problems.
     FileExistsError
-        The output exists and ``job.force`` is false.
+        The output exists and ``job.force`` is false, or it is not a regular file.
     ValueError
         Not an ``.npy``, truncated, pickled, Fortran order, 0-d, output == input.
     TypeError
@@ -208,20 +250,24 @@ def run(job: Job, comm=None, *, progress: Optional[Callable] = None) -> dict:
     header, op, types = prepare(job, comm)
     size = 1 if comm is None else comm.Get_size()
     rank = 0 if comm is None else comm.Get_rank()
-    start, stop = _io.block_split(header.rows, size, rank)
+    empty = header.size == 0
+    start, stop = (0, 0) if empty else _io.block_split(header.rows, size, rank)
     ctx = Context(comm=comm, header=header, op=op, types=types, start=start, stop=stop, progress=progress)
-    pipeline = PIPELINES.get(job.backend, run_cpu)
+    pipeline = run_empty if empty else PIPELINES.get(job.backend, run_cpu)
     t0 = time.perf_counter()
     writer = _io.NpyWriter(job.output, header.shape, types.result, comm=comm, force=job.force,
-                           protect=(job.input,))
+                           protect=(job.input,), notice=notice)
     with writer:
         ctx.times["open"] = time.perf_counter() - t0
         ctx.writer = writer
         pipeline(job, ctx)
-        t0 = time.perf_counter()
-    ctx.times["commit"] = time.perf_counter() - t0
-    ctx.times["total"] = time.perf_counter() - t_start
-    return _report(job, ctx)
+        ctx.times["total"] = time.perf_counter() - t_start
+        report = _report(job, ctx)
+        if empty:
+            report["rows_per_rank"] = {"min": 0, "max": 0}
+        if before_publish is not None:
+            before_publish(report, writer)
+    return report
 
 
 def _report(job: Job, ctx: Context) -> dict:
@@ -265,9 +311,9 @@ def _report(job: Job, ctx: Context) -> dict:
             "verify": tmax.get("verify"),
             **{k: tmax[k] for k in ("h2d", "d2h", "exscan", "load", "store") if k in tmax},
             "open": tmax.get("open", 0.0),
-            "commit": tmax.get("commit", 0.0),
             "total": total,
-            "note": "maximum over ranks of each phase",
+            "note": "maximum over ranks of each phase; total: from the start until the output was ready "
+                    "to be published (the final rename is not included)",
         },
         "throughput": {
             "elements_per_s": n / total if total > 0 else None,
