@@ -416,7 +416,11 @@ def _pid_alive(pid: int) -> bool:
         return True
     except OverflowError:
         return False
-    return True
+    try:  # a zombie (killed, not yet reaped) holds no files and runs no more
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
 
 
 def _try_lock(fd: int):
