@@ -331,6 +331,15 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
         if r is not None:
             return r, None
     cp = _require_cupy()
+    if zero_absorbs(op, types.acc) and types.result != types.acc:
+        # float16 products: fix the zeros where the accumulator's values are (a float16 result
+        # overflows to inf where the float32 running product is still finite), then round.
+        wide, total = scan(x, op, ScanTypes(types.input, types.acc, types.acc), exclusive=exclusive, seed=seed,
+                           want_total=want_total)
+        if out is None:
+            return wide.astype(types.result), total
+        out[...] = wide
+        return out, total
     if x.ndim == 1:  # one column; the result keeps the caller's 1-D shape
         rows, total = scan(x.reshape(-1, 1), op, types, exclusive=exclusive, seed=seed,
                            out=None if out is None else out.reshape(-1, 1), want_total=want_total)
@@ -408,9 +417,7 @@ def absorb_zeros(xp, x, out, seed, exclusive):
     n, w = x.shape
     if n == 0:
         return np.zeros(w, bool)
-    zero = x == 0
-    if out.dtype != np.float16:
-        zero |= out == 0  # a product that underflowed is a zero too (float16 output is rounded)
+    zero = (x == 0) | (out == 0)  # a product that underflowed is a zero too
     hit = zero.any(axis=0)
     hit_host = _host(hit)
     if not hit_host.any():
