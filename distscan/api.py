@@ -124,7 +124,7 @@ def _check_out(out, shape, types: ScanTypes, backend):
         raise TypeError(f"out must be a {backend.name} array like the input, got {type(out).__name__}")
     if tuple(out.shape) != tuple(shape):
         raise ValueError(f"out has shape {tuple(out.shape)}, expected {tuple(shape)}")
-    if np.dtype(out.dtype) != types.result:
+    if np.dtype(out.dtype).newbyteorder("=") != types.result:  # byte order is storage: NumPy converts
         raise TypeError(f"out has dtype {np.dtype(out.dtype)}, expected {types.result} (pass dtype= to change it)")
 
 
@@ -295,8 +295,8 @@ def _fast_plan(array_type, x_dtype, op, exclusive, dtype, axis, strategy, hierar
         types = scan_types(op_row, x_dtype, dtype)
     except (TypeError, ValueError):
         return None  # let _Plan raise with its full context
-    if x_dtype != types.input:  # non-native byte order
-        return None
+    if x_dtype != types.input or (types.acc != types.result and x_dtype != types.result):
+        return None  # non-native byte order, or a cast to float16 that must round first (_Plan)
     return be, op_row, types, bool(exclusive)
 
 
@@ -327,6 +327,10 @@ class _Plan:
             self.strategy = "reduce_then_scan"
         if work.dtype != self.types.input:  # non-native byte order
             work = work.astype(self.types.input)
+        if self.types.acc != self.types.result and work.dtype != self.types.result:
+            # NumPy casts the input to dtype= first: a float16 result rounds every input to float16
+            # before the float32 accumulator sees it.
+            work = work.astype(self.types.result)
         if self.scalar:
             if axis not in (0, -1, None):
                 raise np.exceptions.AxisError(f"axis {axis} is out of bounds for a scalar (use 0 or None)")
@@ -355,7 +359,8 @@ class _Plan:
             # Write straight into the caller's array when the layouts agree and it does not
             # overlap the input (NumPy's scans give the same answer for any overlap).
             if (self.distributed and self.backend_name == self.native_backend and out_native.flags.c_contiguous
-                    and not self.scalar and not _may_overlap(out_native, native)):
+                    and out_native.dtype == self.types.result and not self.scalar
+                    and not _may_overlap(out_native, native)):
                 out_rows = out_native.reshape(self.rows.shape)
         self.direct_out = out_rows is not None
         self.out_rows = out_rows if out_rows is not None else self.xp.empty(self.rows.shape, self.types.result)

@@ -39,6 +39,33 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+def require_gpu():
+    """CuPy, or skip the calling test module: no CuPy, no driver or no device."""
+    cp = pytest.importorskip("cupy")
+    if not HAVE_GPU:
+        pytest.skip("needs a CUDA GPU", allow_module_level=True)
+    return cp
+
+
+def shared_rng(comm):
+    """A generator seeded alike on every rank, from a fresh seed that rank 0 draws and prints."""
+    seed = comm.bcast(int(np.random.SeedSequence().entropy % (1 << 63)) if comm.rank == 0 else None)
+    print(f"seed={seed}")
+    return np.random.default_rng(seed)
+
+
+def all_ranks_ok(comm, check):
+    """Run ``check()`` on every rank; fail on every rank if it failed on any."""
+    error = None
+    try:
+        check()
+    except AssertionError as exc:
+        error = exc
+    failed = comm.allgather(None if error is None else str(error))
+    bad = [(r, m) for r, m in enumerate(failed) if m is not None]
+    assert not bad, "\n".join(f"rank {r}: {m}" for r, m in bad)
+
+
 @pytest.fixture
 def comm():
     if MPI is None:

@@ -18,16 +18,13 @@ from distscan._dtypes import scan_types
 from distscan.backends import cpu as cpu_backend
 from distscan.ops import OPS, get_op
 
-cp = pytest.importorskip("cupy")
+from conftest import require_gpu
+
+cp = require_gpu()
 pytestmark = pytest.mark.gpu
 
-try:
-    if cp.cuda.runtime.getDeviceCount() < 1:
-        raise RuntimeError
-    from distscan.backends import cuda as gpu
-    from distscan.backends import _cuda_compile as cc
-except Exception:  # noqa: BLE001
-    pytest.skip("needs a CUDA GPU", allow_module_level=True)
+from distscan.backends import _cuda_compile as cc  # noqa: E402
+from distscan.backends import cuda as gpu  # noqa: E402
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
           np.float16, np.float32, np.float64, np.complex64, np.complex128]

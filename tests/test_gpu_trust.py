@@ -13,17 +13,14 @@ import pytest
 from distscan._dtypes import scan_types
 from distscan.ops import OPS
 
-cp = pytest.importorskip("cupy")
+from conftest import require_gpu
+
+cp = require_gpu()
 pytestmark = pytest.mark.gpu
 
-try:
-    if cp.cuda.runtime.getDeviceCount() < 1:
-        raise RuntimeError
-    import distscan
-    from distscan.backends import cuda as gpu
-    from mpi4py import MPI
-except Exception:  # noqa: BLE001
-    pytest.skip("needs a CUDA GPU, CuPy and mpi4py", allow_module_level=True)
+import distscan  # noqa: E402
+from distscan.backends import cuda as gpu  # noqa: E402
+from mpi4py import MPI  # noqa: E402
 
 COMM = MPI.COMM_SELF
 

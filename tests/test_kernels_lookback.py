@@ -8,15 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-cp = pytest.importorskip("cupy")
+from conftest import require_gpu
+
+cp = require_gpu()
 pytestmark = pytest.mark.gpu
 
-try:
-    if cp.cuda.runtime.getDeviceCount() < 1:
-        raise RuntimeError
-    from distscan.backends._cuda_compile import kernels_dir
-except Exception:  # noqa: BLE001
-    pytest.skip("needs a CUDA GPU", allow_module_level=True)
+from distscan.backends._cuda_compile import kernels_dir  # noqa: E402
 
 _SRC = r"""
 #include "tile_state.cuh"

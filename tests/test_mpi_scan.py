@@ -16,29 +16,14 @@ import distscan
 from distscan import OPS, hierarchy
 from distscan.backends import cpu as cpu_backend
 
-from conftest import assert_scan_equal, block_counts, local_part, random_array, reference_scan
+from conftest import (all_ranks_ok, assert_scan_equal, block_counts, local_part, random_array, reference_scan,
+                      shared_rng)
 
 pytestmark = pytest.mark.timeout(120)
 
 ALL_DTYPES = ["bool", "int8", "uint8", "int16", "int32", "uint32", "int64", "uint64",
               "float16", "float32", "float64", "complex64", "complex128"]
 STRATEGIES = ["reduce_then_scan", "scan_then_add"]
-
-
-def shared_rng(comm):
-    return np.random.default_rng(comm.bcast(np.random.SeedSequence().entropy if comm.rank == 0 else None))
-
-
-def all_ranks_ok(comm, check):
-    """Run ``check()`` on every rank; fail on every rank if it failed on any."""
-    error = None
-    try:
-        check()
-    except AssertionError as exc:
-        error = exc
-    failed = comm.allgather(None if error is None else str(error))
-    bad = [(r, m) for r, m in enumerate(failed) if m is not None]
-    assert not bad, "\n".join(f"rank {r}: {m}" for r, m in bad)
 
 
 def random_counts(rng, size, max_rows):

@@ -12,26 +12,9 @@ import pytest
 import distscan
 from distscan import DistScanError
 
-from conftest import local_part
+from conftest import all_ranks_ok, local_part, shared_rng
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def shared_rng(comm):
-    seed = comm.bcast(int(np.random.SeedSequence().entropy % (1 << 63)) if comm.rank == 0 else None)
-    print(f"seed={seed}")
-    return np.random.default_rng(seed)
-
-
-def all_ranks_ok(comm, check):
-    error = None
-    try:
-        check()
-    except AssertionError as exc:
-        error = exc
-    failed = comm.allgather(None if error is None else str(error))
-    bad = [(r, m) for r, m in enumerate(failed) if m is not None]
-    assert not bad, "\n".join(f"rank {r}: {m}" for r, m in bad)
 
 
 def splits(comm, n, rng):
@@ -325,9 +308,9 @@ def _tiled_cumprod(x, seed, tile):
     return out
 
 
-def test_gpu_zero_fix_up_logic_on_the_cpu():
+def test_gpu_zero_fix_up_logic_on_the_cpu(comm):
     from distscan.backends.cuda import absorb_zeros
-    rng = shared_rng_serial()
+    rng = shared_rng(comm)
     big = 1e300
     values = np.array([0.0, -0.0, big, -big, 2.0, -3.0, 0.5, np.inf, -np.inf, np.nan])
     p = np.array([0.05, 0.02, 0.3, 0.1, 0.2, 0.1, 0.19, 0.02, 0.01, 0.01])
@@ -343,8 +326,3 @@ def test_gpu_zero_fix_up_logic_on_the_cpu():
         assert ((np.isnan(got) & np.isnan(ref)) | ((got == ref) & (np.signbit(got) == np.signbit(ref)))
                 | (np.isfinite(ref) & (ref != 0) & np.isclose(got, ref, rtol=1e-12))).all(), (seed, x, got, ref)
 
-
-def shared_rng_serial():
-    seed = int(np.random.SeedSequence().entropy % (1 << 63))
-    print(f"seed={seed}")
-    return np.random.default_rng(seed)
