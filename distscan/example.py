@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
+import shutil
 import sys
 
 import numpy as np
@@ -57,7 +59,7 @@ def write_example(path: str, n: int, dtype, seed: int = 0) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="distscan-example", description="Write a random .npy file to scan with distscan.",
-                                epilog="then: mpiexec -n 4 python -m distscan example.npy --verify")
+                                epilog="then: mpiexec -n 4 python -m distscan example.npy --verify --force")
     p.add_argument("-o", "--output", default="example.npy", help="file to write (default example.npy)")
     p.add_argument("--n", type=int, default=10_000_019, help="number of values (default 10,000,019)")
     p.add_argument("--dtype", default="int32", help="dtype (default int32; any bool/int/float/complex)")
@@ -79,8 +81,25 @@ def main(argv=None) -> int:
     size = args.n * dtype.itemsize
     print(f"wrote {args.output}: {args.n:,} {dtype} values ({size / 1e6:.1f} MB), seed {args.seed}")
     print("next, try:")
-    print(f"  mpiexec -n 4 {os.path.basename(sys.executable)} -m distscan {args.output} --verify --report report.json")
+    print(f"  {next_command(args.output)}")
     return 0
+
+
+def next_command(path: str) -> str:
+    """The command to try next, runnable verbatim: ``--force`` because the README's first command
+    (or an earlier try) may already have written the output; the launcher and the interpreter by
+    full path where they are not found on ``PATH``."""
+    here = os.path.dirname(sys.executable)
+    mpiexec = shutil.which("mpiexec")
+    if mpiexec is None and os.access(os.path.join(here, "mpiexec"), os.X_OK):
+        mpiexec = os.path.join(here, "mpiexec")
+    elif mpiexec is not None:
+        mpiexec = "mpiexec"
+    python = os.path.basename(sys.executable)
+    if shutil.which(python) is None or os.path.abspath(shutil.which(python)) != os.path.abspath(sys.executable):
+        python = sys.executable
+    launch = f"{shlex.quote(mpiexec)} -n 4 " if mpiexec else ""
+    return f"{launch}{shlex.quote(python)} -m distscan {shlex.quote(path)} --verify --force --report report.json"
 
 
 if __name__ == "__main__":
