@@ -49,9 +49,16 @@ output:
   Without -o the result goes beside the input: data.npy -> data.cumsum.npy
   (cumprod, cummax, cummin; data.scan-<op>.npy for other operators; an
   "exclusive-" prefix for exclusive scans, e.g. data.exclusive-cumsum.npy).
-  The file is written under a temporary name in the same folder and renamed
-  when every rank has succeeded (and --verify passed): a file under the final
-  name is always complete. The input is never overwritten.
+  The file is written under a short temporary name in the same folder
+  (NAME.distscan-<tag>-<host>-<pid>.part, locked while the run lives) and
+  renamed when every rank has succeeded (and --verify passed, and the --report
+  file was written): a file under the final name is always complete, and a
+  non-zero exit status means nothing was published. SIGINT or SIGTERM (to
+  mpiexec or any rank) removes the temporary file and ends every rank; a
+  temporary file left by a killed run is removed by the next run to the same
+  output (said on stderr). The input is never overwritten; --force replaces
+  regular files only (never a FIFO, device, socket or directory).
+  Without mpi4py the command runs as one process.
 
 verification (--verify):
   An independent check: every rank reduces its input slice (NumPy reduce, not

@@ -15,8 +15,12 @@ Three pieces, each usable alone:
 - :class:`NpyWriter` writes one ``.npy`` in parallel: rank 0 writes the header,
   every rank its rows, through MPI-IO (``File.Write_at``, independent, so a rank
   that fails cannot leave the others blocked inside a collective write).  The
-  file is written under a temporary name in the destination folder and renamed
-  only after every rank succeeded; on failure the temporary file is removed.
+  file is written under a short temporary name in the destination folder (see
+  :func:`temp_name_for`; locked by its creator, so a later run can tell a stale
+  one from a live one and removes stale ones) and renamed only after every rank
+  succeeded; on failure the temporary file is removed.  Inputs must be regular
+  files (a FIFO or device is refused, never opened blocking); ``--force``
+  replaces regular files only.
 
 Every step that can fail on some ranks only is agreed collectively before the
 next collective (see :mod:`distscan._collective`).

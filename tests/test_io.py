@@ -19,7 +19,7 @@ def _save(path, a, **kw):
 
 
 def _leftovers(folder):
-    return sorted(glob.glob(os.path.join(str(folder), ".*.part")))
+    return sorted(glob.glob(os.path.join(str(folder), ".*.part")) + glob.glob(os.path.join(str(folder), "*.part")))
 
 
 # -- header ------------------------------------------------------------------------------------------
