@@ -93,14 +93,19 @@ def agree(comm, error: BaseException | None, same: tuple | None = None) -> None:
         return
     from mpi4py import MPI
 
-    crc = zlib.crc32(repr(_compared(same[1])).encode()) if same is not None else 0
+    crc = fingerprint(same[1]) if same is not None else 0
     # MAX of [failed, crc, -crc]: any failure, and crc equal everywhere iff max == -max(-crc).
     flags = np.array([1 if error is not None else 0, crc, -crc], dtype=np.int64)
     comm.Allreduce(MPI.IN_PLACE, flags, op=MPI.MAX)
     if flags[0]:
-        _raise_agreed(comm, error)
+        raise_agreed(comm, error)
     if same is not None and flags[1] != -flags[2]:
-        _raise_mismatch(comm, *same)
+        raise_mismatch(comm, *same)
+
+
+def fingerprint(fields) -> int:
+    """A 32-bit checksum of the fields every rank must share (keys starting with ``_`` excluded)."""
+    return zlib.crc32(repr(_compared(fields)).encode())
 
 
 def _compared(fields):
@@ -109,7 +114,8 @@ def _compared(fields):
     return fields
 
 
-def _raise_agreed(comm, error):
+def raise_agreed(comm, error):
+    """Every rank, once all know that some rank failed: raise the first failing rank's error."""
     mine = None if error is None else (describe(error), str(error) or type(error).__name__)
     reports = comm.allgather(mine)
     failing = [r for r, rep in enumerate(reports) if rep is not None]
@@ -122,7 +128,8 @@ def _raise_agreed(comm, error):
     raise _rebuild(type_name, f"rank {failing[0]}{suffix}: {message}", error) from error
 
 
-def _raise_mismatch(comm, what, fields):
+def raise_mismatch(comm, what, fields):
+    """Every rank, once all know that the fields differ: raise a ValueError naming the difference."""
     values = comm.allgather(fields)
     if not all(isinstance(v, dict) for v in values):
         raise ValueError(f"{what} differ across ranks: {_who_has(values)}")

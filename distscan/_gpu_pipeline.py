@@ -39,24 +39,18 @@ and agreement logic runs (and is tested) on machines without a GPU.
 from __future__ import annotations
 
 import contextlib
-import math
 import re
 import time
-from typing import Optional
 
 import numpy as np
 
-from . import hierarchy as _hierarchy
 from . import io as _io
-from ._carry import Carries
+from ._core import ScanPlan, resolve_strategy
 
 #: Host chunk (bytes of input per chunk) for reads, host -> device and device -> host copies.
 CHUNK_BYTES = 64 << 20
 #: Share of the device's free memory used when no ``--gpu-memory-limit`` is given.
 DEFAULT_BUDGET_SHARE = 0.85
-STRATEGIES = ("auto", "scan_then_add", "reduce_then_scan")
-#: The file pipeline's default: scan, Exscan, then the add fused into the copy back.
-DEFAULT_STRATEGY = "scan_then_add"
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
 
@@ -293,8 +287,12 @@ def _budget(job, device) -> int:
     return int(device.free_bytes() * DEFAULT_BUDGET_SHARE)
 
 
-def _carries(ctx) -> Carries:
-    return Carries(ctx.op, ctx.types.acc)
+def _scanner(job, ctx, device) -> ScanPlan:
+    """The distributed scan of this job's rows, on the device's backend (:mod:`distscan._core`)."""
+    hdr = ctx.header
+    return ScanPlan(ctx.op, hdr.dtype.newbyteorder("="), dtype=job.dtype, exclusive=job.exclusive,
+                    trailing=tuple(hdr.shape[1:]), comm=ctx.comm, backend=device.backend, strategy=job.strategy,
+                    hierarchy=job.hierarchy)
 
 
 # ----------------------------------------------------------------------------------------
@@ -362,14 +360,6 @@ def run_gpu(job, ctx, device=None) -> None:
         times["verify"] = time.perf_counter() - t0
 
 
-def resolve_strategy(strategy: str) -> str:
-    s = {"3n": "reduce_then_scan", "4n": "scan_then_add", "reduce-then-scan": "reduce_then_scan",
-         "scan-then-add": "scan_then_add"}.get(strategy, strategy)
-    if s not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    return DEFAULT_STRATEGY if s == "auto" else s
-
-
 def _input_view(hdr, start, stop):
     shape = (stop - start,) + tuple(hdr.shape[1:])
     if stop == start:
@@ -377,12 +367,11 @@ def _input_view(hdr, start, stop):
     return np.memmap(hdr.path, dtype=hdr.dtype, mode="r", offset=hdr.offset + start * hdr.row_bytes, shape=shape)
 
 
-def _exscan(job, ctx, total):
+def _exscan(ctx, scanner, total, rows):
     t0 = time.perf_counter()
-    carries = _carries(ctx)
-    offset = _hierarchy.exclusive_prefix(total, carries.op, ctx.comm, job.hierarchy) if ctx.size > 1 else None
+    offset = scanner.exchange(total, rows=rows)
     ctx.times["exscan"] += time.perf_counter() - t0
-    return carries.value(offset)
+    return offset
 
 
 def _write(ctx, lo, rows, bar):
@@ -395,10 +384,8 @@ def _write(ctx, lo, rows, bar):
 def _resident(job, ctx, device, plan, strategy, n, w, in_dt, out_dt):
     from .pipeline import _phase
 
-    be, op, types = device.backend, ctx.op, ctx.types
-    carries = _carries(ctx)
-    if carries.flagged:
-        strategy = "reduce_then_scan"  # only a seeded scan lets a zero absorb (distscan._carry)
+    scanner = _scanner(job, ctx, device)
+    strategy = scanner.strategy  # float products always reduce_then_scan (distscan._carry)
     last_rank = ctx.rank == ctx.size - 1
     chunks = _chunks(n, plan["chunk_rows"])
     st = {}
@@ -422,18 +409,18 @@ def _resident(job, ctx, device, plan, strategy, n, w, in_dt, out_dt):
         loaded = events[(len(chunks) - 1) % 2] if chunks else None
         with device.computing(after=loaded):
             if strategy == "scan_then_add":
-                _, total = be.scan(d_in, op, types, exclusive=job.exclusive, out=d_out, want_total=not last_rank)
+                _, total = scanner.seeded_scan(d_in, None, out=d_out, want_total=not last_rank)
             else:
-                total = None if last_rank else carries.of_part(be, d_in, types)
-        st["total"] = total if total is not None else carries.identity(w)
+                total = scanner.local_carry(d_in, skip=last_rank)
+        st["total"] = total if total is not None else scanner.identity()
         st["scanned"] = device.last
 
-    offset = _exscan(job, ctx, st["total"])
+    offset = _exscan(ctx, scanner, st["total"], n)
 
     with _phase(ctx, "store"):
         if strategy == "reduce_then_scan":
             with device.computing():
-                be.scan(d_in, op, types, exclusive=job.exclusive, seed=offset, out=d_out)
+                scanner.seeded_scan(d_in, offset, out=d_out)
             st["scanned"] = device.last
         bar = ctx.progress("write", n * w * out_dt.itemsize)
         pending = []  # (lo, hi, host rows, event)
@@ -443,7 +430,7 @@ def _resident(job, ctx, device, plan, strategy, n, w, in_dt, out_dt):
             after = st["scanned"]
             if strategy == "scan_then_add" and offset is not None:
                 with device.computing():
-                    be.combine(d_out[lo:hi], op, types, offset)  # fused: just before this chunk leaves
+                    scanner.add_offset(d_out[lo:hi], offset)  # fused: just before this chunk leaves
                 after = device.last
             host = hout[k % 2][: (hi - lo) * w * out_dt.itemsize].view(out_dt).reshape(hi - lo, w)
             pending.append((lo, host, device.d2h(host, d_out[lo:hi], after=after)))
@@ -463,8 +450,7 @@ def _resident(job, ctx, device, plan, strategy, n, w, in_dt, out_dt):
 def _streamed(job, ctx, device, plan, n, w, in_dt, out_dt):
     from .pipeline import _phase
 
-    be, op, types = device.backend, ctx.op, ctx.types
-    carries = _carries(ctx)
+    scanner = _scanner(job, ctx, device)
     last_rank = ctx.rank == ctx.size - 1
     chunks = _chunks(n, plan["chunk_rows"])
     cr = plan["chunk_rows"]
@@ -474,7 +460,7 @@ def _streamed(job, ctx, device, plan, n, w, in_dt, out_dt):
         d_out = [device.empty((cr, w), out_dt) for _ in range(2)]
         hin = [device.pinned(cr * w * in_dt.itemsize) for _ in range(2)]
         hout = [device.pinned(cr * w * out_dt.itemsize) for _ in range(2)]
-        total = carries.identity(w)
+        total = scanner.identity()
         if not last_rank:
             # Pass 1: the shard's total, chunk by chunk (each reduce returns to the host).
             reader = _Reader(ctx, ctx.times)
@@ -484,14 +470,14 @@ def _streamed(job, ctx, device, plan, n, w, in_dt, out_dt):
                     rows = reader.read(lo, hi, hin[k % 2], bar.update)
                     ev = device.h2d(d_in[k % 2][: hi - lo], rows)
                     with device.computing(after=ev):
-                        part = carries.of_part(be, d_in[k % 2][: hi - lo], types)
-                    total = carries.combine(total, part)
+                        part = scanner.local_carry(d_in[k % 2][: hi - lo])
+                    total = scanner.combine(total, part)
             finally:
                 reader.close()
                 bar.done()
         st["total"] = total
 
-    offset = _exscan(job, ctx, st["total"])
+    offset = _exscan(ctx, scanner, st["total"], n)
 
     with _phase(ctx, "store"):
         reader = _Reader(ctx, ctx.times)
@@ -504,8 +490,7 @@ def _streamed(job, ctx, device, plan, n, w, in_dt, out_dt):
                 rows = reader.read(lo, hi, hin[s])
                 ev = device.h2d(d_in[s][: hi - lo], rows)
                 with device.computing(after=ev):
-                    _, carry = be.scan(d_in[s][: hi - lo], op, types, exclusive=job.exclusive, seed=carry,
-                                       out=d_out[s][: hi - lo], want_total=True)
+                    _, carry = scanner.seeded_scan(d_in[s][: hi - lo], carry, out=d_out[s][: hi - lo], want_total=True)
                 host = hout[s][: (hi - lo) * w * out_dt.itemsize].view(out_dt).reshape(hi - lo, w)
                 cur = (lo, host, device.d2h(host, d_out[s][: hi - lo], after=device.last))
                 if prev is not None:

@@ -16,25 +16,20 @@ Shape of a distributed scan (``strategy``):
 from __future__ import annotations
 
 import math
-import time
-from contextlib import contextmanager
-from typing import Optional
+from collections import OrderedDict
 
 import numpy as np
 
 from . import hierarchy as _hierarchy
 from ._arrays import to_native
-from ._carry import Carries, zero_absorbs
-from ._collective import agree, collectively
+from ._core import STRATEGIES  # noqa: F401 - public here too (distscan.api.STRATEGIES)
+from ._core import ScanPlan, fail_exchange, resolve_hierarchy, resolve_strategy
 from ._dtypes import ScanTypes, scan_types
 from .backends import get_backend
 from .ops import Op, get_op
 
-STRATEGIES = ("auto", "reduce_then_scan", "scan_then_add")
-_STRATEGY_ALIASES = {"3n": "reduce_then_scan", "4n": "scan_then_add",
-                     "reduce-then-scan": "reduce_then_scan", "scan-then-add": "scan_then_add"}
-DEFAULT_STRATEGY = "reduce_then_scan"
 BACKENDS = ("auto", "cpu", "cuda")
+_resolve_strategy = resolve_strategy  # the name the fast path and older callers use
 
 
 _world = []
@@ -53,13 +48,6 @@ def _default_comm(comm):
     return _world[0]
 
 
-def _resolve_strategy(strategy: str) -> str:
-    s = _STRATEGY_ALIASES.get(strategy, strategy)
-    if s not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    return DEFAULT_STRATEGY if s == "auto" else s
-
-
 def _normalize_axis(axis, ndim: int):
     """None (flatten) or an axis in ``range(ndim)``."""
     if axis is None:
@@ -71,38 +59,6 @@ def _normalize_axis(axis, ndim: int):
     if not -ndim <= axis < ndim:
         raise np.exceptions.AxisError(f"axis {axis} is out of bounds for array of dimension {ndim}")
     return int(axis) % ndim
-
-
-class _NoTiming:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-_NO_TIMING = _NoTiming()
-
-
-class _Timer:
-    """Per-phase wall times into ``timings`` (device work synchronised first)."""
-
-    def __init__(self, timings: Optional[dict], backend):
-        self.timings = timings
-        self._sync = getattr(backend, "synchronize", None) if timings is not None else None
-
-    def phase(self, name: str):
-        return self._timed(name) if self.timings is not None else _NO_TIMING
-
-    @contextmanager
-    def _timed(self, name: str):
-        if self._sync:
-            self._sync()
-        t0 = time.perf_counter()
-        yield
-        if self._sync:
-            self._sync()
-        self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
 
 
 def _initial_row(initial, types: ScanTypes, w: int):
@@ -233,26 +189,50 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
         Any other failure on some rank (e.g. out of device memory), raised on all.
     """
     comm = _default_comm(comm)
-    if comm is None or comm.Get_size() == 1:
-        # One rank: nothing to agree on, local errors are raised as they are.
-        if initial is None and out is None and timings is None:
-            result = _local_fast_path(x, op, exclusive, dtype, axis, strategy, hierarchy, backend)
+    single = comm is None or comm.Get_size() == 1
+    if single and initial is None and out is None and timings is None:
+        result = _local_fast_path(x, op, exclusive, dtype, axis, strategy, hierarchy, backend)
+        if result is not None:
+            return result
+    lean = (not single and initial is None and out is None and timings is None and type(x) is np.ndarray
+            and x.ndim == 1 and x.flags.c_contiguous)
+    if lean:
+        # The common distributed call, after the first one of its kind: one lookup, one collective.
+        try:
+            key = (x.dtype, op, dtype, exclusive, axis, strategy, hierarchy, backend, node_size, id(comm))
+            plan = _LEAN.get(key)
+        except TypeError:  # unhashable arguments
+            key, plan, lean = None, None, False
+        if plan is not None and plan.comm is comm:
+            result = plan.call_1d(x)
             if result is not None:
                 return result
-        return _Plan(x, op, exclusive, initial, dtype, out, axis, strategy, hierarchy, backend).run(
-            comm, timings, node_size)
-    error = None
-    plan = None
     try:
-        plan = _Plan(x, op, exclusive, initial, dtype, out, axis, strategy, hierarchy, backend)
-        timer = _Timer(timings, plan.be)
-        plan.begin(comm, timer)
-    except Exception as exc:  # noqa: BLE001 - agreed below, then raised on every rank
-        error = exc
-    # One collective agrees both on local failures (arguments, the local reduce or scan) and on
-    # the metadata all ranks must share; the exchange of totals follows.
-    agree(comm, error, same=("scan arguments", plan.signature if plan is not None else None))
-    return plan.complete(comm, timer, node_size)
+        call = _Call(x, op, exclusive, initial, dtype, out, axis, strategy, hierarchy, backend)
+        plan = call.plan(None if single else comm, node_size)
+    except Exception as exc:  # noqa: BLE001 - every rank must learn it: join the plan's exchange
+        if single:
+            raise
+        fail_exchange(comm, exc)
+    if lean and call.distributed and x.dtype == plan.types.input == call.rows.dtype:
+        _LEAN[key] = plan
+        if len(_LEAN) > _MAX_PLANS:
+            _LEAN.pop(next(iter(_LEAN)))
+    if call.distributed:
+        rows = plan(call.rows, out=call.out_rows, initial=call.initial, timings=timings)
+    else:
+        # Another axis: each rank scans its own part; the exchange only agrees on failures
+        # and arguments (its offsets are not used).
+        error, rows = None, None
+        try:
+            rows, _ = plan.seeded_scan(call.rows, call.initial, out=call.out_rows)
+        except Exception as exc:  # noqa: BLE001
+            if single:
+                raise
+            error = exc
+        if not single:
+            plan.exchange(None, error, rows=int(call.rows.shape[0]))
+    return call.finish(rows)
 
 
 _fast_plans: dict = {}
@@ -300,16 +280,24 @@ def _fast_plan(array_type, x_dtype, op, exclusive, dtype, axis, strategy, hierar
     return be, op_row, types, bool(exclusive)
 
 
-class _Plan:
-    """Everything a scan needs, resolved and checked locally before any collective."""
+# Plans by call kind (operator, dtypes, exclusive, trailing shape, backend, strategy,
+# hierarchy, node size, axis, communicator); the oldest go first past _MAX_PLANS.
+_PLANS: "OrderedDict" = OrderedDict()
+_MAX_PLANS = 256
+# Plans for the lean distributed call (ScanPlan.call_1d), by the raw arguments of scan().
+_LEAN: dict = {}
+
+
+class _Call:
+    """One call's arrays: the input as ``(n, w)`` rows of the backend, the output, and how the
+    result goes back to the caller's form.  Resolved and checked locally, before any collective."""
 
     def __init__(self, x, op, exclusive, initial, dtype, out, axis, strategy, hierarchy, backend):
         self.op: Op = get_op(op)
         self.exclusive = bool(exclusive)
-        self.strategy = _resolve_strategy(strategy)
-        if hierarchy not in _hierarchy.METHODS:
-            raise ValueError(f"unknown hierarchy method {hierarchy!r}; choose one of {', '.join(_hierarchy.METHODS)}")
-        self.hierarchy = hierarchy
+        self.strategy = resolve_strategy(strategy)
+        self.hierarchy = resolve_hierarchy(hierarchy)
+        self.axis_arg = axis
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
         # A Python or NumPy scalar is a part of one element and gives a scalar (the write-offset
@@ -321,10 +309,7 @@ class _Plan:
         self.be = get_backend(self.backend_name)
         work = self._to_backend(native)
         self.types = scan_types(self.op, work.dtype, dtype)
-        self.carries = Carries(self.op, self.types.acc)
-        if self.carries.flagged:
-            # Only the seeded scan sees the elements a zero must absorb (see distscan._carry).
-            self.strategy = "reduce_then_scan"
+        self.dtype_arg = dtype
         if work.dtype != self.types.input:  # non-native byte order
             work = work.astype(self.types.input)
         if self.types.acc != self.types.result and work.dtype != self.types.result:
@@ -364,13 +349,25 @@ class _Plan:
                 out_rows = out_native.reshape(self.rows.shape)
         self.direct_out = out_rows is not None
         self.out_rows = out_rows if out_rows is not None else self.xp.empty(self.rows.shape, self.types.result)
-        self.signature = {
-            "operator": self.op.name, "exclusive": self.exclusive, "dtype": str(self.types.input),
-            "result dtype": str(self.types.result), "axis": axis,
-            "trailing shape": self.trailing if self.distributed else None, "strategy": self.strategy,
-            "hierarchy": self.hierarchy, "backend": self.backend_name,
-            "_rows": int(self.rows.shape[0]),
-        }
+
+    def plan(self, comm, node_size) -> ScanPlan:
+        """The reusable plan of this call's kind (built once, then taken from a cache)."""
+        trailing = self.trailing if self.distributed else ()
+        key = (self.op, self.types.input, self.dtype_arg, self.exclusive, trailing, self.backend_name, self.strategy,
+               self.hierarchy, node_size, self.axis_arg, id(comm))
+        try:
+            plan = _PLANS.get(key)
+        except TypeError:  # an unhashable dtype= argument
+            key, plan = None, None
+        if plan is None or plan.comm is not comm:
+            plan = ScanPlan(self.op, self.types.input, dtype=self.dtype_arg, exclusive=self.exclusive,
+                            trailing=trailing, comm=comm, backend=self.backend_name, strategy=self.strategy,
+                            hierarchy=self.hierarchy, node_size=node_size, agree_on={"axis": self.axis_arg})
+            if key is not None:
+                _PLANS[key] = plan
+                if len(_PLANS) > _MAX_PLANS:
+                    _PLANS.popitem(last=False)
+        return plan
 
     @property
     def xp(self):
@@ -399,67 +396,7 @@ class _Plan:
             return cupy.asarray(arr)
         return arr.get()
 
-    # -- execution ---------------------------------------------------------
-
-    def run(self, comm, timings, node_size):
-        """The whole scan on a single rank (or ``comm`` None)."""
-        timer = _Timer(timings, self.be)
-        self.begin(comm, timer)
-        return self.complete(comm, timer, node_size)
-
-    def _exchanges(self, comm) -> bool:
-        return self.distributed and comm is not None and comm.Get_size() > 1
-
-    def begin(self, comm, timer):
-        """The local work before totals are exchanged (may fail on some ranks: the caller agrees).
-
-        ``reduce_then_scan``: this rank's total.  ``scan_then_add``: the local scan and its total.
-        No exchange (one rank, or a local axis): the whole scan.
-        """
-        if not self._exchanges(comm):
-            with timer.phase("scan"):
-                self.result_rows, _ = self.be.scan(self.rows, self.op, self.types, exclusive=self.exclusive,
-                                                   seed=self.initial, out=self.out_rows)
-        elif self.strategy == "reduce_then_scan":
-            with timer.phase("reduce"):
-                if comm.Get_rank() == comm.Get_size() - 1:
-                    # Nobody needs the last rank's total: skip the pass over its data.
-                    total = self.carries.identity(self.rows.shape[1])
-                else:
-                    total = self.carries.of_part(self.be, self.rows, self.types)
-            self.total = self._rank0_seeded(comm, total)
-        else:
-            with timer.phase("scan"):
-                self.result_rows, total = self.be.scan(
-                    self.rows, self.op, self.types, exclusive=self.exclusive,
-                    seed=self.initial if comm.Get_rank() == 0 else None, out=self.out_rows, want_total=True)
-            self.total = total
-
-    def complete(self, comm, timer, node_size):
-        """Exchange totals (every rank has passed :meth:`begin`), finish the local part, agree."""
-        if not self._exchanges(comm):
-            return self._finish(self.result_rows)
-        with timer.phase("exscan"):
-            offset = self.carries.value(
-                _hierarchy.exclusive_prefix(self.total, self.carries.op, comm, self.hierarchy, node_size))
-        with collectively(comm):
-            if self.strategy == "reduce_then_scan":
-                seed = offset if comm.Get_rank() > 0 else self.initial
-                with timer.phase("scan"):
-                    self.result_rows, _ = self.be.scan(self.rows, self.op, self.types, exclusive=self.exclusive,
-                                                       seed=seed, out=self.out_rows)
-            elif offset is not None:
-                with timer.phase("combine"):
-                    self.be.combine(self.result_rows, self.op, self.types, offset)
-        return self._finish(self.result_rows)
-
-    def _rank0_seeded(self, comm, total):
-        """On rank 0, ``initial`` comes first, so it is part of what later ranks receive."""
-        if comm.Get_rank() == 0 and self.initial is not None:
-            return self.carries.combine(self.carries.of_values(self.initial), total)
-        return total
-
-    def _finish(self, rows):
+    def finish(self, rows):
         if self.direct_out:
             return self.out
         result = rows.reshape(self.work_shape)
@@ -521,22 +458,28 @@ def reduce(x, op="sum", *, dtype=None, comm=None, axis=0, backend="auto"):
         (``max``, ``min``), as ``numpy.max`` does.
     """
     comm = _default_comm(comm)
-    error, plan, total = None, None, None
+    single = comm is None or comm.Get_size() == 1
     try:
         if axis not in (0, None):
             raise ValueError(f"reduce works over the distributed axis: axis must be 0 or None, got {axis!r}")
-        plan = _Plan(x, op, False, None, dtype, None, axis, "auto", "auto", backend)
-        total = plan.carries.of_part(plan.be, plan.rows, plan.types)
-        count = np.array([plan.rows.shape[0]], dtype=np.int64)
+        call = _Call(x, op, False, None, dtype, None, axis, "auto", "auto", backend)
+        plan = call.plan(None if single else comm, None)
+    except Exception as exc:  # noqa: BLE001 - every rank must learn it: join the plan's exchange
+        if single:
+            raise
+        fail_exchange(comm, exc, what="reduce arguments")
+    error, carry, rows = None, None, int(call.rows.shape[0])
+    try:
+        carry = plan.local_carry(call.rows)
     except Exception as exc:  # noqa: BLE001
+        if single:
+            raise
         error = exc
-    agree(comm, error, same=("reduce arguments", plan.signature if plan is not None else None))
-    if comm is not None and comm.Get_size() > 1:
-        from mpi4py import MPI
-        message, mpi_op = _hierarchy.wire(total, plan.carries.op)
-        comm.Allreduce(MPI.IN_PLACE, message, op=mpi_op)
-        comm.Allreduce(MPI.IN_PLACE, count, op=MPI.SUM)
-    if count[0] == 0 and plan.op.name in ("max", "min"):
+    if single:
+        total = plan.carries.value(carry)
+    else:
+        _, total, rows = plan.exchange(carry, error, rows=rows, what="reduce arguments", want_total=True)
+    if rows == 0 and plan.op.name in ("max", "min"):
         raise ValueError(f"zero-size array to reduction operation {plan.op.name} which has no identity")
-    total = plan.carries.value(total).astype(plan.types.result)
+    total = np.asarray(total).astype(plan.types.result)
     return total.reshape(plan.trailing)[()] if plan.trailing else total[0]

@@ -1,117 +1,84 @@
-"""Rank offsets: the exclusive scan of per-rank totals, flat or node-then-cluster.
+"""Rank offsets: what the ranks before this one hold, flat or node-then-cluster.
 
-Every rank contributes its shard's total (a small ``(w,)`` array in the
-accumulator dtype) and receives the combination of the totals of all ranks
-before it.  Two methods give the same offsets:
+Every rank contributes a *record*: a few status words (a failure flag, a fingerprint of the
+arguments, its row count) and its carry (a small array, see :mod:`distscan._carry`).  Each
+rank gets back the status of the whole communicator (any failure? do the fingerprints agree?
+how many rows?) and the combination of the carries of all ranks before it, in rank order.
 
 ``flat``
-    One ``Exscan`` over the whole communicator.
+    One ``Allgather`` of the records: each rank combines the carries before its own, in rank
+    order, so float offsets do not depend on MPI's algorithm.  One collective for the
+    agreement on failures and arguments *and* the offsets.
 ``node``
-    ``Exscan`` inside each node (``Split_type(COMM_TYPE_SHARED)``), the node's
-    total reduced to its leader, ``Exscan`` among node leaders, then a
-    broadcast of the node's offset inside the node.  Only leaders talk across
-    nodes.  Valid when each node holds a contiguous block of ranks; otherwise
-    ``auto`` falls back to ``flat``.
+    The same inside each node (``Split_type(COMM_TYPE_SHARED)``), then among the node leaders
+    with the nodes' totals, then a broadcast of the node's offset and the global status
+    inside each node: three collectives, and only leaders talk across nodes.  Valid when
+    each node holds a contiguous block of ranks; otherwise ``auto`` falls back to ``flat``.
 
-MPI leaves ``Exscan``'s result on the first rank undefined: it is never read;
-the first rank (of the communicator, of a node, of the leaders) gets ``None``,
-meaning "nothing came before".
-
-Carries travel in their own dtype: a built-in MPI operation where one is defined
-and exact for the dtype (integer sums, float sums, ...), otherwise a user-defined
-MPI operation that applies the NumPy ufunc, so NaN propagation in ``max``, float16
-maxima and bitwise operations on bool are exactly NumPy's.
+Records travel as bytes: no MPI datatype or operation is involved, so any carry (float16,
+complex, the flagged product carries) travels alike.  The first rank's offset is None
+("nothing came before").
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
-
-from .ops import Op
 
 METHODS = ("auto", "flat", "node")
 
 # Environment override of the node size (ranks per node), to test the node path on one host.
 NODE_SIZE_ENV = "DISTSCAN_NODE_SIZE"
 
-
-# ---------------------------------------------------------------------------
-# MPI datatypes and operations for carries
-# ---------------------------------------------------------------------------
-
-_datatypes: dict = {}
-_user_ops: dict = {}
-
-# (op name, dtype kinds) for which MPI's built-in operation is defined and gives NumPy's result.
-_BUILTIN_OK = {
-    "SUM": "iufc", "PROD": "iufc",
-    "MAX": "iu", "MIN": "iu",            # floats: MPI does not promise NaN propagation
-    "LAND": "b", "LOR": "b", "LXOR": "b",
-    "BAND": "iu", "BOR": "iu", "BXOR": "iu",
-}
+# A record is RECORD_BYTES long on every rank whatever happens, so that ranks whose arguments
+# differ (or that failed before they knew their carry) still meet in the same Allgather:
+# status words, then the carry inline when it fits (else the ``BIG`` word is set and the carries
+# follow in a second Allgather, once every rank knows that their sizes agree).
+FAILED, FP_MIN, FP_MAX, BIG, ROWS = range(5)
+# The words that must read (0, fp, fp, 0) on every rank for a call to go on: the first ones.
+AGREED_BYTES = 8 * ROWS
+STATUS_BYTES = 8 * 5
+RECORD_BYTES = 256
+INLINE_BYTES = RECORD_BYTES - STATUS_BYTES
 
 
-def mpi_datatype(dtype: np.dtype):
-    """``(datatype, builtin)``: MPI's predefined type for ``dtype``, or a byte block.
-
-    ``builtin`` says whether MPI's built-in operations may be used on it; float16
-    always travels as bytes (MPI has no portable float16 type).
-    """
-    from mpi4py import MPI
-
-    dtype = np.dtype(dtype)
-    if dtype not in _datatypes:
-        dt = None
-        if dtype != np.dtype(np.float16):
-            try:
-                dt = MPI.Datatype.fromcode(dtype.char)
-            except (KeyError, ValueError, TypeError):
-                dt = None
-        builtin = dt is not None
-        if dt is None:
-            dt = MPI.BYTE.Create_contiguous(dtype.itemsize).Commit()
-        _datatypes[dtype] = (dt, builtin)
-    return _datatypes[dtype]
+def status(failed: bool, fingerprint: int, rows: int) -> np.ndarray:
+    """A rank's status words: failed (0/1), its argument fingerprint (twice: min and max over
+    ranks agree iff all ranks have the same), its row count."""
+    return np.array([int(failed), fingerprint, fingerprint, 0, rows], np.int64)
 
 
-def mpi_op(op: Op, dtype: np.dtype):
-    """The MPI operation that combines carries of ``dtype`` exactly as ``op.ufunc`` does."""
-    from mpi4py import MPI
-
-    dtype = np.dtype(dtype)
-    _, builtin_type = mpi_datatype(dtype)
-    if builtin_type and op.mpi_op and dtype.kind in _BUILTIN_OK.get(op.mpi_op, ""):
-        return getattr(MPI, op.mpi_op)
-    key = (op.name, dtype)
-    if key not in _user_ops:
-        ufunc = op.ufunc
-
-        def combine(invec, inoutvec, datatype, _dtype=dtype, _ufunc=ufunc):
-            # invec holds the earlier ranks' carry: inoutvec = invec op inoutvec.
-            a = np.frombuffer(invec, dtype=_dtype)
-            b = np.frombuffer(inoutvec, dtype=_dtype)
-            _ufunc(a, b, out=b)
-
-        _user_ops[key] = MPI.Op.Create(combine, commute=op.commutative)
-    return _user_ops[key]
+def _fold_status(sts: np.ndarray) -> np.ndarray:
+    folded = np.empty(5, np.int64)
+    folded[[FAILED, FP_MIN, FP_MAX, BIG, ROWS]] = (sts[:, FAILED].max(), sts[:, FP_MIN].min(), sts[:, FP_MAX].max(),
+                                                   sts[:, BIG].max(), sts[:, ROWS].sum())
+    return folded
 
 
-def wire(array: np.ndarray, op: Op):
-    """``(message, mpi_op)`` to send ``array`` (a carry) through MPI with ``op``.
+def _record(st: np.ndarray, carry: Optional[np.ndarray]) -> np.ndarray:
+    rec = np.zeros(RECORD_BYTES, np.uint8)
+    body = None if carry is None else np.ascontiguousarray(carry).reshape(-1).view(np.uint8)
+    st = st.copy()
+    if body is not None and body.size > INLINE_BYTES:
+        st[BIG], body = 1, None
+    rec[:STATUS_BYTES] = st.view(np.uint8)
+    if body is not None:
+        rec[STATUS_BYTES:STATUS_BYTES + body.size] = body
+    return rec
 
-    Signed integer sums and products travel as the unsigned type of the same size: the
-    bits of a two's-complement sum or product are the same, and wrap-around on overflow is
-    defined for unsigned integers in C (MPI's built-in operations) as it is in NumPy.
-    """
-    dtype = array.dtype
-    if dtype.kind == "i" and op.name in ("sum", "prod"):
-        array = array.view(np.dtype(f"u{dtype.itemsize}"))
-    dt, _ = mpi_datatype(array.dtype)
-    return [array, array.size, dt], mpi_op(op, array.dtype)
+
+def _gather_records(comm, rec: np.ndarray, like: np.ndarray):
+    """Allgather of fixed-size records: ``(statuses (p, 5), inline carries (p, *like.shape))``."""
+    out = np.empty((comm.Get_size(), RECORD_BYTES), np.uint8)
+    comm.Allgather(rec, out)
+    sts = np.ascontiguousarray(out[:, :STATUS_BYTES]).view(np.int64)
+    if like.nbytes > INLINE_BYTES:
+        return sts, None  # not inline: the caller gathers them whole
+    carries = np.ascontiguousarray(out[:, STATUS_BYTES:STATUS_BYTES + like.nbytes]).view(like.dtype)
+    return sts, carries.reshape((comm.Get_size(),) + like.shape)
 
 
 # ---------------------------------------------------------------------------
@@ -158,7 +125,12 @@ def _node_size_override(node_size):
     if node_size is not None:
         return int(node_size)
     env = os.environ.get(NODE_SIZE_ENV)
-    return int(env) if env else None
+    if not env:
+        return None
+    try:
+        return int(env)
+    except ValueError:
+        raise ValueError(f"{NODE_SIZE_ENV}={env!r} is not a number of ranks per node") from None
 
 
 def get_hierarchy(comm, node_size: Optional[int] = None) -> Hierarchy:
@@ -221,76 +193,84 @@ def resolve_method(method: str, comm, node_size: Optional[int] = None) -> str:
 
 
 # ---------------------------------------------------------------------------
-# Exclusive scan of totals
+# The exchange
 # ---------------------------------------------------------------------------
 
-def _exscan(comm, total: np.ndarray, op: Op) -> Optional[np.ndarray]:
-    """``Exscan`` of ``total`` over ``comm``; None on its first rank."""
-    if comm.Get_size() == 1:
-        return None
-    result = np.empty_like(total)
-    send, mop = wire(total, op)
-    recv, _ = wire(result, op)
-    comm.Exscan(send, recv, op=mop)
-    return None if comm.Get_rank() == 0 else result
+Combine = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
-def _combine(op: Op, before: Optional[np.ndarray], after: Optional[np.ndarray]) -> Optional[np.ndarray]:
-    if before is None:
-        return after
-    if after is None:
-        return before
-    return op.ufunc(before, after).astype(before.dtype, copy=False)
+def _fold(items, combine: Combine):
+    """``items[0] . items[1] . ...`` in order (None for no items)."""
+    acc = None
+    for item in items:
+        acc = item.copy() if acc is None else combine(acc, item)
+    return acc
 
 
-def exclusive_prefix(total: np.ndarray, op: Op, comm, method: str = "auto",
-                     node_size: Optional[int] = None) -> Optional[np.ndarray]:
-    """This rank's offset: ``total[0] op ... op total[rank-1]`` over the ranks of ``comm``.
+def exchange(st: np.ndarray, carry: np.ndarray, combine: Combine, comm, method: str = "auto",
+             node_size: Optional[int] = None, *, want_total: bool = False):
+    """``(global status, offset, total)`` for this rank: see the module docstring.
 
-    Parameters
-    ----------
-    total : numpy.ndarray
-        This rank's total, shape ``(w,)``, in the accumulator dtype.  Same shape and
-        dtype on every rank.
-    op : Op
-        The operator.
-    comm : mpi4py.MPI.Comm
-        The communicator; every rank must call.
-    method : {"auto", "flat", "node"}
-        See the module docstring.
-    node_size : int, optional
-        Force blocks of this many consecutive ranks to act as nodes (tests).
+    ``st`` is this rank's :func:`status`; ``carry`` its carry (the same shape and dtype on every
+    rank whose arguments agree; anything on a rank that failed); ``combine(earlier, later)``
+    combines two carries.  ``offset`` is None on the first rank; ``total`` (every rank's carry
+    combined) only with ``want_total``.  When the global status says that a rank failed or that
+    fingerprints differ, offset and total are None: the caller raises.
 
-    Returns
-    -------
-    numpy.ndarray or None
-        The offset, or None on rank 0 (nothing before it).
+    The first collective is always one ``Allgather`` of fixed-size records over ``comm``, so
+    ranks whose arguments differ, or that failed, still meet in it; only after it has shown
+    that all agree do the paths go on (carries too big to travel inline, the node method).
+    Collective: every rank calls, also the ones that failed (with ``failed`` set).
     """
-    total = np.ascontiguousarray(total)
-    if comm.Get_size() == 1:
-        return None
-    method = resolve_method(method, comm, node_size)
-    if method == "flat":
-        return _exscan(comm, total, op)
+    carry = np.ascontiguousarray(carry)
+    if comm is None or comm.Get_size() == 1:
+        return st.copy(), None, carry.copy() if want_total else None
+    sts, carries = _gather_records(comm, _record(st, carry), carry)
+    total_st = _fold_status(sts)
+    if total_st[FAILED] or total_st[FP_MIN] != total_st[FP_MAX]:
+        return total_st, None, None
+    # From here on every rank's arguments (the method among them) and carry sizes agree.
+    if resolve_method(method, comm, node_size) == "node":
+        offset, total = _node_offsets(carry, combine, comm, node_size, want_total)
+        return total_st, offset, total
+    if total_st[BIG]:
+        carries = np.empty((comm.Get_size(),) + carry.shape, carry.dtype)
+        comm.Allgather(carry, carries)
+    rank = comm.Get_rank()
+    return total_st, _fold(carries[:rank], combine), _fold(carries, combine) if want_total else None
 
+
+def _gather(comm, carry: np.ndarray) -> np.ndarray:
+    out = np.empty((comm.Get_size(),) + carry.shape, carry.dtype)
+    comm.Allgather(carry, out)
+    return out
+
+
+def _node_offsets(carry, combine, comm, node_size, want_total):
+    """Offsets node then cluster: gather inside the node, gather the node totals among the
+    leaders, broadcast the node's offset (and the total) inside the node."""
     h = get_hierarchy(comm, node_size)
-    within = _exscan(h.node, total, op)
-    # The node's total, gathered at its leader, in rank order.
-    node_total = np.empty_like(total)
-    if h.node.Get_size() > 1:
-        send, mop = wire(total, op)
-        recv, _ = wire(node_total, op)
-        h.node.Reduce(send, recv, op=mop, root=0)
-    else:
-        node_total[...] = total
-    node_offset = None
+    on_node = _gather(h.node, carry)
+    within = _fold(on_node[: h.node.Get_rank()], combine)
+    shared = np.zeros((3,) + carry.shape, carry.dtype)  # [has offset (as bytes), offset, total]
     if h.leaders is not None:
-        node_offset = _exscan(h.leaders, node_total, op)
-    if h.node_index == 0:
-        # The first node has nothing before it; all its ranks know this without talking.
-        return within
-    if h.node.Get_size() > 1:
-        buf = node_offset if node_offset is not None else np.empty_like(total)
-        h.node.Bcast(wire(buf, op)[0], root=0)
-        node_offset = buf
-    return _combine(op, node_offset, within)
+        totals = _gather(h.leaders, _fold(on_node, combine))
+        node_offset = _fold(totals[: h.leaders.Get_rank()], combine)
+        if node_offset is not None:
+            shared.reshape(-1).view(np.uint8)[0] = 1
+            shared[1] = node_offset
+        if want_total:
+            shared[2] = _fold(totals, combine)
+    h.node.Bcast(shared, root=0)
+    total = shared[2].copy() if want_total else None
+    if not shared.reshape(-1).view(np.uint8)[0]:
+        return within, total
+    node_offset = shared[1].copy()
+    return (node_offset if within is None else combine(node_offset, within)), total
+
+
+def exclusive_prefix(total: np.ndarray, combine: Combine, comm, method: str = "auto",
+                     node_size: Optional[int] = None) -> Optional[np.ndarray]:
+    """This rank's offset alone: ``total[0] . ... . total[rank-1]`` (None on the first rank)."""
+    _, offset, _ = exchange(status(False, 0, 0), total, combine, comm, method, node_size)
+    return offset

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import distscan
+import distscan._carry
 from distscan import OPS, hierarchy
 from distscan.backends import cpu as cpu_backend
 
@@ -72,7 +73,8 @@ def test_hierarchy_methods_give_the_same_offsets(method, node_size, comm):
         totals = random_array(rng, comm.size, acc, (3,))
         if acc.kind == "f":
             totals[rng.integers(0, comm.size)] = np.nan if opname == "max" else totals[0]
-        offset = hierarchy.exclusive_prefix(totals[comm.rank].copy(), op, comm, method, node_size=node_size)
+        combine = distscan._carry.Carries(op, acc).combine
+        offset = hierarchy.exclusive_prefix(totals[comm.rank].copy(), combine, comm, method, node_size=node_size)
 
         def check():
             if comm.rank == 0:
