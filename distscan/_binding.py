@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass
 from typing import Optional
 
-from ._collective import agree
+from ._collective import agree, default_comm
 
 GPU_ENV = "DISTSCAN_GPU"
 SHARED_ENV = "DISTSCAN_ALLOW_SHARED_GPU"
@@ -145,9 +145,7 @@ def bind_gpu(comm=None, gpu=None, allow_shared=None) -> Binding:
     RuntimeError, DistScanError
         No CuPy / no GPU on some rank; raised on every rank.
     """
-    from .api import _default_comm
-
-    comm = _default_comm(comm)
+    comm = default_comm(comm)
     local_rank, local_size = 0, 1
     error, binding = None, None
     if comm is not None and comm.Get_size() > 1:

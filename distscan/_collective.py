@@ -20,6 +20,22 @@ class DistScanError(RuntimeError):
     """A failure on one or more ranks, raised identically on every rank."""
 
 
+_world = []
+
+
+def default_comm(comm=None):
+    """``comm``, else ``MPI.COMM_WORLD``; None when mpi4py is not installed (one process)."""
+    if comm is not None:
+        return comm
+    if not _world:
+        try:
+            from mpi4py import MPI
+            _world.append(MPI.COMM_WORLD)
+        except ImportError:
+            _world.append(None)
+    return _world[0]
+
+
 # Exception types re-raised as themselves when agreed, found by name (others are found by
 # module and qualified name, see _exception_class; what cannot be rebuilt becomes DistScanError).
 _KEEP_TYPES = (TypeError, ValueError, FileNotFoundError, FileExistsError, IsADirectoryError,

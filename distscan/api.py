@@ -23,6 +23,7 @@ import numpy as np
 from . import hierarchy as _hierarchy
 from ._arrays import to_native
 from ._core import STRATEGIES  # noqa: F401 - public here too (distscan.api.STRATEGIES)
+from ._collective import default_comm
 from ._core import ScanPlan, fail_exchange, resolve_hierarchy, resolve_strategy
 from ._dtypes import ScanTypes, scan_types
 from .backends import get_backend
@@ -32,20 +33,7 @@ BACKENDS = ("auto", "cpu", "cuda")
 _resolve_strategy = resolve_strategy  # the name the fast path and older callers use
 
 
-_world = []
-
-
-def _default_comm(comm):
-    """``comm`` or ``MPI.COMM_WORLD``; None when mpi4py is not installed (single process)."""
-    if comm is not None:
-        return comm
-    if not _world:
-        try:
-            from mpi4py import MPI
-            _world.append(MPI.COMM_WORLD)
-        except ImportError:
-            _world.append(None)
-    return _world[0]
+_default_comm = default_comm
 
 
 def _normalize_axis(axis, ndim: int):
