@@ -1,7 +1,9 @@
-// distscan/kernels/scan_kernels.cu -- thin __global__ entry points.  The host
-// (distscan/backends/cuda.py) compiles this file with NVRTC, -DDISTSCAN_NVRTC, the tile
-// shape and the types as -D macros, e.g. -DDS_TIN=int -DDS_TACC="long long"
-// -DDS_TOUT="long long" -DDS_OP=Sum, and gets extern "C" kernels ds_scan_incl, ... .
+// distscan/kernels/scan_kernels.cu -- thin __global__ entry points, templates on the item
+// types, the operator and the tile shape.  The host (distscan/backends/_cuda_compile.py)
+// compiles this file with NVRTC through cupy.RawModule and picks the instantiations it
+// needs by name expression, e.g.
+//   distscan::scan_tiles_kernel<int, long long, long long, distscan::Sum, false, 256, 32, 1024, 4>
+// (CuPy keeps the compiled module on disk, name expressions included, from CuPy 14.2).
 //
 // Kernels:
 //   scan_tiles_kernel        single-pass scan of a 1-D array (decoupled look-back)
@@ -11,71 +13,28 @@
 //   add_offset_columns_kernel  same with one offset per column of a (n, w) array
 //   scan_columns_kernel      one thread per column of a (n, w) array (for wide w)
 //
-// Tuning macros (host passes them per item size and GPU):
-//   DS_BLOCK_THREADS  threads per scan block            (default 256)
-//   DS_ITEMS          items per thread (ITEMS*sizeof(item) must be a multiple of 16)
-//   DS_WINDOW         look-back window in tiles, 32 * (1..32)     (default 1024)
-//   DS_MIN_BLOCKS     scan blocks per SM the register allocation must allow (default 1)
-//   DS_REDUCE_THREADS threads per block of the reduce/add kernels (default 256)
-//   DS_PERSIST        1: persistent scan blocks (grid ~ resident blocks, loop over claimed
-//                     tiles, next tile's loads in flight during the look-back; needs
-//                     2 * AgentScan::DYN_BYTES dynamic shared memory)   (default 0)
+// Tile shape (template arguments of scan_tiles_kernel; the host picks them per item size):
+//   BLOCK_THREADS  threads per scan block
+//   ITEMS          items per thread (ITEMS * sizeof(item) must be a multiple of 16)
+//   WINDOW         look-back window in tiles, 32 * (1..32)
+//   MIN_BLOCKS     scan blocks per SM the register allocation must allow
 #include "agent_scan.cuh"
-
-#ifndef DS_BLOCK_THREADS
-#define DS_BLOCK_THREADS 256
-#endif
-#ifndef DS_ITEMS
-#define DS_ITEMS 16
-#endif
-#ifndef DS_WINDOW
-#define DS_WINDOW 1024
-#endif
-#ifndef DS_MIN_BLOCKS
-#define DS_MIN_BLOCKS 1
-#endif
-#ifndef DS_REDUCE_THREADS
-#define DS_REDUCE_THREADS 256
-#endif
-#ifndef DS_PERSIST
-#define DS_PERSIST 0  // 1: persistent blocks, two cp.async stages (agent_scan.cuh); host sizes grid and smem
-#endif
 
 namespace distscan {
 
-// d_in[0, n) -> d_out[0, n); seed folded in before the first item when has_seed;
-// d_total (may be null) gets seed op x[0] op ... op x[n-1] in the accumulator type.
-// Tile state: see tile_state.cuh.  vector_ok: d_in and d_out are 16-byte aligned.
-template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE>
-__device__ __forceinline__ void scan_tiles(const TIn *d_in, TOut *d_out, i64 n, u64 *d_aggregates, u64 *d_subaggs,
-                                           u64 *d_anchors, u64 *d_tile_counter, u64 counter_base, unsigned epoch, TAcc seed,
-                                           int has_seed, TAcc *d_total, int vector_ok) {
-    TileState st;
-    st.d_aggregates = d_aggregates;
-    st.d_subaggs = d_subaggs;
-    st.d_anchors = d_anchors;
-    st.d_tile_counter = d_tile_counter;
-    st.counter_base = counter_base;
-    st.epoch = epoch;
-#if DS_PERSIST
-    AgentScan<TIn, TAcc, TOut, Op, EXCLUSIVE, DS_BLOCK_THREADS, DS_ITEMS, DS_WINDOW>::consume_persistent(
-        d_in, d_out, n, st, seed, has_seed != 0, d_total, vector_ok != 0);
-#else
-    AgentScan<TIn, TAcc, TOut, Op, EXCLUSIVE, DS_BLOCK_THREADS, DS_ITEMS, DS_WINDOW>::consume(
-        d_in, d_out, n, st, seed, has_seed != 0, d_total, vector_ok != 0);
-#endif
-}
+// Threads per block of the reduce, add and column kernels.
+constexpr int REDUCE_THREADS = 256;
 
 // Block-wide reduction in a fixed order: lanes (butterfly), then warps in order.
 template <typename T, typename Op>
 __device__ __forceinline__ T block_reduce(T x) {
-    __shared__ T s_warps[DS_REDUCE_THREADS / 32];
+    __shared__ T s_warps[REDUCE_THREADS / 32];
     x = warp_reduce<T, Op>(x);
     if ((threadIdx.x & 31) == 0) s_warps[threadIdx.x >> 5] = x;
     __syncthreads();
     T r = s_warps[0];
 #pragma unroll
-    for (int w = 1; w < DS_REDUCE_THREADS / 32; ++w) r = Op::template apply<T>(r, s_warps[w]);
+    for (int w = 1; w < REDUCE_THREADS / 32; ++w) r = Op::template apply<T>(r, s_warps[w]);
     return r;  // valid in every thread
 }
 
@@ -97,8 +56,8 @@ __device__ __forceinline__ TAcc fold_vector(TAcc acc, uint4 v) {
 // reductions are reproducible for a given n and GPU.  No atomics.
 template <typename TIn, typename TAcc, typename Op>
 __device__ __forceinline__ void reduce_partials(const TIn *d_in, i64 n, TAcc *d_partials, int vector_ok) {
-    const i64 tid = (i64)blockIdx.x * DS_REDUCE_THREADS + threadIdx.x;
-    const i64 stride = (i64)gridDim.x * DS_REDUCE_THREADS;
+    const i64 tid = (i64)blockIdx.x * REDUCE_THREADS + threadIdx.x;
+    const i64 stride = (i64)gridDim.x * REDUCE_THREADS;
     TAcc acc = Op::template identity<TAcc>();
     i64 first_scalar = 0;
     if (vector_ok && sizeof(TIn) <= 16) {
@@ -126,7 +85,7 @@ __device__ __forceinline__ void reduce_partials(const TIn *d_in, i64 n, TAcc *d_
 template <typename TAcc, typename Op>
 __device__ __forceinline__ void reduce_final(const TAcc *d_partials, int count, TAcc *d_out) {
     TAcc acc = Op::template identity<TAcc>();
-    for (int i = threadIdx.x; i < count; i += DS_REDUCE_THREADS) acc = Op::template apply<TAcc>(acc, d_partials[i]);
+    for (int i = threadIdx.x; i < count; i += REDUCE_THREADS) acc = Op::template apply<TAcc>(acc, d_partials[i]);
     TAcc r = block_reduce<TAcc, Op>(acc);
     if (threadIdx.x == 0) d_out[0] = r;
 }
@@ -134,8 +93,8 @@ __device__ __forceinline__ void reduce_final(const TAcc *d_partials, int count, 
 // y[i] = offset op y[i] for i in [0, n), in place, computed in the accumulator type.
 template <typename TOut, typename TAcc, typename Op>
 __device__ __forceinline__ void add_offset(TOut *d_y, i64 n, TAcc offset, int vector_ok) {
-    const i64 tid = (i64)blockIdx.x * DS_REDUCE_THREADS + threadIdx.x;
-    const i64 stride = (i64)gridDim.x * DS_REDUCE_THREADS;
+    const i64 tid = (i64)blockIdx.x * REDUCE_THREADS + threadIdx.x;
+    const i64 stride = (i64)gridDim.x * REDUCE_THREADS;
     i64 first_scalar = 0;
     if (vector_ok && sizeof(TOut) <= 16) {
         const int VEC = 16 / (int)sizeof(TOut);
@@ -161,8 +120,8 @@ __device__ __forceinline__ void add_offset(TOut *d_y, i64 n, TAcc offset, int ve
 // y[i, c] = offsets[c] op y[i, c] for a C-contiguous (n_rows, w) array of n_items items.
 template <typename TOut, typename TAcc, typename Op>
 __device__ __forceinline__ void add_offset_columns(TOut *d_y, i64 n_items, i64 w, const TAcc *d_offsets) {
-    const i64 stride = (i64)gridDim.x * DS_REDUCE_THREADS;
-    for (i64 i = (i64)blockIdx.x * DS_REDUCE_THREADS + threadIdx.x; i < n_items; i += stride)
+    const i64 stride = (i64)gridDim.x * REDUCE_THREADS;
+    for (i64 i = (i64)blockIdx.x * REDUCE_THREADS + threadIdx.x; i < n_items; i += stride)
         d_y[i] = Convert<TOut, TAcc>::apply(Op::template apply<TAcc>(d_offsets[i % w], Convert<TAcc, TOut>::apply(d_y[i])));
 }
 
@@ -172,7 +131,7 @@ __device__ __forceinline__ void add_offset_columns(TOut *d_y, i64 n_items, i64 w
 template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE>
 __device__ __forceinline__ void scan_columns(const TIn *d_in, TOut *d_out, i64 n, i64 w, const TAcc *d_seeds,
                                              int has_seed, TAcc *d_totals) {
-    const i64 c = (i64)blockIdx.x * DS_REDUCE_THREADS + threadIdx.x;
+    const i64 c = (i64)blockIdx.x * REDUCE_THREADS + threadIdx.x;
     if (c >= w) return;
     TAcc acc = has_seed ? d_seeds[c] : Op::template identity<TAcc>();
     for (i64 r = 0; r < n; ++r) {
@@ -189,107 +148,72 @@ __device__ __forceinline__ void scan_columns(const TIn *d_in, TOut *d_out, i64 n
 }
 
 // ---------------------------------------------------------------------------------------
-// Entry points.  Templates for C++ users and the standalone build; for NVRTC the host
-// defines DS_TIN, DS_TACC, DS_TOUT (C++ types) and DS_OP (functor) and gets plain
-// extern "C" names (ds_scan_incl, ...), so that CuPy's on-disk cache (which it does not
-// use for modules compiled with name expressions) serves later processes.
+// Entry points
 // ---------------------------------------------------------------------------------------
-template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE>
-__global__ void __launch_bounds__(DS_BLOCK_THREADS, DS_MIN_BLOCKS)
-    scan_tiles_kernel(const TIn *d_in, TOut *d_out, i64 n, u64 *d_aggregates, u64 *d_subaggs, u64 *d_anchors, u64 *d_tile_counter,
-                      u64 counter_base, unsigned epoch, TAcc seed, int has_seed, TAcc *d_total, int vector_ok) {
-    scan_tiles<TIn, TAcc, TOut, Op, EXCLUSIVE>(d_in, d_out, n, d_aggregates, d_subaggs, d_anchors, d_tile_counter, counter_base,
-                                               epoch, seed, has_seed, d_total, vector_ok);
+
+// d_in[0, n) -> d_out[0, n); seed folded in before the first item when has_seed;
+// d_total (may be null) gets seed op x[0] op ... op x[n-1] in the accumulator type.
+// Tile state: see tile_state.cuh.  vector_ok: d_in and d_out are 16-byte aligned.
+template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, int BLOCK_THREADS, int ITEMS,
+          int WINDOW, int MIN_BLOCKS>
+__global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS)
+    scan_tiles_kernel(const TIn *d_in, TOut *d_out, i64 n, u64 *d_aggregates, u64 *d_subaggs, u64 *d_anchors,
+                      u64 *d_tile_counter, u64 counter_base, unsigned epoch, TAcc seed, int has_seed, TAcc *d_total,
+                      int vector_ok) {
+    TileState st;
+    st.d_aggregates = d_aggregates;
+    st.d_subaggs = d_subaggs;
+    st.d_anchors = d_anchors;
+    st.d_tile_counter = d_tile_counter;
+    st.counter_base = counter_base;
+    st.epoch = epoch;
+    AgentScan<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, WINDOW>::consume(d_in, d_out, n, st, seed,
+                                                                                    has_seed != 0, d_total,
+                                                                                    vector_ok != 0);
 }
 template <typename TIn, typename TAcc, typename Op>
-__global__ void __launch_bounds__(DS_REDUCE_THREADS)
+__global__ void __launch_bounds__(REDUCE_THREADS)
     reduce_partials_kernel(const TIn *d_in, i64 n, TAcc *d_partials, int vector_ok) {
     reduce_partials<TIn, TAcc, Op>(d_in, n, d_partials, vector_ok);
 }
 template <typename TAcc, typename Op>
-__global__ void __launch_bounds__(DS_REDUCE_THREADS) reduce_final_kernel(const TAcc *d_partials, int count, TAcc *d_out) {
+__global__ void __launch_bounds__(REDUCE_THREADS) reduce_final_kernel(const TAcc *d_partials, int count, TAcc *d_out) {
     reduce_final<TAcc, Op>(d_partials, count, d_out);
 }
 template <typename TOut, typename TAcc, typename Op>
-__global__ void __launch_bounds__(DS_REDUCE_THREADS) add_offset_kernel(TOut *d_y, i64 n, TAcc offset, int vector_ok) {
+__global__ void __launch_bounds__(REDUCE_THREADS) add_offset_kernel(TOut *d_y, i64 n, TAcc offset, int vector_ok) {
     add_offset<TOut, TAcc, Op>(d_y, n, offset, vector_ok);
 }
 template <typename TOut, typename TAcc, typename Op>
-__global__ void __launch_bounds__(DS_REDUCE_THREADS)
+__global__ void __launch_bounds__(REDUCE_THREADS)
     add_offset_columns_kernel(TOut *d_y, i64 n_items, i64 w, const TAcc *d_offsets) {
     add_offset_columns<TOut, TAcc, Op>(d_y, n_items, w, d_offsets);
 }
 template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE>
-__global__ void __launch_bounds__(DS_REDUCE_THREADS)
+__global__ void __launch_bounds__(REDUCE_THREADS)
     scan_columns_kernel(const TIn *d_in, TOut *d_out, i64 n, i64 w, const TAcc *d_seeds, int has_seed, TAcc *d_totals) {
     scan_columns<TIn, TAcc, TOut, Op, EXCLUSIVE>(d_in, d_out, n, w, d_seeds, has_seed, d_totals);
 }
 
 }  // namespace distscan
 
-#if defined(DS_TIN) && defined(DS_TACC) && defined(DS_TOUT) && defined(DS_OP)
-#define DS_F distscan::DS_OP
-extern "C" __global__ void __launch_bounds__(DS_BLOCK_THREADS, DS_MIN_BLOCKS)
-    ds_scan_incl(const DS_TIN *d_in, DS_TOUT *d_out, distscan::i64 n, distscan::u64 *d_aggregates,
-                 distscan::u64 *d_subaggs, distscan::u64 *d_anchors, distscan::u64 *d_tile_counter, distscan::u64 counter_base, unsigned epoch,
-                 DS_TACC seed, int has_seed, DS_TACC *d_total, int vector_ok) {
-    distscan::scan_tiles<DS_TIN, DS_TACC, DS_TOUT, DS_F, false>(d_in, d_out, n, d_aggregates, d_subaggs, d_anchors, d_tile_counter,
-                                                                counter_base, epoch, seed, has_seed, d_total, vector_ok);
-}
-extern "C" __global__ void __launch_bounds__(DS_BLOCK_THREADS, DS_MIN_BLOCKS)
-    ds_scan_excl(const DS_TIN *d_in, DS_TOUT *d_out, distscan::i64 n, distscan::u64 *d_aggregates,
-                 distscan::u64 *d_subaggs, distscan::u64 *d_anchors, distscan::u64 *d_tile_counter, distscan::u64 counter_base, unsigned epoch,
-                 DS_TACC seed, int has_seed, DS_TACC *d_total, int vector_ok) {
-    distscan::scan_tiles<DS_TIN, DS_TACC, DS_TOUT, DS_F, true>(d_in, d_out, n, d_aggregates, d_subaggs, d_anchors, d_tile_counter,
-                                                               counter_base, epoch, seed, has_seed, d_total, vector_ok);
-}
-extern "C" __global__ void __launch_bounds__(DS_REDUCE_THREADS)
-    ds_reduce_partials(const DS_TIN *d_in, distscan::i64 n, DS_TACC *d_partials, int vector_ok) {
-    distscan::reduce_partials<DS_TIN, DS_TACC, DS_F>(d_in, n, d_partials, vector_ok);
-}
-extern "C" __global__ void __launch_bounds__(DS_REDUCE_THREADS)
-    ds_reduce_final(const DS_TACC *d_partials, int count, DS_TACC *d_out) {
-    distscan::reduce_final<DS_TACC, DS_F>(d_partials, count, d_out);
-}
-extern "C" __global__ void __launch_bounds__(DS_REDUCE_THREADS)
-    ds_add_offset(DS_TOUT *d_y, distscan::i64 n, DS_TACC offset, int vector_ok) {
-    distscan::add_offset<DS_TOUT, DS_TACC, DS_F>(d_y, n, offset, vector_ok);
-}
-extern "C" __global__ void __launch_bounds__(DS_REDUCE_THREADS)
-    ds_add_offset_columns(DS_TOUT *d_y, distscan::i64 n_items, distscan::i64 w, const DS_TACC *d_offsets) {
-    distscan::add_offset_columns<DS_TOUT, DS_TACC, DS_F>(d_y, n_items, w, d_offsets);
-}
-extern "C" __global__ void __launch_bounds__(DS_REDUCE_THREADS)
-    ds_columns_incl(const DS_TIN *d_in, DS_TOUT *d_out, distscan::i64 n, distscan::i64 w, const DS_TACC *d_seeds,
-                    int has_seed, DS_TACC *d_totals) {
-    distscan::scan_columns<DS_TIN, DS_TACC, DS_TOUT, DS_F, false>(d_in, d_out, n, w, d_seeds, has_seed, d_totals);
-}
-extern "C" __global__ void __launch_bounds__(DS_REDUCE_THREADS)
-    ds_columns_excl(const DS_TIN *d_in, DS_TOUT *d_out, distscan::i64 n, distscan::i64 w, const DS_TACC *d_seeds,
-                    int has_seed, DS_TACC *d_totals) {
-    distscan::scan_columns<DS_TIN, DS_TACC, DS_TOUT, DS_F, true>(d_in, d_out, n, w, d_seeds, has_seed, d_totals);
-}
-#endif
-
 #ifndef DISTSCAN_NVRTC
 // Standalone build (nvcc -arch=sm_90 -c scan_kernels.cu): a few instantiations, so that
 // the compiler checks the templates and `-Xptxas -v` reports registers and spills.
 namespace distscan {
-template __global__ void scan_tiles_kernel<int, int, int, Sum, false>(const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, u64,
-                                                                     unsigned, int, int, int *, int);
-template __global__ void scan_tiles_kernel<float, float, float, Sum, true>(const float *, float *, i64, u64 *, u64 *,
-                                                                          u64 *, u64 *, u64, unsigned, float, int, float *, int);
-template __global__ void scan_tiles_kernel<double, double, double, Max, false>(const double *, double *, i64, u64 *,
-                                                                              u64 *, u64 *, u64 *, u64, unsigned, double, int,
-                                                                              double *, int);
-template __global__ void scan_tiles_kernel<signed char, long long, long long, Sum, false>(
+template __global__ void scan_tiles_kernel<int, int, int, Sum, false, 256, 32, 1024, 4>(
+    const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, int, int, int *, int);
+template __global__ void scan_tiles_kernel<float, float, float, Sum, true, 256, 32, 1024, 4>(
+    const float *, float *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, float, int, float *, int);
+template __global__ void scan_tiles_kernel<double, double, double, Max, false, 256, 16, 1024, 3>(
+    const double *, double *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, double, int, double *, int);
+template __global__ void scan_tiles_kernel<signed char, long long, long long, Sum, false, 256, 16, 1024, 3>(
     const signed char *, long long *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, long long, int, long long *, int);
-template __global__ void scan_tiles_kernel<Complex<float>, Complex<float>, Complex<float>, Prod, true>(
+template __global__ void scan_tiles_kernel<Complex<float>, Complex<float>, Complex<float>, Prod, true, 256, 16, 1024, 3>(
     const Complex<float> *, Complex<float> *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, Complex<float>, int,
     Complex<float> *, int);
-template __global__ void scan_tiles_kernel<int, bool, bool, LogicalXor, false>(const int *, bool *, i64, u64 *, u64 *,
-                                                                              u64 *, u64 *, u64, unsigned, bool, int, bool *,
-                                                                              int);
+template __global__ void scan_tiles_kernel<int, bool, bool, LogicalXor, false, 256, 32, 1024, 4>(
+    const int *, bool *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, bool, int, bool *, int);
 template __global__ void reduce_partials_kernel<float, float, Sum>(const float *, i64, float *, int);
 template __global__ void reduce_final_kernel<float, Sum>(const float *, int, float *);
 template __global__ void add_offset_kernel<long long, long long, Sum>(long long *, i64, long long, int);

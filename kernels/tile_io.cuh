@@ -59,23 +59,6 @@ struct WarpTileIO {
         for (int i = 0; i < ITEMS; ++i) items[i] = u.t[i];
     }
 
-    // Global -> shared (striped) without passing through registers: cp.async 16-byte copies
-    // (L2 only, .cg), so a block can start the next tile's loads and keep them in flight
-    // while it waits in the look-back.  Only full, 16-byte-aligned segments; returns false
-    // (nothing issued) otherwise, and the caller then uses load_to_smem when it needs the
-    // data.  Completion: cp_async_wait<...>() by the issuing thread, then __syncwarp().
-    static __device__ __forceinline__ bool load_to_smem_async(const T *d_seg, int valid, bool vector_ok, char *smem,
-                                                              int lane) {
-        if (!(vector_ok && valid == 32 * ITEMS)) return false;
-        const uint4 *src = reinterpret_cast<const uint4 *>(d_seg);
-#pragma unroll
-        for (int k = 0; k < VECS; ++k) {
-            const unsigned dst = (unsigned)__cvta_generic_to_shared(smem + smem_offset((k * 32 + lane) * 16));
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src + k * 32 + lane) : "memory");
-        }
-        return true;
-    }
-
     // Registers (blocked) -> shared.
     static __device__ __forceinline__ void regs_to_smem(char *smem, int lane, const T (&items)[ITEMS]) {
         union {

@@ -108,9 +108,6 @@ struct TileState {
     unsigned epoch;      // this launch's epoch (>= 1)
 };
 
-#ifndef DS_BACKOFF_NS
-#define DS_BACKOFF_NS 0  // sleep between unsuccessful polling rounds (0: spin)
-#endif
 
 // Called by all 32 lanes of ONE warp of the block owning `tile`, after the block
 // aggregate is known.  Publishes what `tile` owes (aggregate, sub-window total, anchor,
@@ -140,9 +137,6 @@ __device__ __forceinline__ T tile_lookback(const TileState &st, i64 tile, i64 nu
     while (true) {
         if (!ok) ok = W::try_load(d_a, st.epoch, a);
         if (__all_sync(0xffffffffu, ok)) break;
-#if DS_BACKOFF_NS > 0
-        __nanosleep(DS_BACKOFF_NS);
-#endif
     }
     const T in_sub = warp_reduce<T, Op>(a);
     if (lane == 0 && j == 31 && s != SUBS - 1 && !last_tile)
@@ -159,9 +153,6 @@ __device__ __forceinline__ T tile_lookback(const TileState &st, i64 tile, i64 nu
         if (!ok) ok = W::try_load(d_b, st.epoch, b);
         if (!anchor_ok) anchor_ok = W::try_load(st.d_anchors + (g - 1) * W::K, st.epoch, anchor);
         if (__all_sync(0xffffffffu, ok && anchor_ok)) break;
-#if DS_BACKOFF_NS > 0
-        __nanosleep(DS_BACKOFF_NS);
-#endif
     }
     const T before_sub = warp_reduce<T, Op>(b);
     anchor = shfl_idx(anchor, 0);

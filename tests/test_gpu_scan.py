@@ -366,19 +366,18 @@ def test_api_torch():
     np.testing.assert_array_equal(cp.asnumpy(got), np.cumsum(np.arange(1000)))
 
 
-@pytest.mark.parametrize("persist", [0, 1])
+@pytest.mark.parametrize("shape", [(256, 0, 1024, 3), (128, 0, 64, 8), (64, 0, 32, 1)])
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32])
-def test_persistent_and_classic_kernels(persist, dtype):
-    """Both scan kernels (one tile per block; persistent blocks with cp.async stages) over
-    more tiles than resident blocks, misaligned and partial tiles, back to back (tile
-    counter and epochs across launches), exact for integers and bitwise equal between
-    the two kernels' repeated runs for floats."""
+def test_tile_shapes(shape, dtype):
+    """The scan kernel at other tile shapes (template arguments) over more tiles than resident
+    blocks, misaligned and partial tiles, back to back (tile counter and epochs across launches):
+    exact for integers, bitwise equal between repeated runs for floats."""
     rng = np.random.default_rng()
     op = get_op("sum")
     types = scan_types(op, dtype)
     items = 32 if np.dtype(dtype).itemsize == 4 else 16
     old = gpu._TUNING_OVERRIDE
-    gpu._TUNING_OVERRIDE = (256, items, 1024, 3, "", persist)
+    gpu._TUNING_OVERRIDE = (shape[0], items, shape[2], shape[3])
     try:
         for n in (1, 8191, 8193, 3 * 8192 * 1024 + 77, (1 << 25) + 3):
             x = cp.asarray(_random(rng, dtype, n + 1, op))[1:]  # misaligned: scalar path

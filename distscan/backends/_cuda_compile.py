@@ -1,18 +1,14 @@
 """Finding, compiling and caching the CUDA kernels of ``kernels/``.
 
-The kernels are C++ templates (``kernels/scan_kernels.cu``); one CuPy
-``RawModule`` is compiled with NVRTC per (input, accumulator, output C++ types,
-operator functor, tile shape).  The combination is selected by -D macros
-(``DS_TIN``, ``DS_TACC``, ``DS_TOUT``, ``DS_OP``, tile shape) and the file then
-defines plain ``extern "C"`` entry points (``ds_scan_incl``, ...).  Name
-expressions would select the same template instantiations, but CuPy does not read
-its on-disk cache for modules compiled with name expressions, and a test run
-needs ~120 modules: with macros, compiled binaries are kept on disk by CuPy
-(``CUPY_CACHE_DIR``, written atomically) and :func:`precompile` can build them in
-parallel processes.  Modules are also memoized in the process per device.
-The source text handed to NVRTC starts with a hash of every file in ``kernels/``,
-so CuPy's disk cache, keyed on that text, never serves a binary built from older
-headers.
+The kernels are C++ templates (``kernels/scan_kernels.cu``) on the item types, the
+operator functor and the tile shape.  One CuPy ``RawModule`` is compiled with NVRTC per
+(input, accumulator, output types, operator, tile shape), with the instantiations it needs
+named by ``name_expressions`` (:func:`names`); CuPy keeps the compiled module in its disk
+cache (``CUPY_CACHE_DIR``, written atomically), name expressions included from CuPy 14.2,
+so later processes load it instead of compiling, and :func:`precompile` can build many in
+parallel processes.  Modules are also memoized in the process per device.  The source
+text handed to NVRTC starts with a hash of every file in ``kernels/``, so the disk cache,
+keyed on that text, never serves a binary built from older headers.
 
 The sources are found next to the package in a checkout (``<repo>/kernels``) and
 as the ``distscan.kernels`` package data when installed.
@@ -112,14 +108,12 @@ def _source() -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Tuning:
-    """Tile shape of the scan kernel (the -D macros of scan_kernels.cu)."""
+    """Tile shape of the scan kernel (template arguments of ``scan_tiles_kernel``)."""
 
     block_threads: int
     items: int
     window: int
     min_blocks: int
-    diag: str = ""  # diagnostic -D macros (benchmarks only), e.g. "DS_DIAG_NO_LOOKBACK"
-    persist: int = 0  # 1: persistent blocks with two cp.async shared-memory stages (DS_PERSIST)
 
     @property
     def tile_items(self) -> int:
@@ -140,34 +134,20 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None) -> Tuning:
     s_in, s_acc, s_out = np.dtype(in_dtype).itemsize, kernel_acc_dtype(acc_dtype).itemsize, np.dtype(out_dtype).itemsize
     if override is not None:
         t = Tuning(*override) if not isinstance(override, Tuning) else override
-        threads, items, window, min_blocks, diag, persist = (t.block_threads, t.items, t.window, t.min_blocks, t.diag,
-                                                             t.persist)
+        threads, items, window, min_blocks = t.block_threads, t.items, t.window, t.min_blocks
     else:
-        window, diag = 1024, ""
+        window = 1024
         if s_acc <= 4:  # 8192-item tiles: measured 2490 GB/s vs 2120 with 4096 (H100, 2^29 int32)
-            threads, items, min_blocks, persist = 256, 32, 4 - DEFAULT_PERSIST, DEFAULT_PERSIST
+            threads, items, min_blocks = 256, 32, 4
         elif s_acc <= 8:
-            threads, items, min_blocks, persist = 256, 16, 3, DEFAULT_PERSIST
+            threads, items, min_blocks = 256, 16, 3
         else:
-            threads, items, min_blocks, persist = 256, 8, 1, 0
+            threads, items, min_blocks = 256, 8, 1
     items = max(items, 16 // min(s_in, s_out))
-    # shared memory: one padded lane stride per thread (input or output, the larger); static
-    # (< 48 KB) for the one-tile-per-block kernel, two dynamic stages when persistent
-    limit = (200 if persist else 46) * 1024 // (2 if persist else 1)
-    while threads > 64 and threads * max(_lane_stride(s_in, items), _lane_stride(s_out, items)) > limit:
+    # static shared memory (< 48 KB): one padded lane stride per thread (input or output, the larger)
+    while threads > 64 and threads * max(_lane_stride(s_in, items), _lane_stride(s_out, items)) > 46 * 1024:
         threads //= 2
-    return Tuning(threads, items, window, min_blocks, diag, persist)
-
-
-# Persistent kernel off by default: measured 1596 vs 2474 GB/s (H100, 2^29 int32), see
-# benchmarks/NOTES-gpu.md (v4).
-DEFAULT_PERSIST = 0
-
-
-def stage_bytes(key: "ModuleKey") -> int:
-    """Dynamic shared memory of one stage of the persistent kernel (AgentScan::DYN_BYTES)."""
-    t = key.tuning
-    return t.block_threads * max(_lane_stride(key.in_dtype.itemsize, t.items), _lane_stride(key.out_dtype.itemsize, t.items))
+    return Tuning(threads, items, window, min_blocks)
 
 
 @dataclass(frozen=True)
@@ -184,28 +164,26 @@ ROLES = ("scan_incl", "scan_excl", "reduce_partials", "reduce_final", "add_offse
 
 
 def names(key: ModuleKey) -> dict:
-    """Kernel names of one module, by role (``extern "C"`` entry points of scan_kernels.cu)."""
-    return {role: f"ds_{role}" for role in ROLES}
+    """The name expression of each kernel of one module, by role."""
+    tin, tacc, tout = ctype(key.in_dtype), ctype(key.acc_dtype), ctype(key.out_dtype)
+    op = f"distscan::{key.functor}"
+    t = key.tuning
+    shape = f"{t.block_threads}, {t.items}, {t.window}, {t.min_blocks}"
+    return {
+        "scan_incl": f"distscan::scan_tiles_kernel<{tin}, {tacc}, {tout}, {op}, false, {shape}>",
+        "scan_excl": f"distscan::scan_tiles_kernel<{tin}, {tacc}, {tout}, {op}, true, {shape}>",
+        "reduce_partials": f"distscan::reduce_partials_kernel<{tin}, {tacc}, {op}>",
+        "reduce_final": f"distscan::reduce_final_kernel<{tacc}, {op}>",
+        "add_offset": f"distscan::add_offset_kernel<{tout}, {tacc}, {op}>",
+        "add_offset_columns": f"distscan::add_offset_columns_kernel<{tout}, {tacc}, {op}>",
+        "columns_incl": f"distscan::scan_columns_kernel<{tin}, {tacc}, {tout}, {op}, false>",
+        "columns_excl": f"distscan::scan_columns_kernel<{tin}, {tacc}, {tout}, {op}, true>",
+    }
 
 
 def options(key: ModuleKey) -> tuple:
-    src, kdir = _source()
-    t = key.tuning
-    opts = [
-        "-std=c++17",
-        "-DDISTSCAN_NVRTC",
-        f"-DDS_BLOCK_THREADS={t.block_threads}",
-        f"-DDS_ITEMS={t.items}",
-        f"-DDS_WINDOW={t.window}",
-        f"-DDS_MIN_BLOCKS={t.min_blocks}",
-        f"-DDS_PERSIST={t.persist}",
-        f"-DDS_TIN={ctype(key.in_dtype)}",
-        f"-DDS_TACC={ctype(key.acc_dtype)}",
-        f"-DDS_TOUT={ctype(key.out_dtype)}",
-        f"-DDS_OP={key.functor}",
-        f"-I{kdir}",
-    ]
-    opts += [f"-D{d}" for d in t.diag.split(",") if d]
+    _, kdir = _source()
+    opts = ["-std=c++17", "-DDISTSCAN_NVRTC", f"-I{kdir}"]
     if np.dtype(np.float16) in (key.in_dtype, key.out_dtype):
         opts.append("-DDISTSCAN_HALF")
     return tuple(opts)
@@ -224,7 +202,7 @@ def get_functions(key: ModuleKey, device_id: int) -> dict:
         src, _ = _source()
         by_role = names(key)
         with cupy.cuda.Device(device_id):
-            mod = cupy.RawModule(code=src, options=options(key))
+            mod = cupy.RawModule(code=src, options=options(key), name_expressions=tuple(by_role.values()))
             funcs = {role: mod.get_function(expr) for role, expr in by_role.items()}
         _MODULES[cache_key] = funcs
     return funcs

@@ -43,7 +43,7 @@ name = "cuda"
 
 # Columns at most this many go through the single-pass kernel one by one.
 _NARROW_COLUMNS = 32
-# Set (threads, items, window, min_blocks) to force a tile shape (benchmarks do).
+# Set (threads, items, window, min_blocks) to force a tile shape (benchmarks and tests do).
 _TUNING_OVERRIDE = None
 
 
@@ -98,7 +98,7 @@ class _TileScratch:
         self.counter_base = 0
         self.epoch = 0
 
-    def prepare(self, num_tiles: int, window: int, k: int, claims: int = 0):
+    def prepare(self, num_tiles: int, window: int, k: int):
         cp = _cp
         need_words = max(num_tiles, 1) * k
         need_subaggs = (num_tiles // 32 + 1) * k
@@ -118,7 +118,7 @@ class _TileScratch:
             self.epoch = 0
         self.epoch += 1
         base = self.counter_base
-        self.counter_base += claims or num_tiles  # persistent kernel: num_tiles + grid claims
+        self.counter_base += num_tiles
         return base, self.epoch
 
     def fits(self, num_tiles: int, window: int, k: int) -> bool:
@@ -146,8 +146,7 @@ _PLANS: dict = {}
 
 
 class _Plan:
-    __slots__ = ("funcs", "tuning", "kacc", "k_words", "in_size", "out_size", "tile", "window", "threads", "persist",
-                 "smem", "max_grid", "identity_k")
+    __slots__ = ("funcs", "tuning", "kacc", "k_words", "in_size", "out_size", "tile", "window", "threads", "identity_k")
 
 
 def _plan(dev_id: int, in_dtype, types: ScanTypes, op: Op) -> _Plan:
@@ -169,18 +168,6 @@ def _plan(dev_id: int, in_dtype, types: ScanTypes, op: Op) -> _Plan:
         plan.window = tuning.window
         plan.threads = tuning.block_threads
         plan.identity_k = kacc.type(op.identity(types.acc))
-        plan.persist = bool(tuning.persist)
-        plan.smem = 0
-        plan.max_grid = 0
-        if plan.persist:
-            # two stages of dynamic shared memory; grid = resident blocks (smem and the
-            # __launch_bounds__ minimum decide how many fit on one SM)
-            plan.smem = 2 * cc.stage_bytes(mkey)
-            per_sm = min(max(1, tuning.min_blocks), 2048 // tuning.block_threads,
-                         max(1, (228 * 1024) // (plan.smem + 2048)))
-            plan.max_grid = per_sm * _device_info(dev_id)["sms"]
-            for role in ("scan_incl", "scan_excl"):
-                plan.funcs[role].max_dynamic_shared_size_bytes = plan.smem
         _PLANS[key] = plan
         _ADD_PLANS.setdefault((dev_id, types.result, kacc, op.functor, _TUNING_OVERRIDE), plan)
     return plan
@@ -224,8 +211,8 @@ def _scan_1d(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, 
     """One launch of scan_tiles_kernel over contiguous 1-D x -> out (n >= 1)."""
     num_tiles = -(-n // plan.tile)
     scratch = _scratch(dev_id, stream_ptr)
-    grid = min(num_tiles, plan.max_grid) if plan.persist else num_tiles
-    base, epoch = scratch.prepare(num_tiles, plan.window, plan.k_words, num_tiles + grid if plan.persist else num_tiles)
+    grid = num_tiles
+    base, epoch = scratch.prepare(num_tiles, plan.window, plan.k_words)
     vector_ok = int(x.data.ptr % 16 == 0 and out.data.ptr % 16 == 0)
     fn = plan.funcs["scan_excl" if exclusive else "scan_incl"]
     fn(
@@ -246,7 +233,6 @@ def _scan_1d(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, 
             d_total_ptr,
             np.int32(vector_ok),
         ),
-        shared_mem=plan.smem,
     )
 
 
@@ -295,17 +281,14 @@ def _scan_fast(x, op, types, exclusive, out):
     if out is None:
         out = cp.empty(x.shape, dtype=types.result)  # a backend returns the shape it was given
     grid = num_tiles
-    if plan.persist and grid > plan.max_grid:
-        grid = plan.max_grid
     scratch.epoch += 1
     base = scratch.counter_base
-    scratch.counter_base += num_tiles + grid if plan.persist else num_tiles
+    scratch.counter_base += num_tiles
     xp, op_ = x.data.ptr, out.data.ptr
     if launch is None:
         fn((grid,), (plan.threads,),
            (xp, op_, np.int64(n), scratch.words, scratch.subaggs, scratch.anchors, scratch.counter, np.uint64(base),
-            np.uint32(scratch.epoch), plan.identity_k, np.int32(0), np.uint64(0), np.int32((xp | op_) & 15 == 0)),
-           shared_mem=plan.smem)
+            np.uint32(scratch.epoch), plan.identity_k, np.int32(0), np.uint64(0), np.int32((xp | op_) & 15 == 0)))
         return out
     a.x.value = xp
     a.out.value = op_
@@ -317,7 +300,7 @@ def _scan_fast(x, op, types, exclusive, out):
     a.base.value = base
     a.epoch.value = scratch.epoch
     a.vec.value = (xp | op_) & 15 == 0
-    launch(fptr, grid, 1, 1, plan.threads, 1, 1, plan.smem, stream_ptr, a.params_ptr, 0)
+    launch(fptr, grid, 1, 1, plan.threads, 1, 1, 0, stream_ptr, a.params_ptr, 0)
     return out
 
 
