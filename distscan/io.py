@@ -1,26 +1,28 @@
 """Parallel ``.npy`` files: each rank reads its slice, all ranks write one file.
 
-Three pieces, each usable alone:
+The ``.npy`` format itself (parsing and checking a header, building one) lies in
+:mod:`distscan._npy`; its names are re-exported here.  This module holds what
+the ranks do together:
 
-- :func:`read_header` parses and validates an ``.npy`` header (versions 1.0,
-  2.0 and 3.0) and says clearly what is wrong with a file that is not a plain
-  C-ordered numeric array: missing, a directory, not ``.npy``, truncated,
-  pickled objects, Fortran order, 0-d.  :func:`open_input` does it once on
-  rank 0 and broadcasts the result, so every rank gets the same header or the
-  same exception.
+- :func:`open_input` reads the header once on rank 0 and broadcasts it, so every
+  rank gets the same header or the same exception.
 - :func:`block_split` is the balanced block distribution of rows over ranks
   (parts differ by at most one row, the first ``n % size`` ranks get the extra
   row); :func:`read_rows` reads rows ``[start, stop)`` only, in chunks of at most
   ``CHUNK_BYTES`` so slices past 2 GiB work.
 - :class:`NpyWriter` writes one ``.npy`` in parallel: rank 0 writes the header,
-  every rank its rows, through MPI-IO (``File.Write_at``, independent, so a rank
-  that fails cannot leave the others blocked inside a collective write).  The
-  file is written under a short temporary name in the destination folder (see
-  :func:`temp_name_for`; locked by its creator, so a later run can tell a stale
-  one from a live one and removes stale ones) and renamed only after every rank
-  succeeded; on failure the temporary file is removed.  Inputs must be regular
-  files (a FIFO or device is refused, never opened blocking); ``--force``
-  replaces regular files only.
+  every rank its rows with positional writes (``os.pwritev`` on its own file
+  descriptor, safe from several threads at once; MPI-IO's independent
+  ``File.Write_at`` with ``method="mpiio"``), so a rank that fails cannot leave
+  the others blocked inside a collective write.  The file is written under a
+  short temporary name in the destination folder (see :func:`temp_name_for`;
+  locked by its creator, so a later run can tell a stale one from a live one and
+  removes stale ones) and renamed only after every rank succeeded; on failure
+  the temporary file is removed.  Nothing is flushed to the disk unless asked
+  (``fsync=True``: the data, then the folder after the rename), as
+  :func:`numpy.save` and ``cp`` do.  Inputs must be regular files (a FIFO or
+  device is refused, never opened blocking); ``--force`` replaces regular files
+  only.
 
 Every step that can fail on some ranks only is agreed collectively before the
 next collective (see :mod:`distscan._collective`).
@@ -28,228 +30,27 @@ next collective (see :mod:`distscan._collective`).
 
 from __future__ import annotations
 
-import ast
 import errno
 import hashlib
-import io as _pyio
 import os
 import re
 import socket
 import stat as _stat
-import struct
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 import numpy as np
 
 from ._collective import DistScanError, _rebuild, agree
+from ._npy import (MAGIC, NpyHeader, _npz_error, file_kind, header_bytes, open_regular,  # noqa: F401 - re-exported
+                   read_header)
 
 __all__ = ["NpyHeader", "read_header", "open_input", "block_split", "read_rows",
            "header_bytes", "NpyWriter", "same_file", "CHUNK_BYTES"]
 
-MAGIC = b"\x93NUMPY"
 #: Largest single read or write call, in bytes (MPI counts are C ints; POSIX reads may be short).
 CHUNK_BYTES = 1 << 30
-# A header longer than this is not something distscan would scan (structured dtypes are refused).
-_MAX_HEADER = 1 << 20
 
-
-@dataclass(frozen=True)
-class NpyHeader:
-    """What an ``.npy`` header says about the array that follows it.
-
-    Attributes
-    ----------
-    path : str
-        The file.
-    shape : tuple of int
-        Array shape; axis 0 is the distributed (scanned) axis.
-    dtype : numpy.dtype
-        Element dtype as stored (byte order included).
-    offset : int
-        Byte offset of the first element.
-    version : tuple of int
-        Format version, e.g. ``(1, 0)``.
-    """
-
-    path: str
-    shape: tuple
-    dtype: np.dtype
-    offset: int
-    version: tuple
-
-    @property
-    def rows(self) -> int:
-        return self.shape[0]
-
-    @property
-    def row_items(self) -> int:
-        """Elements per row (product of the trailing dimensions)."""
-        return int(np.prod(self.shape[1:], dtype=np.int64)) if len(self.shape) > 1 else 1
-
-    @property
-    def row_bytes(self) -> int:
-        return self.row_items * self.dtype.itemsize
-
-    @property
-    def size(self) -> int:
-        return self.rows * self.row_items
-
-    @property
-    def nbytes(self) -> int:
-        return self.rows * self.row_bytes
-
-
-def _not_npy(path, why):
-    return ValueError(f"{path} is not a valid .npy file: {why}")
-
-
-def _short(exc, limit: int = 80) -> str:
-    text = " ".join(str(exc).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _npz_error(path) -> ValueError:
-    """The message for an ``.npz`` archive given as input: which arrays it holds and how to extract one."""
-    names = []
-    try:
-        import zipfile
-        with zipfile.ZipFile(path) as z:
-            names = [n[:-4] if n.endswith(".npy") else n for n in z.namelist()]
-    except Exception:  # noqa: BLE001 - the advice below holds without the names
-        pass
-    name = names[0] if names else "NAME"
-    listing = f" (arrays: {', '.join(names[:10])}{', ...' if len(names) > 10 else ''})" if names else ""
-    return ValueError(f"{path} is an .npz archive{listing}, not an .npy file; extract one array first: "
-                      f"python -c \"import numpy as np; np.save('{name}.npy', np.load('{path}')['{name}'])\"")
-
-
-def file_kind(mode: int) -> str:
-    """``"a FIFO"``, ``"a character device"``, ... for a ``st_mode`` (with its article)."""
-    for test, name in ((_stat.S_ISREG, "a regular file"), (_stat.S_ISDIR, "a directory"),
-                       (_stat.S_ISFIFO, "a FIFO (named pipe)"), (_stat.S_ISCHR, "a character device"),
-                       (_stat.S_ISBLK, "a block device"), (_stat.S_ISSOCK, "a socket"),
-                       (_stat.S_ISLNK, "a symbolic link")):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
-def open_regular(path):
-    """Open ``path`` for reading without blocking on a FIFO or device; it must be a regular file.
-
-    Returns an unbuffered binary file object.  Raises ``ValueError`` naming what
-    the path is when it is not a regular file (checked on the open descriptor).
-    """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    try:
-        mode = os.fstat(fd).st_mode
-        if not _stat.S_ISREG(mode):
-            if _stat.S_ISDIR(mode):
-                raise IsADirectoryError(f"input is a directory, not an .npy file: {path}")
-            raise ValueError(f"{path} is {file_kind(mode)}, not a regular file; distscan reads .npy files only")
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb", buffering=0)
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def read_header(path) -> NpyHeader:
-    """Parse and validate the header of the ``.npy`` file at ``path``.
-
-    Only the header is read (plus one ``stat`` to check the data is all there).
-
-    Raises
-    ------
-    FileNotFoundError
-        If there is no such file.
-    IsADirectoryError
-        If ``path`` is a directory.
-    PermissionError
-        If the file cannot be read.
-    ValueError
-        If the file is not an ``.npy`` file, is truncated, holds Python objects
-        (pickled data is never loaded), is in Fortran order with more than one
-        dimension, or is 0-d (nothing to scan along).
-    """
-    path = os.fspath(path)
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"input file not found: {path}") from None
-    except PermissionError:
-        raise PermissionError(f"cannot read input file (permission denied): {path}") from None
-    except OSError as exc:
-        raise OSError(exc.errno, f"cannot use input file {path}: {exc.strerror}") from None
-    if _stat.S_ISDIR(st.st_mode):
-        raise IsADirectoryError(f"input is a directory, not an .npy file: {path}")
-    if not _stat.S_ISREG(st.st_mode):
-        raise ValueError(f"{path} is {file_kind(st.st_mode)}, not a regular file; distscan reads .npy files "
-                         "only (save the data to a file first)")
-    try:
-        f = open_regular(path)
-    except PermissionError:
-        raise PermissionError(f"cannot read input file (permission denied): {path}") from None
-    with f:
-        head = f.read(len(MAGIC) + 2)
-        if head[:4] == b"PK\x03\x04":
-            raise _npz_error(path)
-        if len(head) < len(MAGIC) + 2 or head[: len(MAGIC)] != MAGIC:
-            raise _not_npy(path, "it does not start with the .npy magic string" if len(head) >= len(MAGIC)
-                           else "it is too short to hold an .npy header")
-        version = (head[-2], head[-1])
-        if version == (1, 0):
-            fmt, encoding = "<H", "latin1"
-        elif version in ((2, 0), (3, 0)):
-            fmt, encoding = "<I", "latin1" if version == (2, 0) else "utf8"
-        else:
-            raise _not_npy(path, f"unsupported format version {version[0]}.{version[1]}")
-        raw_len = f.read(struct.calcsize(fmt))
-        if len(raw_len) < struct.calcsize(fmt):
-            raise _not_npy(path, "the header is truncated")
-        (hlen,) = struct.unpack(fmt, raw_len)
-        if hlen > _MAX_HEADER:
-            raise _not_npy(path, f"header of {hlen} bytes is implausibly large")
-        raw = f.read(hlen)
-        file_size = os.fstat(f.fileno()).st_size
-    if len(raw) < hlen:
-        raise _not_npy(path, "the header is truncated")
-    offset = len(MAGIC) + 2 + struct.calcsize(fmt) + hlen
-    try:
-        d = ast.literal_eval(raw.decode(encoding))
-    except (SyntaxError, ValueError, TypeError, UnicodeDecodeError, RecursionError, MemoryError) as exc:
-        why = {RecursionError: "nested too deeply", MemoryError: "too large to parse"}.get(
-            type(exc), f"{type(exc).__name__}: {_short(exc)}")
-        raise _not_npy(path, f"malformed .npy header ({why})") from None
-    if not isinstance(d, dict) or set(d) != {"descr", "fortran_order", "shape"}:
-        raise _not_npy(path, "the header is not a dict with keys 'descr', 'fortran_order', 'shape'")
-    shape = d["shape"]
-    if not isinstance(shape, tuple) or not all(type(s) is int and s >= 0 for s in shape):
-        raise _not_npy(path, f"bad shape {shape!r} in the header")
-    if not isinstance(d["fortran_order"], bool):
-        raise _not_npy(path, f"bad fortran_order {d['fortran_order']!r} in the header")
-    try:
-        dtype = np.lib.format.descr_to_dtype(d["descr"])
-    except Exception as exc:  # noqa: BLE001 - any malformed descr is the same user error
-        raise _not_npy(path, f"bad dtype description {d['descr']!r} ({exc})") from None
-    if dtype.hasobject:
-        raise ValueError(f"{path} holds Python objects (a pickled array); distscan never loads pickled "
-                         "data and scans numeric arrays only")
-    if dtype.names is not None or dtype.subdtype is not None:
-        raise ValueError(f"{path} has structured dtype {dtype}; distscan scans plain numeric arrays only")
-    if len(shape) == 0:
-        raise ValueError(f"{path} holds a 0-d array (a single scalar); there is no axis to scan")
-    if d["fortran_order"] and sum(s != 1 for s in shape) > 1:
-        raise ValueError(f"{path} is stored in Fortran (column-major) order; distscan needs C order along "
-                         "axis 0 (re-save it with numpy.save(path, numpy.ascontiguousarray(a)))")
-    header = NpyHeader(path=path, shape=tuple(shape), dtype=dtype, offset=offset, version=version)
-    if file_size < offset + header.nbytes:
-        raise ValueError(f"{path} is truncated: the header promises {header.nbytes} bytes of data "
-                         f"({'x'.join(map(str, shape)) or '()'} {dtype}) but the file holds only "
-                         f"{max(file_size - offset, 0)}")
-    return header
 
 
 def _bcast_outcome(comm, fn):
@@ -355,23 +156,6 @@ def read_rows(header: NpyHeader, start: int, stop: int, *, out=None,
         out = out.byteswap(inplace=True).view(out.dtype.newbyteorder("="))
     return out
 
-
-def header_bytes(shape, dtype) -> bytes:
-    """The ``.npy`` header (magic to padding) for a C-ordered array of ``shape`` and ``dtype``.
-
-    Version 1.0 where the header fits, else 2.0; padded so the data starts on a
-    64-byte boundary.  Deterministic: every rank can compute it (and so the data
-    offset) without communication.
-    """
-    d = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False,
-         "shape": tuple(int(s) for s in shape)}
-    buf = _pyio.BytesIO()
-    try:
-        np.lib.format.write_array_header_1_0(buf, d)
-    except ValueError:
-        buf = _pyio.BytesIO()
-        np.lib.format.write_array_header_2_0(buf, d)
-    return buf.getvalue()
 
 
 def same_file(a, b) -> bool:
@@ -573,6 +357,14 @@ def emergency_cleanup() -> tuple:
     return removed, published
 
 
+def _fsync_folder(path: str) -> None:
+    fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class NpyWriter:
     """Write one ``.npy`` file from all ranks of ``comm``; it appears only when complete.
 
@@ -600,19 +392,24 @@ class NpyWriter:
         Replace an existing file at ``path``.
     protect : sequence of str
         Paths that must not be overwritten (the input); refused with ``ValueError``.
-    method : ``"mpiio"`` or ``"posix"``
-        MPI-IO (default when ``comm`` is given) or one ``os.pwrite`` file descriptor per rank.
+    method : ``"posix"`` or ``"mpiio"``
+        One ``os.pwritev`` file descriptor per rank (default: measured faster, and
+        :meth:`write_at` may be called from several threads), or MPI-IO.
+    fsync : bool
+        Make the data durable before the rename (``fsync`` of the file on every
+        rank), and the rename after it (``fsync`` of the folder).  Off by default.
     """
 
     def __init__(self, path, shape, dtype, *, comm=None, force=False, protect=(), method=None,
-                 chunk_bytes: int = 0, notice=None):
+                 chunk_bytes: int = 0, notice=None, fsync: bool = False):
         self.path = os.fspath(path)
         self.shape = tuple(int(s) for s in shape)
         self.dtype = np.dtype(dtype).newbyteorder("=")
         self.comm = comm
         self.force = force
         self.protect = tuple(os.fspath(p) for p in protect)
-        self.method = method or ("mpiio" if comm is not None else "posix")
+        self.method = method or "posix"
+        self.fsync = bool(fsync)
         if self.method not in ("mpiio", "posix"):
             raise ValueError(f"unknown write method {self.method!r}")
         if self.method == "mpiio" and comm is None:
@@ -653,6 +450,10 @@ class NpyWriter:
         except PermissionError:
             raise PermissionError(f"cannot write to output folder (permission denied): {folder}") from None
         self._lock_fd = fd
+        try:  # the final size at once: writes from many threads then never extend the file
+            os.ftruncate(fd, self.offset + self.shape[0] * self.row_bytes)
+        except OSError:
+            pass
         ino = os.fstat(fd).st_ino
         _register(temp, ino, path, "output")
         return temp, ino
@@ -697,7 +498,8 @@ class NpyWriter:
             with os.fdopen(os.dup(fd), "w") as f:
                 write(f)
                 f.flush()
-                os.fsync(f.fileno())
+                if self.fsync:
+                    os.fsync(f.fileno())
 
         err = None
         try:
@@ -761,6 +563,22 @@ class NpyWriter:
                 self._error = exc
             raise
 
+    def write_at(self, pos: int, data) -> None:
+        """Write the bytes of ``data`` (a buffer) at byte ``pos`` of the file (header included).
+
+        Rank-local and safe from several threads at once (``method="posix"``); the
+        caller keeps inside its own rows.  A failure is remembered (raised on every
+        rank when the ``with`` block ends) and raised here.
+        """
+        try:
+            piece = memoryview(data).cast("B")
+            for lo in range(0, len(piece), self.chunk_bytes):
+                self._write_at(pos + lo, piece[lo: lo + self.chunk_bytes])
+        except Exception as exc:  # noqa: BLE001
+            if self._error is None:
+                self._error = exc
+            raise
+
     def _write_at(self, pos: int, piece: memoryview) -> None:
         if self.method == "mpiio":
             from mpi4py import MPI
@@ -772,7 +590,10 @@ class NpyWriter:
         else:
             done = 0
             while done < len(piece):
-                done += os.pwrite(self._fh, piece[done:], pos + done)
+                got = os.pwritev(self._fh, [piece[done:]], pos + done)
+                if got <= 0:
+                    raise OSError(f"short write to {self.temp_path}: {done} of {len(piece)} bytes at {pos}")
+                done += got
 
     def close(self) -> None:
         """Collective: flush and close the temporary file; raises on every rank if any rank failed.
@@ -796,10 +617,12 @@ class NpyWriter:
         self._closed = True
         try:
             if self.method == "mpiio":
-                self._fh.Sync()
+                if self.fsync:
+                    self._fh.Sync()
                 self._fh.Close()
             else:
-                os.fsync(self._fh)
+                if self.fsync:
+                    os.fsync(self._fh)
                 os.close(self._fh)
         except Exception as exc:  # noqa: BLE001
             err = err or OSError(f"cannot finish writing {self.temp_path}: {exc}")
@@ -842,6 +665,8 @@ class NpyWriter:
                         raise FileExistsError(f"output file exists: {self.path} (use --force to overwrite it)") \
                             from None
                     os.rename(self.temp_path, self.path)
+            if self.fsync:  # the rename itself, durable
+                _fsync_folder(self.path)
         except BaseException:
             for final in placed:
                 try:
