@@ -1,10 +1,27 @@
-"""Shared fixtures: the communicator under test, reference scans, GPU detection.
+"""Shared fixtures: the communicator under test, seeded random data, temporary folders, GPU detection.
 
 The same test files run serially (``pytest``) and under ``mpiexec -n K python -m
-pytest --with-mpi``; ``comm`` is then a duplicate of ``COMM_WORLD`` so that a test
-cannot disturb another.  Tests that need several ranks are marked
-``@pytest.mark.mpi(min_size=2)`` (pytest-mpi skips them otherwise).
+pytest --with-mpi -m anyranks`` (tests/run.sh); ``comm`` is then a duplicate of
+``COMM_WORLD`` so that a test cannot disturb another.  Test files written for any
+rank count carry ``pytestmark = pytest.mark.anyranks`` (the marker, not the file
+name, selects what tests/run.sh runs under mpiexec).  Tests that need several ranks
+are also marked ``@pytest.mark.mpi(min_size=2)`` (pytest-mpi skips them otherwise).
+
+Under mpiexec (a launcher's rank variable is set):
+
+* every line of pytest's own output starts with ``[rank N] `` (whole lines, so the
+  ranks' output does not interleave inside a line);
+* ``--basetemp DIR`` becomes ``DIR/rank-N`` on rank N (pytest empties the folder it is
+  given at start-up: a folder shared by the ranks would be emptied under the others);
+  without ``--basetemp`` each rank gets ``<tmp>/distscan-tests-<uid>/mpi-<launcher pid>/rank-N``.
+
+Random data comes from the ``rng`` fixture (or ``shared_rng(comm)``): a fresh seed per
+test, the same on every rank (rank 0's), or ``DISTSCAN_TEST_SEED`` when set; a failing
+test's report has a "random seed" section with the seed and the command that repeats it.
 """
+
+import os
+import tempfile
 
 import numpy as np
 import pytest
@@ -16,6 +33,100 @@ try:
     from mpi4py import MPI
 except ImportError:  # pragma: no cover - the test extra installs mpi4py
     MPI = None
+
+
+# -- running under a launcher --------------------------------------------------------------------------
+
+_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")  # MPICH (hydra), Open MPI, PMIx launchers
+
+
+def launcher_rank():
+    """This process's rank from the launcher's environment, or None when not started by mpiexec."""
+    for name in _RANK_VARS:
+        v = os.environ.get(name, "")
+        if v.isdigit():
+            return int(v)
+    return None
+
+
+UNDER_MPIEXEC = launcher_rank() is not None
+
+
+class _RankLines:
+    """A file wrapper that writes whole lines only, each starting with ``[rank N] ``."""
+
+    def __init__(self, f, rank):
+        self._f, self._prefix, self._buf = f, f"[rank {rank}] ", ""
+
+    def write(self, text):
+        self._buf += text
+        if "\n" in self._buf:
+            done, self._buf = self._buf.rsplit("\n", 1)
+            self._f.write("".join(self._prefix + line + "\n" for line in done.split("\n")))
+            self._f.flush()
+        return len(text)
+
+    def flush(self):  # a partial line waits for its end (or for close_line at exit)
+        pass
+
+    def close_line(self):
+        if self._buf:
+            self._f.write(self._prefix + self._buf + "\n")
+            self._buf = ""
+        self._f.flush()
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    rank = launcher_rank()
+    if rank is None:
+        return
+    # Per-rank temporary folders (read by pytest's tmp_path factory, configured after this hook).
+    base = config.option.basetemp
+    if base:
+        config.option.basetemp = os.path.join(str(base), f"rank-{rank}")
+    else:
+        job = f"mpi-{os.getppid()}"  # the launcher's proxy: the same for the ranks of one job on a node
+        root = os.path.join(tempfile.gettempdir(), f"distscan-tests-{os.getuid() if hasattr(os, 'getuid') else 0}")
+        config.option.basetemp = os.path.join(root, job, f"rank-{rank}")
+        config._distscan_own_basetemp = True
+    # pytest creates the folder itself (emptying it first), but not its parents.
+    os.makedirs(os.path.dirname(os.path.abspath(config.option.basetemp)), exist_ok=True)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Under mpiexec without --basetemp: a passing rank removes its folder (a failing one keeps it)."""
+    config = session.config
+    if launcher_rank() is None or exitstatus != 0 or not getattr(config, "_distscan_own_basetemp", False):
+        return
+    import shutil
+    shutil.rmtree(config.option.basetemp, ignore_errors=True)
+    try:
+        os.rmdir(os.path.dirname(config.option.basetemp))  # the job's folder, once every rank has left it
+    except OSError:
+        pass
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    tw = config.get_terminal_writer() if config.pluginmanager.has_plugin("terminalreporter") else None
+    f = getattr(tw, "_file", None)
+    if isinstance(f, _RankLines):
+        f.close_line()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    """Under mpiexec, prefix pytest's output lines with the rank (terminal reporter configured by now)."""
+    rank = launcher_rank()
+    if rank is None or not session.config.pluginmanager.has_plugin("terminalreporter"):
+        return
+    tw = session.config.get_terminal_writer()
+    if hasattr(tw, "_file") and not isinstance(tw._file, _RankLines):
+        tw._file = _RankLines(tw._file, rank)
 
 
 def _gpu_available() -> bool:
@@ -47,11 +158,98 @@ def require_gpu():
     return cp
 
 
+# -- seeded random data ----------------------------------------------------------------------------------
+
+SEED_ENV = "DISTSCAN_TEST_SEED"
+_SEEDS = pytest.StashKey[list]()
+_CURRENT = {"item": None}
+_SEED_COMM = {}
+
+
+def _seed_comm():
+    """A private duplicate of COMM_WORLD for seed broadcasts (None when serial or without mpi4py)."""
+    if MPI is None or not MPI.Is_initialized() or MPI.COMM_WORLD.Get_size() == 1:
+        return None
+    if "comm" not in _SEED_COMM:
+        _SEED_COMM["comm"] = MPI.COMM_WORLD.Dup()
+    return _SEED_COMM["comm"]
+
+
+def draw_seed(comm=None):
+    """``DISTSCAN_TEST_SEED`` or a fresh seed; rank 0's on every rank of ``comm``; recorded for the report."""
+    env = os.environ.get(SEED_ENV, "").strip()
+    seed = int(env) if env else int(np.random.SeedSequence().entropy % (1 << 63))
+    if comm is not None and comm.Get_size() > 1:
+        seed = comm.bcast(seed, root=0)
+    item = _CURRENT["item"]
+    if item is not None:
+        item.stash.setdefault(_SEEDS, []).append(seed)
+    return seed
+
+
 def shared_rng(comm):
-    """A generator seeded alike on every rank, from a fresh seed that rank 0 draws and prints."""
-    seed = comm.bcast(int(np.random.SeedSequence().entropy % (1 << 63)) if comm.rank == 0 else None)
+    """A generator seeded alike on every rank of ``comm`` (rank 0's seed, or DISTSCAN_TEST_SEED)."""
+    seed = draw_seed(comm)
     print(f"seed={seed}")
     return np.random.default_rng(seed)
+
+
+@pytest.fixture
+def rng():
+    """A NumPy generator from a fresh seed (or DISTSCAN_TEST_SEED), the same on every rank under mpiexec.
+
+    The seed is printed in the report of a failing test, with the command that repeats it.
+    """
+    return np.random.default_rng(draw_seed(_seed_comm()))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _CURRENT["item"] = item
+    try:
+        yield
+    finally:
+        _CURRENT["item"] = None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    seeds = item.stash.get(_SEEDS, [])
+    if seeds and report.failed:
+        text = ", ".join(map(str, seeds))
+        report.sections.append(("random seed", f"seed {text}; repeat with: {SEED_ENV}={seeds[0]} "
+                                               f"python -m pytest '{item.nodeid}'"))
+    if seeds and call.when == "call":
+        item.user_properties.append(("seed", seeds[0] if len(seeds) == 1 else seeds))
+
+
+# -- temporary folders ------------------------------------------------------------------------------------
+
+@pytest.fixture
+def rank_tmp_path(tmp_path):
+    """This rank's own folder (under mpiexec, the per-rank basetemp set above keeps ranks apart)."""
+    return tmp_path
+
+
+@pytest.fixture
+def shared_tmp_path(tmp_path):
+    """One folder that every rank sees: rank 0's ``tmp_path``, broadcast (``tmp_path`` when serial).
+
+    Ranks meet before the test (the folder exists) and after it (no rank removes or reuses it early).
+    """
+    comm = _seed_comm()
+    if comm is None:
+        yield tmp_path
+        return
+    from pathlib import Path
+    folder = Path(comm.bcast(str(tmp_path / "shared") if comm.Get_rank() == 0 else None, root=0))
+    if comm.Get_rank() == 0:
+        folder.mkdir()
+    comm.Barrier()
+    yield folder
+    comm.Barrier()
 
 
 def all_ranks_ok(comm, check):

@@ -2,11 +2,15 @@
 # The whole test suite: serial tests (which also start the CLI under mpiexec
 # themselves), then the MPI tests under mpiexec at 2, 3 and 4 ranks, and at 8
 # ranks (oversubscribed on small machines) to stress the carry combination.
-# The MPI runs take the files written for any rank count: test_mpi_*.py, the peers'
-# cumulative cases (test_peers_cumulative.py) and the
-# GPU pipeline's host-side logic (test_gpu_logic.py).
+# The MPI runs take the tests marked `anyranks` (files written for any rank count
+# carry `pytestmark = pytest.mark.anyranks`; see tests/conftest.py), selected
+# over all of tests/ by marker, not by file name.
+# Under mpiexec every line of pytest's output starts with "[rank N]" (tests/conftest.py
+# writes whole lines: mpiexec's own -prepend-rank/-prepend-pattern cut lines apart), and
+# each rank gets its own --basetemp folder (DIR/rank-N).
 # GPU tests are skipped without a GPU. Fails on the first failing run
 # (pytest's exit code 5, "no tests collected", is a failure too).
+# DISTSCAN_TEST_SEED=N repeats the random data of a failed run (the seed is in its report).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +20,10 @@ MPIEXEC=${MPIEXEC:-$([ -x "$BIN/mpiexec" ] && echo "$BIN/mpiexec" || command -v 
 [ -n "$MPIEXEC" ] || { echo "tests/run.sh: no mpiexec found (install with: pip install -e '.[mpi,test]')" >&2; exit 1; }
 RANKS=${DISTSCAN_TEST_RANKS:-"2 3 4 8"}
 
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/distscan-run.XXXXXX")
+cleanup() { rc=$?; if [ "$rc" = 0 ]; then rm -rf "$TMP"; else echo "tests/run.sh: temporary folders kept in $TMP" >&2; fi; }
+trap cleanup EXIT
+
 echo "== serial tests"
 "$PY" -m pytest -q -p no:cacheprovider tests
 
@@ -23,7 +31,7 @@ for n in $RANKS; do
     echo "== MPI tests on $n ranks ($MPIEXEC)"
     # Every rank runs pytest; a rank stuck in MPI is killed by pytest-timeout's thread
     # method, and the outer timeout bounds the whole run.
-    timeout 1200 "$MPIEXEC" -n "$n" "$PY" -m pytest -q -p no:cacheprovider --with-mpi \
-        tests/test_mpi_*.py tests/test_gpu_logic.py tests/test_peers_cumulative.py
+    timeout 1200 "$MPIEXEC" -n "$n" "$PY" -m pytest -q -p no:cacheprovider --with-mpi -m anyranks \
+        --basetemp "$TMP/np$n" tests
 done
 echo "== all test runs passed"

@@ -23,8 +23,7 @@ def _cases():
 
 @pytest.mark.parametrize("exclusive", [False, True])
 @pytest.mark.parametrize("opname,dtype", list(_cases()))
-def test_every_operator_and_dtype_matches_numpy(opname, dtype, exclusive, comm):
-    rng = np.random.default_rng()
+def test_every_operator_and_dtype_matches_numpy(opname, dtype, exclusive, comm, rng):
     for n in (0, 1, 2, 31, 1000, 100_003):
         x = random_array(rng, n, dtype)
         got = distscan.scan(x, opname, exclusive=exclusive, comm=comm)
@@ -127,8 +126,7 @@ def test_complex_cannot_be_cast_to_real(comm):
         distscan.cumsum(np.ones(3, np.complex64), dtype=np.float32, comm=comm)
 
 
-def test_axes_and_flattening(comm):
-    rng = np.random.default_rng()
+def test_axes_and_flattening(comm, rng):
     x = rng.integers(-50, 50, (7, 4, 3))
     for axis in (0, 1, 2, -1, -3):
         np.testing.assert_array_equal(distscan.cumsum(x, axis=axis, comm=comm), np.cumsum(x, axis=axis))

@@ -9,6 +9,8 @@ from distscan import pipeline
 from distscan._binding import choose_device, _env_local_rank
 from distscan._gpu_pipeline import HostDevice, parse_bytes, plan_chunks, run_gpu
 
+pytestmark = pytest.mark.anyranks
+
 
 def test_choose_device_rules():
     assert choose_device(1, 2, 2, env={}).device == 1
@@ -51,15 +53,14 @@ CASES = [  # dtype, shape, op, exclusive, strategy, limit, mode
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[2]}-{c[4]}-{c[6]}" for c in CASES])
-def test_gpu_pipeline_logic_on_host_device(tmp_path, comm, case):
+def test_gpu_pipeline_logic_on_host_device(shared_tmp_path, comm, case):
     dtype, shape, op, exclusive, strategy, limit, mode = case
     from distscan._dtypes import scan_types
     from distscan.ops import get_op
 
     rng = np.random.default_rng(11)
     a = rng.integers(0 if dtype == "uint8" else -100, 100, shape).astype(dtype)
-    # the same folder on every rank
-    folder = comm.bcast(str(tmp_path), root=0)
+    folder = str(shared_tmp_path)  # the same folder on every rank
     inp, out = f"{folder}/in.npy", f"{folder}/out.npy"
     if comm.rank == 0:
         np.save(inp, a)

@@ -117,8 +117,7 @@ def _check(got, x, op, types, exclusive, seed, n):
 
 
 @pytest.mark.parametrize("dtype,op", CASES, ids=[f"{dt.name}-{op.name}" for dt, op in CASES])
-def test_scan_matrix(dtype, op):
-    rng = np.random.default_rng()
+def test_scan_matrix(dtype, op, rng):
     types = scan_types(op, dtype)
     tile = _tile(dtype, op)
     for n in (0, 1, 31, 32, 33, tile - 1, tile, tile + 1, 10**6 + 7):
@@ -175,8 +174,7 @@ def test_scan_matrix(dtype, op):
 
 @pytest.mark.parametrize("w", [2, 5, 33, 300])
 @pytest.mark.parametrize("opname,dtype", [("sum", np.int32), ("max", np.float32), ("bitwise_xor", np.uint16)])
-def test_columns(w, opname, dtype):
-    rng = np.random.default_rng()
+def test_columns(w, opname, dtype, rng):
     op = get_op(opname)
     types = scan_types(op, dtype)
     for n in (0, 1, 1000, 70001):
@@ -193,8 +191,7 @@ def test_columns(w, opname, dtype):
             np.testing.assert_array_equal(gpu.reduce(cp.asarray(x), op, types), cpu_backend.reduce(x, op, types))
 
 
-def test_noncontiguous_and_misaligned():
-    rng = np.random.default_rng()
+def test_noncontiguous_and_misaligned(rng):
     op = get_op("sum")
     types = scan_types(op, np.float32)
     base = cp.asarray(rng.normal(size=3 * 100003).astype(np.float32))
@@ -209,9 +206,8 @@ def test_noncontiguous_and_misaligned():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.float16])
-def test_float_determinism(dtype):
+def test_float_determinism(dtype, rng):
     """Same input, many runs (some racing a copy on another stream) -> bitwise identical."""
-    rng = np.random.default_rng()
     op = get_op("sum")
     types = scan_types(op, dtype)
     n = (1 << 24) + 5
@@ -293,9 +289,8 @@ def test_huge_int8_to_int32():
 
 @pytest.mark.parametrize("dtype,opname,exclusive", [(np.int32, "sum", False), (np.float32, "sum", True),
                                                       (np.int64, "max", True), (np.float64, "sum", False)])
-def test_big_2p28(dtype, opname, exclusive):
+def test_big_2p28(dtype, opname, exclusive, rng):
     n = (1 << 28) + 3
-    rng = np.random.default_rng()
     op = get_op(opname)
     types = scan_types(op, dtype)
     x = _random(rng, dtype, n, op).reshape(n, 1)
@@ -319,9 +314,8 @@ def _api():
 
 @pytest.mark.parametrize("opname,dtype", [("sum", np.int32), ("sum", np.float16), ("max", np.float64),
                                           ("logical_or", np.complex64), ("prod", np.int64)])
-def test_api_cupy(opname, dtype):
+def test_api_cupy(opname, dtype, rng):
     distscan, comm = _api()
-    rng = np.random.default_rng()
     op = get_op(opname)
     for n in (0, 5, 100003):
         x = _random(rng, dtype, n, op)
@@ -336,9 +330,8 @@ def test_api_cupy(opname, dtype):
                 np.testing.assert_array_equal(cp.asnumpy(got), ref)
 
 
-def test_api_initial_dtype_2d():
+def test_api_initial_dtype_2d(rng):
     distscan, comm = _api()
-    rng = np.random.default_rng()
     x = rng.integers(-100, 100, (1001, 3), dtype=np.int16)
     got = distscan.scan(cp.asarray(x), op="sum", dtype=np.int32, initial=7, exclusive=True, comm=comm)
     ref = distscan.scan(x, op="sum", dtype=np.int32, initial=7, exclusive=True, comm=comm)
@@ -368,11 +361,10 @@ def test_api_torch():
 
 @pytest.mark.parametrize("shape", [(256, 0, 1024, 3), (128, 0, 64, 8), (64, 0, 32, 1)])
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32])
-def test_tile_shapes(shape, dtype):
+def test_tile_shapes(shape, dtype, rng):
     """The scan kernel at other tile shapes (template arguments) over more tiles than resident
     blocks, misaligned and partial tiles, back to back (tile counter and epochs across launches):
     exact for integers, bitwise equal between repeated runs for floats."""
-    rng = np.random.default_rng()
     op = get_op("sum")
     types = scan_types(op, dtype)
     items = 32 if np.dtype(dtype).itemsize == 4 else 16

@@ -69,10 +69,7 @@ def test_cumprod_of_arange_is_all_zeros():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 @pytest.mark.parametrize("exclusive", [False, True])
-def test_products_with_zeros_and_overflow_match_numpy(dtype, exclusive):
-    seed = int(np.random.SeedSequence().entropy % (1 << 63))
-    print(f"seed={seed}")
-    rng = np.random.default_rng(seed)
+def test_products_with_zeros_and_overflow_match_numpy(dtype, exclusive, rng):
     dt = np.dtype(dtype)
     acc = np.float32 if dt == np.float16 else dt
     big = float(np.finfo(dt).max) ** 0.5 * 4
@@ -92,8 +89,7 @@ def test_products_with_zeros_and_overflow_match_numpy(dtype, exclusive):
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.float32, np.float16])
-def test_out_overlapping_the_input(dtype):
-    rng = np.random.default_rng()
+def test_out_overlapping_the_input(dtype, rng):
     for n in (10, 100003, 3_000_001):
         host = (rng.random(n + 1) < 0.05).astype(dtype)
         for shift in (1, -1):

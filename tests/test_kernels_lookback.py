@@ -43,10 +43,9 @@ def module():
 
 
 @pytest.mark.parametrize("tname,window", [("long long", 32), ("long long", 1024), ("int", 64), ("int", 1024)])
-def test_lookback(module, tname, window):
+def test_lookback(module, tname, window, rng):
     dt = np.int64 if tname == "long long" else np.int32
     fn = module.get_function(f"lookback_test<{tname}, {window}>")
-    rng = np.random.default_rng()
     k = 2 if dt == np.int64 else 1
     words = cp.zeros(10**6 * k + 64, dtype=cp.uint64)
     subaggs = cp.zeros((10**6 // 32 + 2) * k, dtype=cp.uint64)
@@ -68,10 +67,9 @@ def test_lookback(module, tname, window):
             assert cp.asnumpy(total)[0] == ref[-1]
 
 
-def test_lookback_16_byte(module):
+def test_lookback_16_byte(module, rng):
     """complex128 status values span four 64-bit words (two 16-byte accesses)."""
     fn = module.get_function("lookback_test<distscan::Complex<double>, 96>")
-    rng = np.random.default_rng()
     tiles = 100003
     words = cp.zeros(tiles * 4 + 64, dtype=cp.uint64)
     subaggs = cp.zeros((tiles // 32 + 2) * 4, dtype=cp.uint64)

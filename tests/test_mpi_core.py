@@ -12,7 +12,7 @@ from distscan import api
 
 from conftest import all_ranks_ok, shared_rng
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(120)]
 
 COLLECTIVES = {"Allgather", "Allreduce", "Exscan", "Scan", "Bcast", "Barrier", "Reduce", "Gather", "Alltoall",
                "allgather", "allreduce", "exscan", "bcast", "gather", "Split", "Split_type", "Allgatherv"}

@@ -20,7 +20,7 @@ from distscan.backends import cpu as cpu_backend
 from conftest import (all_ranks_ok, assert_scan_equal, block_counts, local_part, random_array, reference_scan,
                       shared_rng)
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(120)]
 
 ALL_DTYPES = ["bool", "int8", "uint8", "int16", "int32", "uint32", "int64", "uint64",
               "float16", "float32", "float64", "complex64", "complex128"]

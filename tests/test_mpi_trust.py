@@ -14,7 +14,7 @@ from distscan import DistScanError
 
 from conftest import all_ranks_ok, local_part, shared_rng
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(120)]
 
 
 def splits(comm, n, rng):

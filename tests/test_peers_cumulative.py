@@ -54,7 +54,7 @@ import distscan
 
 from mpi4py import MPI
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(60)]
 
 # |error| <= TOL * magnitude (see module docstring), by result dtype (complex: its float part).
 TOL = {np.dtype(np.float16): 1e-3, np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-12}
