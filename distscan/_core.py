@@ -142,13 +142,14 @@ class ScanPlan:
         if (self.size == 1 or self.backend != "cpu" or self.w != 1 or self.carries.flagged
                 or self.strategy != "reduce_then_scan" or self.types.acc != self.types.result):
             return None
-        rec = np.zeros(_hierarchy.RECORD_BYTES, np.uint8)
-        recs = np.empty((self.size, _hierarchy.RECORD_BYTES), np.uint8)
-        head, size = _hierarchy.STATUS_BYTES, self.types.acc.itemsize
-        rec[:head] = _hierarchy.status(False, self.fingerprint, 0).view(np.uint8)
-        agreed = bytes(rec[:_hierarchy.AGREED_BYTES]) * self.size  # every rank's record, when all is well
+        h = _hierarchy
+        rec = np.zeros(h.RECORD_BYTES, np.uint8)
+        recs = np.empty((self.size, h.RECORD_BYTES), np.uint8)
+        head, size = h.STATUS_BYTES, self.types.acc.itemsize
+        rec[:head] = h.status(False, self.fingerprint, 0).view(np.uint8)
+        agreed = bytes(rec[:h.AGREED_BYTES]) * self.size  # every rank's record, when all is well
         return (rec, rec[:head].view(np.int64), rec[head:head + size].view(self.types.acc), recs,
-                recs[:, :_hierarchy.AGREED_BYTES], agreed, recs[:, head:head + size].view(self.types.acc)[:, 0])
+                recs[:, :h.AGREED_BYTES], agreed, recs[:, head:head + size].view(self.types.acc)[:, 0])
 
     def call_1d(self, x):
         """The common distributed call, lean: a contiguous 1-D NumPy part of the plan's input
@@ -171,12 +172,12 @@ class ScanPlan:
             if self.rank < self.size - 1:
                 carry[0] = self.op.ufunc.reduce(x, dtype=self.types.acc) if n else self.op.identity(self.types.acc)
         except Exception as exc:  # noqa: BLE001 - agreed through the record, raised on every rank
-            error, st[_hierarchy.FAILED] = exc, 1
+            error, st[_hierarchy.FLAGS] = exc, _hierarchy.FAILED
         self.comm.Allgather(rec, recs)
-        st[_hierarchy.FAILED] = 0
+        st[_hierarchy.FLAGS] = 0
         if agreed_part.tobytes() != agreed:
             # Someone failed or differs: every rank is here; settle it the general way.
-            if recs[:, :_hierarchy.STATUS_BYTES].view(np.int64)[:, _hierarchy.FAILED].any():
+            if recs[:, :_hierarchy.STATUS_BYTES].view(np.int64)[:, _hierarchy.FLAGS].any():
                 raise_agreed(self.comm, error)
             raise_mismatch(self.comm, "scan arguments", {**self.fields, "_rows": n})
         if n:
@@ -256,15 +257,15 @@ class ScanPlan:
         st = _hierarchy.status(error is not None, self.fingerprint if error is None else 0, rows)
         global_st, offset, total = _hierarchy.exchange(st, carry, self.carries.combine, self.comm, self.hierarchy,
                                                        self.node_size, want_total=want_total)
-        if global_st[_hierarchy.FAILED]:
+        if global_st.failed:
             raise_agreed(self.comm, error)
-        if global_st[_hierarchy.FP_MIN] != global_st[_hierarchy.FP_MAX]:
+        if not global_st.agreed:
             raise_mismatch(self.comm, what, {**self.fields, **(extra or {}), "_rows": rows})
         if self._flat is None and self.comm is not None:
             self._flat = _hierarchy.resolve_method(self.hierarchy, self.comm, self.node_size) == "flat"
         seed = self.carries.value(offset)
         if want_total:
-            return seed, self.carries.value(total), int(global_st[_hierarchy.ROWS])
+            return seed, self.carries.value(total), global_st.rows
         return seed
 
     def fail(self, error: BaseException, *, what="scan arguments", extra=None) -> None:

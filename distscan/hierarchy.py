@@ -35,27 +35,39 @@ NODE_SIZE_ENV = "DISTSCAN_NODE_SIZE"
 
 # A record is RECORD_BYTES long on every rank whatever happens, so that ranks whose arguments
 # differ (or that failed before they knew their carry) still meet in the same Allgather:
-# status words, then the carry inline when it fits (else the ``BIG`` word is set and the carries
-# follow in a second Allgather, once every rank knows that their sizes agree).
-FAILED, FP_MIN, FP_MAX, BIG, ROWS = range(5)
-# The words that must read (0, fp, fp, 0) on every rank for a call to go on: the first ones.
-AGREED_BYTES = 8 * ROWS
-STATUS_BYTES = 8 * 5
-RECORD_BYTES = 256
+# three status words (flags, the fingerprint of the arguments, the row count), then the
+# carry inline when it fits; else the BIG flag is set and the carries follow in a second
+# Allgather, once every rank knows that their sizes agree.  Small records keep the gather
+# in MPI's latency-bound algorithms (64 bytes: a float64 product carry still fits).
+FLAGS, FINGERPRINT, ROWS = range(3)
+FAILED, BIG = 1, 2  # bits of FLAGS
+STATUS_BYTES = 8 * 3
+RECORD_BYTES = 64
 INLINE_BYTES = RECORD_BYTES - STATUS_BYTES
+# The bytes of a record that read the same on every rank when a call may go on: the flags
+# (none set) and the fingerprint.
+AGREED_BYTES = 8 * ROWS
+
+
+@dataclass
+class Status:
+    """What the first gather tells every rank about all of them."""
+
+    failed: bool      # some rank failed
+    agreed: bool      # every rank has the same fingerprint
+    big: bool         # some carry did not travel inline
+    rows: int         # rows on all ranks
 
 
 def status(failed: bool, fingerprint: int, rows: int) -> np.ndarray:
-    """A rank's status words: failed (0/1), its argument fingerprint (twice: min and max over
-    ranks agree iff all ranks have the same), its row count."""
-    return np.array([int(failed), fingerprint, fingerprint, 0, rows], np.int64)
+    """A rank's status words: flags (FAILED), its argument fingerprint, its row count."""
+    return np.array([FAILED if failed else 0, fingerprint, rows], np.int64)
 
 
-def _fold_status(sts: np.ndarray) -> np.ndarray:
-    folded = np.empty(5, np.int64)
-    folded[[FAILED, FP_MIN, FP_MAX, BIG, ROWS]] = (sts[:, FAILED].max(), sts[:, FP_MIN].min(), sts[:, FP_MAX].max(),
-                                                   sts[:, BIG].max(), sts[:, ROWS].sum())
-    return folded
+def _fold_status(sts: np.ndarray) -> Status:
+    flags = np.bitwise_or.reduce(sts[:, FLAGS])
+    return Status(bool(flags & FAILED), bool((sts[:, FINGERPRINT] == sts[0, FINGERPRINT]).all()),
+                  bool(flags & BIG), int(sts[:, ROWS].sum()))
 
 
 def _record(st: np.ndarray, carry: Optional[np.ndarray]) -> np.ndarray:
@@ -63,7 +75,8 @@ def _record(st: np.ndarray, carry: Optional[np.ndarray]) -> np.ndarray:
     body = None if carry is None else np.ascontiguousarray(carry).reshape(-1).view(np.uint8)
     st = st.copy()
     if body is not None and body.size > INLINE_BYTES:
-        st[BIG], body = 1, None
+        st[FLAGS] |= BIG
+        body = None
     rec[:STATUS_BYTES] = st.view(np.uint8)
     if body is not None:
         rec[STATUS_BYTES:STATUS_BYTES + body.size] = body
@@ -71,7 +84,7 @@ def _record(st: np.ndarray, carry: Optional[np.ndarray]) -> np.ndarray:
 
 
 def _gather_records(comm, rec: np.ndarray, like: np.ndarray):
-    """Allgather of fixed-size records: ``(statuses (p, 5), inline carries (p, *like.shape))``."""
+    """Allgather of fixed-size records: ``(statuses (p, 3), inline carries (p, *like.shape) or None)``."""
     out = np.empty((comm.Get_size(), RECORD_BYTES), np.uint8)
     comm.Allgather(rec, out)
     sts = np.ascontiguousarray(out[:, :STATUS_BYTES]).view(np.int64)
@@ -209,12 +222,12 @@ def _fold(items, combine: Combine):
 
 def exchange(st: np.ndarray, carry: np.ndarray, combine: Combine, comm, method: str = "auto",
              node_size: Optional[int] = None, *, want_total: bool = False):
-    """``(global status, offset, total)`` for this rank: see the module docstring.
+    """``(Status, offset, total)`` for this rank: see the module docstring.
 
     ``st`` is this rank's :func:`status`; ``carry`` its carry (the same shape and dtype on every
     rank whose arguments agree; anything on a rank that failed); ``combine(earlier, later)``
     combines two carries.  ``offset`` is None on the first rank; ``total`` (every rank's carry
-    combined) only with ``want_total``.  When the global status says that a rank failed or that
+    combined) only with ``want_total``.  When the status says that a rank failed or that the
     fingerprints differ, offset and total are None: the caller raises.
 
     The first collective is always one ``Allgather`` of fixed-size records over ``comm``, so
@@ -224,18 +237,18 @@ def exchange(st: np.ndarray, carry: np.ndarray, combine: Combine, comm, method: 
     """
     carry = np.ascontiguousarray(carry)
     if comm is None or comm.Get_size() == 1:
-        return st.copy(), None, carry.copy() if want_total else None
+        return (Status(bool(st[FLAGS] & FAILED), True, False, int(st[ROWS])), None,
+                carry.copy() if want_total else None)
     sts, carries = _gather_records(comm, _record(st, carry), carry)
     total_st = _fold_status(sts)
-    if total_st[FAILED] or total_st[FP_MIN] != total_st[FP_MAX]:
+    if total_st.failed or not total_st.agreed:
         return total_st, None, None
     # From here on every rank's arguments (the method among them) and carry sizes agree.
     if resolve_method(method, comm, node_size) == "node":
         offset, total = _node_offsets(carry, combine, comm, node_size, want_total)
         return total_st, offset, total
-    if total_st[BIG]:
-        carries = np.empty((comm.Get_size(),) + carry.shape, carry.dtype)
-        comm.Allgather(carry, carries)
+    if total_st.big:
+        carries = _gather(comm, carry)
     rank = comm.Get_rank()
     return total_st, _fold(carries[:rank], combine), _fold(carries, combine) if want_total else None
 
