@@ -126,6 +126,9 @@ def bench_case(dtype, n, reps, results, api_scan):
         gpu.scan(x2, SUM, types, out=y2)
 
     impls = {"copy": copy, "distscan": ds}
+    if api_scan is not None:
+        # The public call with dtype= and out= (one rank): its cost over the backend alone.
+        impls["distscan_api"] = lambda: api_scan(x, y)
     cub, why = make_cub(x, y, n)
     if cub is not None:
         impls["cub"] = cub
@@ -153,7 +156,7 @@ def bench_case(dtype, n, reps, results, api_scan):
         if cub is not None:
             row["wall_cub_s"] = _wall_per_call(cub)
         if api_scan is not None:
-            row["wall_distscan_api_s"] = _wall_per_call(lambda: api_scan(x))
+            row["wall_distscan_api_s"] = _wall_per_call(lambda: api_scan(x, y))
         row["wall_cupy_s"] = _wall_per_call(impls["cupy"])
     results.append(row)
     del x, y
@@ -207,7 +210,7 @@ def main():
         from mpi4py import MPI
 
         if hasattr(distscan, "scan"):
-            api_scan = lambda a: distscan.scan(a, op="sum", dtype=a.dtype, comm=MPI.COMM_SELF)  # noqa: E731
+            api_scan = lambda a, b: distscan.cumsum(a, dtype=a.dtype, out=b, comm=MPI.COMM_SELF)  # noqa: E731
     except Exception:  # noqa: BLE001
         pass
 
@@ -240,6 +243,10 @@ def main():
         print(f"{r['dtype']:8s} 2^{r['log2n']:<3d} {r['copy_gbs']:6.0f} {r['distscan_gbs']:6.0f} {cub:6.0f} "
               f"{r.get('torch_gbs', float('nan')):6.0f} {r['cupy_gbs']:6.0f} {r['distscan_gbs'] / cub:6.2f} "
               f"{r['distscan_gbs'] / r['copy_gbs']:6.2f} {r.get('distscan_ok')}/{r.get('cub_ok')}")
+    for r in results:
+        if "distscan_api_s" in r:
+            print(f"API with dtype= and out= at 2^{r['log2n']} {r['dtype']}: {r['distscan_api_s'] / r['distscan_s']:.3f}x "
+                  f"the backend alone ({r['distscan_api_gbs']:.0f} vs {r['distscan_gbs']:.0f} GB/s)")
     for r in results:
         if "wall_distscan_backend_s" in r:
             print(f"wall per call at 2^{r['log2n']} {r['dtype']}: distscan backend {r['wall_distscan_backend_s'] * 1e6:.1f} us, "

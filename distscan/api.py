@@ -178,8 +178,8 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
     """
     comm = _default_comm(comm)
     single = comm is None or comm.Get_size() == 1
-    if single and initial is None and out is None and timings is None:
-        result = _local_fast_path(x, op, exclusive, dtype, axis, strategy, hierarchy, backend)
+    if single and initial is None and timings is None:
+        result = _local_fast_path(x, op, exclusive, dtype, out, axis, strategy, hierarchy, backend)
         if result is not None:
             return result
     lean = (not single and initial is None and out is None and timings is None and type(x) is np.ndarray
@@ -226,9 +226,10 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
 _fast_plans: dict = {}
 
 
-def _local_fast_path(x, op, exclusive, dtype, axis, strategy, hierarchy, backend):
-    """The common single-rank call (contiguous 1-D NumPy or CuPy array, defaults) in one
-    dictionary lookup, so small scans cost little more than the kernel launch.
+def _local_fast_path(x, op, exclusive, dtype, out, axis, strategy, hierarchy, backend):
+    """The common single-rank call (contiguous 1-D NumPy or CuPy array; ``dtype=`` and an
+    ``out=`` of the same kind, shape and result dtype allowed) in one dictionary lookup, so
+    small scans cost little more than the kernel launch.
 
     Returns None whenever anything is unusual; :class:`_Plan` then handles (or rejects) it.
     """
@@ -243,7 +244,10 @@ def _local_fast_path(x, op, exclusive, dtype, axis, strategy, hierarchy, backend
     if plan is None or x.ndim != 1 or not x.flags.c_contiguous:
         return None
     be, op_row, types, exclusive = plan
-    result, _ = be.scan(x, op_row, types, exclusive=exclusive)
+    if out is not None and (type(out) is not type(x) or out.shape != x.shape or out.dtype != types.result
+                            or not out.flags.c_contiguous or _may_overlap(out, x)):
+        return None
+    result, _ = be.scan(x, op_row, types, exclusive=exclusive, out=out)
     return result
 
 
