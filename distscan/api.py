@@ -248,7 +248,7 @@ def _local_fast_path(x, op, exclusive, dtype, out, axis, strategy, hierarchy, ba
                             or not out.flags.c_contiguous or _may_overlap(out, x)):
         return None
     result, _ = be.scan(x, op_row, types, exclusive=exclusive, out=out)
-    return result
+    return result if out is None else out
 
 
 def _fast_plan(array_type, x_dtype, op, exclusive, dtype, axis, strategy, hierarchy, backend):
