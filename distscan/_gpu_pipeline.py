@@ -1,35 +1,32 @@
-"""The GPU file pipeline (``--backend cuda``): pinned chunks, copy streams, the add fused on the way out.
+"""The GPU file pipeline (``--backend cuda``): the chunked skeleton of :mod:`distscan._flow`
+with a GPU compute step.
 
 Registered as ``distscan.pipeline.PIPELINES["cuda"]``.  Each rank binds its GPU
-(:func:`distscan._binding.bind_gpu`), then scans its block of rows ``[start, stop)``
-of the input in one of two modes, chosen from the GPU memory budget
-(``--gpu-memory-limit``, default 85 % of the device's free memory):
+(:func:`distscan._binding.bind_gpu`); chunks are read by a thread pool into pinned host
+buffers, copied host -> device on the copy-in stream, scanned (or reduced) on the compute
+stream, and copied device -> host on the copy-out stream into a ring of pinned buffers
+that the write pool drains.  The chunking, the carries, the one exchange and the offset
+applied on the way out are the CPU pipeline's (:func:`distscan._flow.run_chunks`); only
+:class:`GpuEngine` differs.  The GPU memory budget (``--gpu-memory-limit``, default 85 %
+of the device's free memory) picks the mode:
 
 ``resident`` (the shard's input and output fit in the budget)
-    *load*: the shard is read from the file in chunks into two pinned host buffers
-    (the next chunk is read while the previous one travels host -> device on the
-    copy-in stream); *scan*: one launch over the shard on the compute stream
-    (``scan_then_add``: local scan, total from the accumulator; ``reduce_then_scan``:
-    reduce, then after the ``Exscan`` a scan seeded with the offset); *exscan*: the
-    totals through MPI (:func:`distscan.hierarchy.exclusive_prefix`); *store*: per
-    chunk, the offset is added on the device (``scan_then_add``) just before the
-    chunk's device -> host copy on the copy-out stream, and the previous chunk is
-    written to the file meanwhile.  Bytes through device memory: 4N for
-    ``scan_then_add`` and 3N for ``reduce_then_scan`` -- both far below the disk and
-    PCIe times, which are the real cost; the file is read once and written once.
+    the shard stays on the device between the passes: rank 0 scans each chunk as it
+    arrives and sends it back; the other ranks scan (``scan_then_add``) or reduce
+    (``reduce_then_scan``, the default) each chunk, exchange, then add the offset
+    (fused, just before the chunk's device -> host copy) or scan from it.  The file is
+    read once and written once.
 
 ``streamed`` (the shard does not fit)
-    Chunks that fit the budget twice over (double-buffered), two passes over the
-    file: *pass 1* reads and reduces each chunk (skipped on the last rank, whose
-    total nobody needs); *exscan*; *pass 2* reads each chunk again, scans it seeded
-    with the carry (the offset, then the running total of the chunks before it),
-    copies it back and writes it.  The input is read twice (the second time often
-    from the page cache); nothing is held beyond two chunks.
+    two chunk slots on the device; *pass 1* reads and reduces each chunk (skipped on the
+    last rank, whose total nobody needs); *exchange*; *pass 2* reads each chunk again,
+    scans it seeded with the carry, copies it back and writes it.  Rank 0, whose offset is
+    the identity, needs one pass only.
 
-Times in the report: ``read`` and ``write`` (disk, host thread), ``h2d``, ``scan``,
-``d2h`` (GPU engine busy time from CUDA events), ``exscan`` (MPI), and the wall of
-``load`` / ``store``; every phase ends in a collective agreement, so a failure on
-any rank (out of device memory, a read error) raises the same error everywhere.
+Times in the report: ``read`` and ``write`` (wall spans of the I/O threads), ``h2d``,
+``scan``, ``d2h`` (GPU engine busy time from CUDA events), ``exscan`` (MPI), and the wall
+of ``load`` / ``store`` (pass A / pass B); every phase ends in a collective agreement, so
+a failure on any rank (out of device memory, a read error) raises the same error everywhere.
 
 The device is reached through a small adapter, :class:`CudaDevice`; :class:`HostDevice`
 implements the same calls with NumPy and the ``cpu`` backend so the chunking, carry
@@ -40,15 +37,14 @@ from __future__ import annotations
 
 import contextlib
 import re
-import time
 
 import numpy as np
 
-from . import io as _io
-from ._core import ScanPlan, resolve_strategy
+from . import _flow
+from ._core import resolve_strategy
 
 #: Host chunk (bytes of input per chunk) for reads, host -> device and device -> host copies.
-CHUNK_BYTES = 64 << 20
+CHUNK_BYTES = _flow.CHUNK_BYTES
 #: Share of the device's free memory used when no ``--gpu-memory-limit`` is given.
 DEFAULT_BUDGET_SHARE = 0.85
 
@@ -242,42 +238,91 @@ def _chunks(rows: int, chunk_rows: int):
     return [(lo, min(rows, lo + chunk_rows)) for lo in range(0, rows, chunk_rows)]
 
 
-class _Reader:
-    """Reads rows of this rank's block into pinned buffers (native byte order), counting time."""
+class GpuEngine:
+    """The compute step on a device (:class:`CudaDevice` or :class:`HostDevice`) for :func:`distscan._flow.run_chunks`."""
 
-    def __init__(self, ctx, times):
-        self.hdr = ctx.header
-        self.start = ctx.start
-        self.native = self.hdr.dtype.newbyteorder("=")
-        self.times = times
-        self.f = open(self.hdr.path, "rb", buffering=0)
+    default_strategy = resolve_strategy("auto")
+    #: Pinned host buffers: reads in flight (the skeleton's read-ahead + 1), device -> host copies awaiting a write.
+    IN_RING = _flow.READ_AHEAD + 1
+    OUT_RING = 8
 
-    def read(self, lo: int, hi: int, buf: np.ndarray, progress=None) -> np.ndarray:
-        t0 = time.perf_counter()
-        nbytes = (hi - lo) * self.hdr.row_bytes
-        view = memoryview(buf[:nbytes])
-        pos = self.hdr.offset + (self.start + lo) * self.hdr.row_bytes
-        done = 0
-        while done < nbytes:
-            step = min(_io.CHUNK_BYTES, nbytes - done)
-            got = self.f.readinto(view[done: done + step]) if self.f.tell() == pos + done else None
-            if got is None:
-                self.f.seek(pos + done)
-                got = self.f.readinto(view[done: done + step])
-            if not got:
-                raise ValueError(f"{self.hdr.path} is truncated: file ended {nbytes - done} bytes early "
-                                 f"while reading rows [{self.start + lo}, {self.start + hi})")
-            done += got
-        rows = buf[:nbytes].view(self.hdr.dtype).reshape(hi - lo, self.hdr.row_items)
-        if not self.hdr.dtype.isnative:
-            rows = rows.byteswap(inplace=True).view(self.native)
-        self.times["read"] += time.perf_counter() - t0
-        if progress is not None:
-            progress(nbytes)
-        return rows
+    def __init__(self, device):
+        self.dev = device
+        self.name = device.name
+        self.backend = device.backend
 
-    def close(self):
-        self.f.close()
+    def configure(self, layout, plan, chunk_plan: dict, *, final_now: bool) -> dict:
+        dev, lay = self.dev, layout
+        self.lay, self.plan = lay, plan
+        cr, w = lay.chunk_rows, lay.w
+        self.resident = chunk_plan["mode"] == "resident"
+        if self.resident:
+            self.d_in = dev.empty((lay.n, w), lay.in_dt)
+            self.d_out = dev.empty((lay.n, w), lay.out_dt)
+        else:
+            self.d_in = [dev.empty((cr, w), lay.in_dt) for _ in range(2)]
+            self.d_out = [dev.empty((cr, w), lay.out_dt) for _ in range(2)]
+        chunks = lay.chunks
+        self.hin = [dev.pinned(cr * w * lay.in_dt.itemsize) for _ in range(min(self.IN_RING, max(len(chunks), 1)))]
+        self.hout = [dev.pinned(cr * w * lay.out_dt.itemsize) for _ in range(min(self.OUT_RING, max(len(chunks), 1)))]
+        self.out_slots = len(self.hout)
+        self._in_events = [None] * len(self.hin)
+        self.loaded, self.scanned = {}, {}
+        return dict(chunk_plan)
+
+    def _views(self, k):
+        lo, hi = self.lay.chunks[k]
+        if self.resident:
+            return self.d_in[lo:hi], self.d_out[lo:hi]
+        return self.d_in[k % 2][: hi - lo], self.d_out[k % 2][: hi - lo]
+
+    def in_buffer(self, k: int):
+        slot = k % len(self.hin)
+        self.dev.wait(self._in_events[slot])  # the copy that last read this buffer is done
+        return self.hin[slot]
+
+    def put(self, k: int, rows, buf) -> None:
+        d_in, _ = self._views(k)
+        ev = self.dev.h2d(d_in, rows)
+        self._in_events[k % len(self.hin)] = ev
+        self.loaded[k] = ev
+
+    def carry(self, k: int):
+        d_in, _ = self._views(k)
+        with self.dev.computing(after=self.loaded.get(k)):
+            return self.plan.local_carry(d_in)
+
+    def scan(self, k: int, seed, want_total: bool):
+        d_in, d_out = self._views(k)
+        with self.dev.computing(after=self.loaded.pop(k, None)):
+            _, total = self.plan.seeded_scan(d_in, seed, out=d_out, want_total=want_total)
+        self.scanned[k] = self.dev.last
+        return total
+
+    def add(self, k: int, offset) -> None:
+        _, d_out = self._views(k)
+        with self.dev.computing():
+            self.plan.add_offset(d_out, offset)  # fused: just before this chunk leaves
+        self.scanned[k] = self.dev.last
+
+    def output(self, k: int):
+        lo, hi = self.lay.chunks[k]
+        _, d_out = self._views(k)
+        out_dt, w = self.lay.out_dt, self.lay.w
+        host = self.hout[k % len(self.hout)][: (hi - lo) * w * out_dt.itemsize].view(out_dt).reshape(hi - lo, w)
+        self.dev.wait(self.dev.d2h(host, d_out, after=self.scanned.pop(k, None)))
+        return _flow._Done(host)
+
+    def done(self, k: int) -> None:
+        pass
+
+    def drop(self, k: int) -> None:
+        self.loaded.pop(k, None)
+
+    def release(self) -> None:
+        self.d_in = self.d_out = None
+        self.hin, self.hout = [], []
+        self.dev.release()
 
 
 def _budget(job, device) -> int:
@@ -287,14 +332,6 @@ def _budget(job, device) -> int:
     return int(device.free_bytes() * DEFAULT_BUDGET_SHARE)
 
 
-def _scanner(job, ctx, device) -> ScanPlan:
-    """The distributed scan of this job's rows, on the device's backend (:mod:`distscan._core`)."""
-    hdr = ctx.header
-    return ScanPlan(ctx.op, hdr.dtype.newbyteorder("="), dtype=job.dtype, exclusive=job.exclusive,
-                    trailing=tuple(hdr.shape[1:]), comm=ctx.comm, backend=device.backend, strategy=job.strategy,
-                    hierarchy=job.hierarchy)
-
-
 # ----------------------------------------------------------------------------------------
 # the pipeline
 # ----------------------------------------------------------------------------------------
@@ -302,205 +339,48 @@ def _scanner(job, ctx, device) -> ScanPlan:
 def run_gpu(job, ctx, device=None) -> None:
     """``PIPELINES["cuda"]``: see the module docstring.  Collective over ``ctx.comm``."""
     from ._binding import bind_gpu
-    from .pipeline import _phase
+    from .pipeline import _phase, finish
 
     if device is None:
         with _phase(ctx, "bind"):
-            strategy = resolve_strategy(job.strategy)
+            resolve_strategy(job.strategy)
         binding = bind_gpu(ctx.comm, gpu=getattr(job, "gpu", None))  # collective, agreed
         with _phase(ctx, "bind"):
             device = CudaDevice()
         ctx.gpu = {"device": binding.device, "source": binding.source, "shared": binding.shared}
     else:
         with _phase(ctx, "bind"):
-            strategy = resolve_strategy(job.strategy)
+            resolve_strategy(job.strategy)
         ctx.gpu = {"device": device.device_id, "source": device.name, "shared": False}
     ctx.backend_used = "cuda" if device.name == "cuda" else device.name
     times = ctx.times
-    for k in ("read", "write", "exscan", "h2d", "scan", "d2h"):
+    for k in ("h2d", "scan", "d2h"):
         times.setdefault(k, 0.0)
 
     hdr, types = ctx.header, ctx.types
     n, w = ctx.stop - ctx.start, hdr.row_items
-    in_dt = hdr.dtype.newbyteorder("=")
-    out_dt = types.result
+    engine = GpuEngine(device)
     state = {}
-    with _phase(ctx, "plan"):
-        budget = _budget(job, device)
-        plan = plan_chunks(n, hdr.row_bytes, w * out_dt.itemsize, budget)
-        state["plan"] = plan
-    modes = [plan["mode"]] if ctx.comm is None else ctx.comm.allgather(plan["mode"])
-    ctx.gpu.update({"mode": plan["mode"], "modes": sorted(set(modes)), "budget_bytes": budget,
-                    "chunk_rows": plan["chunk_rows"], "strategy": strategy if plan["mode"] == "resident"
-                    else "reduce_then_scan"})
     try:
-        if plan["mode"] == "resident":
-            _resident(job, ctx, device, plan, strategy, n, w, in_dt, out_dt)
-        else:
-            _streamed(job, ctx, device, plan, n, w, in_dt, out_dt)
+        with _phase(ctx, "plan"):
+            budget = _budget(job, device)
+            plan = _flow.make_plan(job, ctx, device.backend, engine.default_strategy)
+            chunk_plan = plan_chunks(n, hdr.row_bytes, w * types.result.itemsize, budget)
+            layout = _flow.layout_for(ctx)
+            layout.chunk_rows = chunk_plan["chunk_rows"]
+            state["config"] = engine.configure(layout, plan, chunk_plan, final_now=ctx.rank == 0)
+        mode = chunk_plan["mode"]
+        modes = [mode] if ctx.comm is None else ctx.comm.allgather(mode)
+        ctx.gpu.update({"mode": mode, "modes": sorted(set(modes)), "budget_bytes": budget,
+                        "chunk_rows": chunk_plan["chunk_rows"], "strategy": plan.strategy})
+        _flow.run_chunks(job, ctx, engine, plan, layout, state["config"])
     finally:
         eng = {}
         with contextlib.suppress(Exception):
             eng = device.engine_times()
         for k in ("h2d", "scan", "d2h"):
             times[k] += eng.get(k, 0.0)
+        times.pop("compute", None)
         with contextlib.suppress(Exception):
-            device.release()
-
-    t0 = time.perf_counter()
-    ctx.writer.close()  # collective; data on disk under the temporary name
-    times["write"] += time.perf_counter() - t0
-    if job.verify:
-        from ._verify import verify
-        t0 = time.perf_counter()
-        local = _input_view(hdr, ctx.start, ctx.stop)
-        ctx.verify_summary = verify(ctx.writer.temp_path, local, ctx.start, ctx.op, ctx.types,
-                                    exclusive=job.exclusive, total_rows=hdr.rows, out_shape=hdr.shape,
-                                    comm=ctx.comm)
-        times["verify"] = time.perf_counter() - t0
-
-
-def _input_view(hdr, start, stop):
-    shape = (stop - start,) + tuple(hdr.shape[1:])
-    if stop == start:
-        return np.empty(shape, hdr.dtype.newbyteorder("="))
-    return np.memmap(hdr.path, dtype=hdr.dtype, mode="r", offset=hdr.offset + start * hdr.row_bytes, shape=shape)
-
-
-def _exscan(ctx, scanner, total, rows):
-    t0 = time.perf_counter()
-    offset = scanner.exchange(total, rows=rows)
-    ctx.times["exscan"] += time.perf_counter() - t0
-    return offset
-
-
-def _write(ctx, lo, rows, bar):
-    t0 = time.perf_counter()
-    ctx.writer.write_rows(ctx.start + lo, rows.reshape((rows.shape[0],) + tuple(ctx.header.shape[1:])),
-                          progress=bar.update)
-    ctx.times["write"] += time.perf_counter() - t0
-
-
-def _resident(job, ctx, device, plan, strategy, n, w, in_dt, out_dt):
-    from .pipeline import _phase
-
-    scanner = _scanner(job, ctx, device)
-    strategy = scanner.strategy  # float products always reduce_then_scan (distscan._carry)
-    last_rank = ctx.rank == ctx.size - 1
-    chunks = _chunks(n, plan["chunk_rows"])
-    st = {}
-    with _phase(ctx, "load"):
-        d_in = device.empty((n, w), in_dt)
-        d_out = device.empty((n, w), out_dt)
-        cr = plan["chunk_rows"]
-        hin = [device.pinned(cr * w * in_dt.itemsize) for _ in range(2)]
-        hout = [device.pinned(cr * w * out_dt.itemsize) for _ in range(2)]
-        reader = _Reader(ctx, ctx.times)
-        bar = ctx.progress("read", n * ctx.header.row_bytes)
-        events = [None, None]
-        try:
-            for k, (lo, hi) in enumerate(chunks):
-                device.wait(events[k % 2])  # the copy that last used this buffer is done
-                rows = reader.read(lo, hi, hin[k % 2], bar.update)
-                events[k % 2] = device.h2d(d_in[lo:hi], rows)
-        finally:
-            reader.close()
-            bar.done()
-        loaded = events[(len(chunks) - 1) % 2] if chunks else None
-        with device.computing(after=loaded):
-            if strategy == "scan_then_add":
-                _, total = scanner.seeded_scan(d_in, None, out=d_out, want_total=not last_rank)
-            else:
-                total = scanner.local_carry(d_in, skip=last_rank)
-        st["total"] = total if total is not None else scanner.identity()
-        st["scanned"] = device.last
-
-    offset = _exscan(ctx, scanner, st["total"], n)
-
-    with _phase(ctx, "store"):
-        if strategy == "reduce_then_scan":
-            with device.computing():
-                scanner.seeded_scan(d_in, offset, out=d_out)
-            st["scanned"] = device.last
-        bar = ctx.progress("write", n * w * out_dt.itemsize)
-        pending = []  # (lo, hi, host rows, event)
-
-        def enqueue(k):
-            lo, hi = chunks[k]
-            after = st["scanned"]
-            if strategy == "scan_then_add" and offset is not None:
-                with device.computing():
-                    scanner.add_offset(d_out[lo:hi], offset)  # fused: just before this chunk leaves
-                after = device.last
-            host = hout[k % 2][: (hi - lo) * w * out_dt.itemsize].view(out_dt).reshape(hi - lo, w)
-            pending.append((lo, host, device.d2h(host, d_out[lo:hi], after=after)))
-
-        if chunks:
-            enqueue(0)
-        for k in range(len(chunks)):
-            if k + 1 < len(chunks):
-                enqueue(k + 1)  # overlaps with the write of chunk k
-            lo, host, ev = pending.pop(0)
-            device.wait(ev)
-            _write(ctx, lo, host, bar)
-        bar.done()
-        del d_in, d_out
-
-
-def _streamed(job, ctx, device, plan, n, w, in_dt, out_dt):
-    from .pipeline import _phase
-
-    scanner = _scanner(job, ctx, device)
-    last_rank = ctx.rank == ctx.size - 1
-    chunks = _chunks(n, plan["chunk_rows"])
-    cr = plan["chunk_rows"]
-    st = {}
-    with _phase(ctx, "load"):
-        d_in = [device.empty((cr, w), in_dt) for _ in range(2)]
-        d_out = [device.empty((cr, w), out_dt) for _ in range(2)]
-        hin = [device.pinned(cr * w * in_dt.itemsize) for _ in range(2)]
-        hout = [device.pinned(cr * w * out_dt.itemsize) for _ in range(2)]
-        total = scanner.identity()
-        if not last_rank:
-            # Pass 1: the shard's total, chunk by chunk (each reduce returns to the host).
-            reader = _Reader(ctx, ctx.times)
-            bar = ctx.progress("read (pass 1)", n * ctx.header.row_bytes)
-            try:
-                for k, (lo, hi) in enumerate(chunks):
-                    rows = reader.read(lo, hi, hin[k % 2], bar.update)
-                    ev = device.h2d(d_in[k % 2][: hi - lo], rows)
-                    with device.computing(after=ev):
-                        part = scanner.local_carry(d_in[k % 2][: hi - lo])
-                    total = scanner.combine(total, part)
-            finally:
-                reader.close()
-                bar.done()
-        st["total"] = total
-
-    offset = _exscan(ctx, scanner, st["total"], n)
-
-    with _phase(ctx, "store"):
-        reader = _Reader(ctx, ctx.times)
-        bar = ctx.progress("read+write (pass 2)", n * w * out_dt.itemsize)
-        carry = offset
-        prev = None  # (lo, host rows, event) of the chunk waiting to be written
-        try:
-            for k, (lo, hi) in enumerate(chunks):
-                s = k % 2
-                rows = reader.read(lo, hi, hin[s])
-                ev = device.h2d(d_in[s][: hi - lo], rows)
-                with device.computing(after=ev):
-                    _, carry = scanner.seeded_scan(d_in[s][: hi - lo], carry, out=d_out[s][: hi - lo], want_total=True)
-                host = hout[s][: (hi - lo) * w * out_dt.itemsize].view(out_dt).reshape(hi - lo, w)
-                cur = (lo, host, device.d2h(host, d_out[s][: hi - lo], after=device.last))
-                if prev is not None:
-                    device.wait(prev[2])
-                    _write(ctx, prev[0], prev[1], bar)
-                prev = cur
-            if prev is not None:
-                device.wait(prev[2])
-                _write(ctx, prev[0], prev[1], bar)
-        finally:
-            reader.close()
-            bar.done()
-        del d_in, d_out
+            engine.release()
+    finish(job, ctx)

@@ -36,7 +36,6 @@ import os
 import re
 import socket
 import stat as _stat
-from dataclasses import dataclass
 from typing import Callable, Optional
 
 import numpy as np
@@ -116,11 +115,14 @@ def block_split(n: int, size: int, rank: int) -> tuple[int, int]:
 
 
 def read_rows(header: NpyHeader, start: int, stop: int, *, out=None,
-              progress: Optional[Callable[[int], None]] = None, chunk_bytes: int = 0) -> np.ndarray:
+              progress: Optional[Callable[[int], None]] = None, chunk_bytes: int = 0, fd: Optional[int] = None) -> np.ndarray:
     """Read rows ``[start, stop)`` of the array described by ``header``; nothing else is read.
 
     Returns an array of shape ``(stop - start, *header.shape[1:])`` in native
-    byte order (converted in place if the file is byte-swapped).  ``progress``,
+    byte order (converted in place if the file is byte-swapped).  ``out`` (a
+    C-contiguous array of the file's dtype and that shape) receives the rows.
+    ``fd``: an open descriptor of the file (positional reads, safe from several
+    threads at once); otherwise the file is opened for this call.  ``progress``,
     if given, is called with the number of bytes read after each chunk.
 
     Raises
@@ -142,20 +144,23 @@ def read_rows(header: NpyHeader, start: int, stop: int, *, out=None,
     chunk = chunk_bytes or CHUNK_BYTES
     pos = header.offset + start * header.row_bytes
     done = 0
-    with open_regular(header.path) as f:
-        f.seek(pos)
+    f = open_regular(header.path) if fd is None else None
+    try:
+        rfd = f.fileno() if f is not None else fd
         while done < total:
-            got = f.readinto(buf[done: done + min(chunk, total - done)])
+            got = os.preadv(rfd, [buf[done: done + min(chunk, total - done)]], pos + done)
             if not got:
                 raise ValueError(f"{header.path} is truncated: file ended {total - done} bytes early "
                                  f"while reading rows [{start}, {stop})")
             done += got
             if progress is not None:
                 progress(got)
+    finally:
+        if f is not None:
+            f.close()
     if not out.dtype.isnative:
         out = out.byteswap(inplace=True).view(out.dtype.newbyteorder("="))
     return out
-
 
 
 def same_file(a, b) -> bool:

@@ -6,13 +6,13 @@ a byte, opens the output (a temporary file) before the slow phases so an
 unwritable destination fails fast, and publishes the output only after every
 rank succeeded (and, with ``verify``, after the independent check passed).
 
-The phases are separate functions with one signature so another backend can
-plug in its own pipeline: :data:`PIPELINES` maps a backend name to a function
-``pipeline(job, ctx) -> None`` that fills ``ctx.times`` and writes through
-``ctx.writer``.  :func:`run_cpu` is the in-memory one (each rank holds its
-slice; the scan is :func:`distscan.scan`), used for every backend that has no
-pipeline of its own (``--backend cuda`` then moves the slice to the GPU inside
-:func:`distscan.scan`).
+:data:`PIPELINES` maps a backend name to a function ``pipeline(job, ctx) -> None``
+that fills ``ctx.times`` and writes through ``ctx.writer``.  Both pipelines are
+one chunked skeleton (:mod:`distscan._flow`: positional reads and writes on
+thread pools overlapping the compute, one exchange, the offset applied on the
+way out) with a different compute step: :func:`run_cpu` (NumPy, used for every
+backend without a pipeline of its own) and :func:`run_cuda`
+(:mod:`distscan._gpu_pipeline`: host -> device, scan, device -> host).
 
 Failure handling: every phase ends in an agreement (:func:`_phase`), so a
 failure on any rank raises the same exception on every rank, the temporary
@@ -68,6 +68,8 @@ class Job:
     verify: bool = False
     gpu: Optional[str] = None               # --gpu: device index (default: by local rank)
     gpu_memory_limit: Optional[str] = None  # --gpu-memory-limit: e.g. "2G" (default: 85 % of free)
+    memory_limit: Optional[str] = None      # --memory-limit: host memory a rank may hold (default: a share)
+    fsync: bool = False                     # --fsync: the output durable before the rename
 
 
 @dataclass
@@ -91,6 +93,9 @@ class Context:
     backend_used: str = "cpu"
     verify_summary: Optional[dict] = None
     gpu: Optional[dict] = None
+    spans: dict = field(default_factory=dict)   # phase -> (start, end) seconds from t_start
+    t_start: Optional[float] = None
+    host: Optional[dict] = None                 # the chunked pipeline's mode and sizes
 
     @property
     def rank(self) -> int:
@@ -120,41 +125,37 @@ def _null_progress(label, total):
 
 
 def run_cpu(job: Job, ctx: Context) -> None:
-    """The in-memory pipeline: read this rank's rows, :func:`distscan.scan` them, write them."""
-    from .api import scan
+    """The CPU pipeline: :mod:`distscan._flow` with the NumPy engine."""
+    from . import _flow
 
-    hdr = ctx.header
-    with _phase(ctx, "read"):
-        bar = ctx.progress("read", (ctx.stop - ctx.start) * hdr.row_bytes)
-        local = _io.read_rows(hdr, ctx.start, ctx.stop, progress=bar.update)
-        bar.done()
+    engine = _flow.CpuEngine()
+    with _phase(ctx, "plan"):
+        plan = _flow.make_plan(job, ctx, engine.backend, engine.default_strategy)
+        layout = _flow.layout_for(ctx)
+        config = engine.configure(layout, plan, _flow.host_budget(job.memory_limit), final_now=ctx.rank == 0)
+    ctx.backend_used = "cpu"
+    ctx.host = {"mode": config["mode"], "strategy": plan.strategy, "chunk_rows": layout.chunk_rows}
+    try:
+        _flow.run_chunks(job, ctx, engine, plan, layout, config)
+    finally:
+        engine.release()
+    ctx.times["scan"] = ctx.times.pop("compute")
+    ctx.scan_timings.update({"scan": ctx.times["scan"], "exscan": ctx.times["exscan"]})
+    finish(job, ctx)
 
+
+def finish(job: Job, ctx: Context) -> None:
+    """Close the output (collective; data complete under the temporary name), then ``--verify``."""
     t0 = time.perf_counter()
-    # distscan.scan is collective and raises the same exception on every rank by itself.
-    result = scan(local, ctx.op, exclusive=job.exclusive, dtype=job.dtype, comm=ctx.comm,
-                  strategy=job.strategy, hierarchy=job.hierarchy, backend=job.backend,
-                  timings=ctx.scan_timings)
-    ctx.times["scan"] = time.perf_counter() - t0
-    ctx.backend_used = "cuda" if job.backend == "cuda" else "cpu"
-
-    with _phase(ctx, "write"):
-        result = np.asarray(result)
-        if result.dtype != ctx.types.result or result.shape != local.shape:
-            raise RuntimeError(f"internal error: scan returned {result.dtype} {result.shape}, "
-                               f"expected {ctx.types.result} {local.shape}")
-        bar = ctx.progress("write", result.nbytes)
-        ctx.writer.write_rows(ctx.start, result, progress=bar.update)
-        bar.done()
-        del result
-    t0 = time.perf_counter()
-    ctx.writer.close()  # collective; data on disk under the temporary name
-    ctx.times["write"] += time.perf_counter() - t0
-
+    ctx.writer.close()
+    ctx.times["write"] = ctx.times.get("write", 0.0) + time.perf_counter() - t0
     if job.verify:
+        from . import _flow
         from ._verify import verify
         t0 = time.perf_counter()
+        local = _flow.input_view(ctx.header, ctx.start, ctx.stop)
         ctx.verify_summary = verify(ctx.writer.temp_path, local, ctx.start, ctx.op, ctx.types,
-                                    exclusive=job.exclusive, total_rows=hdr.rows, out_shape=hdr.shape,
+                                    exclusive=job.exclusive, total_rows=ctx.header.rows, out_shape=ctx.header.shape,
                                     comm=ctx.comm)
         ctx.times["verify"] = time.perf_counter() - t0
 
@@ -252,11 +253,12 @@ def run(job: Job, comm=None, *, progress: Optional[Callable] = None, notice: Opt
     rank = 0 if comm is None else comm.Get_rank()
     empty = header.size == 0
     start, stop = (0, 0) if empty else _io.block_split(header.rows, size, rank)
-    ctx = Context(comm=comm, header=header, op=op, types=types, start=start, stop=stop, progress=progress)
+    ctx = Context(comm=comm, header=header, op=op, types=types, start=start, stop=stop, progress=progress,
+                  t_start=t_start)
     pipeline = run_empty if empty else PIPELINES.get(job.backend, run_cpu)
     t0 = time.perf_counter()
     writer = _io.NpyWriter(job.output, header.shape, types.result, comm=comm, force=job.force,
-                           protect=(job.input,), notice=notice)
+                           protect=(job.input,), notice=notice, fsync=job.fsync)
     with writer:
         ctx.times["open"] = time.perf_counter() - t0
         ctx.writer = writer
@@ -274,8 +276,14 @@ def _report(job: Job, ctx: Context) -> dict:
     hdr, types = ctx.header, ctx.types
     times = dict(ctx.times)
     scan_phases = {k: float(v) for k, v in ctx.scan_timings.items() if isinstance(v, (int, float))}
-    local = (times, scan_phases, ctx.stop - ctx.start)
+    local = (times, scan_phases, ctx.stop - ctx.start, dict(ctx.spans), ctx.host)
     gathered = [local] if ctx.comm is None else ctx.comm.allgather(local)
+    spans = {}
+    for g in gathered:
+        for k, (a, b) in g[3].items():
+            spans[k] = (min(a, spans[k][0]), max(b, spans[k][1])) if k in spans else (a, b)
+    hosts = [g[4] for g in gathered]
+    gathered = [g[:3] for g in gathered]
     keys = sorted({k for t, _, _ in gathered for k in t})
     tmax = {k: max(t.get(k, 0.0) for t, _, _ in gathered) for k in keys}
     skeys = sorted({k for _, s, _ in gathered for k in s})
@@ -309,11 +317,16 @@ def _report(job: Job, ctx: Context) -> dict:
             "scan_phases": smax,
             "write": tmax.get("write", 0.0),
             "verify": tmax.get("verify"),
-            **{k: tmax[k] for k in ("h2d", "d2h", "exscan", "load", "store") if k in tmax},
+            **{k: tmax[k] for k in ("h2d", "d2h", "exscan", "load", "store", "read_busy", "write_busy")
+               if k in tmax},
             "open": tmax.get("open", 0.0),
             "total": total,
-            "note": "maximum over ranks of each phase; total: from the start until the output was ready "
-                    "to be published (the final rename is not included)",
+            "spans": {k: [round(a, 6), round(b, 6)] for k, (a, b) in sorted(spans.items(), key=lambda i: i[1])},
+            "note": "maximum over ranks of each phase; read and write: wall span from the first to the last "
+                    "read (write) of a rank, overlapping the other phases; read_busy/write_busy: summed over "
+                    "the I/O threads; scan: compute; spans: [start, end] of each phase over all ranks, in "
+                    "seconds from the start; total: from the start until the output was ready to be "
+                    "published (the final rename is not included)",
         },
         "throughput": {
             "elements_per_s": n / total if total > 0 else None,
@@ -322,6 +335,7 @@ def _report(job: Job, ctx: Context) -> dict:
             "note": "elements and bytes (input + output) over the total time; scan_* over the scan phase",
         },
         "verify": ctx.verify_summary,
+        **({"pipeline": {"per_rank": hosts}} if any(h is not None for h in hosts) else {}),
         **({"gpu": _gpu_report(ctx)} if ctx.gpu is not None else {}),
     }
 
