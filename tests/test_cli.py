@@ -1,20 +1,29 @@
-"""End-to-end tests of ``python -m distscan`` under ``mpiexec`` (1, 2, 3 ranks; 8 oversubscribed).
+"""End-to-end tests of the ``distscan`` command at 1, 2, 3 ranks and 8 (oversubscribed).
 
+One rank runs in-process (``distscan.cli.main(argv)``).  Several ranks run under ``mpiexec``:
+every command line of this file for 2, 3 or 8 ranks runs in one mpiexec job per rank count
+(``_mpi_run.CliBatches``: each rank calls ``cli.main`` for each job in turn, its output captured
+per rank), so a launch is paid once, not per case.  What needs a job of its own (a rank that
+fails alone and makes the job abort) and running without mpiexec still start processes.
 Every launch has a timeout (a hang fails the test, see ``_mpi_run.run``).  Results are
 compared with NumPy (integers exactly); every failure must end with one line on
-stderr, a non-zero exit, and neither the output nor a temporary file left behind.
+stderr, a non-zero exit on every rank, and neither the output nor a temporary file left behind.
 """
 
+import contextlib
 import glob
+import io
 import json
 import os
+import subprocess
 import sys
 import time
 
 import numpy as np
 import pytest
 
-from _mpi_run import REPO, python_env, run, run_mpi
+from _mpi_run import CliBatches, files_and_sizes, python_env, run, run_mpi
+from distscan import cli
 from distscan.ops import get_op
 from distscan._dtypes import scan_types
 
@@ -51,6 +60,8 @@ def leftovers(folder):
 
 def assert_one_error_line(proc, *words, code=1):
     assert proc.returncode == code, f"exit {proc.returncode}\nstdout:{proc.stdout}\nstderr:{proc.stderr}"
+    # a batched run knows every rank's status: the same on every rank
+    assert getattr(proc, "codes", [code]) == [code] * len(getattr(proc, "codes", [code])), proc.codes
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, f"expected one line on stderr, got:\n{proc.stderr}"
     assert lines[0].startswith("distscan: error: "), lines[0]
@@ -58,6 +69,35 @@ def assert_one_error_line(proc, *words, code=1):
     for w in words:
         assert w.lower() in lines[0].lower(), f"{w!r} not in {lines[0]!r}"
     return lines[0]
+
+
+def cli_in_process(capsys, *args):
+    """``distscan ARGS`` in this process (one rank: COMM_WORLD of this pytest process)."""
+    capsys.readouterr()
+    code = cli.main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["distscan", *map(str, args)], code, out, err)
+
+
+# Every command line of this file at 2, 3 and 8 ranks, registered below next to its test and run in
+# one mpiexec job per rank count when a test first asks for one of them.
+JOBS = []  # (ranks, key, prepare)
+
+
+@pytest.fixture(scope="module")
+def batches(tmp_path_factory):
+    b = CliBatches(tmp_path_factory)
+    for ranks, key, prepare in JOBS:
+        b.add(ranks, key, prepare)
+    return b
+
+
+def job(ranks, key):
+    """Register ``prepare(folder) -> (argv, options)`` as the command line ``key`` at ``ranks`` ranks."""
+    def register(prepare):
+        JOBS.append((ranks, key, prepare))
+        return prepare
+    return register
 
 
 # -- happy paths -------------------------------------------------------------------------------------
@@ -72,19 +112,35 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("ranks", [1, 2, 3])
-@pytest.mark.parametrize("case", CASES, ids=[c[5] for c in CASES])
-def test_scan_matches_numpy(tmp_path, ranks, case):
+def _scan_input(folder, ranks, case):
     dtype, shape, extra, op, exclusive, word = case
     rng = np.random.default_rng(ranks)
     a = rng.integers(-50, 50, size=shape).astype(dtype)
     if op == "prod":
         a = rng.choice(np.array([-1, 1, 2, 1, 1, 3], dtype=dtype), size=shape)
-    inp = tmp_path / "in.npy"
+    inp = folder / "in.npy"
     np.save(inp, a)
-    proc = run_mpi(ranks, distscan_args(inp, *extra), timeout=T)
+    return a, [inp, *extra]
+
+
+for _ranks in (2, 3):
+    for _case in CASES:
+        job(_ranks, ("scan", _case[5]))(lambda folder, r=_ranks, c=_case: (_scan_input(folder, r, c)[1], {}))
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+@pytest.mark.parametrize("case", CASES, ids=[c[5] for c in CASES])
+def test_scan_matches_numpy(tmp_path, capsys, batches, ranks, case):
+    dtype, shape, extra, op, exclusive, word = case
+    if ranks == 1:
+        a, args = _scan_input(tmp_path, ranks, case)
+        proc = cli_in_process(capsys, *args)
+        folder = tmp_path
+    else:
+        folder, proc, _ = batches.get(ranks, ("scan", word))
+        a = np.load(folder / "in.npy")
     assert proc.returncode == 0, proc.stderr
-    out = tmp_path / f"in.{word}.npy"
+    out = folder / f"in.{word}.npy"
     got = np.load(out)
     want = reference(a, op, exclusive, dtype="int32" if "--dtype" in extra else None)
     assert got.dtype == want.dtype and got.shape == want.shape
@@ -92,17 +148,26 @@ def test_scan_matches_numpy(tmp_path, ranks, case):
     assert "wrote" in proc.stdout and proc.stderr.strip() == ""
     if "--verify" in extra:
         assert "verify passed" in proc.stdout
-    assert leftovers(tmp_path) == []
+    assert leftovers(folder) == []
+
+
+def _float_report_job(folder):
+    a = np.random.default_rng(5).standard_normal((20_011, 2)).astype(np.float32)
+    inp, out, rep = folder / "f.npy", folder / "sub" / "r.npy", folder / "run.json"
+    out.parent.mkdir()
+    np.save(inp, a)
+    return [inp, "-o", out, "--verify", "--report", rep, "--quiet", "--hierarchy", "flat"], {}
+
+
+for _ranks in (2, 3):
+    job(_ranks, "float_report")(_float_report_job)
 
 
 @pytest.mark.parametrize("ranks", [2, 3])
-def test_float_verify_and_report(tmp_path, ranks):
-    a = np.random.default_rng(5).standard_normal((20_011, 2)).astype(np.float32)
-    inp, out, rep = tmp_path / "f.npy", tmp_path / "sub" / "r.npy", tmp_path / "run.json"
-    out.parent.mkdir()
-    np.save(inp, a)
-    proc = run_mpi(ranks, distscan_args(inp, "-o", out, "--verify", "--report", rep, "--quiet",
-                                        "--hierarchy", "flat"), timeout=T)
+def test_float_verify_and_report(batches, ranks):
+    tmp_path, proc, _ = batches.get(ranks, "float_report")
+    a = np.load(tmp_path / "f.npy")
+    out, rep = tmp_path / "sub" / "r.npy", tmp_path / "run.json"
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "" and proc.stderr == ""  # --quiet
     got = np.load(out)
@@ -126,26 +191,44 @@ def test_float_verify_and_report(tmp_path, ranks):
     assert leftovers(tmp_path) == [] and leftovers(out.parent) == []
 
 
-def test_eight_ranks_oversubscribed_with_empty_ranks(tmp_path):
-    """8 ranks on a 2-core machine; 5 rows leave 3 ranks empty."""
-    for n in (5, 1_000_003):
+EIGHT = (5, 1_000_003)
+
+
+def _eight_job(n):
+    def prepare(folder):
         a = np.random.default_rng(n).integers(-9, 9, n).astype(np.int32)
-        inp, rep = tmp_path / f"a{n}.npy", tmp_path / f"a{n}.json"
+        inp, rep = folder / f"a{n}.npy", folder / f"a{n}.json"
         np.save(inp, a)
-        proc = run_mpi(8, distscan_args(inp, "--verify", "--report", rep), timeout=2 * T)
+        return [inp, "--verify", "--report", rep], {}
+    return prepare
+
+
+for _n in EIGHT:
+    job(8, ("eight", _n))(_eight_job(_n))
+
+
+def test_eight_ranks_oversubscribed_with_empty_ranks(batches):
+    """8 ranks on a 2-core machine; 5 rows leave 3 ranks empty."""
+    for n in EIGHT:
+        tmp_path, proc, _ = batches.get(8, ("eight", n))
+        a = np.load(tmp_path / f"a{n}.npy")
         assert proc.returncode == 0, proc.stderr
         np.testing.assert_array_equal(np.load(tmp_path / f"a{n}.cumsum.npy"), np.cumsum(a))
-        r = json.loads(rep.read_text())
+        r = json.loads((tmp_path / f"a{n}.json").read_text())
         assert r["ranks"] == 8 and r["rows_per_rank"]["min"] == n // 8 and r["verify"]["passed"]
 
 
-def test_force_overwrites_and_exclusive_sum(tmp_path):
+@job(2, "force")
+def _force_job(folder):
+    np.save(folder / "a.npy", np.arange(1, 1000, dtype=np.int64))
+    (folder / "a.exclusive-cumsum.npy").write_bytes(b"old")
+    return [folder / "a.npy", "--exclusive", "--force", "--quiet"], {}
+
+
+def test_force_overwrites_and_exclusive_sum(batches):
+    tmp_path, proc, _ = batches.get(2, "force")
     a = np.arange(1, 1000, dtype=np.int64)
-    inp = tmp_path / "a.npy"
-    np.save(inp, a)
     out = tmp_path / "a.exclusive-cumsum.npy"
-    out.write_bytes(b"old")
-    proc = run_mpi(2, distscan_args(inp, "--exclusive", "--force", "--quiet"), timeout=T)
     assert proc.returncode == 0, proc.stderr
     np.testing.assert_array_equal(np.load(out), np.concatenate([[0], np.cumsum(a)[:-1]]))
 
@@ -162,18 +245,22 @@ def test_default_output_names():
 
 # -- help and usage ---------------------------------------------------------------------------------
 
-def test_help_once_with_example(tmp_path):
-    proc = run_mpi(2, distscan_args("--help"), timeout=T)
-    assert proc.returncode == 0
+job(2, "help")(lambda folder: (["--help"], {}))
+job(2, "usage")(lambda folder: (["x.npy", "--op", "nope"], {}))
+
+
+def test_help_once_with_example(batches):
+    _, proc, _ = batches.get(2, "help")
+    assert proc.returncode == 0 and proc.codes == [0, 0]
     assert proc.stdout.count("usage: distscan") == 1
     for word in ("mpiexec -n 4 python -m distscan", "--verify", "--report", "--force", "--debug", "exit status",
                  "cumsum.npy", "--strategy", "--hierarchy", "--backend"):
         assert word in proc.stdout, word
 
 
-def test_usage_error_once(tmp_path):
-    proc = run_mpi(2, distscan_args("x.npy", "--op", "nope"), timeout=T)
-    assert proc.returncode == 2
+def test_usage_error_once(batches):
+    _, proc, _ = batches.get(2, "usage")
+    assert proc.returncode == 2 and proc.codes == [2, 2]
     assert proc.stderr.count("distscan: error:") == 1 and "unknown operator" in proc.stderr
 
 
@@ -243,44 +330,62 @@ BAD = ["missing", "directory", "not_npy", "truncated_data", "truncated_header", 
        "output_is_input_link", "report_folder_missing"]
 
 
+def _bad_ranks(case):
+    return 3 if case in ("truncated_data", "object", "output_exists") else 2
+
+
+def _bad_job(case):
+    def prepare(folder):
+        args, words = _bad_input(folder, case)
+        return args, {"words": words}
+    return prepare
+
+
+for _case in BAD:
+    job(_bad_ranks(_case), ("bad", _case))(_bad_job(_case))
+
+
 @pytest.mark.parametrize("case", BAD)
-def test_bad_input_fails_cleanly(tmp_path, case):
-    ranks = 3 if case in ("truncated_data", "object", "output_exists") else 2
-    args, words = _bad_input(tmp_path, case)
-    before = {f: os.path.getsize(f) for f in glob.glob(str(tmp_path / "**"), recursive=True) if os.path.isfile(f)}
-    t0 = time.monotonic()
-    proc = run_mpi(ranks, distscan_args(*args), timeout=T)
-    assert time.monotonic() - t0 < T
-    assert_one_error_line(proc, *words)
-    after = {f: os.path.getsize(f) for f in glob.glob(str(tmp_path / "**"), recursive=True) if os.path.isfile(f)}
-    assert after == before, "a failed run must not create or change files"
+def test_bad_input_fails_cleanly(batches, case):
+    tmp_path, proc, opts = batches.get(_bad_ranks(case), ("bad", case))
+    assert proc.seconds < T
+    assert_one_error_line(proc, *opts["words"])
+    assert files_and_sizes(tmp_path) == opts["before"], "a failed run must not create or change files"
     assert leftovers(tmp_path) == []
 
 
-def test_bad_input_single_rank_same_line(tmp_path):
+def test_bad_input_single_rank_same_line(tmp_path, capsys):
     args, words = _bad_input(tmp_path, "fortran")
-    assert_one_error_line(run_mpi(1, distscan_args(*args), timeout=T), *words)
-    # and without mpiexec at all (singleton MPI)
+    assert_one_error_line(cli_in_process(capsys, *args), *words)
+    # and as a process of its own, without mpiexec at all (singleton MPI)
     assert_one_error_line(run(distscan_args(*args), timeout=T), *words)
 
 
+if not IS_ROOT:
+    @job(2, "read_only")
+    def _read_only_job(folder):
+        np.save(folder / "in.npy", np.arange(10))
+        ro = folder / "ro"
+        ro.mkdir()
+        ro.chmod(0o500)
+        return [folder / "in.npy", "-o", ro / "o.npy"], {"after": lambda: ro.chmod(0o700)}
+
+
 @pytest.mark.skipif(IS_ROOT, reason="root can write into a folder without write permission")
-def test_read_only_output_folder(tmp_path):
-    np.save(tmp_path / "in.npy", np.arange(10))
-    ro = tmp_path / "ro"
-    ro.mkdir()
-    ro.chmod(0o500)
-    try:
-        proc = run_mpi(2, distscan_args(tmp_path / "in.npy", "-o", ro / "o.npy"), timeout=T)
-        assert_one_error_line(proc, "permission denied")
-        assert os.listdir(ro) == []
-    finally:
-        ro.chmod(0o700)
+def test_read_only_output_folder(batches):
+    tmp_path, proc, _ = batches.get(2, "read_only")  # the folder was read-only during the run
+    assert_one_error_line(proc, "permission denied")
+    assert os.listdir(tmp_path / "ro") == []
 
 
-def test_debug_shows_traceback(tmp_path):
-    args, _ = _bad_input(tmp_path, "object")
-    proc = run_mpi(2, distscan_args(*args, "--debug"), timeout=T)
+@job(2, "debug")
+def _debug_job(folder):
+    args, _ = _bad_input(folder, "object")
+    return [*args, "--debug"], {}
+
+
+def test_debug_shows_traceback(batches):
+    _, proc, _ = batches.get(2, "debug")
     assert proc.returncode == 1
     assert "Traceback" in proc.stderr and proc.stderr.count("distscan: error:") == 1
 
@@ -293,43 +398,70 @@ def _gpu_present():
         return False
 
 
-@pytest.mark.skipif(_gpu_present(), reason="a GPU is present: the cuda backend would succeed")
-def test_cuda_backend_without_gpu_fails_after_output_opened(tmp_path):
+GPU_PRESENT = _gpu_present()
+
+if not GPU_PRESENT:
+    @job(2, "cuda")
+    def _cuda_job(folder):
+        np.save(folder / "in.npy", np.arange(100))
+        return [folder / "in.npy", "--backend", "cuda"], {}
+
+
+@pytest.mark.skipif(GPU_PRESENT, reason="a GPU is present: the cuda backend would succeed")
+def test_cuda_backend_without_gpu_fails_after_output_opened(batches):
     """The temporary output exists when the scan fails: it must be removed."""
-    np.save(tmp_path / "in.npy", np.arange(100))
-    proc = run_mpi(2, distscan_args(tmp_path / "in.npy", "--backend", "cuda"), timeout=T)
+    tmp_path, proc, _ = batches.get(2, "cuda")
     assert_one_error_line(proc)
     assert not (tmp_path / "in.cumsum.npy").exists() and leftovers(tmp_path) == []
 
 
 # -- failures injected on one rank ------------------------------------------------------------------
 
+# Each mode replaces a function on some ranks (``patch`` undoes it after the batched job).
+MODES = {
+    "write_fails": """
+import distscan.io as dio
+if rank == 1:
+    def write_rows(self, *a, **k):
+        raise OSError("injected: disk full")
+    patch(dio.NpyWriter, "write_rows", write_rows)
+""",
+    "read_fails": """
+import distscan.io as dio
+if rank == size - 1:
+    def read_rows(*a, **k):
+        raise MemoryError("injected: cannot allocate the slice")
+    patch(dio, "read_rows", read_rows)
+""",
+    # a wrong value in the last rank's part of the output, however the pipeline computed it
+    "wrong_result": """
+import distscan.io as dio
+write_rows = dio.NpyWriter.write_rows
+def wrong(self, start, rows, *a, **k):
+    if rank == size - 1 and len(rows):
+        rows = rows.copy()
+        rows[len(rows) // 2] += 1
+    return write_rows(self, start, rows, *a, **k)
+patch(dio.NpyWriter, "write_rows", wrong)
+""",
+    "lone_crash": """
+import distscan.pipeline as pipeline
+if rank == 1:
+    def crash(*a, **k):
+        raise RuntimeError("injected: a bug that skips every agreement")
+    patch(pipeline, "run", crash)
+""",
+}
+
+# The lone crash aborts the whole job: it runs as a job of its own, through this script.
 INJECT = r'''
 import sys
 from mpi4py import MPI
-import distscan.io as dio, distscan.pipeline as pipeline, distscan.api as api
 mode, argv = sys.argv[1], sys.argv[2:]
 rank, size = MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
-if mode == "write_fails" and rank == 1:
-    def write_rows(self, *a, **k):
-        raise OSError("injected: disk full")
-    dio.NpyWriter.write_rows = write_rows
-elif mode == "read_fails" and rank == size - 1:
-    def read_rows(*a, **k):
-        raise MemoryError("injected: cannot allocate the slice")
-    dio.read_rows = read_rows
-elif mode == "wrong_result":
-    scan = api.scan
-    def wrong(*a, **k):
-        r = scan(*a, **k)
-        if rank == size - 1 and len(r):
-            r[len(r) // 2] += 1
-        return r
-    api.scan = wrong
-elif mode == "lone_crash" and rank == 1:
-    def crash(*a, **k):
-        raise RuntimeError("injected: a bug that skips every agreement")
-    pipeline.run = crash
+def patch(obj, name, value):
+    setattr(obj, name, value)
+exec(MODES[mode])
 from distscan.cli import main
 raise SystemExit(main(argv))
 '''
@@ -337,22 +469,32 @@ raise SystemExit(main(argv))
 
 def _inject(tmp_path, mode, ranks, *args, env=None):
     script = tmp_path / "inject.py"
-    script.write_text(INJECT)
+    script.write_text(f"MODES = {MODES!r}\n" + INJECT)
     return run_mpi(ranks, [sys.executable, script, mode, *args], timeout=T, env=env)
+
+
+def _inject_job(mode, *extra):
+    def prepare(folder):
+        np.save(folder / "in.npy", np.arange(10_000, dtype=np.int32 if mode == "wrong_result" else np.int64))
+        return [folder / "in.npy", *extra], {"setup": MODES[mode]}
+    return prepare
+
+
+job(3, ("inject", "write_fails"))(_inject_job("write_fails"))
+job(3, ("inject", "read_fails"))(_inject_job("read_fails"))
+job(3, ("inject", "wrong_result"))(_inject_job("wrong_result", "--verify"))
 
 
 @pytest.mark.parametrize("mode, words", [("write_fails", ["rank 1", "disk full"]),
                                          ("read_fails", ["rank 2", "cannot allocate"])])
-def test_failure_on_one_rank_is_agreed(tmp_path, mode, words):
-    np.save(tmp_path / "in.npy", np.arange(10_000))
-    proc = _inject(tmp_path, mode, 3, tmp_path / "in.npy")
+def test_failure_on_one_rank_is_agreed(batches, mode, words):
+    tmp_path, proc, _ = batches.get(3, ("inject", mode))
     assert_one_error_line(proc, *words)
     assert not (tmp_path / "in.cumsum.npy").exists() and leftovers(tmp_path) == []
 
 
-def test_verify_catches_wrong_result_and_publishes_nothing(tmp_path):
-    np.save(tmp_path / "in.npy", np.arange(10_000, dtype=np.int32))
-    proc = _inject(tmp_path, "wrong_result", 3, tmp_path / "in.npy", "--verify")
+def test_verify_catches_wrong_result_and_publishes_nothing(batches):
+    tmp_path, proc, _ = batches.get(3, ("inject", "wrong_result"))
     assert_one_error_line(proc, "verification failed on rank 2", code=3)
     assert not (tmp_path / "in.cumsum.npy").exists() and leftovers(tmp_path) == []
 
@@ -361,7 +503,7 @@ def test_lone_failure_aborts_instead_of_hanging(tmp_path):
     np.save(tmp_path / "in.npy", np.arange(100))
     t0 = time.monotonic()
     proc = _inject(tmp_path, "lone_crash", 3, tmp_path / "in.npy",
-                   env=python_env(DISTSCAN_FINAL_TIMEOUT=2))
+                   env=python_env(DISTSCAN_FINAL_TIMEOUT=1))
     assert time.monotonic() - t0 < T
     assert proc.returncode != 0
     assert "aborting" in proc.stderr and "injected" not in proc.stdout
@@ -370,16 +512,31 @@ def test_lone_failure_aborts_instead_of_hanging(tmp_path):
 
 # -- distscan-example ---------------------------------------------------------------------------------
 
-def test_example_then_scan(tmp_path):
-    proc = run([sys.executable, "-m", "distscan.example", "--n", "1009", "--dtype", "int16", "--seed", "3",
-                "-o", tmp_path / "ex.npy"], timeout=T)
-    assert proc.returncode == 0, proc.stderr
-    assert "mpiexec -n 4" in proc.stdout and "-m distscan" in proc.stdout
+def _example(*args):
+    """``distscan-example ARGS`` in this process: (exit status, stdout, stderr)."""
+    from distscan import example
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = example.main([str(a) for a in args])
+    return code, out.getvalue(), err.getvalue()
+
+
+@job(2, "example")
+def _example_job(folder):
+    first = _example("--n", "1009", "--dtype", "int16", "--seed", "3", "-o", folder / "ex.npy")
+    again = _example("-o", folder / "ex.npy")
+    return [folder / "ex.npy", "--verify"], {"first": first, "again": again}
+
+
+def test_example_then_scan(batches):
+    tmp_path, proc, opts = batches.get(2, "example")
+    code, out, err = opts["first"]  # written before the batch ran
+    assert code == 0, err
+    assert "mpiexec -n 4" in out and "-m distscan" in out
     a = np.load(tmp_path / "ex.npy")
     assert a.shape == (1009,) and a.dtype == np.int16 and a.any()
-    again = run([sys.executable, "-m", "distscan.example", "-o", tmp_path / "ex.npy"], timeout=T)
-    assert again.returncode == 1 and "exists" in again.stderr
-    proc = run_mpi(2, distscan_args(tmp_path / "ex.npy", "--verify"), timeout=T)
+    code, out, err = opts["again"]
+    assert code == 1 and "exists" in err
     assert proc.returncode == 0, proc.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "ex.cumsum.npy"), np.cumsum(a))
 

@@ -1,11 +1,12 @@
 """The command line at its edges: environment values, --gpu, running without mpi4py, the report
 written before publishing, --op xor, distscan-example's next command, zero-element and
 non-regular files under mpiexec, signals (SIGINT to mpiexec, SIGTERM to one rank, SIGKILL then
-a rerun).  Error paths run in-process (fast); launches are few."""
+a rerun).  Error paths run in-process (fast); the command lines for 3 ranks run in one mpiexec
+job (``_mpi_run.CliBatches``); signals, running without mpi4py and the README's commands start
+processes of their own."""
 
 import glob
 import os
-import shlex
 import signal
 import stat
 import subprocess
@@ -15,7 +16,7 @@ import time
 import numpy as np
 import pytest
 
-from _mpi_run import find_mpiexec, mpi_command, python_env, run, run_mpi
+from _mpi_run import CliBatches, find_mpiexec, mpi_command, python_env, run, run_mpi
 from distscan import cli
 
 pytestmark = [
@@ -50,6 +51,25 @@ def _in(tmp_path, a=None):
     return str(p)
 
 
+# The command lines of this file at 3 ranks, registered next to their tests, run in one mpiexec job.
+JOBS = []  # (key, prepare)
+
+
+def job3(key):
+    def register(prepare):
+        JOBS.append((key, prepare))
+        return prepare
+    return register
+
+
+@pytest.fixture(scope="module")
+def batch3(tmp_path_factory):
+    b = CliBatches(tmp_path_factory)
+    for key, prepare in JOBS:
+        b.add(3, key, prepare)
+    return lambda key: b.get(3, key)
+
+
 # -- 16/10: environment values: one line, at start-up, nothing written ------------------------------
 
 @pytest.mark.parametrize("name, value", [("DISTSCAN_FINAL_TIMEOUT", "abc"), ("DISTSCAN_FINAL_TIMEOUT", "-1"),
@@ -65,11 +85,14 @@ def test_bad_environment_value_is_one_line_and_publishes_nothing(tmp_path, monke
     assert _files(tmp_path) == before
 
 
-def test_bad_environment_value_under_mpiexec(tmp_path):
-    inp = _in(tmp_path)
-    proc = run_mpi(3, [sys.executable, "-m", "distscan", inp], env=python_env(DISTSCAN_FINAL_TIMEOUT="abc"),
-                   timeout=T)
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+@job3("bad_env")
+def _bad_env_job(folder):
+    return [_in(folder)], {"env": {"DISTSCAN_FINAL_TIMEOUT": "abc"}}
+
+
+def test_bad_environment_value_under_mpiexec(batch3):
+    tmp_path, proc, _ = batch3("bad_env")
+    assert proc.returncode == 1 and proc.codes == [1, 1, 1] and "Traceback" not in proc.stderr
     _one_line(proc.stderr, "DISTSCAN_FINAL_TIMEOUT")
     assert _files(tmp_path) == ["in.npy"]
 
@@ -170,14 +193,31 @@ def test_runs_in_one_process_without_mpi4py(tmp_path):
 
 # -- 15: --op xor is bitwise on integers, logical on bool ---------------------------------------------
 
-@pytest.mark.parametrize("ranks, dtype", [(3, np.int64), (1, np.bool_)])
-def test_op_xor_end_to_end(tmp_path, ranks, dtype):
+def _xor_input(folder, dtype):
     rng = np.random.default_rng(7)
     a = rng.integers(-2**40, 2**40, 1003).astype(dtype) if dtype != np.bool_ else rng.random(1003) < 0.5
-    inp = _in(tmp_path, a)
+    inp = _in(folder, a)
+    return a, [inp, "--op", "xor", "-o", folder / "x.npy", "--verify"]
+
+
+@job3("xor")
+def _xor_job(folder):
+    return _xor_input(folder, np.int64)[1], {}
+
+
+@pytest.mark.parametrize("ranks, dtype", [(3, np.int64), (1, np.bool_)])
+def test_op_xor_end_to_end(tmp_path, capsys, batch3, ranks, dtype):
+    if ranks == 1:  # in this process
+        a, args = _xor_input(tmp_path, dtype)
+        capsys.readouterr()
+        code = cli.main([str(x) for x in args])
+        proc = subprocess.CompletedProcess(args, code, *capsys.readouterr())
+    else:
+        tmp_path, proc, _ = batch3("xor")
+        a = np.load(tmp_path / "in.npy")
     out = tmp_path / "x.npy"
-    proc = run_mpi(ranks, [sys.executable, "-m", "distscan", inp, "--op", "xor", "-o", out, "--verify"], timeout=T)
     assert proc.returncode == 0, proc.stderr
+    assert "verify passed" in proc.stdout
     got = np.load(out)
     want = np.bitwise_xor.accumulate(a) if dtype != np.bool_ else np.logical_xor.accumulate(a)
     assert got.dtype == want.dtype
@@ -208,36 +248,62 @@ def test_example_suggestion_works_after_readme_first_command(tmp_path):
 
 # -- 6, 7, 8, 9c under mpiexec: zero elements, FIFO input, /dev/null, a 250-byte output name -----------
 
-@pytest.mark.parametrize("shape", [(2**59, 0), (5, 0, 3)])
-def test_zero_elements_at_three_ranks(tmp_path, shape):
-    with open(tmp_path / "z.npy", "wb") as f:
-        np.lib.format.write_array_header_2_0(f, {"descr": "<f4", "fortran_order": False, "shape": shape})
-    t0 = time.monotonic()
-    proc = run_mpi(3, [sys.executable, "-m", "distscan", tmp_path / "z.npy", "--verify"], timeout=T)
+ZERO_SHAPES = [(2**59, 0), (5, 0, 3)]
+
+
+def _zero_job(shape):
+    def prepare(folder):
+        with open(folder / "z.npy", "wb") as f:
+            np.lib.format.write_array_header_2_0(f, {"descr": "<f4", "fortran_order": False, "shape": shape})
+        return [folder / "z.npy", "--verify"], {}
+    return prepare
+
+
+for _shape in ZERO_SHAPES:
+    job3(("zero", _shape))(_zero_job(_shape))
+
+
+@pytest.mark.parametrize("shape", ZERO_SHAPES)
+def test_zero_elements_at_three_ranks(batch3, shape):
+    tmp_path, proc, _ = batch3(("zero", shape))
     assert proc.returncode == 0, proc.stderr
-    assert time.monotonic() - t0 < 30
+    assert proc.seconds < 30
     from distscan.io import read_header
     h = read_header(str(tmp_path / "z.cumsum.npy"))
     assert h.shape == shape and h.dtype == np.float32 and "verify passed" in proc.stdout
 
 
-def test_fifo_input_and_dev_null_output_at_three_ranks(tmp_path):
-    os.mkfifo(tmp_path / "input.npy")
-    proc = run_mpi(3, [sys.executable, "-m", "distscan", tmp_path / "input.npy"], timeout=T)
+@job3("fifo")
+def _fifo_job(folder):
+    os.mkfifo(folder / "input.npy")
+    return [folder / "input.npy"], {}
+
+
+@job3("dev_null")
+def _dev_null_job(folder):
+    return [_in(folder), "-o", "/dev/null", "--force"], {}
+
+
+def test_fifo_input_and_dev_null_output_at_three_ranks(batch3):
+    _, proc, _ = batch3("fifo")
     _one_line(proc.stderr, "input.npy is a FIFO", "not a regular file")
-    assert proc.returncode == 1
-    inp = _in(tmp_path)
-    proc = run_mpi(3, [sys.executable, "-m", "distscan", inp, "-o", "/dev/null", "--force"], timeout=T)
-    assert proc.returncode == 1
+    assert proc.returncode == 1 and proc.codes == [1, 1, 1]
+    _, proc, _ = batch3("dev_null")
+    assert proc.returncode == 1 and proc.codes == [1, 1, 1]
     _one_line(proc.stderr, "/dev/null", "character device", "regular files only")
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
 
 
-def test_long_output_name_at_three_ranks(tmp_path):
-    inp = _in(tmp_path)
-    out = tmp_path / ("o" * 246 + ".npy")
+@job3("long_name")
+def _long_name_job(folder):
+    out = folder / ("o" * 246 + ".npy")
+    return [_in(folder), "-o", out, "--verify"], {"out": out}
+
+
+def test_long_output_name_at_three_ranks(batch3):
+    tmp_path, proc, opts = batch3("long_name")
+    out = opts["out"]
     assert len(out.name) == 250
-    proc = run_mpi(3, [sys.executable, "-m", "distscan", inp, "-o", out, "--verify"], timeout=T)
     assert proc.returncode == 0, proc.stderr
     np.testing.assert_array_equal(np.load(out), np.cumsum(np.arange(100)))
     assert _temps(tmp_path) == []
