@@ -33,7 +33,8 @@ _LAUNCHER_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
 _DESCRIPTION = """\
 Prefix scan (cumulative sum, product, max, min, ...) of the array in an .npy file,
 in parallel over MPI ranks. Each rank reads only its block of rows along axis 0,
-scans it, and writes its part of the result into one .npy file through MPI-IO.
+scans it in chunks, and writes its part of the result into one .npy file, reads,
+scan and writes overlapping.
 The scan runs along axis 0; rows of a multi-dimensional array are scanned
 column by column. Result dtypes follow NumPy (cumsum of int32 is int64).
 """
@@ -58,7 +59,16 @@ output:
   temporary file left by a killed run is removed by the next run to the same
   output (said on stderr). The input is never overwritten; --force replaces
   regular files only (never a FIFO, device, socket or directory).
-  Without mpi4py the command runs as one process.
+  Without mpi4py the command runs as one process. Like numpy.save and cp, the
+  command does not wait for the disk: the output may still sit in the page cache
+  when it exits. --fsync makes it durable (file, then the rename) before exit.
+
+progress:
+  Rank 0 shows a bar when its stderr is a terminal, or when the launcher that
+  started it (mpiexec, mpirun, srun, ...) writes to a terminal; otherwise (a log
+  file) at most five lines, on runs longer than a few seconds. --progress forces
+  the bar, --no-progress (or --quiet) shows nothing; DISTSCAN_PROGRESS=1, lines
+  or 0 does the same from the environment.
 
 verification (--verify):
   An independent check: every rank reduces its input slice (NumPy reduce, not
@@ -144,11 +154,20 @@ def build_parser(rank: int = 0) -> argparse.ArgumentParser:
     p.add_argument("--gpu-memory-limit", metavar="SIZE", type=_size_arg,
                    help="--backend cuda: GPU memory the pipeline may use per rank, e.g. 512M or 8G (default 85%% "
                         "of free); a larger shard is streamed through the GPU in chunks with a carry")
+    p.add_argument("--memory-limit", metavar="SIZE", type=_size_arg,
+                   help="host memory a rank may hold, e.g. 4G (default: half the available memory, split "
+                        "between the ranks of a node); a larger slice is read twice instead of held")
+    p.add_argument("--fsync", action="store_true",
+                   help="make the output durable on disk before it is renamed into place (slower; see below)")
     p.add_argument("--verify", action="store_true", help="check the result by an independent route (see below)")
     p.add_argument("--report", metavar="FILE.json",
                    help="write sizes, ranks, backend, per-phase times and throughput as JSON")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
     p.add_argument("--quiet", action="store_true", help="print nothing on success, no progress bar")
+    p.add_argument("--progress", dest="progress", action="store_const", const=True, default=None,
+                   help="show a progress bar on rank 0 even where no terminal is detected")
+    p.add_argument("--no-progress", dest="progress", action="store_const", const=False,
+                   help="show no progress")
     p.add_argument("--debug", action="store_true", help="print full tracebacks on errors (from every rank)")
     return p
 
@@ -207,6 +226,8 @@ def _check_env(env=None) -> float:
     v = get("DISTSCAN_GPU")
     if v is not None and not v.isdigit():
         raise ValueError(f"DISTSCAN_GPU must be a GPU index (an integer >= 0), got {v!r}")
+    from ._progress import check_env_value
+    check_env_value(get("DISTSCAN_PROGRESS"))
     v = get("DISTSCAN_ALLOW_SHARED_GPU")
     if v is not None and v.lower() not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
         raise ValueError(f"DISTSCAN_ALLOW_SHARED_GPU must be 1 or 0 (true/false, yes/no, on/off), got {v!r}")
@@ -231,7 +252,7 @@ def _say(text: str, stream=None) -> None:
 def _run(args, comm, rank: int) -> dict:
     from . import io as _io
     from . import pipeline
-    from ._progress import NullProgress, Progress
+    from ._progress import NullProgress, Progress, choose_mode
 
     output = args.output or pipeline.default_output(args.input, args.op, args.exclusive)
     if args.report:
@@ -239,11 +260,12 @@ def _run(args, comm, rank: int) -> dict:
     job = pipeline.Job(input=args.input, output=output, op=args.op, exclusive=args.exclusive, dtype=args.dtype,
                        backend=args.backend, strategy=args.strategy, hierarchy=args.hierarchy,
                        force=args.force, verify=args.verify, gpu=args.gpu,
-                       gpu_memory_limit=args.gpu_memory_limit)
+                       gpu_memory_limit=args.gpu_memory_limit, memory_limit=args.memory_limit, fsync=args.fsync)
+    mode, ncols = ("off", None) if rank != 0 or args.quiet else choose_mode(args.progress)
 
     def progress(label, total):
-        if rank == 0 and not args.quiet:
-            return Progress(total, label)
+        if mode != "off":
+            return Progress(total, label, mode=mode, ncols=ncols, delay=0.5 if mode == "bar" else 3.0)
         return NullProgress(total, label)
 
     notes = []
