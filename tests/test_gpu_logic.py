@@ -87,3 +87,49 @@ def test_gpu_pipeline_logic_on_host_device(shared_tmp_path, comm, case):
     assert got.dtype == t.result
     np.testing.assert_array_equal(got, ref.astype(t.result))
     comm.Barrier()
+
+
+CPU_CASES = [  # dtype, shape, op, exclusive, strategy, memory limit
+    ("int64", (40_009,), "sum", False, "auto", None),               # scan_then_add, in place
+    ("int32", (40_009, 2), "sum", True, "reduce_then_scan", None),
+    (">i4", (30_001,), "min", False, "scan_then_add", "8K"),         # streamed: pass 1 carries, pass 2 re-reads
+    ("float64", (30_001,), "prod", False, "auto", "8K"),             # flagged carries, streamed
+]
+
+
+@pytest.mark.parametrize("case", CPU_CASES, ids=[f"{c[0]}-{c[2]}-{c[4]}-{c[5]}" for c in CPU_CASES])
+def test_cpu_pipeline_chunks_at_any_rank_count(tmp_path, comm, monkeypatch, case):
+    """The CPU engine of the same skeleton, in tiny chunks, every rank role (first, middle, last)."""
+    from distscan import _flow
+    from distscan._dtypes import scan_types
+    from distscan.ops import get_op
+
+    dtype, shape, op, exclusive, strategy, limit = case
+    monkeypatch.setattr(_flow, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(_flow, "WRITE_RING", 3)
+    rng = np.random.default_rng(12)
+    a = (rng.integers(-100, 100, shape) if op != "prod" else rng.uniform(0.5, 1.5, shape)).astype(dtype)
+    if op == "prod":
+        a[len(a) // 3] = 0.0
+    folder = comm.bcast(str(tmp_path), root=0)
+    inp, out = f"{folder}/in.npy", f"{folder}/out.npy"
+    if comm.rank == 0:
+        np.save(inp, a)
+    comm.Barrier()
+    job = pipeline.Job(input=inp, output=out, op=op, exclusive=exclusive, backend="cpu", strategy=strategy,
+                       force=True, memory_limit=limit, verify=True)
+    with np.errstate(all="ignore"):
+        report = pipeline.run(job, comm)
+    modes = {r["mode"] for r in report["pipeline"]["per_rank"] if r is not None}
+    assert modes <= {"resident", "streamed"} and (limit is None or comm.size == 1 or "streamed" in modes)
+    t = scan_types(get_op(op), np.dtype(dtype))
+    with np.errstate(all="ignore"):
+        ref = get_op(op).ufunc.accumulate(a.astype(t.acc), axis=0)
+    if exclusive:
+        ref = np.concatenate([np.full((1,) + a.shape[1:], get_op(op).identity(t.acc), t.acc), ref[:-1]])
+    got = np.load(out)
+    if op == "prod":
+        np.testing.assert_allclose(got, ref.astype(t.result), rtol=1e-12)
+    else:
+        np.testing.assert_array_equal(got, ref.astype(t.result))
+    comm.Barrier()
