@@ -1,0 +1,631 @@
+"""The classic parallel-scan algorithms, one readable NumPy function each (the CPU teaching path).
+
+Every algorithm here computes the same thing as ``ufunc.accumulate(x, axis=0)``, with the data
+flow of its GPU counterpart written as whole-array NumPy steps: one ``ufunc`` call is one
+parallel step (every "thread" of the step applies the operator once), and ``sync()`` marks
+where a block would need a ``__syncthreads()``.  It is not the production path: the CPU
+backend's sequential ``ufunc.accumulate`` is faster on a CPU.  It lets CI run every algorithm
+without a GPU, and shows each data flow in code.
+
+Names (``ALGORITHMS``; ``docs/algorithms.md`` explains each one with a diagram):
+
+================================  ======  =========================================================
+name                              level   data flow
+================================  ======  =========================================================
+``auto``                          --      the backend's own default (here: ``ufunc.accumulate``)
+``kogge_stone``                   block   log2 B steps, element i adds element i - 2^k (in place)
+``kogge_stone_double_buffer``     block   the same, reading one buffer and writing the other
+``brent_kung``                    block   reduction tree up, distribution tree down
+``blelloch``                      block   up-sweep, clear the root, down-sweep (exclusive)
+``coarsened``                     block   runs scanned sequentially, run totals scanned, offsets
+``hierarchical``                  device  scan tiles, scan the tile totals recursively, add back
+``domino``                        device  tile i waits for tile i-1's inclusive prefix
+``lookback``                      device  decoupled look-back over aligned windows (the default)
+================================  ======  =========================================================
+
+``lookahead`` (single pass with decoupled look-ahead) is named by the issue but not implemented
+yet, on either backend: it is not in ``ALGORITHMS`` and :func:`resolve_algorithm` says so.
+
+A block-level name selects the scan inside a tile of ``block`` rows; the tiles are then
+combined by the device-level default, ``lookback``.  A device-level name selects how tiles
+are combined; the scan inside each tile is then the default tile scan, ``coarsened`` (the
+data flow of ``kernels/block_scan.cuh``: a thread's items sequentially, then the thread
+totals).  Device-level functions take ``tile_scan=`` to combine any tile scan with them.
+
+The functions
+-------------
+Every algorithm is a function ``f(x, ufunc, identity, *, block=1024) -> ndarray``:
+
+* ``x``: 2-D array ``(n, w)``, scanned along axis 0 (``w`` independent columns), already in
+  the accumulator dtype (``distscan._dtypes.ScanTypes.acc``: bool for the logical operators);
+* ``ufunc``: the operator's binary NumPy ufunc (``distscan.ops.Op.ufunc``);
+* ``identity``: the operator's identity, a scalar of the accumulator dtype;
+* ``block``: rows per tile, a power of two >= 2 (a tile shrinks to the next power of two
+  >= n when n is smaller); non-powers of two are padded with the identity.
+
+It returns the *inclusive* scan, a new ``(n, w)`` array of ``x``'s dtype; ``x`` is not
+modified.  :func:`blelloch_exclusive` returns the exclusive scan (Blelloch's is exclusive by
+nature; :func:`blelloch` derives the inclusive one as ``exclusive[i] op x[i]``).  For every
+other algorithm the exclusive scan is the inclusive one shifted by a row (:func:`scan` does
+that, and picks ``blelloch_exclusive`` for ``blelloch``).
+
+Results
+-------
+Integers and bool are exact (overflow wraps as in NumPy), and so are ``max``/``min`` on any
+dtype (NaN propagates as ``np.maximum``/``np.minimum`` propagate it: any NaN at or before i
+makes out[i] NaN).  Float and complex sums and products are grouped differently from the
+sequential scan, so results differ from ``numpy.cumsum``/``cumprod`` by rounding only: with unit
+roundoff ``u`` of the dtype and ``gamma(k) = k*u / (1 - k*u)``, every ``out[i]`` is a tree of
+``x[0..i]`` in which no input passes through more than ``i`` operations, so
+
+    sums:      |out[i] - cumsum[i]|   <= 2 * gamma(i)  * sum_{j<=i} |x[j]|
+    products:  |out[i] - cumprod[i]|  <= 2 * gamma(i)  * prod_{j<=i} |x[j]|   (real)
+                                      <= 2 * gamma(2i) * sqrt(2) * prod |x[j]| (complex)
+
+(each term against the exact result, then the triangle inequality; the tree algorithms are
+much better in practice: a depth of O(log n) per tile plus the tile chain).  Both bounds
+assume no overflow or underflow along the way; a partial product that overflows where the
+sequential one does not (or ``0 * inf``) can give inf or NaN where NumPy does not.
+Unlike the CPU backend, nothing here special-cases zeros in float products.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "ALGORITHMS", "BLOCK_LEVEL", "DEVICE_LEVEL", "DEFAULT_DEVICE", "DEFAULT_TILE", "NOT_IMPLEMENTED",
+    "resolve_algorithm", "levels", "scan", "get_algorithm", "TILE_SCANS",
+    "kogge_stone", "kogge_stone_double_buffer", "brent_kung", "blelloch", "blelloch_exclusive",
+    "coarsened", "hierarchical", "domino", "lookback",
+    "OpCount", "count_ops", "count_device",
+]
+
+ALGORITHMS = ("auto", "kogge_stone", "kogge_stone_double_buffer", "brent_kung", "blelloch", "coarsened",
+              "hierarchical", "domino", "lookback")
+BLOCK_LEVEL = frozenset({"kogge_stone", "kogge_stone_double_buffer", "brent_kung", "blelloch", "coarsened"})
+DEVICE_LEVEL = frozenset({"hierarchical", "domino", "lookback"})
+DEFAULT_DEVICE = "lookback"   # how tiles are combined unless a device-level name is given
+DEFAULT_TILE = "coarsened"    # the scan inside a tile unless a block-level name is given
+# Named by the issue, not implemented yet (needs the look-ahead kernel): refused with a clear message.
+NOT_IMPLEMENTED = ("lookahead",)
+
+ITEMS = 8        # coarsened: items per thread (a run), as ITEMS in kernels/scan_kernels.cu
+SUB_WINDOW = 32  # lookback: tiles per sub-window (one warp lane per tile), as in kernels/tile_state.cuh
+WINDOW = 1024    # lookback: tiles per window (32 sub-windows); one serial anchor hop per window
+
+
+def resolve_algorithm(name) -> str:
+    """An algorithm name -> its canonical spelling (case-insensitive, ``-`` for ``_`` accepted).
+
+    Raises
+    ------
+    ValueError
+        For a name that is not an algorithm, listing the valid ones.
+    """
+    key = name.strip().lower().replace("-", "_") if isinstance(name, str) else None
+    if key in ALGORITHMS:
+        return key
+    valid = ", ".join(ALGORITHMS)
+    if key in NOT_IMPLEMENTED:
+        raise ValueError(f"algorithm {name!r} is not implemented yet; choose one of {valid}")
+    raise ValueError(f"unknown algorithm {name!r}; choose one of {valid}")
+
+
+def levels(name) -> tuple:
+    """``(tile scan, device combination)`` that a name selects: ``"brent_kung"`` ->
+    ``("brent_kung", "lookback")``, ``"domino"`` -> ``("coarsened", "domino")``;
+    ``"auto"`` -> ``(None, None)`` (the backend's own choice)."""
+    name = resolve_algorithm(name)
+    if name == "auto":
+        return (None, None)
+    if name in BLOCK_LEVEL:
+        return (name, DEFAULT_DEVICE)
+    return (DEFAULT_TILE, name)
+
+
+def _nothing():
+    pass
+
+
+def _check_block(block: int) -> None:
+    if not isinstance(block, (int, np.integer)) or block < 2 or block & (block - 1):
+        raise ValueError(f"block must be a power of two >= 2, not {block!r}")
+
+
+# ======================================================================================
+# Tile scans: t is (T, B, w) -- T tiles of B rows (B a power of two), w columns -- and is
+# scanned in place along axis 1, all tiles at once (one tile = one thread block; one
+# position along axis 1 = one thread).  Each returns (scan, aggregate): the scanned tiles
+# and each tile's total (T, w).  One ufunc call = one parallel step; sync() = __syncthreads().
+# ======================================================================================
+
+def _kogge_stone_tile(t, ufunc, identity, sync=_nothing):
+    """Hillis-Steele / Kogge-Stone, in place: step d adds the element d before.
+
+        x0  x1  x2  x3  x4  x5  x6  x7
+        |  \\|  \\|  \\|  \\|  \\|  \\|  \\|      d = 1: x[i] = x[i-1] op x[i]   (i >= 1)
+        |   |\\  |\\  |\\  |\\  |\\  |\\  |      d = 2: x[i] = x[i-2] op x[i]   (i >= 2)
+        |   | \\ | \\ | \\ | \\ | \\ | \\ |      d = 4: x[i] = x[i-4] op x[i]   (i >= 4)
+        s0  s1  s2  s3  s4  s5  s6  s7
+
+    A thread reads its left partner, everyone waits, then writes: 2 barriers a step.
+    """
+    B = t.shape[1]
+    d = 1
+    while d < B:
+        left = t[:, :-d].copy()           # every thread i >= d reads x[i-d] ...
+        sync()                            # ... before anyone overwrites it
+        ufunc(left, t[:, d:], out=t[:, d:])
+        sync()                            # writes done before the next step reads
+        d *= 2
+    return t, t[:, -1]
+
+
+def _kogge_stone_double_buffer_tile(t, ufunc, identity, sync=_nothing):
+    """Kogge-Stone reading buffer a and writing buffer b (then swapping): no thread
+    overwrites what another still has to read, so one barrier a step.
+
+        a: x0  x1  x2  x3 ...      b[i] = a[i-d] op a[i]  (i >= d)
+             \\   \\   \\             b[i] = a[i]           (i <  d)
+        b: y0  y1  y2  y3 ...      then swap a, b
+    """
+    B = t.shape[1]
+    a, b = t, np.empty_like(t)
+    d = 1
+    while d < B:
+        b[:, :d] = a[:, :d]
+        ufunc(a[:, :-d], a[:, d:], out=b[:, d:])
+        sync()
+        a, b = b, a
+        d *= 2
+    return a, a[:, -1]
+
+
+def _up_sweep(t, ufunc, sync):
+    """Reduction tree, in place: stride s = 1, 2, ..., B/2 -> x[2s*k + 2s-1] op= x[2s*k + s-1].
+    Afterwards x[B-1] is the tile total and x[2s*k + 2s-1] the total of its 2s-run."""
+    B = t.shape[1]
+    s = 1
+    while s < B:
+        ufunc(t[:, s - 1::2 * s], t[:, 2 * s - 1::2 * s], out=t[:, 2 * s - 1::2 * s])
+        sync()
+        s *= 2
+
+
+def _brent_kung_tile(t, ufunc, identity, sync=_nothing):
+    """Brent-Kung: reduction tree up, distribution tree down (inclusive).
+
+        x0  x1  x2  x3  x4  x5  x6  x7
+         \\->1      \\->3      \\->5      \\->7     up, s=1: pairs
+                 \\----->3          \\----->7     up, s=2
+                         \\------------->7     up, s=4: x7 = total
+                         \\----->5             down, s=2: x5 = x3 op x5
+             \\->2      \\->4      \\->6         down, s=1: x[2k] = x[2k-1] op x[2k]
+        s0  s1  s2  s3  s4  s5  s6  s7
+
+    Down-sweep step s: x[2s*k + 3s-1] = x[2s*k + 2s-1] op x[2s*k + 3s-1].
+    """
+    B = t.shape[1]
+    _up_sweep(t, ufunc, sync)
+    s = B // 4
+    while s >= 1:
+        ufunc(t[:, 2 * s - 1:-s:2 * s], t[:, 3 * s - 1::2 * s], out=t[:, 3 * s - 1::2 * s])
+        sync()
+        s //= 2
+    return t, t[:, -1]
+
+
+def _blelloch_exclusive_tile(t, ufunc, identity, sync=_nothing):
+    """Blelloch: up-sweep, clear the root, down-sweep -> the EXCLUSIVE scan.
+
+        up-sweep as Brent-Kung: x7 = total (saved as the aggregate), then x7 = identity
+        down-sweep, s = B/2 .. 1, for each pair (left = x[2s*k + s-1], right = x[2s*k + 2s-1]):
+            left, right = right, right op left
+            (right holds the prefix before the pair; left's subtree comes first)
+
+        s=4:  [.  .  .  a  .  .  .  e]  ->  [.  .  .  e  .  .  .  e+a]   (e: identity)
+    """
+    _up_sweep(t, ufunc, sync)
+    total = t[:, -1].copy()
+    t[:, -1] = identity                   # the root's prefix: nothing comes before the tile
+    sync()
+    s = t.shape[1] // 2
+    while s >= 1:
+        left = t[:, s - 1::2 * s].copy()
+        right = t[:, 2 * s - 1::2 * s]
+        t[:, s - 1::2 * s] = right        # the left child gets the parent's prefix
+        ufunc(right, left, out=right)     # the right child: parent's prefix op left subtree
+        sync()
+        s //= 2
+    return t, total
+
+
+_blelloch_exclusive_tile.exclusive = True
+
+
+def _blelloch_tile(t, ufunc, identity, sync=_nothing):
+    """Blelloch's inclusive scan, derived: inclusive[i] = exclusive[i] op x[i] (one more step)."""
+    x = t.copy()
+    excl, total = _blelloch_exclusive_tile(t, ufunc, identity, sync)
+    return ufunc(excl, x, out=excl), total
+
+
+def _coarsened_tile(t, ufunc, identity, sync=_nothing, items=ITEMS):
+    """Thread coarsening, three phases; a tile of B = threads * r rows, r = items per thread.
+
+        thread:    0             1             2             3
+        items:     x0 x1         x2 x3         x4 x5         x6 x7       (r = 2)
+        phase 1:   x0 x0:1       x2 x2:3       x4 x4:5       x6 x6:7     each its run, sequentially
+        phase 2:      x0:1          x0:3          x0:5          x0:7     run totals scanned (Kogge-Stone,
+                                                                         double buffer)
+        phase 3:   .  .          x0:1 op ..    x0:3 op ..    x0:5 op ..  add the totals before the run
+
+    Work n - t + (t log2 t - t + 1) + n - r; depth r - 1 + log2 t + 1.
+    """
+    T, B, w = t.shape
+    r = min(items, B)
+    runs = t.reshape(T, B // r, r, w)
+    for i in range(1, r):                 # phase 1: registers, no barrier
+        ufunc(runs[:, :, i - 1], runs[:, :, i], out=runs[:, :, i])
+    totals = runs[:, :, -1].copy()        # each thread publishes its run total
+    sync()
+    totals, aggregate = _kogge_stone_double_buffer_tile(totals, ufunc, identity, sync)  # phase 2
+    ufunc(totals[:, :-1, None], runs[:, 1:], out=runs[:, 1:])                            # phase 3
+    return t, aggregate
+
+
+TILE_SCANS = {
+    "kogge_stone": _kogge_stone_tile,
+    "kogge_stone_double_buffer": _kogge_stone_double_buffer_tile,
+    "brent_kung": _brent_kung_tile,
+    "blelloch": _blelloch_tile,
+    "blelloch_exclusive": _blelloch_exclusive_tile,
+    "coarsened": _coarsened_tile,
+}
+"""Block-level scans of a stack of tiles: ``f(t, ufunc, identity, sync=...) -> (scan, aggregate)``,
+``t`` of shape ``(T, B, w)`` scanned in place along axis 1 (B a power of two); ``sync()`` is
+called where a block needs a barrier.  ``blelloch_exclusive`` gives the exclusive scan."""
+
+
+def _is_exclusive(tile_scan) -> bool:
+    return getattr(tile_scan, "exclusive", False)
+
+
+# ======================================================================================
+# Device level: cut x into tiles, scan each with a tile scan, combine the tiles.
+# ======================================================================================
+
+def _tiles(x, identity, block):
+    """x (n, w) -> (T, B, w), padded with the identity; B = min(block, next power of two >= n)."""
+    _check_block(block)
+    n, w = x.shape
+    B = min(block, 1 << max(n - 1, 0).bit_length())
+    T = max(1, -(-n // B))
+    t = np.full((T * B, w), identity, dtype=x.dtype)
+    t[:n] = x
+    return t.reshape(T, B, w)
+
+
+def _scan_tiles(x, ufunc, identity, block, tile_scan, prefixes):
+    """Scan every tile, get each tile's exclusive prefix from ``prefixes(aggregates)``, fold it in."""
+    n, w = x.shape
+    if n == 0:
+        return np.empty((0, w), x.dtype)
+    scanned, aggregates = tile_scan(_tiles(x, identity, block), ufunc, identity)
+    if scanned.shape[0] > 1:
+        before = prefixes(np.ascontiguousarray(aggregates))          # (T, w)
+        ufunc(before[1:, None, :], scanned[1:], out=scanned[1:])     # tile 0 has nothing before it
+    return scanned.reshape(-1, w)[:n].copy()
+
+
+def _tile_scan(tile_scan):
+    if tile_scan is None:
+        return TILE_SCANS[DEFAULT_TILE]
+    if isinstance(tile_scan, str):
+        return TILE_SCANS[tile_scan]
+    return tile_scan
+
+
+def _domino_prefixes(aggregates, ufunc, identity):
+    """Adjacent synchronisation: tile i waits for tile i-1's inclusive prefix, publishes its own.
+
+        agg:      a0      a1      a2      a3
+        prefix:   e ----> p0 ---> p1 ---> p2 ---> p3      p_i = p_{i-1} op a_i  (one hop per tile)
+    """
+    before = np.empty_like(aggregates)
+    carry = np.full(aggregates.shape[1:], identity, aggregates.dtype)
+    for i in range(aggregates.shape[0]):      # a serial chain: T hops
+        before[i] = carry                     # wait for tile i-1's flag, read its inclusive prefix
+        carry = ufunc(carry, aggregates[i])   # publish tile i's inclusive prefix
+    return before
+
+
+def _tree(v, ufunc):
+    """Reduce axis -2 (a power of two of lanes) with a fixed tree, in order:
+    level m = 1, 2, 4, ...: lane pairs (2k, 2k+1) -> x[2k] op x[2k+1], lower lane on the left.
+
+        lanes:  a0  a1  a2  a3  a4  a5  a6  a7
+        m=1:    a01     a23     a45     a67
+        m=2:    a0123           a4567
+        m=4:    a01234567
+
+    A shfl_xor butterfly with m ascending and the lower lane's value on the left computes the
+    same tree (and ranges stay contiguous, so it is right for non-commutative operators too).
+    """
+    while v.shape[-2] > 1:
+        v = ufunc(v[..., 0::2, :], v[..., 1::2, :])
+    return v[..., 0, :]
+
+
+def _lookback_prefixes(aggregates, ufunc, identity, window=WINDOW):
+    """Decoupled look-back over aligned windows, as ``tile_lookback`` in kernels/tile_state.cuh.
+
+    Tile t = g*WINDOW + s*32 + j (window g, sub-window s, lane j):
+
+        phase 1  in_sub(t)    = tree of agg(tile) for the j tiles before t in its sub-window
+                 subagg(g, s) = in_sub(last tile of s) op agg(last tile of s)
+        phase 2  before_sub   = tree of subagg(g, 0..s-1)
+                 exclusive(t) = (anchor(g-1) op before_sub) op in_sub(t)
+                 anchor(g)    = exclusive(last tile of g) op agg(last tile of g)
+
+        window 0                          window 1
+        [a0 a1 .. a31][a32 .. a63] ..     [ ...             ]
+         \\__in_sub__/  \\__in_sub__/         anchor(0) --------> (one serial hop per window)
+              subagg(0,0) -> before_sub(0,1)
+
+    Each tile reads 32 lanes twice (trees of fixed shape, so the association depends on t
+    only); the only serial chain is one anchor hop per window.
+    """
+    if window % SUB_WINDOW or not SUB_WINDOW <= window <= SUB_WINDOW * SUB_WINDOW:
+        raise ValueError(f"window must be 32 * (1..32) tiles, not {window}")
+    T, w = aggregates.shape
+    L, subs = SUB_WINDOW, window // SUB_WINDOW
+    S = -(-T // L)                # sub-windows (the last one padded with the identity)
+    G = -(-S // subs)             # windows
+    dt, ident = aggregates.dtype, np.asarray(identity, aggregates.dtype)
+    a = np.full((S * L, w), identity, dt)
+    a[:T] = aggregates
+    a = a.reshape(S, L, w)
+    lane_before = np.arange(L)[None, :] < np.arange(L)[:, None]       # [j, l]: lane l < j
+    # phase 1: tile j of a sub-window reads lanes l < j (the aggregates before it), one tree per tile
+    in_sub = _tree(np.where(lane_before[:, :, None], a[:, None, :, :], ident), ufunc)     # (S, L, w)
+    subagg = np.full((G * subs, w), identity, dt)
+    subagg[:S] = ufunc(in_sub[:, -1], a[:, -1])                                            # (S, w)
+    # phase 2: sub-window s reads the totals of sub-windows l < s of its window (32 lanes).
+    # The GPU computes this tree in every tile's warp; all tiles of a sub-window get the
+    # same value, so the CPU computes it once per sub-window.
+    lanes = np.full((G, L, w), identity, dt)
+    lanes[:, :subs] = subagg.reshape(G, subs, w)
+    before_sub = _tree(np.where(lane_before[:subs, :, None], lanes[:, None, :, :], ident), ufunc)
+    before_sub = before_sub.reshape(G * subs, w)[:S]                                       # (S, w)
+    # anchors: the only serial chain, one hop per window
+    anchor_of_sub = np.empty((S, w), dt)
+    anchor = np.full(w, identity, dt)
+    for g in range(G):
+        first, last = g * subs, min((g + 1) * subs, S) - 1
+        anchor_of_sub[first:last + 1] = anchor
+        if g + 1 < G:             # anchor(g) = exclusive(last tile of window g) op its aggregate
+            anchor = ufunc(ufunc(ufunc(anchor, before_sub[last]), in_sub[last, -1]), a[last, -1])
+    # exclusive(t) = (anchor(g-1) op before_sub(s)) op in_sub(t)
+    exclusive = ufunc(ufunc(anchor_of_sub, before_sub)[:, None, :], in_sub)
+    return exclusive.reshape(S * L, w)[:T]
+
+
+def lookback(x, ufunc, identity, *, block=1024, tile_scan=None, window=WINDOW) -> np.ndarray:
+    """Single pass with decoupled look-back (the device-level default): scan each tile, then
+    its exclusive prefix is combined from the aggregates of the tiles before it, in aligned
+    windows of ``window`` tiles (32 * (1..32)), as ``kernels/tile_state.cuh`` does.
+    ``tile_scan`` (a name of :data:`TILE_SCANS` or a function) scans inside a tile."""
+    ts = _tile_scan(tile_scan)
+    return _scan_tiles(x, ufunc, identity, block, ts,
+                       lambda agg: _lookback_prefixes(agg, ufunc, identity, window))
+
+
+def domino(x, ufunc, identity, *, block=1024, tile_scan=None) -> np.ndarray:
+    """Single pass with adjacent synchronisation: tile i waits for tile i-1's inclusive prefix
+    (tile order from an atomic counter on the GPU, so no deadlock): a serial chain of T hops."""
+    ts = _tile_scan(tile_scan)
+    return _scan_tiles(x, ufunc, identity, block, ts, lambda agg: _domino_prefixes(agg, ufunc, identity))
+
+
+def hierarchical(x, ufunc, identity, *, block=1024, tile_scan=None) -> np.ndarray:
+    """Multi-kernel scan-then-propagate:
+
+        kernel 1: scan each tile, write its total      [t0 t1 t2 t3] -> totals a0 a1 a2 a3
+        kernel 2: scan the totals (this function, recursively: any length; one tile ends it)
+        kernel 3: fold each tile's prefix into it       tile i op= (a0 op ... op a_{i-1})
+
+    2 * ceil(log_B n) - 1 launches for n > 1 rows, each a grid-wide barrier.
+    """
+    ts = _tile_scan(tile_scan)
+
+    def prefixes(agg):
+        scanned = hierarchical(agg, ufunc, identity, block=block, tile_scan=ts)
+        if _is_exclusive(ts):
+            return scanned
+        before = np.empty_like(scanned)
+        before[0] = identity
+        before[1:] = scanned[:-1]
+        return before
+
+    return _scan_tiles(x, ufunc, identity, block, ts, prefixes)
+
+
+def kogge_stone(x, ufunc, identity, *, block=1024) -> np.ndarray:
+    """Kogge-Stone (Hillis-Steele) inside each tile, in place; tiles combined by look-back."""
+    return lookback(x, ufunc, identity, block=block, tile_scan=_kogge_stone_tile)
+
+
+def kogge_stone_double_buffer(x, ufunc, identity, *, block=1024) -> np.ndarray:
+    """Kogge-Stone inside each tile, double-buffered (one barrier a step); tiles by look-back."""
+    return lookback(x, ufunc, identity, block=block, tile_scan=_kogge_stone_double_buffer_tile)
+
+
+def brent_kung(x, ufunc, identity, *, block=1024) -> np.ndarray:
+    """Brent-Kung (up-sweep, down-sweep) inside each tile; tiles combined by look-back."""
+    return lookback(x, ufunc, identity, block=block, tile_scan=_brent_kung_tile)
+
+
+def blelloch_exclusive(x, ufunc, identity, *, block=1024) -> np.ndarray:
+    """The EXCLUSIVE scan (out[0] = identity): Blelloch inside each tile, tiles by look-back."""
+    return lookback(x, ufunc, identity, block=block, tile_scan=_blelloch_exclusive_tile)
+
+
+def blelloch(x, ufunc, identity, *, block=1024) -> np.ndarray:
+    """Blelloch's inclusive scan, derived from its exclusive one: inclusive[i] = exclusive[i] op x[i]."""
+    excl = blelloch_exclusive(x, ufunc, identity, block=block)
+    return ufunc(excl, x, out=excl)
+
+
+def coarsened(x, ufunc, identity, *, block=1024, items=ITEMS) -> np.ndarray:
+    """Thread-coarsened scan inside each tile (runs of ``items`` rows per thread); tiles by look-back."""
+    return lookback(x, ufunc, identity, block=block,
+                    tile_scan=lambda t, f, e, sync=_nothing: _coarsened_tile(t, f, e, sync, items))
+
+
+def _auto(x, ufunc, identity, *, block=1024) -> np.ndarray:
+    return ufunc.accumulate(x, axis=0, dtype=x.dtype) if x.shape[0] else x.copy()
+
+
+_FUNCTIONS = {
+    "auto": _auto, "kogge_stone": kogge_stone, "kogge_stone_double_buffer": kogge_stone_double_buffer,
+    "brent_kung": brent_kung, "blelloch": blelloch, "coarsened": coarsened,
+    "hierarchical": hierarchical, "domino": domino, "lookback": lookback,
+}
+
+
+def get_algorithm(name) -> Callable:
+    """The inclusive-scan function of an algorithm name (``auto``: ``ufunc.accumulate``)."""
+    return _FUNCTIONS[resolve_algorithm(name)]
+
+
+def scan(name, x, ufunc, identity, *, exclusive=False, block=1024) -> np.ndarray:
+    """Inclusive or exclusive scan of ``x`` (n, w) with algorithm ``name``.
+
+    Exclusive: ``out[0] = identity``, ``out[i] = inclusive[i-1]`` (the inclusive scan shifted by a
+    row), except Blelloch, whose scan is exclusive by nature (:func:`blelloch_exclusive`).
+    """
+    name = resolve_algorithm(name)
+    if not exclusive:
+        return _FUNCTIONS[name](x, ufunc, identity, block=block)
+    if name == "blelloch":
+        return blelloch_exclusive(x, ufunc, identity, block=block)
+    out = np.empty_like(x)
+    if x.shape[0]:
+        out[0] = identity
+        out[1:] = _FUNCTIONS[name](x[:-1], ufunc, identity, block=block)
+    return out
+
+
+# ======================================================================================
+# Operation counts (verified against counted ufunc applications in tests/test_algorithms_cpu.py)
+# ======================================================================================
+
+class OpCount(NamedTuple):
+    """ops: operator applications (work); steps: parallel steps (depth, in operator
+    applications on the critical path); barriers: block-wide barriers (``__syncthreads``)
+    for a tile scan, grid-wide ones (kernel boundaries) for a device-level count."""
+
+    ops: int
+    steps: int
+    barriers: int
+
+
+def _log2(n: int) -> int:
+    if n < 1 or n & (n - 1):
+        raise ValueError(f"n must be a power of two >= 1, not {n!r}")
+    return n.bit_length() - 1
+
+
+def count_ops(name, n: int, *, exclusive: bool = False, items: int = ITEMS) -> OpCount:
+    """Work, depth and barriers of the scan of ONE tile of ``n`` items (a power of two).
+
+    ====================================  =============================  ================  ===========
+    name                                  ops (work)                     steps (depth)     barriers
+    ====================================  =============================  ================  ===========
+    kogge_stone                           n log2 n - (n - 1)             log2 n            2 log2 n
+    kogge_stone_double_buffer             n log2 n - (n - 1)             log2 n            log2 n
+    brent_kung                            2 (n - 1) - log2 n             2 log2 n - 1      2 log2 n - 1
+    blelloch (exclusive=True)             2 (n - 1)                      2 log2 n          2 log2 n + 1
+    blelloch (inclusive: + excl op x)     2 (n - 1) + n                  2 log2 n + 1      2 log2 n + 1
+    coarsened (r = min(items, n),         (n - t) + (t log2 t - t + 1)   (r - 1) + log2 t  1 + log2 t
+    t = n / r threads)                    + (n - r)                      + [t > 1]
+    ====================================  =============================  ================  ===========
+
+    ``exclusive`` matters for Blelloch only (every other exclusive scan is the inclusive one
+    shifted, at no cost).  A device-level name gives the count of its tile scan, the default
+    ``coarsened``; :func:`count_device` counts the work between tiles.
+    """
+    name = resolve_algorithm(name)
+    k = _log2(n)
+    if name in ("kogge_stone", "kogge_stone_double_buffer"):
+        return OpCount(n * k - (n - 1), k, 2 * k if name == "kogge_stone" else k)
+    if name == "brent_kung":
+        return OpCount(2 * (n - 1) - k, max(2 * k - 1, 0), max(2 * k - 1, 0))
+    if name == "blelloch":
+        if exclusive:
+            return OpCount(2 * (n - 1), 2 * k, 2 * k + 1)
+        return OpCount(2 * (n - 1) + n, 2 * k + 1, 2 * k + 1)
+    if name in ("coarsened",) or name in DEVICE_LEVEL:
+        r = min(items, n)
+        _log2(r)
+        t = n // r
+        kt = _log2(t)
+        return OpCount((n - t) + (t * kt - t + 1) + (n - r), (r - 1) + kt + (t > 1), 1 + kt)
+    raise ValueError(f"count_ops: {name!r} has no single tile scan (it is the backend's choice)")
+
+
+def count_device(name, tiles: int, *, block: int = 1024, window: int = WINDOW) -> OpCount:
+    """Work between tiles for ``tiles`` tiles of ``block`` rows (``tiles >= 2``): ops on the tile
+    aggregates and prefixes, not counting the scans inside tiles nor the final
+    ``prefix op tile`` fold (``(tiles - 1) * block`` ops for every name); ``steps``: the serial
+    chain between tiles (hops a tile may wait through); ``barriers``: grid-wide barriers
+    (extra kernel boundaries).
+
+    =============  ==========================================  =====================  ==========
+    name           ops                                         steps (serial hops)    barriers
+    =============  ==========================================  =====================  ==========
+    domino         tiles                                       tiles                  0
+    lookback       31*32*S + 31*G*subs + 32*S + 2*S + 3*(G-1)  G = windows            0
+                   S = ceil(tiles/32) sub-windows, subs =
+                   window/32, G = ceil(S/subs)
+    hierarchical   count of the totals' scan, recursively:     2*levels - 1 launches  2*levels-2
+                   its tiles' scans + fold + deeper levels     (in sequence)
+    =============  ==========================================  =====================  ==========
+
+    For lookback, as the CPU computes it: per tile (padded to whole sub-windows) a 32-lane
+    butterfly tree (31 ops) and its prefix (1 op); per sub-window its total (1 op), the tree of
+    the sub-window totals before it (31 ops, padded to whole windows) and anchor op that (1 op);
+    3 ops per anchor hop.  The GPU kernel computes the second tree and the anchor op in every
+    tile's warp instead of once per sub-window: 31 + 31 + 2 ops per tile.
+    """
+    name = resolve_algorithm(name)
+    if tiles < 2:
+        raise ValueError("count_device needs at least 2 tiles")
+    if name == "domino":
+        return OpCount(tiles, tiles, 0)
+    if name in BLOCK_LEVEL or name == "lookback":
+        S = -(-tiles // SUB_WINDOW)
+        subs = window // SUB_WINDOW
+        G = -(-S // subs)
+        L = SUB_WINDOW
+        ops = (L - 1) * L * S + S + (L - 1) * G * subs + 3 * (G - 1) + S + L * S
+        return OpCount(ops, G, 0)
+    if name == "hierarchical":
+        ops, levels_ = _hierarchical_ops(tiles, block)
+        return OpCount(ops, 2 * (levels_ + 1) - 1, 2 * (levels_ + 1) - 2)
+    raise ValueError(f"count_device: {name!r} is not a device-level algorithm")
+
+
+def _hierarchical_ops(m: int, block: int) -> tuple:
+    """(ops, levels) of hierarchical's scan of m tile totals with the default tile scan."""
+    B = min(block, 1 << max(m - 1, 0).bit_length())
+    T = -(-m // B)
+    ops = T * count_ops(DEFAULT_TILE, B).ops
+    if T == 1:
+        return ops, 1
+    deeper, levels_ = _hierarchical_ops(T, block)
+    return ops + deeper + (T - 1) * B, levels_ + 1
