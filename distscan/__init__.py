@@ -13,10 +13,11 @@ back its part of the global scan::
 
 from ._binding import bind_gpu
 from ._collective import DistScanError
+from .algorithms import ALGORITHMS
 from .api import cummax, cummin, cumprod, cumsum, exclusive_scan, reduce, scan
 from .ops import OPS
 
 __version__ = "0.1.0"
 
 __all__ = ["scan", "cumsum", "cumprod", "cummax", "cummin", "exclusive_scan", "reduce", "bind_gpu",
-           "DistScanError", "OPS", "__version__"]
+           "DistScanError", "OPS", "ALGORITHMS", "__version__"]

@@ -55,6 +55,18 @@ def resolve_strategy(strategy: str) -> str:
     return DEFAULT_STRATEGY if s == "auto" else s
 
 
+def resolve_algorithm(algorithm: str) -> str:
+    """An ``algorithm=`` name (:data:`distscan.algorithms.ALGORITHMS`), checked.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, listing the valid ones.
+    """
+    from .algorithms import resolve_algorithm as resolve
+    return resolve(algorithm)
+
+
 def resolve_hierarchy(hierarchy: str) -> str:
     if hierarchy not in _hierarchy.METHODS:
         raise ValueError(f"unknown hierarchy method {hierarchy!r}; choose one of {', '.join(_hierarchy.METHODS)}")
@@ -110,11 +122,13 @@ class ScanPlan:
     """
 
     def __init__(self, op, input_dtype, *, dtype=None, exclusive=False, trailing=(), comm=None, backend="cpu",
-                 strategy="auto", hierarchy="auto", node_size=None, agree_on: Optional[dict] = None):
+                 strategy="auto", hierarchy="auto", node_size=None, agree_on: Optional[dict] = None,
+                 algorithm="auto"):
         self.op: Op = get_op(op)
         self.exclusive = bool(exclusive)
         self.strategy = resolve_strategy(strategy)
         self.hierarchy = resolve_hierarchy(hierarchy)
+        self.algorithm = resolve_algorithm(algorithm)
         self.node_size = node_size
         self.be = get_backend(backend) if isinstance(backend, str) else backend  # a name, or a backend module
         self.backend = self.be.name
@@ -131,7 +145,7 @@ class ScanPlan:
         self.fields = {
             "operator": self.op.name, "exclusive": self.exclusive, "dtype": str(self.types.input),
             "result dtype": str(self.types.result), "trailing shape": self.trailing, "strategy": self.strategy,
-            "hierarchy": self.hierarchy, "backend": self.backend, **(agree_on or {}),
+            "hierarchy": self.hierarchy, "backend": self.backend, "algorithm": self.algorithm, **(agree_on or {}),
         }
         self.fingerprint = fingerprint(self.fields)
         self._flat = None  # known after the first exchange: whether offsets take the flat path
@@ -139,7 +153,7 @@ class ScanPlan:
 
     def _fast_buffers(self):
         """Preallocated records for :meth:`call_1d` (None where that path does not apply)."""
-        if (self.size == 1 or self.backend != "cpu" or self.w != 1 or self.carries.flagged
+        if (self.size == 1 or self.backend != "cpu" or self.w != 1 or self.carries.flagged or self.algorithm != "auto"
                 or self.strategy != "reduce_then_scan" or self.types.acc != self.types.result):
             return None
         h = _hierarchy
@@ -206,7 +220,8 @@ class ScanPlan:
         timer = _Timer(timings, self.be)
         if self.size == 1:
             with timer.phase("scan"):
-                out, _ = self.be.scan(rows, self.op, self.types, exclusive=self.exclusive, seed=initial, out=out)
+                out, _ = self.be.scan(rows, self.op, self.types, exclusive=self.exclusive, seed=initial, out=out,
+                                      algorithm=self.algorithm)
             return out
         error, carry = None, None
         try:
@@ -216,7 +231,8 @@ class ScanPlan:
             else:
                 with timer.phase("scan"):
                     out, total = self.be.scan(rows, self.op, self.types, exclusive=self.exclusive,
-                                              seed=initial if self.rank == 0 else None, out=out, want_total=True)
+                                              seed=initial if self.rank == 0 else None, out=out, want_total=True,
+                                              algorithm=self.algorithm)
                 carry = total
             if self.rank == 0 and initial is not None and self.strategy == "reduce_then_scan":
                 carry = self.combine(self.carries.of_values(initial), carry)
@@ -228,7 +244,8 @@ class ScanPlan:
         with collectively(self.comm):
             if self.strategy == "reduce_then_scan":
                 with timer.phase("scan"):
-                    out, _ = self.be.scan(rows, self.op, self.types, exclusive=self.exclusive, seed=seed, out=out)
+                    out, _ = self.be.scan(rows, self.op, self.types, exclusive=self.exclusive, seed=seed, out=out,
+                                          algorithm=self.algorithm)
             elif offset is not None:
                 with timer.phase("combine"):
                     self.be.combine(out, self.op, self.types, offset)
@@ -275,7 +292,7 @@ class ScanPlan:
     def seeded_scan(self, rows, seed, out=None, want_total=False):
         """The local scan of ``rows`` from ``seed`` (None: the identity); ``(out, total value)``."""
         return self.be.scan(rows, self.op, self.types, exclusive=self.exclusive, seed=seed, out=out,
-                            want_total=want_total)
+                            want_total=want_total, algorithm=self.algorithm)
 
     def add_offset(self, out, offset) -> None:
         """``out[i] = offset op out[i]`` in place (``scan_then_add``'s finish)."""

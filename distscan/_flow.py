@@ -297,7 +297,7 @@ def make_plan(job, ctx, backend, default_strategy: str) -> ScanPlan:
     strategy = job.strategy if job.strategy not in (None, "auto") else default_strategy
     return ScanPlan(ctx.op, hdr.dtype.newbyteorder("="), dtype=job.dtype, exclusive=job.exclusive,
                     trailing=tuple(hdr.shape[1:]), comm=ctx.comm, backend=backend, strategy=strategy,
-                    hierarchy=job.hierarchy)
+                    hierarchy=job.hierarchy, algorithm=getattr(job, "algorithm", "auto"))
 
 
 def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict) -> None:

@@ -24,7 +24,7 @@ from . import hierarchy as _hierarchy
 from ._arrays import to_native
 from ._core import STRATEGIES  # noqa: F401 - public here too (distscan.api.STRATEGIES)
 from ._collective import default_comm
-from ._core import ScanPlan, fail_exchange, resolve_hierarchy, resolve_strategy
+from ._core import ScanPlan, fail_exchange, resolve_algorithm, resolve_hierarchy, resolve_strategy
 from ._dtypes import ScanTypes, scan_types
 from .backends import get_backend
 from .ops import Op, get_op
@@ -117,7 +117,7 @@ def _as_rows(x):
 
 
 def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0,
-         strategy="auto", hierarchy="auto", backend="auto", timings=None, node_size=None):
+         strategy="auto", hierarchy="auto", backend="auto", timings=None, node_size=None, algorithm="auto"):
     """Scan the distributed array whose local part is ``x``.
 
     Parameters
@@ -149,6 +149,12 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
         part locally (no communication).  None scans the flattened array in C
         order, which with axis 0 distributed is the concatenation of the
         flattened parts; the result is 1-D.
+    algorithm : str
+        The scan algorithm (``distscan.ALGORITHMS``; docs/algorithms.md): ``"auto"`` (the
+        fastest: NumPy's sequential scan on the CPU, the coarsened block scan with decoupled
+        look-back on the GPU), a block-level name (``kogge_stone``,
+        ``kogge_stone_double_buffer``, ``brent_kung``, ``blelloch``, ``coarsened``) for the scan
+        inside a tile, or a device-level one (``hierarchical``, ``domino``, ``lookback``).
     strategy : {"auto", "reduce_then_scan", "scan_then_add"}
         See the module docstring; auto is ``reduce_then_scan``.
     hierarchy : {"auto", "flat", "node"}
@@ -178,12 +184,12 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
     """
     comm = _default_comm(comm)
     single = comm is None or comm.Get_size() == 1
-    if single and initial is None and timings is None:
+    if single and initial is None and timings is None and algorithm == "auto":
         result = _local_fast_path(x, op, exclusive, dtype, out, axis, strategy, hierarchy, backend)
         if result is not None:
             return result
-    lean = (not single and initial is None and out is None and timings is None and type(x) is np.ndarray
-            and x.ndim == 1 and x.flags.c_contiguous)
+    lean = (not single and initial is None and out is None and timings is None and algorithm == "auto"
+            and type(x) is np.ndarray and x.ndim == 1 and x.flags.c_contiguous)
     if lean:
         # The common distributed call, after the first one of its kind: one lookup, one collective.
         try:
@@ -196,7 +202,7 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
             if result is not None:
                 return result
     try:
-        call = _Call(x, op, exclusive, initial, dtype, out, axis, strategy, hierarchy, backend)
+        call = _Call(x, op, exclusive, initial, dtype, out, axis, strategy, hierarchy, backend, algorithm)
         plan = call.plan(None if single else comm, node_size)
     except Exception as exc:  # noqa: BLE001 - every rank must learn it: join the plan's exchange
         if single:
@@ -284,11 +290,12 @@ class _Call:
     """One call's arrays: the input as ``(n, w)`` rows of the backend, the output, and how the
     result goes back to the caller's form.  Resolved and checked locally, before any collective."""
 
-    def __init__(self, x, op, exclusive, initial, dtype, out, axis, strategy, hierarchy, backend):
+    def __init__(self, x, op, exclusive, initial, dtype, out, axis, strategy, hierarchy, backend, algorithm="auto"):
         self.op: Op = get_op(op)
         self.exclusive = bool(exclusive)
         self.strategy = resolve_strategy(strategy)
         self.hierarchy = resolve_hierarchy(hierarchy)
+        self.algorithm = resolve_algorithm(algorithm)
         self.axis_arg = axis
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
@@ -346,7 +353,7 @@ class _Call:
         """The reusable plan of this call's kind (built once, then taken from a cache)."""
         trailing = self.trailing if self.distributed else ()
         key = (self.op, self.types.input, self.dtype_arg, self.exclusive, trailing, self.backend_name, self.strategy,
-               self.hierarchy, node_size, self.axis_arg, id(comm))
+               self.hierarchy, node_size, self.axis_arg, self.algorithm, id(comm))
         try:
             plan = _PLANS.get(key)
         except TypeError:  # an unhashable dtype= argument
@@ -354,7 +361,8 @@ class _Call:
         if plan is None or plan.comm is not comm:
             plan = ScanPlan(self.op, self.types.input, dtype=self.dtype_arg, exclusive=self.exclusive,
                             trailing=trailing, comm=comm, backend=self.backend_name, strategy=self.strategy,
-                            hierarchy=self.hierarchy, node_size=node_size, agree_on={"axis": self.axis_arg})
+                            hierarchy=self.hierarchy, node_size=node_size, agree_on={"axis": self.axis_arg},
+                            algorithm=self.algorithm)
             if key is not None:
                 _PLANS[key] = plan
                 if len(_PLANS) > _MAX_PLANS:

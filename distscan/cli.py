@@ -107,6 +107,14 @@ def _op_arg(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _algorithm_arg(text: str) -> str:
+    from .algorithms import resolve_algorithm
+    try:
+        return resolve_algorithm(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _dtype_arg(text: str) -> str:
     try:
         return np.dtype(text).name
@@ -146,6 +154,10 @@ def build_parser(rank: int = 0) -> argparse.ArgumentParser:
                    help="where the scan runs (default auto: cpu for file input)")
     p.add_argument("--strategy", choices=("auto", "reduce_then_scan", "scan_then_add"), default="auto",
                    help="distributed scan shape: reduce_then_scan (3N bytes) or scan_then_add (4N); default auto")
+    p.add_argument("--algorithm", type=_algorithm_arg, default="auto", metavar="NAME",
+                   help="scan algorithm (docs/algorithms.md): auto (fastest), kogge_stone, "
+                        "kogge_stone_double_buffer, brent_kung, blelloch, coarsened (inside a tile), "
+                        "hierarchical, domino, lookback (between tiles); default auto")
     p.add_argument("--hierarchy", choices=("auto", "flat", "node"), default="auto",
                    help="how slice totals travel: flat Exscan, or node then cluster; default auto")
     p.add_argument("--gpu", metavar="INDEX", type=_gpu_arg,
@@ -259,7 +271,7 @@ def _run(args, comm, rank: int) -> dict:
         _io._bcast_outcome(comm, lambda: _check_report_path(args.report, args.input, output))
     job = pipeline.Job(input=args.input, output=output, op=args.op, exclusive=args.exclusive, dtype=args.dtype,
                        backend=args.backend, strategy=args.strategy, hierarchy=args.hierarchy,
-                       force=args.force, verify=args.verify, gpu=args.gpu,
+                       algorithm=args.algorithm, force=args.force, verify=args.verify, gpu=args.gpu,
                        gpu_memory_limit=args.gpu_memory_limit, memory_limit=args.memory_limit, fsync=args.fsync)
     mode, ncols = ("off", None) if rank != 0 or args.quiet else choose_mode(args.progress)
 

@@ -64,6 +64,7 @@ class Job:
     backend: str = "auto"
     strategy: str = "auto"
     hierarchy: str = "auto"
+    algorithm: str = "auto"                 # --algorithm: a name of distscan.ALGORITHMS
     force: bool = False
     verify: bool = False
     gpu: Optional[str] = None               # --gpu: device index (default: by local rank)

@@ -3,22 +3,32 @@
 // look back for the tile's exclusive prefix, fold it in, store.
 #pragma once
 #include "block_scan.cuh"
+#include "device_domino.cuh"
 #include "tile_io.cuh"
 #include "tile_state.cuh"
 
 namespace distscan {
 
+// Device-level strategies: how a tile learns the total of the tiles before it.
+enum DeviceAlgorithm {
+    DEVICE_LOOKBACK = 0,  // decoupled look-back over aligned windows (tile_state.cuh; the default)
+    DEVICE_DOMINO = 1,    // wait for the previous tile's inclusive prefix (device_domino.cuh)
+    DEVICE_TILES = 2,     // no wait: each tile alone, its total to d_total[tile] ("hierarchical",
+                          // whose host side scans the totals and adds them back)
+};
+
 // TIn: item type read; TAcc: accumulator (operator applied in it); TOut: item type
 // written; Op: functor from operators.cuh; EXCLUSIVE: exclusive or inclusive scan;
-// BLOCK_THREADS x ITEMS: tile shape; WINDOW: look-back window (tiles).
+// BLOCK_THREADS x ITEMS: tile shape; WINDOW: look-back window (tiles); BLOCK_ALGO: a
+// BlockAlgorithm (block_scan.cuh); DEVICE: a DeviceAlgorithm.
 template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, int BLOCK_THREADS, int ITEMS,
-          int WINDOW>
+          int WINDOW, int BLOCK_ALGO = BLOCK_COARSENED, int DEVICE = DEVICE_LOOKBACK>
 struct AgentScan {
     static const int WARPS = BLOCK_THREADS / 32;
     static const int TILE_ITEMS = BLOCK_THREADS * ITEMS;
     typedef WarpTileIO<TIn, ITEMS> InIO;
     typedef WarpTileIO<TOut, ITEMS> OutIO;
-    typedef BlockScan<TAcc, Op, BLOCK_THREADS> BScan;
+    typedef typename BlockScanFor<BLOCK_ALGO, TAcc, Op, BLOCK_THREADS>::type BScan;
     static const int IO_BYTES = InIO::WARP_BYTES > OutIO::WARP_BYTES ? InIO::WARP_BYTES : OutIO::WARP_BYTES;
 
     static __device__ __forceinline__ void consume(const TIn *d_in, TOut *d_out, i64 n, const TileState &st,
@@ -56,7 +66,15 @@ struct AgentScan {
         const TAcc thread_exclusive = BScan::scan(s_scan, items, aggregate);  // has __syncthreads
 
         if (warp == 0) {
-            TAcc p = tile_lookback<TAcc, Op, WINDOW>(st, tile, num_tiles, aggregate, seed, has_seed, d_total);
+            TAcc p;
+            if constexpr (DEVICE == DEVICE_LOOKBACK) {
+                p = tile_lookback<TAcc, Op, WINDOW>(st, tile, num_tiles, aggregate, seed, has_seed, d_total);
+            } else if constexpr (DEVICE == DEVICE_DOMINO) {
+                p = tile_domino<TAcc, Op>(st, tile, num_tiles, aggregate, seed, has_seed, d_total);
+            } else {
+                p = Op::template identity<TAcc>();
+                if (lane == 0) d_total[tile] = aggregate;
+            }
             if (lane == 0) s_prefix = p;
         }
         __syncthreads();  // s_prefix visible; every warp is also past reading its input from s_io

@@ -1,15 +1,15 @@
-// distscan/kernels/block_scan.cuh -- one block scans one tile held in registers:
-// thread (sequential over ITEMS) -> warp (shuffles) -> block (warp totals in shared
-// memory).  The result is the block aggregate and, per thread, the exclusive prefix
-// of its items inside the tile; the tile's own exclusive prefix (from the look-back)
-// is folded in later by the caller.
+// distscan/kernels/block_scan_coarsened.cuh -- "coarsened" (the default): three phases.
+// Each thread scans its own run of ITEMS sequentially; the run totals are scanned by
+// warp shuffles (Kogge-Stone over 32 lanes, no shared memory) and the warp totals in
+// shared memory; each thread's run gets its offset.  One __syncthreads per tile.
+// Work: n ops in the runs + 32*5 - 31 per warp + WARPS per thread; depth: ITEMS + 5 + WARPS.
 #pragma once
 #include "warp_scan.cuh"
 
 namespace distscan {
 
 template <typename T, typename Op, int BLOCK_THREADS>
-struct BlockScan {
+struct BlockScanCoarsened {
     static const int WARPS = BLOCK_THREADS / 32;
 
     struct TempStorage {

@@ -2,11 +2,13 @@
 // types, the operator and the tile shape.  The host (distscan/backends/_cuda_compile.py)
 // compiles this file with NVRTC through cupy.RawModule and picks the instantiations it
 // needs by name expression, e.g.
-//   distscan::scan_tiles_kernel<int, long long, long long, distscan::Sum, false, 256, 32, 1024, 4>
+//   distscan::scan_tiles_kernel<int, long long, long long, distscan::Sum, false, 256, 32, 1024, 4, 0, 0>
 // (CuPy keeps the compiled module on disk, name expressions included, from CuPy 14.2).
 //
 // Kernels:
-//   scan_tiles_kernel        single-pass scan of a 1-D array (decoupled look-back)
+//   scan_tiles_kernel        single-pass scan of a 1-D array (decoupled look-back, or the
+//                            domino chain; or each tile alone for "hierarchical")
+//   add_tile_prefix_kernel   "hierarchical": add each tile's prefix back
 //   reduce_partials_kernel   per-block partial reductions (vectorised loads)
 //   reduce_final_kernel      one block reduces the partials
 //   add_offset_kernel        y[i] = offset op y[i], in place (one column)
@@ -18,6 +20,8 @@
 //   ITEMS          items per thread (ITEMS * sizeof(item) must be a multiple of 16)
 //   WINDOW         look-back window in tiles, 32 * (1..32)
 //   MIN_BLOCKS     scan blocks per SM the register allocation must allow
+//   BLOCK_ALGO     the scan inside a tile (block_scan.cuh: BlockAlgorithm)
+//   DEVICE         how tiles learn what came before them (agent_scan.cuh: DeviceAlgorithm)
 #include "agent_scan.cuh"
 
 namespace distscan {
@@ -155,7 +159,7 @@ __device__ __forceinline__ void scan_columns(const TIn *d_in, TOut *d_out, i64 n
 // d_total (may be null) gets seed op x[0] op ... op x[n-1] in the accumulator type.
 // Tile state: see tile_state.cuh.  vector_ok: d_in and d_out are 16-byte aligned.
 template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, int BLOCK_THREADS, int ITEMS,
-          int WINDOW, int MIN_BLOCKS>
+          int WINDOW, int MIN_BLOCKS, int BLOCK_ALGO, int DEVICE>
 __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS)
     scan_tiles_kernel(const TIn *d_in, TOut *d_out, i64 n, u64 *d_aggregates, u64 *d_subaggs, u64 *d_anchors,
                       u64 *d_tile_counter, u64 counter_base, unsigned epoch, TAcc seed, int has_seed, TAcc *d_total,
@@ -167,9 +171,18 @@ __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS)
     st.d_tile_counter = d_tile_counter;
     st.counter_base = counter_base;
     st.epoch = epoch;
-    AgentScan<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, WINDOW>::consume(d_in, d_out, n, st, seed,
-                                                                                    has_seed != 0, d_total,
-                                                                                    vector_ok != 0);
+    AgentScan<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, WINDOW, BLOCK_ALGO, DEVICE>::consume(
+        d_in, d_out, n, st, seed, has_seed != 0, d_total, vector_ok != 0);
+}
+// "hierarchical", last step: y[i] = prefix[i / tile_items] op y[i] (the exclusive prefix of
+// each tile, from the scan of the tile totals), computed in the accumulator type.
+template <typename TOut, typename TAcc, typename Op>
+__global__ void __launch_bounds__(REDUCE_THREADS)
+    add_tile_prefix_kernel(TOut *d_y, i64 n, i64 tile_items, const TAcc *d_prefix) {
+    const i64 stride = (i64)gridDim.x * REDUCE_THREADS;
+    for (i64 i = (i64)blockIdx.x * REDUCE_THREADS + threadIdx.x; i < n; i += stride)
+        d_y[i] = Convert<TOut, TAcc>::apply(Op::template apply<TAcc>(d_prefix[i / tile_items],
+                                                                     Convert<TAcc, TOut>::apply(d_y[i])));
 }
 template <typename TIn, typename TAcc, typename Op>
 __global__ void __launch_bounds__(REDUCE_THREADS)
@@ -201,19 +214,28 @@ __global__ void __launch_bounds__(REDUCE_THREADS)
 // Standalone build (nvcc -arch=sm_90 -c scan_kernels.cu): a few instantiations, so that
 // the compiler checks the templates and `-Xptxas -v` reports registers and spills.
 namespace distscan {
-template __global__ void scan_tiles_kernel<int, int, int, Sum, false, 256, 32, 1024, 4>(
+template __global__ void scan_tiles_kernel<int, int, int, Sum, false, 256, 32, 1024, 4, 0, 0>(
     const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, int, int, int *, int);
-template __global__ void scan_tiles_kernel<float, float, float, Sum, true, 256, 32, 1024, 4>(
+template __global__ void scan_tiles_kernel<float, float, float, Sum, true, 256, 32, 1024, 4, 0, 0>(
     const float *, float *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, float, int, float *, int);
-template __global__ void scan_tiles_kernel<double, double, double, Max, false, 256, 16, 1024, 3>(
+template __global__ void scan_tiles_kernel<double, double, double, Max, false, 256, 16, 1024, 3, 0, 0>(
     const double *, double *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, double, int, double *, int);
-template __global__ void scan_tiles_kernel<signed char, long long, long long, Sum, false, 256, 16, 1024, 3>(
+template __global__ void scan_tiles_kernel<signed char, long long, long long, Sum, false, 256, 16, 1024, 3, 0, 0>(
     const signed char *, long long *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, long long, int, long long *, int);
-template __global__ void scan_tiles_kernel<Complex<float>, Complex<float>, Complex<float>, Prod, true, 256, 16, 1024, 3>(
+template __global__ void scan_tiles_kernel<Complex<float>, Complex<float>, Complex<float>, Prod, true, 256, 16, 1024, 3, 0, 0>(
     const Complex<float> *, Complex<float> *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, Complex<float>, int,
     Complex<float> *, int);
-template __global__ void scan_tiles_kernel<int, bool, bool, LogicalXor, false, 256, 32, 1024, 4>(
+template __global__ void scan_tiles_kernel<int, bool, bool, LogicalXor, false, 256, 32, 1024, 4, 0, 0>(
     const int *, bool *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, bool, int, bool *, int);
+template __global__ void scan_tiles_kernel<int, int, int, Sum, false, 256, 32, 1024, 4, 1, 1>(
+    const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, int, int, int *, int);
+template __global__ void scan_tiles_kernel<double, double, double, Sum, true, 256, 16, 1024, 3, 4, 2>(
+    const double *, double *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, double, int, double *, int);
+template __global__ void scan_tiles_kernel<float, float, float, Max, false, 256, 32, 1024, 4, 3, 0>(
+    const float *, float *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, float, int, float *, int);
+template __global__ void scan_tiles_kernel<long long, long long, long long, Sum, false, 256, 16, 1024, 3, 2, 0>(
+    const long long *, long long *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, long long, int, long long *, int);
+template __global__ void add_tile_prefix_kernel<float, float, Sum>(float *, i64, i64, const float *);
 template __global__ void reduce_partials_kernel<float, float, Sum>(const float *, i64, float *, int);
 template __global__ void reduce_final_kernel<float, Sum>(const float *, int, float *);
 template __global__ void add_offset_kernel<long long, long long, Sum>(long long *, i64, long long, int);

@@ -110,3 +110,23 @@ def test_wide_carries_take_the_second_gather(comm):
     all_ranks_ok(comm, lambda: np.testing.assert_array_equal(got[:, 0], before + np.arange(1, 4) * (comm.rank + 1)))
     with pytest.raises(ValueError, match="trailing shape differs"):
         distscan.cumsum(np.ones((2, 300 + comm.rank)), comm=comm)
+
+
+def test_every_algorithm_at_any_rank_count(comm):
+    """`algorithm=` names through the distributed call, exact for integers, at any split."""
+    rng = shared_rng(comm)
+    g = rng.integers(-50, 50, 5000)
+    cuts = np.sort(rng.integers(0, g.size + 1, comm.size - 1))
+    bounds = np.concatenate([[0], cuts, [g.size]])
+    part = g[bounds[comm.rank]:bounds[comm.rank + 1]]
+    for name in distscan.ALGORITHMS:
+        for opname, ufunc in (("sum", np.add), ("max", np.maximum), ("bitwise_xor", np.bitwise_xor)):
+            for exclusive in (False, True):
+                got = distscan.scan(part, opname, exclusive=exclusive, algorithm=name, comm=comm)
+                ref = ufunc.accumulate(g)
+                if exclusive:
+                    ref = np.concatenate([[ufunc.identity if opname != "max" else np.iinfo(g.dtype).min], ref[:-1]])
+                all_ranks_ok(comm, lambda: np.testing.assert_array_equal(
+                    got, ref[bounds[comm.rank]:bounds[comm.rank + 1]], err_msg=f"{name} {opname} {exclusive}"))
+    with pytest.raises(ValueError, match="unknown algorithm 'nope'; choose one of auto, kogge_stone"):
+        distscan.cumsum(part, algorithm="nope", comm=comm)

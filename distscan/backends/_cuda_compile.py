@@ -120,12 +120,36 @@ class Tuning:
         return self.block_threads * self.items
 
 
+# The `algorithm=` names the kernels implement: block-level names pick the scan inside a tile
+# (kernels/block_scan.cuh), device-level names how tiles learn what came before them
+# (kernels/agent_scan.cuh).  Each level keeps its default when the other is named.
+BLOCK_ALGORITHMS = {"coarsened": 0, "kogge_stone": 1, "kogge_stone_double_buffer": 2, "brent_kung": 3, "blelloch": 4}
+DEVICE_ALGORITHMS = {"lookback": 0, "domino": 1, "hierarchical": 2}
+
+
+def kernel_algorithm(name: str) -> tuple:
+    """``(block, device)`` names of the kernels for an ``algorithm=`` name (``auto``: the defaults)."""
+    if name in BLOCK_ALGORITHMS:
+        return name, "lookback"
+    if name in DEVICE_ALGORITHMS:
+        return "coarsened", name
+    if name == "auto":
+        return "coarsened", "lookback"
+    raise ValueError(f"the CUDA kernels do not implement algorithm {name!r}")
+
+
+def _block_temp_bytes(block: str, threads: int, acc_size: int) -> int:
+    """Shared memory of a block scan's TempStorage (kernels/block_scan_*.cuh)."""
+    return {"coarsened": threads // 32, "kogge_stone_double_buffer": 2 * threads, "blelloch": threads + 1}.get(
+        block, threads) * acc_size
+
+
 def _lane_stride(itemsize: int, items: int) -> int:
     lane = items * itemsize
     return lane + (16 if (lane // 16) % 2 == 0 else 0)
 
 
-def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None) -> Tuning:
+def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "coarsened") -> Tuning:
     """Tile shape for one combination of item sizes (same rule on every Hopper-class GPU).
 
     ``override`` (a ``Tuning`` or a tuple) replaces the choice; its ITEMS is still
@@ -144,8 +168,10 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None) -> Tuning:
         else:
             threads, items, min_blocks = 256, 8, 1
     items = max(items, 16 // min(s_in, s_out))
-    # static shared memory (< 48 KB): one padded lane stride per thread (input or output, the larger)
-    while threads > 64 and threads * max(_lane_stride(s_in, items), _lane_stride(s_out, items)) > 46 * 1024:
+    # static shared memory (< 48 KB): one padded lane stride per thread (input or output, the
+    # larger), and the block scan's own storage
+    while threads > 64 and (threads * max(_lane_stride(s_in, items), _lane_stride(s_out, items))
+                            + _block_temp_bytes(block, threads, s_acc)) > 46 * 1024:
         threads //= 2
     return Tuning(threads, items, window, min_blocks)
 
@@ -157,10 +183,12 @@ class ModuleKey:
     out_dtype: np.dtype
     functor: str
     tuning: Tuning
+    block: str = "coarsened"    # BLOCK_ALGORITHMS
+    device: str = "lookback"    # DEVICE_ALGORITHMS
 
 
 ROLES = ("scan_incl", "scan_excl", "reduce_partials", "reduce_final", "add_offset", "add_offset_columns",
-         "columns_incl", "columns_excl")
+         "columns_incl", "columns_excl", "add_tile_prefix")
 
 
 def names(key: ModuleKey) -> dict:
@@ -168,7 +196,8 @@ def names(key: ModuleKey) -> dict:
     tin, tacc, tout = ctype(key.in_dtype), ctype(key.acc_dtype), ctype(key.out_dtype)
     op = f"distscan::{key.functor}"
     t = key.tuning
-    shape = f"{t.block_threads}, {t.items}, {t.window}, {t.min_blocks}"
+    shape = (f"{t.block_threads}, {t.items}, {t.window}, {t.min_blocks}, {BLOCK_ALGORITHMS[key.block]}, "
+             f"{DEVICE_ALGORITHMS[key.device]}")
     return {
         "scan_incl": f"distscan::scan_tiles_kernel<{tin}, {tacc}, {tout}, {op}, false, {shape}>",
         "scan_excl": f"distscan::scan_tiles_kernel<{tin}, {tacc}, {tout}, {op}, true, {shape}>",
@@ -178,6 +207,7 @@ def names(key: ModuleKey) -> dict:
         "add_offset_columns": f"distscan::add_offset_columns_kernel<{tout}, {tacc}, {op}>",
         "columns_incl": f"distscan::scan_columns_kernel<{tin}, {tacc}, {tout}, {op}, false>",
         "columns_excl": f"distscan::scan_columns_kernel<{tin}, {tacc}, {tout}, {op}, true>",
+        "add_tile_prefix": f"distscan::add_tile_prefix_kernel<{tout}, {tacc}, {op}>",
     }
 
 

@@ -68,16 +68,19 @@ def _inclusive(x: np.ndarray, op: Op, types: ScanTypes, seed, out: np.ndarray):
     return carry
 
 
-def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False):
+def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto"):
     if x.ndim == 1:  # 1-D is one column
         rows, total = scan(x.reshape(-1, 1), op, types, exclusive=exclusive, seed=seed,
-                           out=None if out is None else out.reshape(-1, 1), want_total=want_total)
+                           out=None if out is None else out.reshape(-1, 1), want_total=want_total,
+                           algorithm=algorithm)
         return rows.reshape(-1), total
     n, w = x.shape
     if out is None:
         out = np.empty((n, w), types.result)
     if seed is not None:
         seed = np.asarray(seed, types.acc).reshape(w)
+    if algorithm != "auto":
+        return _scan_by(algorithm, x, op, types, exclusive, seed, out, want_total)
     if not exclusive:
         last = _inclusive(x, op, types, seed, out)
         total = last
@@ -91,6 +94,36 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
             total = op.ufunc(prev, x[-1].astype(types.acc, copy=False)).astype(types.acc, copy=False)
     if want_total and total is None:
         total = seed.copy() if seed is not None else _identity_row(op, types, w)
+    return out, (np.asarray(total, types.acc).reshape(w) if want_total else None)
+
+
+def _scan_by(algorithm, x, op: Op, types: ScanTypes, exclusive, seed, out, want_total):
+    """A named algorithm's data flow in NumPy (:mod:`distscan.algorithms`): the teaching path."""
+    from .. import algorithms
+    from .._carry import zero_absorbs
+    from ._absorb import absorb_zeros
+
+    n, w = x.shape
+    identity = op.identity(types.acc)
+    acc = x.astype(types.acc)  # NumPy's cast (logical operators: x != 0)
+    if seed is not None and n:
+        acc[0] = op.ufunc(seed, acc[0])
+    if zero_absorbs(op, types.acc):
+        # Partial products in the algorithm's order may overflow where the sequential one does
+        # not; absorb_zeros repairs what that does to zeros, so its warnings say nothing.
+        with np.errstate(over="ignore", invalid="ignore"):
+            inclusive = getattr(algorithms, algorithm)(acc, op.ufunc, identity)
+        absorb_zeros(np, x, inclusive, seed, False)
+    else:
+        inclusive = getattr(algorithms, algorithm)(acc, op.ufunc, identity)
+    first = seed if seed is not None else _identity_row(op, types, w)
+    if exclusive:
+        if n:
+            out[0] = first
+            out[1:] = inclusive[:-1]
+    else:
+        out[...] = inclusive
+    total = inclusive[-1].copy() if n else first.copy()
     return out, (np.asarray(total, types.acc).reshape(w) if want_total else None)
 
 

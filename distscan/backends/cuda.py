@@ -31,6 +31,7 @@ import numpy as np
 
 from .._carry import zero_absorbs
 from .._dtypes import ScanTypes
+from ._absorb import absorb_zeros
 from ..ops import Op
 from . import _cuda_compile as cc
 
@@ -146,17 +147,19 @@ _PLANS: dict = {}
 
 
 class _Plan:
-    __slots__ = ("funcs", "tuning", "kacc", "k_words", "in_size", "out_size", "tile", "window", "threads", "identity_k")
+    __slots__ = ("funcs", "tuning", "kacc", "k_words", "in_size", "out_size", "tile", "window", "threads", "identity_k",
+                 "device")
 
 
-def _plan(dev_id: int, in_dtype, types: ScanTypes, op: Op) -> _Plan:
-    key = (dev_id, in_dtype, types.acc, types.result, op.functor, _TUNING_OVERRIDE)
+def _plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, algorithm: str = "auto") -> _Plan:
+    key = (dev_id, in_dtype, types.acc, types.result, op.functor, _TUNING_OVERRIDE, algorithm)
     plan = _PLANS.get(key)
     if plan is None:
         _device_info(dev_id)
         kacc = cc.kernel_acc_dtype(types.acc)
-        tuning = cc.choose_tuning(in_dtype, kacc, types.result, _TUNING_OVERRIDE)
-        mkey = cc.ModuleKey(np.dtype(in_dtype), kacc, np.dtype(types.result), op.functor, tuning)
+        block, device = cc.kernel_algorithm(algorithm)
+        tuning = cc.choose_tuning(in_dtype, kacc, types.result, _TUNING_OVERRIDE, block)
+        mkey = cc.ModuleKey(np.dtype(in_dtype), kacc, np.dtype(types.result), op.functor, tuning, block, device)
         plan = _Plan()
         plan.funcs = cc.get_functions(mkey, dev_id)
         plan.tuning = tuning
@@ -168,6 +171,7 @@ def _plan(dev_id: int, in_dtype, types: ScanTypes, op: Op) -> _Plan:
         plan.window = tuning.window
         plan.threads = tuning.block_threads
         plan.identity_k = kacc.type(op.identity(types.acc))
+        plan.device = device
         _PLANS[key] = plan
         _ADD_PLANS.setdefault((dev_id, types.result, kacc, op.functor, _TUNING_OVERRIDE), plan)
     return plan
@@ -184,11 +188,12 @@ def _add_plan(dev_id: int, types: ScanTypes, op: Op) -> _Plan:
     return plan if plan is not None else _plan(dev_id, types.result, types, op)
 
 
-def module_key(in_dtype, types: ScanTypes, op: Op):
+def module_key(in_dtype, types: ScanTypes, op: Op, algorithm: str = "auto"):
     """The compile key of one scan (for :func:`distscan.backends._cuda_compile.precompile`)."""
     kacc = cc.kernel_acc_dtype(types.acc)
-    tuning = cc.choose_tuning(in_dtype, kacc, types.result, _TUNING_OVERRIDE)
-    return cc.ModuleKey(np.dtype(in_dtype), kacc, np.dtype(types.result), op.functor, tuning)
+    block, device = cc.kernel_algorithm(algorithm)
+    tuning = cc.choose_tuning(in_dtype, kacc, types.result, _TUNING_OVERRIDE, block)
+    return cc.ModuleKey(np.dtype(in_dtype), kacc, np.dtype(types.result), op.functor, tuning, block, device)
 
 
 def error_depth(n: int, in_dtype, types: ScanTypes) -> int:
@@ -207,7 +212,38 @@ def _identity(op: Op, types: ScanTypes, w: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------
 # protocol
 # --------------------------------------------------------------------------------------
-def _scan_1d(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr):
+def _scan_1d(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr, op=None):
+    """Contiguous 1-D x -> out (n >= 1): one launch of scan_tiles_kernel, or for
+    "hierarchical" three steps (tiles alone, the scan of their totals, the totals added back)."""
+    if plan.device == "hierarchical":
+        _scan_hierarchical(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr, op)
+        return
+    _launch_tiles(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr)
+
+
+def _scan_hierarchical(plan, x, out, n, exclusive, seed_k, has_seed, d_total, dev_id, stream_ptr, op):
+    """Multi-kernel scan: each tile scans alone and leaves its total; the tile totals are
+    scanned (exclusive, from the seed) by the same method, recursively, until they fit in
+    one tile; each tile's prefix is added back to its items."""
+    cp = _cp
+    num_tiles = -(-n // plan.tile)
+    d_tiles = cp.empty(num_tiles, plan.kacc)
+    _launch_tiles(plan, x, out, n, exclusive, plan.identity_k, False, d_tiles, dev_id, stream_ptr)
+    acc = ScanTypes(plan.kacc, plan.kacc, plan.kacc)
+    seed = np.array([seed_k], plan.kacc) if has_seed else None
+    prefix, _ = scan(d_tiles, op, acc, exclusive=True, seed=seed, algorithm="hierarchical")
+    grid = int(max(1, min(8 * _device_info(dev_id)["sms"], -(-n // 256))))
+    plan.funcs["add_tile_prefix"]((grid,), (256,), (out, np.int64(n), np.int64(plan.tile), prefix))
+    if isinstance(d_total, cp.ndarray):
+        d_total[:1] = _combine_device(op, acc, prefix[-1:], d_tiles[-1:])
+
+
+def _combine_device(op, types, a, b):
+    """``a op b`` of two one-element device arrays, through the operator's NumPy ufunc on the host."""
+    return _cp.asarray(np.asarray(op.ufunc(a.get(), b.get())).astype(types.acc))
+
+
+def _launch_tiles(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr):
     """One launch of scan_tiles_kernel over contiguous 1-D x -> out (n >= 1)."""
     num_tiles = -(-n // plan.tile)
     scratch = _scratch(dev_id, stream_ptr)
@@ -259,14 +295,16 @@ class _FastArgs:
         self.params_ptr = c.addressof(self.params)
 
 
-def _scan_fast(x, op, types, exclusive, out):
+def _scan_fast(x, op, types, exclusive, out, algorithm):
     cp = _cp
     dev_id = x.data.device_id
     stream_ptr = cp.cuda.get_current_stream().ptr
-    key = (dev_id, stream_ptr, x.dtype, types.acc, types.result, op.functor, exclusive, _TUNING_OVERRIDE)
+    key = (dev_id, stream_ptr, x.dtype, types.acc, types.result, op.functor, exclusive, _TUNING_OVERRIDE, algorithm)
     ent = _FAST.get(key)
     if ent is None:
-        plan = _plan(dev_id, x.dtype, types, op)
+        plan = _plan(dev_id, x.dtype, types, op, algorithm)
+        if plan.device == "hierarchical":
+            return None  # several kernels: the general path
         fn = plan.funcs["scan_excl" if exclusive else "scan_incl"]
         try:
             launch, fptr = cp.cuda.driver.launchKernel, fn.kernel.ptr
@@ -304,13 +342,13 @@ def _scan_fast(x, op, types, exclusive, out):
     return out
 
 
-def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False):
+def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto"):
     if (seed is None and not want_total and not zero_absorbs(op, types.acc) and _cp is not None
             and type(x) is _cp.ndarray and x._c_contiguous
             and x.size > 0 and (x.ndim == 1 or (x.ndim == 2 and x.shape[1] == 1))
             and (out is None or (type(out) is _cp.ndarray and out._c_contiguous and out.shape == x.shape
                                  and out.dtype == types.result))):
-        r = _scan_fast(x, op, types, exclusive, out)
+        r = _scan_fast(x, op, types, exclusive, out, algorithm)
         if r is not None:
             return r, None
     cp = _require_cupy()
@@ -318,14 +356,14 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
         # float16 products: fix the zeros where the accumulator's values are (a float16 result
         # overflows to inf where the float32 running product is still finite), then round.
         wide, total = scan(x, op, ScanTypes(types.input, types.acc, types.acc), exclusive=exclusive, seed=seed,
-                           want_total=want_total)
+                           want_total=want_total, algorithm=algorithm)
         if out is None:
             return wide.astype(types.result), total
         out[...] = wide
         return out, total
     if x.ndim == 1:  # one column; the result keeps the caller's 1-D shape
         rows, total = scan(x.reshape(-1, 1), op, types, exclusive=exclusive, seed=seed,
-                           out=None if out is None else out.reshape(-1, 1), want_total=want_total)
+                           out=None if out is None else out.reshape(-1, 1), want_total=want_total, algorithm=algorithm)
         return rows.reshape(-1), total
     n, w = x.shape
     if not x.flags.c_contiguous:
@@ -345,7 +383,7 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
             out = result
         return out, total
 
-    plan = _plan(dev_id, x.dtype, types, op)
+    plan = _plan(dev_id, x.dtype, types, op, algorithm)
     stream_ptr = cp.cuda.get_current_stream().ptr
     d_total = None
     if w == 1:
@@ -353,14 +391,14 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
         if want_total:
             d_total = cp.empty(1, dtype=plan.kacc)
         _scan_1d(plan, x, out, n, exclusive, seed_k, seed is not None, d_total if want_total else np.uint64(0),
-                 dev_id, stream_ptr)
+                 dev_id, stream_ptr, op)
     elif w <= _NARROW_COLUMNS:
         xt = cp.ascontiguousarray(x.T)
         ot = cp.empty((w, n), dtype=types.result)
         d_total = cp.empty(w, dtype=plan.kacc)
         for c in range(w):
             seed_k = plan.kacc.type(seed[c]) if seed is not None else plan.kacc.type(op.identity(types.acc))
-            _scan_1d(plan, xt[c], ot[c], n, exclusive, seed_k, seed is not None, d_total[c:], dev_id, stream_ptr)
+            _scan_1d(plan, xt[c], ot[c], n, exclusive, seed_k, seed is not None, d_total[c:], dev_id, stream_ptr, op)
         out[...] = ot.T
     else:
         d_total = cp.empty(w, dtype=plan.kacc)
@@ -382,61 +420,6 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
                 last = last * x[-1].astype(types.acc)  # one sequential step: no tile grouping
             total = np.where(absorbed, last.get(), total).astype(types.acc)
     return out, total
-
-
-def absorb_zeros(xp, x, out, seed, exclusive):
-    """Make a float product scan absorb zeros as sequential order does; returns the columns
-    it changed (host bool ``(w,)``).  ``xp`` is the array module (CuPy; NumPy in CPU tests).
-
-    The tiles of the single-pass kernel multiply their aggregates together, so a tile's
-    product can overflow to inf on its own and meet an earlier zero as ``0 * inf = NaN``,
-    where ``numpy.cumprod``'s running product stays 0.  In sequential order, from the first
-    result that is 0 on, every result is a signed zero until an inf or NaN input turns it into
-    NaN for good.  Results before the first zero are the kernel's own: with no zero in the
-    prefix no such NaN can arise.  Costs a few passes, and only for float products.
-    """
-    if exclusive:  # out[i] combines x[:i]: align out[1:] with x[:-1]
-        x, out = x[:-1], out[1:]
-    n, w = x.shape
-    if n == 0:
-        return np.zeros(w, bool)
-    zero = (x == 0) | (out == 0)  # a product that underflowed is a zero too
-    hit = zero.any(axis=0)
-    hit_host = _host(hit)
-    if not hit_host.any():
-        return hit_host
-    rows = xp.arange(n)[:, None]
-    first = xp.where(hit, zero.argmax(axis=0), n)
-    started = rows >= first
-    if x.dtype.kind in "fc":
-        bad = ~xp.isfinite(x) & started
-        first_bad = xp.where(bad.any(axis=0), bad.argmax(axis=0), n)
-    else:
-        first_bad = xp.full(w, n)
-    # What the first zero met: the result before it (or the seed).  inf * 0 is NaN for good.
-    cols = xp.arange(w)
-    before = out[xp.maximum(first - 1, 0), cols]
-    if seed is not None:
-        before = xp.where(first == 0, xp.asarray(np.asarray(seed, out.dtype)), before)
-    else:
-        before = xp.where(first == 0, xp.ones((), out.dtype), before)
-    poisoned = (rows >= first_bad) | ~xp.isfinite(before) | xp.isnan(out[xp.minimum(first, n - 1), cols])
-    if out.dtype.kind == "c":
-        zeros = xp.zeros((), out.dtype)
-    else:
-        # The sign of a product is the product of the signs, the seed's included.
-        signs = xp.signbit(x) if x.dtype.kind == "f" else x < 0
-        negative = (xp.cumsum(signs, axis=0, dtype=xp.uint8) & 1).astype(bool)
-        if seed is not None:
-            negative ^= xp.asarray(np.signbit(np.asarray(seed).real))
-        zeros = xp.where(negative, -0.0, 0.0).astype(out.dtype)
-    fixed = xp.where(poisoned, xp.asarray(np.nan, out.dtype), zeros)
-    xp.copyto(out, fixed, where=started)
-    return hit_host
-
-
-def _host(a) -> np.ndarray:
-    return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
 def array_module():

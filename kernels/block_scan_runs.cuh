@@ -1,0 +1,28 @@
+// distscan/kernels/block_scan_runs.cuh -- what the shared-memory block scans have in
+// common: each thread first scans its own run of ITEMS sequentially (the thread level of
+// the hierarchy), so the block algorithm runs over one value per thread, the run total.
+#pragma once
+#include "operators.cuh"
+
+namespace distscan {
+
+// items[] becomes the inclusive scan of the thread's run; returns the run total.
+template <typename T, typename Op, int ITEMS>
+__device__ __forceinline__ T runs_inclusive(T (&items)[ITEMS]) {
+#pragma unroll
+    for (int i = 1; i < ITEMS; ++i) items[i] = Op::template apply<T>(items[i - 1], items[i]);
+    return items[ITEMS - 1];
+}
+
+// From the inclusive scan of the run totals in shared memory: the block aggregate, and
+// this thread's exclusive prefix.  Ends with a barrier, so the caller may reuse s.
+template <typename T, typename Op, int BLOCK_THREADS>
+__device__ __forceinline__ T runs_result(const T *s, T &block_aggregate) {
+    const int t = threadIdx.x;
+    const T exclusive = t > 0 ? s[t - 1] : Op::template identity<T>();
+    block_aggregate = s[BLOCK_THREADS - 1];
+    __syncthreads();
+    return exclusive;
+}
+
+}  // namespace distscan
