@@ -22,12 +22,7 @@ struct BlockScanBlelloch {
         const int t = threadIdx.x;
         tmp.s[t] = runs_inclusive<T, Op, ITEMS>(items);
         __syncthreads();
-#pragma unroll
-        for (int d = 1; d < BLOCK_THREADS; d <<= 1) {  // up-sweep
-            const int k = (t + 1) * 2 * d - 1;
-            if (k < BLOCK_THREADS) tmp.s[k] = Op::template apply<T>(tmp.s[k - d], tmp.s[k]);
-            __syncthreads();
-        }
+        up_sweep<T, Op, BLOCK_THREADS>(tmp.s);
         if (t == 0) {
             tmp.total = tmp.s[BLOCK_THREADS - 1];
             tmp.s[BLOCK_THREADS - 1] = Op::template identity<T>();

@@ -21,12 +21,7 @@ struct BlockScanBrentKung {
         const int t = threadIdx.x;
         tmp.s[t] = runs_inclusive<T, Op, ITEMS>(items);
         __syncthreads();
-#pragma unroll
-        for (int d = 1; d < BLOCK_THREADS; d <<= 1) {  // up-sweep: s[k] holds the total of its subtree
-            const int k = (t + 1) * 2 * d - 1;
-            if (k < BLOCK_THREADS) tmp.s[k] = Op::template apply<T>(tmp.s[k - d], tmp.s[k]);
-            __syncthreads();
-        }
+        up_sweep<T, Op, BLOCK_THREADS>(tmp.s);
 #pragma unroll
         for (int d = BLOCK_THREADS / 4; d >= 1; d >>= 1) {  // down-sweep: fill in the right children
             const int k = (t + 1) * 2 * d - 1;

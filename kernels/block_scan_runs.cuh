@@ -25,4 +25,18 @@ __device__ __forceinline__ T runs_result(const T *s, T &block_aggregate) {
     return exclusive;
 }
 
+// Up-sweep of Brent-Kung and Blelloch: a reduction tree in place over s[0, BLOCK_THREADS);
+// afterwards s[k] holds the total of the subtree that ends at k (the root: s[BLOCK_THREADS-1]).
+// One barrier per level.
+template <typename T, typename Op, int BLOCK_THREADS>
+__device__ __forceinline__ void up_sweep(T *s) {
+    const int t = threadIdx.x;
+#pragma unroll
+    for (int d = 1; d < BLOCK_THREADS; d <<= 1) {
+        const int k = (t + 1) * 2 * d - 1;
+        if (k < BLOCK_THREADS) s[k] = Op::template apply<T>(s[k - d], s[k]);
+        __syncthreads();
+    }
+}
+
 }  // namespace distscan
