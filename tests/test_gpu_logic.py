@@ -98,7 +98,7 @@ CPU_CASES = [  # dtype, shape, op, exclusive, strategy, memory limit
 
 
 @pytest.mark.parametrize("case", CPU_CASES, ids=[f"{c[0]}-{c[2]}-{c[4]}-{c[5]}" for c in CPU_CASES])
-def test_cpu_pipeline_chunks_at_any_rank_count(tmp_path, comm, monkeypatch, case):
+def test_cpu_pipeline_chunks_at_any_rank_count(shared_tmp_path, comm, monkeypatch, case):
     """The CPU engine of the same skeleton, in tiny chunks, every rank role (first, middle, last)."""
     from distscan import _flow
     from distscan._dtypes import scan_types
@@ -111,7 +111,7 @@ def test_cpu_pipeline_chunks_at_any_rank_count(tmp_path, comm, monkeypatch, case
     a = (rng.integers(-100, 100, shape) if op != "prod" else rng.uniform(0.5, 1.5, shape)).astype(dtype)
     if op == "prod":
         a[len(a) // 3] = 0.0
-    folder = comm.bcast(str(tmp_path), root=0)
+    folder = str(shared_tmp_path)  # the same folder on every rank
     inp, out = f"{folder}/in.npy", f"{folder}/out.npy"
     if comm.rank == 0:
         np.save(inp, a)
