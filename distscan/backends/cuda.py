@@ -230,10 +230,14 @@ def _scan_hierarchical(plan, x, out, n, exclusive, seed_k, has_seed, d_total, de
     d_tiles = cp.empty(num_tiles, plan.kacc)
     _launch_tiles(plan, x, out, n, exclusive, plan.identity_k, False, d_tiles, dev_id, stream_ptr)
     acc = ScanTypes(plan.kacc, plan.kacc, plan.kacc)
-    seed = np.array([seed_k], plan.kacc) if has_seed else None
-    prefix, _ = scan(d_tiles, op, acc, exclusive=True, seed=seed, algorithm="hierarchical")
-    grid = int(max(1, min(8 * _device_info(dev_id)["sms"], -(-n // 256))))
-    plan.funcs["add_tile_prefix"]((grid,), (256,), (out, np.int64(n), np.int64(plan.tile), prefix))
+    if num_tiles == 1:  # the end of the recursion: one tile's prefix is the seed
+        prefix = cp.full(1, seed_k if has_seed else plan.identity_k, plan.kacc)
+    else:
+        seed = np.array([seed_k], plan.kacc) if has_seed else None
+        prefix, _ = scan(d_tiles, op, acc, exclusive=True, seed=seed, algorithm="hierarchical")
+    if num_tiles > 1 or has_seed:
+        grid = int(max(1, min(8 * _device_info(dev_id)["sms"], -(-n // 256))))
+        plan.funcs["add_tile_prefix"]((grid,), (256,), (out, np.int64(n), np.int64(plan.tile), prefix))
     if isinstance(d_total, cp.ndarray):
         d_total[:1] = _combine_device(op, acc, prefix[-1:], d_tiles[-1:])
 
