@@ -27,7 +27,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-import numpy as np
 
 from . import io as _io
 from ._collective import agree
