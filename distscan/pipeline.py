@@ -27,7 +27,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-
 from . import io as _io
 from ._collective import agree
 from ._dtypes import ScanTypes, scan_types
