@@ -331,6 +331,10 @@ def _final_agreement(comm, code: int, timeout: float) -> tuple:
     return int(recv[0]), int(-recv[1])
 
 
+# Seconds a signalled rank that holds no temporary file waits before it aborts the job.
+_ABORT_GRACE_S = 2.0
+
+
 class _Interrupts:
     """SIGINT and SIGTERM end the run on every rank within moments, leaving no temporary file.
 
@@ -398,6 +402,15 @@ class _Interrupts:
             os.write(2, f"distscan: error: {where}interrupted by {name}; {what}nothing was published\n".encode())
         except OSError:
             pass
+        if not removed and self.size > 1:
+            # This rank holds no temporary file yet (the signal came while rank 0 was creating
+            # it): an abort now could stop rank 0 before it removes the file.  Mark the run
+            # instead: it fails at its next agreement on every rank, which removes the file;
+            # abort only if the run is stuck past a grace period.
+            _io.mark_interrupted(name)
+            time.sleep(_ABORT_GRACE_S)
+            if _io.emergency_cleanup()[1]:
+                return  # the agreement was already past: the output is complete and in place
         self.abort(128 + signum)
 
     def __exit__(self, *exc):

@@ -328,6 +328,20 @@ def _register(temp: str, ino: int, final: str, role: str) -> None:
 def forget_temps() -> None:
     """Drop the registry of temporary files (the command line does it at the start of a run)."""
     _LIVE.clear()
+    _INTERRUPTED.clear()
+
+
+# Signals a watcher thread recorded (distscan.cli) for a rank that held no temporary file yet:
+# the run then fails at its next agreement, on every rank, and removes the file as on any failure.
+_INTERRUPTED: list = []
+
+
+class Interrupted(DistScanError):
+    """A signal ended the run before its output was published."""
+
+
+def mark_interrupted(signal_name: str) -> None:
+    _INTERRUPTED.append(signal_name)
 
 
 def emergency_cleanup() -> tuple:
@@ -611,6 +625,8 @@ class NpyWriter:
 
     def _agree_or_remove(self, err) -> None:
         """Agree on ``err`` across ranks; if any rank failed, rank 0 removes the temporary file."""
+        if err is None and _INTERRUPTED:
+            err = Interrupted(f"interrupted by {_INTERRUPTED[0]}")
         try:
             agree(self.comm, err)
         except BaseException:

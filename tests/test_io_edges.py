@@ -232,3 +232,19 @@ def test_emergency_cleanup_tells_published_from_not(tmp_path):
     assert removed == [w.temp_path] and not published and not os.path.exists(w.temp_path)
     dio.forget_temps()
     assert temp != w.temp_path
+
+
+def test_a_signal_recorded_before_the_commit_fails_the_run_and_removes_the_temp(tmp_path):
+    """A rank signalled before it knew the temporary file marks the run (distscan.cli): the
+    writer's agreement then fails, nothing is published and the temporary file goes."""
+    out = str(tmp_path / "o.npy")
+    dio.forget_temps()
+    try:
+        with pytest.raises(dio.Interrupted, match="interrupted by SIGTERM"):
+            with dio.NpyWriter(out, (4,), np.int64) as w:
+                w.write_rows(0, np.arange(4))
+                dio.mark_interrupted("SIGTERM")
+        assert not os.path.exists(out)
+        assert os.listdir(tmp_path) == []
+    finally:
+        dio.forget_temps()
