@@ -1,5 +1,11 @@
 """Collective safety: every rank raises together, or none does.
 
+The verbs: :func:`agree` (one ``Allreduce`` of a failure flag and a fingerprint),
+:func:`collectively` (agree on whatever a block raised), :func:`decide_on_root` (rank 0
+decides for all), :func:`raise_agreed` / :func:`raise_mismatch` / :func:`fingerprint` (used
+by the distributed core, whose one exchange carries the same flag and fingerprint).
+Exceptions travel as ``module:QualName`` and message, never pickled.
+
 An MPI program hangs when one rank raises while the others wait in a collective.
 Each check that can fail on some ranks only is therefore followed by
 :func:`agree`, one ``Allreduce`` of a flag, before the next collective; if any
@@ -175,6 +181,31 @@ def _who_has(values) -> str:
 
 def _show(value) -> str:
     return "none" if value is None else str(value)
+
+
+def decide_on_root(comm, fn):
+    """Run ``fn()`` on rank 0 only and give every rank its value, or raise its exception everywhere.
+
+    For checks that one rank does on behalf of all (parsing a header, looking at the output
+    folder): one broadcast.  The value travels pickled (it is data); an exception travels as
+    its ``module:QualName`` and message and is rebuilt like an agreed one (:func:`_rebuild`),
+    without a rank prefix; rank 0 raises its own exception object.
+    """
+    if comm is None or comm.Get_size() == 1:
+        return fn()
+    outcome, error = None, None
+    if comm.Get_rank() == 0:
+        try:
+            outcome = ("ok", fn())
+        except Exception as exc:  # noqa: BLE001 - every failure is shared, whatever it is
+            error = exc
+            outcome = ("err", describe(exc), str(exc) or type(exc).__name__)
+    outcome = comm.bcast(outcome, root=0)
+    if outcome[0] == "ok":
+        return outcome[1]
+    if error is not None:
+        raise error
+    raise _rebuild(outcome[1], outcome[2])
 
 
 @contextlib.contextmanager

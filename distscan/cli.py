@@ -268,7 +268,7 @@ def _run(args, comm, rank: int) -> dict:
 
     output = args.output or pipeline.default_output(args.input, args.op, args.exclusive)
     if args.report:
-        _io._bcast_outcome(comm, lambda: _check_report_path(args.report, args.input, output))
+        _io.decide_on_root(comm, lambda: _check_report_path(args.report, args.input, output))
     job = pipeline.Job(input=args.input, output=output, op=args.op, exclusive=args.exclusive, dtype=args.dtype,
                        backend=args.backend, strategy=args.strategy, hierarchy=args.hierarchy,
                        algorithm=args.algorithm, force=args.force, verify=args.verify, gpu=args.gpu,

@@ -40,7 +40,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ._collective import DistScanError, _rebuild, agree
+from ._collective import DistScanError, agree, decide_on_root
 from ._npy import (MAGIC, NpyHeader, _npz_error, file_kind, header_bytes, open_regular,  # noqa: F401 - re-exported
                    read_header)
 
@@ -52,47 +52,9 @@ CHUNK_BYTES = 1 << 30
 
 
 
-def _bcast_outcome(comm, fn):
-    """Run ``fn()`` on rank 0 only and give every rank its value, or raise its exception everywhere.
-
-    For checks that one rank does on behalf of all (parsing a header, looking at
-    the output folder): the exception is rebuilt with the same type and message
-    on every rank, without a rank prefix.
-    """
-    if comm is None or comm.Get_size() == 1:
-        return fn()
-    outcome = None
-    if comm.Get_rank() == 0:
-        try:
-            outcome = ("ok", fn())
-        except Exception as exc:  # noqa: BLE001 - every failure is shared, whatever it is
-            outcome = ("err", exc)
-    outcome = comm.bcast(_picklable(outcome) if comm.Get_rank() == 0 else None, root=0)
-    if outcome[0] == "ok":
-        return outcome[1]
-    raise outcome[1]
-
-
-def _picklable(outcome):
-    kind, value = outcome
-    if kind == "ok":
-        return outcome
-    exc = value
-    try:  # exceptions with custom constructors may not survive pickling: rebuild plainly
-        import pickle
-        pickle.loads(pickle.dumps(exc))
-        return outcome
-    except Exception:  # noqa: BLE001
-        name = type(exc).__name__
-        rebuilt = _rebuild(name, str(exc))
-        if type(rebuilt).__name__ != name:  # no type of that name to rebuild: keep the name in the message
-            rebuilt = DistScanError(f"{name}: {exc}")
-        return ("err", rebuilt)
-
-
 def open_input(path, comm=None) -> NpyHeader:
     """:func:`read_header` on rank 0, result (or exception) broadcast to every rank of ``comm``."""
-    return _bcast_outcome(comm, lambda: read_header(path))
+    return decide_on_root(comm, lambda: read_header(path))
 
 
 def block_split(n: int, size: int, rank: int) -> tuple[int, int]:
@@ -478,7 +440,7 @@ class NpyWriter:
         return temp, ino
 
     def __enter__(self):
-        self.temp_path, self._ino = _bcast_outcome(self.comm, self._prepare)
+        self.temp_path, self._ino = decide_on_root(self.comm, self._prepare)
         if self.temp_path not in _LIVE:
             _register(self.temp_path, self._ino, self.path, "output")
         err = None
@@ -661,7 +623,7 @@ class NpyWriter:
             err = self._close_local(err)
         # One agreement for everything that happened on this rank inside the block.
         self._agree_or_remove(err)
-        _bcast_outcome(self.comm, self._commit)
+        decide_on_root(self.comm, self._commit)
         return False
 
     def _commit(self):
