@@ -24,8 +24,6 @@ non-commutative user-defined operation (the order of the parts matters).
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from .ops import Op
@@ -110,13 +108,12 @@ class Carries:
     def __init__(self, op: Op, acc):
         self.acc = np.dtype(acc)
         self.flagged = zero_absorbs(op, self.acc)
-        # The operation that combines carries (between ranks, between chunks).
-        self.op = op if not self.flagged else dataclasses.replace(
-            op, name=f"{op.name}+nonfinite", ufunc=_combine_flagged, mpi_op=None, commutative=False)
-        self._value_op = op
+        self.op = op
+        # How two carries combine (between ranks, between chunks).
+        self._combine = _combine_flagged if self.flagged else op.ufunc
 
     def identity(self, w: int) -> np.ndarray:
-        one = np.full(w, self._value_op.identity(self.acc), self.acc)
+        one = np.full(w, self.op.identity(self.acc), self.acc)
         if not self.flagged:
             return one
         c = np.zeros((5, w), self.acc)
@@ -133,12 +130,12 @@ class Carries:
     def of_part(self, backend, rows, types) -> np.ndarray:
         """The carry of the rows ``rows`` (a backend array ``(n, w)``)."""
         if not self.flagged:
-            return backend.reduce(rows, self._value_op, types)
+            return backend.reduce(rows, self.op, types)
         return _summary(backend.array_module(), rows, self.acc,
-                        lambda r: backend.reduce(r, self._value_op, types))
+                        lambda r: backend.reduce(r, self.op, types))
 
     def combine(self, earlier, later) -> np.ndarray:
-        return np.asarray(self.op.ufunc(earlier, later), self.acc)
+        return np.asarray(self._combine(earlier, later), self.acc)
 
     def value(self, carry):
         """The seed row ``(w,)`` that a carry hands to the scan after it (None stays None)."""

@@ -118,7 +118,7 @@ class ScanPlan:
     ------
     ValueError, TypeError
         Unknown names, or an operator the dtype does not support.  Raised locally: callers
-        that build plans on every rank agree on such failures through :meth:`fail`.
+        that build plans on every rank agree on such failures through :func:`fail_exchange`.
     """
 
     def __init__(self, op, input_dtype, *, dtype=None, exclusive=False, trailing=(), comm=None, backend="cpu",
@@ -166,8 +166,8 @@ class ScanPlan:
                 recs[:, :h.AGREED_BYTES], agreed, recs[:, head:head + size].view(self.types.acc)[:, 0])
 
     def call_1d(self, x):
-        """The common distributed call, lean: a contiguous 1-D NumPy part of the plan's input
-        dtype, inclusive or exclusive, nothing else given.  Returns None where it does not apply
+        """The common distributed call, lean: an inclusive scan of a contiguous 1-D NumPy part
+        of the plan's input dtype, nothing else given.  Returns None where it does not apply
         (the caller then takes :meth:`__call__`).
 
         One ``Allgather`` of the preallocated records, and no final agreement: what follows it
@@ -284,10 +284,6 @@ class ScanPlan:
         if want_total:
             return seed, self.carries.value(total), global_st.rows
         return seed
-
-    def fail(self, error: BaseException, *, what="scan arguments", extra=None) -> None:
-        """Join the exchange from a rank that failed before it had a plan; raises the agreed error."""
-        fail_exchange(self.comm, error, what=what)
 
     def seeded_scan(self, rows, seed, out=None, want_total=False):
         """The local scan of ``rows`` from ``seed`` (None: the identity); ``(out, total value)``."""

@@ -22,7 +22,6 @@ import numpy as np
 
 from . import hierarchy as _hierarchy
 from ._arrays import to_native
-from ._core import STRATEGIES  # noqa: F401 - public here too (distscan.api.STRATEGIES)
 from ._collective import default_comm
 from ._core import ScanPlan, fail_exchange, resolve_algorithm, resolve_hierarchy, resolve_strategy
 from ._dtypes import ScanTypes, scan_types
@@ -30,10 +29,6 @@ from .backends import get_backend
 from .ops import Op, get_op
 
 BACKENDS = ("auto", "cpu", "cuda")
-_resolve_strategy = resolve_strategy  # the name the fast path and older callers use
-
-
-_default_comm = default_comm
 
 
 def _normalize_axis(axis, ndim: int):
@@ -182,7 +177,7 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
     DistScanError
         Any other failure on some rank (e.g. out of device memory), raised on all.
     """
-    comm = _default_comm(comm)
+    comm = default_comm(comm)
     single = comm is None or comm.Get_size() == 1
     if single and initial is None and timings is None and algorithm == "auto":
         result = _local_fast_path(x, op, exclusive, dtype, out, axis, strategy, hierarchy, backend)
@@ -237,7 +232,7 @@ def _local_fast_path(x, op, exclusive, dtype, out, axis, strategy, hierarchy, ba
     ``out=`` of the same kind, shape and result dtype allowed) in one dictionary lookup, so
     small scans cost little more than the kernel launch.
 
-    Returns None whenever anything is unusual; :class:`_Plan` then handles (or rejects) it.
+    Returns None whenever anything is unusual; :class:`_Call` then handles (or rejects) it.
     """
     try:
         key = (type(x), x.dtype, op, dtype, exclusive, axis, strategy, hierarchy, backend)
@@ -268,13 +263,13 @@ def _fast_plan(array_type, x_dtype, op, exclusive, dtype, axis, strategy, hierar
     if backend not in ("auto", be.name) or axis not in (0, -1, None) or hierarchy not in _hierarchy.METHODS:
         return None
     try:
-        _resolve_strategy(strategy)
+        resolve_strategy(strategy)
         op_row = get_op(op)
         types = scan_types(op_row, x_dtype, dtype)
     except (TypeError, ValueError):
-        return None  # let _Plan raise with its full context
+        return None  # let _Call raise with its full context
     if x_dtype != types.input or (types.acc != types.result and x_dtype != types.result):
-        return None  # non-native byte order, or a cast to float16 that must round first (_Plan)
+        return None  # non-native byte order, or a cast to float16 that must round first (_Call)
     return be, op_row, types, bool(exclusive)
 
 
@@ -457,7 +452,7 @@ def reduce(x, op="sum", *, dtype=None, comm=None, axis=0, backend="auto"):
         If the global array is empty and the operator has no identity in NumPy
         (``max``, ``min``), as ``numpy.max`` does.
     """
-    comm = _default_comm(comm)
+    comm = default_comm(comm)
     single = comm is None or comm.Get_size() == 1
     try:
         if axis not in (0, None):

@@ -1,8 +1,8 @@
 """The operator table: every scan operator is one row here.
 
 A row names the NumPy ufunc that defines the operator's meaning (and is the CPU
-implementation and the test reference), the MPI built-in operation that combines
-carries between ranks where one is exact for the dtype, the C++ functor in
+implementation and the test reference; carries between ranks travel as bytes and are
+combined by it too, see :mod:`distscan._carry`), the C++ functor in
 ``kernels/operators.cuh`` that the GPU kernels instantiate, the identity, and the
 dtype kinds the operator accepts.  Adding an operator is adding one row.
 """
@@ -10,7 +10,7 @@ dtype kinds the operator accepts.  Adding an operator is adding one row.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable
 
 import numpy as np
 
@@ -60,10 +60,6 @@ class Op:
         Public name, as given to ``distscan.scan(x, op=name)`` and ``--op``.
     ufunc : numpy.ufunc
         Binary ufunc with the operator's meaning; ``ufunc.accumulate`` is the reference scan.
-    mpi_op : str or None
-        Name of the MPI built-in operation (``"SUM"``, ...) used for carries when the
-        dtype maps to an MPI type that operation is defined and exact on; otherwise a
-        user-defined MPI operation built from ``ufunc`` is used.
     functor : str
         C++ functor in ``kernels/operators.cuh``.
     identity : callable
@@ -75,32 +71,28 @@ class Op:
     promotes : bool
         Small integers and bool are promoted to the platform integer, as
         ``numpy.cumsum``/``numpy.cumprod`` do.
-    commutative : bool
-        Whether MPI may combine carries in any order (see :mod:`distscan._carry`).
     """
 
     name: str
     ufunc: np.ufunc
-    mpi_op: Optional[str]
     functor: str
     identity: Callable[[np.dtype], object]
     kinds: str
     logical: bool = False
     promotes: bool = False
-    commutative: bool = True
 
 
 _TABLE = [
-    Op("sum", np.add, "SUM", "Sum", _zero, _NUMERIC, promotes=True),
-    Op("prod", np.multiply, "PROD", "Prod", _one, _NUMERIC, promotes=True),
-    Op("max", np.maximum, "MAX", "Max", _lowest, _ORDERED),
-    Op("min", np.minimum, "MIN", "Min", _highest, _ORDERED),
-    Op("logical_and", np.logical_and, "LAND", "LogicalAnd", lambda dt: np.True_, _NUMERIC, logical=True),
-    Op("logical_or", np.logical_or, "LOR", "LogicalOr", lambda dt: np.False_, _NUMERIC, logical=True),
-    Op("logical_xor", np.logical_xor, "LXOR", "LogicalXor", lambda dt: np.False_, _NUMERIC, logical=True),
-    Op("bitwise_and", np.bitwise_and, "BAND", "BitAnd", _all_ones, _INTEGRAL),
-    Op("bitwise_or", np.bitwise_or, "BOR", "BitOr", _zero, _INTEGRAL),
-    Op("bitwise_xor", np.bitwise_xor, "BXOR", "BitXor", _zero, _INTEGRAL),
+    Op("sum", np.add, "Sum", _zero, _NUMERIC, promotes=True),
+    Op("prod", np.multiply, "Prod", _one, _NUMERIC, promotes=True),
+    Op("max", np.maximum, "Max", _lowest, _ORDERED),
+    Op("min", np.minimum, "Min", _highest, _ORDERED),
+    Op("logical_and", np.logical_and, "LogicalAnd", lambda dt: np.True_, _NUMERIC, logical=True),
+    Op("logical_or", np.logical_or, "LogicalOr", lambda dt: np.False_, _NUMERIC, logical=True),
+    Op("logical_xor", np.logical_xor, "LogicalXor", lambda dt: np.False_, _NUMERIC, logical=True),
+    Op("bitwise_and", np.bitwise_and, "BitAnd", _all_ones, _INTEGRAL),
+    Op("bitwise_or", np.bitwise_or, "BitOr", _zero, _INTEGRAL),
+    Op("bitwise_xor", np.bitwise_xor, "BitXor", _zero, _INTEGRAL),
 ]
 
 OPS = {op.name: op for op in _TABLE}

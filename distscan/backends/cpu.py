@@ -11,6 +11,8 @@ the cache instead of as a separate pass over the whole array.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from .._dtypes import ScanTypes
@@ -108,14 +110,13 @@ def _scan_by(algorithm, x, op: Op, types: ScanTypes, exclusive, seed, out, want_
     acc = x.astype(types.acc)  # NumPy's cast (logical operators: x != 0)
     if seed is not None and n:
         acc[0] = op.ufunc(seed, acc[0])
-    if zero_absorbs(op, types.acc):
-        # Partial products in the algorithm's order may overflow where the sequential one does
-        # not; absorb_zeros repairs what that does to zeros, so its warnings say nothing.
-        with np.errstate(over="ignore", invalid="ignore"):
-            inclusive = getattr(algorithms, algorithm)(acc, op.ufunc, identity)
+    absorbs = zero_absorbs(op, types.acc)
+    # Partial products in the algorithm's order may overflow where the sequential one does not;
+    # absorb_zeros repairs what that does to zeros, so those warnings say nothing.
+    with np.errstate(over="ignore", invalid="ignore") if absorbs else contextlib.nullcontext():
+        inclusive = algorithms.get_algorithm(algorithm)(acc, op.ufunc, identity)
+    if absorbs:
         absorb_zeros(np, x, inclusive, seed, False)
-    else:
-        inclusive = getattr(algorithms, algorithm)(acc, op.ufunc, identity)
     first = seed if seed is not None else _identity_row(op, types, w)
     if exclusive:
         if n:
