@@ -36,7 +36,7 @@ from distscan.backends import cuda as gpu  # noqa: E402
 from distscan.ops import get_op  # noqa: E402
 
 NAMES = ["coarsened", "kogge_stone", "kogge_stone_double_buffer", "brent_kung", "blelloch",
-         "lookback", "domino", "hierarchical"]
+         "lookback", "lookahead", "domino", "hierarchical"]
 DTYPES = ["int32", "float32", "int64", "float64"]
 SUM = get_op("sum")
 

@@ -1,15 +1,21 @@
-"""One-GPU scan benchmark: copy bandwidth, distscan, CUB (cuda.compute), torch.cumsum, cupy.cumsum.
+"""One-GPU scan benchmark: copy bandwidth, distscan (auto, look-back, look-ahead, the public API),
+CUB (cuda.compute), torch.cumsum and cupy.cumsum, in one run.
 
-    python benchmarks/bench_gpu.py OUT.json [--sizes 16,20,24,27,29] [--reps 20] [--variants]
+    python benchmarks/bench_gpu.py OUT.json [--sizes 16,18,20,22,23,24,26,27,28,29] [--reps 20]
+                                   [--variants] [--profile] [--png OUT.png]
+    python benchmarks/bench_gpu.py OUT.json --replot --png OUT.png   (plot an earlier run)
 
 Every implementation scans the same fresh random input (sum, result dtype = input dtype)
 and is timed with CUDA events around each call after warm-up; the median is reported as
 GB/s counting 2*N*itemsize (one read, one write), with ratios to CUB and to the copy
-(cudaMemcpyAsync device-to-device of the same bytes).  Each distscan result is checked
-(integers exactly against cupy.cumsum, floats against a float64 cumsum).  At N = 2^16
-the per-call wall time including the Python call is also measured (loop of calls, one
-synchronisation) for distscan (backend and public API) and CUB.  With --variants, other
-tile shapes are timed at the large sizes.
+(cudaMemcpyAsync device-to-device of the same bytes).  "auto" is what a user gets (the
+look-back kernel today); "lookback" and "lookahead" force one device algorithm;
+"api" is ``distscan.cumsum(x, dtype=x.dtype, out=y)`` and "api_alloc" the same call without
+``out=`` (it allocates its result, as CUB's and torch's calls here do not).  Each distscan
+result is checked (integers exactly against cupy.cumsum, floats against a float64 cumsum).
+Up to N = 2^18 the wall time per call including Python is also measured (a loop of calls, one
+synchronisation).  --variants times other look-ahead tile shapes and stage counts at 2^29;
+--profile prints where the host time of a 2^16 API call goes (cProfile).
 The table is printed last; everything goes to OUT.json.
 """
 
@@ -110,25 +116,24 @@ def make_cub(x, y, n):
         return None, f"cuda.compute failed: {exc!r}"
 
 
-def bench_case(dtype, n, reps, results, api_scan):
+def bench_case(dtype, n, reps, results, api):
     rs = cp.random.RandomState(1234 + n)
     x = _random(dtype, n, rs)
     y = cp.empty_like(x)
     nbytes = 2 * n * x.itemsize
     types = scan_types(SUM, np.dtype(dtype), np.dtype(dtype))
-    x2, y2 = x.reshape(-1, 1), y.reshape(-1, 1)
     row = {"dtype": dtype, "n": n, "log2n": int(np.log2(n)), "bytes": nbytes}
 
     def copy():
         cp.cuda.runtime.memcpyAsync(y.data.ptr, x.data.ptr, n * x.itemsize, 3, cp.cuda.get_current_stream().ptr)
 
-    def ds():
-        gpu.scan(x2, SUM, types, out=y2)
-
-    impls = {"copy": copy, "distscan": ds}
-    if api_scan is not None:
-        # The public call with dtype= and out= (one rank): its cost over the backend alone.
-        impls["distscan_api"] = lambda: api_scan(x, y)
+    impls = {"copy": copy,
+             "auto": lambda: gpu.scan(x, SUM, types, out=y),
+             "lookback": lambda: gpu.scan(x, SUM, types, out=y, algorithm="lookback"),
+             "lookahead": lambda: gpu.scan(x, SUM, types, out=y, algorithm="lookahead")}
+    if api is not None:
+        impls["api"] = lambda: api(x, dtype=x.dtype, out=y)
+        impls["api_alloc"] = lambda: api(x, dtype=x.dtype)
     cub, why = make_cub(x, y, n)
     if cub is not None:
         impls["cub"] = cub
@@ -149,26 +154,23 @@ def bench_case(dtype, n, reps, results, api_scan):
         row[f"{name}_gbs"] = nbytes / med / 1e9
         if name != "copy":
             y.fill(0)
-            fn()
-            row[f"{name}_ok"] = _check(dtype, x, y)
-    if n <= (1 << 16):
-        row["wall_distscan_backend_s"] = _wall_per_call(ds)
-        if cub is not None:
-            row["wall_cub_s"] = _wall_per_call(cub)
-        if api_scan is not None:
-            row["wall_distscan_api_s"] = _wall_per_call(lambda: api_scan(x, y))
-        row["wall_cupy_s"] = _wall_per_call(impls["cupy"])
+            r = fn()
+            row[f"{name}_ok"] = _check(dtype, x, r if name == "api_alloc" else y)
+    if n <= (1 << 18):
+        for name in ("auto", "api", "api_alloc", "cub", "torch", "cupy"):
+            if name in impls:
+                row[f"wall_{name}_s"] = _wall_per_call(impls[name])
     results.append(row)
     del x, y
     cp.get_default_memory_pool().free_all_blocks()
     return row
 
 
-# Tile shapes (threads, items, window, min_blocks).  The persistent cp.async kernel and the
-# diagnostic builds (no look-back, no stores) were removed after measurement (NOTES-gpu.md, v4;
-# they remain in the git history before issue 9).
-VARIANTS_4 = [(256, 32, 1024, 4), (256, 16, 1024, 4), (128, 32, 1024, 8)]
-VARIANTS_8 = [(256, 16, 1024, 3), (256, 8, 1024, 4), (128, 16, 1024, 6)]
+# Look-ahead tile shapes (threads, items, window, min_blocks, stages): the default first.
+VARIANTS_4 = [(256, 32, 1024, 4, 2), (256, 32, 1024, 4, 3), (256, 16, 1024, 4, 2), (256, 16, 1024, 4, 4),
+              (128, 32, 1024, 4, 3)]
+VARIANTS_8 = [(256, 16, 1024, 3, 2), (256, 16, 1024, 3, 3), (256, 8, 1024, 3, 2), (256, 8, 1024, 3, 4),
+              (128, 16, 1024, 3, 3)]
 
 
 def bench_variants(dtype, n, reps, out):
@@ -181,7 +183,7 @@ def bench_variants(dtype, n, reps, out):
     for v in variants:
         gpu._TUNING_OVERRIDE = v
         try:
-            fn = lambda: gpu.scan(x.reshape(-1, 1), SUM, types, out=y.reshape(-1, 1))  # noqa: E731
+            fn = lambda: gpu.scan(x, SUM, types, out=y, algorithm="lookahead")  # noqa: E731
             med, _ = _events_median(fn, reps)
             y.fill(0)
             fn()
@@ -191,26 +193,107 @@ def bench_variants(dtype, n, reps, out):
             out.append({"dtype": dtype, "n": n, "variant": list(v), "error": repr(exc)})
         finally:
             gpu._TUNING_OVERRIDE = None
+        print(json.dumps(out[-1]), flush=True)
     del x, y
     cp.get_default_memory_pool().free_all_blocks()
+
+
+def profile_api(api, n=1 << 16):
+    """Where the host time of one small API call goes."""
+    import cProfile
+    import io
+    import pstats
+
+    x = cp.arange(n, dtype=cp.int32)
+    y = cp.empty_like(x)
+    for _ in range(100):
+        api(x, dtype=x.dtype, out=y)
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(2000):
+        api(x, dtype=x.dtype, out=y)
+    prof.disable()
+    cp.cuda.get_current_stream().synchronize()
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(14)
+    return buf.getvalue()
+
+
+def plot(data, png):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows, meta = data["results"], data["meta"]
+    dtypes = list(dict.fromkeys(r["dtype"] for r in rows))
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(4.6 * len(dtypes), 4), sharey=True)
+    for ax, dtype in zip(np.atleast_1d(axes), dtypes):
+        rs = [r for r in rows if r["dtype"] == dtype]
+        for name, style in (("copy", "k--"), ("cub", "C1-"), ("torch", "C2-"), ("auto", "C0-"),
+                            ("lookback", "C0:"), ("lookahead", "C3-.")):
+            if f"{name}_gbs" in rs[0]:
+                ax.plot([r["log2n"] for r in rs], [r[f"{name}_gbs"] for r in rs], style, marker="o", ms=3,
+                        label="distscan" if name == "auto" else name)
+        ax.set_title(f"{dtype} cumsum, {meta['gpu']}", fontsize=9)
+        ax.set_xlabel("log2 N")
+        ax.grid(alpha=0.3)
+    np.atleast_1d(axes)[0].set_ylabel("GB/s (2 N itemsize / time)")
+    np.atleast_1d(axes)[-1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
+def report(data):
+    meta, results, variants = data["meta"], data["results"], data.get("variants", [])
+    print(f"\n{meta['gpu']} ({meta['sms']} SMs), {meta['date']}; GB/s = 2*N*itemsize / median time")
+    if variants:
+        print("\nlook-ahead variants (threads, items, window, min_blocks, stages):")
+        for v in variants:
+            print(f"  {v['dtype']:8s} 2^{int(np.log2(v['n']))} {str(v['variant']):28s} "
+                  + (f"{v['gbs']:7.0f} GB/s ok={v['ok']}" if "gbs" in v else v["error"][:80]))
+    names = ["copy", "auto", "lookback", "lookahead", "api", "api_alloc", "cub", "torch", "cupy"]
+    print(f"\n{'dtype':8s} {'N':5s}" + "".join(f"{n[:9]:>10s}" for n in names)
+          + f"{'auto/CUB':>9s}{'api/CUB':>8s}{'auto/copy':>10s}  ok")
+    nan = float("nan")
+    for r in results:
+        cub = r.get("cub_gbs", nan)
+        oks = all(v for k, v in r.items() if k.endswith("_ok"))
+        print(f"{r['dtype']:8s} 2^{r['log2n']:<3d}" + "".join(f"{r.get(n + '_gbs', nan):10.0f}" for n in names)
+              + f"{r['auto_gbs'] / cub:9.2f}{r.get('api_gbs', nan) / cub:8.2f}{r['auto_gbs'] / r['copy_gbs']:10.2f}  {oks}")
+    walls = [r for r in results if "wall_auto_s" in r]
+    if walls:
+        print("\nwall time per call (us, Python included, loop of calls):")
+        wn = ["auto", "api", "api_alloc", "cub", "torch", "cupy"]
+        print(f"{'dtype':8s} {'N':5s}" + "".join(f"{n:>10s}" for n in wn))
+        for r in walls:
+            print(f"{r['dtype']:8s} 2^{r['log2n']:<3d}" + "".join(f"{r.get(f'wall_{n}_s', nan) * 1e6:10.1f}" for n in wn))
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("json_out")
-    ap.add_argument("--sizes", default="16,20,24,27,29")
+    ap.add_argument("--sizes", default="16,18,20,22,23,24,26,27,28,29")
     ap.add_argument("--dtypes", default=",".join(DTYPES))
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--variants", action="store_true")
+    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--png")
+    ap.add_argument("--replot", action="store_true", help="plot and print the table of an earlier OUT.json")
     args = ap.parse_args()
+    if args.replot:
+        data = json.loads(Path(args.json_out).read_text())
+        if args.png:
+            plot(data, args.png)
+        report(data)
+        return
 
-    api_scan = None
+    api = None
     try:
         import distscan
         from mpi4py import MPI
 
-        if hasattr(distscan, "scan"):
-            api_scan = lambda a, b: distscan.cumsum(a, dtype=a.dtype, out=b, comm=MPI.COMM_SELF)  # noqa: E731
+        api = lambda a, **kw: distscan.cumsum(a, comm=MPI.COMM_SELF, **kw)  # noqa: E731
     except Exception:  # noqa: BLE001
         pass
 
@@ -221,37 +304,22 @@ def main():
     results, variants = [], []
     for dtype in args.dtypes.split(","):
         for lg in [int(s) for s in args.sizes.split(",")]:
-            r = bench_case(dtype, 1 << lg, args.reps, results, api_scan)
+            r = bench_case(dtype, 1 << lg, args.reps, results, api)
             print(json.dumps(r), flush=True)
     if args.variants:
         for dtype in args.dtypes.split(","):
-            for lg in (29,):
-                bench_variants(dtype, 1 << lg, args.reps, variants)
-                print(json.dumps(variants[-1]), flush=True)
-    Path(args.json_out).write_text(json.dumps({"meta": meta, "results": results, "variants": variants}, indent=1))
-
-    print(f"\n{meta['gpu']} ({meta['sms']} SMs), {meta['date']}; GB/s = 2*N*itemsize / median time")
-    if variants:
-        print("\nvariants (threads, items, window, min_blocks):")
-        for v in variants:
-            print(f"  {v['dtype']:8s} 2^{int(np.log2(v['n']))} {str(v['variant']):55s} "
-                  + (f"{v['gbs']:7.0f} GB/s ok={v['ok']}" if "gbs" in v else v["error"][:80]))
-    hdr = f"{'dtype':8s} {'N':>5s} {'copy':>6s} {'dist':>6s} {'CUB':>6s} {'torch':>6s} {'cupy':>6s} {'d/CUB':>6s} {'d/copy':>6s} ok"
-    print(hdr)
-    for r in results:
-        cub = r.get("cub_gbs", float("nan"))
-        print(f"{r['dtype']:8s} 2^{r['log2n']:<3d} {r['copy_gbs']:6.0f} {r['distscan_gbs']:6.0f} {cub:6.0f} "
-              f"{r.get('torch_gbs', float('nan')):6.0f} {r['cupy_gbs']:6.0f} {r['distscan_gbs'] / cub:6.2f} "
-              f"{r['distscan_gbs'] / r['copy_gbs']:6.2f} {r.get('distscan_ok')}/{r.get('cub_ok')}")
-    for r in results:
-        if "distscan_api_s" in r:
-            print(f"API with dtype= and out= at 2^{r['log2n']} {r['dtype']}: {r['distscan_api_s'] / r['distscan_s']:.3f}x "
-                  f"the backend alone ({r['distscan_api_gbs']:.0f} vs {r['distscan_gbs']:.0f} GB/s)")
-    for r in results:
-        if "wall_distscan_backend_s" in r:
-            print(f"wall per call at 2^{r['log2n']} {r['dtype']}: distscan backend {r['wall_distscan_backend_s'] * 1e6:.1f} us, "
-                  f"API {r.get('wall_distscan_api_s', float('nan')) * 1e6:.1f} us, CUB {r.get('wall_cub_s', float('nan')) * 1e6:.1f} us, "
-                  f"cupy {r['wall_cupy_s'] * 1e6:.1f} us")
+            bench_variants(dtype, 1 << 29, args.reps, variants)
+    data = {"meta": meta, "results": results, "variants": variants}
+    if args.profile and api is not None:
+        data["profile"] = profile_api(api)
+        print(data["profile"])
+    Path(args.json_out).write_text(json.dumps(data, indent=1))
+    if args.png:
+        try:
+            plot(data, args.png)
+        except Exception as exc:  # noqa: BLE001
+            print(f"no plot here ({exc!r}); replot later with --replot")
+    report(data)
 
 
 if __name__ == "__main__":

@@ -20,11 +20,13 @@ name                              level   data flow
 ``coarsened``                     block   runs scanned sequentially, run totals scanned, offsets
 ``hierarchical``                  device  scan tiles, scan the tile totals recursively, add back
 ``domino``                        device  tile i waits for tile i-1's inclusive prefix
-``lookback``                      device  decoupled look-back over aligned windows (the default)
+``lookback``                      device  decoupled look-back over aligned windows
+``lookahead``                     device  the same combination, scheduled by persistent blocks
+                                          that publish one tile ahead of their look-back
 ================================  ======  =========================================================
 
-``lookahead`` (single pass with decoupled look-ahead) is named by the issue but not implemented
-yet, on either backend: it is not in ``ALGORITHMS`` and :func:`resolve_algorithm` says so.
+On the GPU both give bitwise the same results; ``auto`` uses ``lookback``, which measured
+faster (benchmarks/RESULTS.md, "Issue 10").
 
 A block-level name selects the scan inside a tile of ``block`` rows; the tiles are then
 combined by the device-level default, ``lookback``.  A device-level name selects how tiles
@@ -76,21 +78,19 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 __all__ = [
-    "ALGORITHMS", "BLOCK_LEVEL", "DEVICE_LEVEL", "DEFAULT_DEVICE", "DEFAULT_TILE", "NOT_IMPLEMENTED",
+    "ALGORITHMS", "BLOCK_LEVEL", "DEVICE_LEVEL", "DEFAULT_DEVICE", "DEFAULT_TILE",
     "resolve_algorithm", "levels", "scan", "get_algorithm", "TILE_SCANS",
     "kogge_stone", "kogge_stone_double_buffer", "brent_kung", "blelloch", "blelloch_exclusive",
-    "coarsened", "hierarchical", "domino", "lookback",
+    "coarsened", "hierarchical", "domino", "lookback", "lookahead",
     "OpCount", "count_ops", "count_device",
 ]
 
 ALGORITHMS = ("auto", "kogge_stone", "kogge_stone_double_buffer", "brent_kung", "blelloch", "coarsened",
-              "hierarchical", "domino", "lookback")
+              "hierarchical", "domino", "lookback", "lookahead")
 BLOCK_LEVEL = frozenset({"kogge_stone", "kogge_stone_double_buffer", "brent_kung", "blelloch", "coarsened"})
-DEVICE_LEVEL = frozenset({"hierarchical", "domino", "lookback"})
+DEVICE_LEVEL = frozenset({"hierarchical", "domino", "lookback", "lookahead"})
 DEFAULT_DEVICE = "lookback"   # how tiles are combined unless a device-level name is given
 DEFAULT_TILE = "coarsened"    # the scan inside a tile unless a block-level name is given
-# Named by the issue, not implemented yet (needs the look-ahead kernel): refused with a clear message.
-NOT_IMPLEMENTED = ("lookahead",)
 
 ITEMS = 8        # coarsened: items per thread (a run), as ITEMS in kernels/scan_kernels.cu
 SUB_WINDOW = 32  # lookback: tiles per sub-window (one warp lane per tile), as in kernels/tile_state.cuh
@@ -109,8 +109,6 @@ def resolve_algorithm(name) -> str:
     if key in ALGORITHMS:
         return key
     valid = ", ".join(ALGORITHMS)
-    if key in NOT_IMPLEMENTED:
-        raise ValueError(f"algorithm {name!r} is not implemented yet; choose one of {valid}")
     raise ValueError(f"unknown algorithm {name!r}; choose one of {valid}")
 
 
@@ -369,7 +367,7 @@ def _lookback_prefixes(aggregates, ufunc, identity, window=WINDOW):
                  subagg(g, s) = in_sub(last tile of s) op agg(last tile of s)
         phase 2  before_sub   = tree of subagg(g, 0..s-1)
                  exclusive(t) = (anchor(g-1) op before_sub) op in_sub(t)
-                 anchor(g)    = exclusive(last tile of g) op agg(last tile of g)
+                 anchor(g)    = anchor(g-1) op W(g),  W(g) = tree of subagg(g, 0..31)
 
         window 0                          window 1
         [a0 a1 .. a31][a32 .. a63] ..     [ ...             ]
@@ -377,7 +375,8 @@ def _lookback_prefixes(aggregates, ufunc, identity, window=WINDOW):
               subagg(0,0) -> before_sub(0,1)
 
     Each tile reads 32 lanes twice (trees of fixed shape, so the association depends on t
-    only); the only serial chain is one anchor hop per window.
+    only); the only serial chain is one anchor hop per window.  ``lookahead`` computes the
+    same values without that chain: every block folds the window totals W itself.
     """
     if window % SUB_WINDOW or not SUB_WINDOW <= window <= SUB_WINDOW * SUB_WINDOW:
         raise ValueError(f"window must be 32 * (1..32) tiles, not {window}")
@@ -401,14 +400,14 @@ def _lookback_prefixes(aggregates, ufunc, identity, window=WINDOW):
     lanes[:, :subs] = subagg.reshape(G, subs, w)
     before_sub = _tree(np.where(lane_before[:subs, :, None], lanes[:, None, :, :], ident), ufunc)
     before_sub = before_sub.reshape(G * subs, w)[:S]                                       # (S, w)
+    window_total = _tree(lanes, ufunc)                                                      # (G, w)
     # anchors: the only serial chain, one hop per window
     anchor_of_sub = np.empty((S, w), dt)
     anchor = np.full(w, identity, dt)
     for g in range(G):
         first, last = g * subs, min((g + 1) * subs, S) - 1
         anchor_of_sub[first:last + 1] = anchor
-        if g + 1 < G:             # anchor(g) = exclusive(last tile of window g) op its aggregate
-            anchor = ufunc(ufunc(ufunc(anchor, before_sub[last]), in_sub[last, -1]), a[last, -1])
+        anchor = ufunc(anchor, window_total[g])   # anchor(g) = anchor(g-1) op W(g)
     # exclusive(t) = (anchor(g-1) op before_sub(s)) op in_sub(t)
     exclusive = ufunc(ufunc(anchor_of_sub, before_sub)[:, None, :], in_sub)
     return exclusive.reshape(S * L, w)[:T]
@@ -422,6 +421,21 @@ def lookback(x, ufunc, identity, *, block=1024, tile_scan=None, window=WINDOW) -
     ts = _tile_scan(tile_scan)
     return _scan_tiles(x, ufunc, identity, block, ts,
                        lambda agg: _lookback_prefixes(agg, ufunc, identity, window))
+
+
+def lookahead(x, ufunc, identity, *, block=1024, tile_scan=None, window=WINDOW) -> np.ndarray:
+    """Single pass with persistent blocks that run one tile ahead (kernels/agent_lookahead.cuh):
+
+        block b, iteration k:  (a) start loading tile t_{k+2}
+                               (b) scan tile t_{k+1}, publish its aggregate
+                               (c) look back for tile t_k's prefix, add it, store t_k
+
+    Tiles are combined exactly as :func:`lookback` combines them (the same status words and
+    fixed trees), so every result is bitwise the look-back's; what changes is *when* a GPU
+    block waits: an aggregate never waits for its own block's look-back, and loads stay in
+    flight while warp 0 waits.  A sequential CPU has no latency to hide, so here the data
+    flow is the look-back's, and so are its counts (:func:`count_device`)."""
+    return lookback(x, ufunc, identity, block=block, tile_scan=tile_scan, window=window)
 
 
 def domino(x, ufunc, identity, *, block=1024, tile_scan=None) -> np.ndarray:
@@ -493,7 +507,7 @@ def _auto(x, ufunc, identity, *, block=1024) -> np.ndarray:
 _FUNCTIONS = {
     "auto": _auto, "kogge_stone": kogge_stone, "kogge_stone_double_buffer": kogge_stone_double_buffer,
     "brent_kung": brent_kung, "blelloch": blelloch, "coarsened": coarsened,
-    "hierarchical": hierarchical, "domino": domino, "lookback": lookback,
+    "hierarchical": hierarchical, "domino": domino, "lookback": lookback, "lookahead": lookahead,
 }
 
 
@@ -589,7 +603,7 @@ def count_device(name, tiles: int, *, block: int = 1024, window: int = WINDOW) -
     name           ops                                         steps (serial hops)    barriers
     =============  ==========================================  =====================  ==========
     domino         tiles                                       tiles                  0
-    lookback       31*32*S + 31*G*subs + 32*S + 2*S + 3*(G-1)  G = windows            0
+    lookback       31*32*S + 31*G*subs + 32*S + 2*S + 32*G   G = windows            0
                    S = ceil(tiles/32) sub-windows, subs =
                    window/32, G = ceil(S/subs)
     hierarchical   count of the totals' scan, recursively:     2*levels - 1 launches  2*levels-2
@@ -599,20 +613,21 @@ def count_device(name, tiles: int, *, block: int = 1024, window: int = WINDOW) -
     For lookback, as the CPU computes it: per tile (padded to whole sub-windows) a 32-lane
     butterfly tree (31 ops) and its prefix (1 op); per sub-window its total (1 op), the tree of
     the sub-window totals before it (31 ops, padded to whole windows) and anchor op that (1 op);
-    3 ops per anchor hop.  The GPU kernel computes the second tree and the anchor op in every
-    tile's warp instead of once per sub-window: 31 + 31 + 2 ops per tile.
+    per window its total W (a 31-op tree) and the anchor hop (1 op).  The GPU kernel computes
+    the second tree and the anchor op in every tile's warp instead of once per sub-window:
+    31 + 31 + 2 ops per tile.
     """
     name = resolve_algorithm(name)
     if tiles < 2:
         raise ValueError("count_device needs at least 2 tiles")
     if name == "domino":
         return OpCount(tiles, tiles, 0)
-    if name in BLOCK_LEVEL or name == "lookback":
+    if name in BLOCK_LEVEL or name in ("lookback", "lookahead"):
         S = -(-tiles // SUB_WINDOW)
         subs = window // SUB_WINDOW
         G = -(-S // subs)
         L = SUB_WINDOW
-        ops = (L - 1) * L * S + S + (L - 1) * G * subs + 3 * (G - 1) + S + L * S
+        ops = (L - 1) * L * S + S + (L - 1) * G * subs + 32 * G + S + L * S
         return OpCount(ops, G, 0)
     if name == "hierarchical":
         ops, levels_ = _hierarchical_ops(tiles, block)

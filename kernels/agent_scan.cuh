@@ -15,6 +15,8 @@ enum DeviceAlgorithm {
     DEVICE_DOMINO = 1,    // wait for the previous tile's inclusive prefix (device_domino.cuh)
     DEVICE_TILES = 2,     // no wait: each tile alone, its total to d_total[tile] ("hierarchical",
                           // whose host side scans the totals and adds them back)
+    DEVICE_LOOKAHEAD = 3, // persistent blocks, aggregates published a tile ahead of the look-back,
+                          // loads in flight while waiting (agent_lookahead.cuh)
 };
 
 // TIn: item type read; TAcc: accumulator (operator applied in it); TOut: item type

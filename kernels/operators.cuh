@@ -51,14 +51,30 @@ template <> struct Wrap<bool> {
     static __device__ __forceinline__ bool add(bool a, bool b) { return a || b; }
     static __device__ __forceinline__ bool mul(bool a, bool b) { return a && b; }
 };
+// Complex products round every real product and sum on its own (no FMA contraction), as
+// NumPy does: a contracted a.re*b.re - a.im*b.im is rounded differently depending on which
+// product the compiler fuses, so a*b and b*a (the two lanes of a butterfly step), or the
+// same code inlined into two kernels, could differ in the last bit.
+template <typename R> struct Rounded;
+template <> struct Rounded<float> {
+    static __device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
+    static __device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }
+    static __device__ __forceinline__ float sub(float a, float b) { return __fsub_rn(a, b); }
+};
+template <> struct Rounded<double> {
+    static __device__ __forceinline__ double mul(double a, double b) { return __dmul_rn(a, b); }
+    static __device__ __forceinline__ double add(double a, double b) { return __dadd_rn(a, b); }
+    static __device__ __forceinline__ double sub(double a, double b) { return __dsub_rn(a, b); }
+};
 template <typename R> struct Wrap<Complex<R> > {
     static __device__ __forceinline__ Complex<R> add(Complex<R> a, Complex<R> b) {
         Complex<R> c; c.re = a.re + b.re; c.im = a.im + b.im; return c;
     }
     static __device__ __forceinline__ Complex<R> mul(Complex<R> a, Complex<R> b) {
+        typedef Rounded<R> F;
         Complex<R> c;
-        c.re = a.re * b.re - a.im * b.im;
-        c.im = a.re * b.im + a.im * b.re;
+        c.re = F::sub(F::mul(a.re, b.re), F::mul(a.im, b.im));
+        c.im = F::add(F::mul(a.re, b.im), F::mul(a.im, b.re));
         return c;
     }
 };

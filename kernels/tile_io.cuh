@@ -17,6 +17,20 @@
 
 namespace distscan {
 
+// cp.async groups (sm_80+; no-ops before, where load_to_smem_async is synchronous).
+__device__ __forceinline__ void cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+// Wait until at most PENDING of this thread's committed groups are still in flight.
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory");
+#endif
+}
+
 template <typename T, int ITEMS>
 struct WarpTileIO {
     static const int LANE_BYTES = ITEMS * (int)sizeof(T);
@@ -45,6 +59,26 @@ struct WarpTileIO {
                 if (e < valid) *reinterpret_cast<T *>(smem + smem_offset(e * (int)sizeof(T))) = d_seg[e];
             }
         }
+    }
+
+    // Global -> shared without waiting (the look-ahead kernel's prefetch): full aligned
+    // segments become 16-byte cp.async copies that land while the warp does other work;
+    // the caller commits them as a group and waits for the group (cp_async_wait) before
+    // reading.  Partial or unaligned segments, and GPUs before sm_80, load synchronously.
+    static __device__ __forceinline__ void load_to_smem_async(const T *d_seg, int valid, bool vector_ok, char *smem,
+                                                              int lane) {
+#if __CUDA_ARCH__ >= 800
+        if (vector_ok && valid == 32 * ITEMS) {
+            const uint4 *src = reinterpret_cast<const uint4 *>(d_seg);
+#pragma unroll
+            for (int k = 0; k < VECS; ++k) {
+                const unsigned dst = (unsigned)__cvta_generic_to_shared(smem + smem_offset((k * 32 + lane) * 16));
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src + k * 32 + lane) : "memory");
+            }
+            return;
+        }
+#endif
+        load_to_smem(d_seg, valid, vector_ok, smem, lane);
     }
 
     // Shared -> registers (blocked): lane's ITEMS consecutive items.

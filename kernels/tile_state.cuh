@@ -18,27 +18,38 @@
 // forever; a weak st could sit in L1).  "memory" clobbers stop the compiler from
 // caching the loads in registers across spin iterations.
 //
-// TWO-LEVEL ALIGNED-WINDOW LOOK-BACK (deterministic).  Tiles are grouped in aligned
-// SUB-WINDOWS of 32 tiles (one lane per tile) and WINDOWS of WINDOW = 32*SUBS tiles
-// (SUBS <= 32 sub-windows, one lane per sub-window).  Tile t = g*WINDOW + s*32 + j:
-//   * publishes agg(t) as soon as its block has reduced it (j < 31);
-//   * phase 1: reads agg of the j tiles before it in its sub-window and folds them with a
-//     fixed butterfly tree -> in_sub(t).  A sub-window's last tile (j == 31) then publishes
-//     SUBAGG(g, s) = in_sub(t) op agg(t), the sub-window's total.  Phase 1 waits for
-//     nothing but aggregates, so sub-window totals never wait for the chain.
-//   * phase 2: reads SUBAGG(g, 0..s-1) and ANCHOR(g-1) (the inclusive prefix of the
-//     previous window's last tile; the seed or the identity for g == 0) and returns
-//         exclusive(t) = (ANCHOR(g-1) op R(SUBAGG(g, 0..s-1))) op in_sub(t)
-//     with R the same fixed tree.  The window's last tile publishes ANCHOR(g).
+// TWO-LEVEL ALIGNED WINDOWS (deterministic).  Tiles are grouped in aligned SUB-WINDOWS of
+// 32 tiles (one lane per tile) and WINDOWS of WINDOW = 32*SUBS tiles (SUBS <= 32
+// sub-windows, one lane per sub-window).  For tile t = g*WINDOW + s*32 + j, with R the
+// fixed 32-lane butterfly tree (identity in unused lanes):
+//   agg(t)         the tile's total, published as soon as its block has reduced it (j < 31)
+//   in_sub(t)      = R(agg of the j tiles before t in its sub-window)
+//   SUB(g, s)      = in_sub(last tile of the sub-window) op its agg, the sub-window's total
+//   W(g)           = R(SUB(g, 0..SUBS-1)), the window's total
+//   PREFIX(g)      = seed op W(0) op W(1) op ... op W(g-1), folded left in window order
+//   exclusive(t)   = (PREFIX(g) op R(SUB(g, 0..s-1))) op in_sub(t)
 // The association depends only on t, never on which statuses happened to be ready first,
 // so float scans are bitwise reproducible.  (A classic look-back stops at the first
-// inclusive prefix it finds, so its association depends on timing.)  Each tile reads at
-// most 2 words per lane, and the only serial chain is one ANCHOR hop per WINDOW tiles.
+// inclusive prefix it finds, so its association depends on timing.)  Both device
+// strategies below compute exactly these values, so their results are bitwise equal; they
+// differ in who waits for what:
+//
+//   tile_lookback (one block per tile): the sub-window's last tile publishes SUB after
+//     waiting for aggregates only; the window's last tile publishes ANCHOR(g) =
+//     PREFIX(g+1) = ANCHOR(g-1) op W(g) in the per-window word: one serial hop per window.
+//   tile_publish_ahead + tile_lookahead (persistent blocks, agent_lookahead.cuh): SUB and
+//     W(g) are published by their last tiles' blocks as soon as those tiles are reduced
+//     (waiting for aggregates, resp. sub-window totals, only), and every block folds the
+//     window totals into its own running PREFIX: no prefix is ever waited for, so no
+//     chain.  The per-window word holds W(g) in these launches.
+//
+// Each tile reads at most 2 words per lane (plus, for look-ahead, one per window it
+// crosses).
 //
 // NO DEADLOCK.  Tile ids come from an atomic counter, so every tile a block waits for was
 // claimed earlier by a block that is already running.  Aggregates are published before any
-// waiting; sub-window totals wait only for aggregates; anchors wait only for sub-window
-// totals and the previous anchor, so by induction everything waited for is published.
+// waiting; SUB and W wait only for smaller tiles' aggregates and SUBs; anchors wait only for
+// SUBs and the previous anchor, so by induction everything waited for is published.
 #pragma once
 #include "warp_scan.cuh"
 
@@ -101,36 +112,42 @@ struct StatusWord {
 // The device-wide state of one scan launch (host: distscan/backends/cuda.py sizes it).
 struct TileState {
     u64 *d_aggregates;   // [num_tiles * K]                agg(t)
-    u64 *d_subaggs;      // [num_sub_windows * K]          total of each 32-tile sub-window
-    u64 *d_anchors;      // [num_windows * K]              inclusive prefix of each window's last tile
+    u64 *d_subaggs;      // [num_sub_windows * K]          SUB(g, s)
+    u64 *d_anchors;      // [num_windows * K]              ANCHOR(g) (look-back) or W(g) (look-ahead)
     u64 *d_tile_counter; // monotonically increasing across launches
     u64 counter_base;    // value of *d_tile_counter when this launch started
     unsigned epoch;      // this launch's epoch (>= 1)
 };
 
+// Where tile t sits: window g, sub-window s in it, lane j in that.
+struct TilePlace {
+    i64 g;
+    int s, j, r;  // r = s*32 + j
+    template <int WINDOW>
+    static __device__ __forceinline__ TilePlace of(i64 tile) {
+        TilePlace p;
+        p.g = tile / WINDOW;
+        p.r = (int)(tile - p.g * WINDOW);
+        p.s = p.r >> 5;
+        p.j = p.r & 31;
+        return p;
+    }
+};
 
-// Called by all 32 lanes of ONE warp of the block owning `tile`, after the block
-// aggregate is known.  Publishes what `tile` owes (aggregate, sub-window total, anchor,
-// total) and returns exclusive(tile) on every lane.
-template <typename T, typename Op, int WINDOW>
-__device__ __forceinline__ T tile_lookback(const TileState &st, i64 tile, i64 num_tiles, T aggregate,
-                                           T seed, bool has_seed, T *d_total) {
-    static_assert(WINDOW % 32 == 0 && WINDOW >= 32 && WINDOW <= 1024, "WINDOW must be 32*SUBS, 1 <= SUBS <= 32");
+// Publish agg(tile) (one thread).  A sub-window's last tile and the last tile need no
+// aggregate slot: the sub-window total or the total covers them.
+template <typename T>
+__device__ __forceinline__ void tile_publish_aggregate(const TileState &st, i64 tile, i64 num_tiles, T aggregate) {
+    if ((tile & 31) != 31 && tile != num_tiles - 1)
+        StatusWord<T>::store(st.d_aggregates + tile * StatusWord<T>::K, aggregate, st.epoch);
+}
+
+// in_sub(tile) on every lane of the calling warp: waits for the aggregates of the j tiles
+// before it in its sub-window (lane l <-> tile l).
+template <typename T, typename Op>
+__device__ __forceinline__ T wait_in_sub(const TileState &st, i64 tile, int j) {
     typedef StatusWord<T> W;
-    const int SUBS = WINDOW / 32;
     const int lane = threadIdx.x & 31;
-    const i64 g = tile / WINDOW;
-    const int r = (int)(tile - g * WINDOW);
-    const int s = r >> 5;
-    const int j = r & 31;
-    const bool last_tile = (tile == num_tiles - 1);
-
-    // Publish the aggregate first (later tiles of the sub-window may wait for it; we never
-    // wait before publishing).  A sub-window's last tile needs no slot: its sub-window
-    // total covers it.
-    if (lane == 0 && j != 31 && !last_tile) W::store(st.d_aggregates + tile * W::K, aggregate, st.epoch);
-
-    // Phase 1: aggregates of the tiles before us in our sub-window (lane l <-> tile l).
     T a = Op::template identity<T>();
     bool ok = lane >= j;
     const u64 *d_a = st.d_aggregates + (tile - j + lane) * W::K;
@@ -138,31 +155,131 @@ __device__ __forceinline__ T tile_lookback(const TileState &st, i64 tile, i64 nu
         if (!ok) ok = W::try_load(d_a, st.epoch, a);
         if (__all_sync(0xffffffffu, ok)) break;
     }
-    const T in_sub = warp_reduce<T, Op>(a);
-    if (lane == 0 && j == 31 && s != SUBS - 1 && !last_tile)
-        W::store(st.d_subaggs + (g * SUBS + s) * W::K, Op::template apply<T>(in_sub, aggregate), st.epoch);
+    return warp_reduce<T, Op>(a);
+}
 
-    // Phase 2: totals of the sub-windows before ours (lane l <-> sub-window l) and the
-    // previous window's anchor (lane 0).
-    T b = Op::template identity<T>();
-    T anchor = has_seed ? seed : Op::template identity<T>();
-    ok = lane >= s;
-    bool anchor_ok = (g == 0) || (lane != 0);
+// Lane l < s: SUB(g, l), waited for; lane s: `own` (the caller's own SUB, when it needs the
+// window total); other lanes: the identity.  Returns the lane's value (reduce it with R).
+template <typename T, typename Op, int WINDOW>
+__device__ __forceinline__ T wait_subs(const TileState &st, i64 g, int s, T own) {
+    typedef StatusWord<T> W;
+    const int SUBS = WINDOW / 32;
+    const int lane = threadIdx.x & 31;
+    T b = (lane == s) ? own : Op::template identity<T>();
+    bool ok = lane >= s;
     const u64 *d_b = st.d_subaggs + (g * SUBS + lane) * W::K;
     while (true) {
         if (!ok) ok = W::try_load(d_b, st.epoch, b);
-        if (!anchor_ok) anchor_ok = W::try_load(st.d_anchors + (g - 1) * W::K, st.epoch, anchor);
+        if (__all_sync(0xffffffffu, ok)) break;
+    }
+    return b;
+}
+
+// Called by all 32 lanes of ONE warp of the block owning `tile`, after the block
+// aggregate is known.  Publishes what `tile` owes (aggregate unless `published` says the
+// caller already did, SUB, ANCHOR, total) and returns exclusive(tile) on every lane.
+template <typename T, typename Op, int WINDOW>
+__device__ __forceinline__ T tile_lookback(const TileState &st, i64 tile, i64 num_tiles, T aggregate,
+                                           T seed, bool has_seed, T *d_total, bool published = false) {
+    static_assert(WINDOW % 32 == 0 && WINDOW >= 32 && WINDOW <= 1024, "WINDOW must be 32*SUBS, 1 <= SUBS <= 32");
+    typedef StatusWord<T> W;
+    const int SUBS = WINDOW / 32;
+    const int lane = threadIdx.x & 31;
+    const TilePlace p = TilePlace::of<WINDOW>(tile);
+    const bool last_tile = (tile == num_tiles - 1);
+    const bool window_last = (p.r == WINDOW - 1) && !last_tile;
+
+    // Publish the aggregate first (later tiles of the sub-window may wait for it; we never
+    // wait before publishing).
+    if (lane == 0 && !published) tile_publish_aggregate<T>(st, tile, num_tiles, aggregate);
+
+    const T in_sub = wait_in_sub<T, Op>(st, tile, p.j);
+    const T own_sub = Op::template apply<T>(in_sub, aggregate);
+    if (lane == 0 && p.j == 31 && p.s != SUBS - 1 && !last_tile)
+        W::store(st.d_subaggs + (p.g * SUBS + p.s) * W::K, own_sub, st.epoch);
+
+    // The sub-window totals before ours (lane l <-> sub-window l) and the previous window's
+    // anchor (lane 0), polled together.
+    T b = Op::template identity<T>();
+    T anchor = has_seed ? seed : Op::template identity<T>();
+    bool ok = lane >= p.s;
+    bool anchor_ok = (p.g == 0) || (lane != 0);
+    const u64 *d_b = st.d_subaggs + (p.g * SUBS + lane) * W::K;
+    while (true) {
+        if (!ok) ok = W::try_load(d_b, st.epoch, b);
+        if (!anchor_ok) anchor_ok = W::try_load(st.d_anchors + (p.g - 1) * W::K, st.epoch, anchor);
         if (__all_sync(0xffffffffu, ok && anchor_ok)) break;
     }
     const T before_sub = warp_reduce<T, Op>(b);
     anchor = shfl_idx(anchor, 0);
     const T exclusive = Op::template apply<T>(Op::template apply<T>(anchor, before_sub), in_sub);
 
-    if (lane == 0 && (r == WINDOW - 1 || last_tile)) {
-        const T inclusive = Op::template apply<T>(exclusive, aggregate);
-        if (r == WINDOW - 1) W::store(st.d_anchors + g * W::K, inclusive, st.epoch);
-        if (last_tile && d_total != 0) *d_total = inclusive;
+    if (window_last) {  // ANCHOR(g) = ANCHOR(g-1) op W(g), W(g) = R(SUBs with our own in lane SUBS-1)
+        const T w = warp_reduce<T, Op>(lane == p.s ? own_sub : b);
+        if (lane == 0) W::store(st.d_anchors + p.g * W::K, Op::template apply<T>(anchor, w), st.epoch);
     }
+    if (lane == 0 && last_tile && d_total != 0) *d_total = Op::template apply<T>(exclusive, aggregate);
+    return exclusive;
+}
+
+// Look-ahead, step (b) (all 32 lanes of one warp, right after the block published agg(tile)):
+// if `tile` is the last of its sub-window, wait for the aggregates before it and publish
+// SUB; if it is the last of its window, also wait for the SUBs before it and publish W(g).
+template <typename T, typename Op, int WINDOW>
+__device__ __forceinline__ void tile_publish_ahead(const TileState &st, i64 tile, i64 num_tiles, T aggregate) {
+    typedef StatusWord<T> W;
+    const int SUBS = WINDOW / 32;
+    const int lane = threadIdx.x & 31;
+    const TilePlace p = TilePlace::of<WINDOW>(tile);
+    if (p.j != 31 || tile == num_tiles - 1) return;
+    const T own_sub = Op::template apply<T>(wait_in_sub<T, Op>(st, tile, p.j), aggregate);
+    if (p.s != SUBS - 1) {
+        if (lane == 0) W::store(st.d_subaggs + (p.g * SUBS + p.s) * W::K, own_sub, st.epoch);
+        return;
+    }
+    const T w = warp_reduce<T, Op>(wait_subs<T, Op, WINDOW>(st, p.g, p.s, own_sub));
+    if (lane == 0) W::store(st.d_anchors + p.g * W::K, w, st.epoch);
+}
+
+// A block's running PREFIX(g) for tile_lookahead: the windows folded so far.  Its tiles
+// only move forward, so each window total is read once per block.
+template <typename T>
+struct WindowCursor {
+    i64 g;     // PREFIX(g) is known
+    T prefix;  // = PREFIX(g)
+};
+
+// Look-ahead, step (c) (all 32 lanes of one warp): exclusive(tile) on every lane, waiting
+// only for aggregates, SUBs and window totals; writes the total for the last tile.
+template <typename T, typename Op, int WINDOW>
+__device__ __forceinline__ T tile_lookahead(const TileState &st, i64 tile, i64 num_tiles, T aggregate,
+                                            WindowCursor<T> &cursor, T *d_total) {
+    typedef StatusWord<T> W;
+    const int lane = threadIdx.x & 31;
+    const TilePlace p = TilePlace::of<WINDOW>(tile);
+    // The aggregates before us in our sub-window and the SUBs before ours, polled together
+    // (one L2 round trip when they are there; SUBs here never wait for this tile).
+    T a = Op::template identity<T>(), b = Op::template identity<T>();
+    bool ok_a = lane >= p.j, ok_b = lane >= p.s;
+    const u64 *d_a = st.d_aggregates + (tile - p.j + lane) * W::K;
+    const u64 *d_b = st.d_subaggs + (p.g * (WINDOW / 32) + lane) * W::K;
+    while (true) {
+        if (!ok_a) ok_a = W::try_load(d_a, st.epoch, a);
+        if (!ok_b) ok_b = W::try_load(d_b, st.epoch, b);
+        if (__all_sync(0xffffffffu, ok_a && ok_b)) break;
+    }
+    const T in_sub = warp_reduce<T, Op>(a);
+    const T before_sub = warp_reduce<T, Op>(b);
+    while (cursor.g < p.g) {  // fold the window totals we have not seen yet, in order
+        T w = Op::template identity<T>();
+        if (lane == 0)
+            while (!W::try_load(st.d_anchors + cursor.g * W::K, st.epoch, w)) {
+            }
+        cursor.prefix = Op::template apply<T>(cursor.prefix, shfl_idx(w, 0));
+        ++cursor.g;
+    }
+    const T exclusive = Op::template apply<T>(Op::template apply<T>(cursor.prefix, before_sub), in_sub);
+    if (lane == 0 && tile == num_tiles - 1 && d_total != 0) *d_total = Op::template apply<T>(exclusive, aggregate);
     return exclusive;
 }
 

@@ -223,13 +223,14 @@ def test_count_device_matches_counted_applications(name):
     for tiles, block, window in [(2, 8, 1024), (5, 8, 1024), (33, 4, 32), (100, 2, 64), (1500, 2, 1024),
                                  (3000, 2, 32)]:
         f = Counting(np.add)
-        kw = {"window": window} if name == "lookback" else {}
+        kw = {"window": window} if name in ("lookback", "lookahead") else {}
         x = np.ones((tiles * block, 1), np.int64)
         got = getattr(A, name)(x, f, 0, block=block, **kw)
         assert got[-1, 0] == tiles * block
         dev = A.count_device(name, tiles, block=block, window=window)
         assert f.ops == tiles * A.count_ops(name, block).ops + (tiles - 1) * block + dev.ops, (tiles, block)
-        assert dev.steps == {"domino": tiles, "lookback": -(-tiles // window)}.get(name, dev.steps)
+        windows = -(-tiles // window)
+        assert dev.steps == {"domino": tiles, "lookback": windows, "lookahead": windows}.get(name, dev.steps)
 
 
 def test_count_formulas_examples():
@@ -246,7 +247,7 @@ def test_count_formulas_examples():
 # -- names -------------------------------------------------------------------------------------------------
 
 def test_names_and_levels():
-    assert A.ALGORITHMS[0] == "auto" and "lookahead" not in A.ALGORITHMS
+    assert A.ALGORITHMS[0] == "auto" and "lookahead" in A.DEVICE_LEVEL
     assert set(A.ALGORITHMS) == {"auto"} | A.BLOCK_LEVEL | A.DEVICE_LEVEL
     assert A.resolve_algorithm("Brent-Kung") == "brent_kung"
     assert A.resolve_algorithm(" KOGGE_STONE_double-buffer ") == "kogge_stone_double_buffer"
@@ -255,8 +256,7 @@ def test_names_and_levels():
     assert A.levels("auto") == (None, None)
     with pytest.raises(ValueError, match=r"unknown algorithm 'sklansky'; choose one of auto, kogge_stone, "):
         A.resolve_algorithm("sklansky")
-    with pytest.raises(ValueError, match="not implemented yet"):
-        A.resolve_algorithm("lookahead")
+    assert A.levels("LookAhead") == ("coarsened", "lookahead")
     with pytest.raises(ValueError, match="unknown algorithm"):
         A.resolve_algorithm(None)
     for bad in (0, 1, 3, 1000):

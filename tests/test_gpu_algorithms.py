@@ -1,6 +1,6 @@
 """Every `algorithm=` name on the GPU (skipped without one): block-level scans inside a tile
 (kogge_stone, kogge_stone_double_buffer, brent_kung, blelloch, coarsened) and device-level
-strategies (lookback, domino, hierarchical, which recurses over its tile totals), inclusive
+strategies (lookback, lookahead, domino, hierarchical, which recurses over its tile totals), inclusive
 and exclusive, seeded, at sizes around the warp and tile boundaries and over many tiles,
 exact against NumPy for integers; float sums within the backend's bound; bitwise
 run-to-run determinism for floats."""
@@ -21,7 +21,7 @@ from distscan.backends import cuda as gpu  # noqa: E402
 from distscan.ops import get_op  # noqa: E402
 
 NAMES = ["coarsened", "kogge_stone", "kogge_stone_double_buffer", "brent_kung", "blelloch",
-         "lookback", "domino", "hierarchical"]
+         "lookback", "lookahead", "domino", "hierarchical"]
 CASES = [("sum", np.int32), ("sum", np.int64), ("sum", np.int8, np.int64), ("sum", np.float32),
          ("max", np.float64), ("bitwise_xor", np.uint16), ("logical_or", np.bool_), ("prod", np.complex64),
          ("min", np.float16)]

@@ -114,27 +114,38 @@ class Tuning:
     items: int
     window: int
     min_blocks: int
+    stages: int = 2  # "lookahead": shared-memory stages per block (loads in flight while waiting)
 
     @property
     def tile_items(self) -> int:
         return self.block_threads * self.items
+
+    def lookahead_smem(self, in_dtype, out_dtype) -> int:
+        """Dynamic shared memory of the look-ahead kernel (AgentLookahead::SMEM_BYTES)."""
+        stride = max(_lane_stride(np.dtype(in_dtype).itemsize, self.items),
+                     _lane_stride(np.dtype(out_dtype).itemsize, self.items))
+        return self.stages * (self.block_threads // 32) * 32 * stride
 
 
 # The `algorithm=` names the kernels implement: block-level names pick the scan inside a tile
 # (kernels/block_scan.cuh), device-level names how tiles learn what came before them
 # (kernels/agent_scan.cuh).  Each level keeps its default when the other is named.
 BLOCK_ALGORITHMS = {"coarsened": 0, "kogge_stone": 1, "kogge_stone_double_buffer": 2, "brent_kung": 3, "blelloch": 4}
-DEVICE_ALGORITHMS = {"lookback": 0, "domino": 1, "hierarchical": 2}
+DEVICE_ALGORITHMS = {"lookback": 0, "domino": 1, "hierarchical": 2, "lookahead": 3}
+# The device level unless one is named: look-back.  The look-ahead kernel measured slower at
+# every size on the H100 (benchmarks/RESULTS.md, "Issue 10"), so it runs only when named.
+DEFAULT_DEVICE = "lookback"
+MIN_BLOCKS_LOOKAHEAD = 2  # register budget of the look-ahead kernel: two tiles live per thread
 
 
 def kernel_algorithm(name: str) -> tuple:
     """``(block, device)`` names of the kernels for an ``algorithm=`` name (``auto``: the defaults)."""
     if name in BLOCK_ALGORITHMS:
-        return name, "lookback"
+        return name, DEFAULT_DEVICE
     if name in DEVICE_ALGORITHMS:
         return "coarsened", name
     if name == "auto":
-        return "coarsened", "lookback"
+        return "coarsened", DEFAULT_DEVICE
     raise ValueError(f"the CUDA kernels do not implement algorithm {name!r}")
 
 
@@ -156,9 +167,10 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
     raised, if needed, so that ITEMS*itemsize is a multiple of 16 bytes.
     """
     s_in, s_acc, s_out = np.dtype(in_dtype).itemsize, kernel_acc_dtype(acc_dtype).itemsize, np.dtype(out_dtype).itemsize
+    stages = Tuning.stages
     if override is not None:
         t = Tuning(*override) if not isinstance(override, Tuning) else override
-        threads, items, window, min_blocks = t.block_threads, t.items, t.window, t.min_blocks
+        threads, items, window, min_blocks, stages = t.block_threads, t.items, t.window, t.min_blocks, t.stages
     else:
         window = 1024
         if s_acc <= 4:  # 8192-item tiles: measured 2490 GB/s vs 2120 with 4096 (H100, 2^29 int32)
@@ -173,7 +185,7 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
     while threads > 64 and (threads * max(_lane_stride(s_in, items), _lane_stride(s_out, items))
                             + _block_temp_bytes(block, threads, s_acc)) > 46 * 1024:
         threads //= 2
-    return Tuning(threads, items, window, min_blocks)
+    return Tuning(threads, items, window, min_blocks, stages)
 
 
 @dataclass(frozen=True)
@@ -184,7 +196,7 @@ class ModuleKey:
     functor: str
     tuning: Tuning
     block: str = "coarsened"    # BLOCK_ALGORITHMS
-    device: str = "lookback"    # DEVICE_ALGORITHMS
+    device: str = DEFAULT_DEVICE  # DEVICE_ALGORITHMS
 
 
 ROLES = ("scan_incl", "scan_excl", "reduce_partials", "reduce_final", "add_offset", "add_offset_columns",
@@ -192,15 +204,21 @@ ROLES = ("scan_incl", "scan_excl", "reduce_partials", "reduce_final", "add_offse
 
 
 def names(key: ModuleKey) -> dict:
-    """The name expression of each kernel of one module, by role."""
+    """The name expression of each kernel of one module, by role.  The look-ahead kernel has
+    its own register budget (MIN_BLOCKS_LOOKAHEAD) and the tuning's stage count."""
     tin, tacc, tout = ctype(key.in_dtype), ctype(key.acc_dtype), ctype(key.out_dtype)
     op = f"distscan::{key.functor}"
     t = key.tuning
-    shape = (f"{t.block_threads}, {t.items}, {t.window}, {t.min_blocks}, {BLOCK_ALGORITHMS[key.block]}, "
-             f"{DEVICE_ALGORITHMS[key.device]}")
+    block = BLOCK_ALGORITHMS[key.block]
+
+    def shape(device):
+        min_blocks = MIN_BLOCKS_LOOKAHEAD if device == "lookahead" else t.min_blocks
+        return (f"{t.block_threads}, {t.items}, {t.window}, {min_blocks}, {block}, {DEVICE_ALGORITHMS[device]}, "
+                f"{t.stages if device == 'lookahead' else 0}")
+
     return {
-        "scan_incl": f"distscan::scan_tiles_kernel<{tin}, {tacc}, {tout}, {op}, false, {shape}>",
-        "scan_excl": f"distscan::scan_tiles_kernel<{tin}, {tacc}, {tout}, {op}, true, {shape}>",
+        "scan_incl": f"distscan::scan_tiles_kernel<{tin}, {tacc}, {tout}, {op}, false, {shape(key.device)}>",
+        "scan_excl": f"distscan::scan_tiles_kernel<{tin}, {tacc}, {tout}, {op}, true, {shape(key.device)}>",
         "reduce_partials": f"distscan::reduce_partials_kernel<{tin}, {tacc}, {op}>",
         "reduce_final": f"distscan::reduce_final_kernel<{tacc}, {op}>",
         "add_offset": f"distscan::add_offset_kernel<{tout}, {tacc}, {op}>",

@@ -8,9 +8,13 @@ and ``scan(..., want_total=True)``.
 
 Paths
 -----
-* ``w == 1`` (1-D data): one launch of ``scan_tiles_kernel`` (decoupled look-back over
-  aligned sub-windows and windows, deterministic association: ``kernels/tile_state.cuh``).  The
-  tile state needs no clearing between launches (launch epochs in the status words).
+* ``w == 1`` (1-D data): one launch of ``scan_tiles_kernel``: one block per tile with
+  decoupled look-back over aligned sub-windows and windows (``kernels/tile_state.cuh``), or
+  with ``algorithm="lookahead"`` persistent blocks that publish each tile's aggregate one
+  tile ahead of their look-back and keep loads in flight while they wait
+  (``kernels/agent_lookahead.cuh``; measured slower, so not the default).  Both have the
+  same deterministic association, so their results are bitwise equal.  The tile state needs
+  no clearing between launches (launch epochs in the status words).
 * ``1 < w <= 32``: the columns of a transposed contiguous copy, one launch each.
 * ``w > 32``: ``scan_columns_kernel``, one thread per column (coalesced along rows);
   correct for any shape, fast only when ``w`` is large.
@@ -99,7 +103,7 @@ class _TileScratch:
         self.counter_base = 0
         self.epoch = 0
 
-    def prepare(self, num_tiles: int, window: int, k: int):
+    def prepare(self, num_tiles: int, window: int, k: int, claims: int | None = None):
         cp = _cp
         need_words = max(num_tiles, 1) * k
         need_subaggs = (num_tiles // 32 + 1) * k
@@ -119,7 +123,7 @@ class _TileScratch:
             self.epoch = 0
         self.epoch += 1
         base = self.counter_base
-        self.counter_base += num_tiles
+        self.counter_base += num_tiles if claims is None else claims
         return base, self.epoch
 
     def fits(self, num_tiles: int, window: int, k: int) -> bool:
@@ -148,7 +152,32 @@ _PLANS: dict = {}
 
 class _Plan:
     __slots__ = ("funcs", "tuning", "kacc", "k_words", "in_size", "out_size", "tile", "window", "threads", "identity_k",
-                 "device")
+                 "device", "la_incl", "la_excl", "la_smem", "la_grid")
+
+
+def _persistent_grid(fn, threads: int, smem: int, sms: int) -> int:
+    """Blocks of a persistent kernel: as many as fit on every SM at once."""
+    per_sm = 0
+    try:
+        per_sm = _cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, threads, smem)
+    except Exception:  # noqa: BLE001 - no occupancy query in this CuPy: the register budget's count
+        per_sm = cc.MIN_BLOCKS_LOOKAHEAD
+    return max(1, int(per_sm)) * sms
+
+
+def _setup_lookahead(plan: _Plan, dev_id: int, in_dtype, out_dtype) -> None:
+    """The look-ahead kernels of a plan (None unless its device algorithm is "lookahead"):
+    dynamic shared memory and the persistent grid."""
+    plan.la_incl = plan.la_excl = None
+    plan.la_smem = plan.la_grid = 0
+    if plan.device != "lookahead":
+        return
+    incl, excl = plan.funcs["scan_incl"], plan.funcs["scan_excl"]
+    smem = plan.tuning.lookahead_smem(in_dtype, out_dtype)
+    for fn in (incl, excl):
+        fn.max_dynamic_shared_size_bytes = smem
+    plan.la_incl, plan.la_excl, plan.la_smem = incl, excl, smem
+    plan.la_grid = _persistent_grid(incl, plan.threads, smem, _device_info(dev_id)["sms"])
 
 
 def _plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, algorithm: str = "auto") -> _Plan:
@@ -172,6 +201,7 @@ def _plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, algorithm: str = "aut
         plan.threads = tuning.block_threads
         plan.identity_k = kacc.type(op.identity(types.acc))
         plan.device = device
+        _setup_lookahead(plan, dev_id, in_dtype, types.result)
         _PLANS[key] = plan
         _ADD_PLANS.setdefault((dev_id, types.result, kacc, op.functor, _TUNING_OVERRIDE), plan)
     return plan
@@ -247,14 +277,31 @@ def _combine_device(op, types, a, b):
     return _cp.asarray(np.asarray(op.ufunc(a.get(), b.get())).astype(types.acc))
 
 
+def _launch_shape(plan, n: int):
+    """``(look-ahead?, grid, dynamic shared memory, tile claims)`` of one scan of n items: the
+    look-ahead kernel runs a persistent grid, which claims num_tiles + grid tile ids; the
+    others one block per tile."""
+    num_tiles = -(-n // plan.tile)
+    if plan.la_incl is not None:
+        grid = min(num_tiles, plan.la_grid)
+        return True, grid, plan.la_smem, num_tiles + grid
+    return False, num_tiles, 0, num_tiles
+
+
+def _kernel(plan, lookahead: bool, exclusive: bool):
+    if lookahead:
+        return plan.la_excl if exclusive else plan.la_incl
+    return plan.funcs["scan_excl" if exclusive else "scan_incl"]
+
+
 def _launch_tiles(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr):
     """One launch of scan_tiles_kernel over contiguous 1-D x -> out (n >= 1)."""
     num_tiles = -(-n // plan.tile)
     scratch = _scratch(dev_id, stream_ptr)
-    grid = num_tiles
-    base, epoch = scratch.prepare(num_tiles, plan.window, plan.k_words)
     vector_ok = int(x.data.ptr % 16 == 0 and out.data.ptr % 16 == 0)
-    fn = plan.funcs["scan_excl" if exclusive else "scan_incl"]
+    lookahead, grid, smem, claims = _launch_shape(plan, n)
+    fn = _kernel(plan, lookahead, exclusive)
+    base, epoch = scratch.prepare(num_tiles, plan.window, plan.k_words, claims)
     fn(
         (grid,),
         (plan.threads,),
@@ -273,6 +320,7 @@ def _launch_tiles(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev
             d_total_ptr,
             np.int32(vector_ok),
         ),
+        shared_mem=smem,
     )
 
 
@@ -309,28 +357,29 @@ def _scan_fast(x, op, types, exclusive, out, algorithm):
         plan = _plan(dev_id, x.dtype, types, op, algorithm)
         if plan.device == "hierarchical":
             return None  # several kernels: the general path
-        fn = plan.funcs["scan_excl" if exclusive else "scan_incl"]
-        try:
-            launch, fptr = cp.cuda.driver.launchKernel, fn.kernel.ptr
-        except Exception:  # noqa: BLE001 - older CuPy: fall back to RawKernel.__call__
-            launch, fptr = None, 0
-        ent = _FAST[key] = (plan, _scratch(dev_id, stream_ptr), fn, _FastArgs(plan), launch, fptr)
-    plan, scratch, fn, a, launch, fptr = ent
+        launch = getattr(cp.cuda.driver, "launchKernel", None)  # older CuPy: RawKernel.__call__
+        kernels = (_kernel(plan, False, exclusive), _kernel(plan, True, exclusive) if plan.la_incl else None)
+        ptrs = tuple(k.kernel.ptr if k is not None and launch is not None else 0 for k in kernels)
+        ent = _FAST[key] = (plan, _scratch(dev_id, stream_ptr), _FastArgs(plan), launch, kernels, ptrs)
+    plan, scratch, a, launch, kernels, ptrs = ent
     n = x.size
     num_tiles = -(-n // plan.tile)
     if not scratch.fits(num_tiles, plan.window, plan.k_words):
         return None
     if out is None:
         out = cp.empty(x.shape, dtype=types.result)  # a backend returns the shape it was given
-    grid = num_tiles
+    xp, op_ = x.data.ptr, out.data.ptr
+    vector_ok = (xp | op_) & 15 == 0
+    lookahead, grid, smem, claims = _launch_shape(plan, n)
     scratch.epoch += 1
     base = scratch.counter_base
-    scratch.counter_base += num_tiles
-    xp, op_ = x.data.ptr, out.data.ptr
+    scratch.counter_base += claims
     if launch is None:
-        fn((grid,), (plan.threads,),
-           (xp, op_, np.int64(n), scratch.words, scratch.subaggs, scratch.anchors, scratch.counter, np.uint64(base),
-            np.uint32(scratch.epoch), plan.identity_k, np.int32(0), np.uint64(0), np.int32((xp | op_) & 15 == 0)))
+        kernels[lookahead]((grid,), (plan.threads,),
+                           (xp, op_, np.int64(n), scratch.words, scratch.subaggs, scratch.anchors, scratch.counter,
+                            np.uint64(base), np.uint32(scratch.epoch), plan.identity_k, np.int32(0), np.uint64(0),
+                            np.int32(vector_ok)),
+                           shared_mem=smem)
         return out
     a.x.value = xp
     a.out.value = op_
@@ -341,8 +390,8 @@ def _scan_fast(x, op, types, exclusive, out, algorithm):
     a.counter.value = scratch.counter.data.ptr
     a.base.value = base
     a.epoch.value = scratch.epoch
-    a.vec.value = (xp | op_) & 15 == 0
-    launch(fptr, grid, 1, 1, plan.threads, 1, 1, 0, stream_ptr, a.params_ptr, 0)
+    a.vec.value = vector_ok
+    launch(ptrs[lookahead], grid, 1, 1, plan.threads, 1, 1, smem, stream_ptr, a.params_ptr, 0)
     return out
 
 

@@ -1,0 +1,166 @@
+"""The look-ahead kernel (kernels/agent_lookahead.cuh; skipped without a GPU).
+
+It combines tiles with the same status words and fixed trees as the look-back kernel, so for
+every dtype and operator its results must be *bitwise* the look-back's (floats included), and
+integers exact against NumPy.  Sizes sit on the boundaries that matter to a persistent grid:
+one tile +- 1, one round of the grid +- 1, and several rounds.  Also: the tile counter's accounting across launches of both kernels,
+unaligned data (synchronous loads), run-to-run determinism while another stream races, and
+64-bit indexing past 2^31 and 2^32 items.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import require_gpu
+
+cp = require_gpu()
+pytestmark = pytest.mark.gpu
+
+from distscan._dtypes import scan_types  # noqa: E402
+from distscan.backends import _cuda_compile as cc  # noqa: E402
+from distscan.backends import cuda as gpu  # noqa: E402
+from distscan.ops import OPS  # noqa: E402
+
+DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.float16,
+          np.float32, np.float64, np.complex64, np.complex128]
+TABLE = [(name, np.dtype(dt)) for name in sorted(OPS) for dt in DTYPES if np.dtype(dt).kind in OPS[name].kinds]
+
+
+def _seed():
+    s = int(np.random.SeedSequence().entropy % (1 << 63))
+    print(f"seed={s}")
+    return np.random.default_rng(s)
+
+
+def _data(rng, dt, n):
+    if dt.kind == "b":
+        return rng.random(n) < 0.3
+    if dt.kind == "c":
+        return (1 + 1e-4 * (rng.standard_normal(n) + 1j * rng.standard_normal(n))).astype(dt)
+    if dt.kind == "f":
+        return (1 + 1e-3 * rng.standard_normal(n)).astype(dt)  # products stay finite
+    info = np.iinfo(dt)
+    return rng.integers(max(info.min, -1000), min(info.max, 1000), n, endpoint=True).astype(dt)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _precompiled():
+    keys = []
+    for name, dt in TABLE:
+        op = OPS[name]
+        t = scan_types(op, dt)
+        keys += [gpu.module_key(t.input, t, op, alg) for alg in ("lookahead", "lookback")]
+    t = scan_types(OPS["sum"], np.int8, np.int8)
+    keys += [gpu.module_key(t.input, t, OPS["sum"], alg) for alg in ("lookahead", "lookback")]
+    cc.precompile(keys)
+    yield
+
+
+def _plan(op, t, algorithm="lookahead"):
+    return gpu._plan(cp.cuda.Device().id, t.input, t, op, algorithm)
+
+
+def _bytes(a):
+    return cp.asnumpy(cp.ascontiguousarray(a)).view(np.uint8)
+
+
+@pytest.mark.parametrize("name,dt", TABLE, ids=[f"{n}-{d.name}" for n, d in TABLE])
+def test_lookahead_is_bitwise_lookback(name, dt):
+    rng = _seed()
+    op = OPS[name]
+    t = scan_types(op, dt)
+    plan = _plan(op, t)
+    tile, grid = plan.tile, plan.la_grid
+    assert plan.la_incl is not None and grid >= 1
+    sizes = [1, tile - 1, tile + 1, grid * tile - 1, grid * tile + 1, (cc.Tuning.stages + 2) * grid * tile + tile // 3]
+    for i, n in enumerate(sizes):
+        x = cp.asarray(_data(rng, dt, n))
+        exclusive = bool(i % 2)
+        seed = np.asarray(_data(rng, t.acc, 1), t.acc) if i % 3 == 1 else None
+        got, total = gpu.scan(x, op, t, exclusive=exclusive, seed=seed, want_total=True, algorithm="lookahead")
+        ref, ref_total = gpu.scan(x, op, t, exclusive=exclusive, seed=seed, want_total=True, algorithm="lookback")
+        assert got.shape == (n,)
+        np.testing.assert_array_equal(_bytes(got), _bytes(ref), err_msg=f"{name} {dt} n={n} excl={exclusive}")
+        np.testing.assert_array_equal(np.asarray(total).view(np.uint8), np.asarray(ref_total).view(np.uint8))
+        if dt.kind in "biu":  # exact against NumPy too
+            acc = np.asarray(cp.asnumpy(x)).astype(t.acc) if not op.logical else cp.asnumpy(x) != 0
+            if seed is not None:
+                acc = np.concatenate([seed.astype(acc.dtype), acc])
+            want = op.ufunc.accumulate(acc, dtype=t.acc)
+            if seed is not None:
+                want = want[:-1] if exclusive else want[1:]
+            elif exclusive:
+                want = np.concatenate([np.full(1, op.identity(t.acc), t.acc), want[:-1]])
+            np.testing.assert_array_equal(cp.asnumpy(got), want.astype(t.result), err_msg=f"{name} {dt} n={n}")
+
+
+def test_counter_accounting_across_kernels():
+    """Persistent launches claim num_tiles + grid ids; interleaved with one-block-per-tile
+    launches on the same stream (one tile counter), every result must still be right."""
+    rng = _seed()
+    op = OPS["sum"]
+    t = scan_types(op, np.int64)
+    plan = _plan(op, t)
+    sizes = [(1 << 22) + 12345, 1000, plan.tile * plan.la_grid * 3 + 1, 1, 1 << 22, 77777]
+    for rep in range(3):
+        for i, n in enumerate(sizes):
+            x = rng.integers(-(1 << 40), 1 << 40, n)
+            algorithm = ("lookahead", "auto", "lookback")[(i + rep) % 3]
+            got, total = gpu.scan(cp.asarray(x), op, t, want_total=True, exclusive=bool(rep % 2), algorithm=algorithm)
+            want = np.cumsum(x)
+            if rep % 2:
+                want = np.concatenate([[0], want[:-1]])
+            np.testing.assert_array_equal(cp.asnumpy(got), want)
+            assert total[0] == x.sum()
+
+
+@pytest.mark.parametrize("dt", [np.int32, np.float64, np.int16])
+def test_unaligned_data(dt):
+    rng = _seed()
+    op = OPS["max"]
+    t = scan_types(op, dt)
+    n = _plan(op, t).tile * 37 + 5
+    base = cp.asarray(_data(rng, np.dtype(dt), n + 3))
+    x = base[1:n + 1]
+    out = cp.empty(n + 1, t.result)[1:]
+    got, _ = gpu.scan(x, op, t, out=out, algorithm="lookahead")
+    np.testing.assert_array_equal(cp.asnumpy(got), np.maximum.accumulate(cp.asnumpy(x)))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.complex64])
+def test_determinism_while_another_stream_races(dt):
+    rng = _seed()
+    op = OPS["sum"]
+    t = scan_types(op, dt)
+    n = (1 << 24) + 1001
+    x = cp.asarray(rng.standard_normal(n).astype(dt))
+    first, _ = gpu.scan(x, op, t, algorithm="lookahead")
+    ref, _ = gpu.scan(x, op, t, algorithm="lookback")
+    side = cp.cuda.Stream(non_blocking=True)
+    with side:
+        noise = cp.random.random(1 << 26)
+    for _ in range(4):
+        with side:
+            noise *= 1.0001  # a bandwidth-hungry kernel on another stream
+        again, _ = gpu.scan(x, op, t, algorithm="lookahead")
+        np.testing.assert_array_equal(_bytes(again), _bytes(first))
+    side.synchronize()
+    np.testing.assert_array_equal(_bytes(first), _bytes(ref))
+
+
+@pytest.mark.parametrize("n", [(1 << 31) - 1, (1 << 31) + 1, (1 << 32) + 1])
+def test_64_bit_indexing_both_kernels(n):
+    """int8 sums past 2^31 and 2^32 items: look-ahead equals look-back."""
+    x = cp.random.RandomState(n % 997).randint(-128, 128, n, dtype=cp.int8)
+    op = OPS["sum"]
+    t = scan_types(op, np.int8, np.int8)
+    got, total = gpu.scan(x, op, t, want_total=True, algorithm="lookahead")
+    ref = cp.empty_like(got)
+    _, ref_total = gpu.scan(x, op, t, out=ref, want_total=True, algorithm="lookback")
+    assert bool(cp.array_equal(got, ref))
+    assert total[0] == ref_total[0] == got[-1].get()
+    del ref
+    for i in (0, (1 << 31) - 2, n - 1):  # spot checks against a direct sum, modulo 2^8 (int8 wraps)
+        assert (int(cp.sum(x[:i + 1], dtype=cp.int64).get()) - int(got[i].get())) % 256 == 0
