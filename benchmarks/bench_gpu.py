@@ -34,7 +34,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import cupy as cp  # noqa: E402
+try:
+    import cupy as cp  # noqa: E402
+except ImportError:  # --replot needs no GPU
+    cp = None
 
 from distscan._dtypes import scan_types  # noqa: E402
 from distscan.backends import cuda as gpu  # noqa: E402
