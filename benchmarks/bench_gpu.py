@@ -2,19 +2,22 @@
 CUB (cuda.compute), torch.cumsum and cupy.cumsum, in one run.
 
     python benchmarks/bench_gpu.py OUT.json [--sizes 16,18,20,22,23,24,26,27,28,29] [--reps 20]
-                                   [--variants] [--profile] [--png OUT.png]
+                                   [--variants] [--leads 0,66,132,264] [--profile] [--png OUT.png]
     python benchmarks/bench_gpu.py OUT.json --replot --png OUT.png   (plot an earlier run)
 
 Every implementation scans the same fresh random input (sum, result dtype = input dtype)
 and is timed with CUDA events around each call after warm-up; the median is reported as
 GB/s counting 2*N*itemsize (one read, one write), with ratios to CUB and to the copy
 (cudaMemcpyAsync device-to-device of the same bytes).  "auto" is what a user gets (the
-look-back kernel today); "lookback" and "lookahead" force one device algorithm;
+look-back kernel, its reductions a lead of tiles ahead of its scans from a few hundred tiles
+on); "lookback" (the classic one-tile-per-block look-back) and "lookahead" force one device
+algorithm;
 "api" is ``distscan.cumsum(x, dtype=x.dtype, out=y)`` and "api_alloc" the same call without
 ``out=`` (it allocates its result, as CUB's and torch's calls here do not).  Each distscan
 result is checked (integers exactly against cupy.cumsum, floats against a float64 cumsum).
 Up to N = 2^18 the wall time per call including Python is also measured (a loop of calls, one
 synchronisation).  --variants times other look-ahead tile shapes and stage counts at 2^29;
+--leads times "auto" with each reduction lead (tiles) at 2^24, 2^27 and 2^29, against copy;
 --profile prints where the host time of a 2^16 API call goes (cProfile).
 The table is printed last; everything goes to OUT.json.
 """
@@ -151,6 +154,8 @@ def bench_case(dtype, n, reps, results, api):
         row["torch_error"] = repr(exc)
     impls["cupy"] = lambda: cp.cumsum(x, dtype=x.dtype, out=y)
     reps_n = reps if n >= (1 << 24) else 5 * reps
+    plan = gpu._plan(x.device.id, x.dtype, types, SUM, "auto")
+    row["lead"] = gpu._lead(plan, -(-n // plan.tile))
     for name, fn in impls.items():
         med, times = _events_median(fn, reps_n)
         row[f"{name}_s"] = med
@@ -199,6 +204,34 @@ def bench_variants(dtype, n, reps, out):
         print(json.dumps(out[-1]), flush=True)
     del x, y
     cp.get_default_memory_pool().free_all_blocks()
+
+
+def bench_leads(dtype, leads, reps, out):
+    """"auto" with each reduction lead forced, against copy, in one run."""
+    types = scan_types(SUM, np.dtype(dtype), np.dtype(dtype))
+    for lg in (24, 27, 29):
+        n = 1 << lg
+        x = _random(dtype, n, cp.random.RandomState(7 + lg))
+        y = cp.empty_like(x)
+        nbytes = 2 * n * x.itemsize
+        copy, _ = _events_median(
+            lambda: cp.cuda.runtime.memcpyAsync(y.data.ptr, x.data.ptr, n * x.itemsize, 3,
+                                                cp.cuda.get_current_stream().ptr), reps)
+        row = {"dtype": dtype, "n": n, "copy_gbs": nbytes / copy / 1e9, "lead_gbs": {}, "ok": True}
+        for lead in leads:
+            gpu._LEAD_OVERRIDE = lead
+            try:
+                med, _ = _events_median(lambda: gpu.scan(x, SUM, types, out=y), reps)
+                y.fill(0)
+                gpu.scan(x, SUM, types, out=y)
+                row["ok"] = row["ok"] and _check(dtype, x, y)
+                row["lead_gbs"][lead] = nbytes / med / 1e9
+            finally:
+                gpu._LEAD_OVERRIDE = None
+        out.append(row)
+        print(json.dumps(row), flush=True)
+        del x, y
+        cp.get_default_memory_pool().free_all_blocks()
 
 
 def profile_api(api, n=1 << 16):
@@ -250,6 +283,13 @@ def plot(data, png):
 def report(data):
     meta, results, variants = data["meta"], data["results"], data.get("variants", [])
     print(f"\n{meta['gpu']} ({meta['sms']} SMs), {meta['date']}; GB/s = 2*N*itemsize / median time")
+    if data.get("leads"):
+        leads = list(data["leads"][0]["lead_gbs"])
+        print("\n\"auto\" with its reduction lead forced (tiles): GB/s / copy")
+        print(f"{'dtype':8s} {'N':5s}{'copy':>7s}" + "".join(f"{'L' + str(v):>8s}" for v in leads) + "  ok")
+        for r in data["leads"]:
+            print(f"{r['dtype']:8s} 2^{int(np.log2(r['n'])):<3d}{r['copy_gbs']:7.0f}"
+                  + "".join(f"{r['lead_gbs'][v] / r['copy_gbs']:8.3f}" for v in leads) + f"  {r['ok']}")
     if variants:
         print("\nlook-ahead variants (threads, items, window, min_blocks, stages):")
         for v in variants:
@@ -264,6 +304,9 @@ def report(data):
         oks = all(v for k, v in r.items() if k.endswith("_ok"))
         print(f"{r['dtype']:8s} 2^{r['log2n']:<3d}" + "".join(f"{r.get(n + '_gbs', nan):10.0f}" for n in names)
               + f"{r['auto_gbs'] / cub:9.2f}{r.get('api_gbs', nan) / cub:8.2f}{r['auto_gbs'] / r['copy_gbs']:10.2f}  {oks}")
+    if "lead" in results[0]:
+        print("reduction lead of \"auto\" (tiles) per size: "
+              + ", ".join(f"2^{r['log2n']} {r['lead']}" for r in results if r["dtype"] == results[0]["dtype"]))
     walls = [r for r in results if "wall_auto_s" in r]
     if walls:
         print("\nwall time per call (us, Python included, loop of calls):")
@@ -280,6 +323,7 @@ def main():
     ap.add_argument("--dtypes", default=",".join(DTYPES))
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--variants", action="store_true")
+    ap.add_argument("--leads", help="comma-separated reduction leads (tiles) to time \"auto\" with")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--png")
     ap.add_argument("--replot", action="store_true", help="plot and print the table of an earlier OUT.json")
@@ -312,7 +356,11 @@ def main():
     if args.variants:
         for dtype in args.dtypes.split(","):
             bench_variants(dtype, 1 << 29, args.reps, variants)
-    data = {"meta": meta, "results": results, "variants": variants}
+    leads = []
+    if args.leads:
+        for dtype in args.dtypes.split(","):
+            bench_leads(dtype, [int(v) for v in args.leads.split(",")], args.reps, leads)
+    data = {"meta": meta, "results": results, "variants": variants, "leads": leads}
     if args.profile and api is not None:
         data["profile"] = profile_api(api)
         print(data["profile"])

@@ -33,55 +33,39 @@ struct AgentScan {
     typedef typename BlockScanFor<BLOCK_ALGO, TAcc, Op, BLOCK_THREADS>::type BScan;
     static const int IO_BYTES = InIO::WARP_BYTES > OutIO::WARP_BYTES ? InIO::WARP_BYTES : OutIO::WARP_BYTES;
 
-    static __device__ __forceinline__ void consume(const TIn *d_in, TOut *d_out, i64 n, const TileState &st,
-                                                   TAcc seed, bool has_seed, TAcc *d_total, bool vector_ok) {
-        __shared__ __align__(16) char s_io[WARPS * IO_BYTES];
-        __shared__ typename BScan::TempStorage s_scan;
-        __shared__ i64 s_tile;
-        __shared__ TAcc s_prefix;
-
-        const int lane = threadIdx.x & 31;
-        const int warp = threadIdx.x >> 5;
-
-        // Tile ids in claim order, never blockIdx: a block waits only for tiles claimed
-        // before its own, whose blocks are therefore already resident (no deadlock).
-        if (threadIdx.x == 0) s_tile = (i64)(atomicAdd(st.d_tile_counter, 1ull) - st.counter_base);
-        __syncthreads();
-        const i64 tile = s_tile;
-        const i64 num_tiles = (n + TILE_ITEMS - 1) / TILE_ITEMS;
-
+    // Where the calling warp's segment of `tile` starts, and how many of its items exist.
+    static __device__ __forceinline__ i64 segment(i64 n, i64 tile, int warp, int &valid) {
         const i64 seg_base = tile * (i64)TILE_ITEMS + (i64)warp * (32 * ITEMS);  // 64-bit: N > 2^31
         const i64 rem = n - seg_base;
-        const int valid = rem <= 0 ? 0 : (rem >= 32 * ITEMS ? 32 * ITEMS : (int)rem);
-        char *smem = s_io + warp * IO_BYTES;
+        valid = rem <= 0 ? 0 : (rem >= 32 * ITEMS ? 32 * ITEMS : (int)rem);
+        return seg_base;
+    }
 
-        InIO::load_to_smem(d_in + seg_base, valid, vector_ok, smem, lane);
+    // Load the warp's segment of `tile` (through its shared-memory slice; KEEP: leave the
+    // lines in L2 for a second read, else read them as streamed) and scan the tile in the
+    // block (barriers).  Returns the thread's exclusive prefix within the tile.
+    template <bool KEEP>
+    static __device__ __forceinline__ TAcc load_scan(const TIn *d_in, i64 n, i64 tile, bool vector_ok, char *smem,
+                                                     int warp, int lane, typename BScan::TempStorage &s_scan,
+                                                     TAcc (&items)[ITEMS], TAcc &aggregate) {
+        int valid;
+        const i64 seg_base = segment(n, tile, warp, valid);
+        InIO::template load_to_smem<KEEP>(d_in + seg_base, valid, vector_ok, smem, lane);
         __syncwarp();
         TIn raw[ITEMS];
         InIO::smem_to_regs(smem, lane, raw);
-        TAcc items[ITEMS];
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i)
             items[i] = (lane * ITEMS + i < valid) ? Convert<TAcc, TIn>::apply(raw[i]) : Op::template identity<TAcc>();
+        return BScan::scan(s_scan, items, aggregate);  // has __syncthreads
+    }
 
-        TAcc aggregate;
-        const TAcc thread_exclusive = BScan::scan(s_scan, items, aggregate);  // has __syncthreads
-
-        if (warp == 0) {
-            TAcc p;
-            if constexpr (DEVICE == DEVICE_LOOKBACK) {
-                p = tile_lookback<TAcc, Op, WINDOW>(st, tile, num_tiles, aggregate, seed, has_seed, d_total);
-            } else if constexpr (DEVICE == DEVICE_DOMINO) {
-                p = tile_domino<TAcc, Op>(st, tile, num_tiles, aggregate, seed, has_seed, d_total);
-            } else {
-                p = Op::template identity<TAcc>();
-                if (lane == 0) d_total[tile] = aggregate;
-            }
-            if (lane == 0) s_prefix = p;
-        }
-        __syncthreads();  // s_prefix visible; every warp is also past reading its input from s_io
-        const TAcc prefix = Op::template apply<TAcc>(s_prefix, thread_exclusive);
-
+    // Fold the tile's prefix (plus the thread's) into the scanned items and store them.  The
+    // warp's slice must be free (every lane past reading its input from it).
+    static __device__ __forceinline__ void store(TOut *d_out, i64 n, i64 tile, bool vector_ok, char *smem, int warp,
+                                                 int lane, TAcc prefix, const TAcc (&items)[ITEMS]) {
+        int valid;
+        const i64 seg_base = segment(n, tile, warp, valid);
         TOut out[ITEMS];
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
@@ -95,6 +79,76 @@ struct AgentScan {
         OutIO::regs_to_smem(smem, lane, out);
         __syncwarp();
         OutIO::store_from_smem(d_out + seg_base, valid, vector_ok, smem, lane);
+    }
+
+    // lead == 0: one tile per block, as above.  lead > 0 (look-back only, large n): the
+    // block of claim c REDUCES tile c (publishes its aggregate; the lines stay in L2) and
+    // SCANS tile c - lead (read again, from L2), so the words its look-back needs were
+    // published lead claims ago and it never waits for another block's loads: the wait
+    // that costs the one-tile kernel 16-27 % of copy (benchmarks/NOTES-gpu.md) leaves the
+    // loop, for one extra read from L2 (not DRAM while lead tiles fit in it).  The launch
+    // makes num_tiles + lead claims.  Same words, same association, same bits as lead == 0.
+    static __device__ __forceinline__ void consume(const TIn *d_in, TOut *d_out, i64 n, const TileState &st,
+                                                   TAcc seed, bool has_seed, TAcc *d_total, bool vector_ok, i64 lead) {
+        __shared__ __align__(16) char s_io[WARPS * IO_BYTES];
+        __shared__ typename BScan::TempStorage s_scan;
+        __shared__ i64 s_tile;
+        __shared__ TAcc s_prefix;
+
+        const int lane = threadIdx.x & 31;
+        const int warp = threadIdx.x >> 5;
+        char *smem = s_io + warp * IO_BYTES;
+
+        // Tile ids in claim order, never blockIdx: a block waits only for tiles claimed
+        // before its own, whose blocks are therefore already resident (no deadlock).
+        if (threadIdx.x == 0) s_tile = (i64)(atomicAdd(st.d_tile_counter, 1ull) - st.counter_base);
+        __syncthreads();
+        const i64 claim = s_tile;
+        const i64 num_tiles = (n + TILE_ITEMS - 1) / TILE_ITEMS;
+        TAcc items[ITEMS];
+        TAcc aggregate;
+
+        if (DEVICE == DEVICE_LOOKBACK && lead > 0) {
+            if (claim < num_tiles) {  // the reduction of tile `claim` (its scan is not kept)
+                load_scan<true>(d_in, n, claim, vector_ok, smem, warp, lane, s_scan, items, aggregate);
+                if (threadIdx.x == 0 && claim != num_tiles - 1)
+                    StatusWord<TAcc>::store(st.d_aggregates + claim * StatusWord<TAcc>::K, aggregate, st.epoch);
+                __syncthreads();  // s_io and s_scan are free for the scan below
+            }
+            const i64 behind = claim - lead / 2;
+            if (warp == 0 && behind >= 0 && behind < num_tiles)
+                tile_publish_behind<TAcc, Op, WINDOW>(st, behind, num_tiles, seed, has_seed);
+            const i64 tile = claim - lead;
+            if (tile < 0 || tile >= num_tiles) return;  // the whole block: nothing to scan
+            const TAcc thread_exclusive =
+                load_scan<false>(d_in, n, tile, vector_ok, smem, warp, lane, s_scan, items, aggregate);
+            if (warp == 0) {
+                const TAcc p = tile_prefix<TAcc, Op, WINDOW>(st, tile, num_tiles, aggregate, seed, has_seed, d_total);
+                if (lane == 0) s_prefix = p;
+            }
+            __syncthreads();  // s_prefix visible; every warp past reading its input from s_io
+            store(d_out, n, tile, vector_ok, smem, warp, lane, Op::template apply<TAcc>(s_prefix, thread_exclusive),
+                  items);
+            return;
+        }
+
+        const i64 tile = claim;
+        const TAcc thread_exclusive =
+            load_scan<false>(d_in, n, tile, vector_ok, smem, warp, lane, s_scan, items, aggregate);
+        if (warp == 0) {
+            TAcc p;
+            if constexpr (DEVICE == DEVICE_LOOKBACK) {
+                p = tile_lookback<TAcc, Op, WINDOW>(st, tile, num_tiles, aggregate, seed, has_seed, d_total);
+            } else if constexpr (DEVICE == DEVICE_DOMINO) {
+                p = tile_domino<TAcc, Op>(st, tile, num_tiles, aggregate, seed, has_seed, d_total);
+            } else {
+                p = Op::template identity<TAcc>();
+                if (lane == 0) d_total[tile] = aggregate;
+            }
+            if (lane == 0) s_prefix = p;
+        }
+        __syncthreads();  // s_prefix visible; every warp is also past reading its input from s_io
+        store(d_out, n, tile, vector_ok, smem, warp, lane, Op::template apply<TAcc>(s_prefix, thread_exclusive), items);
     }
 };
 

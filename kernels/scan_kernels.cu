@@ -167,7 +167,7 @@ template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIV
 __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS)
     scan_tiles_kernel(const TIn *d_in, TOut *d_out, i64 n, u64 *d_aggregates, u64 *d_subaggs, u64 *d_anchors,
                       u64 *d_tile_counter, u64 counter_base, unsigned epoch, TAcc seed, int has_seed, TAcc *d_total,
-                      int vector_ok) {
+                      int vector_ok, i64 lead) {
     TileState st;
     st.d_aggregates = d_aggregates;
     st.d_subaggs = d_subaggs;
@@ -180,7 +180,7 @@ __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS)
             d_in, d_out, n, st, seed, has_seed != 0, d_total, vector_ok != 0);
     else
         AgentScan<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, WINDOW, BLOCK_ALGO, DEVICE>::consume(
-            d_in, d_out, n, st, seed, has_seed != 0, d_total, vector_ok != 0);
+            d_in, d_out, n, st, seed, has_seed != 0, d_total, vector_ok != 0, lead);
 }
 // "hierarchical", last step: y[i] = prefix[i / tile_items] op y[i] (the exclusive prefix of
 // each tile, from the scan of the tile totals), computed in the accumulator type.
@@ -223,32 +223,32 @@ __global__ void __launch_bounds__(REDUCE_THREADS)
 // the compiler checks the templates and `-Xptxas -v` reports registers and spills.
 namespace distscan {
 template __global__ void scan_tiles_kernel<int, int, int, Sum, false, 256, 32, 1024, 4, 0, 0, 0>(
-    const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, int, int, int *, int);
+    const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, int, int, int *, int, i64);
 template __global__ void scan_tiles_kernel<float, float, float, Sum, true, 256, 32, 1024, 4, 0, 0, 0>(
-    const float *, float *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, float, int, float *, int);
+    const float *, float *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, float, int, float *, int, i64);
 template __global__ void scan_tiles_kernel<double, double, double, Max, false, 256, 16, 1024, 3, 0, 0, 0>(
-    const double *, double *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, double, int, double *, int);
+    const double *, double *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, double, int, double *, int, i64);
 template __global__ void scan_tiles_kernel<signed char, long long, long long, Sum, false, 256, 16, 1024, 3, 0, 0, 0>(
-    const signed char *, long long *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, long long, int, long long *, int);
+    const signed char *, long long *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, long long, int, long long *, int, i64);
 template __global__ void scan_tiles_kernel<Complex<float>, Complex<float>, Complex<float>, Prod, true, 256, 16, 1024, 3, 0, 0, 0>(
     const Complex<float> *, Complex<float> *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, Complex<float>, int,
-    Complex<float> *, int);
+    Complex<float> *, int, i64);
 template __global__ void scan_tiles_kernel<int, bool, bool, LogicalXor, false, 256, 32, 1024, 4, 0, 0, 0>(
-    const int *, bool *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, bool, int, bool *, int);
+    const int *, bool *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, bool, int, bool *, int, i64);
 template __global__ void scan_tiles_kernel<int, int, int, Sum, false, 256, 32, 1024, 4, 1, 1, 0>(
-    const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, int, int, int *, int);
+    const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, int, int, int *, int, i64);
 template __global__ void scan_tiles_kernel<double, double, double, Sum, true, 256, 16, 1024, 3, 4, 2, 0>(
-    const double *, double *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, double, int, double *, int);
+    const double *, double *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, double, int, double *, int, i64);
 template __global__ void scan_tiles_kernel<float, float, float, Max, false, 256, 32, 1024, 4, 3, 0, 0>(
-    const float *, float *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, float, int, float *, int);
+    const float *, float *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, float, int, float *, int, i64);
 template __global__ void scan_tiles_kernel<long long, long long, long long, Sum, false, 256, 16, 1024, 3, 2, 0, 0>(
-    const long long *, long long *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, long long, int, long long *, int);
+    const long long *, long long *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, long long, int, long long *, int, i64);
 template __global__ void scan_tiles_kernel<int, int, int, Sum, false, 256, 32, 1024, 2, 0, 3, 2>(
-    const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, int, int, int *, int);
+    const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, int, int, int *, int, i64);
 template __global__ void scan_tiles_kernel<double, double, double, Sum, true, 256, 16, 1024, 2, 0, 3, 3>(
-    const double *, double *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, double, int, double *, int);
+    const double *, double *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, double, int, double *, int, i64);
 template __global__ void scan_tiles_kernel<signed char, long long, long long, Sum, false, 256, 16, 1024, 2, 0, 3, 2>(
-    const signed char *, long long *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, long long, int, long long *, int);
+    const signed char *, long long *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, long long, int, long long *, int, i64);
 template __global__ void add_tile_prefix_kernel<float, float, Sum>(float *, i64, i64, const float *);
 template __global__ void reduce_partials_kernel<float, float, Sum>(const float *, i64, float *, int);
 template __global__ void reduce_final_kernel<float, Sum>(const float *, int, float *);

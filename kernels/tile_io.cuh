@@ -43,12 +43,15 @@ struct WarpTileIO {
     static __device__ __forceinline__ int smem_offset(int b) { return (b / LANE_BYTES) * STRIDE + (b % LANE_BYTES); }
 
     // Global -> shared (striped).  `valid` items of the segment exist (ITEMS*32 when full).
+    // KEEP: the data will be read again soon (ordinary loads, which leave it in L2);
+    // otherwise it is streamed (evict-first: read once).
+    template <bool KEEP = false>
     static __device__ __forceinline__ void load_to_smem(const T *d_seg, int valid, bool vector_ok, char *smem, int lane) {
         if (vector_ok && valid == 32 * ITEMS) {
             const uint4 *src = reinterpret_cast<const uint4 *>(d_seg);
             uint4 v[VECS];
 #pragma unroll
-            for (int k = 0; k < VECS; ++k) v[k] = __ldcs(src + k * 32 + lane);  // streamed: read once
+            for (int k = 0; k < VECS; ++k) v[k] = KEEP ? src[k * 32 + lane] : __ldcs(src + k * 32 + lane);
 #pragma unroll
             for (int k = 0; k < VECS; ++k)
                 *reinterpret_cast<uint4 *>(smem + smem_offset((k * 32 + lane) * 16)) = v[k];

@@ -37,6 +37,11 @@
 //   tile_lookback (one block per tile): the sub-window's last tile publishes SUB after
 //     waiting for aggregates only; the window's last tile publishes ANCHOR(g) =
 //     PREFIX(g+1) = ANCHOR(g-1) op W(g) in the per-window word: one serial hop per window.
+//   tile_publish_behind + tile_prefix (agent_scan.cuh with lead > 0: a block reduces tile
+//     c and scans tile c - lead): every tile's aggregate (a sub-window's last one's too) is
+//     published when the tile is reduced; SUB and ANCHOR, the same words tile_lookback
+//     writes, are published lead/2 claims later; the scan only reads words published
+//     long before.
 //   tile_publish_ahead + tile_lookahead (persistent blocks, agent_lookahead.cuh): SUB and
 //     W(g) are published by their last tiles' blocks as soon as those tiles are reduced
 //     (waiting for aggregates, resp. sub-window totals, only), and every block folds the
@@ -49,7 +54,9 @@
 // NO DEADLOCK.  Tile ids come from an atomic counter, so every tile a block waits for was
 // claimed earlier by a block that is already running.  Aggregates are published before any
 // waiting; SUB and W wait only for smaller tiles' aggregates and SUBs; anchors wait only for
-// SUBs and the previous anchor, so by induction everything waited for is published.
+// SUBs and the previous anchor, so by induction everything waited for is published.  With
+// the reduction ahead, a claim's waits are for words of tiles reduced by earlier claims
+// (before their own waits) and for SUBs and anchors published by earlier claims.
 #pragma once
 #include "warp_scan.cuh"
 
@@ -142,22 +149,6 @@ __device__ __forceinline__ void tile_publish_aggregate(const TileState &st, i64 
         StatusWord<T>::store(st.d_aggregates + tile * StatusWord<T>::K, aggregate, st.epoch);
 }
 
-// in_sub(tile) on every lane of the calling warp: waits for the aggregates of the j tiles
-// before it in its sub-window (lane l <-> tile l).
-template <typename T, typename Op>
-__device__ __forceinline__ T wait_in_sub(const TileState &st, i64 tile, int j) {
-    typedef StatusWord<T> W;
-    const int lane = threadIdx.x & 31;
-    T a = Op::template identity<T>();
-    bool ok = lane >= j;
-    const u64 *d_a = st.d_aggregates + (tile - j + lane) * W::K;
-    while (true) {
-        if (!ok) ok = W::try_load(d_a, st.epoch, a);
-        if (__all_sync(0xffffffffu, ok)) break;
-    }
-    return warp_reduce<T, Op>(a);
-}
-
 // Lane l < s: SUB(g, l), waited for; lane s: `own` (the caller's own SUB, when it needs the
 // window total); other lanes: the identity.  Returns the lane's value (reduce it with R).
 template <typename T, typename Op, int WINDOW>
@@ -175,6 +166,60 @@ __device__ __forceinline__ T wait_subs(const TileState &st, i64 g, int s, T own)
     return b;
 }
 
+// Lane l < count: agg(first + l), waited for; other lanes: the identity (all 32 lanes of a
+// warp; reduce the result with R).
+template <typename T, typename Op>
+__device__ __forceinline__ T wait_aggregates(const TileState &st, i64 first, int count) {
+    typedef StatusWord<T> W;
+    const int lane = threadIdx.x & 31;
+    T a = Op::template identity<T>();
+    bool ok = lane >= count;
+    const u64 *d_a = st.d_aggregates + (first + lane) * W::K;
+    while (true) {
+        if (!ok) ok = W::try_load(d_a, st.epoch, a);
+        if (__all_sync(0xffffffffu, ok)) break;
+    }
+    return a;
+}
+
+// The window part of tile p's prefix (all 32 lanes of one warp): returns SUB(g, l) on lanes
+// l < p.s (the identity elsewhere; reduce it with R) and sets `anchor` = ANCHOR(g-1) (the
+// seed, or the identity, for g = 0) on every lane.  The sub-window totals and the anchor
+// are polled together.
+template <typename T, typename Op, int WINDOW>
+__device__ __forceinline__ T wait_window_prefix(const TileState &st, const TilePlace &p, T seed, bool has_seed,
+                                                T &anchor) {
+    typedef StatusWord<T> W;
+    const int lane = threadIdx.x & 31;
+    T b = Op::template identity<T>();
+    anchor = has_seed ? seed : Op::template identity<T>();
+    bool ok = lane >= p.s;
+    bool anchor_ok = (p.g == 0) || (lane != 0);
+    const u64 *d_b = st.d_subaggs + (p.g * (WINDOW / 32) + lane) * W::K;
+    while (true) {
+        if (!ok) ok = W::try_load(d_b, st.epoch, b);
+        if (!anchor_ok) anchor_ok = W::try_load(st.d_anchors + (p.g - 1) * W::K, st.epoch, anchor);
+        if (__all_sync(0xffffffffu, ok && anchor_ok)) break;
+    }
+    anchor = shfl_idx(anchor, 0);
+    return b;
+}
+
+// exclusive(t) = (PREFIX(g) op R(SUB(g, 0..s-1))) op in_sub(t), from wait_window_prefix's values.
+template <typename T, typename Op>
+__device__ __forceinline__ T tile_exclusive(T anchor, T subs, T in_sub) {
+    return Op::template apply<T>(Op::template apply<T>(anchor, warp_reduce<T, Op>(subs)), in_sub);
+}
+
+// ANCHOR(g) = ANCHOR(g-1) op W(g), by the warp of the window's last tile (sub-window s =
+// SUBS-1), whose own sub-window total `own_sub` joins the others (`subs`) in lane s.
+template <typename T, typename Op, int WINDOW>
+__device__ __forceinline__ void store_anchor(const TileState &st, const TilePlace &p, T own_sub, T subs, T anchor) {
+    const T w = warp_reduce<T, Op>((threadIdx.x & 31) == p.s ? own_sub : subs);
+    if ((threadIdx.x & 31) == 0)
+        StatusWord<T>::store(st.d_anchors + p.g * StatusWord<T>::K, Op::template apply<T>(anchor, w), st.epoch);
+}
+
 // Called by all 32 lanes of ONE warp of the block owning `tile`, after the block
 // aggregate is known.  Publishes what `tile` owes (aggregate unless `published` says the
 // caller already did, SUB, ANCHOR, total) and returns exclusive(tile) on every lane.
@@ -187,38 +232,61 @@ __device__ __forceinline__ T tile_lookback(const TileState &st, i64 tile, i64 nu
     const int lane = threadIdx.x & 31;
     const TilePlace p = TilePlace::of<WINDOW>(tile);
     const bool last_tile = (tile == num_tiles - 1);
-    const bool window_last = (p.r == WINDOW - 1) && !last_tile;
 
     // Publish the aggregate first (later tiles of the sub-window may wait for it; we never
     // wait before publishing).
     if (lane == 0 && !published) tile_publish_aggregate<T>(st, tile, num_tiles, aggregate);
 
-    const T in_sub = wait_in_sub<T, Op>(st, tile, p.j);
+    const T in_sub = warp_reduce<T, Op>(wait_aggregates<T, Op>(st, tile - p.j, p.j));
     const T own_sub = Op::template apply<T>(in_sub, aggregate);
     if (lane == 0 && p.j == 31 && p.s != SUBS - 1 && !last_tile)
         W::store(st.d_subaggs + (p.g * SUBS + p.s) * W::K, own_sub, st.epoch);
 
-    // The sub-window totals before ours (lane l <-> sub-window l) and the previous window's
-    // anchor (lane 0), polled together.
-    T b = Op::template identity<T>();
-    T anchor = has_seed ? seed : Op::template identity<T>();
-    bool ok = lane >= p.s;
-    bool anchor_ok = (p.g == 0) || (lane != 0);
-    const u64 *d_b = st.d_subaggs + (p.g * SUBS + lane) * W::K;
-    while (true) {
-        if (!ok) ok = W::try_load(d_b, st.epoch, b);
-        if (!anchor_ok) anchor_ok = W::try_load(st.d_anchors + (p.g - 1) * W::K, st.epoch, anchor);
-        if (__all_sync(0xffffffffu, ok && anchor_ok)) break;
-    }
-    const T before_sub = warp_reduce<T, Op>(b);
-    anchor = shfl_idx(anchor, 0);
-    const T exclusive = Op::template apply<T>(Op::template apply<T>(anchor, before_sub), in_sub);
-
-    if (window_last) {  // ANCHOR(g) = ANCHOR(g-1) op W(g), W(g) = R(SUBs with our own in lane SUBS-1)
-        const T w = warp_reduce<T, Op>(lane == p.s ? own_sub : b);
-        if (lane == 0) W::store(st.d_anchors + p.g * W::K, Op::template apply<T>(anchor, w), st.epoch);
-    }
+    T anchor;
+    const T subs = wait_window_prefix<T, Op, WINDOW>(st, p, seed, has_seed, anchor);
+    const T exclusive = tile_exclusive<T, Op>(anchor, subs, in_sub);
+    if (p.r == WINDOW - 1 && !last_tile) store_anchor<T, Op, WINDOW>(st, p, own_sub, subs, anchor);
     if (lane == 0 && last_tile && d_total != 0) *d_total = Op::template apply<T>(exclusive, aggregate);
+    return exclusive;
+}
+
+// Look-back with the reduction ahead (agent_scan.cuh, lead > 0): every tile's aggregate
+// but the last's is published by the block that reduced it, `lead` claims before the
+// tile's scan; a block also publishes, for a tile `tile` reduced lead/2 claims earlier that
+// completes a sub-window, that sub-window's total (or, for a window's last tile, ANCHOR).
+// Both wait only for status words published long before, so the scans never wait for a
+// load.  Same values as tile_lookback, bit for bit.
+template <typename T, typename Op, int WINDOW>
+__device__ __forceinline__ void tile_publish_behind(const TileState &st, i64 tile, i64 num_tiles, T seed,
+                                                    bool has_seed) {
+    typedef StatusWord<T> W;
+    const int SUBS = WINDOW / 32;
+    const TilePlace p = TilePlace::of<WINDOW>(tile);
+    if (p.j != 31 || tile == num_tiles - 1) return;
+    const T a = wait_aggregates<T, Op>(st, tile - 31, 32);  // the 31 before it, and its own
+    const T in_sub = warp_reduce<T, Op>((threadIdx.x & 31) < 31 ? a : Op::template identity<T>());
+    const T own_sub = Op::template apply<T>(in_sub, shfl_idx(a, 31));
+    if (p.s != SUBS - 1) {
+        if ((threadIdx.x & 31) == 0) W::store(st.d_subaggs + (p.g * SUBS + p.s) * W::K, own_sub, st.epoch);
+        return;
+    }
+    T anchor;
+    const T subs = wait_window_prefix<T, Op, WINDOW>(st, p, seed, has_seed, anchor);
+    store_anchor<T, Op, WINDOW>(st, p, own_sub, subs, anchor);
+}
+
+// exclusive(tile) on every lane of the calling warp, publishing nothing (the scan half of
+// the reduction-ahead look-back); writes the total for the last tile.
+template <typename T, typename Op, int WINDOW>
+__device__ __forceinline__ T tile_prefix(const TileState &st, i64 tile, i64 num_tiles, T aggregate, T seed,
+                                         bool has_seed, T *d_total) {
+    const TilePlace p = TilePlace::of<WINDOW>(tile);
+    const T in_sub = warp_reduce<T, Op>(wait_aggregates<T, Op>(st, tile - p.j, p.j));
+    T anchor;
+    const T subs = wait_window_prefix<T, Op, WINDOW>(st, p, seed, has_seed, anchor);
+    const T exclusive = tile_exclusive<T, Op>(anchor, subs, in_sub);
+    if ((threadIdx.x & 31) == 0 && tile == num_tiles - 1 && d_total != 0)
+        *d_total = Op::template apply<T>(exclusive, aggregate);
     return exclusive;
 }
 
@@ -232,7 +300,7 @@ __device__ __forceinline__ void tile_publish_ahead(const TileState &st, i64 tile
     const int lane = threadIdx.x & 31;
     const TilePlace p = TilePlace::of<WINDOW>(tile);
     if (p.j != 31 || tile == num_tiles - 1) return;
-    const T own_sub = Op::template apply<T>(wait_in_sub<T, Op>(st, tile, p.j), aggregate);
+    const T own_sub = Op::template apply<T>(warp_reduce<T, Op>(wait_aggregates<T, Op>(st, tile - p.j, p.j)), aggregate);
     if (p.s != SUBS - 1) {
         if (lane == 0) W::store(st.d_subaggs + (p.g * SUBS + p.s) * W::K, own_sub, st.epoch);
         return;

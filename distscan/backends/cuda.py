@@ -50,6 +50,9 @@ name = "cuda"
 _NARROW_COLUMNS = 32
 # Set (threads, items, window, min_blocks) to force a tile shape (benchmarks and tests do).
 _TUNING_OVERRIDE = None
+# Set an int to force the look-back's reduction lead (tiles; 0: none) at every size for
+# algorithm="auto" (tests and benchmarks do); None: the measured rule of _lead().
+_LEAD_OVERRIDE = None
 
 
 def _require_cupy():
@@ -80,7 +83,7 @@ def _device_info(dev_id: int):
                 f"GPU {dev_id} has compute capability {cc_major}.x; distscan's kernels need 7.0 or newer "
                 "(ld.relaxed.gpu / st.relaxed.gpu for the look-back)"
             )
-        info = {"sms": dev.attributes["MultiProcessorCount"], "cc": cc_num}
+        info = {"sms": dev.attributes["MultiProcessorCount"], "cc": cc_num, "l2": dev.attributes["L2CacheSize"]}
         _DEVICE_INFO[dev_id] = info
     return info
 
@@ -152,32 +155,58 @@ _PLANS: dict = {}
 
 class _Plan:
     __slots__ = ("funcs", "tuning", "kacc", "k_words", "in_size", "out_size", "tile", "window", "threads", "identity_k",
-                 "device", "la_incl", "la_excl", "la_smem", "la_grid")
+                 "device", "la_smem", "la_grid", "lead")
 
 
-def _persistent_grid(fn, threads: int, smem: int, sms: int) -> int:
-    """Blocks of a persistent kernel: as many as fit on every SM at once."""
-    per_sm = 0
+def _persistent_grid(fn, threads: int, smem: int, sms: int, fallback: int) -> int:
+    """Blocks of a persistent kernel: as many as fit on every SM at once (``fallback`` per SM
+    without an occupancy query in this CuPy: the register budget's count)."""
     try:
         per_sm = _cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, threads, smem)
-    except Exception:  # noqa: BLE001 - no occupancy query in this CuPy: the register budget's count
-        per_sm = cc.MIN_BLOCKS_LOOKAHEAD
+    except Exception:  # noqa: BLE001
+        per_sm = fallback
     return max(1, int(per_sm)) * sms
 
 
 def _setup_lookahead(plan: _Plan, dev_id: int, in_dtype, out_dtype) -> None:
-    """The look-ahead kernels of a plan (None unless its device algorithm is "lookahead"):
-    dynamic shared memory and the persistent grid."""
-    plan.la_incl = plan.la_excl = None
+    """Dynamic shared memory and persistent grid of a "lookahead" plan (0 for the others)."""
     plan.la_smem = plan.la_grid = 0
     if plan.device != "lookahead":
         return
-    incl, excl = plan.funcs["scan_incl"], plan.funcs["scan_excl"]
     smem = plan.tuning.lookahead_smem(in_dtype, out_dtype)
-    for fn in (incl, excl):
-        fn.max_dynamic_shared_size_bytes = smem
-    plan.la_incl, plan.la_excl, plan.la_smem = incl, excl, smem
-    plan.la_grid = _persistent_grid(incl, plan.threads, smem, _device_info(dev_id)["sms"])
+    for role in ("scan_incl", "scan_excl"):
+        plan.funcs[role].max_dynamic_shared_size_bytes = smem
+    plan.la_smem = smem
+    plan.la_grid = _persistent_grid(plan.funcs["scan_incl"], plan.threads, smem, _device_info(dev_id)["sms"],
+                                    cc.MIN_BLOCKS_LOOKAHEAD)
+
+
+# The look-back's reduction runs LEAD_PER_SM x (SMs) tiles ahead of its scans (H100, 2^27-2^29,
+# 4- and 8-byte sums: 66 tiles 0.92-0.93 of copy, 132 0.93-0.94, 264 0.90-0.93, 528 and more
+# 0.66-0.72: the tiles in flight between a reduction and its scan, read, re-read and written,
+# no longer fit in L2, so the scan reads DRAM again).  The cap keeps that traffic within
+# LEAD_L2_SHARE of the L2 for any item sizes.  Below LEAD_MIN_LEADS x lead tiles the pipeline's
+# fill and drain cost more than the waits it removes (2^20 items: 0.53-0.56 with a lead against
+# 0.57-0.63 without).  Measurements: benchmarks/RESULTS.md, "Issue 10".
+LEAD_PER_SM = 1.0
+LEAD_L2_SHARE = 0.5
+LEAD_MIN_LEADS = 3
+
+
+def _setup_lead(plan: _Plan, dev_id: int, algorithm: str) -> None:
+    """plan.lead: the reduction lead of an "auto" look-back plan (0: one tile per block)."""
+    plan.lead = 0
+    if algorithm != "auto" or plan.device != "lookback":
+        return
+    info = _device_info(dev_id)
+    fit = int(LEAD_L2_SHARE * info["l2"]) // (plan.tile * (2 * plan.in_size + plan.out_size))
+    plan.lead = max(1, min(int(LEAD_PER_SM * info["sms"]), fit))
+
+
+def _lead(plan: _Plan, num_tiles: int) -> int:
+    if _LEAD_OVERRIDE is not None:
+        return _LEAD_OVERRIDE if plan.lead else 0
+    return plan.lead if num_tiles >= LEAD_MIN_LEADS * plan.lead else 0
 
 
 def _plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, algorithm: str = "auto") -> _Plan:
@@ -202,6 +231,7 @@ def _plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, algorithm: str = "aut
         plan.identity_k = kacc.type(op.identity(types.acc))
         plan.device = device
         _setup_lookahead(plan, dev_id, in_dtype, types.result)
+        _setup_lead(plan, dev_id, algorithm)
         _PLANS[key] = plan
         _ADD_PLANS.setdefault((dev_id, types.result, kacc, op.functor, _TUNING_OVERRIDE), plan)
     return plan
@@ -278,20 +308,16 @@ def _combine_device(op, types, a, b):
 
 
 def _launch_shape(plan, n: int):
-    """``(look-ahead?, grid, dynamic shared memory, tile claims)`` of one scan of n items: the
+    """``(grid, dynamic shared memory, tile claims, lead)`` of one scan of n items: the
     look-ahead kernel runs a persistent grid, which claims num_tiles + grid tile ids; the
-    others one block per tile."""
+    others one block per claim, num_tiles + lead claims (lead: the look-back's reduction
+    lead, 0 for the other strategies)."""
     num_tiles = -(-n // plan.tile)
-    if plan.la_incl is not None:
+    if plan.la_grid:
         grid = min(num_tiles, plan.la_grid)
-        return True, grid, plan.la_smem, num_tiles + grid
-    return False, num_tiles, 0, num_tiles
-
-
-def _kernel(plan, lookahead: bool, exclusive: bool):
-    if lookahead:
-        return plan.la_excl if exclusive else plan.la_incl
-    return plan.funcs["scan_excl" if exclusive else "scan_incl"]
+        return grid, plan.la_smem, num_tiles + grid, 0
+    lead = _lead(plan, num_tiles)
+    return num_tiles + lead, 0, num_tiles + lead, lead
 
 
 def _launch_tiles(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr):
@@ -299,8 +325,8 @@ def _launch_tiles(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev
     num_tiles = -(-n // plan.tile)
     scratch = _scratch(dev_id, stream_ptr)
     vector_ok = int(x.data.ptr % 16 == 0 and out.data.ptr % 16 == 0)
-    lookahead, grid, smem, claims = _launch_shape(plan, n)
-    fn = _kernel(plan, lookahead, exclusive)
+    grid, smem, claims, lead = _launch_shape(plan, n)
+    fn = plan.funcs["scan_excl" if exclusive else "scan_incl"]
     base, epoch = scratch.prepare(num_tiles, plan.window, plan.k_words, claims)
     fn(
         (grid,),
@@ -319,6 +345,7 @@ def _launch_tiles(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev
             np.int32(has_seed),
             d_total_ptr,
             np.int32(vector_ok),
+            np.int64(lead),
         ),
         shared_mem=smem,
     )
@@ -332,7 +359,7 @@ _FAST: dict = {}
 
 
 class _FastArgs:
-    """ctypes images of scan_tiles_kernel's 13 arguments and the void*[] that points at them."""
+    """ctypes images of scan_tiles_kernel's 14 arguments and the void*[] that points at them."""
 
     def __init__(self, plan):
         c = ctypes
@@ -340,10 +367,10 @@ class _FastArgs:
         self.n, self.base = c.c_int64(), c.c_uint64()
         self.epoch = c.c_uint32()
         self.seed = (c.c_char * plan.kacc.itemsize).from_buffer_copy(plan.identity_k.tobytes())
-        self.has_seed, self.total, self.vec = c.c_int32(0), c.c_uint64(0), c.c_int32(0)
+        self.has_seed, self.total, self.vec, self.lead = c.c_int32(0), c.c_uint64(0), c.c_int32(0), c.c_int64(0)
         fields = (self.x, self.out, self.n, self.words, self.subaggs, self.anchors, self.counter, self.base, self.epoch,
-                  self.seed, self.has_seed, self.total, self.vec)
-        self.params = (c.c_void_p * 13)(*[c.addressof(f) for f in fields])
+                  self.seed, self.has_seed, self.total, self.vec, self.lead)
+        self.params = (c.c_void_p * len(fields))(*[c.addressof(f) for f in fields])
         self.params_ptr = c.addressof(self.params)
 
 
@@ -358,10 +385,9 @@ def _scan_fast(x, op, types, exclusive, out, algorithm):
         if plan.device == "hierarchical":
             return None  # several kernels: the general path
         launch = getattr(cp.cuda.driver, "launchKernel", None)  # older CuPy: RawKernel.__call__
-        kernels = (_kernel(plan, False, exclusive), _kernel(plan, True, exclusive) if plan.la_incl else None)
-        ptrs = tuple(k.kernel.ptr if k is not None and launch is not None else 0 for k in kernels)
-        ent = _FAST[key] = (plan, _scratch(dev_id, stream_ptr), _FastArgs(plan), launch, kernels, ptrs)
-    plan, scratch, a, launch, kernels, ptrs = ent
+        kernel = plan.funcs["scan_excl" if exclusive else "scan_incl"]
+        ent = _FAST[key] = (plan, _scratch(dev_id, stream_ptr), _FastArgs(plan), launch, kernel, kernel.kernel.ptr)
+    plan, scratch, a, launch, kernel, kernel_ptr = ent
     n = x.size
     num_tiles = -(-n // plan.tile)
     if not scratch.fits(num_tiles, plan.window, plan.k_words):
@@ -370,16 +396,16 @@ def _scan_fast(x, op, types, exclusive, out, algorithm):
         out = cp.empty(x.shape, dtype=types.result)  # a backend returns the shape it was given
     xp, op_ = x.data.ptr, out.data.ptr
     vector_ok = (xp | op_) & 15 == 0
-    lookahead, grid, smem, claims = _launch_shape(plan, n)
+    grid, smem, claims, lead = _launch_shape(plan, n)
     scratch.epoch += 1
     base = scratch.counter_base
     scratch.counter_base += claims
     if launch is None:
-        kernels[lookahead]((grid,), (plan.threads,),
-                           (xp, op_, np.int64(n), scratch.words, scratch.subaggs, scratch.anchors, scratch.counter,
-                            np.uint64(base), np.uint32(scratch.epoch), plan.identity_k, np.int32(0), np.uint64(0),
-                            np.int32(vector_ok)),
-                           shared_mem=smem)
+        kernel((grid,), (plan.threads,),
+               (xp, op_, np.int64(n), scratch.words, scratch.subaggs, scratch.anchors, scratch.counter,
+                np.uint64(base), np.uint32(scratch.epoch), plan.identity_k, np.int32(0), np.uint64(0),
+                np.int32(vector_ok), np.int64(lead)),
+               shared_mem=smem)
         return out
     a.x.value = xp
     a.out.value = op_
@@ -391,7 +417,8 @@ def _scan_fast(x, op, types, exclusive, out, algorithm):
     a.base.value = base
     a.epoch.value = scratch.epoch
     a.vec.value = vector_ok
-    launch(ptrs[lookahead], grid, 1, 1, plan.threads, 1, 1, smem, stream_ptr, a.params_ptr, 0)
+    a.lead.value = lead
+    launch(kernel_ptr, grid, 1, 1, plan.threads, 1, 1, smem, stream_ptr, a.params_ptr, 0)
     return out
 
 

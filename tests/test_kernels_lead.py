@@ -1,0 +1,251 @@
+"""The look-back with its reduction ahead of its scan (kernels/agent_scan.cuh, lead > 0; the
+default for large N; skipped without a GPU).
+
+The block of claim c reduces tile c and scans tile c - lead, from the same status words and
+fixed trees as the one-tile look-back, so for every dtype and operator its results must be
+*bitwise* the one-tile look-back's (floats included) and integers exact against NumPy.  The
+lead is forced (``cuda._LEAD_OVERRIDE``) so that small arrays cross every boundary: leads of
+1 (reduction one claim ahead), 2, 31, 33 and several hundred; sizes of one tile +- 1, one
+lead of tiles +- 1, sub-window (32 tiles) and window boundaries (a small window forced
+through the tile shape, so windows and their anchors chain many times).  Also: the size
+rule (no lead below LEAD_MIN_LEADS leads of tiles), the tile counter across launches with
+and without a lead, unaligned data, determinism while another stream races, and 64-bit
+indexing past 2^31 and 2^32 items at the default lead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import require_gpu
+
+cp = require_gpu()
+pytestmark = pytest.mark.gpu
+
+from distscan._dtypes import scan_types  # noqa: E402
+from distscan.backends import _cuda_compile as cc  # noqa: E402
+from distscan.backends import cuda as gpu  # noqa: E402
+from distscan.ops import OPS  # noqa: E402
+
+DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.float16,
+          np.float32, np.float64, np.complex64, np.complex128]
+TABLE = [(name, np.dtype(dt)) for name in sorted(OPS) for dt in DTYPES if np.dtype(dt).kind in OPS[name].kinds]
+SMALL_WINDOW = 64  # tiles per window in the forced tile shape: anchors chain every 64 tiles
+
+
+def _seed():
+    s = int(np.random.SeedSequence().entropy % (1 << 63))
+    print(f"seed={s}")
+    return np.random.default_rng(s)
+
+
+def _data(rng, dt, n):
+    if dt.kind == "b":
+        return rng.random(n) < 0.3
+    if dt.kind == "c":
+        return (1 + 1e-4 * (rng.standard_normal(n) + 1j * rng.standard_normal(n))).astype(dt)
+    if dt.kind == "f":
+        return (1 + 1e-3 * rng.standard_normal(n)).astype(dt)  # products stay finite
+    info = np.iinfo(dt)
+    return rng.integers(max(info.min, -1000), min(info.max, 1000), n, endpoint=True).astype(dt)
+
+
+def _small_shape(t):
+    """A tile shape of 64 threads and a 64-tile window (ITEMS raised to 16 bytes per lane)."""
+    return cc.Tuning(64, 2, SMALL_WINDOW, 1)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _precompiled():
+    keys = []
+    old = gpu._TUNING_OVERRIDE
+    for name, dt in TABLE:
+        op = OPS[name]
+        t = scan_types(op, dt)
+        keys.append(gpu.module_key(t.input, t, op, "auto"))
+        gpu._TUNING_OVERRIDE = _small_shape(t)
+        keys.append(gpu.module_key(t.input, t, op, "auto"))
+        gpu._TUNING_OVERRIDE = old
+    t = scan_types(OPS["sum"], np.int8, np.int8)
+    keys.append(gpu.module_key(t.input, t, OPS["sum"], "auto"))
+    cc.precompile(keys)
+    yield
+
+
+@pytest.fixture
+def lead():
+    """Force the reduction lead of "auto" for one test (restored after)."""
+    old = gpu._LEAD_OVERRIDE
+
+    def force(v):
+        gpu._LEAD_OVERRIDE = v
+
+    yield force
+    gpu._LEAD_OVERRIDE = old
+
+
+def _bytes(a):
+    return cp.asnumpy(cp.ascontiguousarray(a)).view(np.uint8)
+
+
+def _numpy_scan(op, t, x, exclusive, seed):
+    acc = np.asarray(x).astype(t.acc) if not op.logical else np.asarray(x) != 0
+    if seed is not None:
+        acc = np.concatenate([seed.astype(acc.dtype), acc])
+    want = op.ufunc.accumulate(acc, dtype=t.acc)
+    if seed is not None:
+        want = want[:-1] if exclusive else want[1:]
+    elif exclusive:
+        want = np.concatenate([np.full(1, op.identity(t.acc), t.acc), want[:-1]])
+    return want.astype(t.result)
+
+
+def _compare(rng, op, t, dt, n, i, label):
+    """One scan with the forced lead against the one-tile look-back, bitwise (and NumPy for integers)."""
+    x = cp.asarray(_data(rng, dt, n))
+    exclusive = bool(i % 2)
+    seed = np.asarray(_data(rng, t.acc, 1), t.acc) if i % 3 == 1 else None
+    got, total = gpu.scan(x, op, t, exclusive=exclusive, seed=seed, want_total=True, algorithm="auto")
+    ref, ref_total = gpu.scan(x, op, t, exclusive=exclusive, seed=seed, want_total=True, algorithm="lookback")
+    assert got.shape == (n,)
+    msg = f"{label} n={n} excl={exclusive} seed={seed is not None}"
+    np.testing.assert_array_equal(_bytes(got), _bytes(ref), err_msg=msg)
+    np.testing.assert_array_equal(np.asarray(total).view(np.uint8), np.asarray(ref_total).view(np.uint8), err_msg=msg)
+    if dt.kind in "biu":
+        np.testing.assert_array_equal(cp.asnumpy(got), _numpy_scan(op, t, cp.asnumpy(x), exclusive, seed), err_msg=msg)
+    # the same call through the single-call fast path (no seed, no total), bitwise too
+    fast = cp.empty_like(got)
+    gpu.scan(x, op, t, exclusive=exclusive, out=fast, algorithm="auto")
+    if seed is None:
+        np.testing.assert_array_equal(_bytes(fast), _bytes(ref), err_msg=msg + " fast path")
+
+
+@pytest.mark.parametrize("name,dt", TABLE, ids=[f"{n}-{d.name}" for n, d in TABLE])
+def test_lead_is_bitwise_lookback(name, dt, lead):
+    """Default tile shape (1024-tile windows): leads of 1, 2, 31 and 300 tiles."""
+    rng = _seed()
+    op = OPS[name]
+    t = scan_types(op, dt)
+    tile = gpu._plan(cp.cuda.Device().id, t.input, t, op, "auto").tile
+    cases = [(1, 1), (1, tile - 1), (2, tile + 1), (31, 31 * tile + 1), (31, 33 * tile - 1), (300, 300 * tile - 1),
+             (300, 301 * tile + 1), (2, 1100 * tile + tile // 3)]
+    for i, (ahead, n) in enumerate(cases):
+        lead(ahead)
+        _compare(rng, op, t, dt, n, i, f"{name} {dt} lead={ahead}")
+
+
+@pytest.mark.parametrize("name,dt", [c for c in TABLE if c[0] in ("sum", "prod", "max")],
+                         ids=[f"{n}-{d.name}" for n, d in TABLE if n in ("sum", "prod", "max")])
+def test_lead_many_windows(name, dt, lead):
+    """64-thread tiles in 64-tile windows: anchors chain every 64 tiles; leads around a
+    sub-window (31, 32, 33), a window (63, 65) and several windows (200)."""
+    rng = _seed()
+    op = OPS[name]
+    t = scan_types(op, dt)
+    old = gpu._TUNING_OVERRIDE
+    gpu._TUNING_OVERRIDE = _small_shape(t)
+    try:
+        tile = gpu._plan(cp.cuda.Device().id, t.input, t, op, "auto").tile
+        for i, ahead in enumerate((1, 31, 32, 33, 63, 65, 200)):
+            lead(ahead)
+            for j, tiles in enumerate((ahead - 1, ahead + 1, SMALL_WINDOW - 1, SMALL_WINDOW + 1, 7 * SMALL_WINDOW + 5)):
+                n = max(1, tiles * tile + (i * 7 + j) % tile)
+                _compare(rng, op, t, dt, n, i + j, f"{name} {dt} lead={ahead} tiles={tiles}")
+    finally:
+        gpu._TUNING_OVERRIDE = old
+
+
+def test_size_rule():
+    """No lead below LEAD_MIN_LEADS leads of tiles, the plan's lead from there; only "auto"
+    plans of the look-back have one; the lead keeps its tiles within the L2 share."""
+    op = OPS["sum"]
+    dev = cp.cuda.Device().id
+    for dt in (np.int8, np.int32, np.float64, np.complex128):
+        t = scan_types(op, np.dtype(dt))
+        plan = gpu._plan(dev, t.input, t, op, "auto")
+        assert plan.lead >= 1
+        info = gpu._device_info(dev)
+        assert plan.lead <= max(1, info["sms"] * gpu.LEAD_PER_SM)
+        assert plan.lead * plan.tile * (2 * plan.in_size + plan.out_size) <= gpu.LEAD_L2_SHARE * info["l2"] or plan.lead == 1
+        edge = gpu.LEAD_MIN_LEADS * plan.lead
+        assert gpu._lead(plan, edge - 1) == 0 and gpu._lead(plan, edge) == plan.lead
+        if dt == np.int32:  # (one dtype: each other algorithm is one more module to compile)
+            for alg in ("lookback", "lookahead", "domino", "kogge_stone"):
+                assert gpu._plan(dev, t.input, t, op, alg).lead == 0
+
+
+def test_counter_accounting_with_and_without_lead(lead):
+    """Launches claiming num_tiles + lead ids, num_tiles ids and num_tiles + grid ids
+    (look-ahead) interleaved on one stream (one tile counter): every result still right."""
+    rng = _seed()
+    op = OPS["sum"]
+    t = scan_types(op, np.int64)
+    for rep in range(3):
+        for i, n in enumerate([(1 << 22) + 12345, 1000, 4096 * 700 + 1, 1, 1 << 22, 77777]):
+            x = rng.integers(-(1 << 40), 1 << 40, n)
+            lead((None, 5, 0, 400)[(i + rep) % 4])
+            algorithm = ("auto", "auto", "lookback", "lookahead")[(i + 2 * rep) % 4]
+            got, total = gpu.scan(cp.asarray(x), op, t, want_total=True, exclusive=bool(rep % 2), algorithm=algorithm)
+            want = np.cumsum(x)
+            if rep % 2:
+                want = np.concatenate([[0], want[:-1]])
+            np.testing.assert_array_equal(cp.asnumpy(got), want, err_msg=f"n={n} {algorithm}")
+            assert total[0] == x.sum()
+
+
+@pytest.mark.parametrize("dt", [np.int32, np.float64, np.int16])
+def test_unaligned_data(dt, lead):
+    rng = _seed()
+    op = OPS["max"]
+    t = scan_types(op, dt)
+    n = gpu._plan(cp.cuda.Device().id, t.input, t, op, "auto").tile * 37 + 5
+    base = cp.asarray(_data(rng, np.dtype(dt), n + 3))
+    x = base[1:n + 1]
+    out = cp.empty(n + 1, t.result)[1:]
+    lead(9)
+    got, _ = gpu.scan(x, op, t, out=out, algorithm="auto")
+    np.testing.assert_array_equal(cp.asnumpy(got), np.maximum.accumulate(cp.asnumpy(x)))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.complex64])
+def test_determinism_while_another_stream_races(dt):
+    """At the default lead (2^24 + 1001 items is past the size rule): bitwise run to run and
+    equal to the one-tile look-back while another stream competes for bandwidth."""
+    rng = _seed()
+    op = OPS["sum"]
+    t = scan_types(op, dt)
+    n = (1 << 24) + 1001
+    plan = gpu._plan(cp.cuda.Device().id, t.input, t, op, "auto")
+    assert gpu._lead(plan, -(-n // plan.tile)) > 0
+    x = cp.asarray(rng.standard_normal(n).astype(dt))
+    first, _ = gpu.scan(x, op, t)
+    ref, _ = gpu.scan(x, op, t, algorithm="lookback")
+    side = cp.cuda.Stream(non_blocking=True)
+    with side:
+        noise = cp.random.random(1 << 26)
+    for _ in range(4):
+        with side:
+            noise *= 1.0001  # a bandwidth-hungry kernel on another stream
+        again, _ = gpu.scan(x, op, t)
+        np.testing.assert_array_equal(_bytes(again), _bytes(first))
+    side.synchronize()
+    np.testing.assert_array_equal(_bytes(first), _bytes(ref))
+
+
+@pytest.mark.parametrize("n", [(1 << 31) - 1, (1 << 31) + 1, (1 << 32) + 1])
+def test_64_bit_indexing_default_lead(n):
+    """int8 sums past 2^31 and 2^32 items at the default lead equal the one-tile look-back."""
+    x = cp.random.RandomState(n % 991).randint(-128, 128, n, dtype=cp.int8)
+    op = OPS["sum"]
+    t = scan_types(op, np.int8, np.int8)
+    plan = gpu._plan(cp.cuda.Device().id, t.input, t, op, "auto")
+    assert gpu._lead(plan, -(-n // plan.tile)) == plan.lead > 0
+    got, total = gpu.scan(x, op, t, want_total=True)
+    ref = cp.empty_like(got)
+    _, ref_total = gpu.scan(x, op, t, out=ref, want_total=True, algorithm="lookback")
+    assert bool(cp.array_equal(got, ref))
+    assert total[0] == ref_total[0] == got[-1].get()
+    del ref
+    for i in (0, (1 << 31) - 2, n - 1):  # spot checks against a direct sum, modulo 2^8 (int8 wraps)
+        assert (int(cp.sum(x[:i + 1], dtype=cp.int64).get()) - int(got[i].get())) % 256 == 0
