@@ -166,7 +166,11 @@ def test_size_rule():
         plan = gpu._plan(dev, t.input, t, op, "auto")
         assert plan.lead >= 1
         info = gpu._device_info(dev)
-        assert plan.lead <= max(1, info["sms"] * gpu.LEAD_PER_SM)
+        if info["dram_bw"]:  # ~LEAD_SECONDS of DRAM traffic (H100: ~190 tiles of 64 KB)
+            assert plan.lead <= max(1, round(gpu.LEAD_SECONDS * info["dram_bw"]
+                                             / (plan.tile * (plan.in_size + plan.out_size))))
+        else:
+            assert plan.lead <= max(1, round(info["sms"] * gpu.LEAD_PER_SM))
         assert plan.lead * plan.tile * (2 * plan.in_size + plan.out_size) <= gpu.LEAD_L2_SHARE * info["l2"] or plan.lead == 1
         edge = gpu.LEAD_MIN_LEADS * plan.lead
         assert gpu._lead(plan, edge - 1) == 0 and gpu._lead(plan, edge) == plan.lead

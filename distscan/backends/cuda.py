@@ -83,7 +83,11 @@ def _device_info(dev_id: int):
                 f"GPU {dev_id} has compute capability {cc_major}.x; distscan's kernels need 7.0 or newer "
                 "(ld.relaxed.gpu / st.relaxed.gpu for the look-back)"
             )
-        info = {"sms": dev.attributes["MultiProcessorCount"], "cc": cc_num, "l2": dev.attributes["L2CacheSize"]}
+        attrs = dev.attributes
+        info = {"sms": attrs["MultiProcessorCount"], "cc": cc_num, "l2": attrs["L2CacheSize"],
+                # peak DRAM bytes/s (double data rate; kHz, bits); None where not reported
+                "dram_bw": (2e3 * attrs["MemoryClockRate"] * attrs["GlobalMemoryBusWidth"] / 8
+                            if attrs.get("MemoryClockRate") and attrs.get("GlobalMemoryBusWidth") else None)}
         _DEVICE_INFO[dev_id] = info
     return info
 
@@ -181,14 +185,19 @@ def _setup_lookahead(plan: _Plan, dev_id: int, in_dtype, out_dtype) -> None:
                                     cc.MIN_BLOCKS_LOOKAHEAD)
 
 
-# The look-back's reduction runs LEAD_PER_SM x (SMs) tiles ahead of its scans (H100, 2^27-2^29,
-# 4- and 8-byte sums: 66 tiles 0.92-0.93 of copy, 132 0.93-0.94, 264 0.90-0.93, 528 and more
-# 0.66-0.72: the tiles in flight between a reduction and its scan, read, re-read and written,
-# no longer fit in L2, so the scan reads DRAM again).  The cap keeps that traffic within
-# LEAD_L2_SHARE of the L2 for any item sizes.  Below LEAD_MIN_LEADS x lead tiles the pipeline's
-# fill and drain cost more than the waits it removes (2^20 items: 0.53-0.56 with a lead against
-# 0.57-0.63 without).  Measurements: benchmarks/RESULTS.md, "Issue 10".
-LEAD_PER_SM = 1.0
+# The look-back's reduction runs ahead of its scans by the tiles that stream through DRAM in
+# LEAD_SECONDS (Little's law: the latency to cover times the bandwidth; tile bytes = read +
+# written).  Measured, 4- and 8-byte sums at 2^29 as a ratio to copy (benchmarks/RESULTS.md,
+# "Issue 10"): H100 (3.35 TB/s) 66 tiles 0.90-0.93, 132 0.92-0.95, 198 0.94-0.95, 264
+# 0.92-0.93, 528 and more 0.66-0.72; H200 (4.9 TB/s) 132 0.73-0.83, 198 0.77-0.83, 264
+# 0.82-0.84, 330 0.82-0.84.  The collapse past ~400 tiles is the L2: the tiles between a
+# reduction and its scan, read, re-read and written, no longer fit, so the scan reads DRAM
+# again; the cap keeps that traffic within LEAD_L2_SHARE of the L2.  Without a bandwidth
+# figure: LEAD_PER_SM tiles per SM.  Below LEAD_MIN_LEADS leads of tiles the pipeline's fill
+# and drain cost more than the waits it removes (2^20 items: 0.53-0.56 of copy with a lead
+# against 0.57-0.63 without).
+LEAD_SECONDS = 3.75e-6
+LEAD_PER_SM = 1.5
 LEAD_L2_SHARE = 0.5
 LEAD_MIN_LEADS = 3
 
@@ -199,8 +208,12 @@ def _setup_lead(plan: _Plan, dev_id: int, algorithm: str) -> None:
     if algorithm != "auto" or plan.device != "lookback":
         return
     info = _device_info(dev_id)
+    if info["dram_bw"]:
+        lead = round(LEAD_SECONDS * info["dram_bw"] / (plan.tile * (plan.in_size + plan.out_size)))
+    else:
+        lead = round(LEAD_PER_SM * info["sms"])
     fit = int(LEAD_L2_SHARE * info["l2"]) // (plan.tile * (2 * plan.in_size + plan.out_size))
-    plan.lead = max(1, min(int(LEAD_PER_SM * info["sms"]), fit))
+    plan.lead = max(1, min(lead, fit))
 
 
 def _lead(plan: _Plan, num_tiles: int) -> int:
