@@ -38,22 +38,21 @@
 // claimed earlier by a running block, whose waits are only for still earlier tiles: no
 // deadlock at any grid size or residency.
 #pragma once
-#include "block_scan.cuh"
-#include "tile_io.cuh"
+#include "tile_agent.cuh"
 #include "tile_state.cuh"
 
 namespace distscan {
 
 template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, int BLOCK_THREADS, int ITEMS,
           int WINDOW, int BLOCK_ALGO, int STAGES>
-struct AgentLookahead {
+struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, BLOCK_ALGO> {
     static_assert(STAGES >= 2, "the look-ahead needs at least two shared-memory stages");
-    static const int WARPS = BLOCK_THREADS / 32;
-    static const int TILE_ITEMS = BLOCK_THREADS * ITEMS;
-    typedef WarpTileIO<TIn, ITEMS> InIO;
-    typedef WarpTileIO<TOut, ITEMS> OutIO;
-    typedef typename BlockScanFor<BLOCK_ALGO, TAcc, Op, BLOCK_THREADS>::type BScan;
-    static const int WARP_STAGE_BYTES = InIO::WARP_BYTES > OutIO::WARP_BYTES ? InIO::WARP_BYTES : OutIO::WARP_BYTES;
+    typedef TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, BLOCK_ALGO> Base;
+    typedef typename Base::InIO InIO;
+    typedef typename Base::BScan BScan;
+    static const int WARPS = Base::WARPS;
+    static const int TILE_ITEMS = Base::TILE_ITEMS;
+    static const int WARP_STAGE_BYTES = Base::IO_BYTES;
     static const int STAGE_BYTES = WARPS * WARP_STAGE_BYTES;
     static const int SMEM_BYTES = STAGES * STAGE_BYTES;  // dynamic shared memory per block
     static const int IDS = STAGES + 2;                   // ring of claimed tile ids
@@ -67,8 +66,9 @@ struct AgentLookahead {
     };
 
     static __device__ __forceinline__ int segment_valid(i64 n, i64 tile, int warp) {
-        const i64 rem = n - (tile * (i64)TILE_ITEMS + (i64)warp * (32 * ITEMS));
-        return rem <= 0 ? 0 : (rem >= 32 * ITEMS ? 32 * ITEMS : (int)rem);
+        int valid;
+        Base::segment(n, tile, warp, valid);
+        return valid;
     }
 
     static __device__ __forceinline__ i64 claim(const TileState &st) {
@@ -89,12 +89,7 @@ struct AgentLookahead {
     // (b): the tile whose data is in `slice` into registers, scanned (contains a barrier).
     static __device__ __forceinline__ void scan_slice(Tile &t, const char *slice, i64 n, int warp, int lane,
                                                       typename BScan::TempStorage &tmp) {
-        const int valid = segment_valid(n, t.id, warp);
-        TIn raw[ITEMS];
-        InIO::smem_to_regs(slice, lane, raw);
-#pragma unroll
-        for (int i = 0; i < ITEMS; ++i)
-            t.items[i] = (lane * ITEMS + i < valid) ? Convert<TAcc, TIn>::apply(raw[i]) : Op::template identity<TAcc>();
+        Base::staged_items(slice, lane, segment_valid(n, t.id, warp), t.items);
         t.thread_exclusive = BScan::scan(tmp, t.items, t.aggregate);
     }
 
@@ -108,21 +103,8 @@ struct AgentLookahead {
     // (c): fold the tile's prefix in and store through `slice` (free: its input was read).
     static __device__ __forceinline__ void store(const Tile &t, TAcc tile_prefix, TOut *d_out, i64 n, bool vector_ok,
                                                  char *slice, int warp, int lane) {
-        const TAcc prefix = Op::template apply<TAcc>(tile_prefix, t.thread_exclusive);
-        TOut out[ITEMS];
-#pragma unroll
-        for (int i = 0; i < ITEMS; ++i) {
-            TAcc v;
-            if (EXCLUSIVE)
-                v = (i == 0) ? prefix : Op::template apply<TAcc>(prefix, t.items[i - 1]);
-            else
-                v = Op::template apply<TAcc>(prefix, t.items[i]);
-            out[i] = Convert<TOut, TAcc>::apply(v);
-        }
-        OutIO::regs_to_smem(slice, lane, out);
-        __syncwarp();
-        const i64 seg = t.id * (i64)TILE_ITEMS + (i64)warp * (32 * ITEMS);
-        OutIO::store_from_smem(d_out + seg, segment_valid(n, t.id, warp), vector_ok, slice, lane);
+        Base::store(d_out, n, t.id, vector_ok, slice, warp, lane,
+                    Op::template apply<TAcc>(tile_prefix, t.thread_exclusive), t.items);
     }
 
     static __device__ __forceinline__ void run(const TIn *d_in, TOut *d_out, i64 n, const TileState &st, TAcc seed,

@@ -2,9 +2,8 @@
 // scan: claim a tile id, load (coalesced, through shared memory), scan in the block,
 // look back for the tile's exclusive prefix, fold it in, store.
 #pragma once
-#include "block_scan.cuh"
 #include "device_domino.cuh"
-#include "tile_io.cuh"
+#include "tile_agent.cuh"
 #include "tile_state.cuh"
 
 namespace distscan {
@@ -25,21 +24,15 @@ enum DeviceAlgorithm {
 // BlockAlgorithm (block_scan.cuh); DEVICE: a DeviceAlgorithm.
 template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, int BLOCK_THREADS, int ITEMS,
           int WINDOW, int BLOCK_ALGO = BLOCK_COARSENED, int DEVICE = DEVICE_LOOKBACK>
-struct AgentScan {
-    static const int WARPS = BLOCK_THREADS / 32;
-    static const int TILE_ITEMS = BLOCK_THREADS * ITEMS;
-    typedef WarpTileIO<TIn, ITEMS> InIO;
-    typedef WarpTileIO<TOut, ITEMS> OutIO;
-    typedef typename BlockScanFor<BLOCK_ALGO, TAcc, Op, BLOCK_THREADS>::type BScan;
-    static const int IO_BYTES = InIO::WARP_BYTES > OutIO::WARP_BYTES ? InIO::WARP_BYTES : OutIO::WARP_BYTES;
-
-    // Where the calling warp's segment of `tile` starts, and how many of its items exist.
-    static __device__ __forceinline__ i64 segment(i64 n, i64 tile, int warp, int &valid) {
-        const i64 seg_base = tile * (i64)TILE_ITEMS + (i64)warp * (32 * ITEMS);  // 64-bit: N > 2^31
-        const i64 rem = n - seg_base;
-        valid = rem <= 0 ? 0 : (rem >= 32 * ITEMS ? 32 * ITEMS : (int)rem);
-        return seg_base;
-    }
+struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, BLOCK_ALGO> {
+    typedef TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, BLOCK_ALGO> Base;
+    typedef typename Base::InIO InIO;
+    typedef typename Base::BScan BScan;
+    static const int WARPS = Base::WARPS;
+    static const int TILE_ITEMS = Base::TILE_ITEMS;
+    static const int IO_BYTES = Base::IO_BYTES;
+    using Base::segment;
+    using Base::store;
 
     // Load the warp's segment of `tile` (through its shared-memory slice; KEEP: leave the
     // lines in L2 for a second read, else read them as streamed) and scan the tile in the
@@ -52,36 +45,11 @@ struct AgentScan {
         const i64 seg_base = segment(n, tile, warp, valid);
         InIO::template load_to_smem<KEEP>(d_in + seg_base, valid, vector_ok, smem, lane);
         __syncwarp();
-        TIn raw[ITEMS];
-        InIO::smem_to_regs(smem, lane, raw);
-#pragma unroll
-        for (int i = 0; i < ITEMS; ++i)
-            items[i] = (lane * ITEMS + i < valid) ? Convert<TAcc, TIn>::apply(raw[i]) : Op::template identity<TAcc>();
+        Base::staged_items(smem, lane, valid, items);
         return BScan::scan(s_scan, items, aggregate);  // has __syncthreads
     }
 
-    // Fold the tile's prefix (plus the thread's) into the scanned items and store them.  The
-    // warp's slice must be free (every lane past reading its input from it).
-    static __device__ __forceinline__ void store(TOut *d_out, i64 n, i64 tile, bool vector_ok, char *smem, int warp,
-                                                 int lane, TAcc prefix, const TAcc (&items)[ITEMS]) {
-        int valid;
-        const i64 seg_base = segment(n, tile, warp, valid);
-        TOut out[ITEMS];
-#pragma unroll
-        for (int i = 0; i < ITEMS; ++i) {
-            TAcc v;
-            if (EXCLUSIVE)
-                v = (i == 0) ? prefix : Op::template apply<TAcc>(prefix, items[i - 1]);
-            else
-                v = Op::template apply<TAcc>(prefix, items[i]);
-            out[i] = Convert<TOut, TAcc>::apply(v);
-        }
-        OutIO::regs_to_smem(smem, lane, out);
-        __syncwarp();
-        OutIO::store_from_smem(d_out + seg_base, valid, vector_ok, smem, lane);
-    }
-
-    // lead == 0: one tile per block, as above.  lead > 0 (look-back only, large n): the
+    // lead == 0: one tile per block (claim, load, scan, look back, store).  lead > 0 (look-back only, large n): the
     // block of claim c REDUCES tile c (publishes its aggregate; the lines stay in L2) and
     // SCANS tile c - lead (read again, from L2), so the words its look-back needs were
     // published lead claims ago and it never waits for another block's loads: the wait
