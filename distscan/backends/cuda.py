@@ -9,7 +9,10 @@ and ``scan(..., want_total=True)``.
 Paths
 -----
 * ``w == 1`` (1-D data): one launch of ``scan_tiles_kernel``: one block per tile with
-  decoupled look-back over aligned sub-windows and windows (``kernels/tile_state.cuh``), or
+  decoupled look-back over aligned sub-windows and windows (``kernels/tile_state.cuh``); for
+  ``algorithm="auto"`` from LEAD_MIN_LEADS leads of tiles, one block per claim that reduces
+  tile c and scans tile c - lead from L2 (``kernels/agent_scan.cuh``: no scan waits for a
+  load), or
   with ``algorithm="lookahead"`` persistent blocks that publish each tile's aggregate one
   tile ahead of their look-back and keep loads in flight while they wait
   (``kernels/agent_lookahead.cuh``; measured slower, so not the default).  Both have the
