@@ -27,28 +27,9 @@ from distscan._dtypes import scan_types  # noqa: E402
 from distscan.backends import _cuda_compile as cc  # noqa: E402
 from distscan.backends import cuda as gpu  # noqa: E402
 from distscan.ops import OPS  # noqa: E402
+from _kernel_cases import TABLE, TABLE_IDS, kernel_data, numpy_scan, seeded_rng  # noqa: E402
 
-DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.float16,
-          np.float32, np.float64, np.complex64, np.complex128]
-TABLE = [(name, np.dtype(dt)) for name in sorted(OPS) for dt in DTYPES if np.dtype(dt).kind in OPS[name].kinds]
 SMALL_WINDOW = 64  # tiles per window in the forced tile shape: anchors chain every 64 tiles
-
-
-def _seed():
-    s = int(np.random.SeedSequence().entropy % (1 << 63))
-    print(f"seed={s}")
-    return np.random.default_rng(s)
-
-
-def _data(rng, dt, n):
-    if dt.kind == "b":
-        return rng.random(n) < 0.3
-    if dt.kind == "c":
-        return (1 + 1e-4 * (rng.standard_normal(n) + 1j * rng.standard_normal(n))).astype(dt)
-    if dt.kind == "f":
-        return (1 + 1e-3 * rng.standard_normal(n)).astype(dt)  # products stay finite
-    info = np.iinfo(dt)
-    return rng.integers(max(info.min, -1000), min(info.max, 1000), n, endpoint=True).astype(dt)
 
 
 def _small_shape(t):
@@ -89,23 +70,11 @@ def _bytes(a):
     return cp.asnumpy(cp.ascontiguousarray(a)).view(np.uint8)
 
 
-def _numpy_scan(op, t, x, exclusive, seed):
-    acc = np.asarray(x).astype(t.acc) if not op.logical else np.asarray(x) != 0
-    if seed is not None:
-        acc = np.concatenate([seed.astype(acc.dtype), acc])
-    want = op.ufunc.accumulate(acc, dtype=t.acc)
-    if seed is not None:
-        want = want[:-1] if exclusive else want[1:]
-    elif exclusive:
-        want = np.concatenate([np.full(1, op.identity(t.acc), t.acc), want[:-1]])
-    return want.astype(t.result)
-
-
 def _compare(rng, op, t, dt, n, i, label):
     """One scan with the forced lead against the one-tile look-back, bitwise (and NumPy for integers)."""
-    x = cp.asarray(_data(rng, dt, n))
+    x = cp.asarray(kernel_data(rng, dt, n))
     exclusive = bool(i % 2)
-    seed = np.asarray(_data(rng, t.acc, 1), t.acc) if i % 3 == 1 else None
+    seed = np.asarray(kernel_data(rng, t.acc, 1), t.acc) if i % 3 == 1 else None
     got, total = gpu.scan(x, op, t, exclusive=exclusive, seed=seed, want_total=True, algorithm="auto")
     ref, ref_total = gpu.scan(x, op, t, exclusive=exclusive, seed=seed, want_total=True, algorithm="lookback")
     assert got.shape == (n,)
@@ -113,7 +82,7 @@ def _compare(rng, op, t, dt, n, i, label):
     np.testing.assert_array_equal(_bytes(got), _bytes(ref), err_msg=msg)
     np.testing.assert_array_equal(np.asarray(total).view(np.uint8), np.asarray(ref_total).view(np.uint8), err_msg=msg)
     if dt.kind in "biu":
-        np.testing.assert_array_equal(cp.asnumpy(got), _numpy_scan(op, t, cp.asnumpy(x), exclusive, seed), err_msg=msg)
+        np.testing.assert_array_equal(cp.asnumpy(got), numpy_scan(op, t, cp.asnumpy(x), exclusive, seed), err_msg=msg)
     # the same call through the single-call fast path (no seed, no total), bitwise too
     fast = cp.empty_like(got)
     gpu.scan(x, op, t, exclusive=exclusive, out=fast, algorithm="auto")
@@ -121,10 +90,10 @@ def _compare(rng, op, t, dt, n, i, label):
         np.testing.assert_array_equal(_bytes(fast), _bytes(ref), err_msg=msg + " fast path")
 
 
-@pytest.mark.parametrize("name,dt", TABLE, ids=[f"{n}-{d.name}" for n, d in TABLE])
+@pytest.mark.parametrize("name,dt", TABLE, ids=TABLE_IDS)
 def test_lead_is_bitwise_lookback(name, dt, lead):
     """Default tile shape (1024-tile windows): leads of 1, 2, 31 and 300 tiles."""
-    rng = _seed()
+    rng = seeded_rng()
     op = OPS[name]
     t = scan_types(op, dt)
     tile = gpu._plan(cp.cuda.Device().id, t.input, t, op, "auto").tile
@@ -140,7 +109,7 @@ def test_lead_is_bitwise_lookback(name, dt, lead):
 def test_lead_many_windows(name, dt, lead):
     """64-thread tiles in 64-tile windows: anchors chain every 64 tiles; leads around a
     sub-window (31, 32, 33), a window (63, 65) and several windows (200)."""
-    rng = _seed()
+    rng = seeded_rng()
     op = OPS[name]
     t = scan_types(op, dt)
     old = gpu._TUNING_OVERRIDE
@@ -182,7 +151,7 @@ def test_size_rule():
 def test_counter_accounting_with_and_without_lead(lead):
     """Launches claiming num_tiles + lead ids, num_tiles ids and num_tiles + grid ids
     (look-ahead) interleaved on one stream (one tile counter): every result still right."""
-    rng = _seed()
+    rng = seeded_rng()
     op = OPS["sum"]
     t = scan_types(op, np.int64)
     for rep in range(3):
@@ -200,11 +169,11 @@ def test_counter_accounting_with_and_without_lead(lead):
 
 @pytest.mark.parametrize("dt", [np.int32, np.float64, np.int16])
 def test_unaligned_data(dt, lead):
-    rng = _seed()
+    rng = seeded_rng()
     op = OPS["max"]
     t = scan_types(op, dt)
     n = gpu._plan(cp.cuda.Device().id, t.input, t, op, "auto").tile * 37 + 5
-    base = cp.asarray(_data(rng, np.dtype(dt), n + 3))
+    base = cp.asarray(kernel_data(rng, np.dtype(dt), n + 3))
     x = base[1:n + 1]
     out = cp.empty(n + 1, t.result)[1:]
     lead(9)
@@ -216,7 +185,7 @@ def test_unaligned_data(dt, lead):
 def test_determinism_while_another_stream_races(dt):
     """At the default lead (2^24 + 1001 items is past the size rule): bitwise run to run and
     equal to the one-tile look-back while another stream competes for bandwidth."""
-    rng = _seed()
+    rng = seeded_rng()
     op = OPS["sum"]
     t = scan_types(op, dt)
     n = (1 << 24) + 1001

@@ -22,27 +22,8 @@ from distscan._dtypes import scan_types  # noqa: E402
 from distscan.backends import _cuda_compile as cc  # noqa: E402
 from distscan.backends import cuda as gpu  # noqa: E402
 from distscan.ops import OPS  # noqa: E402
+from _kernel_cases import TABLE, TABLE_IDS, kernel_data, numpy_scan, seeded_rng  # noqa: E402
 
-DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.float16,
-          np.float32, np.float64, np.complex64, np.complex128]
-TABLE = [(name, np.dtype(dt)) for name in sorted(OPS) for dt in DTYPES if np.dtype(dt).kind in OPS[name].kinds]
-
-
-def _seed():
-    s = int(np.random.SeedSequence().entropy % (1 << 63))
-    print(f"seed={s}")
-    return np.random.default_rng(s)
-
-
-def _data(rng, dt, n):
-    if dt.kind == "b":
-        return rng.random(n) < 0.3
-    if dt.kind == "c":
-        return (1 + 1e-4 * (rng.standard_normal(n) + 1j * rng.standard_normal(n))).astype(dt)
-    if dt.kind == "f":
-        return (1 + 1e-3 * rng.standard_normal(n)).astype(dt)  # products stay finite
-    info = np.iinfo(dt)
-    return rng.integers(max(info.min, -1000), min(info.max, 1000), n, endpoint=True).astype(dt)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -66,9 +47,9 @@ def _bytes(a):
     return cp.asnumpy(cp.ascontiguousarray(a)).view(np.uint8)
 
 
-@pytest.mark.parametrize("name,dt", TABLE, ids=[f"{n}-{d.name}" for n, d in TABLE])
+@pytest.mark.parametrize("name,dt", TABLE, ids=TABLE_IDS)
 def test_lookahead_is_bitwise_lookback(name, dt):
-    rng = _seed()
+    rng = seeded_rng()
     op = OPS[name]
     t = scan_types(op, dt)
     plan = _plan(op, t)
@@ -76,30 +57,23 @@ def test_lookahead_is_bitwise_lookback(name, dt):
     assert grid >= 1
     sizes = [1, tile - 1, tile + 1, grid * tile - 1, grid * tile + 1, (cc.Tuning.stages + 2) * grid * tile + tile // 3]
     for i, n in enumerate(sizes):
-        x = cp.asarray(_data(rng, dt, n))
+        x = cp.asarray(kernel_data(rng, dt, n))
         exclusive = bool(i % 2)
-        seed = np.asarray(_data(rng, t.acc, 1), t.acc) if i % 3 == 1 else None
+        seed = np.asarray(kernel_data(rng, t.acc, 1), t.acc) if i % 3 == 1 else None
         got, total = gpu.scan(x, op, t, exclusive=exclusive, seed=seed, want_total=True, algorithm="lookahead")
         ref, ref_total = gpu.scan(x, op, t, exclusive=exclusive, seed=seed, want_total=True, algorithm="lookback")
         assert got.shape == (n,)
         np.testing.assert_array_equal(_bytes(got), _bytes(ref), err_msg=f"{name} {dt} n={n} excl={exclusive}")
         np.testing.assert_array_equal(np.asarray(total).view(np.uint8), np.asarray(ref_total).view(np.uint8))
         if dt.kind in "biu":  # exact against NumPy too
-            acc = np.asarray(cp.asnumpy(x)).astype(t.acc) if not op.logical else cp.asnumpy(x) != 0
-            if seed is not None:
-                acc = np.concatenate([seed.astype(acc.dtype), acc])
-            want = op.ufunc.accumulate(acc, dtype=t.acc)
-            if seed is not None:
-                want = want[:-1] if exclusive else want[1:]
-            elif exclusive:
-                want = np.concatenate([np.full(1, op.identity(t.acc), t.acc), want[:-1]])
-            np.testing.assert_array_equal(cp.asnumpy(got), want.astype(t.result), err_msg=f"{name} {dt} n={n}")
+            np.testing.assert_array_equal(cp.asnumpy(got), numpy_scan(op, t, cp.asnumpy(x), exclusive, seed),
+                                          err_msg=f"{name} {dt} n={n}")
 
 
 def test_counter_accounting_across_kernels():
     """Persistent launches claim num_tiles + grid ids; interleaved with one-block-per-tile
     launches on the same stream (one tile counter), every result must still be right."""
-    rng = _seed()
+    rng = seeded_rng()
     op = OPS["sum"]
     t = scan_types(op, np.int64)
     plan = _plan(op, t)
@@ -118,11 +92,11 @@ def test_counter_accounting_across_kernels():
 
 @pytest.mark.parametrize("dt", [np.int32, np.float64, np.int16])
 def test_unaligned_data(dt):
-    rng = _seed()
+    rng = seeded_rng()
     op = OPS["max"]
     t = scan_types(op, dt)
     n = _plan(op, t).tile * 37 + 5
-    base = cp.asarray(_data(rng, np.dtype(dt), n + 3))
+    base = cp.asarray(kernel_data(rng, np.dtype(dt), n + 3))
     x = base[1:n + 1]
     out = cp.empty(n + 1, t.result)[1:]
     got, _ = gpu.scan(x, op, t, out=out, algorithm="lookahead")
@@ -131,7 +105,7 @@ def test_unaligned_data(dt):
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64, np.complex64])
 def test_determinism_while_another_stream_races(dt):
-    rng = _seed()
+    rng = seeded_rng()
     op = OPS["sum"]
     t = scan_types(op, dt)
     n = (1 << 24) + 1001
