@@ -27,7 +27,8 @@ from distscan._dtypes import scan_types  # noqa: E402
 from distscan.backends import _cuda_compile as cc  # noqa: E402
 from distscan.backends import cuda as gpu  # noqa: E402
 from distscan.ops import OPS  # noqa: E402
-from _kernel_cases import TABLE, TABLE_IDS, kernel_data, numpy_scan, seeded_rng  # noqa: E402
+from _kernel_cases import (TABLE, TABLE_IDS, as_bytes, assert_deterministic_while_racing,  # noqa: E402
+                           assert_int8_sum_is_lookback, kernel_data, numpy_scan, seeded_rng)
 
 SMALL_WINDOW = 64  # tiles per window in the forced tile shape: anchors chain every 64 tiles
 
@@ -66,10 +67,6 @@ def lead():
     gpu._LEAD_OVERRIDE = old
 
 
-def _bytes(a):
-    return cp.asnumpy(cp.ascontiguousarray(a)).view(np.uint8)
-
-
 def _compare(rng, op, t, dt, n, i, label):
     """One scan with the forced lead against the one-tile look-back, bitwise (and NumPy for integers)."""
     x = cp.asarray(kernel_data(rng, dt, n))
@@ -79,7 +76,7 @@ def _compare(rng, op, t, dt, n, i, label):
     ref, ref_total = gpu.scan(x, op, t, exclusive=exclusive, seed=seed, want_total=True, algorithm="lookback")
     assert got.shape == (n,)
     msg = f"{label} n={n} excl={exclusive} seed={seed is not None}"
-    np.testing.assert_array_equal(_bytes(got), _bytes(ref), err_msg=msg)
+    np.testing.assert_array_equal(as_bytes(got), as_bytes(ref), err_msg=msg)
     np.testing.assert_array_equal(np.asarray(total).view(np.uint8), np.asarray(ref_total).view(np.uint8), err_msg=msg)
     if dt.kind in "biu":
         np.testing.assert_array_equal(cp.asnumpy(got), numpy_scan(op, t, cp.asnumpy(x), exclusive, seed), err_msg=msg)
@@ -87,7 +84,7 @@ def _compare(rng, op, t, dt, n, i, label):
     fast = cp.empty_like(got)
     gpu.scan(x, op, t, exclusive=exclusive, out=fast, algorithm="auto")
     if seed is None:
-        np.testing.assert_array_equal(_bytes(fast), _bytes(ref), err_msg=msg + " fast path")
+        np.testing.assert_array_equal(as_bytes(fast), as_bytes(ref), err_msg=msg + " fast path")
 
 
 @pytest.mark.parametrize("name,dt", TABLE, ids=TABLE_IDS)
@@ -192,33 +189,14 @@ def test_determinism_while_another_stream_races(dt):
     plan = gpu._plan(cp.cuda.Device().id, t.input, t, op, "auto")
     assert gpu._lead(plan, -(-n // plan.tile)) > 0
     x = cp.asarray(rng.standard_normal(n).astype(dt))
-    first, _ = gpu.scan(x, op, t)
-    ref, _ = gpu.scan(x, op, t, algorithm="lookback")
-    side = cp.cuda.Stream(non_blocking=True)
-    with side:
-        noise = cp.random.random(1 << 26)
-    for _ in range(4):
-        with side:
-            noise *= 1.0001  # a bandwidth-hungry kernel on another stream
-        again, _ = gpu.scan(x, op, t)
-        np.testing.assert_array_equal(_bytes(again), _bytes(first))
-    side.synchronize()
-    np.testing.assert_array_equal(_bytes(first), _bytes(ref))
+    assert_deterministic_while_racing(lambda: gpu.scan(x, op, t)[0],
+                                      lambda: gpu.scan(x, op, t, algorithm="lookback")[0])
 
 
 @pytest.mark.parametrize("n", [(1 << 31) - 1, (1 << 31) + 1, (1 << 32) + 1])
 def test_64_bit_indexing_default_lead(n):
     """int8 sums past 2^31 and 2^32 items at the default lead equal the one-tile look-back."""
-    x = cp.random.RandomState(n % 991).randint(-128, 128, n, dtype=cp.int8)
-    op = OPS["sum"]
-    t = scan_types(op, np.int8, np.int8)
-    plan = gpu._plan(cp.cuda.Device().id, t.input, t, op, "auto")
+    t = scan_types(OPS["sum"], np.int8, np.int8)
+    plan = gpu._plan(cp.cuda.Device().id, t.input, t, OPS["sum"], "auto")
     assert gpu._lead(plan, -(-n // plan.tile)) == plan.lead > 0
-    got, total = gpu.scan(x, op, t, want_total=True)
-    ref = cp.empty_like(got)
-    _, ref_total = gpu.scan(x, op, t, out=ref, want_total=True, algorithm="lookback")
-    assert bool(cp.array_equal(got, ref))
-    assert total[0] == ref_total[0] == got[-1].get()
-    del ref
-    for i in (0, (1 << 31) - 2, n - 1):  # spot checks against a direct sum, modulo 2^8 (int8 wraps)
-        assert (int(cp.sum(x[:i + 1], dtype=cp.int64).get()) - int(got[i].get())) % 256 == 0
+    assert_int8_sum_is_lookback(n, n % 991, "auto")

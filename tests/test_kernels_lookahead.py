@@ -22,7 +22,8 @@ from distscan._dtypes import scan_types  # noqa: E402
 from distscan.backends import _cuda_compile as cc  # noqa: E402
 from distscan.backends import cuda as gpu  # noqa: E402
 from distscan.ops import OPS  # noqa: E402
-from _kernel_cases import TABLE, TABLE_IDS, kernel_data, numpy_scan, seeded_rng  # noqa: E402
+from _kernel_cases import (TABLE, TABLE_IDS, as_bytes, assert_deterministic_while_racing,  # noqa: E402
+                           assert_int8_sum_is_lookback, kernel_data, numpy_scan, seeded_rng)
 
 
 
@@ -43,10 +44,6 @@ def _plan(op, t, algorithm="lookahead"):
     return gpu._plan(cp.cuda.Device().id, t.input, t, op, algorithm)
 
 
-def _bytes(a):
-    return cp.asnumpy(cp.ascontiguousarray(a)).view(np.uint8)
-
-
 @pytest.mark.parametrize("name,dt", TABLE, ids=TABLE_IDS)
 def test_lookahead_is_bitwise_lookback(name, dt):
     rng = seeded_rng()
@@ -63,7 +60,7 @@ def test_lookahead_is_bitwise_lookback(name, dt):
         got, total = gpu.scan(x, op, t, exclusive=exclusive, seed=seed, want_total=True, algorithm="lookahead")
         ref, ref_total = gpu.scan(x, op, t, exclusive=exclusive, seed=seed, want_total=True, algorithm="lookback")
         assert got.shape == (n,)
-        np.testing.assert_array_equal(_bytes(got), _bytes(ref), err_msg=f"{name} {dt} n={n} excl={exclusive}")
+        np.testing.assert_array_equal(as_bytes(got), as_bytes(ref), err_msg=f"{name} {dt} n={n} excl={exclusive}")
         np.testing.assert_array_equal(np.asarray(total).view(np.uint8), np.asarray(ref_total).view(np.uint8))
         if dt.kind in "biu":  # exact against NumPy too
             np.testing.assert_array_equal(cp.asnumpy(got), numpy_scan(op, t, cp.asnumpy(x), exclusive, seed),
@@ -110,31 +107,11 @@ def test_determinism_while_another_stream_races(dt):
     t = scan_types(op, dt)
     n = (1 << 24) + 1001
     x = cp.asarray(rng.standard_normal(n).astype(dt))
-    first, _ = gpu.scan(x, op, t, algorithm="lookahead")
-    ref, _ = gpu.scan(x, op, t, algorithm="lookback")
-    side = cp.cuda.Stream(non_blocking=True)
-    with side:
-        noise = cp.random.random(1 << 26)
-    for _ in range(4):
-        with side:
-            noise *= 1.0001  # a bandwidth-hungry kernel on another stream
-        again, _ = gpu.scan(x, op, t, algorithm="lookahead")
-        np.testing.assert_array_equal(_bytes(again), _bytes(first))
-    side.synchronize()
-    np.testing.assert_array_equal(_bytes(first), _bytes(ref))
+    assert_deterministic_while_racing(lambda: gpu.scan(x, op, t, algorithm="lookahead")[0],
+                                      lambda: gpu.scan(x, op, t, algorithm="lookback")[0])
 
 
 @pytest.mark.parametrize("n", [(1 << 31) - 1, (1 << 31) + 1, (1 << 32) + 1])
 def test_64_bit_indexing_both_kernels(n):
     """int8 sums past 2^31 and 2^32 items: look-ahead equals look-back."""
-    x = cp.random.RandomState(n % 997).randint(-128, 128, n, dtype=cp.int8)
-    op = OPS["sum"]
-    t = scan_types(op, np.int8, np.int8)
-    got, total = gpu.scan(x, op, t, want_total=True, algorithm="lookahead")
-    ref = cp.empty_like(got)
-    _, ref_total = gpu.scan(x, op, t, out=ref, want_total=True, algorithm="lookback")
-    assert bool(cp.array_equal(got, ref))
-    assert total[0] == ref_total[0] == got[-1].get()
-    del ref
-    for i in (0, (1 << 31) - 2, n - 1):  # spot checks against a direct sum, modulo 2^8 (int8 wraps)
-        assert (int(cp.sum(x[:i + 1], dtype=cp.int64).get()) - int(got[i].get())) % 256 == 0
+    assert_int8_sum_is_lookback(n, n % 997, "lookahead")
