@@ -234,6 +234,58 @@ def bench_leads(dtype, leads, reps, out):
         cp.get_default_memory_pool().free_all_blocks()
 
 
+# Tile shapes of the "auto" (lead) kernel to compare (threads, items, window, min_blocks): the
+# default first; smaller blocks at the same registers per thread put more independent blocks
+# (each in its own phase: DRAM read, L2 re-read, scan, store) on an SM.
+SHAPES_4 = [(256, 32, 1024, 4), (128, 32, 1024, 8), (64, 32, 1024, 16), (128, 16, 1024, 12), (256, 16, 1024, 6)]
+SHAPES_8 = [(256, 16, 1024, 3), (128, 16, 1024, 6), (128, 16, 1024, 8), (64, 16, 1024, 16), (128, 8, 1024, 12)]
+
+
+def _shape_keys(dtypes):
+    from distscan.backends import _cuda_compile as cc
+
+    keys = []
+    for dtype in dtypes:
+        types = scan_types(SUM, np.dtype(dtype), np.dtype(dtype))
+        kacc = cc.kernel_acc_dtype(types.acc)
+        for shape in SHAPES_4 if np.dtype(dtype).itemsize == 4 else SHAPES_8:
+            t = cc.choose_tuning(np.dtype(dtype), kacc, types.result, shape)
+            keys.append(cc.ModuleKey(np.dtype(dtype), kacc, np.dtype(types.result), SUM.functor, t))
+    return keys
+
+
+def bench_shapes(dtype, reps, out):
+    """"auto" with each tile shape of SHAPES_4/SHAPES_8, its lead by the rule and 1.5x it, against copy."""
+    types = scan_types(SUM, np.dtype(dtype), np.dtype(dtype))
+    for lg in (27, 29):
+        n = 1 << lg
+        x = _random(dtype, n, cp.random.RandomState(11 + lg))
+        y = cp.empty_like(x)
+        nbytes = 2 * n * x.itemsize
+        copy, _ = _events_median(
+            lambda: cp.cuda.runtime.memcpyAsync(y.data.ptr, x.data.ptr, n * x.itemsize, 3,
+                                                cp.cuda.get_current_stream().ptr), reps)
+        for shape in SHAPES_4 if x.itemsize == 4 else SHAPES_8:
+            gpu._TUNING_OVERRIDE = shape
+            try:
+                plan = gpu._plan(x.device.id, x.dtype, types, SUM, "auto")
+                for lead in (plan.lead, round(1.5 * plan.lead)):
+                    gpu._LEAD_OVERRIDE = lead
+                    med, _ = _events_median(lambda: gpu.scan(x, SUM, types, out=y), reps)
+                    y.fill(0)
+                    gpu.scan(x, SUM, types, out=y)
+                    out.append({"dtype": dtype, "n": n, "shape": list(shape), "lead": lead,
+                                "gbs": nbytes / med / 1e9, "copy_gbs": nbytes / copy / 1e9,
+                                "ok": _check(dtype, x, y)})
+                    print(json.dumps(out[-1]), flush=True)
+            except Exception as exc:  # noqa: BLE001
+                out.append({"dtype": dtype, "n": n, "shape": list(shape), "error": repr(exc)})
+            finally:
+                gpu._TUNING_OVERRIDE = gpu._LEAD_OVERRIDE = None
+        del x, y
+        cp.get_default_memory_pool().free_all_blocks()
+
+
 def profile_api(api, n=1 << 16):
     """Where the host time of one small API call goes."""
     import cProfile
@@ -295,6 +347,12 @@ def report(data):
         for v in variants:
             print(f"  {v['dtype']:8s} 2^{int(np.log2(v['n']))} {str(v['variant']):28s} "
                   + (f"{v['gbs']:7.0f} GB/s ok={v['ok']}" if "gbs" in v else v["error"][:80]))
+    if data.get("shapes"):
+        print("\n\"auto\" by tile shape (threads, items, window, min_blocks) and lead: GB/s / copy")
+        for r in data["shapes"]:
+            print(f"  {r['dtype']:8s} 2^{int(np.log2(r['n']))} {str(r['shape']):22s} "
+                  + (f"lead {r['lead']:4d} {r['gbs']:6.0f} GB/s {r['gbs'] / r['copy_gbs']:6.3f}  ok={r['ok']}"
+                     if "gbs" in r else r["error"][:90]))
     names = ["copy", "auto", "lookback", "lookahead", "api", "api_alloc", "cub", "torch", "cupy"]
     print(f"\n{'dtype':8s} {'N':5s}" + "".join(f"{n[:9]:>10s}" for n in names)
           + f"{'auto/CUB':>9s}{'api/CUB':>8s}{'auto/copy':>10s}  ok")
@@ -323,6 +381,7 @@ def main():
     ap.add_argument("--dtypes", default=",".join(DTYPES))
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--variants", action="store_true")
+    ap.add_argument("--shapes", action="store_true", help="time \"auto\" with other tile shapes at 2^27, 2^29")
     ap.add_argument("--leads", help="comma-separated reduction leads (tiles) to time \"auto\" with")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--png")
@@ -360,7 +419,14 @@ def main():
     if args.leads:
         for dtype in args.dtypes.split(","):
             bench_leads(dtype, [int(v) for v in args.leads.split(",")], args.reps, leads)
-    data = {"meta": meta, "results": results, "variants": variants, "leads": leads}
+    shapes = []
+    if args.shapes:
+        from distscan.backends import _cuda_compile as cc
+
+        cc.precompile(_shape_keys(args.dtypes.split(",")))
+        for dtype in args.dtypes.split(","):
+            bench_shapes(dtype, args.reps, shapes)
+    data = {"meta": meta, "results": results, "variants": variants, "leads": leads, "shapes": shapes}
     if args.profile and api is not None:
         data["profile"] = profile_api(api)
         print(data["profile"])
