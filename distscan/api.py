@@ -242,9 +242,13 @@ def _local_fast_path(x, op, exclusive, dtype, out, axis, strategy, hierarchy, ba
                                              hierarchy, backend)
     except (TypeError, AttributeError):  # unhashable arguments, or not an array at all
         return None
-    if plan is None or x.ndim != 1 or not x.flags.c_contiguous:
+    if plan is None:
         return None
-    be, op_row, types, exclusive = plan
+    be, op_row, types, exclusive, fast = plan
+    if fast is not None:  # the backend's own checks and launch (the CUDA backend's: a few us)
+        return fast(x, op_row, types, exclusive, out)
+    if x.ndim != 1 or not x.flags.c_contiguous:
+        return None
     if out is not None and (type(out) is not type(x) or out.shape != x.shape or out.dtype != types.result
                             or not out.flags.c_contiguous or _may_overlap(out, x)):
         return None
@@ -253,7 +257,8 @@ def _local_fast_path(x, op, exclusive, dtype, out, axis, strategy, hierarchy, ba
 
 
 def _fast_plan(array_type, x_dtype, op, exclusive, dtype, axis, strategy, hierarchy, backend):
-    """``(backend, Op, ScanTypes, exclusive)`` for the fast path, or None where it does not apply."""
+    """``(backend, Op, ScanTypes, exclusive, backend's fast_scan or None)`` for the fast path, or
+    None where it does not apply."""
     if array_type is np.ndarray:
         be = get_backend("cpu")
     elif array_type.__module__.startswith("cupy") and array_type.__name__ == "ndarray":
@@ -270,7 +275,7 @@ def _fast_plan(array_type, x_dtype, op, exclusive, dtype, axis, strategy, hierar
         return None  # let _Call raise with its full context
     if x_dtype != types.input or (types.acc != types.result and x_dtype != types.result):
         return None  # non-native byte order, or a cast to float16 that must round first (_Call)
-    return be, op_row, types, bool(exclusive)
+    return be, op_row, types, bool(exclusive), getattr(be, "fast_scan", None)
 
 
 # Plans by call kind (operator, dtypes, exclusive, trailing shape, backend, strategy,

@@ -108,3 +108,56 @@ def test_local_axis_results_are_c_contiguous():
         got = distscan.cumsum(x, axis=axis, comm=COMM)
         assert got.flags.c_contiguous
         np.testing.assert_array_equal(cp.asnumpy(got), np.cumsum(cp.asnumpy(x), axis=axis))
+
+
+def test_api_hot_path_across_scratch_growth_and_streams(rng):
+    """The single-rank hot path keeps the scratch pointers of its last launch: after the
+    scratch grows (a bigger scan), on another stream, and with out= and without, every
+    result is NumPy's."""
+    sizes = (1000, 70001, 5_000_003, 1000, 12_345_679, 70001)
+    streams = (cp.cuda.Stream(non_blocking=True), cp.cuda.Stream.null)
+    for dtype in (np.int32, np.int64, np.float64):
+        for n in sizes:
+            host = rng.integers(-100, 100, n).astype(dtype)
+            x = cp.asarray(host)
+            cp.cuda.Stream.null.synchronize()  # the copy in is on the null stream; a non-blocking one does not wait
+            for stream in streams:
+                with stream:
+                    got = distscan.cumsum(x, dtype=dtype, comm=COMM)
+                    out = cp.empty_like(x)
+                    assert distscan.cumsum(x, dtype=dtype, out=out, comm=COMM) is out
+                    excl = distscan.cumsum(x, exclusive=True, dtype=dtype, comm=COMM)
+                stream.synchronize()
+                expected = np.cumsum(host, dtype=dtype)
+                np.testing.assert_array_equal(cp.asnumpy(got), expected)
+                np.testing.assert_array_equal(cp.asnumpy(out), expected)
+                np.testing.assert_array_equal(cp.asnumpy(excl), np.concatenate([[0], expected[:-1]]).astype(dtype))
+
+
+def test_api_hot_path_refuses_what_it_cannot_take():
+    """What the hot path hands to the general path: the general path's errors and results."""
+    x = cp.arange(1000, dtype=cp.int32)
+    with pytest.raises(TypeError):
+        distscan.cumsum(x, dtype=np.int32, out=cp.empty(1000, cp.int64), comm=COMM)
+    with pytest.raises((TypeError, ValueError)):
+        distscan.cumsum(x, dtype=np.int32, out=np.empty(1000, np.int32), comm=COMM)
+    with pytest.raises(ValueError):
+        distscan.cumsum(x, dtype=np.int32, out=cp.empty(999, cp.int32), comm=COMM)
+    strided = cp.arange(2000, dtype=cp.int64)[::2]
+    np.testing.assert_array_equal(cp.asnumpy(distscan.cumsum(strided, comm=COMM)), np.cumsum(np.arange(0, 2000, 2)))
+    out = cp.empty(2000, cp.int64)[::2]
+    assert distscan.cumsum(strided, out=out, comm=COMM) is out
+    np.testing.assert_array_equal(cp.asnumpy(out), np.cumsum(np.arange(0, 2000, 2)))
+    assert distscan.cumsum(cp.empty(0, cp.float32), comm=COMM).shape == (0,)
+    y = cp.arange(1, 1001, dtype=cp.int64)  # in place: out is x
+    assert distscan.cumsum(y, out=y, comm=COMM) is y
+    np.testing.assert_array_equal(cp.asnumpy(y), np.cumsum(np.arange(1, 1001)))
+
+
+def test_backend_refuses_an_out_it_would_write_past():
+    op = OPS["sum"]
+    types = scan_types(op, np.dtype(np.int32), np.dtype(np.int64))
+    x = cp.arange(1000, dtype=cp.int32)
+    for out in (cp.empty(1000, cp.int32), cp.empty(999, cp.int64)):
+        with pytest.raises(TypeError):
+            gpu.scan(x, op, types, out=out)

@@ -25,6 +25,12 @@ they travel through MPI.
 ``combine(y, op, types, offset)``
     In place, ``y[i] = offset op y[i]`` for every row; ``offset`` is a host array ``(w,)``.
 
+``fast_scan(x, op, types, exclusive, out)`` (optional)
+    The API's single-rank hot path: ``scan(x, op, types, exclusive=exclusive, out=out)[0]``
+    for a contiguous 1-D ``x`` and an ``out`` (or None) of its kind and shape, of
+    ``types.result``, not overlapping it; None for any other call, which then takes the
+    general path.  Only a backend whose per-call host cost matters has one (``cuda``).
+
 ``is_native(x)`` / ``name``
     Whether ``x`` is this backend's array type; the backend's name.
 """

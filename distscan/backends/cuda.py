@@ -112,6 +112,7 @@ class _TileScratch:
         self.counter = None
         self.counter_base = 0
         self.epoch = 0
+        self.generation = 0  # bumped when the arrays are reallocated (the hot path caches their pointers)
 
     def prepare(self, num_tiles: int, window: int, k: int, claims: int | None = None):
         cp = _cp
@@ -126,6 +127,7 @@ class _TileScratch:
             if self.counter is None:
                 self.counter = cp.zeros(1, dtype=cp.uint64)
             self.epoch = 0
+            self.generation += 1
         if self.epoch >= 0xFFFFFFF0:
             self.words.fill(0)
             self.subaggs.fill(0)
@@ -370,15 +372,19 @@ def _launch_tiles(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev
 # Hot path of scan() for the common call (1-D or (n, 1) contiguous input, contiguous `out`
 # of the same shape or none, no seed, no total): one dict lookup for plan, scratch and
 # kernel, and a launch through cuLaunchKernel with a ctypes argument block kept per entry
-# (only the changing fields are rewritten), bypassing CuPy's per-argument packing.
+# (only the changing fields are rewritten: the scratch pointers only after the scratch was
+# reallocated), bypassing CuPy's per-argument packing.
 _FAST: dict = {}
 
 
-class _FastArgs:
-    """ctypes images of scan_tiles_kernel's 14 arguments and the void*[] that points at them."""
+class _FastEntry:
+    """ctypes images of scan_tiles_kernel's 14 arguments, the void*[] that points at them,
+    and what one launch of the entry's kernel needs besides."""
 
-    def __init__(self, plan):
+    def __init__(self, plan, scratch, kernel, launch):
         c = ctypes
+        self.plan, self.scratch, self.kernel, self.launch = plan, scratch, kernel, launch
+        self.kernel_ptr = kernel.kernel.ptr
         self.x, self.out, self.words, self.subaggs, self.anchors, self.counter = (c.c_uint64() for _ in range(6))
         self.n, self.base = c.c_int64(), c.c_uint64()
         self.epoch = c.c_uint32()
@@ -388,6 +394,15 @@ class _FastArgs:
                   self.seed, self.has_seed, self.total, self.vec, self.lead)
         self.params = (c.c_void_p * len(fields))(*[c.addressof(f) for f in fields])
         self.params_ptr = c.addressof(self.params)
+        self.generation = -1  # of the scratch whose pointers are in the block (none yet)
+
+    def point_at_scratch(self):
+        s = self.scratch
+        self.words.value = s.words.data.ptr
+        self.subaggs.value = s.subaggs.data.ptr
+        self.anchors.value = s.anchors.data.ptr
+        self.counter.value = s.counter.data.ptr
+        self.generation = s.generation
 
 
 def _scan_fast(x, op, types, exclusive, out, algorithm):
@@ -402,40 +417,58 @@ def _scan_fast(x, op, types, exclusive, out, algorithm):
             return None  # several kernels: the general path
         launch = getattr(cp.cuda.driver, "launchKernel", None)  # older CuPy: RawKernel.__call__
         kernel = plan.funcs["scan_excl" if exclusive else "scan_incl"]
-        ent = _FAST[key] = (plan, _scratch(dev_id, stream_ptr), _FastArgs(plan), launch, kernel, kernel.kernel.ptr)
-    plan, scratch, a, launch, kernel, kernel_ptr = ent
+        ent = _FAST[key] = _FastEntry(plan, _scratch(dev_id, stream_ptr), kernel, launch)
+    plan, scratch = ent.plan, ent.scratch
     n = x.size
-    num_tiles = -(-n // plan.tile)
-    if not scratch.fits(num_tiles, plan.window, plan.k_words):
+    if not scratch.fits(-(-n // plan.tile), plan.window, plan.k_words):
         return None
     if out is None:
-        out = cp.empty(x.shape, dtype=types.result)  # a backend returns the shape it was given
+        out = cp.ndarray(x.shape, types.result)  # a backend returns the shape it was given
     xp, op_ = x.data.ptr, out.data.ptr
     vector_ok = (xp | op_) & 15 == 0
     grid, smem, claims, lead = _launch_shape(plan, n)
     scratch.epoch += 1
     base = scratch.counter_base
     scratch.counter_base += claims
-    if launch is None:
-        kernel((grid,), (plan.threads,),
-               (xp, op_, np.int64(n), scratch.words, scratch.subaggs, scratch.anchors, scratch.counter,
-                np.uint64(base), np.uint32(scratch.epoch), plan.identity_k, np.int32(0), np.uint64(0),
-                np.int32(vector_ok), np.int64(lead)),
-               shared_mem=smem)
+    if ent.launch is None:
+        ent.kernel((grid,), (plan.threads,),
+                   (xp, op_, np.int64(n), scratch.words, scratch.subaggs, scratch.anchors, scratch.counter,
+                    np.uint64(base), np.uint32(scratch.epoch), plan.identity_k, np.int32(0), np.uint64(0),
+                    np.int32(vector_ok), np.int64(lead)),
+                   shared_mem=smem)
         return out
-    a.x.value = xp
-    a.out.value = op_
-    a.n.value = n
-    a.words.value = scratch.words.data.ptr
-    a.subaggs.value = scratch.subaggs.data.ptr
-    a.anchors.value = scratch.anchors.data.ptr
-    a.counter.value = scratch.counter.data.ptr
-    a.base.value = base
-    a.epoch.value = scratch.epoch
-    a.vec.value = vector_ok
-    a.lead.value = lead
-    launch(kernel_ptr, grid, 1, 1, plan.threads, 1, 1, smem, stream_ptr, a.params_ptr, 0)
+    if ent.generation != scratch.generation:
+        ent.point_at_scratch()
+    ent.x.value = xp
+    ent.out.value = op_
+    ent.n.value = n
+    ent.base.value = base
+    ent.epoch.value = scratch.epoch
+    ent.vec.value = vector_ok
+    ent.lead.value = lead
+    ent.launch(ent.kernel_ptr, grid, 1, 1, plan.threads, 1, 1, smem, stream_ptr, ent.params_ptr, 0)
     return out
+
+
+def fast_scan(x, op: Op, types: ScanTypes, exclusive: bool, out):
+    """The API's single-rank hot path (the module docstring of :mod:`distscan.backends`):
+    ``scan(x, ...)[0]`` for a contiguous 1-D ``x`` and an ``out`` of its kind, shape and the
+    result dtype (or None) that does not overlap it; None for any other call.  The overlap
+    test compares bounds (cheaper than ``cupy.may_share_memory``, and as safe)."""
+    if type(x) is not _cp.ndarray or x.ndim != 1 or not x._c_contiguous:
+        return None
+    if out is not None:
+        if (type(out) is not _cp.ndarray or out.shape != x.shape or out.dtype != types.result
+                or not out._c_contiguous):
+            return None
+        xp, op_ = x.data.ptr, out.data.ptr
+        if xp < op_ + out.nbytes and op_ < xp + x.nbytes:
+            return None
+    if x.size and not zero_absorbs(op, types.acc):
+        r = _scan_fast(x, op, types, exclusive, out, "auto")
+        if r is not None:
+            return r
+    return scan(x, op, types, exclusive=exclusive, out=out)[0]
 
 
 def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto"):
@@ -448,6 +481,8 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
         if r is not None:
             return r, None
     cp = _require_cupy()
+    if out is not None and (out.dtype != types.result or out.size != x.size):  # the kernels would write past it
+        raise TypeError(f"out must hold {x.size} items of {types.result}, not {out.size} of {out.dtype}")
     if zero_absorbs(op, types.acc) and types.result != types.acc:
         # float16 products: fix the zeros where the accumulator's values are (a float16 result
         # overflows to inf where the float32 running product is still finite), then round.
