@@ -22,6 +22,8 @@ import traceback
 
 import numpy as np
 
+from ._collective import abort_job
+
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_VERIFY = 0, 1, 2, 3
 # Seconds the final status agreement waits for the other ranks before aborting the job
 # (environment variable DISTSCAN_FINAL_TIMEOUT, checked at start-up by _check_env).
@@ -325,8 +327,7 @@ def _final_agreement(comm, code: int, timeout: float) -> tuple:
         if time.monotonic() > deadline:
             sys.stderr.write(f"distscan: error: rank {comm.Get_rank()}: the other ranks did not finish "
                              f"within {timeout:g} s of this one; aborting the job\n")
-            sys.stderr.flush()
-            MPI.COMM_WORLD.Abort(code or EXIT_ERROR)
+            abort_job(code or EXIT_ERROR)
         time.sleep(0.002)
     return int(recv[0]), int(-recv[1])
 
@@ -482,7 +483,7 @@ def main(argv=None) -> int:
 
     def abort(code):
         if world is not None:
-            world.Abort(code)
+            abort_job(code)
         os._exit(code)
 
     # Two private communicators: one for the work, one only for the final status agreement,

@@ -40,7 +40,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ._collective import DistScanError, agree, decide_on_root
+from ._collective import DistScanError, abort_job, agree, decide_on_root
 from ._npy import (MAGIC, NpyHeader, _npz_error, file_kind, header_bytes, open_regular,  # noqa: F401 - re-exported
                    read_header)
 
@@ -510,8 +510,7 @@ class NpyWriter:
             import sys
             sys.stderr.write(f"distscan: error: rank {self.rank}: MPI-IO open succeeded on some ranks "
                              f"only ({err}); aborting\n")
-            sys.stderr.flush()
-            MPI.COMM_WORLD.Abort(1)
+            abort_job(1)
         if self.method == "posix" and self._fh is not None:
             os.close(self._fh)
             self._fh = None
