@@ -206,17 +206,23 @@ def bench_variants(dtype, n, reps, out):
     cp.get_default_memory_pool().free_all_blocks()
 
 
+def _case_with_copy(dtype, n, seed, reps):
+    """Fresh random input of n items, an output, and the median time of copying one to the other."""
+    x = _random(dtype, n, cp.random.RandomState(seed))
+    y = cp.empty_like(x)
+    copy, _ = _events_median(
+        lambda: cp.cuda.runtime.memcpyAsync(y.data.ptr, x.data.ptr, n * x.itemsize, 3,
+                                            cp.cuda.get_current_stream().ptr), reps)
+    return x, y, copy
+
+
 def bench_leads(dtype, leads, reps, out):
     """"auto" with each reduction lead forced, against copy, in one run."""
     types = scan_types(SUM, np.dtype(dtype), np.dtype(dtype))
     for lg in (24, 27, 29):
         n = 1 << lg
-        x = _random(dtype, n, cp.random.RandomState(7 + lg))
-        y = cp.empty_like(x)
+        x, y, copy = _case_with_copy(dtype, n, 7 + lg, reps)
         nbytes = 2 * n * x.itemsize
-        copy, _ = _events_median(
-            lambda: cp.cuda.runtime.memcpyAsync(y.data.ptr, x.data.ptr, n * x.itemsize, 3,
-                                                cp.cuda.get_current_stream().ptr), reps)
         row = {"dtype": dtype, "n": n, "copy_gbs": nbytes / copy / 1e9, "lead_gbs": {}, "ok": True}
         for lead in leads:
             gpu._LEAD_OVERRIDE = lead
@@ -259,12 +265,8 @@ def bench_shapes(dtype, reps, out):
     types = scan_types(SUM, np.dtype(dtype), np.dtype(dtype))
     for lg in (27, 29):
         n = 1 << lg
-        x = _random(dtype, n, cp.random.RandomState(11 + lg))
-        y = cp.empty_like(x)
+        x, y, copy = _case_with_copy(dtype, n, 11 + lg, reps)
         nbytes = 2 * n * x.itemsize
-        copy, _ = _events_median(
-            lambda: cp.cuda.runtime.memcpyAsync(y.data.ptr, x.data.ptr, n * x.itemsize, 3,
-                                                cp.cuda.get_current_stream().ptr), reps)
         for shape in SHAPES_4 if x.itemsize == 4 else SHAPES_8:
             gpu._TUNING_OVERRIDE = shape
             try:
