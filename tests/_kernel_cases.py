@@ -91,3 +91,25 @@ def assert_int8_sum_is_lookback(n, state, algorithm):
     del ref
     for i in (0, min((1 << 31) - 2, n - 1), n - 1):
         assert (int(cp.sum(x[:i + 1], dtype=cp.int64).get()) - int(got[i].get())) % 256 == 0
+
+
+def assert_bitwise_lookback(rng, op, t, dt, n, i, algorithm, label):
+    """A scan of n fresh items with `algorithm` against the one-tile look-back, bitwise, total
+    included, and exact against NumPy for integers.  Case i picks exclusive (odd i) and a seed
+    (i % 3 == 1).  Returns ``(x, ref, exclusive, seed, msg)`` for further checks."""
+    import cupy as cp
+
+    from distscan.backends import cuda as gpu
+
+    x = cp.asarray(kernel_data(rng, dt, n))
+    exclusive = bool(i % 2)
+    seed = np.asarray(kernel_data(rng, t.acc, 1), t.acc) if i % 3 == 1 else None
+    got, total = gpu.scan(x, op, t, exclusive=exclusive, seed=seed, want_total=True, algorithm=algorithm)
+    ref, ref_total = gpu.scan(x, op, t, exclusive=exclusive, seed=seed, want_total=True, algorithm="lookback")
+    assert got.shape == (n,)
+    msg = f"{label} n={n} excl={exclusive} seed={seed is not None}"
+    np.testing.assert_array_equal(as_bytes(got), as_bytes(ref), err_msg=msg)
+    np.testing.assert_array_equal(np.asarray(total).view(np.uint8), np.asarray(ref_total).view(np.uint8), err_msg=msg)
+    if dt.kind in "biu":
+        np.testing.assert_array_equal(cp.asnumpy(got), numpy_scan(op, t, cp.asnumpy(x), exclusive, seed), err_msg=msg)
+    return x, ref, exclusive, seed, msg

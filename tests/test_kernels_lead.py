@@ -27,8 +27,9 @@ from distscan._dtypes import scan_types  # noqa: E402
 from distscan.backends import _cuda_compile as cc  # noqa: E402
 from distscan.backends import cuda as gpu  # noqa: E402
 from distscan.ops import OPS  # noqa: E402
-from _kernel_cases import (TABLE, TABLE_IDS, as_bytes, assert_deterministic_while_racing,  # noqa: E402
-                           assert_int8_sum_is_lookback, kernel_data, numpy_scan, seeded_rng)
+from _kernel_cases import (TABLE, TABLE_IDS, as_bytes, assert_bitwise_lookback,  # noqa: E402
+                           assert_deterministic_while_racing, assert_int8_sum_is_lookback, kernel_data,
+                           seeded_rng)
 
 SMALL_WINDOW = 64  # tiles per window in the forced tile shape: anchors chain every 64 tiles
 
@@ -69,19 +70,9 @@ def lead():
 
 def _compare(rng, op, t, dt, n, i, label):
     """One scan with the forced lead against the one-tile look-back, bitwise (and NumPy for integers)."""
-    x = cp.asarray(kernel_data(rng, dt, n))
-    exclusive = bool(i % 2)
-    seed = np.asarray(kernel_data(rng, t.acc, 1), t.acc) if i % 3 == 1 else None
-    got, total = gpu.scan(x, op, t, exclusive=exclusive, seed=seed, want_total=True, algorithm="auto")
-    ref, ref_total = gpu.scan(x, op, t, exclusive=exclusive, seed=seed, want_total=True, algorithm="lookback")
-    assert got.shape == (n,)
-    msg = f"{label} n={n} excl={exclusive} seed={seed is not None}"
-    np.testing.assert_array_equal(as_bytes(got), as_bytes(ref), err_msg=msg)
-    np.testing.assert_array_equal(np.asarray(total).view(np.uint8), np.asarray(ref_total).view(np.uint8), err_msg=msg)
-    if dt.kind in "biu":
-        np.testing.assert_array_equal(cp.asnumpy(got), numpy_scan(op, t, cp.asnumpy(x), exclusive, seed), err_msg=msg)
+    x, ref, exclusive, seed, msg = assert_bitwise_lookback(rng, op, t, dt, n, i, "auto", label)
     # the same call through the single-call fast path (no seed, no total), bitwise too
-    fast = cp.empty_like(got)
+    fast = cp.empty_like(ref)
     gpu.scan(x, op, t, exclusive=exclusive, out=fast, algorithm="auto")
     if seed is None:
         np.testing.assert_array_equal(as_bytes(fast), as_bytes(ref), err_msg=msg + " fast path")

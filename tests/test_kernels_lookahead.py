@@ -22,8 +22,8 @@ from distscan._dtypes import scan_types  # noqa: E402
 from distscan.backends import _cuda_compile as cc  # noqa: E402
 from distscan.backends import cuda as gpu  # noqa: E402
 from distscan.ops import OPS  # noqa: E402
-from _kernel_cases import (TABLE, TABLE_IDS, as_bytes, assert_deterministic_while_racing,  # noqa: E402
-                           assert_int8_sum_is_lookback, kernel_data, numpy_scan, seeded_rng)
+from _kernel_cases import (TABLE, TABLE_IDS, assert_bitwise_lookback,  # noqa: E402
+                           assert_deterministic_while_racing, assert_int8_sum_is_lookback, kernel_data, seeded_rng)
 
 
 
@@ -54,17 +54,7 @@ def test_lookahead_is_bitwise_lookback(name, dt):
     assert grid >= 1
     sizes = [1, tile - 1, tile + 1, grid * tile - 1, grid * tile + 1, (cc.Tuning.stages + 2) * grid * tile + tile // 3]
     for i, n in enumerate(sizes):
-        x = cp.asarray(kernel_data(rng, dt, n))
-        exclusive = bool(i % 2)
-        seed = np.asarray(kernel_data(rng, t.acc, 1), t.acc) if i % 3 == 1 else None
-        got, total = gpu.scan(x, op, t, exclusive=exclusive, seed=seed, want_total=True, algorithm="lookahead")
-        ref, ref_total = gpu.scan(x, op, t, exclusive=exclusive, seed=seed, want_total=True, algorithm="lookback")
-        assert got.shape == (n,)
-        np.testing.assert_array_equal(as_bytes(got), as_bytes(ref), err_msg=f"{name} {dt} n={n} excl={exclusive}")
-        np.testing.assert_array_equal(np.asarray(total).view(np.uint8), np.asarray(ref_total).view(np.uint8))
-        if dt.kind in "biu":  # exact against NumPy too
-            np.testing.assert_array_equal(cp.asnumpy(got), numpy_scan(op, t, cp.asnumpy(x), exclusive, seed),
-                                          err_msg=f"{name} {dt} n={n}")
+        assert_bitwise_lookback(rng, op, t, dt, n, i, "lookahead", f"{name} {dt}")
 
 
 def test_counter_accounting_across_kernels():
