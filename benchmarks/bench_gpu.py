@@ -10,13 +10,13 @@ and is timed with CUDA events around each call after warm-up; the median is repo
 GB/s counting 2*N*itemsize (one read, one write), with ratios to CUB and to the copy
 (cudaMemcpyAsync device-to-device of the same bytes).  "auto" is what a user gets (the
 look-back kernel, its reductions a lead of tiles ahead of its scans from a few hundred tiles
-on); "lookback" (the classic one-tile-per-block look-back) and "lookahead" force one device
-algorithm;
+on, and the look-ahead kernel from 2^25 items); "lookback" (the classic one-tile-per-block
+look-back) and "lookahead" force one device algorithm;
 "api" is ``distscan.cumsum(x, dtype=x.dtype, out=y)`` and "api_alloc" the same call without
 ``out=`` (it allocates its result, as CUB's and torch's calls here do not).  Each distscan
 result is checked (integers exactly against cupy.cumsum, floats against a float64 cumsum).
 Up to N = 2^18 the wall time per call including Python is also measured (a loop of calls, one
-synchronisation).  --variants times other look-ahead tile shapes and stage counts at 2^29;
+synchronisation).  --variants times other look-ahead tile shapes, stage counts and depths at 2^29;
 --leads times "auto" with each reduction lead (tiles) at 2^24, 2^27 and 2^29, against copy;
 --profile prints where the host time of a 2^16 API call goes (cProfile).
 The table is printed last; everything goes to OUT.json.
@@ -174,11 +174,12 @@ def bench_case(dtype, n, reps, results, api):
     return row
 
 
-# Look-ahead tile shapes (threads, items, window, min_blocks, stages): the default first.
-VARIANTS_4 = [(256, 32, 1024, 4, 2), (256, 32, 1024, 4, 3), (256, 16, 1024, 4, 2), (256, 16, 1024, 4, 4),
-              (128, 32, 1024, 4, 3)]
-VARIANTS_8 = [(256, 16, 1024, 3, 2), (256, 16, 1024, 3, 3), (256, 8, 1024, 3, 2), (256, 8, 1024, 3, 4),
-              (128, 16, 1024, 3, 3)]
+# Look-ahead tile shapes (threads, items, window, min_blocks, stages, depth): the default first,
+# then the runners-up of the sweep in benchmarks/RESULTS.md ("Issue 10, fourth pass").
+VARIANTS_4 = [(128, 32, 1024, 2, 6, 4), (64, 32, 1024, 4, 6, 4), (256, 32, 1024, 1, 6, 4), (128, 32, 1024, 2, 6, 3),
+              (256, 16, 1024, 2, 5, 4)]
+VARIANTS_8 = [(128, 16, 1024, 2, 6, 4), (64, 16, 1024, 4, 6, 4), (256, 16, 1024, 1, 6, 4), (128, 16, 1024, 2, 6, 3),
+              (256, 8, 1024, 2, 5, 4)]
 
 
 def bench_variants(dtype, n, reps, out):
@@ -345,7 +346,7 @@ def report(data):
             print(f"{r['dtype']:8s} 2^{int(np.log2(r['n'])):<3d}{r['copy_gbs']:7.0f}"
                   + "".join(f"{r['lead_gbs'][v] / r['copy_gbs']:8.3f}" for v in leads) + f"  {r['ok']}")
     if variants:
-        print("\nlook-ahead variants (threads, items, window, min_blocks, stages):")
+        print("\nlook-ahead variants (threads, items, window, min_blocks, stages, depth):")
         for v in variants:
             print(f"  {v['dtype']:8s} 2^{int(np.log2(v['n']))} {str(v['variant']):28s} "
                   + (f"{v['gbs']:7.0f} GB/s ok={v['ok']}" if "gbs" in v else v["error"][:80]))

@@ -22,11 +22,13 @@ name                              level   data flow
 ``domino``                        device  tile i waits for tile i-1's inclusive prefix
 ``lookback``                      device  decoupled look-back over aligned windows
 ``lookahead``                     device  the same combination, scheduled by persistent blocks
-                                          that publish one tile ahead of their look-back
+                                          that keep each tile in shared memory from its
+                                          reduction to its scan, DEPTH of their tiles later
 ================================  ======  =========================================================
 
-On the GPU both give bitwise the same results; ``auto`` uses ``lookback``, which measured
-faster (benchmarks/RESULTS.md, "Issue 10").
+On the GPU both give bitwise the same results for the same tile shape; ``auto`` uses
+``lookback`` up to 2^25 items and ``lookahead`` from there, where it measured faster
+(benchmarks/RESULTS.md, "Issue 10, fourth pass").
 
 A block-level name selects the scan inside a tile of ``block`` rows; the tiles are then
 combined by the device-level default, ``lookback``.  A device-level name selects how tiles
@@ -375,8 +377,8 @@ def _lookback_prefixes(aggregates, ufunc, identity, window=WINDOW):
               subagg(0,0) -> before_sub(0,1)
 
     Each tile reads 32 lanes twice (trees of fixed shape, so the association depends on t
-    only); the only serial chain is one anchor hop per window.  ``lookahead`` computes the
-    same values without that chain: every block folds the window totals W itself.
+    only); the only serial chain is one anchor hop per window, which the lead and look-ahead
+    kernels publish long before any scan needs it.
     """
     if window % SUB_WINDOW or not SUB_WINDOW <= window <= SUB_WINDOW * SUB_WINDOW:
         raise ValueError(f"window must be 32 * (1..32) tiles, not {window}")
@@ -424,17 +426,19 @@ def lookback(x, ufunc, identity, *, block=1024, tile_scan=None, window=WINDOW) -
 
 
 def lookahead(x, ufunc, identity, *, block=1024, tile_scan=None, window=WINDOW) -> np.ndarray:
-    """Single pass with persistent blocks that run one tile ahead (kernels/agent_lookahead.cuh):
+    """Single pass with persistent blocks that keep each tile in shared memory from its
+    reduction to its scan (kernels/agent_lookahead.cuh):
 
-        block b, iteration k:  (a) start loading tile t_{k+2}
-                               (b) scan tile t_{k+1}, publish its aggregate
-                               (c) look back for tile t_k's prefix, add it, store t_k
+        block b, iteration k:  reduce tile t_k (landed in its stage), publish its aggregate
+                               scan tile t_{k-DEPTH} again from its stage, add its prefix
+                               (every tile before it was reduced rounds ago), store it
+                               start loading tile t_{k+STAGES-DEPTH} into the freed stage
 
     Tiles are combined exactly as :func:`lookback` combines them (the same status words and
-    fixed trees), so every result is bitwise the look-back's; what changes is *when* a GPU
-    block waits: an aggregate never waits for its own block's look-back, and loads stay in
-    flight while warp 0 waits.  A sequential CPU has no latency to hide, so here the data
-    flow is the look-back's, and so are its counts (:func:`count_device`)."""
+    fixed trees), so every result is bitwise the look-back's at the same tile shape; what
+    changes is *when* a GPU block waits (almost never) and that each tile is read from memory
+    once.  A sequential CPU has no latency to hide, so here the data flow is the look-back's,
+    and so are its counts (:func:`count_device`)."""
     return lookback(x, ufunc, identity, block=block, tile_scan=tile_scan, window=window)
 
 

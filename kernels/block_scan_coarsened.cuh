@@ -21,17 +21,34 @@ struct BlockScanCoarsened {
     // writes the block aggregate.  Contains one __syncthreads.
     template <int ITEMS>
     static __device__ __forceinline__ T scan(TempStorage &tmp, T (&items)[ITEMS], T &block_aggregate) {
-        const int lane = threadIdx.x & 31;
-        const int warp = threadIdx.x >> 5;
+        const T lane_exclusive = scan_up(tmp, items);
+        __syncthreads();
+        return scan_down(tmp, lane_exclusive, block_aggregate);
+    }
+
+    // scan() in two halves around a barrier that the caller places, so that several tiles can
+    // share one (agent_lookahead.cuh).  scan_up: the thread's and the warp's part; returns the
+    // lane's exclusive prefix within its warp.
+    template <int ITEMS>
+    static __device__ __forceinline__ T scan_up(TempStorage &tmp, T (&items)[ITEMS]) {
 #pragma unroll
         for (int i = 1; i < ITEMS; ++i) items[i] = Op::template apply<T>(items[i - 1], items[i]);
+        return warp_part(tmp, items[ITEMS - 1]);
+    }
 
-        T lane_exclusive;
-        T warp_inclusive = warp_inclusive_scan<T, Op>(items[ITEMS - 1], lane, lane_exclusive);
-        if (lane == 31) tmp.warp_totals[warp] = warp_inclusive;
-        __syncthreads();
+    // The block aggregate alone: the same association as scan()'s, the items untouched.
+    template <int ITEMS>
+    static __device__ __forceinline__ void reduce_up(TempStorage &tmp, const T (&items)[ITEMS]) {
+        T run = items[0];
+#pragma unroll
+        for (int i = 1; i < ITEMS; ++i) run = Op::template apply<T>(run, items[i]);
+        warp_part(tmp, run);
+    }
 
-        // Every thread folds the warp totals in the same fixed order (broadcast reads).
+    // After the barrier: the thread's exclusive prefix within the block, and the aggregate.
+    // Every thread folds the warp totals in the same fixed order (broadcast reads).
+    static __device__ __forceinline__ T scan_down(const TempStorage &tmp, T lane_exclusive, T &block_aggregate) {
+        const int warp = threadIdx.x >> 5;
         T running = Op::template identity<T>();
         T warp_exclusive = running;
 #pragma unroll
@@ -41,6 +58,16 @@ struct BlockScanCoarsened {
         }
         block_aggregate = running;
         return Op::template apply<T>(warp_exclusive, lane_exclusive);
+    }
+
+  private:
+    // Kogge-Stone over the lanes' run totals; lane 31 writes the warp's total.
+    static __device__ __forceinline__ T warp_part(TempStorage &tmp, T run_total) {
+        const int lane = threadIdx.x & 31;
+        T lane_exclusive;
+        const T warp_inclusive = warp_inclusive_scan<T, Op>(run_total, lane, lane_exclusive);
+        if (lane == 31) tmp.warp_totals[threadIdx.x >> 5] = warp_inclusive;
+        return lane_exclusive;
     }
 };
 

@@ -37,19 +37,14 @@
 //   tile_lookback (one block per tile): the sub-window's last tile publishes SUB after
 //     waiting for aggregates only; the window's last tile publishes ANCHOR(g) =
 //     PREFIX(g+1) = ANCHOR(g-1) op W(g) in the per-window word: one serial hop per window.
-//   tile_publish_behind + tile_prefix (agent_scan.cuh with lead > 0: a block reduces tile
-//     c and scans tile c - lead): every tile's aggregate (a sub-window's last one's too) is
-//     published when the tile is reduced; SUB and ANCHOR, the same words tile_lookback
-//     writes, are published lead/2 claims later; the scan only reads words published
-//     long before.
-//   tile_publish_ahead + tile_lookahead (persistent blocks, agent_lookahead.cuh): SUB and
-//     W(g) are published by their last tiles' blocks as soon as those tiles are reduced
-//     (waiting for aggregates, resp. sub-window totals, only), and every block folds the
-//     window totals into its own running PREFIX: no prefix is ever waited for, so no
-//     chain.  The per-window word holds W(g) in these launches.
+//   tile_publish_behind + tile_prefix / PrefixPoll (agent_scan.cuh with lead > 0: a block
+//     reduces tile c and scans tile c - lead; agent_lookahead.cuh: a persistent block reduces
+//     its k-th tile and scans its (k - DEPTH)-th): every tile's aggregate (a sub-window's last
+//     one's too) is published when the tile is reduced; SUB and ANCHOR, the same words
+//     tile_lookback writes, are published later (lead/2 claims; one iteration); the scan
+//     only reads words published long before.
 //
-// Each tile reads at most 2 words per lane (plus, for look-ahead, one per window it
-// crosses).
+// Each tile reads at most 2 words per lane.
 //
 // NO DEADLOCK.  Tile ids come from an atomic counter, so every tile a block waits for was
 // claimed earlier by a block that is already running.  Aggregates are published before any
@@ -90,10 +85,8 @@ struct StatusWord {
         }
     }
 
-    // Try to read the value at d_words; true (and `value` set) if all K words are from
-    // launch `epoch`.
-    static __device__ __forceinline__ bool try_load(const u64 *d_words, unsigned epoch, T &value) {
-        u64 w[K];
+    // Issue the loads of the K words at d_words (decode() them once they are needed).
+    static __device__ __forceinline__ void load(const u64 *d_words, u64 (&w)[K]) {
         if (K == 1) {
             asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w[0]) : "l"(d_words) : "memory");
         } else {
@@ -104,6 +97,10 @@ struct StatusWord {
                              : "l"(d_words + k)
                              : "memory");
         }
+    }
+
+    // True (and `value` set) if all K words are from launch `epoch`.
+    static __device__ __forceinline__ bool decode(const u64 (&w)[K], unsigned epoch, T &value) {
         bool ok = true;
         Chunks u;
 #pragma unroll
@@ -113,6 +110,14 @@ struct StatusWord {
         }
         if (ok) value = u.value;
         return ok;
+    }
+
+    // Try to read the value at d_words; true (and `value` set) if all K words are from
+    // launch `epoch`.
+    static __device__ __forceinline__ bool try_load(const u64 *d_words, unsigned epoch, T &value) {
+        u64 w[K];
+        load(d_words, w);
+        return decode(w, epoch, value);
     }
 };
 
@@ -147,23 +152,6 @@ template <typename T>
 __device__ __forceinline__ void tile_publish_aggregate(const TileState &st, i64 tile, i64 num_tiles, T aggregate) {
     if ((tile & 31) != 31 && tile != num_tiles - 1)
         StatusWord<T>::store(st.d_aggregates + tile * StatusWord<T>::K, aggregate, st.epoch);
-}
-
-// Lane l < s: SUB(g, l), waited for; lane s: `own` (the caller's own SUB, when it needs the
-// window total); other lanes: the identity.  Returns the lane's value (reduce it with R).
-template <typename T, typename Op, int WINDOW>
-__device__ __forceinline__ T wait_subs(const TileState &st, i64 g, int s, T own) {
-    typedef StatusWord<T> W;
-    const int SUBS = WINDOW / 32;
-    const int lane = threadIdx.x & 31;
-    T b = (lane == s) ? own : Op::template identity<T>();
-    bool ok = lane >= s;
-    const u64 *d_b = st.d_subaggs + (g * SUBS + lane) * W::K;
-    while (true) {
-        if (!ok) ok = W::try_load(d_b, st.epoch, b);
-        if (__all_sync(0xffffffffu, ok)) break;
-    }
-    return b;
 }
 
 // Lane l < count: agg(first + l), waited for; other lanes: the identity (all 32 lanes of a
@@ -211,6 +199,12 @@ __device__ __forceinline__ T tile_exclusive(T anchor, T subs, T in_sub) {
     return Op::template apply<T>(Op::template apply<T>(anchor, warp_reduce<T, Op>(subs)), in_sub);
 }
 
+// The total for the last tile (the look-back's association: its prefix op its aggregate).
+template <typename T, typename Op>
+__device__ __forceinline__ void tile_total(i64 tile, i64 num_tiles, T exclusive, T aggregate, T *d_total) {
+    if (tile == num_tiles - 1 && d_total != 0) *d_total = Op::template apply<T>(exclusive, aggregate);
+}
+
 // ANCHOR(g) = ANCHOR(g-1) op W(g), by the warp of the window's last tile (sub-window s =
 // SUBS-1), whose own sub-window total `own_sub` joins the others (`subs`) in lane s.
 template <typename T, typename Op, int WINDOW>
@@ -246,7 +240,7 @@ __device__ __forceinline__ T tile_lookback(const TileState &st, i64 tile, i64 nu
     const T subs = wait_window_prefix<T, Op, WINDOW>(st, p, seed, has_seed, anchor);
     const T exclusive = tile_exclusive<T, Op>(anchor, subs, in_sub);
     if (p.r == WINDOW - 1 && !last_tile) store_anchor<T, Op, WINDOW>(st, p, own_sub, subs, anchor);
-    if (lane == 0 && last_tile && d_total != 0) *d_total = Op::template apply<T>(exclusive, aggregate);
+    if (lane == 0) tile_total<T, Op>(tile, num_tiles, exclusive, aggregate, d_total);
     return exclusive;
 }
 
@@ -275,79 +269,57 @@ __device__ __forceinline__ void tile_publish_behind(const TileState &st, i64 til
     store_anchor<T, Op, WINDOW>(st, p, own_sub, subs, anchor);
 }
 
-// exclusive(tile) on every lane of the calling warp, publishing nothing (the scan half of
-// the reduction-ahead look-back); writes the total for the last tile.
+// exclusive(tile) on every lane of one warp, publishing nothing (the scan half of the
+// reduction-ahead look-back and of the look-ahead kernel), in two halves: issue() loads the
+// words the prefix needs (the aggregates before the tile in its sub-window, the sub-window
+// totals before its sub-window, the anchor) without waiting for them, so that other work
+// overlaps the L2 round trip; finish() polls again the ones not yet published and returns the
+// prefix.  The same values as tile_lookback.
+template <typename T, typename Op, int WINDOW>
+struct PrefixPoll {
+    typedef StatusWord<T> W;
+    u64 wa[W::K], wb[W::K], wc[W::K];
+
+    static __device__ __forceinline__ const u64 *agg_word(const TileState &st, i64 tile, const TilePlace &p) {
+        return st.d_aggregates + (tile - p.j + (threadIdx.x & 31)) * W::K;
+    }
+    static __device__ __forceinline__ const u64 *sub_word(const TileState &st, const TilePlace &p) {
+        return st.d_subaggs + (p.g * (WINDOW / 32) + (threadIdx.x & 31)) * W::K;
+    }
+
+    __device__ __forceinline__ void issue(const TileState &st, i64 tile) {
+        const int lane = threadIdx.x & 31;
+        const TilePlace p = TilePlace::of<WINDOW>(tile);
+        if (lane < p.j) W::load(agg_word(st, tile, p), wa);
+        if (lane < p.s) W::load(sub_word(st, p), wb);
+        if (lane == 0 && p.g > 0) W::load(st.d_anchors + (p.g - 1) * W::K, wc);
+    }
+
+    __device__ __forceinline__ T finish(const TileState &st, i64 tile, T seed, bool has_seed) {
+        const int lane = threadIdx.x & 31;
+        const TilePlace p = TilePlace::of<WINDOW>(tile);
+        T a = Op::template identity<T>(), b = a;
+        T anchor = has_seed ? seed : Op::template identity<T>();
+        bool ok_a = lane >= p.j || W::decode(wa, st.epoch, a);
+        bool ok_b = lane >= p.s || W::decode(wb, st.epoch, b);
+        bool ok_c = p.g == 0 || lane != 0 || W::decode(wc, st.epoch, anchor);
+        while (!__all_sync(0xffffffffu, ok_a && ok_b && ok_c)) {
+            if (!ok_a) ok_a = W::try_load(agg_word(st, tile, p), st.epoch, a);
+            if (!ok_b) ok_b = W::try_load(sub_word(st, p), st.epoch, b);
+            if (!ok_c) ok_c = W::try_load(st.d_anchors + (p.g - 1) * W::K, st.epoch, anchor);
+        }
+        anchor = shfl_idx(anchor, 0);
+        return tile_exclusive<T, Op>(anchor, b, warp_reduce<T, Op>(a));
+    }
+};
+
 template <typename T, typename Op, int WINDOW>
 __device__ __forceinline__ T tile_prefix(const TileState &st, i64 tile, i64 num_tiles, T aggregate, T seed,
                                          bool has_seed, T *d_total) {
-    const TilePlace p = TilePlace::of<WINDOW>(tile);
-    const T in_sub = warp_reduce<T, Op>(wait_aggregates<T, Op>(st, tile - p.j, p.j));
-    T anchor;
-    const T subs = wait_window_prefix<T, Op, WINDOW>(st, p, seed, has_seed, anchor);
-    const T exclusive = tile_exclusive<T, Op>(anchor, subs, in_sub);
-    if ((threadIdx.x & 31) == 0 && tile == num_tiles - 1 && d_total != 0)
-        *d_total = Op::template apply<T>(exclusive, aggregate);
-    return exclusive;
-}
-
-// Look-ahead, step (b) (all 32 lanes of one warp, right after the block published agg(tile)):
-// if `tile` is the last of its sub-window, wait for the aggregates before it and publish
-// SUB; if it is the last of its window, also wait for the SUBs before it and publish W(g).
-template <typename T, typename Op, int WINDOW>
-__device__ __forceinline__ void tile_publish_ahead(const TileState &st, i64 tile, i64 num_tiles, T aggregate) {
-    typedef StatusWord<T> W;
-    const int SUBS = WINDOW / 32;
-    const int lane = threadIdx.x & 31;
-    const TilePlace p = TilePlace::of<WINDOW>(tile);
-    if (p.j != 31 || tile == num_tiles - 1) return;
-    const T own_sub = Op::template apply<T>(warp_reduce<T, Op>(wait_aggregates<T, Op>(st, tile - p.j, p.j)), aggregate);
-    if (p.s != SUBS - 1) {
-        if (lane == 0) W::store(st.d_subaggs + (p.g * SUBS + p.s) * W::K, own_sub, st.epoch);
-        return;
-    }
-    const T w = warp_reduce<T, Op>(wait_subs<T, Op, WINDOW>(st, p.g, p.s, own_sub));
-    if (lane == 0) W::store(st.d_anchors + p.g * W::K, w, st.epoch);
-}
-
-// A block's running PREFIX(g) for tile_lookahead: the windows folded so far.  Its tiles
-// only move forward, so each window total is read once per block.
-template <typename T>
-struct WindowCursor {
-    i64 g;     // PREFIX(g) is known
-    T prefix;  // = PREFIX(g)
-};
-
-// Look-ahead, step (c) (all 32 lanes of one warp): exclusive(tile) on every lane, waiting
-// only for aggregates, SUBs and window totals; writes the total for the last tile.
-template <typename T, typename Op, int WINDOW>
-__device__ __forceinline__ T tile_lookahead(const TileState &st, i64 tile, i64 num_tiles, T aggregate,
-                                            WindowCursor<T> &cursor, T *d_total) {
-    typedef StatusWord<T> W;
-    const int lane = threadIdx.x & 31;
-    const TilePlace p = TilePlace::of<WINDOW>(tile);
-    // The aggregates before us in our sub-window and the SUBs before ours, polled together
-    // (one L2 round trip when they are there; SUBs here never wait for this tile).
-    T a = Op::template identity<T>(), b = Op::template identity<T>();
-    bool ok_a = lane >= p.j, ok_b = lane >= p.s;
-    const u64 *d_a = st.d_aggregates + (tile - p.j + lane) * W::K;
-    const u64 *d_b = st.d_subaggs + (p.g * (WINDOW / 32) + lane) * W::K;
-    while (true) {
-        if (!ok_a) ok_a = W::try_load(d_a, st.epoch, a);
-        if (!ok_b) ok_b = W::try_load(d_b, st.epoch, b);
-        if (__all_sync(0xffffffffu, ok_a && ok_b)) break;
-    }
-    const T in_sub = warp_reduce<T, Op>(a);
-    const T before_sub = warp_reduce<T, Op>(b);
-    while (cursor.g < p.g) {  // fold the window totals we have not seen yet, in order
-        T w = Op::template identity<T>();
-        if (lane == 0)
-            while (!W::try_load(st.d_anchors + cursor.g * W::K, st.epoch, w)) {
-            }
-        cursor.prefix = Op::template apply<T>(cursor.prefix, shfl_idx(w, 0));
-        ++cursor.g;
-    }
-    const T exclusive = Op::template apply<T>(Op::template apply<T>(cursor.prefix, before_sub), in_sub);
-    if (lane == 0 && tile == num_tiles - 1 && d_total != 0) *d_total = Op::template apply<T>(exclusive, aggregate);
+    PrefixPoll<T, Op, WINDOW> poll;
+    poll.issue(st, tile);
+    const T exclusive = poll.finish(st, tile, seed, has_seed);
+    if ((threadIdx.x & 31) == 0) tile_total<T, Op>(tile, num_tiles, exclusive, aggregate, d_total);
     return exclusive;
 }
 

@@ -185,9 +185,11 @@ def test_determinism_while_another_stream_races(dt):
 
 
 @pytest.mark.parametrize("n", [(1 << 31) - 1, (1 << 31) + 1, (1 << 32) + 1])
-def test_64_bit_indexing_default_lead(n):
-    """int8 sums past 2^31 and 2^32 items at the default lead equal the one-tile look-back."""
+def test_64_bit_indexing_default_lead(n, lead):
+    """int8 sums past 2^31 and 2^32 items at the default lead equal the one-tile look-back (the
+    lead forced, or "auto" would run the look-ahead kernel at these sizes)."""
     t = scan_types(OPS["sum"], np.int8, np.int8)
     plan = gpu._plan(cp.cuda.Device().id, t.input, t, OPS["sum"], "auto")
     assert gpu._lead(plan, -(-n // plan.tile)) == plan.lead > 0
+    lead(plan.lead)
     assert_int8_sum_is_lookback(n, n % 991, "auto")

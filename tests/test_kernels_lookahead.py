@@ -1,12 +1,13 @@
 """The look-ahead kernel (kernels/agent_lookahead.cuh; skipped without a GPU).
 
 It combines tiles with the same status words and fixed trees as the look-back kernel, so for
-every dtype and operator its results must be *bitwise* the look-back's (floats included), and
-integers exact against NumPy.  Sizes sit on the boundaries that matter to a persistent grid:
-one tile +- 1, one round of the grid +- 1, and several rounds.  Also: the tile counter's accounting across launches of both kernels,
+every dtype and operator its results must be *bitwise* the look-back's at the same tile shape
+(floats included), and integers exact against NumPy.  Sizes sit on the boundaries that matter
+to a persistent grid: one tile +- 1, one round of the grid +- 1, DEPTH rounds (the first
+scans) +- 1, and several rounds.  Also: "auto" switching to it at LOOKAHEAD_MIN_ITEMS (through
+the API's hot path too), the tile counter's accounting across launches of both kernels,
 unaligned data (synchronous loads), run-to-run determinism while another stream races, and
-64-bit indexing past 2^31 and 2^32 items.
-"""
+64-bit indexing past 2^31 and 2^32 items."""
 
 from __future__ import annotations
 
@@ -22,20 +23,44 @@ from distscan._dtypes import scan_types  # noqa: E402
 from distscan.backends import _cuda_compile as cc  # noqa: E402
 from distscan.backends import cuda as gpu  # noqa: E402
 from distscan.ops import OPS  # noqa: E402
-from _kernel_cases import (TABLE, TABLE_IDS, assert_bitwise_lookback,  # noqa: E402
+from _kernel_cases import (TABLE, TABLE_IDS, as_bytes, assert_bitwise_lookback,  # noqa: E402
                            assert_deterministic_while_racing, assert_int8_sum_is_lookback, kernel_data, seeded_rng)
 
+
+
+def _lookahead_shape(t):
+    return cc.choose_tuning(t.input, cc.kernel_acc_dtype(t.acc), t.result, device="lookahead")
+
+
+@pytest.fixture
+def same_shape():
+    """Run the look-back reference at the look-ahead kernel's tile shape (restored after)."""
+    old = gpu._TUNING_OVERRIDE
+
+    def force(t):
+        gpu._TUNING_OVERRIDE = _lookahead_shape(t)
+
+    yield force
+    gpu._TUNING_OVERRIDE = old
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _precompiled():
     keys = []
-    for name, dt in TABLE:
-        op = OPS[name]
-        t = scan_types(op, dt)
-        keys += [gpu.module_key(t.input, t, op, alg) for alg in ("lookahead", "lookback")]
-    t = scan_types(OPS["sum"], np.int8, np.int8)
-    keys += [gpu.module_key(t.input, t, OPS["sum"], alg) for alg in ("lookahead", "lookback")]
+    old = gpu._TUNING_OVERRIDE
+    try:
+        for name, dt in TABLE:
+            op = OPS[name]
+            t = scan_types(op, dt)
+            keys.append(gpu.module_key(t.input, t, op, "lookahead"))
+            gpu._TUNING_OVERRIDE = _lookahead_shape(t)
+            keys += [gpu.module_key(t.input, t, op, alg) for alg in ("lookahead", "lookback")]
+            gpu._TUNING_OVERRIDE = old
+        for dt in (np.int8, np.float32):
+            t = scan_types(OPS["sum"], np.dtype(dt), np.dtype(dt))
+            keys += [gpu.module_key(t.input, t, OPS["sum"], alg) for alg in ("lookahead", "lookback", "auto")]
+    finally:
+        gpu._TUNING_OVERRIDE = old
     cc.precompile(keys)
     yield
 
@@ -45,16 +70,44 @@ def _plan(op, t, algorithm="lookahead"):
 
 
 @pytest.mark.parametrize("name,dt", TABLE, ids=TABLE_IDS)
-def test_lookahead_is_bitwise_lookback(name, dt):
+def test_lookahead_is_bitwise_lookback(name, dt, same_shape):
     rng = seeded_rng()
     op = OPS[name]
     t = scan_types(op, dt)
+    same_shape(t)
     plan = _plan(op, t)
-    tile, grid = plan.tile, plan.la_grid
-    assert grid >= 1
-    sizes = [1, tile - 1, tile + 1, grid * tile - 1, grid * tile + 1, (cc.Tuning.stages + 2) * grid * tile + tile // 3]
+    tile, grid, depth = plan.tile, plan.la_grid, plan.tuning.depth
+    assert grid >= 1 and plan.tuning == _lookahead_shape(t)
+    sizes = [1, tile - 1, tile + 1, grid * tile - 1, grid * tile + 1, depth * grid * tile - 1,
+             depth * grid * tile + 1, (plan.tuning.stages + 2) * grid * tile + tile // 3]
     for i, n in enumerate(sizes):
         assert_bitwise_lookback(rng, op, t, dt, n, i, "lookahead", f"{name} {dt}")
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.float32])
+def test_auto_switches_at_the_threshold(dt):
+    """Below LOOKAHEAD_MIN_ITEMS "auto" is the look-back (with its lead), from it the look-ahead
+    kernel, bitwise, through the backend and through the API's hot path with out=."""
+    import distscan
+
+    rng = seeded_rng()
+    op = OPS["sum"]
+    t = scan_types(op, np.dtype(dt), np.dtype(dt))
+    edge = gpu.LOOKAHEAD_MIN_ITEMS
+    for n in (edge - 1, edge, edge + 12345):
+        x = cp.asarray(kernel_data(rng, np.dtype(dt), n))
+        want = gpu.scan(x, op, t, algorithm="lookahead" if n >= edge else "auto")[0]
+        got = gpu.scan(x, op, t)[0]
+        np.testing.assert_array_equal(as_bytes(got), as_bytes(want), err_msg=f"n={n}")
+        out = cp.empty_like(want)
+        for _ in range(2):  # the hot path's first call builds its entry, the second reuses it
+            out.fill(0)
+            distscan.cumsum(x, dtype=t.result, out=out)
+            np.testing.assert_array_equal(as_bytes(out), as_bytes(want), err_msg=f"n={n} api")
+        if dt == np.int8:
+            np.testing.assert_array_equal(cp.asnumpy(got), np.cumsum(cp.asnumpy(x), dtype=np.int8))
+    lead_plan = _plan(op, t, "auto")
+    assert gpu._large_plan(lead_plan).device == "lookahead" and lead_plan.device == "lookback"
 
 
 def test_counter_accounting_across_kernels():
@@ -91,10 +144,11 @@ def test_unaligned_data(dt):
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64, np.complex64])
-def test_determinism_while_another_stream_races(dt):
+def test_determinism_while_another_stream_races(dt, same_shape):
     rng = seeded_rng()
     op = OPS["sum"]
     t = scan_types(op, dt)
+    same_shape(t)
     n = (1 << 24) + 1001
     x = cp.asarray(rng.standard_normal(n).astype(dt))
     assert_deterministic_while_racing(lambda: gpu.scan(x, op, t, algorithm="lookahead")[0],

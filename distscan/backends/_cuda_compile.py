@@ -114,7 +114,8 @@ class Tuning:
     items: int
     window: int
     min_blocks: int
-    stages: int = 2  # "lookahead": shared-memory stages per block (loads in flight while waiting)
+    stages: int = 6  # "lookahead": shared-memory stages per block
+    depth: int = 4   # "lookahead": tiles a block reduces ahead of its scan (stages - depth loads in flight)
 
     @property
     def tile_items(self) -> int:
@@ -132,10 +133,9 @@ class Tuning:
 # (kernels/agent_scan.cuh).  Each level keeps its default when the other is named.
 BLOCK_ALGORITHMS = {"coarsened": 0, "kogge_stone": 1, "kogge_stone_double_buffer": 2, "brent_kung": 3, "blelloch": 4}
 DEVICE_ALGORITHMS = {"lookback": 0, "domino": 1, "hierarchical": 2, "lookahead": 3}
-# The device level unless one is named: look-back.  The look-ahead kernel measured slower at
-# every size on the H100 (benchmarks/RESULTS.md, "Issue 10"), so it runs only when named.
+# The device level unless one is named: look-back ("auto" switches to the look-ahead kernel for
+# large arrays: distscan/backends/cuda.py, LOOKAHEAD_MIN_ITEMS).
 DEFAULT_DEVICE = "lookback"
-MIN_BLOCKS_LOOKAHEAD = 2  # register budget of the look-ahead kernel: two tiles live per thread
 
 
 def kernel_algorithm(name: str) -> tuple:
@@ -160,17 +160,24 @@ def _lane_stride(itemsize: int, items: int) -> int:
     return lane + (16 if (lane // 16) % 2 == 0 else 0)
 
 
-def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "coarsened") -> Tuning:
+def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "coarsened",
+                  device: str = DEFAULT_DEVICE) -> Tuning:
     """Tile shape for one combination of item sizes (same rule on every Hopper-class GPU).
 
     ``override`` (a ``Tuning`` or a tuple) replaces the choice; its ITEMS is still
     raised, if needed, so that ITEMS*itemsize is a multiple of 16 bytes.
     """
     s_in, s_acc, s_out = np.dtype(in_dtype).itemsize, kernel_acc_dtype(acc_dtype).itemsize, np.dtype(out_dtype).itemsize
-    stages = Tuning.stages
+    stages, depth = Tuning.stages, Tuning.depth
     if override is not None:
         t = Tuning(*override) if not isinstance(override, Tuning) else override
-        threads, items, window, min_blocks, stages = t.block_threads, t.items, t.window, t.min_blocks, t.stages
+        threads, items, window, min_blocks, stages, depth = (t.block_threads, t.items, t.window, t.min_blocks,
+                                                             t.stages, t.depth)
+    elif device == "lookahead":  # persistent blocks, shared memory for STAGES tiles each
+        window = 1024
+        # (128, 32 | 16, 2 blocks/SM, 6 stages, depth 4) measured best of 20 shapes at 2^29 on the
+        # H100 and H200 together (benchmarks/RESULTS.md, "Issue 10, fourth pass")
+        threads, items, min_blocks = 128, (32 if s_acc <= 4 else 16 if s_acc <= 8 else 8), 2
     else:
         window = 1024
         if s_acc <= 4:  # 8192-item tiles: measured 2490 GB/s vs 2120 with 4096 (H100, 2^29 int32)
@@ -185,7 +192,7 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
     while threads > 64 and (threads * max(_lane_stride(s_in, items), _lane_stride(s_out, items))
                             + _block_temp_bytes(block, threads, s_acc)) > 46 * 1024:
         threads //= 2
-    return Tuning(threads, items, window, min_blocks, stages)
+    return Tuning(threads, items, window, min_blocks, stages, depth)
 
 
 @dataclass(frozen=True)
@@ -204,17 +211,15 @@ ROLES = ("scan_incl", "scan_excl", "reduce_partials", "reduce_final", "add_offse
 
 
 def names(key: ModuleKey) -> dict:
-    """The name expression of each kernel of one module, by role.  The look-ahead kernel has
-    its own register budget (MIN_BLOCKS_LOOKAHEAD) and the tuning's stage count."""
+    """The name expression of each kernel of one module, by role."""
     tin, tacc, tout = ctype(key.in_dtype), ctype(key.acc_dtype), ctype(key.out_dtype)
     op = f"distscan::{key.functor}"
     t = key.tuning
     block = BLOCK_ALGORITHMS[key.block]
 
     def shape(device):
-        min_blocks = MIN_BLOCKS_LOOKAHEAD if device == "lookahead" else t.min_blocks
-        return (f"{t.block_threads}, {t.items}, {t.window}, {min_blocks}, {block}, {DEVICE_ALGORITHMS[device]}, "
-                f"{t.stages if device == 'lookahead' else 0}")
+        ring = f"{t.stages}, {t.depth}" if device == "lookahead" else "0, 0"
+        return f"{t.block_threads}, {t.items}, {t.window}, {t.min_blocks}, {block}, {DEVICE_ALGORITHMS[device]}, {ring}"
 
     return {
         "scan_incl": f"distscan::scan_tiles_kernel<{tin}, {tacc}, {tout}, {op}, false, {shape(key.device)}>",

@@ -12,12 +12,12 @@ Paths
   decoupled look-back over aligned sub-windows and windows (``kernels/tile_state.cuh``); for
   ``algorithm="auto"`` from LEAD_MIN_LEADS leads of tiles, one block per claim that reduces
   tile c and scans tile c - lead from L2 (``kernels/agent_scan.cuh``: no scan waits for a
-  load), or
-  with ``algorithm="lookahead"`` persistent blocks that publish each tile's aggregate one
-  tile ahead of their look-back and keep loads in flight while they wait
-  (``kernels/agent_lookahead.cuh``; measured slower, so not the default).  Both have the
-  same deterministic association, so their results are bitwise equal.  The tile state needs
-  no clearing between launches (launch epochs in the status words).
+  load), and from LOOKAHEAD_MIN_ITEMS items (and with ``algorithm="lookahead"``) persistent
+  blocks that keep each tile in a shared-memory ring from its reduction to its scan, DEPTH
+  of their own tiles later (``kernels/agent_lookahead.cuh``: each tile read once).  All
+  have the same deterministic association, so for the same tile shape their results are
+  bitwise equal.  The tile state needs no clearing between launches (launch epochs in the
+  status words).
 * ``1 < w <= 32``: the columns of a transposed contiguous copy, one launch each.
 * ``w > 32``: ``scan_columns_kernel``, one thread per column (coalesced along rows);
   correct for any shape, fast only when ``w`` is large.
@@ -164,30 +164,64 @@ _PLANS: dict = {}
 
 class _Plan:
     __slots__ = ("funcs", "tuning", "kacc", "k_words", "in_size", "out_size", "tile", "window", "threads", "identity_k",
-                 "device", "la_smem", "la_grid", "lead")
+                 "device", "la_smem", "la_grid", "lead", "large_key", "large")
 
 
 def _persistent_grid(fn, threads: int, smem: int, sms: int, fallback: int) -> int:
     """Blocks of a persistent kernel: as many as fit on every SM at once (``fallback`` per SM
-    without an occupancy query in this CuPy: the register budget's count)."""
+    without an occupancy query in this CuPy: the register budget's count); 0 if none fits."""
     try:
         per_sm = _cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, threads, smem)
     except Exception:  # noqa: BLE001
         per_sm = fallback
-    return max(1, int(per_sm)) * sms
+    return max(0, int(per_sm)) * sms
 
 
 def _setup_lookahead(plan: _Plan, dev_id: int, in_dtype, out_dtype) -> None:
-    """Dynamic shared memory and persistent grid of a "lookahead" plan (0 for the others)."""
+    """Dynamic shared memory and persistent grid of a "lookahead" plan (0 for the others).
+
+    Raises
+    ------
+    RuntimeError
+        If the kernel's shared-memory ring does not fit one block on this GPU's SMs.
+    """
     plan.la_smem = plan.la_grid = 0
     if plan.device != "lookahead":
         return
     smem = plan.tuning.lookahead_smem(in_dtype, out_dtype)
-    for role in ("scan_incl", "scan_excl"):
-        plan.funcs[role].max_dynamic_shared_size_bytes = smem
-    plan.la_smem = smem
-    plan.la_grid = _persistent_grid(plan.funcs["scan_incl"], plan.threads, smem, _device_info(dev_id)["sms"],
-                                    cc.MIN_BLOCKS_LOOKAHEAD)
+    try:
+        for role in ("scan_incl", "scan_excl"):
+            plan.funcs[role].max_dynamic_shared_size_bytes = smem
+        grid = _persistent_grid(plan.funcs["scan_incl"], plan.threads, smem, _device_info(dev_id)["sms"],
+                                plan.tuning.min_blocks)
+    except Exception:  # noqa: BLE001 - the driver refuses the size
+        grid = 0
+    if grid == 0:
+        raise RuntimeError(f"the look-ahead scan kernel needs {smem} bytes of shared memory per block, "
+                           f"more than GPU {dev_id} gives")
+    plan.la_smem, plan.la_grid = smem, grid
+
+
+# "auto" runs the look-ahead kernel (kernels/agent_lookahead.cuh) from LOOKAHEAD_MIN_ITEMS items
+# on, where its shared-memory ring fits the GPU, and the look-back (with the reduction lead
+# below) under that.  Measured, sums, as a ratio to the look-back with lead (benchmarks/RESULTS.md,
+# "Issue 10, fourth pass"): H200 2^23 0.87-1.02, 2^24 1.01-1.04, 2^25 and up 1.01-1.06; H100
+# 2^29 1.01-1.03 (4-byte) and 1.02-1.03 (8-byte).  The look-ahead reads each tile once into
+# shared memory; the lead kernel reads it twice (the second time from L2).
+LOOKAHEAD_MIN_ITEMS = 1 << 25
+
+
+def _large_plan(plan: _Plan) -> _Plan:
+    """The plan "auto" uses for LOOKAHEAD_MIN_ITEMS items or more: the look-ahead one where it
+    fits, else ``plan`` itself.  Forcing the lead (``_LEAD_OVERRIDE``) keeps the lead kernel."""
+    if plan.large_key is None or _LEAD_OVERRIDE is not None:
+        return plan
+    if plan.large is None:
+        try:
+            plan.large = _plan(*plan.large_key, "lookahead")
+        except RuntimeError:
+            plan.large = plan
+    return plan.large
 
 
 # The look-back's reduction runs ahead of its scans by the tiles that stream through DRAM in
@@ -234,7 +268,7 @@ def _plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, algorithm: str = "aut
         _device_info(dev_id)
         kacc = cc.kernel_acc_dtype(types.acc)
         block, device = cc.kernel_algorithm(algorithm)
-        tuning = cc.choose_tuning(in_dtype, kacc, types.result, _TUNING_OVERRIDE, block)
+        tuning = cc.choose_tuning(in_dtype, kacc, types.result, _TUNING_OVERRIDE, block, device)
         mkey = cc.ModuleKey(np.dtype(in_dtype), kacc, np.dtype(types.result), op.functor, tuning, block, device)
         plan = _Plan()
         plan.funcs = cc.get_functions(mkey, dev_id)
@@ -250,6 +284,8 @@ def _plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, algorithm: str = "aut
         plan.device = device
         _setup_lookahead(plan, dev_id, in_dtype, types.result)
         _setup_lead(plan, dev_id, algorithm)
+        plan.large_key = (dev_id, in_dtype, types, op) if algorithm == "auto" else None
+        plan.large = None
         _PLANS[key] = plan
         _ADD_PLANS.setdefault((dev_id, types.result, kacc, op.functor, _TUNING_OVERRIDE), plan)
     return plan
@@ -270,17 +306,21 @@ def module_key(in_dtype, types: ScanTypes, op: Op, algorithm: str = "auto"):
     """The compile key of one scan (for :func:`distscan.backends._cuda_compile.precompile`)."""
     kacc = cc.kernel_acc_dtype(types.acc)
     block, device = cc.kernel_algorithm(algorithm)
-    tuning = cc.choose_tuning(in_dtype, kacc, types.result, _TUNING_OVERRIDE, block)
+    tuning = cc.choose_tuning(in_dtype, kacc, types.result, _TUNING_OVERRIDE, block, device)
     return cc.ModuleKey(np.dtype(in_dtype), kacc, np.dtype(types.result), op.functor, tuning, block, device)
 
 
 def error_depth(n: int, in_dtype, types: ScanTypes) -> int:
     """``L`` of the accuracy bound in this module's docstring, for a scan of ``n`` items."""
-    t = cc.choose_tuning(in_dtype, cc.kernel_acc_dtype(types.acc), types.result, _TUNING_OVERRIDE)
+    kacc = cc.kernel_acc_dtype(types.acc)
+    shapes = [cc.choose_tuning(in_dtype, kacc, types.result, _TUNING_OVERRIDE)]
+    if n >= LOOKAHEAD_MIN_ITEMS:  # "auto" may run the look-ahead kernel's tile shape
+        shapes.append(cc.choose_tuning(in_dtype, kacc, types.result, _TUNING_OVERRIDE, device="lookahead"))
     # thread: ITEMS; warp: 5 (lanes) + block: log2(threads) (warps in order, <= threads/32);
     # look-back: 5 + 5 (two butterflies) + 3 (anchor, sub-windows, sub-window, own prefix);
     # one anchor hop per window.
-    return t.items + int(math.log2(t.block_threads)) + 16 + -(-max(n, 1) // (t.tile_items * t.window))
+    return max(t.items + int(math.log2(t.block_threads)) + 16 + -(-max(n, 1) // (t.tile_items * t.window))
+               for t in shapes)
 
 
 def _identity(op: Op, types: ScanTypes, w: int) -> np.ndarray:
@@ -296,6 +336,8 @@ def _scan_1d(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, 
     if plan.device == "hierarchical":
         _scan_hierarchical(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr, op)
         return
+    if n >= LOOKAHEAD_MIN_ITEMS:
+        plan = _large_plan(plan)
     _launch_tiles(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr)
 
 
@@ -409,17 +451,21 @@ def _scan_fast(x, op, types, exclusive, out, algorithm):
     cp = _cp
     dev_id = x.data.device_id
     stream_ptr = cp.cuda.get_current_stream().ptr
-    key = (dev_id, stream_ptr, x.dtype, types.acc, types.result, op.functor, exclusive, _TUNING_OVERRIDE, algorithm)
+    n = x.size
+    large = n >= LOOKAHEAD_MIN_ITEMS and _LEAD_OVERRIDE is None  # "auto": the look-ahead plan
+    key = (dev_id, stream_ptr, x.dtype, types.acc, types.result, op.functor, exclusive, _TUNING_OVERRIDE, algorithm,
+           large)
     ent = _FAST.get(key)
     if ent is None:
         plan = _plan(dev_id, x.dtype, types, op, algorithm)
+        if large:
+            plan = _large_plan(plan)
         if plan.device == "hierarchical":
             return None  # several kernels: the general path
         launch = getattr(cp.cuda.driver, "launchKernel", None)  # older CuPy: RawKernel.__call__
         kernel = plan.funcs["scan_excl" if exclusive else "scan_incl"]
         ent = _FAST[key] = _FastEntry(plan, _scratch(dev_id, stream_ptr), kernel, launch)
     plan, scratch = ent.plan, ent.scratch
-    n = x.size
     if not scratch.fits(-(-n // plan.tile), plan.window, plan.k_words):
         return None
     if out is None:
