@@ -175,11 +175,11 @@ def bench_case(dtype, n, reps, results, api):
 
 
 # Look-ahead tile shapes (threads, items, window, min_blocks, stages, depth): the default first,
-# then the runners-up of the sweep in benchmarks/RESULTS.md ("Issue 10, fourth pass").
-VARIANTS_4 = [(128, 32, 1024, 2, 6, 4), (64, 32, 1024, 4, 6, 4), (256, 32, 1024, 1, 6, 4), (128, 32, 1024, 2, 6, 3),
-              (256, 16, 1024, 2, 5, 4)]
-VARIANTS_8 = [(128, 16, 1024, 2, 6, 4), (64, 16, 1024, 4, 6, 4), (256, 16, 1024, 1, 6, 4), (128, 16, 1024, 2, 6, 3),
-              (256, 8, 1024, 2, 5, 4)]
+# then the runners-up of the sweep in benchmarks/RESULTS.md ("Issue 10, fifth pass").
+VARIANTS_4 = [(128, 32, 1024, 2, 7, 5), (128, 32, 1024, 2, 6, 4), (128, 32, 1024, 2, 7, 4), (64, 32, 1024, 3, 9, 6),
+              (256, 16, 1024, 2, 7, 5)]
+VARIANTS_8 = [(128, 16, 1024, 2, 7, 5), (128, 16, 1024, 2, 6, 4), (128, 16, 1024, 2, 7, 4), (64, 16, 1024, 3, 9, 6),
+              (256, 8, 1024, 2, 7, 5)]
 
 
 def bench_variants(dtype, n, reps, out):

@@ -6,16 +6,24 @@
 // twice (DRAM, then L2), and on the H200 the L2's third pass per item is its ceiling (0.84 of
 // copy; ncu: L2 throughput 95 %, benchmarks/NOTES-gpu.md).  Here each tile is read from DRAM
 // once, into a ring of STAGES shared-memory stages, and a block runs DEPTH tiles ahead of its
-// own scans:
+// own scans.
+//
+// WARPS.  A block is BLOCK_THREADS/32 data warps and one SERVICE warp (launched with
+// BLOCK_THREADS + 32 threads).  The data warps load, reduce, scan and store; the service warp
+// claims tile ids, polls prefixes and publishes status words.  With that work on a data warp,
+// the other data warps waited for it at every barrier (ncu on the H200: barrier stalls the
+// largest share); the service warp took the H200 from 0.86-0.87 of copy to 0.90-0.92
+// (benchmarks/RESULTS.md, "Issue 10, fifth pass").
 //
 //   iteration k (t_k: the block's k-th tile, in claim order), ONE barrier:
-//     before it: the thread and warp halves of the block scan of t_{k-DEPTH} (in its stage
-//       since DEPTH iterations) and of the reduction of t_k (its loads waited for); warp 0
-//       collects t_{k-DEPTH}'s prefix (polled one iteration early)
-//     after it:  the warp totals folded; agg(t_k) PUBLISHED; t_{k-DEPTH} stored with its
-//       prefix; warp 0 publishes t_{k-1}'s sub-window or window total if it completes one
-//       (tile_publish_behind) and polls the next prefix; the loads of t_{k+LOADS} (cp.async)
-//       go into the stage t_{k-DEPTH} has freed
+//     before it: data warps: the thread and warp halves of the block scan of t_{k-DEPTH} (in
+//       its stage since DEPTH iterations) and of the reduction of t_k (its loads waited for);
+//       service warp: the claim of t_{k+LOADS}, and t_{k-DEPTH}'s prefix (polled an
+//       iteration early)
+//     after it:  service warp: agg(t_k) PUBLISHED; t_{k-1}'s sub-window or window total if
+//       it completes one (tile_publish_behind); the next prefix polled.  Data warps:
+//       t_{k-DEPTH} stored with its prefix; the loads of t_{k+LOADS} (cp.async) go into the
+//       stage t_{k-DEPTH} has freed
 //
 // so a tile's prefix is asked for DEPTH rounds of the grid after its reduction, when every
 // tile before it has long been reduced (the lead kernel's argument, with the data kept on the
@@ -23,16 +31,18 @@
 // status words and their association are the look-back's (tile_state.cuh), and the block
 // scan is the same, so the results are bitwise those of the look-back kernel.
 //
-// SHARED MEMORY.  Each warp owns the same slice of every stage (its segment of the tile,
-// transposed as tile_io.cuh describes), so a warp's loads, reads and stores sync with
-// __syncwarp only.  t_k lives in stage k % STAGES from (d) of iteration k - LOADS to (c) of
-// iteration k + DEPTH, which also stages its output on the way to global memory.
+// SHARED MEMORY.  Each data warp owns the same slice of every stage (its segment of the tile,
+// transposed as tile_io.cuh describes, swizzled rather than padded), so a warp's loads, reads
+// and stores sync with __syncwarp only.  t_k lives in stage k % STAGES from (d) of iteration
+// k - LOADS to (c) of iteration k + DEPTH, which also stages its output on the way to global
+// memory.
 //
-// TILE IDS come from the atomic counter, by thread 0, each claim issued one iteration before
-// its id is needed (its latency overlaps a round of work); a block stops claiming after its
-// first id past the end, so a launch makes exactly num_tiles + gridDim.x claims.  Every tile
-// a block waits for (agg, SUB or ANCHOR of a smaller tile) was claimed earlier by a running
-// block, whose own waits are again only for smaller tiles: no deadlock at any grid size.
+// TILE IDS come from the atomic counter, by the service warp's lane 0, each claim issued one
+// iteration before its id is needed (its latency overlaps a round of work); a block stops
+// claiming after its first id past the end, so a launch makes exactly num_tiles + gridDim.x
+// claims.  Every tile a block waits for (agg, SUB or ANCHOR of a smaller tile) was claimed
+// earlier by a running block, whose own waits are again only for smaller tiles: no deadlock
+// at any grid size.
 #pragma once
 #include "tile_agent.cuh"
 #include "tile_state.cuh"
@@ -41,12 +51,13 @@ namespace distscan {
 
 template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, int BLOCK_THREADS, int ITEMS,
           int WINDOW, int BLOCK_ALGO, int STAGES, int DEPTH>
-struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, BLOCK_ALGO> {
+struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, BLOCK_ALGO, true> {
     static_assert(DEPTH >= 1 && STAGES >= DEPTH + 1, "STAGES - DEPTH stages must be left for loads in flight");
-    typedef TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, BLOCK_ALGO> Base;
+    typedef TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, BLOCK_ALGO, true> Base;  // unpadded stages
     typedef typename Base::InIO InIO;
     typedef typename Base::BScan BScan;
-    static const int WARPS = Base::WARPS;
+    static const int WARPS = Base::WARPS;  // data warps; warp WARPS is the service warp
+    static const int LAUNCH_THREADS = BLOCK_THREADS + 32;
     static const int TILE_ITEMS = Base::TILE_ITEMS;
     static const int WARP_STAGE_BYTES = Base::IO_BYTES;
     static const int STAGE_BYTES = WARPS * WARP_STAGE_BYTES;
@@ -54,8 +65,8 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
     static const int LOADS = STAGES - DEPTH;             // tiles whose loads are in flight
     static const int IDS = STAGES + 2;                   // ring of claimed tile ids
 
-    // Thread 0's claims, one in flight: take() returns the claim issued by the previous
-    // take() and issues the next one while the ids are valid.
+    // The service warp's lane 0's claims, one in flight: take() returns the claim issued by
+    // the previous take() and issues the next one while the ids are valid.
     struct Claims {
         u64 pending;
         bool open;
@@ -105,21 +116,25 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
 
         const int lane = threadIdx.x & 31;
         const int warp = threadIdx.x >> 5;
+        const bool service = warp == WARPS;  // claims, prefixes, publishing; the others: data
+        const bool leader = service && lane == 0;
         const i64 num_tiles = (n + TILE_ITEMS - 1) / TILE_ITEMS;
-        char *my_slices = s_stages + warp * WARP_STAGE_BYTES;  // + stage * STAGE_BYTES
+        char *my_slices = s_stages + warp * WARP_STAGE_BYTES;  // + stage * STAGE_BYTES (data warps)
 
         Claims claims;
-        if (threadIdx.x == 0) {
+        if (leader) {
             claims.start(st);
             for (int k = 0; k < LOADS; ++k) s_ids[k] = claims.take(st, num_tiles);
         }
         __syncthreads();
         if (s_ids[0] >= num_tiles) return;  // the whole block: no tile left for it
+        if (!service) {
 #pragma unroll
-        for (int k = 0; k < LOADS; ++k)
-            issue_loads(d_in, n, s_ids[k], num_tiles, vector_ok, my_slices + k * STAGE_BYTES, warp, lane);
+            for (int k = 0; k < LOADS; ++k)
+                issue_loads(d_in, n, s_ids[k], num_tiles, vector_ok, my_slices + k * STAGE_BYTES, warp, lane);
+        }
 
-        PrefixPoll<TAcc, Op, WINDOW> poll;  // warp 0's: the prefix of the next tile to scan
+        PrefixPoll<TAcc, Op, WINDOW> poll;  // the service warp's: the prefix of the next tile to scan
         // The loop condition is uniform across the block (ids in shared memory).
         for (int k = 0;; ++k) {
             const int par = k & 1;
@@ -129,33 +144,35 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
             const i64 t_behind = k >= 1 ? s_ids[(k - 1) % IDS] : num_tiles;
             // t_{k+LOADS}'s id, seen by every thread after the barrier; its slot last held
             // t_{k+LOADS-IDS}, which no thread reads any more.
-            if (threadIdx.x == 0) s_ids[(k + LOADS) % IDS] = claims.take(st, num_tiles);
+            if (leader) s_ids[(k + LOADS) % IDS] = claims.take(st, num_tiles);
             char *scan_slice = my_slices + ((k + LOADS) % STAGES) * STAGE_BYTES;  // = stage (k - DEPTH) % STAGES
 
             TAcc items[ITEMS], lane_exclusive;
-            if (t_scan >= 0) {
-                stage_items(scan_slice, n, t_scan, warp, lane, items);
-                lane_exclusive = BScan::scan_up(s_scn[par], items);
+            if (!service) {
+                if (t_scan >= 0) {
+                    stage_items(scan_slice, n, t_scan, warp, lane, items);
+                    lane_exclusive = BScan::scan_up(s_scn[par], items);
+                }
+                if (t_red < num_tiles) {
+                    TAcc red[ITEMS];
+                    cp_async_wait<LOADS - 1>();
+                    __syncwarp();
+                    stage_items(my_slices + (k % STAGES) * STAGE_BYTES, n, t_red, warp, lane, red);
+                    BScan::reduce_up(s_red[par], red);
+                }
             }
-            if (t_red < num_tiles) {
-                TAcc red[ITEMS];
-                cp_async_wait<LOADS - 1>();
-                __syncwarp();
-                stage_items(my_slices + (k % STAGES) * STAGE_BYTES, n, t_red, warp, lane, red);
-                BScan::reduce_up(s_red[par], red);
-            }
-            if (warp == 0 && t_scan >= 0) {
+            if (service && t_scan >= 0) {
                 const TAcc p = poll.finish(st, t_scan, seed, has_seed);
                 if (lane == 0) s_prefix[par] = p;
             }
             __syncthreads();
 
-            if (t_red < num_tiles && threadIdx.x == 0 && t_red != num_tiles - 1) {
+            if (t_red < num_tiles && leader && t_red != num_tiles - 1) {
                 TAcc aggregate;
                 BScan::scan_down(s_red[par], Op::template identity<TAcc>(), aggregate);
                 StatusWord<TAcc>::store(st.d_aggregates + t_red * StatusWord<TAcc>::K, aggregate, st.epoch);
             }
-            if (t_scan >= 0) {
+            if (!service && t_scan >= 0) {
                 TAcc aggregate;
                 const TAcc prefix = s_prefix[par];
                 const TAcc thread_exclusive = BScan::scan_down(s_scn[par], lane_exclusive, aggregate);
@@ -163,7 +180,7 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
                 Base::store(d_out, n, t_scan, vector_ok, scan_slice, warp, lane,
                             Op::template apply<TAcc>(prefix, thread_exclusive), items);
             }
-            if (warp == 0) {
+            if (service) {
                 if (t_behind < num_tiles) tile_publish_behind<TAcc, Op, WINDOW>(st, t_behind, num_tiles, seed, has_seed);
                 // The next scan's prefix: its words were published rounds ago, so this one L2
                 // round trip, which overlaps the next iteration's work, usually finds them all.
@@ -172,8 +189,10 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
                     if (t_next < num_tiles) poll.issue(st, t_next);
                 }
             }
-            __syncwarp();  // every lane past reading the stage the store went through
-            issue_loads(d_in, n, s_ids[(k + LOADS) % IDS], num_tiles, vector_ok, scan_slice, warp, lane);
+            if (!service) {
+                __syncwarp();  // every lane past reading the stage the store went through
+                issue_loads(d_in, n, s_ids[(k + LOADS) % IDS], num_tiles, vector_ok, scan_slice, warp, lane);
+            }
         }
     }
 };

@@ -9,12 +9,12 @@
 namespace distscan {
 
 template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, int BLOCK_THREADS, int ITEMS,
-          int BLOCK_ALGO>
+          int BLOCK_ALGO, bool SWIZZLE = false>
 struct TileAgent {
     static const int WARPS = BLOCK_THREADS / 32;
     static const int TILE_ITEMS = BLOCK_THREADS * ITEMS;
-    typedef WarpTileIO<TIn, ITEMS> InIO;
-    typedef WarpTileIO<TOut, ITEMS> OutIO;
+    typedef WarpTileIO<TIn, ITEMS, SWIZZLE> InIO;  // SWIZZLE: tile_io.cuh
+    typedef WarpTileIO<TOut, ITEMS, SWIZZLE> OutIO;
     typedef typename BlockScanFor<BLOCK_ALGO, TAcc, Op, BLOCK_THREADS>::type BScan;
     // one warp's shared-memory slice: its segment, staged in or out
     static const int IO_BYTES = InIO::WARP_BYTES > OutIO::WARP_BYTES ? InIO::WARP_BYTES : OutIO::WARP_BYTES;

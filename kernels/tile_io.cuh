@@ -6,9 +6,12 @@
 // (k*32+l)-th 16-byte vector of the segment, so every warp instruction touches 512
 // contiguous bytes (fully coalesced), and all steps' loads are issued before the first
 // is used (several 16-byte loads in flight per lane).  A per-warp shared-memory buffer
-// transposes between the two arrangements; each lane's ITEMS items occupy LANE_BYTES
-// bytes there, padded by 16 bytes when LANE_BYTES/16 is even, so that the 8 lanes of a
-// 16-byte shared-memory phase hit 8 different bank groups.
+// transposes between the two arrangements.  The 8 lanes of a 16-byte shared-memory phase
+// must hit 8 different bank groups (16-byte columns of a 128-byte row) in both.  By default
+// each lane's bytes are padded by 16 when LANE_BYTES/16 is even.  SWIZZLE (the look-ahead
+// kernel's ring, where the padding would cost a stage) instead XORs each 128-byte row's
+// columns with a key (the owning lane for rows of one lane, else the row): no padding, a few
+// more address instructions; it needs a power-of-two number of 16-byte vectors per lane.
 //
 // Partial tiles and buffers not aligned to 16 bytes take a scalar path (still coalesced:
 // step k, lane l moves item k*32+l of the segment).
@@ -31,16 +34,28 @@ __device__ __forceinline__ void cp_async_wait() {
 #endif
 }
 
-template <typename T, int ITEMS>
+template <typename T, int ITEMS, bool SWIZZLE_IF_POW2 = false>
 struct WarpTileIO {
     static const int LANE_BYTES = ITEMS * (int)sizeof(T);
     static_assert(LANE_BYTES % 16 == 0, "ITEMS * sizeof(T) must be a multiple of 16 bytes");
-    static const int VECS = LANE_BYTES / 16;                            // 16-byte vectors per lane
-    static const int STRIDE = LANE_BYTES + ((VECS % 2 == 0) ? 16 : 0);  // padded lane stride (bytes)
+    static const int VECS = LANE_BYTES / 16;  // 16-byte vectors per lane
+    static const bool SWIZZLE = SWIZZLE_IF_POW2 && (VECS & (VECS - 1)) == 0;
+    static const int STRIDE = SWIZZLE ? LANE_BYTES : LANE_BYTES + ((VECS % 2 == 0) ? 16 : 0);  // lane stride (bytes)
     static const int WARP_BYTES = 32 * STRIDE;
+    static const int KEY_VECS = VECS > 8 ? VECS : 8;  // 16-byte vectors that share one XOR key
 
-    // shared-memory byte offset of byte b of the warp's (unpadded) segment
-    static __device__ __forceinline__ int smem_offset(int b) { return (b / LANE_BYTES) * STRIDE + (b % LANE_BYTES); }
+    // shared-memory byte offset of byte b of the warp's segment
+    static __device__ __forceinline__ int smem_offset(int b) {
+        if (SWIZZLE) {
+            const int v = b >> 4;
+            return ((v ^ ((v / KEY_VECS) & 7)) << 4) | (b & 15);
+        }
+        return (b / LANE_BYTES) * STRIDE + (b % LANE_BYTES);
+    }
+    // ... of the lane's k-th 16-byte vector (blocked arrangement)
+    static __device__ __forceinline__ int lane_vec_offset(int lane, int k) {
+        return SWIZZLE ? smem_offset(lane * LANE_BYTES + k * 16) : lane * STRIDE + k * 16;
+    }
 
     // Global -> shared (striped).  `valid` items of the segment exist (ITEMS*32 when full).
     // KEEP: the data will be read again soon (ordinary loads, which leave it in L2);
@@ -91,7 +106,7 @@ struct WarpTileIO {
             T t[ITEMS];
         } u;
 #pragma unroll
-        for (int k = 0; k < VECS; ++k) u.v[k] = *reinterpret_cast<const uint4 *>(smem + lane * STRIDE + k * 16);
+        for (int k = 0; k < VECS; ++k) u.v[k] = *reinterpret_cast<const uint4 *>(smem + lane_vec_offset(lane, k));
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) items[i] = u.t[i];
     }
@@ -105,7 +120,7 @@ struct WarpTileIO {
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) u.t[i] = items[i];
 #pragma unroll
-        for (int k = 0; k < VECS; ++k) *reinterpret_cast<uint4 *>(smem + lane * STRIDE + k * 16) = u.v[k];
+        for (int k = 0; k < VECS; ++k) *reinterpret_cast<uint4 *>(smem + lane_vec_offset(lane, k)) = u.v[k];
     }
 
     // Shared -> global (striped).

@@ -170,15 +170,17 @@ def test_unaligned_data(dt, lead):
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64, np.complex64])
-def test_determinism_while_another_stream_races(dt):
-    """At the default lead (2^24 + 1001 items is past the size rule): bitwise run to run and
-    equal to the one-tile look-back while another stream competes for bandwidth."""
+def test_determinism_while_another_stream_races(dt, lead):
+    """At the default lead (2^24 + 1001 items is past the size rule; the lead forced, or "auto"
+    would run the look-ahead kernel at this size): bitwise run to run and equal to the one-tile
+    look-back while another stream competes for bandwidth."""
     rng = seeded_rng()
     op = OPS["sum"]
     t = scan_types(op, dt)
     n = (1 << 24) + 1001
     plan = gpu._plan(cp.cuda.Device().id, t.input, t, op, "auto")
-    assert gpu._lead(plan, -(-n // plan.tile)) > 0
+    assert gpu._lead(plan, -(-n // plan.tile)) == plan.lead > 0
+    lead(plan.lead)
     x = cp.asarray(rng.standard_normal(n).astype(dt))
     assert_deterministic_while_racing(lambda: gpu.scan(x, op, t)[0],
                                       lambda: gpu.scan(x, op, t, algorithm="lookback")[0])

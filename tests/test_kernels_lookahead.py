@@ -4,7 +4,7 @@ It combines tiles with the same status words and fixed trees as the look-back ke
 every dtype and operator its results must be *bitwise* the look-back's at the same tile shape
 (floats included), and integers exact against NumPy.  Sizes sit on the boundaries that matter
 to a persistent grid: one tile +- 1, one round of the grid +- 1, DEPTH rounds (the first
-scans) +- 1, and several rounds.  Also: "auto" switching to it at LOOKAHEAD_MIN_ITEMS (through
+scans) +- 1, and several rounds.  Also: "auto" switching to it at LOOKAHEAD_MIN_BYTES (through
 the API's hot path too), the tile counter's accounting across launches of both kernels,
 unaligned data (synchronous loads), run-to-run determinism while another stream races, and
 64-bit indexing past 2^31 and 2^32 items."""
@@ -86,14 +86,16 @@ def test_lookahead_is_bitwise_lookback(name, dt, same_shape):
 
 @pytest.mark.parametrize("dt", [np.int8, np.float32])
 def test_auto_switches_at_the_threshold(dt):
-    """Below LOOKAHEAD_MIN_ITEMS "auto" is the look-back (with its lead), from it the look-ahead
-    kernel, bitwise, through the backend and through the API's hot path with out=."""
+    """Below LOOKAHEAD_MIN_BYTES moved "auto" is the look-back (with its lead), from it the
+    look-ahead kernel, bitwise, through the backend and through the API's hot path with out=."""
     import distscan
 
     rng = seeded_rng()
     op = OPS["sum"]
     t = scan_types(op, np.dtype(dt), np.dtype(dt))
-    edge = gpu.LOOKAHEAD_MIN_ITEMS
+    edge = -(-gpu.LOOKAHEAD_MIN_BYTES // (2 * np.dtype(dt).itemsize))  # the first size that uses it
+    assert gpu.uses_lookahead(edge, np.dtype(dt).itemsize, np.dtype(dt).itemsize)
+    assert not gpu.uses_lookahead(edge - 1, np.dtype(dt).itemsize, np.dtype(dt).itemsize)
     for n in (edge - 1, edge, edge + 12345):
         x = cp.asarray(kernel_data(rng, np.dtype(dt), n))
         want = gpu.scan(x, op, t, algorithm="lookahead" if n >= edge else "auto")[0]

@@ -114,17 +114,21 @@ class Tuning:
     items: int
     window: int
     min_blocks: int
-    stages: int = 6  # "lookahead": shared-memory stages per block
-    depth: int = 4   # "lookahead": tiles a block reduces ahead of its scan (stages - depth loads in flight)
+    stages: int = 7  # "lookahead": shared-memory stages per block
+    depth: int = 5   # "lookahead": tiles a block reduces ahead of its scan (stages - depth loads in flight)
 
     @property
     def tile_items(self) -> int:
         return self.block_threads * self.items
 
+    def launch_threads(self, device: str) -> int:
+        """Threads per block of the scan kernel: the look-ahead one adds its service warp."""
+        return self.block_threads + (32 if device == "lookahead" else 0)
+
     def lookahead_smem(self, in_dtype, out_dtype) -> int:
         """Dynamic shared memory of the look-ahead kernel (AgentLookahead::SMEM_BYTES)."""
-        stride = max(_lane_stride(np.dtype(in_dtype).itemsize, self.items),
-                     _lane_stride(np.dtype(out_dtype).itemsize, self.items))
+        stride = max(_lane_stride(np.dtype(in_dtype).itemsize, self.items, swizzle=True),
+                     _lane_stride(np.dtype(out_dtype).itemsize, self.items, swizzle=True))
         return self.stages * (self.block_threads // 32) * 32 * stride
 
 
@@ -134,7 +138,7 @@ class Tuning:
 BLOCK_ALGORITHMS = {"coarsened": 0, "kogge_stone": 1, "kogge_stone_double_buffer": 2, "brent_kung": 3, "blelloch": 4}
 DEVICE_ALGORITHMS = {"lookback": 0, "domino": 1, "hierarchical": 2, "lookahead": 3}
 # The device level unless one is named: look-back ("auto" switches to the look-ahead kernel for
-# large arrays: distscan/backends/cuda.py, LOOKAHEAD_MIN_ITEMS).
+# large arrays: distscan/backends/cuda.py, uses_lookahead).
 DEFAULT_DEVICE = "lookback"
 
 
@@ -155,9 +159,14 @@ def _block_temp_bytes(block: str, threads: int, acc_size: int) -> int:
         block, threads) * acc_size
 
 
-def _lane_stride(itemsize: int, items: int) -> int:
+def _lane_stride(itemsize: int, items: int, swizzle: bool = False) -> int:
+    """Shared-memory bytes per lane of a staged segment (WarpTileIO::STRIDE in kernels/tile_io.cuh;
+    ``swizzle``: the look-ahead kernel's unpadded stages)."""
     lane = items * itemsize
-    return lane + (16 if (lane // 16) % 2 == 0 else 0)
+    vecs = lane // 16
+    if swizzle and vecs & (vecs - 1) == 0:
+        return lane
+    return lane + (16 if vecs % 2 == 0 else 0)
 
 
 def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "coarsened",
@@ -175,8 +184,9 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
                                                              t.stages, t.depth)
     elif device == "lookahead":  # persistent blocks, shared memory for STAGES tiles each
         window = 1024
-        # (128, 32 | 16, 2 blocks/SM, 6 stages, depth 4) measured best of 20 shapes at 2^29 on the
-        # H100 and H200 together (benchmarks/RESULTS.md, "Issue 10, fourth pass")
+        # (128, 32 | 16, 2 blocks/SM, 7 stages, depth 5): the best of 8 shapes on the H200 at
+        # 2^24-2^29 (benchmarks/RESULTS.md, "Issue 10, fifth pass"); 7 unpadded stages of 16 KB
+        # fill two blocks' 228 KB
         threads, items, min_blocks = 128, (32 if s_acc <= 4 else 16 if s_acc <= 8 else 8), 2
     else:
         window = 1024

@@ -12,9 +12,10 @@ Paths
   decoupled look-back over aligned sub-windows and windows (``kernels/tile_state.cuh``); for
   ``algorithm="auto"`` from LEAD_MIN_LEADS leads of tiles, one block per claim that reduces
   tile c and scans tile c - lead from L2 (``kernels/agent_scan.cuh``: no scan waits for a
-  load), and from LOOKAHEAD_MIN_ITEMS items (and with ``algorithm="lookahead"``) persistent
+  load), and from LOOKAHEAD_MIN_BYTES moved (and with ``algorithm="lookahead"``) persistent
   blocks that keep each tile in a shared-memory ring from its reduction to its scan, DEPTH
-  of their own tiles later (``kernels/agent_lookahead.cuh``: each tile read once).  All
+  of their own tiles later, with a service warp for claims and status words
+  (``kernels/agent_lookahead.cuh``: each tile read once).  All
   have the same deterministic association, so for the same tile shape their results are
   bitwise equal.  The tile state needs no clearing between launches (launch epochs in the
   status words).
@@ -202,18 +203,24 @@ def _setup_lookahead(plan: _Plan, dev_id: int, in_dtype, out_dtype) -> None:
     plan.la_smem, plan.la_grid = smem, grid
 
 
-# "auto" runs the look-ahead kernel (kernels/agent_lookahead.cuh) from LOOKAHEAD_MIN_ITEMS items
-# on, where its shared-memory ring fits the GPU, and the look-back (with the reduction lead
-# below) under that.  Measured, sums, as a ratio to the look-back with lead (benchmarks/RESULTS.md,
-# "Issue 10, fourth pass"): H200 2^23 0.87-1.02, 2^24 1.01-1.04, 2^25 and up 1.01-1.06; H100
-# 2^29 1.01-1.03 (4-byte) and 1.02-1.03 (8-byte).  The look-ahead reads each tile once into
-# shared memory; the lead kernel reads it twice (the second time from L2).
-LOOKAHEAD_MIN_ITEMS = 1 << 25
+# "auto" runs the look-ahead kernel (kernels/agent_lookahead.cuh) where a scan moves (reads plus
+# writes) LOOKAHEAD_MIN_BYTES or more and the kernel's shared-memory ring fits the GPU, and the
+# look-back (with the reduction lead) under that: from 2^24 4-byte or 2^23 8-byte items.
+# Measured, sums, as a ratio to the look-back with lead (benchmarks/RESULTS.md, "Issue 10,
+# fifth pass"): 4-byte 2^23 0.95-0.99 (H200) and 0.95-0.96 (H100), 2^24 1.07 and 1.02;
+# 8-byte 2^22 1.01 and 0.99-1.01, 2^23 1.09 and 1.07.  The look-ahead reads each tile once
+# into shared memory; the lead kernel reads it twice (the second time from L2).
+LOOKAHEAD_MIN_BYTES = 1 << 27
+
+
+def uses_lookahead(n: int, in_size: int, out_size: int) -> bool:
+    """Whether "auto" scans n items of these sizes (bytes) with the look-ahead kernel."""
+    return n * (in_size + out_size) >= LOOKAHEAD_MIN_BYTES
 
 
 def _large_plan(plan: _Plan) -> _Plan:
-    """The plan "auto" uses for LOOKAHEAD_MIN_ITEMS items or more: the look-ahead one where it
-    fits, else ``plan`` itself.  Forcing the lead (``_LEAD_OVERRIDE``) keeps the lead kernel."""
+    """The plan "auto" uses where :func:`uses_lookahead`: the look-ahead one where it fits, else
+    ``plan`` itself.  Forcing the lead (``_LEAD_OVERRIDE``) keeps the lead kernel."""
     if plan.large_key is None or _LEAD_OVERRIDE is not None:
         return plan
     if plan.large is None:
@@ -279,7 +286,7 @@ def _plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, algorithm: str = "aut
         plan.out_size = np.dtype(types.result).itemsize
         plan.tile = tuning.tile_items
         plan.window = tuning.window
-        plan.threads = tuning.block_threads
+        plan.threads = tuning.launch_threads(device)
         plan.identity_k = kacc.type(op.identity(types.acc))
         plan.device = device
         _setup_lookahead(plan, dev_id, in_dtype, types.result)
@@ -314,7 +321,7 @@ def error_depth(n: int, in_dtype, types: ScanTypes) -> int:
     """``L`` of the accuracy bound in this module's docstring, for a scan of ``n`` items."""
     kacc = cc.kernel_acc_dtype(types.acc)
     shapes = [cc.choose_tuning(in_dtype, kacc, types.result, _TUNING_OVERRIDE)]
-    if n >= LOOKAHEAD_MIN_ITEMS:  # "auto" may run the look-ahead kernel's tile shape
+    if uses_lookahead(n, np.dtype(in_dtype).itemsize, np.dtype(types.result).itemsize):  # its tile shape
         shapes.append(cc.choose_tuning(in_dtype, kacc, types.result, _TUNING_OVERRIDE, device="lookahead"))
     # thread: ITEMS; warp: 5 (lanes) + block: log2(threads) (warps in order, <= threads/32);
     # look-back: 5 + 5 (two butterflies) + 3 (anchor, sub-windows, sub-window, own prefix);
@@ -336,7 +343,7 @@ def _scan_1d(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, 
     if plan.device == "hierarchical":
         _scan_hierarchical(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr, op)
         return
-    if n >= LOOKAHEAD_MIN_ITEMS:
+    if uses_lookahead(n, plan.in_size, plan.out_size):
         plan = _large_plan(plan)
     _launch_tiles(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr)
 
@@ -452,7 +459,8 @@ def _scan_fast(x, op, types, exclusive, out, algorithm):
     dev_id = x.data.device_id
     stream_ptr = cp.cuda.get_current_stream().ptr
     n = x.size
-    large = n >= LOOKAHEAD_MIN_ITEMS and _LEAD_OVERRIDE is None  # "auto": the look-ahead plan
+    # "auto": the look-ahead plan (uses_lookahead, inline)
+    large = n * (x.itemsize + types.result.itemsize) >= LOOKAHEAD_MIN_BYTES and _LEAD_OVERRIDE is None
     key = (dev_id, stream_ptr, x.dtype, types.acc, types.result, op.functor, exclusive, _TUNING_OVERRIDE, algorithm,
            large)
     ent = _FAST.get(key)
