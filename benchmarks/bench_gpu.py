@@ -6,11 +6,13 @@ CUB (cuda.compute), torch.cumsum and cupy.cumsum, in one run.
     python benchmarks/bench_gpu.py OUT.json --replot --png OUT.png   (plot an earlier run)
 
 Every implementation scans the same fresh random input (sum, result dtype = input dtype)
-and is timed with CUDA events around each call after warm-up; the median is reported as
-GB/s counting 2*N*itemsize (one read, one write), with ratios to CUB and to the copy
-(cudaMemcpyAsync device-to-device of the same bytes).  "auto" is what a user gets (the
+and is timed with CUDA events around each call after warm-up, the implementations in turn
+within each repetition (a drift of clocks or load falls on all alike); the median is reported
+as GB/s counting 2*N*itemsize (one read, one write), with ratios to CUB and to the copy
+(cudaMemcpyAsync device-to-device of the same bytes).  At small N a call's time is mostly the
+host's work before the launch.  "auto" is what a user gets (the
 look-back kernel, its reductions a lead of tiles ahead of its scans from a few hundred tiles
-on, and the look-ahead kernel from 2^25 items); "lookback" (the classic one-tile-per-block
+on, and the look-ahead kernel from 2^27 bytes moved); "lookback" (the classic one-tile-per-block
 look-back) and "lookahead" force one device algorithm;
 "api" is ``distscan.cumsum(x, dtype=x.dtype, out=y)`` and "api_alloc" the same call without
 ``out=`` (it allocates its result, as CUB's and torch's calls here do not).  Each distscan
@@ -62,6 +64,25 @@ def _events_median(fn, reps, warm=3):
         stop.synchronize()
         times.append(cp.cuda.get_elapsed_time(start, stop) * 1e-3)
     return statistics.median(times), times
+
+
+def _events_interleaved(impls: dict, reps, warm=3):
+    """``{name: median seconds}`` of one call of each implementation between two events, the
+    implementations taken in turn within every repetition, so that a drift of the host or the
+    GPU (clocks, other load) falls on all of them alike."""
+    for fn in impls.values():
+        for _ in range(warm):
+            fn()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    times = {name: [] for name in impls}
+    for _ in range(reps):
+        for name, fn in impls.items():
+            start.record()
+            fn()
+            stop.record()
+            stop.synchronize()
+            times[name].append(cp.cuda.get_elapsed_time(start, stop) * 1e-3)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def _wall_per_call(fn, reps=2000, warm=50):
@@ -156,8 +177,9 @@ def bench_case(dtype, n, reps, results, api):
     reps_n = reps if n >= (1 << 24) else 5 * reps
     plan = gpu._plan(x.device.id, x.dtype, types, SUM, "auto")
     row["lead"] = gpu._lead(plan, -(-n // plan.tile))
+    medians = _events_interleaved(impls, reps_n)
     for name, fn in impls.items():
-        med, times = _events_median(fn, reps_n)
+        med = medians[name]
         row[f"{name}_s"] = med
         row[f"{name}_gbs"] = nbytes / med / 1e9
         if name != "copy":

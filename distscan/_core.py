@@ -153,8 +153,9 @@ class ScanPlan:
 
     def _fast_buffers(self):
         """Preallocated records for :meth:`call_1d` (None where that path does not apply)."""
-        if (self.size == 1 or self.backend != "cpu" or self.w != 1 or self.carries.flagged or self.algorithm != "auto"
-                or self.strategy != "reduce_then_scan" or self.types.acc != self.types.result):
+        if (self.size == 1 or not hasattr(self.be, "lean_arrays") or self.w != 1 or self.carries.flagged
+                or self.algorithm != "auto" or self.strategy != "reduce_then_scan"
+                or self.types.acc != self.types.result):
             return None
         h = _hierarchy
         rec = np.zeros(h.RECORD_BYTES, np.uint8)
@@ -165,26 +166,38 @@ class ScanPlan:
         return (rec, rec[:head].view(np.int64), rec[head:head + size].view(self.types.acc), recs,
                 recs[:, :h.AGREED_BYTES], agreed, recs[:, head:head + size].view(self.types.acc)[:, 0])
 
-    def call_1d(self, x):
-        """The common distributed call, lean: an inclusive scan of a contiguous 1-D NumPy part
-        of the plan's input dtype, nothing else given.  Returns None where it does not apply
-        (the caller then takes :meth:`__call__`).
+    def call_1d(self, x, out=None):
+        """The common distributed call, lean: a scan of a contiguous 1-D part of the plan's input
+        dtype, ``out=`` (GPU only) and nothing else given.  Returns None where it does not
+        apply (the caller then takes :meth:`__call__`).
 
-        One ``Allgather`` of the preallocated records, and no final agreement: what follows it
-        is NumPy's accumulate into an array allocated before the exchange, which cannot fail
-        unless NumPy is told to raise on floating-point errors (then the general path runs).
+        One ``Allgather`` of the preallocated records.  On the CPU (inclusive scans only) no
+        final agreement: what follows the exchange is NumPy's accumulate into an array
+        allocated before it, which cannot fail unless NumPy is told to raise on floating-point
+        errors (then the general path runs).  On the GPU the reduction and the seeded scan are
+        one launch each with no host work around them beyond the carry's copy, and one small
+        ``Allreduce`` after the scan's launch (it overlaps the kernel) agrees on a failed launch.
         """
         fast = self._fast
-        if fast is None or not self._flat or self.exclusive or _raising():
+        if fast is None or not self._flat or not self.be.lean_arrays(x, out, self.types):
+            return None
+        host = self.backend == "cpu"
+        if host and (self.exclusive or _raising()):
             return None
         rec, st, carry, recs, agreed_part, agreed, carries = fast
         n = x.shape[0]
         error = None
         try:
-            out = np.empty(n, self.types.result)
+            if out is None:
+                out = self.be.array_module().empty(n, self.types.result)
             st[_hierarchy.ROWS] = n
             if self.rank < self.size - 1:
-                carry[0] = self.op.ufunc.reduce(x, dtype=self.types.acc) if n else self.op.identity(self.types.acc)
+                if not n:
+                    carry[0] = self.op.identity(self.types.acc)
+                elif host:
+                    carry[0] = self.op.ufunc.reduce(x, dtype=self.types.acc)
+                else:
+                    carry[0] = self.be.reduce(x, self.op, self.types)[0]
         except Exception as exc:  # noqa: BLE001 - agreed through the record, raised on every rank
             error, st[_hierarchy.FLAGS] = exc, _hierarchy.FAILED
         self.comm.Allgather(rec, recs)
@@ -194,12 +207,16 @@ class ScanPlan:
             if recs[:, :_hierarchy.STATUS_BYTES].view(np.int64)[:, _hierarchy.FLAGS].any():
                 raise_agreed(self.comm, error)
             raise_mismatch(self.comm, "scan arguments", {**self.fields, "_rows": n})
+        before = fold_in_order(self.op.ufunc, carries[: self.rank], self.types.acc) if self.rank else None
+        if not host:
+            with collectively(self.comm):
+                if n:
+                    self.be.scan(x, self.op, self.types, exclusive=self.exclusive, seed=before, out=out)
+            return out
         if n:
             if self.rank:
                 np.copyto(out, x, casting="unsafe")
                 # The offset folded into the first element, then one sequential pass (3N bytes).
-                before = (carries[0] if self.rank == 1
-                          else self.op.ufunc.reduce(carries[: self.rank], dtype=self.types.acc))
                 self.op.ufunc(before, out[:1], out=out[:1])
                 self.op.ufunc.accumulate(out, out=out)
             else:
@@ -294,6 +311,12 @@ class ScanPlan:
         """``out[i] = offset op out[i]`` in place (``scan_then_add``'s finish)."""
         if offset is not None:
             self.be.combine(out, self.op, self.types, offset)
+
+
+def fold_in_order(ufunc, values: np.ndarray, acc):
+    """``values[0] . values[1] . ...`` strictly left to right, as the general exchange folds
+    carries (``ufunc.reduce`` sums floats pairwise from 8 values on: other roundings)."""
+    return values[0] if len(values) == 1 else ufunc.accumulate(values, dtype=acc)[-1]
 
 
 def _raising() -> bool:

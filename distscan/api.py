@@ -183,17 +183,17 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
         result = _local_fast_path(x, op, exclusive, dtype, out, axis, strategy, hierarchy, backend)
         if result is not None:
             return result
-    lean = (not single and initial is None and out is None and timings is None and algorithm == "auto"
-            and type(x) is np.ndarray and x.ndim == 1 and x.flags.c_contiguous)
+    lean = not single and initial is None and timings is None and algorithm == "auto"
     if lean:
-        # The common distributed call, after the first one of its kind: one lookup, one collective.
+        # The common distributed call, after the first one of its kind: one lookup, one
+        # collective (ScanPlan.call_1d decides whether the arrays suit it).
         try:
-            key = (x.dtype, op, dtype, exclusive, axis, strategy, hierarchy, backend, node_size, id(comm))
+            key = (type(x), x.dtype, op, dtype, exclusive, axis, strategy, hierarchy, backend, node_size, id(comm))
             plan = _LEAN.get(key)
-        except TypeError:  # unhashable arguments
+        except (TypeError, AttributeError):  # unhashable arguments, or not an array
             key, plan, lean = None, None, False
         if plan is not None and plan.comm is comm:
-            result = plan.call_1d(x)
+            result = plan.call_1d(x, out)
             if result is not None:
                 return result
     try:

@@ -49,6 +49,10 @@
 
 namespace distscan {
 
+// Threads of the service warp a look-ahead block is launched with beyond BLOCK_THREADS (the
+// launch bounds in scan_kernels.cu; Tuning.launch_threads on the host mirrors it).
+constexpr int LOOKAHEAD_SERVICE_THREADS = 32;
+
 template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, int BLOCK_THREADS, int ITEMS,
           int WINDOW, int BLOCK_ALGO, int STAGES, int DEPTH>
 struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, BLOCK_ALGO, true> {
@@ -57,7 +61,6 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
     typedef typename Base::InIO InIO;
     typedef typename Base::BScan BScan;
     static const int WARPS = Base::WARPS;  // data warps; warp WARPS is the service warp
-    static const int LAUNCH_THREADS = BLOCK_THREADS + 32;
     static const int TILE_ITEMS = Base::TILE_ITEMS;
     static const int WARP_STAGE_BYTES = Base::IO_BYTES;
     static const int STAGE_BYTES = WARPS * WARP_STAGE_BYTES;

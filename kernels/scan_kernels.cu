@@ -166,7 +166,7 @@ __device__ __forceinline__ void scan_columns(const TIn *d_in, TOut *d_out, i64 n
 // Tile state: see tile_state.cuh.  vector_ok: d_in and d_out are 16-byte aligned.
 template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, int BLOCK_THREADS, int ITEMS,
           int WINDOW, int MIN_BLOCKS, int BLOCK_ALGO, int DEVICE, int STAGES, int DEPTH>
-__global__ void __launch_bounds__(DEVICE == DEVICE_LOOKAHEAD ? BLOCK_THREADS + 32 : BLOCK_THREADS, MIN_BLOCKS)  // + service warp
+__global__ void __launch_bounds__(DEVICE == DEVICE_LOOKAHEAD ? BLOCK_THREADS + LOOKAHEAD_SERVICE_THREADS : BLOCK_THREADS, MIN_BLOCKS)
     scan_tiles_kernel(const TIn *d_in, TOut *d_out, i64 n, u64 *d_aggregates, u64 *d_subaggs, u64 *d_anchors,
                       u64 *d_tile_counter, u64 counter_base, unsigned epoch, TAcc seed, int has_seed, TAcc *d_total,
                       int vector_ok, i64 lead) {

@@ -79,6 +79,60 @@ def random_global(rng, n, dtype, trailing, op):
     return rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dt)
 
 
+def lean_checks(rng, check, failures):
+    """The lean distributed call (``ScanPlan.call_1d``: 1-D CuPy parts, the second call of a
+    kind): against NumPy for integers and bitwise against the general path (``timings=``) for
+    floats, with and without ``out=``, inclusive and exclusive, uneven and empty shards; then a
+    rank whose dtype differs once the others' lean plans are warm: the same error everywhere."""
+    from distscan import api
+
+    for dtype, kw in (("int32", {}), ("int32", {"dtype": "int32"}), ("int64", {}), ("float32", {}),
+                      ("float64", {})):
+        for n in (1_000_003, 2 * size + 1):
+            g = rng.standard_normal(n).astype(dtype) if dtype[0] == "f" else \
+                rng.integers(-1000, 1000, n).astype(dtype)
+            for lname in ("uneven", "empty-shards"):
+                counts = layouts(n, rng)[lname]
+                starts = np.concatenate([[0], np.cumsum(counts)]).astype(int)
+                local = cp.asarray(g[starts[rank]:starts[rank + 1]])
+                for exclusive in (False, True):
+                    tag = f"lean {dtype} {kw} n={n} {lname} excl={exclusive}"
+                    try:
+                        general = cp.asnumpy(distscan.cumsum(local, exclusive=exclusive, comm=comm, timings={}, **kw))
+                        distscan.cumsum(local, exclusive=exclusive, comm=comm, **kw)  # registers the lean plan
+                        plans = [p for k, p in api._LEAN.items() if k[0] is cp.ndarray and p.comm is comm]
+                        check(size == 1 or plans, f"{tag}: no lean plan")
+                        outs = [distscan.cumsum(local, exclusive=exclusive, comm=comm, **kw)]
+                        poisoned = cp.full(local.shape, 77, dtype=general.dtype)
+                        r = distscan.cumsum(local, exclusive=exclusive, comm=comm, out=poisoned, **kw)
+                        check(r is poisoned, f"{tag}: out= not returned")
+                        outs.append(r)
+                        for got in outs:
+                            got = cp.asnumpy(got)
+                            check(got.dtype == general.dtype and np.array_equal(got, general),
+                                  f"{tag}: lean differs from the general path")
+                        if dtype[0] != "f":
+                            want = reference(g, "sum", exclusive)[starts[rank]:starts[rank + 1]]
+                            check(np.array_equal(general, want.astype(general.dtype)), f"{tag}: differs from NumPy")
+                    except Exception as exc:  # noqa: BLE001
+                        failures.append(f"rank {rank}: {tag}: {type(exc).__name__}: {exc}")
+                        traceback.print_exc()
+    if size > 1:
+        # Direct: the warm plan's call_1d takes a CuPy part (None would mean the general path ran).
+        x = cp.arange(1000, dtype=cp.int64)
+        for _ in range(2):
+            distscan.cumsum(x, comm=comm)
+        plan = next(p for k, p in api._LEAN.items() if k[0] is cp.ndarray and k[1] == np.int64 and p.comm is comm)
+        r = plan.call_1d(x)
+        check(r is not None and int(r[-1]) == 499500 * (rank + 1), f"call_1d on a warm plan gave {r}")
+        part = x.astype(cp.float64) if rank == size - 1 else x
+        try:
+            distscan.cumsum(part, comm=comm)
+            check(False, "a dtype that differs on one rank was not refused after the lean path was warm")
+        except ValueError as exc:
+            check("dtype differs across ranks" in str(exc), f"unexpected message: {exc}")
+
+
 def main():
     expect_shared = "--expect-shared" in sys.argv
     b = bind_gpu(comm)
@@ -148,6 +202,8 @@ def main():
             except Exception as exc:  # noqa: BLE001
                 failures.append(f"rank {rank}: host array on backend=cuda {dtype} {op}: {exc}")
             check(cp.cuda.Device().id == b.device, "device changed")
+
+    lean_checks(rng, check, failures)
 
     # A failure on one rank (a mismatched trailing shape) raises the same error everywhere, no hang.
     try:

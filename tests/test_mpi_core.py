@@ -130,3 +130,16 @@ def test_every_algorithm_at_any_rank_count(comm):
                     got, ref[bounds[comm.rank]:bounds[comm.rank + 1]], err_msg=f"{name} {opname} {exclusive}"))
     with pytest.raises(ValueError, match="unknown algorithm 'nope'; choose one of auto, kogge_stone"):
         distscan.cumsum(part, algorithm="nope", comm=comm)
+
+
+def test_lean_offsets_fold_carries_in_rank_order():
+    # NumPy sums 8 or more floats pairwise; the general exchange (hierarchy._fold) folds left to
+    # right, and the lean call must give the same bits at any rank count.
+    from distscan._core import fold_in_order
+    from distscan.hierarchy import _fold
+
+    carries = np.array([1.0, 1e16, -1e16, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    assert np.add.reduce(carries) != _fold(carries, np.add)  # the case that tells them apart
+    for k in range(1, len(carries) + 1):
+        assert fold_in_order(np.add, carries[:k], np.float64) == _fold(carries[:k], np.add)
+    assert fold_in_order(np.maximum, np.array([3, 9, 2], np.int64), np.int64) == 9

@@ -31,6 +31,11 @@ they travel through MPI.
     ``types.result``, not overlapping it; None for any other call, which then takes the
     general path.  Only a backend whose per-call host cost matters has one (``cuda``).
 
+``lean_arrays(x, out, types)``
+    Whether the distributed lean call (``ScanPlan.call_1d``: one collective, the backend's
+    ``reduce`` and ``scan`` with nothing around them) takes these arrays: a contiguous 1-D
+    ``x`` of the backend's type, and an ``out`` it can write (``cpu``: none).
+
 ``is_native(x)`` / ``name``
     Whether ``x`` is this backend's array type; the backend's name.
 """

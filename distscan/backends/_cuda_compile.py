@@ -122,7 +122,8 @@ class Tuning:
         return self.block_threads * self.items
 
     def launch_threads(self, device: str) -> int:
-        """Threads per block of the scan kernel: the look-ahead one adds its service warp."""
+        """Threads per block of the scan kernel: the look-ahead one adds its service warp
+        (LOOKAHEAD_SERVICE_THREADS in kernels/agent_lookahead.cuh)."""
         return self.block_threads + (32 if device == "lookahead" else 0)
 
     def lookahead_smem(self, in_dtype, out_dtype) -> int:

@@ -28,6 +28,11 @@ def is_native(x) -> bool:
     return isinstance(x, np.ndarray)
 
 
+def lean_arrays(x, out, types: ScanTypes) -> bool:
+    """Whether ``ScanPlan.call_1d`` takes this call: a contiguous 1-D NumPy ``x``, no ``out``."""
+    return type(x) is np.ndarray and x.ndim == 1 and x.flags.c_contiguous and out is None
+
+
 def _identity_row(op: Op, types: ScanTypes, w: int) -> np.ndarray:
     return np.full(w, op.identity(types.acc), dtype=types.acc)
 

@@ -165,7 +165,7 @@ _PLANS: dict = {}
 
 class _Plan:
     __slots__ = ("funcs", "tuning", "kacc", "k_words", "in_size", "out_size", "tile", "window", "threads", "identity_k",
-                 "device", "la_smem", "la_grid", "lead", "large_key", "large")
+                 "device", "la_smem", "la_grid", "lead", "large_key", "large", "reduce_grid")
 
 
 def _persistent_grid(fn, threads: int, smem: int, sms: int, fallback: int) -> int:
@@ -293,6 +293,7 @@ def _plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, algorithm: str = "aut
         _setup_lead(plan, dev_id, algorithm)
         plan.large_key = (dev_id, in_dtype, types, op) if algorithm == "auto" else None
         plan.large = None
+        plan.reduce_grid = None
         _PLANS[key] = plan
         _ADD_PLANS.setdefault((dev_id, types.result, kacc, op.functor, _TUNING_OVERRIDE), plan)
     return plan
@@ -439,6 +440,7 @@ class _FastEntry:
         self.epoch = c.c_uint32()
         self.seed = (c.c_char * plan.kacc.itemsize).from_buffer_copy(plan.identity_k.tobytes())
         self.has_seed, self.total, self.vec, self.lead = c.c_int32(0), c.c_uint64(0), c.c_int32(0), c.c_int64(0)
+        self.seeded = False  # whether the block holds a seed (rewritten to the identity when not)
         fields = (self.x, self.out, self.n, self.words, self.subaggs, self.anchors, self.counter, self.base, self.epoch,
                   self.seed, self.has_seed, self.total, self.vec, self.lead)
         self.params = (c.c_void_p * len(fields))(*[c.addressof(f) for f in fields])
@@ -453,8 +455,41 @@ class _FastEntry:
         self.counter.value = s.counter.data.ptr
         self.generation = s.generation
 
+    def launch_at(self, xp, op_, n, base, scratch, vector_ok, lead, seed_k, grid, smem, stream_ptr) -> None:
+        """One launch of the entry's kernel with these changing arguments."""
+        if self.generation != scratch.generation:
+            self.point_at_scratch()
+        if seed_k is not None or self.seeded:
+            self.set_seed(seed_k)
+        self.x.value = xp
+        self.out.value = op_
+        self.n.value = n
+        self.base.value = base
+        self.epoch.value = scratch.epoch
+        self.vec.value = vector_ok
+        self.lead.value = lead
+        self.launch(self.kernel_ptr, grid, 1, 1, self.plan.threads, 1, 1, smem, stream_ptr, self.params_ptr, 0)
 
-def _scan_fast(x, op, types, exclusive, out, algorithm):
+    def set_seed(self, seed_k) -> None:
+        """The seed argument: ``seed_k`` (a NumPy scalar of the kernel's accumulator), or None."""
+        if seed_k is None:
+            if self.seeded:
+                self.seed.raw = self.plan.identity_k.tobytes()
+                self.has_seed.value, self.seeded = 0, False
+            return
+        self.seed.raw = seed_k.tobytes()
+        self.has_seed.value, self.seeded = 1, True
+
+
+def _seed_scalar(plan, seed, types: ScanTypes):
+    """A one-column seed (host array or scalar in ``types.acc``; None stays None) as the kernel's
+    accumulator scalar."""
+    if seed is None:
+        return None
+    return plan.kacc.type(np.asarray(seed, dtype=types.acc).reshape(-1)[0])
+
+
+def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
     cp = _cp
     dev_id = x.data.device_id
     stream_ptr = cp.cuda.get_current_stream().ptr
@@ -476,48 +511,47 @@ def _scan_fast(x, op, types, exclusive, out, algorithm):
     plan, scratch = ent.plan, ent.scratch
     if not scratch.fits(-(-n // plan.tile), plan.window, plan.k_words):
         return None
-    if out is None:
-        out = cp.ndarray(x.shape, types.result)  # a backend returns the shape it was given
-    xp, op_ = x.data.ptr, out.data.ptr
+    # A new result's memory is taken before the launch and wrapped in an array after it: the
+    # wrapper is host bookkeeping (~2 us) that need not delay the kernel.
+    mem = cp.cuda.alloc(n * types.result.itemsize) if out is None else None
+    xp, op_ = x.data.ptr, (out.data.ptr if mem is None else mem.ptr)
     vector_ok = (xp | op_) & 15 == 0
     grid, smem, claims, lead = _launch_shape(plan, n)
+    seed_k = _seed_scalar(plan, seed, types)
     scratch.epoch += 1
     base = scratch.counter_base
     scratch.counter_base += claims
     if ent.launch is None:
         ent.kernel((grid,), (plan.threads,),
                    (xp, op_, np.int64(n), scratch.words, scratch.subaggs, scratch.anchors, scratch.counter,
-                    np.uint64(base), np.uint32(scratch.epoch), plan.identity_k, np.int32(0), np.uint64(0),
-                    np.int32(vector_ok), np.int64(lead)),
+                    np.uint64(base), np.uint32(scratch.epoch), plan.identity_k if seed_k is None else seed_k,
+                    np.int32(seed_k is not None), np.uint64(0), np.int32(vector_ok), np.int64(lead)),
                    shared_mem=smem)
-        return out
-    if ent.generation != scratch.generation:
-        ent.point_at_scratch()
-    ent.x.value = xp
-    ent.out.value = op_
-    ent.n.value = n
-    ent.base.value = base
-    ent.epoch.value = scratch.epoch
-    ent.vec.value = vector_ok
-    ent.lead.value = lead
-    ent.launch(ent.kernel_ptr, grid, 1, 1, plan.threads, 1, 1, smem, stream_ptr, ent.params_ptr, 0)
-    return out
+    else:
+        ent.launch_at(xp, op_, n, base, scratch, vector_ok, lead, seed_k, grid, smem, stream_ptr)
+    return out if mem is None else cp.ndarray(x.shape, types.result, memptr=mem)  # the shape it was given
+
+
+def lean_arrays(x, out, types: ScanTypes) -> bool:
+    """Whether ``x`` is a contiguous 1-D CuPy array and ``out`` None or a contiguous CuPy array
+    of its shape and ``types.result`` that does not overlap it: the calls :func:`fast_scan` and
+    the distributed lean path (``ScanPlan.call_1d``) take.  The overlap test compares bounds
+    (cheaper than ``cupy.may_share_memory``, and as safe)."""
+    if type(x) is not _cp.ndarray or x.ndim != 1 or not x._c_contiguous:
+        return False
+    if out is None:
+        return True
+    if type(out) is not _cp.ndarray or out.shape != x.shape or out.dtype != types.result or not out._c_contiguous:
+        return False
+    xp, op_ = x.data.ptr, out.data.ptr
+    return not (xp < op_ + out.nbytes and op_ < xp + x.nbytes)
 
 
 def fast_scan(x, op: Op, types: ScanTypes, exclusive: bool, out):
     """The API's single-rank hot path (the module docstring of :mod:`distscan.backends`):
-    ``scan(x, ...)[0]`` for a contiguous 1-D ``x`` and an ``out`` of its kind, shape and the
-    result dtype (or None) that does not overlap it; None for any other call.  The overlap
-    test compares bounds (cheaper than ``cupy.may_share_memory``, and as safe)."""
-    if type(x) is not _cp.ndarray or x.ndim != 1 or not x._c_contiguous:
+    ``scan(x, ...)[0]`` for the arrays of :func:`lean_arrays`; None for any other call."""
+    if not lean_arrays(x, out, types):
         return None
-    if out is not None:
-        if (type(out) is not _cp.ndarray or out.shape != x.shape or out.dtype != types.result
-                or not out._c_contiguous):
-            return None
-        xp, op_ = x.data.ptr, out.data.ptr
-        if xp < op_ + out.nbytes and op_ < xp + x.nbytes:
-            return None
     if x.size and not zero_absorbs(op, types.acc):
         r = _scan_fast(x, op, types, exclusive, out, "auto")
         if r is not None:
@@ -526,12 +560,12 @@ def fast_scan(x, op: Op, types: ScanTypes, exclusive: bool, out):
 
 
 def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto"):
-    if (seed is None and not want_total and not zero_absorbs(op, types.acc) and _cp is not None
+    if (not want_total and not zero_absorbs(op, types.acc) and _cp is not None
             and type(x) is _cp.ndarray and x._c_contiguous
             and x.size > 0 and (x.ndim == 1 or (x.ndim == 2 and x.shape[1] == 1))
             and (out is None or (type(out) is _cp.ndarray and out._c_contiguous and out.shape == x.shape
                                  and out.dtype == types.result))):
-        r = _scan_fast(x, op, types, exclusive, out, algorithm)
+        r = _scan_fast(x, op, types, exclusive, out, algorithm, seed)
         if r is not None:
             return r, None
     cp = _require_cupy()
@@ -612,6 +646,88 @@ def array_module():
     return _require_cupy()
 
 
+def _reduce_grid(n: int, in_size: int, max_grid: int) -> int:
+    """Blocks of reduce_partials_kernel for n items (the partials' count, so the association):
+    one four-vector round per thread at least, at most ``max_grid``."""
+    return int(max(1, min(max_grid, -(-n // (256 * max(1, 16 // in_size) * 4)))))
+
+
+def _reduce_max_grid(plan: _Plan, dev_id: int) -> int:
+    """The most blocks of the plan's reduce_partials_kernel: every SM full (as many loads in
+    flight as the GPU holds).  The cap of 4 blocks of 256 per SM read 3.7 (float32) and 3.9
+    (int64) TB/s on the H200 at 2^29, under the 4.2 of a copy (benchmarks/RESULTS.md)."""
+    if plan.reduce_grid is None:
+        sms = _device_info(dev_id)["sms"]
+        plan.reduce_grid = _persistent_grid(plan.funcs["reduce_partials"], 256, 0, sms, 4) or 4 * sms
+    return plan.reduce_grid
+
+
+class _ArgBlock:
+    """ctypes images of a kernel's arguments and the ``void*[]`` that cuLaunchKernel takes."""
+
+    def __init__(self, *ctypes_types):
+        self.values = [t() for t in ctypes_types]
+        self.params = (ctypes.c_void_p * len(self.values))(*[ctypes.addressof(v) for v in self.values])
+        self.ptr = ctypes.addressof(self.params)
+
+    def set(self, *values) -> int:
+        for slot, v in zip(self.values, values):
+            slot.value = v
+        return self.ptr
+
+
+class _ReduceEntry:
+    """What one-column reductions on one (device, stream, plan) reuse: the partials, the result
+    word, a page-locked host word, and the two kernels' argument blocks.  Calls on one stream
+    are ordered, and each waits for its result before the next can start."""
+
+    def __init__(self, plan, dev_id: int, launch):
+        cp = _cp
+        self.plan, self.launch = plan, launch
+        self.max_grid = _reduce_max_grid(plan, dev_id)
+        self.partials = cp.empty(self.max_grid, plan.kacc)
+        self.result = cp.empty(1, plan.kacc)
+        self.host = np.frombuffer(cp.cuda.alloc_pinned_memory(plan.kacc.itemsize), plan.kacc, 1)
+        self.partials_fn, self.final_fn = plan.funcs["reduce_partials"], plan.funcs["reduce_final"]
+        c = ctypes
+        self.partials_args = _ArgBlock(c.c_uint64, c.c_int64, c.c_uint64, c.c_int32)
+        self.final_args = _ArgBlock(c.c_uint64, c.c_int32, c.c_uint64)
+
+    def run(self, col, n: int, stream_ptr: int) -> np.ndarray:
+        grid = _reduce_grid(n, self.plan.in_size, self.max_grid)
+        ptr, part, res = col.data.ptr, self.partials.data.ptr, self.result.data.ptr
+        vector_ok = int(ptr % 16 == 0)
+        if self.launch is None:  # older CuPy: RawKernel.__call__
+            self.partials_fn((grid,), (256,), (col, np.int64(n), self.partials, np.int32(vector_ok)))
+            self.final_fn((1,), (256,), (self.partials, np.int32(grid), self.result))
+        else:
+            self.launch(self.partials_fn.kernel.ptr, grid, 1, 1, 256, 1, 1, 0, stream_ptr,
+                        self.partials_args.set(ptr, n, part, vector_ok), 0)
+            self.launch(self.final_fn.kernel.ptr, 1, 1, 1, 256, 1, 1, 0, stream_ptr,
+                        self.final_args.set(part, grid, res), 0)
+        rt = _cp.cuda.runtime
+        rt.memcpyAsync(self.host.ctypes.data, res, self.host.nbytes, rt.memcpyDeviceToHost, stream_ptr)
+        rt.streamSynchronize(stream_ptr)
+        return self.host.copy()
+
+
+_REDUCE: dict = {}
+
+
+def _reduce_1d(col, op: Op, types: ScanTypes) -> np.ndarray:
+    """The reduction of a contiguous one-column CuPy array of n >= 1 items, as ``(1,)`` in the
+    kernel's accumulator: two launches and one copy of a word into page-locked memory."""
+    cp = _cp
+    dev_id = col.data.device_id
+    stream_ptr = cp.cuda.get_current_stream().ptr
+    key = (dev_id, stream_ptr, col.dtype, types.acc, types.result, op.functor, _TUNING_OVERRIDE)
+    ent = _REDUCE.get(key)
+    if ent is None:
+        ent = _REDUCE[key] = _ReduceEntry(_plan(dev_id, col.dtype, types, op), dev_id,
+                                          getattr(cp.cuda.driver, "launchKernel", None))
+    return ent.run(col, col.size, stream_ptr)
+
+
 def reduce(x, op: Op, types: ScanTypes) -> np.ndarray:
     cp = _require_cupy()
     if x.ndim == 1:
@@ -619,16 +735,16 @@ def reduce(x, op: Op, types: ScanTypes) -> np.ndarray:
     n, w = x.shape
     if n == 0 or w == 0:
         return _identity(op, types, w)
+    if w == 1 and x._c_contiguous:
+        return _reduce_1d(x.reshape(-1), op, types).astype(types.acc)
     if not x.flags.c_contiguous:
         x = cp.ascontiguousarray(x)
     dev_id = x.device.id
     plan = _plan(dev_id, x.dtype, types, op)
-    sms = _device_info(dev_id)["sms"]
-    cols = [x.reshape(-1)] if w == 1 else list(cp.ascontiguousarray(x.T))
+    cols = list(cp.ascontiguousarray(x.T))
     d_res = cp.empty(len(cols), dtype=plan.kacc)
-    vec = max(1, 16 // plan.in_size)
+    grid = _reduce_grid(n, plan.in_size, _reduce_max_grid(plan, dev_id))
     for c, col in enumerate(cols):
-        grid = int(max(1, min(4 * sms, -(-n // (256 * vec * 4)))))
         partials = cp.empty(grid, dtype=plan.kacc)
         vector_ok = int(col.data.ptr % 16 == 0)
         plan.funcs["reduce_partials"]((grid,), (256,), (col, np.int64(n), partials, np.int32(vector_ok)))
