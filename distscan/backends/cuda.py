@@ -208,7 +208,7 @@ def _setup_lookahead(plan: _Plan, dev_id: int, in_dtype, out_dtype) -> None:
 # look-back (with the reduction lead) under that: from 2^24 4-byte or 2^23 8-byte items.
 # Measured, sums, as a ratio to the look-back with lead (benchmarks/RESULTS.md, "Issue 10,
 # fifth pass"): 4-byte 2^23 0.95-0.99 (H200) and 0.95-0.96 (H100), 2^24 1.07 and 1.02;
-# 8-byte 2^22 1.01 and 0.99-1.01, 2^23 1.09 and 1.07.  The look-ahead reads each tile once
+# 8-byte 2^22 1.01-1.02 and 0.99-1.01, 2^23 1.09 and 1.07-1.08.  The look-ahead reads each tile once
 # into shared memory; the lead kernel reads it twice (the second time from L2).
 LOOKAHEAD_MIN_BYTES = 1 << 27
 
