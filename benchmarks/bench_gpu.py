@@ -9,8 +9,9 @@ Every implementation scans the same fresh random input (sum, result dtype = inpu
 and is timed with CUDA events around each call after warm-up, the implementations in turn
 within each repetition (a drift of clocks or load falls on all alike); the median is reported
 as GB/s counting 2*N*itemsize (one read, one write), with ratios to CUB and to the copy
-(cudaMemcpyAsync device-to-device of the same bytes).  At small N a call's time is mostly the
-host's work before the launch.  "auto" is what a user gets (the
+(cudaMemcpyAsync device-to-device of the same bytes).  The L2 is flushed before each call (the
+data comes from DRAM, as in a pipeline that streams it).  At small N a call's time is mostly
+the host's work before the launch.  "auto" is what a user gets (the
 look-back kernel, its reductions a lead of tiles ahead of its scans from a few hundred tiles
 on, and the look-ahead kernel from 2^27 bytes moved); "lookback" (the classic one-tile-per-block
 look-back) and "lookahead" force one device algorithm;
@@ -69,14 +70,21 @@ def _events_median(fn, reps, warm=3):
 def _events_interleaved(impls: dict, reps, warm=3):
     """``{name: median seconds}`` of one call of each implementation between two events, the
     implementations taken in turn within every repetition, so that a drift of the host or the
-    GPU (clocks, other load) falls on all of them alike."""
+    GPU (clocks, other load) falls on all of them alike.  Before each call the L2 is flushed
+    (a write of twice its size, then a synchronisation): otherwise a call that fits in L2 would
+    find there what the implementation before it left (its own input and output, or the other
+    one's output to write back), and the order would favour some."""
     for fn in impls.values():
         for _ in range(warm):
             fn()
+    scrub = cp.empty(2 * cp.cuda.Device().attributes["L2CacheSize"], cp.uint8)
+    stream = cp.cuda.get_current_stream()
     start, stop = cp.cuda.Event(), cp.cuda.Event()
     times = {name: [] for name in impls}
     for _ in range(reps):
         for name, fn in impls.items():
+            scrub.fill(0)
+            stream.synchronize()
             start.record()
             fn()
             stop.record()
