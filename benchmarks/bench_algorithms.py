@@ -85,8 +85,7 @@ def main():
     for dtype in dtypes:
         types = scan_types(SUM, np.dtype(dtype), np.dtype(dtype))
         for name in NAMES:
-            t = cc.choose_tuning(types.input, cc.kernel_acc_dtype(types.acc), types.result, None,
-                                 *cc.kernel_algorithm(name))
+            t = gpu.tuning(types.input, types, name)
             counts[f"{dtype}/{name}"] = {**tile_counts(name, t.block_threads, t.items), "threads": t.block_threads,
                                          "items": t.items}
         for lg in [int(s) for s in args.sizes.split(",")]:

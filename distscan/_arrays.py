@@ -96,3 +96,31 @@ def current_device_id(arr) -> int | None:
         return None
     dev = getattr(arr, "device", None)
     return getattr(dev, "id", None)
+
+
+def foreign_device(x):
+    """The CuPy ``Device`` of a GPU array that is not on the current device, for the call to make
+    current (the work runs where the data is, as in torch); None for any other input."""
+    mod = _module_of(x)
+    if mod == "cupy":
+        dev_id = getattr(getattr(x, "device", None), "id", None)
+    elif mod == "torch" and "torch" in sys.modules:
+        dev_id = x.device.index if getattr(x, "is_cuda", False) else None
+    elif isinstance(x, np.ndarray):
+        return None
+    else:
+        try:
+            if hasattr(x, "__cuda_array_interface__"):
+                dev_id = _need_cupy().asarray(x).data.device_id
+            elif hasattr(x, "__dlpack_device__"):
+                dev_type, dev_id = x.__dlpack_device__()
+                if int(dev_type) not in (_DL_CUDA, _DL_CUDA_MANAGED):
+                    return None
+            else:
+                return None
+        except Exception:  # noqa: BLE001 - to_native, inside the call's agreement, reports it
+            return None
+    if dev_id is None:
+        return None
+    cupy = _need_cupy()
+    return None if int(dev_id) == cupy.cuda.runtime.getDevice() else cupy.cuda.Device(int(dev_id))

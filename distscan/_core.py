@@ -211,7 +211,7 @@ class ScanPlan:
         if not host:
             with collectively(self.comm):
                 if n:
-                    self.be.scan(x, self.op, self.types, exclusive=self.exclusive, seed=before, out=out)
+                    self.be.scan_lean(x, self.op, self.types, self.exclusive, out, before)
             return out
         if n:
             if self.rank:

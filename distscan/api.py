@@ -21,7 +21,7 @@ from collections import OrderedDict
 import numpy as np
 
 from . import hierarchy as _hierarchy
-from ._arrays import to_native
+from ._arrays import current_device_id, foreign_device, to_native
 from ._collective import default_comm
 from ._core import ScanPlan, fail_exchange, resolve_algorithm, resolve_hierarchy, resolve_strategy
 from ._dtypes import ScanTypes, scan_types
@@ -196,6 +196,12 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
             result = plan.call_1d(x, out)
             if result is not None:
                 return result
+    device = foreign_device(x)
+    if device is not None:  # run where the data is: its device made current for the whole call
+        with device:
+            return scan(x, op, exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis,
+                        strategy=strategy, hierarchy=hierarchy, backend=backend, timings=timings,
+                        node_size=node_size, algorithm=algorithm)
     try:
         call = _Call(x, op, exclusive, initial, dtype, out, axis, strategy, hierarchy, backend, algorithm)
         plan = call.plan(None if single else comm, node_size)
@@ -339,6 +345,9 @@ class _Call:
             out_native, _, _ = to_native(out)
             _check_out(out_native, () if self.scalar else self.result_shape, self.types,
                        get_backend(self.native_backend))
+            if current_device_id(out_native) != current_device_id(native):
+                raise ValueError(f"out is on GPU {current_device_id(out_native)}, the input on GPU "
+                                 f"{current_device_id(native)}: pass an out on the input's device")
             self.out_native = out_native
             # Write straight into the caller's array when the layouts agree and it does not
             # overlap the input (NumPy's scans give the same answer for any overlap).
@@ -457,6 +466,10 @@ def reduce(x, op="sum", *, dtype=None, comm=None, axis=0, backend="auto"):
         If the global array is empty and the operator has no identity in NumPy
         (``max``, ``min``), as ``numpy.max`` does.
     """
+    device = foreign_device(x)
+    if device is not None:  # run where the data is
+        with device:
+            return reduce(x, op, dtype=dtype, comm=comm, axis=axis, backend=backend)
     comm = default_comm(comm)
     single = comm is None or comm.Get_size() == 1
     try:

@@ -94,8 +94,7 @@ def test_algorithm_matches_numpy(name, case):
     print(f"seed={seed_}")
     rng = np.random.default_rng(seed_)
     op, t = _types(case)
-    tile = cc.choose_tuning(t.input, cc.kernel_acc_dtype(t.acc), t.result, None,
-                            *cc.kernel_algorithm(name)).tile_items
+    tile = gpu.tuning(t.input, t, name).tile_items
     sizes = [1, 31, 33, 255, 257, tile - 1, tile, tile + 1, 5 * tile + 3, 1_000_003]
     if name == "hierarchical":
         sizes.append(tile * tile + 7)  # the tile totals need a second level of recursion

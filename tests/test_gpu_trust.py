@@ -2,10 +2,14 @@
 
 The backend contract (the shape it is given comes back), zero-absorbing float products
 through the tile-parallel kernel, ``out=`` overlapping the input, and C-ordered results
-off axis 0, on CuPy arrays through the API on one rank.
+off axis 0, on CuPy arrays through the API on one rank.  Host threads sharing a stream (the
+legacy default one and the per-thread default one), a stream per call, and arrays on a GPU
+other than the current one.
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 import pytest
@@ -161,3 +165,92 @@ def test_backend_refuses_an_out_it_would_write_past():
     for out in (cp.empty(1000, cp.int32), cp.empty(999, cp.int64)):
         with pytest.raises(TypeError):
             gpu.scan(x, op, types, out=out)
+
+
+def _thread_calls(seed, calls, stream, failures):
+    """``calls`` scans and reductions of fresh arrays on ``stream``, each checked against NumPy."""
+    rng = np.random.default_rng(seed)
+    try:
+        stream.use()  # this thread's current stream
+        for i in range(calls):
+            n = int(rng.integers(1, 300_000))
+            dtype = (np.int32, np.int64)[i % 2]
+            host = rng.integers(-100, 100, n).astype(dtype)
+            x = cp.asarray(host)
+            out = cp.empty_like(x) if i % 3 else None
+            got = distscan.cumsum(x, dtype=dtype, out=out, comm=COMM)
+            total = distscan.reduce(x, comm=COMM)
+            if not np.array_equal(cp.asnumpy(got), np.cumsum(host, dtype=dtype)) or total != host.sum():
+                failures.append((seed, i, n, dtype))
+    except Exception as exc:  # noqa: BLE001 - reported by the test
+        failures.append((seed, repr(exc)))
+
+
+@pytest.mark.parametrize("stream", ["null", "per-thread"])
+def test_host_threads_sharing_a_stream(stream, rng):
+    """Threads launching on one stream take turns with each launch's epoch, tile ids and argument
+    block (shared per stream); the per-thread default stream is a different stream in every
+    thread (one handle), so each thread has its own scratch there and none waits for another."""
+    base = int(rng.integers(1 << 30))
+    print("thread seeds from", base)
+    failures: list = []
+    threads = [threading.Thread(target=_thread_calls, args=(base + t, 60,
+                                                            cp.cuda.Stream.null if stream == "null" else
+                                                            cp.cuda.Stream.ptds, failures)) for t in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads), "a thread hung"
+    assert not failures, failures[:5]
+
+
+def test_a_stream_per_call_keeps_the_caches_bounded(rng):
+    host = rng.integers(-100, 100, 70001).astype(np.int64)
+    x = cp.asarray(host)
+    expected = np.cumsum(host)
+    for i in range(4 * gpu._MAX_STREAM_ENTRIES + 10):
+        stream = cp.cuda.Stream(non_blocking=True)
+        cp.cuda.Stream.null.synchronize()
+        with stream:
+            got = distscan.cumsum(x, comm=COMM)
+            total = distscan.reduce(x, comm=COMM)
+        stream.synchronize()
+        np.testing.assert_array_equal(cp.asnumpy(got), expected)
+        assert total == expected[-1]
+    assert len(gpu._SCRATCH) <= gpu._MAX_STREAM_ENTRIES
+    assert len(gpu._FAST) <= 4 * gpu._MAX_STREAM_ENTRIES and len(gpu._REDUCE) <= 4 * gpu._MAX_STREAM_ENTRIES
+
+
+@pytest.mark.skipif(cp.cuda.runtime.getDeviceCount() < 2, reason="needs two GPUs")
+def test_arrays_on_another_gpu_are_scanned_there(rng):
+    """A part on a GPU other than the current one is scanned on its GPU (as torch does), with or
+    without out= on that GPU; an out on another GPU is refused; the current device stays."""
+    n = 1_000_003
+    host = rng.integers(-100, 100, n).astype(np.int64)
+    expected = np.cumsum(host)
+    with cp.cuda.Device(1):
+        x = cp.asarray(host)
+        out = cp.empty_like(x)
+        x32 = cp.asarray(host.astype(np.float32))
+    with cp.cuda.Device(0):
+        for _ in range(2):  # the second call: the hot path, if it were taken
+            got = distscan.cumsum(x, comm=COMM)
+            assert got.device.id == 1
+            np.testing.assert_array_equal(cp.asnumpy(got), expected)
+            assert distscan.cumsum(x, out=out, comm=COMM) is out
+            np.testing.assert_array_equal(cp.asnumpy(out), expected)
+            excl = distscan.cumsum(x, exclusive=True, comm=COMM)
+            np.testing.assert_array_equal(cp.asnumpy(excl)[1:], expected[:-1])
+            f64 = distscan.cumsum(x32, dtype=np.float64, comm=COMM)
+            assert f64.device.id == 1 and f64.dtype == np.float64
+            assert distscan.reduce(x, comm=COMM) == expected[-1]
+        with pytest.raises(ValueError, match="GPU"):
+            distscan.cumsum(x, out=cp.empty(n, cp.int64), comm=COMM)
+        assert cp.cuda.runtime.getDevice() == 0
+    torch = pytest.importorskip("torch")
+    t = torch.from_numpy(host).to("cuda:1")
+    with torch.cuda.device(0), cp.cuda.Device(0):
+        got = distscan.cumsum(t, comm=COMM)
+        assert got.device == t.device
+        np.testing.assert_array_equal(got.cpu().numpy(), expected)

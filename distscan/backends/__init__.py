@@ -34,7 +34,12 @@ they travel through MPI.
 ``lean_arrays(x, out, types)``
     Whether the distributed lean call (``ScanPlan.call_1d``: one collective, the backend's
     ``reduce`` and ``scan`` with nothing around them) takes these arrays: a contiguous 1-D
-    ``x`` of the backend's type, and an ``out`` it can write (``cpu``: none).
+    ``x`` of the backend's type (``cuda``: on the current device), and an ``out`` it can
+    write (``cpu``: none).
+
+``scan_lean(x, op, types, exclusive, out, seed=None)`` (GPU backends)
+    ``scan(x, ..., seed=seed, out=out)[0]`` for arrays ``lean_arrays`` accepted, without
+    checking them again: the lean call's seeded scan.
 
 ``is_native(x)`` / ``name``
     Whether ``x`` is this backend's array type; the backend's name.

@@ -170,9 +170,19 @@ def _lane_stride(itemsize: int, items: int, swizzle: bool = False) -> int:
     return lane + (16 if vecs % 2 == 0 else 0)
 
 
+# GPUs with less peak DRAM bandwidth than this (bytes/s; the H100's is 3.35e12, the H200's 4.8e12)
+# run the look-ahead kernel for 4-byte accumulators with smaller blocks and more tiles in flight:
+# (64 threads, 32 items, 3 blocks/SM, 9 stages, depth 7) read 0.954-0.955 of copy on the H100 for
+# float32 at 2^27 and 2^29 against 0.937-0.941 for the default shape, in one run; for 8-byte
+# items the default was best there too (benchmarks/RESULTS.md, "Issue 10, seventh pass").  On
+# the H200, 64-thread shapes lost to the default ("fifth pass").
+NARROW_DRAM_BW = 4e12
+
+
 def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "coarsened",
-                  device: str = DEFAULT_DEVICE) -> Tuning:
-    """Tile shape for one combination of item sizes (same rule on every Hopper-class GPU).
+                  device: str = DEFAULT_DEVICE, dram_bw: float | None = None) -> Tuning:
+    """Tile shape for one combination of item sizes on a GPU of peak DRAM bandwidth ``dram_bw``
+    (bytes/s; None: unknown), which only the look-ahead kernel's shape depends on.
 
     ``override`` (a ``Tuning`` or a tuple) replaces the choice; its ITEMS is still
     raised, if needed, so that ITEMS*itemsize is a multiple of 16 bytes.
@@ -189,6 +199,8 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
         # 2^24-2^29 (benchmarks/RESULTS.md, "Issue 10, fifth pass"); 7 unpadded stages of 16 KB
         # fill two blocks' 228 KB
         threads, items, min_blocks = 128, (32 if s_acc <= 4 else 16 if s_acc <= 8 else 8), 2
+        if s_acc <= 4 and dram_bw and dram_bw < NARROW_DRAM_BW:
+            threads, min_blocks, stages, depth = 64, 3, 9, 7
     else:
         window = 1024
         if s_acc <= 4:  # 8192-item tiles: measured 2490 GB/s vs 2120 with 4096 (H100, 2^29 int32)

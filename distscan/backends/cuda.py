@@ -4,7 +4,8 @@ Implements the backend protocol of :mod:`distscan.backends` (arrays are C-contig
 ``(n, w)`` CuPy arrays; seeds, totals and offsets are host NumPy arrays ``(w,)`` in the
 accumulator dtype).  Everything runs on the current CuPy stream; a device-to-host copy
 (and so a synchronisation) happens only when a host value is returned: ``reduce``,
-and ``scan(..., want_total=True)``.
+and ``scan(..., want_total=True)``.  Host threads may share a stream (each launch takes the
+stream's scratch under a lock; the per-thread default stream counts as one stream per thread).
 
 Paths
 -----
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import threading
 
 import numpy as np
 
@@ -107,6 +109,9 @@ class _TileScratch:
     """
 
     def __init__(self):
+        # Held from a launch's epoch and tile ids to its enqueue: host threads sharing a stream
+        # must not interleave them (two launches with one epoch would read each other's words).
+        self.lock = threading.Lock()
         self.words = None
         self.subaggs = None
         self.anchors = None
@@ -147,13 +152,33 @@ class _TileScratch:
 
 
 _SCRATCH: dict = {}
+# Caches keyed by stream keep at most this many entries (code that makes a stream per call
+# would otherwise hold a scratch of >= 512 KB per stream it ever used); the oldest go first.
+# An evicted scratch's memory returns to CuPy's pool for the stream that allocated it, so
+# work still queued there is done before the memory is handed out again.
+_MAX_STREAM_ENTRIES = 64
+_PER_THREAD_STREAM = 2  # cudaStreamPerThread: one handle, a different stream in every host thread
+
+
+def _stream_key(stream_ptr: int):
+    """What the caches key a stream by: its handle, and the host thread for the per-thread
+    default stream (whose handle is the same in every thread)."""
+    return stream_ptr if stream_ptr != _PER_THREAD_STREAM else (stream_ptr, threading.get_ident())
+
+
+def _remember(cache: dict, key, value, cap: int = _MAX_STREAM_ENTRIES):
+    """``cache[key] = value``, dropping the oldest entries past ``cap``."""
+    cache[key] = value
+    while len(cache) > cap:
+        cache.pop(next(iter(cache)))
+    return value
 
 
 def _scratch(dev_id: int, stream_ptr: int) -> _TileScratch:
-    key = (dev_id, stream_ptr)
+    key = (dev_id, _stream_key(stream_ptr))
     s = _SCRATCH.get(key)
     if s is None:
-        s = _SCRATCH[key] = _TileScratch()
+        s = _remember(_SCRATCH, key, _TileScratch())
     return s
 
 
@@ -272,21 +297,18 @@ def _plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, algorithm: str = "aut
     key = (dev_id, in_dtype, types.acc, types.result, op.functor, _TUNING_OVERRIDE, algorithm)
     plan = _PLANS.get(key)
     if plan is None:
-        _device_info(dev_id)
-        kacc = cc.kernel_acc_dtype(types.acc)
-        block, device = cc.kernel_algorithm(algorithm)
-        tuning = cc.choose_tuning(in_dtype, kacc, types.result, _TUNING_OVERRIDE, block, device)
-        mkey = cc.ModuleKey(np.dtype(in_dtype), kacc, np.dtype(types.result), op.functor, tuning, block, device)
+        mkey = module_key(in_dtype, types, op, algorithm, dev_id)
+        kacc, shape, device = mkey.acc_dtype, mkey.tuning, mkey.device
         plan = _Plan()
         plan.funcs = cc.get_functions(mkey, dev_id)
-        plan.tuning = tuning
+        plan.tuning = shape
         plan.kacc = kacc
         plan.k_words = (kacc.itemsize + 3) // 4
         plan.in_size = np.dtype(in_dtype).itemsize
         plan.out_size = np.dtype(types.result).itemsize
-        plan.tile = tuning.tile_items
-        plan.window = tuning.window
-        plan.threads = tuning.launch_threads(device)
+        plan.tile = shape.tile_items
+        plan.window = shape.window
+        plan.threads = shape.launch_threads(device)
         plan.identity_k = kacc.type(op.identity(types.acc))
         plan.device = device
         _setup_lookahead(plan, dev_id, in_dtype, types.result)
@@ -310,20 +332,29 @@ def _add_plan(dev_id: int, types: ScanTypes, op: Op) -> _Plan:
     return plan if plan is not None else _plan(dev_id, types.result, types, op)
 
 
-def module_key(in_dtype, types: ScanTypes, op: Op, algorithm: str = "auto"):
-    """The compile key of one scan (for :func:`distscan.backends._cuda_compile.precompile`)."""
-    kacc = cc.kernel_acc_dtype(types.acc)
+def tuning(in_dtype, types: ScanTypes, algorithm: str = "auto", dev_id: int | None = None) -> cc.Tuning:
+    """The tile shape of the scan kernel ``algorithm`` names on a GPU (None: the current one)."""
     block, device = cc.kernel_algorithm(algorithm)
-    tuning = cc.choose_tuning(in_dtype, kacc, types.result, _TUNING_OVERRIDE, block, device)
-    return cc.ModuleKey(np.dtype(in_dtype), kacc, np.dtype(types.result), op.functor, tuning, block, device)
+    if dev_id is None:
+        dev_id = _require_cupy().cuda.runtime.getDevice()
+    return cc.choose_tuning(in_dtype, cc.kernel_acc_dtype(types.acc), types.result, _TUNING_OVERRIDE, block, device,
+                            _device_info(dev_id)["dram_bw"])
+
+
+def module_key(in_dtype, types: ScanTypes, op: Op, algorithm: str = "auto", dev_id: int | None = None):
+    """The compile key of one scan on a GPU (None: the current one; for
+    :func:`distscan.backends._cuda_compile.precompile`)."""
+    block, device = cc.kernel_algorithm(algorithm)
+    return cc.ModuleKey(np.dtype(in_dtype), cc.kernel_acc_dtype(types.acc), np.dtype(types.result), op.functor,
+                        tuning(in_dtype, types, algorithm, dev_id), block, device)
 
 
 def error_depth(n: int, in_dtype, types: ScanTypes) -> int:
-    """``L`` of the accuracy bound in this module's docstring, for a scan of ``n`` items."""
-    kacc = cc.kernel_acc_dtype(types.acc)
-    shapes = [cc.choose_tuning(in_dtype, kacc, types.result, _TUNING_OVERRIDE)]
+    """``L`` of the accuracy bound in this module's docstring, for a scan of ``n`` items on the
+    current GPU."""
+    shapes = [tuning(in_dtype, types)]
     if uses_lookahead(n, np.dtype(in_dtype).itemsize, np.dtype(types.result).itemsize):  # its tile shape
-        shapes.append(cc.choose_tuning(in_dtype, kacc, types.result, _TUNING_OVERRIDE, device="lookahead"))
+        shapes.append(tuning(in_dtype, types, "lookahead"))
     # thread: ITEMS; warp: 5 (lanes) + block: log2(threads) (warps in order, <= threads/32);
     # look-back: 5 + 5 (two butterflies) + 3 (anchor, sub-windows, sub-window, own prefix);
     # one anchor hop per window.
@@ -395,56 +426,51 @@ def _launch_tiles(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev
     vector_ok = int(x.data.ptr % 16 == 0 and out.data.ptr % 16 == 0)
     grid, smem, claims, lead = _launch_shape(plan, n)
     fn = plan.funcs["scan_excl" if exclusive else "scan_incl"]
-    base, epoch = scratch.prepare(num_tiles, plan.window, plan.k_words, claims)
-    fn(
-        (grid,),
-        (plan.threads,),
-        (
-            x,
-            out,
-            np.int64(n),
-            scratch.words,
-            scratch.subaggs,
-            scratch.anchors,
-            scratch.counter,
-            np.uint64(base),
-            np.uint32(epoch),
-            seed_k,
-            np.int32(has_seed),
-            d_total_ptr,
-            np.int32(vector_ok),
-            np.int64(lead),
-        ),
-        shared_mem=smem,
-    )
+    with scratch.lock:
+        base, epoch = scratch.prepare(num_tiles, plan.window, plan.k_words, claims)
+        fn((grid,), (plan.threads,),
+           (x, out, np.int64(n), scratch.words, scratch.subaggs, scratch.anchors, scratch.counter, np.uint64(base),
+            np.uint32(epoch), seed_k, np.int32(has_seed), d_total_ptr, np.int32(vector_ok), np.int64(lead)),
+           shared_mem=smem)
+
+
+class _ArgBlock:
+    """ctypes images of a kernel's arguments and the ``void*[]`` that cuLaunchKernel takes.
+    A type is a ctypes scalar, or an int for a raw field of that many bytes (``.raw``)."""
+
+    def __init__(self, *ctypes_types):
+        self.values = [t() if not isinstance(t, int) else (ctypes.c_char * t)() for t in ctypes_types]
+        self.params = (ctypes.c_void_p * len(self.values))(*[ctypes.addressof(v) for v in self.values])
+        self.ptr = ctypes.addressof(self.params)
+
+    def set(self, *values) -> int:
+        for slot, v in zip(self.values, values):
+            slot.value = v
+        return self.ptr
 
 
 # Hot path of scan() for the common call (1-D or (n, 1) contiguous input, contiguous `out`
-# of the same shape or none, no seed, no total): one dict lookup for plan, scratch and
-# kernel, and a launch through cuLaunchKernel with a ctypes argument block kept per entry
-# (only the changing fields are rewritten: the scratch pointers only after the scratch was
-# reallocated), bypassing CuPy's per-argument packing.
+# of the same shape or none, no total): one dict lookup for plan, scratch and kernel, and a
+# launch through cuLaunchKernel with a ctypes argument block kept per entry (only the changing
+# fields are rewritten: the scratch pointers only after the scratch was reallocated),
+# bypassing CuPy's per-argument packing.
 _FAST: dict = {}
 
 
 class _FastEntry:
-    """ctypes images of scan_tiles_kernel's 14 arguments, the void*[] that points at them,
-    and what one launch of the entry's kernel needs besides."""
+    """scan_tiles_kernel's 14 arguments as an :class:`_ArgBlock`, and what one launch of the
+    entry's kernel needs besides."""
 
     def __init__(self, plan, scratch, kernel, launch):
         c = ctypes
         self.plan, self.scratch, self.kernel, self.launch = plan, scratch, kernel, launch
         self.kernel_ptr = kernel.kernel.ptr
-        self.x, self.out, self.words, self.subaggs, self.anchors, self.counter = (c.c_uint64() for _ in range(6))
-        self.n, self.base = c.c_int64(), c.c_uint64()
-        self.epoch = c.c_uint32()
-        self.seed = (c.c_char * plan.kacc.itemsize).from_buffer_copy(plan.identity_k.tobytes())
-        self.has_seed, self.total, self.vec, self.lead = c.c_int32(0), c.c_uint64(0), c.c_int32(0), c.c_int64(0)
+        self.args = _ArgBlock(c.c_uint64, c.c_uint64, c.c_int64, c.c_uint64, c.c_uint64, c.c_uint64, c.c_uint64,
+                              c.c_uint64, c.c_uint32, plan.kacc.itemsize, c.c_int32, c.c_uint64, c.c_int32, c.c_int64)
+        (self.x, self.out, self.n, self.words, self.subaggs, self.anchors, self.counter, self.base, self.epoch,
+         self.seed, self.has_seed, self.total, self.vec, self.lead) = self.args.values
+        self.seed.raw = plan.identity_k.tobytes()
         self.seeded = False  # whether the block holds a seed (rewritten to the identity when not)
-        fields = (self.x, self.out, self.n, self.words, self.subaggs, self.anchors, self.counter, self.base, self.epoch,
-                  self.seed, self.has_seed, self.total, self.vec, self.lead)
-        self.params = (c.c_void_p * len(fields))(*[c.addressof(f) for f in fields])
-        self.params_ptr = c.addressof(self.params)
         self.generation = -1  # of the scratch whose pointers are in the block (none yet)
 
     def point_at_scratch(self):
@@ -468,7 +494,7 @@ class _FastEntry:
         self.epoch.value = scratch.epoch
         self.vec.value = vector_ok
         self.lead.value = lead
-        self.launch(self.kernel_ptr, grid, 1, 1, self.plan.threads, 1, 1, smem, stream_ptr, self.params_ptr, 0)
+        self.launch(self.kernel_ptr, grid, 1, 1, self.plan.threads, 1, 1, smem, stream_ptr, self.args.ptr, 0)
 
     def set_seed(self, seed_k) -> None:
         """The seed argument: ``seed_k`` (a NumPy scalar of the kernel's accumulator), or None."""
@@ -496,8 +522,8 @@ def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
     n = x.size
     # "auto": the look-ahead plan (uses_lookahead, inline)
     large = n * (x.itemsize + types.result.itemsize) >= LOOKAHEAD_MIN_BYTES and _LEAD_OVERRIDE is None
-    key = (dev_id, stream_ptr, x.dtype, types.acc, types.result, op.functor, exclusive, _TUNING_OVERRIDE, algorithm,
-           large)
+    key = (dev_id, _stream_key(stream_ptr), x.dtype, types.acc, types.result, op.functor, exclusive,
+           _TUNING_OVERRIDE, algorithm, large)
     ent = _FAST.get(key)
     if ent is None:
         plan = _plan(dev_id, x.dtype, types, op, algorithm)
@@ -507,7 +533,8 @@ def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
             return None  # several kernels: the general path
         launch = getattr(cp.cuda.driver, "launchKernel", None)  # older CuPy: RawKernel.__call__
         kernel = plan.funcs["scan_excl" if exclusive else "scan_incl"]
-        ent = _FAST[key] = _FastEntry(plan, _scratch(dev_id, stream_ptr), kernel, launch)
+        ent = _remember(_FAST, key, _FastEntry(plan, _scratch(dev_id, stream_ptr), kernel, launch),
+                        4 * _MAX_STREAM_ENTRIES)
     plan, scratch = ent.plan, ent.scratch
     if not scratch.fits(-(-n // plan.tile), plan.window, plan.k_words):
         return None
@@ -518,33 +545,48 @@ def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
     vector_ok = (xp | op_) & 15 == 0
     grid, smem, claims, lead = _launch_shape(plan, n)
     seed_k = _seed_scalar(plan, seed, types)
-    scratch.epoch += 1
-    base = scratch.counter_base
-    scratch.counter_base += claims
-    if ent.launch is None:
-        ent.kernel((grid,), (plan.threads,),
-                   (xp, op_, np.int64(n), scratch.words, scratch.subaggs, scratch.anchors, scratch.counter,
-                    np.uint64(base), np.uint32(scratch.epoch), plan.identity_k if seed_k is None else seed_k,
-                    np.int32(seed_k is not None), np.uint64(0), np.int32(vector_ok), np.int64(lead)),
-                   shared_mem=smem)
-    else:
-        ent.launch_at(xp, op_, n, base, scratch, vector_ok, lead, seed_k, grid, smem, stream_ptr)
+    with scratch.lock:
+        scratch.epoch += 1
+        base = scratch.counter_base
+        scratch.counter_base += claims
+        if ent.launch is None:
+            ent.kernel((grid,), (plan.threads,),
+                       (xp, op_, np.int64(n), scratch.words, scratch.subaggs, scratch.anchors, scratch.counter,
+                        np.uint64(base), np.uint32(scratch.epoch), plan.identity_k if seed_k is None else seed_k,
+                        np.int32(seed_k is not None), np.uint64(0), np.int32(vector_ok), np.int64(lead)),
+                       shared_mem=smem)
+        else:
+            ent.launch_at(xp, op_, n, base, scratch, vector_ok, lead, seed_k, grid, smem, stream_ptr)
     return out if mem is None else cp.ndarray(x.shape, types.result, memptr=mem)  # the shape it was given
 
 
 def lean_arrays(x, out, types: ScanTypes) -> bool:
-    """Whether ``x`` is a contiguous 1-D CuPy array and ``out`` None or a contiguous CuPy array
-    of its shape and ``types.result`` that does not overlap it: the calls :func:`fast_scan` and
-    the distributed lean path (``ScanPlan.call_1d``) take.  The overlap test compares bounds
-    (cheaper than ``cupy.may_share_memory``, and as safe)."""
+    """Whether ``x`` is a contiguous 1-D CuPy array on the current device and ``out`` None or a
+    contiguous CuPy array of its shape, device and ``types.result`` that does not overlap it: the
+    calls :func:`fast_scan` and the distributed lean path (``ScanPlan.call_1d``) take.  The
+    overlap test compares bounds (cheaper than ``cupy.may_share_memory``, and as safe)."""
     if type(x) is not _cp.ndarray or x.ndim != 1 or not x._c_contiguous:
         return False
+    dev_id = x.data.device_id
+    if dev_id != _cp.cuda.runtime.getDevice():
+        return False  # the API makes its device current, then takes the general path
     if out is None:
         return True
-    if type(out) is not _cp.ndarray or out.shape != x.shape or out.dtype != types.result or not out._c_contiguous:
+    if (type(out) is not _cp.ndarray or out.shape != x.shape or out.dtype != types.result or not out._c_contiguous
+            or out.data.device_id != dev_id):
         return False
     xp, op_ = x.data.ptr, out.data.ptr
     return not (xp < op_ + out.nbytes and op_ < xp + x.nbytes)
+
+
+def scan_lean(x, op: Op, types: ScanTypes, exclusive: bool, out, seed=None):
+    """``scan(x, ..., seed=seed, out=out)[0]`` for arrays :func:`lean_arrays` accepted, without
+    checking them again."""
+    if x.size and not zero_absorbs(op, types.acc):
+        r = _scan_fast(x, op, types, exclusive, out, "auto", seed)
+        if r is not None:
+            return r
+    return scan(x, op, types, exclusive=exclusive, seed=seed, out=out)[0]
 
 
 def fast_scan(x, op: Op, types: ScanTypes, exclusive: bool, out):
@@ -552,11 +594,7 @@ def fast_scan(x, op: Op, types: ScanTypes, exclusive: bool, out):
     ``scan(x, ...)[0]`` for the arrays of :func:`lean_arrays`; None for any other call."""
     if not lean_arrays(x, out, types):
         return None
-    if x.size and not zero_absorbs(op, types.acc):
-        r = _scan_fast(x, op, types, exclusive, out, "auto")
-        if r is not None:
-            return r
-    return scan(x, op, types, exclusive=exclusive, out=out)[0]
+    return scan_lean(x, op, types, exclusive, out)
 
 
 def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto"):
@@ -662,33 +700,29 @@ def _reduce_max_grid(plan: _Plan, dev_id: int) -> int:
     return plan.reduce_grid
 
 
-class _ArgBlock:
-    """ctypes images of a kernel's arguments and the ``void*[]`` that cuLaunchKernel takes."""
-
-    def __init__(self, *ctypes_types):
-        self.values = [t() for t in ctypes_types]
-        self.params = (ctypes.c_void_p * len(self.values))(*[ctypes.addressof(v) for v in self.values])
-        self.ptr = ctypes.addressof(self.params)
-
-    def set(self, *values) -> int:
-        for slot, v in zip(self.values, values):
-            slot.value = v
-        return self.ptr
+def _launch_reduce(plan, col, n: int, partials, result, grid: int) -> None:
+    """The reduction of a contiguous column of n >= 1 items into ``result[0]`` (device
+    arrays; ``partials`` holds ``grid`` items): two launches through CuPy's ``RawKernel``."""
+    vector_ok = int(col.data.ptr % 16 == 0)
+    plan.funcs["reduce_partials"]((grid,), (256,), (col, np.int64(n), partials, np.int32(vector_ok)))
+    plan.funcs["reduce_final"]((1,), (256,), (partials, np.int32(grid), result))
 
 
 class _ReduceEntry:
     """What one-column reductions on one (device, stream, plan) reuse: the partials, the result
-    word, a page-locked host word, and the two kernels' argument blocks.  Calls on one stream
-    are ordered, and each waits for its result before the next can start."""
+    word, a page-locked host word, and the two kernels' argument blocks.  A call holds the
+    entry's lock from its launch to the copy of its result (host threads sharing a stream)."""
 
     def __init__(self, plan, dev_id: int, launch):
         cp = _cp
         self.plan, self.launch = plan, launch
+        self.lock = threading.Lock()
         self.max_grid = _reduce_max_grid(plan, dev_id)
         self.partials = cp.empty(self.max_grid, plan.kacc)
         self.result = cp.empty(1, plan.kacc)
         self.host = np.frombuffer(cp.cuda.alloc_pinned_memory(plan.kacc.itemsize), plan.kacc, 1)
-        self.partials_fn, self.final_fn = plan.funcs["reduce_partials"], plan.funcs["reduce_final"]
+        self.partials_ptr = plan.funcs["reduce_partials"].kernel.ptr
+        self.final_ptr = plan.funcs["reduce_final"].kernel.ptr
         c = ctypes
         self.partials_args = _ArgBlock(c.c_uint64, c.c_int64, c.c_uint64, c.c_int32)
         self.final_args = _ArgBlock(c.c_uint64, c.c_int32, c.c_uint64)
@@ -696,19 +730,17 @@ class _ReduceEntry:
     def run(self, col, n: int, stream_ptr: int) -> np.ndarray:
         grid = _reduce_grid(n, self.plan.in_size, self.max_grid)
         ptr, part, res = col.data.ptr, self.partials.data.ptr, self.result.data.ptr
-        vector_ok = int(ptr % 16 == 0)
-        if self.launch is None:  # older CuPy: RawKernel.__call__
-            self.partials_fn((grid,), (256,), (col, np.int64(n), self.partials, np.int32(vector_ok)))
-            self.final_fn((1,), (256,), (self.partials, np.int32(grid), self.result))
-        else:
-            self.launch(self.partials_fn.kernel.ptr, grid, 1, 1, 256, 1, 1, 0, stream_ptr,
-                        self.partials_args.set(ptr, n, part, vector_ok), 0)
-            self.launch(self.final_fn.kernel.ptr, 1, 1, 1, 256, 1, 1, 0, stream_ptr,
-                        self.final_args.set(part, grid, res), 0)
         rt = _cp.cuda.runtime
-        rt.memcpyAsync(self.host.ctypes.data, res, self.host.nbytes, rt.memcpyDeviceToHost, stream_ptr)
-        rt.streamSynchronize(stream_ptr)
-        return self.host.copy()
+        with self.lock:
+            if self.launch is None:  # older CuPy: RawKernel.__call__
+                _launch_reduce(self.plan, col, n, self.partials, self.result, grid)
+            else:
+                self.launch(self.partials_ptr, grid, 1, 1, 256, 1, 1, 0, stream_ptr,
+                            self.partials_args.set(ptr, n, part, int(ptr % 16 == 0)), 0)
+                self.launch(self.final_ptr, 1, 1, 1, 256, 1, 1, 0, stream_ptr, self.final_args.set(part, grid, res), 0)
+            rt.memcpyAsync(self.host.ctypes.data, res, self.host.nbytes, rt.memcpyDeviceToHost, stream_ptr)
+            rt.streamSynchronize(stream_ptr)
+            return self.host.copy()
 
 
 _REDUCE: dict = {}
@@ -720,11 +752,12 @@ def _reduce_1d(col, op: Op, types: ScanTypes) -> np.ndarray:
     cp = _cp
     dev_id = col.data.device_id
     stream_ptr = cp.cuda.get_current_stream().ptr
-    key = (dev_id, stream_ptr, col.dtype, types.acc, types.result, op.functor, _TUNING_OVERRIDE)
+    key = (dev_id, _stream_key(stream_ptr), col.dtype, types.acc, types.result, op.functor, _TUNING_OVERRIDE)
     ent = _REDUCE.get(key)
     if ent is None:
-        ent = _REDUCE[key] = _ReduceEntry(_plan(dev_id, col.dtype, types, op), dev_id,
-                                          getattr(cp.cuda.driver, "launchKernel", None))
+        ent = _remember(_REDUCE, key, _ReduceEntry(_plan(dev_id, col.dtype, types, op), dev_id,
+                                                   getattr(cp.cuda.driver, "launchKernel", None)),
+                        4 * _MAX_STREAM_ENTRIES)
     return ent.run(col, col.size, stream_ptr)
 
 
@@ -741,14 +774,12 @@ def reduce(x, op: Op, types: ScanTypes) -> np.ndarray:
         x = cp.ascontiguousarray(x)
     dev_id = x.device.id
     plan = _plan(dev_id, x.dtype, types, op)
-    cols = list(cp.ascontiguousarray(x.T))
-    d_res = cp.empty(len(cols), dtype=plan.kacc)
+    cols = cp.ascontiguousarray(x.T)
+    d_res = cp.empty(w, dtype=plan.kacc)
     grid = _reduce_grid(n, plan.in_size, _reduce_max_grid(plan, dev_id))
-    for c, col in enumerate(cols):
-        partials = cp.empty(grid, dtype=plan.kacc)
-        vector_ok = int(col.data.ptr % 16 == 0)
-        plan.funcs["reduce_partials"]((grid,), (256,), (col, np.int64(n), partials, np.int32(vector_ok)))
-        plan.funcs["reduce_final"]((1,), (256,), (partials, np.int32(grid), d_res[c:]))
+    partials = cp.empty(grid, dtype=plan.kacc)  # the launches are ordered on the stream: one buffer serves all
+    for c in range(w):
+        _launch_reduce(plan, cols[c], n, partials, d_res[c:], grid)
     return d_res.get().astype(types.acc)
 
 
