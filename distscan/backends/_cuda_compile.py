@@ -171,7 +171,8 @@ def _lane_stride(itemsize: int, items: int, swizzle: bool = False) -> int:
 
 
 # GPUs with less peak DRAM bandwidth than this (bytes/s; the H100's is 3.35e12, the H200's 4.8e12)
-# run the look-ahead kernel for 4-byte accumulators with smaller blocks and more tiles in flight:
+# run the look-ahead kernel for items of at most 4 bytes (input, accumulator and output) with
+# smaller blocks and more tiles in flight:
 # (64 threads, 32 items, 3 blocks/SM, 9 stages, depth 7) read 0.954-0.955 of copy on the H100 for
 # float32 at 2^27 and 2^29 against 0.937-0.941 for the default shape, in one run; for 8-byte
 # items the default was best there too (benchmarks/RESULTS.md, "Issue 10, seventh pass").  On
@@ -199,7 +200,7 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
         # 2^24-2^29 (benchmarks/RESULTS.md, "Issue 10, fifth pass"); 7 unpadded stages of 16 KB
         # fill two blocks' 228 KB
         threads, items, min_blocks = 128, (32 if s_acc <= 4 else 16 if s_acc <= 8 else 8), 2
-        if s_acc <= 4 and dram_bw and dram_bw < NARROW_DRAM_BW:
+        if max(s_in, s_acc, s_out) <= 4 and dram_bw and dram_bw < NARROW_DRAM_BW:  # as measured: 9 stages fit
             threads, min_blocks, stages, depth = 64, 3, 9, 7
     else:
         window = 1024
