@@ -103,7 +103,7 @@ def foreign_device(x):
     current (the work runs where the data is, as in torch); None for any other input."""
     mod = _module_of(x)
     if mod == "cupy":
-        dev_id = getattr(getattr(x, "device", None), "id", None)
+        dev_id = current_device_id(x)
     elif mod == "torch" and "torch" in sys.modules:
         dev_id = x.device.index if getattr(x, "is_cuda", False) else None
     elif isinstance(x, np.ndarray):

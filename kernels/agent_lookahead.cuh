@@ -54,9 +54,15 @@ namespace distscan {
 constexpr int LOOKAHEAD_SERVICE_THREADS = 32;
 
 template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, int BLOCK_THREADS, int ITEMS,
-          int WINDOW, int BLOCK_ALGO, int STAGES, int DEPTH>
+          int WINDOW, int BLOCK_ALGO, int STAGES, int DEPTH, int BEHIND>
 struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, BLOCK_ALGO, true> {
     static_assert(DEPTH >= 1 && STAGES >= DEPTH + 1, "STAGES - DEPTH stages must be left for loads in flight");
+    // BEHIND >= 1: the service warp publishes the window words of t_{k-BEHIND}, waiting for
+    // what they need; 0: of t_{k-1}, with one look, and a tile whose words were not all there
+    // is tried again each iteration (PENDING) while the block goes on.  A tile must be
+    // published before its block's loop ends (DEPTH iterations after its reduction).
+    static_assert(BEHIND >= 0 && BEHIND <= DEPTH, "a tile's window words must be published within DEPTH iterations");
+    static const int LAG = BEHIND > 0 ? BEHIND : 1;
     typedef TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, BLOCK_ALGO, true> Base;  // unpadded stages
     typedef typename Base::InIO InIO;
     typedef typename Base::BScan BScan;
@@ -138,13 +144,14 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
         }
 
         PrefixPoll<TAcc, Op, WINDOW> poll;  // the service warp's: the prefix of the next tile to scan
+        i64 pending = num_tiles;             // BEHIND == 0: a tile whose window words wait to be published
         // The loop condition is uniform across the block (ids in shared memory).
         for (int k = 0;; ++k) {
             const int par = k & 1;
             const i64 t_scan = k >= DEPTH ? s_ids[(k - DEPTH) % IDS] : -1;
             if (t_scan >= num_tiles) break;  // it and every later id: past the end
             const i64 t_red = s_ids[k % IDS];
-            const i64 t_behind = k >= 1 ? s_ids[(k - 1) % IDS] : num_tiles;
+            const i64 t_behind = k >= LAG ? s_ids[(k - LAG) % IDS] : num_tiles;
             // t_{k+LOADS}'s id, seen by every thread after the barrier; its slot last held
             // t_{k+LOADS-IDS}, which no thread reads any more.
             if (leader) s_ids[(k + LOADS) % IDS] = claims.take(st, num_tiles);
@@ -184,7 +191,21 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
                             Op::template apply<TAcc>(prefix, thread_exclusive), items);
             }
             if (service) {
-                if (t_behind < num_tiles) tile_publish_behind<TAcc, Op, WINDOW>(st, t_behind, num_tiles, seed, has_seed);
+                if (BEHIND > 0) {
+                    if (t_behind < num_tiles) tile_publish_behind<TAcc, Op, WINDOW>(st, t_behind, num_tiles, seed, has_seed);
+                } else {
+                    if (pending < num_tiles && tile_publish_behind<TAcc, Op, WINDOW, false>(st, pending, num_tiles, seed,
+                                                                                             has_seed))
+                        pending = num_tiles;
+                    if (t_behind < num_tiles) {
+                        if (pending < num_tiles) {  // two outstanding (rare): the older one first, waiting
+                            tile_publish_behind<TAcc, Op, WINDOW>(st, pending, num_tiles, seed, has_seed);
+                            pending = num_tiles;
+                        }
+                        if (!tile_publish_behind<TAcc, Op, WINDOW, false>(st, t_behind, num_tiles, seed, has_seed))
+                            pending = t_behind;
+                    }
+                }
                 // The next scan's prefix: its words were published rounds ago, so this one L2
                 // round trip, which overlaps the next iteration's work, usually finds them all.
                 if (k + 1 >= DEPTH) {
@@ -197,6 +218,8 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
                 issue_loads(d_in, n, s_ids[(k + LOADS) % IDS], num_tiles, vector_ok, scan_slice, warp, lane);
             }
         }
+        if (BEHIND == 0 && service && pending < num_tiles)
+            tile_publish_behind<TAcc, Op, WINDOW>(st, pending, num_tiles, seed, has_seed);
     }
 };
 

@@ -30,8 +30,7 @@ from _kernel_cases import (TABLE, TABLE_IDS, as_bytes, assert_bitwise_lookback, 
 
 def _lookahead_shape(t):
     """The look-ahead kernel's default shape on this GPU (it depends on its DRAM bandwidth)."""
-    dram_bw = gpu._device_info(cp.cuda.runtime.getDevice())["dram_bw"]
-    return cc.choose_tuning(t.input, cc.kernel_acc_dtype(t.acc), t.result, device="lookahead", dram_bw=dram_bw)
+    return gpu.tuning(t.input, t, "lookahead", default=True)
 
 
 @pytest.fixture

@@ -116,6 +116,7 @@ class Tuning:
     min_blocks: int
     stages: int = 7  # "lookahead": shared-memory stages per block
     depth: int = 5   # "lookahead": tiles a block reduces ahead of its scan (stages - depth loads in flight)
+    behind: int = 1  # "lookahead": how its service warp publishes window words (BEHIND, agent_lookahead.cuh)
 
     @property
     def tile_items(self) -> int:
@@ -189,11 +190,11 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
     raised, if needed, so that ITEMS*itemsize is a multiple of 16 bytes.
     """
     s_in, s_acc, s_out = np.dtype(in_dtype).itemsize, kernel_acc_dtype(acc_dtype).itemsize, np.dtype(out_dtype).itemsize
-    stages, depth = Tuning.stages, Tuning.depth
+    stages, depth, behind = Tuning.stages, Tuning.depth, Tuning.behind
     if override is not None:
         t = Tuning(*override) if not isinstance(override, Tuning) else override
-        threads, items, window, min_blocks, stages, depth = (t.block_threads, t.items, t.window, t.min_blocks,
-                                                             t.stages, t.depth)
+        threads, items, window, min_blocks, stages, depth, behind = (t.block_threads, t.items, t.window, t.min_blocks,
+                                                                     t.stages, t.depth, t.behind)
     elif device == "lookahead":  # persistent blocks, shared memory for STAGES tiles each
         window = 1024
         # (128, 32 | 16, 2 blocks/SM, 7 stages, depth 5): the best of 8 shapes on the H200 at
@@ -216,7 +217,7 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
     while threads > 64 and (threads * max(_lane_stride(s_in, items), _lane_stride(s_out, items))
                             + _block_temp_bytes(block, threads, s_acc)) > 46 * 1024:
         threads //= 2
-    return Tuning(threads, items, window, min_blocks, stages, depth)
+    return Tuning(threads, items, window, min_blocks, stages, depth, behind)
 
 
 @dataclass(frozen=True)
@@ -242,7 +243,7 @@ def names(key: ModuleKey) -> dict:
     block = BLOCK_ALGORITHMS[key.block]
 
     def shape(device):
-        ring = f"{t.stages}, {t.depth}" if device == "lookahead" else "0, 0"
+        ring = f"{t.stages}, {t.depth}, {t.behind}" if device == "lookahead" else "0, 0, 0"
         return f"{t.block_threads}, {t.items}, {t.window}, {t.min_blocks}, {block}, {DEVICE_ALGORITHMS[device]}, {ring}"
 
     return {

@@ -139,9 +139,14 @@ class _TileScratch:
             self.subaggs.fill(0)
             self.anchors.fill(0)
             self.epoch = 0
+        return self.claim(num_tiles if claims is None else claims)
+
+    def claim(self, claims: int):
+        """The next launch's ``(counter base, epoch)``, reserving ``claims`` tile ids (under
+        :attr:`lock`, with the launch)."""
         self.epoch += 1
         base = self.counter_base
-        self.counter_base += num_tiles if claims is None else claims
+        self.counter_base += claims
         return base, self.epoch
 
     def fits(self, num_tiles: int, window: int, k: int) -> bool:
@@ -332,13 +337,15 @@ def _add_plan(dev_id: int, types: ScanTypes, op: Op) -> _Plan:
     return plan if plan is not None else _plan(dev_id, types.result, types, op)
 
 
-def tuning(in_dtype, types: ScanTypes, algorithm: str = "auto", dev_id: int | None = None) -> cc.Tuning:
-    """The tile shape of the scan kernel ``algorithm`` names on a GPU (None: the current one)."""
+def tuning(in_dtype, types: ScanTypes, algorithm: str = "auto", dev_id: int | None = None, *,
+           default: bool = False) -> cc.Tuning:
+    """The tile shape of the scan kernel ``algorithm`` names on a GPU (None: the current one);
+    ``default``: the shape chosen without ``_TUNING_OVERRIDE``."""
     block, device = cc.kernel_algorithm(algorithm)
     if dev_id is None:
         dev_id = _require_cupy().cuda.runtime.getDevice()
-    return cc.choose_tuning(in_dtype, cc.kernel_acc_dtype(types.acc), types.result, _TUNING_OVERRIDE, block, device,
-                            _device_info(dev_id)["dram_bw"])
+    return cc.choose_tuning(in_dtype, cc.kernel_acc_dtype(types.acc), types.result,
+                            None if default else _TUNING_OVERRIDE, block, device, _device_info(dev_id)["dram_bw"])
 
 
 def module_key(in_dtype, types: ScanTypes, op: Op, algorithm: str = "auto", dev_id: int | None = None):
@@ -481,9 +488,9 @@ class _FastEntry:
         self.counter.value = s.counter.data.ptr
         self.generation = s.generation
 
-    def launch_at(self, xp, op_, n, base, scratch, vector_ok, lead, seed_k, grid, smem, stream_ptr) -> None:
+    def launch_at(self, xp, op_, n, base, epoch, vector_ok, lead, seed_k, grid, smem, stream_ptr) -> None:
         """One launch of the entry's kernel with these changing arguments."""
-        if self.generation != scratch.generation:
+        if self.generation != self.scratch.generation:
             self.point_at_scratch()
         if seed_k is not None or self.seeded:
             self.set_seed(seed_k)
@@ -491,7 +498,7 @@ class _FastEntry:
         self.out.value = op_
         self.n.value = n
         self.base.value = base
-        self.epoch.value = scratch.epoch
+        self.epoch.value = epoch
         self.vec.value = vector_ok
         self.lead.value = lead
         self.launch(self.kernel_ptr, grid, 1, 1, self.plan.threads, 1, 1, smem, stream_ptr, self.args.ptr, 0)
@@ -522,7 +529,7 @@ def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
     n = x.size
     # "auto": the look-ahead plan (uses_lookahead, inline)
     large = n * (x.itemsize + types.result.itemsize) >= LOOKAHEAD_MIN_BYTES and _LEAD_OVERRIDE is None
-    key = (dev_id, _stream_key(stream_ptr), x.dtype, types.acc, types.result, op.functor, exclusive,
+    key = (dev_id, stream_ptr if stream_ptr != _PER_THREAD_STREAM else _stream_key(stream_ptr), x.dtype, types.acc, types.result, op.functor, exclusive,
            _TUNING_OVERRIDE, algorithm, large)
     ent = _FAST.get(key)
     if ent is None:
@@ -546,17 +553,15 @@ def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
     grid, smem, claims, lead = _launch_shape(plan, n)
     seed_k = _seed_scalar(plan, seed, types)
     with scratch.lock:
-        scratch.epoch += 1
-        base = scratch.counter_base
-        scratch.counter_base += claims
+        base, epoch = scratch.claim(claims)
         if ent.launch is None:
             ent.kernel((grid,), (plan.threads,),
                        (xp, op_, np.int64(n), scratch.words, scratch.subaggs, scratch.anchors, scratch.counter,
-                        np.uint64(base), np.uint32(scratch.epoch), plan.identity_k if seed_k is None else seed_k,
+                        np.uint64(base), np.uint32(epoch), plan.identity_k if seed_k is None else seed_k,
                         np.int32(seed_k is not None), np.uint64(0), np.int32(vector_ok), np.int64(lead)),
                        shared_mem=smem)
         else:
-            ent.launch_at(xp, op_, n, base, scratch, vector_ok, lead, seed_k, grid, smem, stream_ptr)
+            ent.launch_at(xp, op_, n, base, epoch, vector_ok, lead, seed_k, grid, smem, stream_ptr)
     return out if mem is None else cp.ndarray(x.shape, types.result, memptr=mem)  # the shape it was given
 
 
