@@ -204,12 +204,13 @@ def bench_case(dtype, n, reps, results, api):
     return row
 
 
-# Look-ahead tile shapes (threads, items, window, min_blocks, stages, depth): the default first,
-# then the runners-up of the sweep in benchmarks/RESULTS.md ("Issue 10, fifth pass").
-VARIANTS_4 = [(128, 32, 1024, 2, 7, 5), (128, 32, 1024, 2, 6, 4), (128, 32, 1024, 2, 7, 4), (64, 32, 1024, 3, 9, 6),
-              (256, 16, 1024, 2, 7, 5)]
-VARIANTS_8 = [(128, 16, 1024, 2, 7, 5), (128, 16, 1024, 2, 6, 4), (128, 16, 1024, 2, 7, 4), (64, 16, 1024, 3, 9, 6),
-              (256, 8, 1024, 2, 7, 5)]
+# Look-ahead tile shapes (threads, items, window, min_blocks, stages, depth, behind): the default
+# first, then the runners-up of the sweeps in benchmarks/RESULTS.md ("Issue 10, fifth pass" to
+# "eighth pass").
+VARIANTS_4 = [(64, 32, 1024, 3, 9, 7, 2), (64, 32, 1024, 3, 9, 7, 1), (64, 32, 1024, 3, 8, 6, 2),
+              (128, 32, 1024, 2, 7, 5, 2), (128, 32, 1024, 2, 7, 5, 1)]
+VARIANTS_8 = [(128, 16, 1024, 2, 7, 5, 2), (128, 16, 1024, 2, 7, 5, 1), (128, 16, 1024, 2, 7, 4, 2),
+              (64, 16, 1024, 3, 9, 6, 2)]
 
 
 def bench_variants(dtype, n, reps, out):
@@ -376,7 +377,7 @@ def report(data):
             print(f"{r['dtype']:8s} 2^{int(np.log2(r['n'])):<3d}{r['copy_gbs']:7.0f}"
                   + "".join(f"{r['lead_gbs'][v] / r['copy_gbs']:8.3f}" for v in leads) + f"  {r['ok']}")
     if variants:
-        print("\nlook-ahead variants (threads, items, window, min_blocks, stages, depth):")
+        print("\nlook-ahead variants (threads, items, window, min_blocks, stages, depth, behind):")
         for v in variants:
             print(f"  {v['dtype']:8s} 2^{int(np.log2(v['n']))} {str(v['variant']):28s} "
                   + (f"{v['gbs']:7.0f} GB/s ok={v['ok']}" if "gbs" in v else v["error"][:80]))

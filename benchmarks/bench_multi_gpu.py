@@ -20,7 +20,8 @@ scans the same fresh random data, distributed over the k GPUs:
 
 Per-GPU effective GB/s = 2 * N_local * itemsize / wall time, where the wall time of one call
 is the maximum over the k ranks (barrier, host clock, device synchronised at the end,
-``Exscan`` included); the median over ``--reps`` calls after warm-up.  The 3N floor per GPU
+``Exscan`` included); the median over ``--reps`` calls after warm-up, the implementations
+taken in turn within every repetition.  The 3N floor per GPU
 is ``copy * 2/3`` in that unit.  Results are checked: integers exactly (distscan's two
 strategies, Heat and the bare pipeline all equal), floats against a float64 scan.
 ``distscan.scan(..., timings=)`` gives the per-phase split (reduce / exscan / scan / combine).
@@ -62,21 +63,44 @@ sys.path.insert(0, str(REPO))
 # mem: device-resident scans under mpirun
 # ======================================================================================
 
-def _timed_reps(fn, sub, cp, reps, warm=2):
-    """Median over reps of the max-over-ranks wall time of ``fn()`` (device synchronised)."""
+def _timed_interleaved(impls: dict, sub, cp, reps, warm=2):
+    """``{name: (median, times)}`` of the max-over-ranks wall time of each ``fn()`` (device
+    synchronised), the implementations taken in turn within every repetition, so that a drift
+    of the machine (this host's copy bandwidth moves by 10 % between runs) falls on all alike.
+    An implementation that raises on any rank gets ``{name: exception}`` and leaves the turns
+    (the ranks agree on it after the timed call)."""
     from mpi4py import MPI
-    for _ in range(warm):
-        fn()
-    cp.cuda.Device().synchronize()
-    times = []
-    for _ in range(reps):
+    out, live = {}, dict(impls)
+
+    def timed(name, fn) -> float | None:
         sub.Barrier()
         t0 = time.perf_counter()
-        fn()
-        cp.cuda.Device().synchronize()
+        err = None
+        try:
+            fn()
+            cp.cuda.Device().synchronize()
+        except Exception as exc:  # noqa: BLE001
+            err = exc
         dt = time.perf_counter() - t0
-        times.append(sub.allreduce(dt, op=MPI.MAX))
-    return statistics.median(times), times
+        if sub.allreduce(err is not None, op=MPI.LOR):
+            out[name] = err if err is not None else RuntimeError("failed on another rank")
+            live.pop(name)
+            return None
+        return sub.allreduce(dt, op=MPI.MAX)
+
+    for name, fn in list(live.items()):
+        for _ in range(warm):
+            if timed(name, fn) is None:
+                break
+    times = {name: [] for name in live}
+    for _ in range(reps):
+        for name, fn in list(live.items()):
+            dt = timed(name, fn)
+            if dt is not None:
+                times[name].append(dt)
+    for name in live:
+        out[name] = (statistics.median(times[name]), times[name])
+    return out
 
 
 def _copy_gbs(cp, x, y, reps):
@@ -195,14 +219,14 @@ def _bench_one(cp, torch, ht, hcomm, distscan, gpu, SUM, scan_types, sub, k, dty
             row["heat_error"] = repr(exc)
 
     results = {}
+    timed = _timed_interleaved(impls, sub, cp, reps)
     for name, fn in impls.items():
-        try:
-            med, times = _timed_reps(fn, sub, cp, reps)
-            row[f"{name}_s"] = med
-            row[f"{name}_gbs"] = nbytes2 / med / 1e9
-        except Exception as exc:  # noqa: BLE001
-            row[f"{name}_error"] = repr(exc)[:300]
+        if isinstance(timed[name], BaseException):
+            row[f"{name}_error"] = repr(timed[name])[:300]
             continue
+        med = timed[name][0]
+        row[f"{name}_s"] = med
+        row[f"{name}_gbs"] = nbytes2 / med / 1e9
         # the result of this implementation, for the checks
         y.fill(0)
         if name == "heat":

@@ -20,7 +20,7 @@
 //       its stage since DEPTH iterations) and of the reduction of t_k (its loads waited for);
 //       service warp: the claim of t_{k+LOADS}, and t_{k-DEPTH}'s prefix (polled an
 //       iteration early)
-//     after it:  service warp: agg(t_k) PUBLISHED; t_{k-1}'s sub-window or window total if
+//     after it:  service warp: agg(t_k) PUBLISHED; t_{k-BEHIND}'s sub-window or window total if
 //       it completes one (tile_publish_behind); the next prefix polled.  Data warps:
 //       t_{k-DEPTH} stored with its prefix; the loads of t_{k+LOADS} (cp.async) go into the
 //       stage t_{k-DEPTH} has freed
@@ -57,12 +57,13 @@ template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIV
           int WINDOW, int BLOCK_ALGO, int STAGES, int DEPTH, int BEHIND>
 struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, BLOCK_ALGO, true> {
     static_assert(DEPTH >= 1 && STAGES >= DEPTH + 1, "STAGES - DEPTH stages must be left for loads in flight");
-    // BEHIND >= 1: the service warp publishes the window words of t_{k-BEHIND}, waiting for
-    // what they need; 0: of t_{k-1}, with one look, and a tile whose words were not all there
-    // is tried again each iteration (PENDING) while the block goes on.  A tile must be
-    // published before its block's loop ends (DEPTH iterations after its reduction).
-    static_assert(BEHIND >= 0 && BEHIND <= DEPTH, "a tile's window words must be published within DEPTH iterations");
-    static const int LAG = BEHIND > 0 ? BEHIND : 1;
+    // The service warp publishes the window words (SUB, ANCHOR) a tile completes BEHIND
+    // iterations after the tile's reduction, waiting for the aggregates they sum; it must do so
+    // before its loop ends (DEPTH iterations after the reduction).  BEHIND 2 rather than 1:
+    // those aggregates, reduced by other blocks at about the same time, are then there, and the
+    // warp does not spin on them while its block waits at the next barrier (H100, 2^27-2^29:
+    // 0.99 of copy against 0.93-0.98; benchmarks/RESULTS.md, "Issue 10, eighth pass").
+    static_assert(BEHIND >= 1 && BEHIND <= DEPTH, "a tile's window words must be published within DEPTH iterations");
     typedef TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, BLOCK_ALGO, true> Base;  // unpadded stages
     typedef typename Base::InIO InIO;
     typedef typename Base::BScan BScan;
@@ -144,14 +145,13 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
         }
 
         PrefixPoll<TAcc, Op, WINDOW> poll;  // the service warp's: the prefix of the next tile to scan
-        i64 pending = num_tiles;             // BEHIND == 0: a tile whose window words wait to be published
         // The loop condition is uniform across the block (ids in shared memory).
         for (int k = 0;; ++k) {
             const int par = k & 1;
             const i64 t_scan = k >= DEPTH ? s_ids[(k - DEPTH) % IDS] : -1;
             if (t_scan >= num_tiles) break;  // it and every later id: past the end
             const i64 t_red = s_ids[k % IDS];
-            const i64 t_behind = k >= LAG ? s_ids[(k - LAG) % IDS] : num_tiles;
+            const i64 t_behind = k >= BEHIND ? s_ids[(k - BEHIND) % IDS] : num_tiles;
             // t_{k+LOADS}'s id, seen by every thread after the barrier; its slot last held
             // t_{k+LOADS-IDS}, which no thread reads any more.
             if (leader) s_ids[(k + LOADS) % IDS] = claims.take(st, num_tiles);
@@ -191,21 +191,7 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
                             Op::template apply<TAcc>(prefix, thread_exclusive), items);
             }
             if (service) {
-                if (BEHIND > 0) {
-                    if (t_behind < num_tiles) tile_publish_behind<TAcc, Op, WINDOW>(st, t_behind, num_tiles, seed, has_seed);
-                } else {
-                    if (pending < num_tiles && tile_publish_behind<TAcc, Op, WINDOW, false>(st, pending, num_tiles, seed,
-                                                                                             has_seed))
-                        pending = num_tiles;
-                    if (t_behind < num_tiles) {
-                        if (pending < num_tiles) {  // two outstanding (rare): the older one first, waiting
-                            tile_publish_behind<TAcc, Op, WINDOW>(st, pending, num_tiles, seed, has_seed);
-                            pending = num_tiles;
-                        }
-                        if (!tile_publish_behind<TAcc, Op, WINDOW, false>(st, t_behind, num_tiles, seed, has_seed))
-                            pending = t_behind;
-                    }
-                }
+                if (t_behind < num_tiles) tile_publish_behind<TAcc, Op, WINDOW>(st, t_behind, num_tiles, seed, has_seed);
                 // The next scan's prefix: its words were published rounds ago, so this one L2
                 // round trip, which overlaps the next iteration's work, usually finds them all.
                 if (k + 1 >= DEPTH) {
@@ -218,8 +204,6 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
                 issue_loads(d_in, n, s_ids[(k + LOADS) % IDS], num_tiles, vector_ok, scan_slice, warp, lane);
             }
         }
-        if (BEHIND == 0 && service && pending < num_tiles)
-            tile_publish_behind<TAcc, Op, WINDOW>(st, pending, num_tiles, seed, has_seed);
     }
 };
 

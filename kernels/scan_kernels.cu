@@ -251,7 +251,7 @@ template __global__ void scan_tiles_kernel<int, int, int, Sum, false, 256, 32, 1
     const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, int, int, int *, int, i64);
 template __global__ void scan_tiles_kernel<double, double, double, Sum, true, 256, 16, 1024, 2, 0, 3, 4, 2, 1>(
     const double *, double *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, double, int, double *, int, i64);
-template __global__ void scan_tiles_kernel<signed char, long long, long long, Sum, false, 256, 16, 1024, 2, 0, 3, 4, 2, 0>(
+template __global__ void scan_tiles_kernel<signed char, long long, long long, Sum, false, 256, 16, 1024, 2, 0, 3, 4, 2, 2>(
     const signed char *, long long *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, long long, int, long long *, int, i64);
 template __global__ void add_tile_prefix_kernel<float, float, Sum>(float *, i64, i64, const float *);
 template __global__ void reduce_partials_kernel<float, float, Sum>(const float *, i64, float *, int);

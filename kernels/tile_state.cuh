@@ -41,7 +41,7 @@
 //     reduces tile c and scans tile c - lead; agent_lookahead.cuh: a persistent block reduces
 //     its k-th tile and scans its (k - DEPTH)-th): every tile's aggregate (a sub-window's last
 //     one's too) is published when the tile is reduced; SUB and ANCHOR, the same words
-//     tile_lookback writes, are published later (lead/2 claims; one iteration); the scan
+//     tile_lookback writes, are published later (lead/2 claims; BEHIND iterations); the scan
 //     only reads words published long before.
 //
 // Each tile reads at most 2 words per lane.
@@ -154,55 +154,46 @@ __device__ __forceinline__ void tile_publish_aggregate(const TileState &st, i64 
         StatusWord<T>::store(st.d_aggregates + tile * StatusWord<T>::K, aggregate, st.epoch);
 }
 
-// Lane l < count: agg(first + l) into `a`; other lanes: the identity (all 32 lanes of a
-// warp; reduce the result with R).  WAIT: until all are published; otherwise one look, and
-// false if any is not (then `a` is not to be used).
-template <typename T, typename Op, bool WAIT = true>
-__device__ __forceinline__ bool poll_aggregates(const TileState &st, i64 first, int count, T &a) {
+// Lane l < count: agg(first + l), waited for; other lanes: the identity (all 32 lanes of a
+// warp; reduce the result with R).
+template <typename T, typename Op>
+__device__ __forceinline__ T wait_aggregates(const TileState &st, i64 first, int count) {
     typedef StatusWord<T> W;
     const int lane = threadIdx.x & 31;
-    a = Op::template identity<T>();
+    T a = Op::template identity<T>();
     bool ok = lane >= count;
     const u64 *d_a = st.d_aggregates + (first + lane) * W::K;
     while (true) {
         if (!ok) ok = W::try_load(d_a, st.epoch, a);
-        if (__all_sync(0xffffffffu, ok)) return true;
-        if (!WAIT) return false;
+        if (__all_sync(0xffffffffu, ok)) break;
     }
-}
-
-template <typename T, typename Op>
-__device__ __forceinline__ T wait_aggregates(const TileState &st, i64 first, int count) {
-    T a;
-    poll_aggregates<T, Op>(st, first, count, a);
     return a;
 }
 
-// The window part of tile p's prefix (all 32 lanes of one warp): `subs` = SUB(g, l) on lanes
-// l < p.s (the identity elsewhere; reduce it with R) and `anchor` = ANCHOR(g-1) (the seed, or
-// the identity, for g = 0) on every lane.  The sub-window totals and the anchor are polled
-// together; WAIT as in poll_aggregates.
-template <typename T, typename Op, int WINDOW, bool WAIT = true>
-__device__ __forceinline__ bool poll_window_prefix(const TileState &st, const TilePlace &p, T seed, bool has_seed,
-                                                   T &subs, T &anchor) {
+// The window part of tile p's prefix (all 32 lanes of one warp): returns SUB(g, l) on lanes
+// l < p.s (the identity elsewhere; reduce it with R) and sets `anchor` = ANCHOR(g-1) (the
+// seed, or the identity, for g = 0) on every lane.  The sub-window totals and the anchor
+// are polled together.
+template <typename T, typename Op, int WINDOW>
+__device__ __forceinline__ T wait_window_prefix(const TileState &st, const TilePlace &p, T seed, bool has_seed,
+                                                T &anchor) {
     typedef StatusWord<T> W;
     const int lane = threadIdx.x & 31;
-    subs = Op::template identity<T>();
+    T b = Op::template identity<T>();
     anchor = has_seed ? seed : Op::template identity<T>();
     bool ok = lane >= p.s;
     bool anchor_ok = (p.g == 0) || (lane != 0);
     const u64 *d_b = st.d_subaggs + (p.g * (WINDOW / 32) + lane) * W::K;
     while (true) {
-        if (!ok) ok = W::try_load(d_b, st.epoch, subs);
+        if (!ok) ok = W::try_load(d_b, st.epoch, b);
         if (!anchor_ok) anchor_ok = W::try_load(st.d_anchors + (p.g - 1) * W::K, st.epoch, anchor);
         if (__all_sync(0xffffffffu, ok && anchor_ok)) break;
-        if (!WAIT) return false;
     }
     anchor = shfl_idx(anchor, 0);
-    return true;
+    return b;
 }
 
-// exclusive(t) = (PREFIX(g) op R(SUB(g, 0..s-1))) op in_sub(t), from poll_window_prefix's values.
+// exclusive(t) = (PREFIX(g) op R(SUB(g, 0..s-1))) op in_sub(t), from wait_window_prefix's values.
 template <typename T, typename Op>
 __device__ __forceinline__ T tile_exclusive(T anchor, T subs, T in_sub) {
     return Op::template apply<T>(Op::template apply<T>(anchor, warp_reduce<T, Op>(subs)), in_sub);
@@ -245,8 +236,8 @@ __device__ __forceinline__ T tile_lookback(const TileState &st, i64 tile, i64 nu
     if (lane == 0 && p.j == 31 && p.s != SUBS - 1 && !last_tile)
         W::store(st.d_subaggs + (p.g * SUBS + p.s) * W::K, own_sub, st.epoch);
 
-    T subs, anchor;
-    poll_window_prefix<T, Op, WINDOW>(st, p, seed, has_seed, subs, anchor);
+    T anchor;
+    const T subs = wait_window_prefix<T, Op, WINDOW>(st, p, seed, has_seed, anchor);
     const T exclusive = tile_exclusive<T, Op>(anchor, subs, in_sub);
     if (p.r == WINDOW - 1 && !last_tile) store_anchor<T, Op, WINDOW>(st, p, own_sub, subs, anchor);
     if (lane == 0) tile_total<T, Op>(tile, num_tiles, exclusive, aggregate, d_total);
@@ -258,27 +249,24 @@ __device__ __forceinline__ T tile_lookback(const TileState &st, i64 tile, i64 nu
 // tile's scan; a block also publishes, for a tile `tile` reduced lead/2 claims earlier that
 // completes a sub-window, that sub-window's total (or, for a window's last tile, ANCHOR).
 // Both wait only for status words published long before, so the scans never wait for a
-// load.  Same values as tile_lookback, bit for bit.  WAIT false: one look at the words it
-// needs, and false (nothing published) if one is missing, for the caller to try again.
-template <typename T, typename Op, int WINDOW, bool WAIT = true>
-__device__ __forceinline__ bool tile_publish_behind(const TileState &st, i64 tile, i64 num_tiles, T seed,
+// load.  Same values as tile_lookback, bit for bit.
+template <typename T, typename Op, int WINDOW>
+__device__ __forceinline__ void tile_publish_behind(const TileState &st, i64 tile, i64 num_tiles, T seed,
                                                     bool has_seed) {
     typedef StatusWord<T> W;
     const int SUBS = WINDOW / 32;
     const TilePlace p = TilePlace::of<WINDOW>(tile);
-    if (p.j != 31 || tile == num_tiles - 1) return true;
-    T a;  // the 31 aggregates before it, and its own
-    if (!poll_aggregates<T, Op, WAIT>(st, tile - 31, 32, a)) return false;
+    if (p.j != 31 || tile == num_tiles - 1) return;
+    const T a = wait_aggregates<T, Op>(st, tile - 31, 32);  // the 31 before it, and its own
     const T in_sub = warp_reduce<T, Op>((threadIdx.x & 31) < 31 ? a : Op::template identity<T>());
     const T own_sub = Op::template apply<T>(in_sub, shfl_idx(a, 31));
     if (p.s != SUBS - 1) {
         if ((threadIdx.x & 31) == 0) W::store(st.d_subaggs + (p.g * SUBS + p.s) * W::K, own_sub, st.epoch);
-        return true;
+        return;
     }
-    T subs, anchor;
-    if (!poll_window_prefix<T, Op, WINDOW, WAIT>(st, p, seed, has_seed, subs, anchor)) return false;
+    T anchor;
+    const T subs = wait_window_prefix<T, Op, WINDOW>(st, p, seed, has_seed, anchor);
     store_anchor<T, Op, WINDOW>(st, p, own_sub, subs, anchor);
-    return true;
 }
 
 // exclusive(tile) on every lane of one warp, publishing nothing (the scan half of the

@@ -4,12 +4,15 @@ It combines tiles with the same status words and fixed trees as the look-back ke
 every dtype and operator its results must be *bitwise* the look-back's at the same tile shape
 (floats included), and integers exact against NumPy.  Sizes sit on the boundaries that matter
 to a persistent grid: one tile +- 1, one round of the grid +- 1, DEPTH rounds (the first
-scans) +- 1, and several rounds.  Also: "auto" switching to it at LOOKAHEAD_MIN_BYTES (through
+scans) +- 1, and several rounds; and the window words published 1 and DEPTH iterations after a
+tile's reduction (BEHIND's bounds).  Also: "auto" switching to it at LOOKAHEAD_MIN_BYTES (through
 the API's hot path too), the tile counter's accounting across launches of both kernels,
 unaligned data (synchronous loads), run-to-run determinism while another stream races, and
 64-bit indexing past 2^31 and 2^32 items."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -31,6 +34,10 @@ from _kernel_cases import (TABLE, TABLE_IDS, as_bytes, assert_bitwise_lookback, 
 def _lookahead_shape(t):
     """The look-ahead kernel's default shape on this GPU (it depends on its DRAM bandwidth)."""
     return gpu.tuning(t.input, t, "lookahead", default=True)
+
+
+# (operator, dtype) of the publication-distance test
+BEHIND_CASES = [("sum", np.int32), ("sum", np.float64), ("max", np.int64)]
 
 
 @pytest.fixture
@@ -60,6 +67,13 @@ def _precompiled():
         for dt in (np.int8, np.float32):
             t = scan_types(OPS["sum"], np.dtype(dt), np.dtype(dt))
             keys += [gpu.module_key(t.input, t, OPS["sum"], alg) for alg in ("lookahead", "lookback", "auto")]
+        for name, dt in BEHIND_CASES:
+            t = scan_types(OPS[name], dt)
+            base = _lookahead_shape(t)
+            for behind in (1, base.depth):
+                gpu._TUNING_OVERRIDE = dataclasses.replace(base, behind=behind)
+                keys += [gpu.module_key(t.input, t, OPS[name], alg) for alg in ("lookahead", "lookback")]
+            gpu._TUNING_OVERRIDE = old
     finally:
         gpu._TUNING_OVERRIDE = old
     cc.precompile(keys)
@@ -83,6 +97,27 @@ def test_lookahead_is_bitwise_lookback(name, dt, same_shape):
              depth * grid * tile + 1, (plan.tuning.stages + 2) * grid * tile + tile // 3]
     for i, n in enumerate(sizes):
         assert_bitwise_lookback(rng, op, t, dt, n, i, "lookahead", f"{name} {dt}")
+
+
+@pytest.mark.parametrize("behind", ["one", "depth"])
+@pytest.mark.parametrize("name,dt", BEHIND_CASES)
+def test_publication_distance_bounds(name, dt, behind, same_shape):
+    """The window words published 1 iteration after a tile's reduction, and DEPTH iterations
+    after it (the last iteration before a block's loop ends): bitwise the look-back, with sizes
+    that end a block's run of tiles at a window's or sub-window's last tile."""
+    rng = seeded_rng()
+    op = OPS[name]
+    t = scan_types(op, dt)
+    base = _lookahead_shape(t)
+    shape = dataclasses.replace(base, behind=1 if behind == "one" else base.depth)
+    gpu._TUNING_OVERRIDE = shape
+    plan = _plan(op, t)
+    assert plan.tuning == shape
+    tile, grid, window = plan.tile, plan.la_grid, plan.window
+    sizes = [32 * tile, 32 * tile + 1, window * tile, window * tile - 1, (grid + 31) * tile,
+             (shape.depth + 1) * grid * tile + 32 * tile - 3, 3 * window * tile + 5]
+    for i, n in enumerate(sizes):
+        assert_bitwise_lookback(rng, op, t, np.dtype(dt), n, i, "lookahead", f"{name} {dt} behind={shape.behind}")
 
 
 @pytest.mark.parametrize("dt", [np.int8, np.float32])

@@ -116,7 +116,7 @@ class Tuning:
     min_blocks: int
     stages: int = 7  # "lookahead": shared-memory stages per block
     depth: int = 5   # "lookahead": tiles a block reduces ahead of its scan (stages - depth loads in flight)
-    behind: int = 1  # "lookahead": how its service warp publishes window words (BEHIND, agent_lookahead.cuh)
+    behind: int = 2  # "lookahead": iterations from a tile's reduction to its window words (BEHIND, agent_lookahead.cuh)
 
     @property
     def tile_items(self) -> int:
@@ -171,20 +171,9 @@ def _lane_stride(itemsize: int, items: int, swizzle: bool = False) -> int:
     return lane + (16 if vecs % 2 == 0 else 0)
 
 
-# GPUs with less peak DRAM bandwidth than this (bytes/s; the H100's is 3.35e12, the H200's 4.8e12)
-# run the look-ahead kernel for items of at most 4 bytes (input, accumulator and output) with
-# smaller blocks and more tiles in flight:
-# (64 threads, 32 items, 3 blocks/SM, 9 stages, depth 7) read 0.954-0.955 of copy on the H100 for
-# float32 at 2^27 and 2^29 against 0.937-0.941 for the default shape, in one run; for 8-byte
-# items the default was best there too (benchmarks/RESULTS.md, "Issue 10, seventh pass").  On
-# the H200, 64-thread shapes lost to the default ("fifth pass").
-NARROW_DRAM_BW = 4e12
-
-
 def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "coarsened",
-                  device: str = DEFAULT_DEVICE, dram_bw: float | None = None) -> Tuning:
-    """Tile shape for one combination of item sizes on a GPU of peak DRAM bandwidth ``dram_bw``
-    (bytes/s; None: unknown), which only the look-ahead kernel's shape depends on.
+                  device: str = DEFAULT_DEVICE) -> Tuning:
+    """Tile shape for one combination of item sizes.
 
     ``override`` (a ``Tuning`` or a tuple) replaces the choice; its ITEMS is still
     raised, if needed, so that ITEMS*itemsize is a multiple of 16 bytes.
@@ -197,12 +186,17 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
                                                                      t.stages, t.depth, t.behind)
     elif device == "lookahead":  # persistent blocks, shared memory for STAGES tiles each
         window = 1024
-        # (128, 32 | 16, 2 blocks/SM, 7 stages, depth 5): the best of 8 shapes on the H200 at
-        # 2^24-2^29 (benchmarks/RESULTS.md, "Issue 10, fifth pass"); 7 unpadded stages of 16 KB
-        # fill two blocks' 228 KB
-        threads, items, min_blocks = 128, (32 if s_acc <= 4 else 16 if s_acc <= 8 else 8), 2
-        if max(s_in, s_acc, s_out) <= 4 and dram_bw and dram_bw < NARROW_DRAM_BW:  # as measured: 9 stages fit
-            threads, min_blocks, stages, depth = 64, 3, 9, 7
+        if max(s_in, s_acc, s_out) <= 4:
+            # 64 threads x 32 items, 3 blocks/SM, 9 stages of 8 KB, depth 7: against the 16 KB
+            # tiles below, 0.987-0.995 of copy against 0.932-0.952 on the H100 and 0.898-0.916
+            # against 0.888-0.909 on the H200, 4-byte sums at 2^27-2^29 (benchmarks/RESULTS.md,
+            # "Issue 10, eighth pass"); items of 8 or 16 bytes would not fit 9 stages
+            threads, items, min_blocks, stages, depth = 64, 32, 3, 9, 7
+        else:
+            # (128, 16 | 8, 2 blocks/SM, 7 stages, depth 5): the best of 8 shapes on the H200
+            # ("fifth pass") and of 7 on the H100 ("seventh pass"); two blocks' 7 unpadded
+            # stages of 16 KB fill an SM's 228 KB
+            threads, items, min_blocks = 128, (32 if s_acc <= 4 else 16 if s_acc <= 8 else 8), 2
     else:
         window = 1024
         if s_acc <= 4:  # 8192-item tiles: measured 2490 GB/s vs 2120 with 4096 (H100, 2^29 int32)

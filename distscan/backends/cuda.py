@@ -302,7 +302,7 @@ def _plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, algorithm: str = "aut
     key = (dev_id, in_dtype, types.acc, types.result, op.functor, _TUNING_OVERRIDE, algorithm)
     plan = _PLANS.get(key)
     if plan is None:
-        mkey = module_key(in_dtype, types, op, algorithm, dev_id)
+        mkey = module_key(in_dtype, types, op, algorithm)
         kacc, shape, device = mkey.acc_dtype, mkey.tuning, mkey.device
         plan = _Plan()
         plan.funcs = cc.get_functions(mkey, dev_id)
@@ -337,28 +337,23 @@ def _add_plan(dev_id: int, types: ScanTypes, op: Op) -> _Plan:
     return plan if plan is not None else _plan(dev_id, types.result, types, op)
 
 
-def tuning(in_dtype, types: ScanTypes, algorithm: str = "auto", dev_id: int | None = None, *,
-           default: bool = False) -> cc.Tuning:
-    """The tile shape of the scan kernel ``algorithm`` names on a GPU (None: the current one);
-    ``default``: the shape chosen without ``_TUNING_OVERRIDE``."""
+def tuning(in_dtype, types: ScanTypes, algorithm: str = "auto", *, default: bool = False) -> cc.Tuning:
+    """The tile shape of the scan kernel ``algorithm`` names; ``default``: the shape chosen
+    without ``_TUNING_OVERRIDE``."""
     block, device = cc.kernel_algorithm(algorithm)
-    if dev_id is None:
-        dev_id = _require_cupy().cuda.runtime.getDevice()
     return cc.choose_tuning(in_dtype, cc.kernel_acc_dtype(types.acc), types.result,
-                            None if default else _TUNING_OVERRIDE, block, device, _device_info(dev_id)["dram_bw"])
+                            None if default else _TUNING_OVERRIDE, block, device)
 
 
-def module_key(in_dtype, types: ScanTypes, op: Op, algorithm: str = "auto", dev_id: int | None = None):
-    """The compile key of one scan on a GPU (None: the current one; for
-    :func:`distscan.backends._cuda_compile.precompile`)."""
+def module_key(in_dtype, types: ScanTypes, op: Op, algorithm: str = "auto"):
+    """The compile key of one scan (for :func:`distscan.backends._cuda_compile.precompile`)."""
     block, device = cc.kernel_algorithm(algorithm)
     return cc.ModuleKey(np.dtype(in_dtype), cc.kernel_acc_dtype(types.acc), np.dtype(types.result), op.functor,
-                        tuning(in_dtype, types, algorithm, dev_id), block, device)
+                        tuning(in_dtype, types, algorithm), block, device)
 
 
 def error_depth(n: int, in_dtype, types: ScanTypes) -> int:
-    """``L`` of the accuracy bound in this module's docstring, for a scan of ``n`` items on the
-    current GPU."""
+    """``L`` of the accuracy bound in this module's docstring, for a scan of ``n`` items."""
     shapes = [tuning(in_dtype, types)]
     if uses_lookahead(n, np.dtype(in_dtype).itemsize, np.dtype(types.result).itemsize):  # its tile shape
         shapes.append(tuning(in_dtype, types, "lookahead"))
