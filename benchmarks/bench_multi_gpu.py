@@ -65,7 +65,8 @@ sys.path.insert(0, str(REPO))
 
 def _timed_interleaved(impls: dict, sub, cp, reps, warm=2):
     """``{name: (median, times)}`` of the max-over-ranks wall time of each ``fn()`` (device
-    synchronised), the implementations taken in turn within every repetition, so that a drift
+    synchronised), the implementations taken in turn within every repetition, in an order
+    rotated by one each repetition (bench_gpu.py's _events_interleaved says why), so that a drift
     of the machine (this host's copy bandwidth moves by 10 % between runs) falls on all alike.
     An implementation that raises on any rank gets ``{name: exception}`` and leaves the turns
     (the ranks agree on it after the timed call)."""
@@ -93,9 +94,13 @@ def _timed_interleaved(impls: dict, sub, cp, reps, warm=2):
             if timed(name, fn) is None:
                 break
     times = {name: [] for name in live}
-    for _ in range(reps):
-        for name, fn in list(live.items()):
-            dt = timed(name, fn)
+    for rep in range(reps):
+        names = list(live)  # rotated by one each repetition: none always follows the same one
+        for i in range(len(names)):
+            name = names[(rep + i) % len(names)]
+            if name not in live:
+                continue
+            dt = timed(name, live[name])
             if dt is not None:
                 times[name].append(dt)
     for name in live:

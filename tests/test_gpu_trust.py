@@ -158,6 +158,37 @@ def test_api_hot_path_refuses_what_it_cannot_take():
     np.testing.assert_array_equal(cp.asnumpy(y), np.cumsum(np.arange(1, 1001)))
 
 
+def test_results_without_out_take_the_spare_and_never_share_memory(rng):
+    """A call without out= takes the memory its stream set aside after the last such call (up to
+    gpu._SPARE_MAX_BYTES), whatever the dtype of that call, and sets aside the next: results
+    kept alive never overlap, and each is NumPy's.  A larger result leaves nothing aside."""
+    seed = int(rng.integers(1 << 30))
+    print("seed", seed)
+    r = np.random.default_rng(seed)
+    stream = cp.cuda.Stream(non_blocking=True)
+    small = gpu._SPARE_MAX_BYTES // 8
+    cases = [(np.int64, 1000), (np.int64, 1000), (np.int32, 2000), (np.float64, 1000), (np.int64, 1001),
+             (np.int64, small), (np.float64, small), (np.int64, small + 1), (np.int32, 999), (np.int32, 999)]
+    kept = []
+    with stream:
+        for _ in range(2):  # the stream's first call prepares its scratch on the general path
+            distscan.cumsum(cp.ones(10, np.int64), comm=COMM)
+        for dtype, n in cases:
+            host = r.integers(-100, 100, n).astype(dtype)
+            x = cp.asarray(host)
+            got = distscan.cumsum(x, dtype=dtype, comm=COMM)
+            kept.append((got, np.cumsum(host, dtype=dtype)))
+            spare = gpu._SCRATCH[(x.device.id, stream.ptr)].spare
+            nbytes = n * np.dtype(dtype).itemsize
+            assert (spare is not None and spare[0] == nbytes) == (nbytes <= gpu._SPARE_MAX_BYTES)
+            assert spare is None or spare[1].ptr != got.data.ptr
+    stream.synchronize()
+    spans = sorted((g.data.ptr, g.data.ptr + g.nbytes) for g, _ in kept)
+    assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:])), "two results share memory"
+    for got, expected in kept:
+        np.testing.assert_array_equal(cp.asnumpy(got), expected)
+
+
 def test_backend_refuses_an_out_it_would_write_past():
     op = OPS["sum"]
     types = scan_types(op, np.dtype(np.int32), np.dtype(np.int64))
@@ -173,7 +204,9 @@ def _thread_calls(seed, calls, stream, failures):
     try:
         stream.use()  # this thread's current stream
         for i in range(calls):
-            n = int(rng.integers(1, 300_000))
+            # Some sizes repeat (in bytes too: 1000 int64, 2000 int32): the threads then take
+            # each other's spare results (gpu._SPARE_MAX_BYTES).
+            n = int(rng.choice([1000, 2000, 70001, int(rng.integers(1, 300_000))]))
             dtype = (np.int32, np.int64)[i % 2]
             host = rng.integers(-100, 100, n).astype(dtype)
             x = cp.asarray(host)

@@ -184,6 +184,7 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
         t = Tuning(*override) if not isinstance(override, Tuning) else override
         threads, items, window, min_blocks, stages, depth, behind = (t.block_threads, t.items, t.window, t.min_blocks,
                                                                      t.stages, t.depth, t.behind)
+        behind = min(behind, depth)  # an override's depth below the default publication distance
     elif device == "lookahead":  # persistent blocks, shared memory for STAGES tiles each
         window = 1024
         if max(s_in, s_acc, s_out) <= 4:
@@ -193,9 +194,9 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
             # "Issue 10, eighth pass"); items of 8 or 16 bytes would not fit 9 stages
             threads, items, min_blocks, stages, depth = 64, 32, 3, 9, 7
         else:
-            # (128, 16 | 8, 2 blocks/SM, 7 stages, depth 5): the best of 8 shapes on the H200
-            # ("fifth pass") and of 7 on the H100 ("seventh pass"); two blocks' 7 unpadded
-            # stages of 16 KB fill an SM's 228 KB
+            # (128, 32 | 16 | 8 items by the accumulator's size, 2 blocks/SM, 7 stages, depth 5):
+            # for 8-byte items the best of 8 shapes on the H200 ("fifth pass") and of 7 on the
+            # H100 ("seventh pass"); two blocks' 7 unpadded stages of 16 KB fill an SM's 228 KB
             threads, items, min_blocks = 128, (32 if s_acc <= 4 else 16 if s_acc <= 8 else 8), 2
     else:
         window = 1024

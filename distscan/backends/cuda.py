@@ -119,6 +119,9 @@ class _TileScratch:
         self.counter_base = 0
         self.epoch = 0
         self.generation = 0  # bumped when the arrays are reallocated (the hot path caches their pointers)
+        # (nbytes, MemoryPointer): the next small result's memory, taken by the hot path after
+        # its launch (see _SPARE_MAX_BYTES); None when there is none.
+        self.spare = None
 
     def prepare(self, num_tiles: int, window: int, k: int, claims: int | None = None):
         cp = _cp
@@ -157,6 +160,11 @@ class _TileScratch:
 
 
 _SCRATCH: dict = {}
+# A call without ``out=`` of a result up to this size takes the memory its stream's scratch set
+# aside after the previous such call's launch, and sets aside the next: the allocation (1.4 us
+# on the H200 host) then overlaps a kernel instead of delaying the launch.  One buffer per
+# stream at most, of the last such result's size (benchmarks/RESULTS.md, "Issue 10, ninth pass").
+_SPARE_MAX_BYTES = 1 << 22
 # Caches keyed by stream keep at most this many entries (code that makes a stream per call
 # would otherwise hold a scratch of >= 512 KB per stream it ever used); the oldest go first.
 # An evicted scratch's memory returns to CuPy's pool for the stream that allocated it, so
@@ -521,11 +529,12 @@ def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
     cp = _cp
     dev_id = x.data.device_id
     stream_ptr = cp.cuda.get_current_stream().ptr
+    stream = stream_ptr if stream_ptr != _PER_THREAD_STREAM else _stream_key(stream_ptr)
     n = x.size
+    nbytes = n * types.result.itemsize
     # "auto": the look-ahead plan (uses_lookahead, inline)
-    large = n * (x.itemsize + types.result.itemsize) >= LOOKAHEAD_MIN_BYTES and _LEAD_OVERRIDE is None
-    key = (dev_id, stream_ptr if stream_ptr != _PER_THREAD_STREAM else _stream_key(stream_ptr), x.dtype, types.acc, types.result, op.functor, exclusive,
-           _TUNING_OVERRIDE, algorithm, large)
+    large = n * x.itemsize + nbytes >= LOOKAHEAD_MIN_BYTES and _LEAD_OVERRIDE is None
+    key = (dev_id, stream, x.dtype, types.acc, types.result, op.functor, exclusive, _TUNING_OVERRIDE, algorithm, large)
     ent = _FAST.get(key)
     if ent is None:
         plan = _plan(dev_id, x.dtype, types, op, algorithm)
@@ -540,14 +549,18 @@ def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
     plan, scratch = ent.plan, ent.scratch
     if not scratch.fits(-(-n // plan.tile), plan.window, plan.k_words):
         return None
-    # A new result's memory is taken before the launch and wrapped in an array after it: the
-    # wrapper is host bookkeeping (~2 us) that need not delay the kernel.
-    mem = cp.cuda.alloc(n * types.result.itemsize) if out is None else None
-    xp, op_ = x.data.ptr, (out.data.ptr if mem is None else mem.ptr)
-    vector_ok = (xp | op_) & 15 == 0
     grid, smem, claims, lead = _launch_shape(plan, n)
     seed_k = _seed_scalar(plan, seed, types)
     with scratch.lock:
+        # A new result's memory is the spare (_SPARE_MAX_BYTES) or taken now; it is wrapped in
+        # an array after the launch: the wrapper is host bookkeeping (~2 us) that need not
+        # delay the kernel.
+        mem = None
+        if out is None:
+            spare, scratch.spare = scratch.spare, None
+            mem = spare[1] if spare is not None and spare[0] == nbytes else cp.cuda.alloc(nbytes)
+        xp, op_ = x.data.ptr, (out.data.ptr if mem is None else mem.ptr)
+        vector_ok = (xp | op_) & 15 == 0
         base, epoch = scratch.claim(claims)
         if ent.launch is None:
             ent.kernel((grid,), (plan.threads,),
@@ -557,7 +570,14 @@ def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
                        shared_mem=smem)
         else:
             ent.launch_at(xp, op_, n, base, epoch, vector_ok, lead, seed_k, grid, smem, stream_ptr)
-    return out if mem is None else cp.ndarray(x.shape, types.result, memptr=mem)  # the shape it was given
+        if mem is None:
+            return out
+        if nbytes <= _SPARE_MAX_BYTES:
+            try:
+                scratch.spare = (nbytes, cp.cuda.alloc(nbytes))
+            except cp.cuda.memory.OutOfMemoryError:
+                pass  # the next call allocates before its launch, as a larger one does
+    return cp.ndarray(x.shape, types.result, memptr=mem)  # the shape it was given
 
 
 def lean_arrays(x, out, types: ScanTypes) -> bool:
