@@ -7,8 +7,8 @@ CUB (cuda.compute), torch.cumsum and cupy.cumsum, in one run.
 
 Every implementation scans the same fresh random input (sum, result dtype = input dtype)
 and is timed with CUDA events around each call after warm-up, the implementations in turn
-within each repetition, in an order rotated every repetition (a drift of clocks or load falls on
-all alike, and none always follows the same one); the median is reported
+within each repetition, in a new random order every repetition (a drift of clocks or load falls
+on all alike, and none always follows the same one); the median is reported
 as GB/s counting 2*N*itemsize (one read, one write), with ratios to CUB and to the copy
 (cudaMemcpyAsync device-to-device of the same bytes).  The L2 is flushed before each call (the
 data comes from DRAM, as in a pipeline that streams it).  At small N a call's time is mostly
@@ -32,6 +32,7 @@ import argparse
 import datetime
 import json
 import platform
+import random
 import statistics
 import sys
 import time
@@ -71,10 +72,10 @@ def _events_median(fn, reps, warm=3):
 def _events_interleaved(impls: dict, reps, warm=3):
     """``{name: median seconds}`` of one call of each implementation between two events, the
     implementations taken in turn within every repetition, so that a drift of the host or the
-    GPU (clocks, other load) falls on all of them alike, and in an order rotated by one each
-    repetition: the same kernel timed right after the copy or right after the look-back kernel
-    read up to 4 % apart (benchmarks/RESULTS.md, "Issue 10, ninth pass"), so no implementation
-    may always follow the same one.  Before each call the L2 is flushed
+    GPU (clocks, other load) falls on all of them alike, and in a new random order every
+    repetition (seeded): in a fixed order the same kernel read up to 4 % apart depending on
+    which implementation it followed (benchmarks/RESULTS.md, "Issue 10, ninth pass").  Before
+    each call the L2 is flushed
     (a write of twice its size, then a synchronisation): otherwise a call that fits in L2 would
     find there what the implementation before it left (its own input and output, or the other
     one's output to write back), and the order would favour some."""
@@ -85,10 +86,9 @@ def _events_interleaved(impls: dict, reps, warm=3):
     stream = cp.cuda.get_current_stream()
     start, stop = cp.cuda.Event(), cp.cuda.Event()
     times = {name: [] for name in impls}
-    names = list(impls)
-    for rep in range(reps):
-        for i in range(len(names)):
-            name = names[(rep + i) % len(names)]
+    order = random.Random(0)
+    for _ in range(reps):
+        for name in order.sample(list(impls), len(impls)):
             fn = impls[name]
             scrub.fill(0)
             stream.synchronize()

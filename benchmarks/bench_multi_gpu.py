@@ -21,7 +21,7 @@ scans the same fresh random data, distributed over the k GPUs:
 Per-GPU effective GB/s = 2 * N_local * itemsize / wall time, where the wall time of one call
 is the maximum over the k ranks (barrier, host clock, device synchronised at the end,
 ``Exscan`` included); the median over ``--reps`` calls after warm-up, the implementations
-taken in turn within every repetition.  The 3N floor per GPU
+taken in turn within every repetition, in a new random order each time.  The 3N floor per GPU
 is ``copy * 2/3`` in that unit.  Results are checked: integers exactly (distscan's two
 strategies, Heat and the bare pipeline all equal), floats against a float64 scan.
 ``distscan.scan(..., timings=)`` gives the per-phase split (reduce / exscan / scan / combine).
@@ -47,6 +47,7 @@ import datetime
 import json
 import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -65,8 +66,8 @@ sys.path.insert(0, str(REPO))
 
 def _timed_interleaved(impls: dict, sub, cp, reps, warm=2):
     """``{name: (median, times)}`` of the max-over-ranks wall time of each ``fn()`` (device
-    synchronised), the implementations taken in turn within every repetition, in an order
-    rotated by one each repetition (bench_gpu.py's _events_interleaved says why), so that a drift
+    synchronised), the implementations taken in turn within every repetition, in a new random
+    order each repetition (bench_gpu.py's _events_interleaved says why), so that a drift
     of the machine (this host's copy bandwidth moves by 10 % between runs) falls on all alike.
     An implementation that raises on any rank gets ``{name: exception}`` and leaves the turns
     (the ranks agree on it after the timed call)."""
@@ -94,10 +95,9 @@ def _timed_interleaved(impls: dict, sub, cp, reps, warm=2):
             if timed(name, fn) is None:
                 break
     times = {name: [] for name in live}
-    for rep in range(reps):
-        names = list(live)  # rotated by one each repetition: none always follows the same one
-        for i in range(len(names)):
-            name = names[(rep + i) % len(names)]
+    order = random.Random(0)  # the same orders on every rank
+    for _ in range(reps):
+        for name in order.sample(list(live), len(live)):  # a new order each repetition
             if name not in live:
                 continue
             dt = timed(name, live[name])

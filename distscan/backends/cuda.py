@@ -99,7 +99,8 @@ def _device_info(dev_id: int):
 
 
 class _TileScratch:
-    """Tile status words, the tile counter and the launch epoch of one (device, stream).
+    """Tile status words, the tile counter, the launch epoch and the spare result memory
+    (``_SPARE_MAX_BYTES``) of one (device, stream).
 
     Status words carry the epoch of the launch that wrote them (kernels/tile_state.cuh),
     so no clearing pass is needed between launches; the words are zeroed only when they
@@ -575,8 +576,8 @@ def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
         if nbytes <= _SPARE_MAX_BYTES:
             try:
                 scratch.spare = (nbytes, cp.cuda.alloc(nbytes))
-            except cp.cuda.memory.OutOfMemoryError:
-                pass  # the next call allocates before its launch, as a larger one does
+            except Exception:  # noqa: BLE001 - out of memory (any allocator's error): the kernel
+                pass           # is queued and its result stands; the next call allocates first
     return cp.ndarray(x.shape, types.result, memptr=mem)  # the shape it was given
 
 
