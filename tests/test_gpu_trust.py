@@ -189,6 +189,53 @@ def test_results_without_out_take_the_spare_and_never_share_memory(rng):
         np.testing.assert_array_equal(cp.asnumpy(got), expected)
 
 
+@pytest.mark.parametrize("window,k", [(32, 1), (1024, 1), (1024, 2), (64, 3)])
+def test_scratch_capacity_is_what_prepare_holds_without_reallocating(window, k):
+    """The hot path launches while ``num_tiles <= capacity``; prepare() must then keep its
+    arrays, and must grow them one tile later."""
+    for tiles in (1, 31, 32, 33, 70_000, 1 << 17):
+        s = gpu._TileScratch()
+        s.prepare(tiles, window, k)
+        cap = s.capacity(window, k)
+        assert cap >= tiles
+        generation = s.generation
+        s.prepare(cap, window, k)
+        assert s.generation == generation, (tiles, cap)
+        s.prepare(cap + 1, window, k)
+        assert s.generation == generation + 1, (tiles, cap)
+    assert gpu._TileScratch().capacity(window, k) == -1
+
+
+def test_a_launch_that_fails_takes_back_its_tile_ids(rng):
+    """A hot-path launch that raises must not leave the host's tile counter ahead of the
+    device's (the next launch would read tile ids below zero)."""
+    seed = int(rng.integers(1 << 30))
+    print("seed", seed)
+    host = np.random.default_rng(seed).integers(-100, 100, 100_003).astype(np.int64)
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        x = cp.asarray(host)
+        for _ in range(2):  # the first call prepares the stream's scratch on the general path
+            distscan.cumsum(x, dtype=np.int64, comm=COMM)
+        ent = next(e for k, e in gpu._FAST.items() if k[1] == stream.ptr and e is not gpu._NOT_FAST)
+        scratch, launch = ent.scratch, ent.launch
+        before = scratch.counter_base
+
+        def broken(*args):
+            raise RuntimeError("launch refused")
+
+        ent.launch = broken
+        try:
+            with pytest.raises(RuntimeError, match="launch refused"):
+                distscan.cumsum(x, dtype=np.int64, comm=COMM)
+        finally:
+            ent.launch = launch
+        assert scratch.counter_base == before
+        for out in (None, cp.empty_like(x)):
+            got = distscan.cumsum(x, dtype=np.int64, out=out, comm=COMM)
+            np.testing.assert_array_equal(cp.asnumpy(got), np.cumsum(host))
+
+
 def test_backend_refuses_an_out_it_would_write_past():
     op = OPS["sum"]
     types = scan_types(op, np.dtype(np.int32), np.dtype(np.int64))

@@ -47,8 +47,9 @@ from . import _cuda_compile as cc
 
 try:  # the module imports without CuPy; get_backend("cuda") checks availability
     import cupy as _cp
+    _current_device = _cp.cuda.runtime.getDevice
 except Exception:  # noqa: BLE001
-    _cp = None
+    _cp = _current_device = None
 
 name = "cuda"
 
@@ -138,7 +139,7 @@ class _TileScratch:
                 self.counter = cp.zeros(1, dtype=cp.uint64)
             self.epoch = 0
             self.generation += 1
-        if self.epoch >= 0xFFFFFFF0:
+        if self.epoch >= _EPOCH_WRAP:
             self.words.fill(0)
             self.subaggs.fill(0)
             self.anchors.fill(0)
@@ -153,14 +154,17 @@ class _TileScratch:
         self.counter_base += claims
         return base, self.epoch
 
-    def fits(self, num_tiles: int, window: int, k: int) -> bool:
-        """True when prepare() would not reallocate (the hot path's fast check)."""
-        return (self.words is not None and self.words.size >= max(num_tiles, 1) * k
-                and self.subaggs.size >= (num_tiles // 32 + 1) * k and self.anchors.size >= (num_tiles // window + 1) * k
-                and self.epoch < 0xFFFFFFF0)
+    def capacity(self, window: int, k: int) -> int:
+        """The most tiles one launch of a plan with this window and ``k`` words per status may
+        take without :meth:`prepare` reallocating (-1 before the first prepare)."""
+        if self.words is None:
+            return -1
+        return min(self.words.size // k, 32 * (self.subaggs.size // k) - 1, window * (self.anchors.size // k) - 1)
 
 
 _SCRATCH: dict = {}
+# From this epoch on prepare() clears the status words first (the 32-bit epoch would wrap).
+_EPOCH_WRAP = 0xFFFFFFF0
 # A call without ``out=`` of a result up to this size takes the memory its stream's scratch set
 # aside after the previous such call's launch, and sets aside the next: the allocation (1.4 us
 # on the H200 host) then overlaps a kernel instead of delaying the launch.  One buffer per
@@ -439,10 +443,14 @@ def _launch_tiles(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev
     fn = plan.funcs["scan_excl" if exclusive else "scan_incl"]
     with scratch.lock:
         base, epoch = scratch.prepare(num_tiles, plan.window, plan.k_words, claims)
-        fn((grid,), (plan.threads,),
-           (x, out, np.int64(n), scratch.words, scratch.subaggs, scratch.anchors, scratch.counter, np.uint64(base),
-            np.uint32(epoch), seed_k, np.int32(has_seed), d_total_ptr, np.int32(vector_ok), np.int64(lead)),
-           shared_mem=smem)
+        try:
+            fn((grid,), (plan.threads,),
+               (x, out, np.int64(n), scratch.words, scratch.subaggs, scratch.anchors, scratch.counter, np.uint64(base),
+                np.uint32(epoch), seed_k, np.int32(has_seed), d_total_ptr, np.int32(vector_ok), np.int64(lead)),
+               shared_mem=smem)
+        except BaseException:
+            scratch.counter_base = base  # not launched: the device's counter did not move
+            raise
 
 
 class _ArgBlock:
@@ -464,17 +472,26 @@ class _ArgBlock:
 # of the same shape or none, no total): one dict lookup for plan, scratch and kernel, and a
 # launch through cuLaunchKernel with a ctypes argument block kept per entry (only the changing
 # fields are rewritten: the scratch pointers only after the scratch was reallocated),
-# bypassing CuPy's per-argument packing.
+# bypassing CuPy's per-argument packing.  At 2^16 items the call is host-bound (8 us through
+# the API on the H200's host, 4-5 of them the launch): each attribute lookup and Python call
+# here shows, so the sizes' launch shapes and the scratch's capacity are kept per entry.
 _FAST: dict = {}
+# A _FAST value for calls the hot path does not take (several kernels, flagged product carries,
+# a CuPy without driver.launchKernel): they go the general way.
+_NOT_FAST = object()
+# Launch shapes each entry keeps (sizes a loop of calls repeats).
+_MAX_SHAPES = 64
 
 
 class _FastEntry:
-    """scan_tiles_kernel's 14 arguments as an :class:`_ArgBlock`, and what one launch of the
-    entry's kernel needs besides."""
+    """One kind of hot-path call (device, stream, dtypes, operator, direction, overrides):
+    scan_tiles_kernel's 14 arguments as an :class:`_ArgBlock`, the plan, scratch and kernel,
+    and the launch shapes of the sizes seen."""
 
-    def __init__(self, plan, scratch, kernel, launch):
+    def __init__(self, plan, scratch, kernel, launch, result_type):
         c = ctypes
         self.plan, self.scratch, self.kernel, self.launch = plan, scratch, kernel, launch
+        self.result_type = result_type  # what cupy.ndarray takes fastest for the result dtype
         self.kernel_ptr = kernel.kernel.ptr
         self.args = _ArgBlock(c.c_uint64, c.c_uint64, c.c_int64, c.c_uint64, c.c_uint64, c.c_uint64, c.c_uint64,
                               c.c_uint64, c.c_uint32, plan.kacc.itemsize, c.c_int32, c.c_uint64, c.c_int32, c.c_int64)
@@ -483,19 +500,31 @@ class _FastEntry:
         self.seed.raw = plan.identity_k.tobytes()
         self.seeded = False  # whether the block holds a seed (rewritten to the identity when not)
         self.generation = -1  # of the scratch whose pointers are in the block (none yet)
+        self.max_tiles = -1  # the most tiles that scratch holds for this plan
+        self.shapes = {}  # n -> (num_tiles, grid, smem, claims, lead)
 
     def point_at_scratch(self):
         s = self.scratch
-        self.words.value = s.words.data.ptr
-        self.subaggs.value = s.subaggs.data.ptr
-        self.anchors.value = s.anchors.data.ptr
-        self.counter.value = s.counter.data.ptr
+        if s.words is not None:  # else capacity -1: the general path prepares the scratch first
+            self.words.value = s.words.data.ptr
+            self.subaggs.value = s.subaggs.data.ptr
+            self.anchors.value = s.anchors.data.ptr
+            self.counter.value = s.counter.data.ptr
+        self.max_tiles = s.capacity(self.plan.window, self.plan.k_words)
         self.generation = s.generation
 
+    def launch_shape(self, n: int):
+        """``(num_tiles,) + _launch_shape(plan, n)``, kept for the last sizes."""
+        shape = self.shapes.get(n)
+        if shape is None:
+            if len(self.shapes) >= _MAX_SHAPES:
+                self.shapes.clear()
+            shape = self.shapes[n] = (-(-n // self.plan.tile),) + _launch_shape(self.plan, n)
+        return shape
+
     def launch_at(self, xp, op_, n, base, epoch, vector_ok, lead, seed_k, grid, smem, stream_ptr) -> None:
-        """One launch of the entry's kernel with these changing arguments."""
-        if self.generation != self.scratch.generation:
-            self.point_at_scratch()
+        """One launch of the entry's kernel with these changing arguments (the scratch
+        pointers current: :meth:`point_at_scratch`)."""
         if seed_k is not None or self.seeded:
             self.set_seed(seed_k)
         self.x.value = xp
@@ -526,7 +555,24 @@ def _seed_scalar(plan, seed, types: ScanTypes):
     return plan.kacc.type(np.asarray(seed, dtype=types.acc).reshape(-1)[0])
 
 
+def _fast_entry(key, dev_id, stream_ptr, x_dtype, op, types, exclusive, algorithm, large):
+    """The :class:`_FastEntry` of a new kind of call (remembered under ``key``), or _NOT_FAST."""
+    launch = getattr(_cp.cuda.driver, "launchKernel", None)
+    plan = _plan(dev_id, x_dtype, types, op, algorithm)
+    if large:
+        plan = _large_plan(plan)
+    if launch is None or plan.device == "hierarchical" or zero_absorbs(op, types.acc):
+        ent = _NOT_FAST
+    else:
+        kernel = plan.funcs["scan_excl" if exclusive else "scan_incl"]
+        rt = types.result.type if np.dtype(types.result.type) == types.result else types.result
+        ent = _FastEntry(plan, _scratch(dev_id, stream_ptr), kernel, launch, rt)
+    return _remember(_FAST, key, ent, 4 * _MAX_STREAM_ENTRIES)
+
+
 def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
+    """The hot path (see _FAST) for n >= 1 items: ``out``, or the new result when ``out`` is
+    None; None when the call must take the general path."""
     cp = _cp
     dev_id = x.data.device_id
     stream_ptr = cp.cuda.get_current_stream().ptr
@@ -535,42 +581,34 @@ def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
     nbytes = n * types.result.itemsize
     # "auto": the look-ahead plan (uses_lookahead, inline)
     large = n * x.itemsize + nbytes >= LOOKAHEAD_MIN_BYTES and _LEAD_OVERRIDE is None
-    key = (dev_id, stream, x.dtype, types.acc, types.result, op.functor, exclusive, _TUNING_OVERRIDE, algorithm, large)
+    key = (dev_id, stream, x.dtype, types.acc, types.result, op.functor, exclusive, _TUNING_OVERRIDE,
+           _LEAD_OVERRIDE, algorithm, large)
     ent = _FAST.get(key)
     if ent is None:
-        plan = _plan(dev_id, x.dtype, types, op, algorithm)
-        if large:
-            plan = _large_plan(plan)
-        if plan.device == "hierarchical":
-            return None  # several kernels: the general path
-        launch = getattr(cp.cuda.driver, "launchKernel", None)  # older CuPy: RawKernel.__call__
-        kernel = plan.funcs["scan_excl" if exclusive else "scan_incl"]
-        ent = _remember(_FAST, key, _FastEntry(plan, _scratch(dev_id, stream_ptr), kernel, launch),
-                        4 * _MAX_STREAM_ENTRIES)
-    plan, scratch = ent.plan, ent.scratch
-    if not scratch.fits(-(-n // plan.tile), plan.window, plan.k_words):
+        ent = _fast_entry(key, dev_id, stream_ptr, x.dtype, op, types, exclusive, algorithm, large)
+    if ent is _NOT_FAST:
         return None
-    grid, smem, claims, lead = _launch_shape(plan, n)
-    seed_k = _seed_scalar(plan, seed, types)
+    num_tiles, grid, smem, claims, lead = ent.launch_shape(n)
+    seed_k = None if seed is None else _seed_scalar(ent.plan, seed, types)
+    scratch = ent.scratch
     with scratch.lock:
+        if ent.generation != scratch.generation:
+            ent.point_at_scratch()
+        if num_tiles > ent.max_tiles or scratch.epoch >= _EPOCH_WRAP:
+            return None  # the general path (re)allocates or clears the scratch
         # A new result's memory is the spare (_SPARE_MAX_BYTES) or taken now; it is wrapped in
-        # an array after the launch: the wrapper is host bookkeeping (~2 us) that need not
-        # delay the kernel.
+        # an array after the launch: the wrapper is host bookkeeping that need not delay the kernel.
         mem = None
         if out is None:
             spare, scratch.spare = scratch.spare, None
             mem = spare[1] if spare is not None and spare[0] == nbytes else cp.cuda.alloc(nbytes)
         xp, op_ = x.data.ptr, (out.data.ptr if mem is None else mem.ptr)
-        vector_ok = (xp | op_) & 15 == 0
         base, epoch = scratch.claim(claims)
-        if ent.launch is None:
-            ent.kernel((grid,), (plan.threads,),
-                       (xp, op_, np.int64(n), scratch.words, scratch.subaggs, scratch.anchors, scratch.counter,
-                        np.uint64(base), np.uint32(epoch), plan.identity_k if seed_k is None else seed_k,
-                        np.int32(seed_k is not None), np.uint64(0), np.int32(vector_ok), np.int64(lead)),
-                       shared_mem=smem)
-        else:
-            ent.launch_at(xp, op_, n, base, epoch, vector_ok, lead, seed_k, grid, smem, stream_ptr)
+        try:
+            ent.launch_at(xp, op_, n, base, epoch, (xp | op_) & 15 == 0, lead, seed_k, grid, smem, stream_ptr)
+        except BaseException:
+            scratch.counter_base = base  # not launched: the device's counter did not move
+            raise
         if mem is None:
             return out
         if nbytes <= _SPARE_MAX_BYTES:
@@ -578,7 +616,7 @@ def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
                 scratch.spare = (nbytes, cp.cuda.alloc(nbytes))
             except Exception:  # noqa: BLE001 - out of memory (any allocator's error): the kernel
                 pass           # is queued and its result stands; the next call allocates first
-    return cp.ndarray(x.shape, types.result, memptr=mem)  # the shape it was given
+    return cp.ndarray(x.shape, ent.result_type, mem)  # the shape it was given; memptr positional is cheaper
 
 
 def lean_arrays(x, out, types: ScanTypes) -> bool:
@@ -589,7 +627,7 @@ def lean_arrays(x, out, types: ScanTypes) -> bool:
     if type(x) is not _cp.ndarray or x.ndim != 1 or not x._c_contiguous:
         return False
     dev_id = x.data.device_id
-    if dev_id != _cp.cuda.runtime.getDevice():
+    if dev_id != _current_device():
         return False  # the API makes its device current, then takes the general path
     if out is None:
         return True
@@ -603,7 +641,7 @@ def lean_arrays(x, out, types: ScanTypes) -> bool:
 def scan_lean(x, op: Op, types: ScanTypes, exclusive: bool, out, seed=None):
     """``scan(x, ..., seed=seed, out=out)[0]`` for arrays :func:`lean_arrays` accepted, without
     checking them again."""
-    if x.size and not zero_absorbs(op, types.acc):
+    if x.size:
         r = _scan_fast(x, op, types, exclusive, out, "auto", seed)
         if r is not None:
             return r
@@ -619,7 +657,7 @@ def fast_scan(x, op: Op, types: ScanTypes, exclusive: bool, out):
 
 
 def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto"):
-    if (not want_total and not zero_absorbs(op, types.acc) and _cp is not None
+    if (not want_total and _cp is not None
             and type(x) is _cp.ndarray and x._c_contiguous
             and x.size > 0 and (x.ndim == 1 or (x.ndim == 2 and x.shape[1] == 1))
             and (out is None or (type(out) is _cp.ndarray and out._c_contiguous and out.shape == x.shape
