@@ -428,24 +428,37 @@ class _Call:
 # Named scans and the global reduction
 # ---------------------------------------------------------------------------
 
+def _named_scan(x, op, exclusive, initial, dtype, out, comm, axis, kwargs):
+    """``scan(x, op, ...)`` for the named scans.  The common single-rank call goes to the fast
+    path directly: passing ten keywords on to scan() costs more than the rest of the host's
+    work before the launch (benchmarks/RESULTS.md, "Issue 10, eleventh pass")."""
+    if initial is None and not kwargs:
+        group = default_comm(comm)
+        if group is None or group.Get_size() == 1:
+            result = _local_fast_path(x, op, exclusive, dtype, out, axis, "auto", "auto", "auto")
+            if result is not None:
+                return result
+    return scan(x, op, exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis, **kwargs)
+
+
 def cumsum(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, **kwargs):
     """Cumulative sum of the distributed array; see :func:`scan`."""
-    return scan(x, "sum", exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis, **kwargs)
+    return _named_scan(x, "sum", exclusive, initial, dtype, out, comm, axis, kwargs)
 
 
 def cumprod(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, **kwargs):
     """Cumulative product of the distributed array; see :func:`scan`."""
-    return scan(x, "prod", exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis, **kwargs)
+    return _named_scan(x, "prod", exclusive, initial, dtype, out, comm, axis, kwargs)
 
 
 def cummax(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, **kwargs):
     """Running maximum (NaN propagates, as in ``numpy.maximum.accumulate``); see :func:`scan`."""
-    return scan(x, "max", exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis, **kwargs)
+    return _named_scan(x, "max", exclusive, initial, dtype, out, comm, axis, kwargs)
 
 
 def cummin(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, **kwargs):
     """Running minimum (NaN propagates, as in ``numpy.minimum.accumulate``); see :func:`scan`."""
-    return scan(x, "min", exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis, **kwargs)
+    return _named_scan(x, "min", exclusive, initial, dtype, out, comm, axis, kwargs)
 
 
 def exclusive_scan(x, op="sum", **kwargs):

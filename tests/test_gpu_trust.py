@@ -236,6 +236,30 @@ def test_a_launch_that_fails_takes_back_its_tile_ids(rng):
             np.testing.assert_array_equal(cp.asnumpy(got), np.cumsum(host))
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.float32])
+def test_a_cupy_without_launch_kernel_takes_the_general_path(monkeypatch, rng, dtype):
+    """Without ``cupy.cuda.driver.launchKernel`` (older CuPy) the hot paths of scan and reduce
+    step aside, remembered as such, and the general path (CuPy's RawKernel) gives the result."""
+    seed = int(rng.integers(1 << 30))
+    print("seed", seed)
+    host = np.random.default_rng(seed).integers(-50, 50, 70_001).astype(dtype)
+    monkeypatch.delattr(cp.cuda.driver, "launchKernel")
+    monkeypatch.setattr(gpu, "_FAST", {})
+    monkeypatch.setattr(gpu, "_REDUCE", {})
+    x = cp.asarray(host)
+    want = np.cumsum(host, dtype=np.float64 if dtype == np.float32 else dtype)
+    for _ in range(2):  # the second call finds the remembered verdict
+        for out in (None, cp.empty_like(x)):
+            got = cp.asnumpy(distscan.cumsum(x, dtype=dtype, out=out, comm=COMM))
+            if dtype == np.float32:  # small integers: every partial sum is exact in float32
+                np.testing.assert_array_equal(got, want.astype(np.float32))
+            else:
+                np.testing.assert_array_equal(got, want)
+        assert distscan.reduce(x, comm=COMM) == want[-1]
+    assert gpu._FAST and all(e is gpu._NOT_FAST for e in gpu._FAST.values())
+    assert gpu._REDUCE and all(e is gpu._NOT_FAST for e in gpu._REDUCE.values())
+
+
 def test_backend_refuses_an_out_it_would_write_past():
     op = OPS["sum"]
     types = scan_types(op, np.dtype(np.int32), np.dtype(np.int64))

@@ -476,8 +476,8 @@ class _ArgBlock:
 # the API on the H200's host, 4-5 of them the launch): each attribute lookup and Python call
 # here shows, so the sizes' launch shapes and the scratch's capacity are kept per entry.
 _FAST: dict = {}
-# A _FAST value for calls the hot path does not take (several kernels, flagged product carries,
-# a CuPy without driver.launchKernel): they go the general way.
+# A _FAST (or _REDUCE) value for calls the hot path does not take (several kernels, flagged
+# product carries, a CuPy without driver.launchKernel): they go the general way.
 _NOT_FAST = object()
 # Launch shapes each entry keeps (sizes a loop of calls repeats).
 _MAX_SHAPES = 64
@@ -485,14 +485,14 @@ _MAX_SHAPES = 64
 
 class _FastEntry:
     """One kind of hot-path call (device, stream, dtypes, operator, direction, overrides):
-    scan_tiles_kernel's 14 arguments as an :class:`_ArgBlock`, the plan, scratch and kernel,
-    and the launch shapes of the sizes seen."""
+    scan_tiles_kernel's 14 arguments as an :class:`_ArgBlock`, the plan, scratch and kernel
+    handle, and the launch shapes of the sizes seen."""
 
-    def __init__(self, plan, scratch, kernel, launch, result_type):
+    def __init__(self, plan, scratch, kernel_ptr, launch, result_type):
         c = ctypes
-        self.plan, self.scratch, self.kernel, self.launch = plan, scratch, kernel, launch
+        self.plan, self.scratch, self.launch = plan, scratch, launch
         self.result_type = result_type  # what cupy.ndarray takes fastest for the result dtype
-        self.kernel_ptr = kernel.kernel.ptr
+        self.kernel_ptr = kernel_ptr  # the module stays loaded: plan.funcs holds the kernel
         self.args = _ArgBlock(c.c_uint64, c.c_uint64, c.c_int64, c.c_uint64, c.c_uint64, c.c_uint64, c.c_uint64,
                               c.c_uint64, c.c_uint32, plan.kacc.itemsize, c.c_int32, c.c_uint64, c.c_int32, c.c_int64)
         (self.x, self.out, self.n, self.words, self.subaggs, self.anchors, self.counter, self.base, self.epoch,
@@ -566,7 +566,7 @@ def _fast_entry(key, dev_id, stream_ptr, x_dtype, op, types, exclusive, algorith
     else:
         kernel = plan.funcs["scan_excl" if exclusive else "scan_incl"]
         rt = types.result.type if np.dtype(types.result.type) == types.result else types.result
-        ent = _FastEntry(plan, _scratch(dev_id, stream_ptr), kernel, launch, rt)
+        ent = _FastEntry(plan, _scratch(dev_id, stream_ptr), kernel.kernel.ptr, launch, rt)
     return _remember(_FAST, key, ent, 4 * _MAX_STREAM_ENTRIES)
 
 
@@ -791,12 +791,9 @@ class _ReduceEntry:
         ptr, part, res = col.data.ptr, self.partials.data.ptr, self.result.data.ptr
         rt = _cp.cuda.runtime
         with self.lock:
-            if self.launch is None:  # older CuPy: RawKernel.__call__
-                _launch_reduce(self.plan, col, n, self.partials, self.result, grid)
-            else:
-                self.launch(self.partials_ptr, grid, 1, 1, 256, 1, 1, 0, stream_ptr,
-                            self.partials_args.set(ptr, n, part, int(ptr % 16 == 0)), 0)
-                self.launch(self.final_ptr, 1, 1, 1, 256, 1, 1, 0, stream_ptr, self.final_args.set(part, grid, res), 0)
+            self.launch(self.partials_ptr, grid, 1, 1, 256, 1, 1, 0, stream_ptr,
+                        self.partials_args.set(ptr, n, part, int(ptr % 16 == 0)), 0)
+            self.launch(self.final_ptr, 1, 1, 1, 256, 1, 1, 0, stream_ptr, self.final_args.set(part, grid, res), 0)
             rt.memcpyAsync(self.host.ctypes.data, res, self.host.nbytes, rt.memcpyDeviceToHost, stream_ptr)
             rt.streamSynchronize(stream_ptr)
             return self.host.copy()
@@ -805,18 +802,21 @@ class _ReduceEntry:
 _REDUCE: dict = {}
 
 
-def _reduce_1d(col, op: Op, types: ScanTypes) -> np.ndarray:
+def _reduce_1d(col, op: Op, types: ScanTypes):
     """The reduction of a contiguous one-column CuPy array of n >= 1 items, as ``(1,)`` in the
-    kernel's accumulator: two launches and one copy of a word into page-locked memory."""
+    kernel's accumulator: two launches and one copy of a word into page-locked memory.  None
+    for a CuPy without ``driver.launchKernel`` (the general path then launches through CuPy)."""
     cp = _cp
     dev_id = col.data.device_id
     stream_ptr = cp.cuda.get_current_stream().ptr
     key = (dev_id, _stream_key(stream_ptr), col.dtype, types.acc, types.result, op.functor, _TUNING_OVERRIDE)
     ent = _REDUCE.get(key)
     if ent is None:
-        ent = _remember(_REDUCE, key, _ReduceEntry(_plan(dev_id, col.dtype, types, op), dev_id,
-                                                   getattr(cp.cuda.driver, "launchKernel", None)),
-                        4 * _MAX_STREAM_ENTRIES)
+        launch = getattr(cp.cuda.driver, "launchKernel", None)
+        ent = _NOT_FAST if launch is None else _ReduceEntry(_plan(dev_id, col.dtype, types, op), dev_id, launch)
+        _remember(_REDUCE, key, ent, 4 * _MAX_STREAM_ENTRIES)
+    if ent is _NOT_FAST:
+        return None
     return ent.run(col, col.size, stream_ptr)
 
 
@@ -828,7 +828,9 @@ def reduce(x, op: Op, types: ScanTypes) -> np.ndarray:
     if n == 0 or w == 0:
         return _identity(op, types, w)
     if w == 1 and x._c_contiguous:
-        return _reduce_1d(x.reshape(-1), op, types).astype(types.acc)
+        total = _reduce_1d(x.reshape(-1), op, types)
+        if total is not None:
+            return total.astype(types.acc)
     if not x.flags.c_contiguous:
         x = cp.ascontiguousarray(x)
     dev_id = x.device.id
