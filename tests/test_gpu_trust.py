@@ -269,6 +269,49 @@ def test_backend_refuses_an_out_it_would_write_past():
             gpu.scan(x, op, types, out=out)
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.float64])
+def test_dropped_results_are_reused_and_held_ones_never(monkeypatch, rng, dtype):
+    """A loop that drops its results gets them back without allocating (_recycle); a result
+    still held, as a variable, through a view, or as the next call's input, keeps its values."""
+    seed = int(rng.integers(1 << 30))
+    print("seed", seed)
+    r = np.random.default_rng(seed)
+    n = 70_001
+    stream = cp.cuda.Stream(non_blocking=True)
+
+    def fresh(bound=100):
+        host = r.integers(-bound, bound + 1, n).astype(dtype)
+        return host, cp.asarray(host)
+
+    def check(got, host):
+        np.testing.assert_array_equal(cp.asnumpy(got), np.cumsum(host, dtype=dtype))
+
+    with stream:
+        for _ in range(3):  # the scratch on the general path, then two results for the ring
+            distscan.cumsum(fresh()[1], dtype=dtype, comm=COMM)
+        allocs = []
+        real_alloc = cp.cuda.alloc
+        monkeypatch.setattr(cp.cuda, "alloc", lambda nbytes: allocs.append(nbytes) or real_alloc(nbytes))
+        for _ in range(6):
+            host, x = fresh()
+            check(distscan.cumsum(x, dtype=dtype, comm=COMM), host)
+        assert allocs == [], "a loop that drops its results allocated"
+        held_host, x = fresh()
+        held = distscan.cumsum(x, dtype=dtype, comm=COMM)
+        view_host, x = fresh()
+        view = distscan.cumsum(x, dtype=dtype, comm=COMM)[1:]
+        chained_host, y = fresh(1)  # a scan of a scan stays within int32
+        for _ in range(2):
+            y = distscan.cumsum(y, dtype=dtype, comm=COMM)  # the old result is this call's input
+            chained_host = np.cumsum(chained_host, dtype=dtype)
+        for _ in range(4):
+            host, x = fresh()
+            check(distscan.cumsum(x, dtype=dtype, comm=COMM), host)
+        check(held, held_host)
+        np.testing.assert_array_equal(cp.asnumpy(view), np.cumsum(view_host, dtype=dtype)[1:])
+        np.testing.assert_array_equal(cp.asnumpy(y), chained_host)
+
+
 def _thread_calls(seed, calls, stream, failures):
     """``calls`` scans and reductions of fresh arrays on ``stream``, each checked against NumPy."""
     rng = np.random.default_rng(seed)

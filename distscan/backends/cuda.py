@@ -42,6 +42,7 @@ import numpy as np
 from .._carry import zero_absorbs
 from .._dtypes import ScanTypes
 from ._absorb import absorb_zeros
+from ._recycle import ResultRing
 from ..ops import Op
 from . import _cuda_compile as cc
 
@@ -100,8 +101,8 @@ def _device_info(dev_id: int):
 
 
 class _TileScratch:
-    """Tile status words, the tile counter, the launch epoch and the spare result memory
-    (``_SPARE_MAX_BYTES``) of one (device, stream).
+    """Tile status words, the tile counter, the launch epoch, the spare result memory
+    (``_SPARE_MAX_BYTES``) and the small results handed out of one (device, stream).
 
     Status words carry the epoch of the launch that wrote them (kernels/tile_state.cuh),
     so no clearing pass is needed between launches; the words are zeroed only when they
@@ -124,6 +125,7 @@ class _TileScratch:
         # (nbytes, MemoryPointer): the next small result's memory, taken by the hot path after
         # its launch (see _SPARE_MAX_BYTES); None when there is none.
         self.spare = None
+        self.results = ResultRing()  # small results handed out, for reuse once dropped
 
     def prepare(self, num_tiles: int, window: int, k: int, claims: int | None = None):
         cp = _cp
@@ -169,6 +171,7 @@ _EPOCH_WRAP = 0xFFFFFFF0
 # aside after the previous such call's launch, and sets aside the next: the allocation (1.4 us
 # on the H200 host) then overlaps a kernel instead of delaying the launch.  One buffer per
 # stream at most, of the last such result's size (benchmarks/RESULTS.md, "Issue 10, ninth pass").
+# Results up to this size are also kept for reuse once dropped (_recycle; two per stream).
 _SPARE_MAX_BYTES = 1 << 22
 # Caches keyed by stream keep at most this many entries (code that makes a stream per call
 # would otherwise hold a scratch of >= 512 KB per stream it ever used); the oldest go first.
@@ -591,17 +594,21 @@ def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
     num_tiles, grid, smem, claims, lead = ent.launch_shape(n)
     seed_k = None if seed is None else _seed_scalar(ent.plan, seed, types)
     scratch = ent.scratch
+    small = nbytes <= _SPARE_MAX_BYTES
     with scratch.lock:
         if ent.generation != scratch.generation:
             ent.point_at_scratch()
         if num_tiles > ent.max_tiles or scratch.epoch >= _EPOCH_WRAP:
             return None  # the general path (re)allocates or clears the scratch
-        # A new result's memory is the spare (_SPARE_MAX_BYTES) or taken now; it is wrapped in
-        # an array after the launch: the wrapper is host bookkeeping that need not delay the kernel.
+        # Without out=, a small result is one its caller let go of (_recycle), else new: its
+        # memory the spare or taken now, wrapped in an array after the launch (host
+        # bookkeeping that need not delay the kernel).
         mem = None
         if out is None:
-            spare, scratch.spare = scratch.spare, None
-            mem = spare[1] if spare is not None and spare[0] == nbytes else cp.cuda.alloc(nbytes)
+            out = scratch.results.take(x.shape, types.result) if small else None
+            if out is None:
+                spare, scratch.spare = scratch.spare, None
+                mem = spare[1] if spare is not None and spare[0] == nbytes else cp.cuda.alloc(nbytes)
         xp, op_ = x.data.ptr, (out.data.ptr if mem is None else mem.ptr)
         base, epoch = scratch.claim(claims)
         try:
@@ -611,12 +618,14 @@ def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
             raise
         if mem is None:
             return out
-        if nbytes <= _SPARE_MAX_BYTES:
+        result = cp.ndarray(x.shape, ent.result_type, mem)  # the shape it was given; memptr positional is cheaper
+        if small:
+            scratch.results.keep(result)
             try:
                 scratch.spare = (nbytes, cp.cuda.alloc(nbytes))
             except Exception:  # noqa: BLE001 - out of memory (any allocator's error): the kernel
                 pass           # is queued and its result stands; the next call allocates first
-    return cp.ndarray(x.shape, ent.result_type, mem)  # the shape it was given; memptr positional is cheaper
+    return result
 
 
 def lean_arrays(x, out, types: ScanTypes) -> bool:
