@@ -495,6 +495,8 @@ class _FastEntry:
         c = ctypes
         self.plan, self.scratch, self.launch = plan, scratch, launch
         self.result_type = result_type  # what cupy.ndarray takes fastest for the result dtype
+        # the dtype object CuPy keeps in the results (the ring compares dtypes by identity)
+        self.result_dtype = _cp.ndarray((0,), result_type).dtype
         self.kernel_ptr = kernel_ptr  # the module stays loaded: plan.funcs holds the kernel
         self.args = _ArgBlock(c.c_uint64, c.c_uint64, c.c_int64, c.c_uint64, c.c_uint64, c.c_uint64, c.c_uint64,
                               c.c_uint64, c.c_uint32, plan.kacc.itemsize, c.c_int32, c.c_uint64, c.c_int32, c.c_int64)
@@ -605,7 +607,7 @@ def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
         # bookkeeping that need not delay the kernel).
         mem = None
         if out is None:
-            out = scratch.results.take(x.shape, types.result) if small else None
+            out = scratch.results.take(x.shape, ent.result_dtype) if small else None
             if out is None:
                 spare, scratch.spare = scratch.spare, None
                 mem = spare[1] if spare is not None and spare[0] == nbytes else cp.cuda.alloc(nbytes)
