@@ -359,11 +359,12 @@ def plot(data, png):
     fig, axes = plt.subplots(1, len(dtypes), figsize=(4.6 * len(dtypes), 4), sharey=True)
     for ax, dtype in zip(np.atleast_1d(axes), dtypes):
         rs = [r for r in rows if r["dtype"] == dtype]
+        labels = {"auto": "distscan", "api_alloc": "distscan.cumsum, no out="}
         for name, style in (("copy", "k--"), ("cub", "C1-"), ("torch", "C2-"), ("auto", "C0-"),
-                            ("lookback", "C0:"), ("lookahead", "C3-.")):
+                            ("api_alloc", "C4-"), ("lookback", "C0:"), ("lookahead", "C3-.")):
             if f"{name}_gbs" in rs[0]:
                 ax.plot([r["log2n"] for r in rs], [r[f"{name}_gbs"] for r in rs], style, marker="o", ms=3,
-                        label="distscan" if name == "auto" else name)
+                        label=labels.get(name, name))
         ax.set_title(f"{dtype} cumsum, {meta['gpu']}", fontsize=9)
         ax.set_xlabel("log2 N")
         ax.grid(alpha=0.3)
