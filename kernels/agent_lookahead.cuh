@@ -78,17 +78,17 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
     // The service warp's lane 0's claims, one in flight: take() returns the claim issued by
     // the previous take() and issues the next one while the ids are valid.
     struct Claims {
-        u64 pending;
+        i64 pending;
         bool open;
         __device__ __forceinline__ void start(const TileState &st) {
-            pending = atomicAdd(st.d_tile_counter, 1ull);
+            pending = st.claim();
             open = true;
         }
         __device__ __forceinline__ i64 take(const TileState &st, i64 num_tiles) {
             if (!open) return num_tiles;
-            const i64 id = (i64)(pending - st.counter_base);
+            const i64 id = pending;
             if (id < num_tiles)
-                pending = atomicAdd(st.d_tile_counter, 1ull);
+                pending = st.claim();
             else
                 open = false;
             return id < num_tiles ? id : num_tiles;

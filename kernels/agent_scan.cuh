@@ -69,7 +69,7 @@ struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEM
 
         // Tile ids in claim order, never blockIdx: a block waits only for tiles claimed
         // before its own, whose blocks are therefore already resident (no deadlock).
-        if (threadIdx.x == 0) s_tile = (i64)(atomicAdd(st.d_tile_counter, 1ull) - st.counter_base);
+        if (threadIdx.x == 0) s_tile = st.claim();
         __syncthreads();
         const i64 claim = s_tile;
         const i64 num_tiles = (n + TILE_ITEMS - 1) / TILE_ITEMS;

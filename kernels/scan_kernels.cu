@@ -165,26 +165,20 @@ __device__ __forceinline__ void scan_columns(const TIn *d_in, TOut *d_out, i64 n
 
 // d_in[0, n) -> d_out[0, n); seed folded in before the first item when has_seed;
 // d_total (may be null) gets seed op x[0] op ... op x[n-1] in the accumulator type.
-// Tile state: see tile_state.cuh.  vector_ok: d_in and d_out are 16-byte aligned.
+// Tile state: see tile_state.cuh (d_launch: its LaunchWord, the same at every launch).  vector_ok: d_in and d_out are 16-byte aligned.
 template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, int BLOCK_THREADS, int ITEMS,
           int WINDOW, int MIN_BLOCKS, int BLOCK_ALGO, int DEVICE, int STAGES, int DEPTH, int BEHIND>
 __global__ void __launch_bounds__(DEVICE == DEVICE_LOOKAHEAD ? BLOCK_THREADS + LOOKAHEAD_SERVICE_THREADS : BLOCK_THREADS, MIN_BLOCKS)
     scan_tiles_kernel(const TIn *d_in, TOut *d_out, i64 n, u64 *d_aggregates, u64 *d_subaggs, u64 *d_anchors,
-                      u64 *d_tile_counter, u64 counter_base, unsigned epoch, TAcc seed, int has_seed, TAcc *d_total,
-                      int vector_ok, i64 lead) {
-    TileState st;
-    st.d_aggregates = d_aggregates;
-    st.d_subaggs = d_subaggs;
-    st.d_anchors = d_anchors;
-    st.d_tile_counter = d_tile_counter;
-    st.counter_base = counter_base;
-    st.epoch = epoch;
+                      u64 *d_launch, TAcc seed, int has_seed, TAcc *d_total, int vector_ok, i64 lead) {
+    const TileState st = TileState::begin(d_aggregates, d_subaggs, d_anchors, d_launch);
     if constexpr (DEVICE == DEVICE_LOOKAHEAD)
         AgentLookahead<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, WINDOW, BLOCK_ALGO, STAGES, DEPTH, BEHIND>::run(
             d_in, d_out, n, st, seed, has_seed != 0, d_total, vector_ok != 0);
     else
         AgentScan<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, WINDOW, BLOCK_ALGO, DEVICE>::consume(
             d_in, d_out, n, st, seed, has_seed != 0, d_total, vector_ok != 0, lead);
+    st.end();  // every block, whichever way it left the agent
 }
 // "hierarchical", last step: y[i] = prefix[i / tile_items] op y[i] (the exclusive prefix of
 // each tile, from the scan of the tile totals), computed in the accumulator type.
@@ -227,32 +221,32 @@ __global__ void __launch_bounds__(REDUCE_THREADS)
 // the compiler checks the templates and `-Xptxas -v` reports registers and spills.
 namespace distscan {
 template __global__ void scan_tiles_kernel<int, int, int, Sum, false, 256, 32, 1024, 4, 0, 0, 0, 0, 0>(
-    const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, int, int, int *, int, i64);
+    const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, int, int, int *, int, i64);
 template __global__ void scan_tiles_kernel<float, float, float, Sum, true, 256, 32, 1024, 4, 0, 0, 0, 0, 0>(
-    const float *, float *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, float, int, float *, int, i64);
+    const float *, float *, i64, u64 *, u64 *, u64 *, u64 *, float, int, float *, int, i64);
 template __global__ void scan_tiles_kernel<double, double, double, Max, false, 256, 16, 1024, 3, 0, 0, 0, 0, 0>(
-    const double *, double *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, double, int, double *, int, i64);
+    const double *, double *, i64, u64 *, u64 *, u64 *, u64 *, double, int, double *, int, i64);
 template __global__ void scan_tiles_kernel<signed char, long long, long long, Sum, false, 256, 16, 1024, 3, 0, 0, 0, 0, 0>(
-    const signed char *, long long *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, long long, int, long long *, int, i64);
+    const signed char *, long long *, i64, u64 *, u64 *, u64 *, u64 *, long long, int, long long *, int, i64);
 template __global__ void scan_tiles_kernel<Complex<float>, Complex<float>, Complex<float>, Prod, true, 256, 16, 1024, 3, 0, 0, 0, 0, 0>(
-    const Complex<float> *, Complex<float> *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, Complex<float>, int,
+    const Complex<float> *, Complex<float> *, i64, u64 *, u64 *, u64 *, u64 *, Complex<float>, int,
     Complex<float> *, int, i64);
 template __global__ void scan_tiles_kernel<int, bool, bool, LogicalXor, false, 256, 32, 1024, 4, 0, 0, 0, 0, 0>(
-    const int *, bool *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, bool, int, bool *, int, i64);
+    const int *, bool *, i64, u64 *, u64 *, u64 *, u64 *, bool, int, bool *, int, i64);
 template __global__ void scan_tiles_kernel<int, int, int, Sum, false, 256, 32, 1024, 4, 1, 1, 0, 0, 0>(
-    const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, int, int, int *, int, i64);
+    const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, int, int, int *, int, i64);
 template __global__ void scan_tiles_kernel<double, double, double, Sum, true, 256, 16, 1024, 3, 4, 2, 0, 0, 0>(
-    const double *, double *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, double, int, double *, int, i64);
+    const double *, double *, i64, u64 *, u64 *, u64 *, u64 *, double, int, double *, int, i64);
 template __global__ void scan_tiles_kernel<float, float, float, Max, false, 256, 32, 1024, 4, 3, 0, 0, 0, 0>(
-    const float *, float *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, float, int, float *, int, i64);
+    const float *, float *, i64, u64 *, u64 *, u64 *, u64 *, float, int, float *, int, i64);
 template __global__ void scan_tiles_kernel<long long, long long, long long, Sum, false, 256, 16, 1024, 3, 2, 0, 0, 0, 0>(
-    const long long *, long long *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, long long, int, long long *, int, i64);
+    const long long *, long long *, i64, u64 *, u64 *, u64 *, u64 *, long long, int, long long *, int, i64);
 template __global__ void scan_tiles_kernel<int, int, int, Sum, false, 256, 32, 1024, 2, 0, 3, 4, 2, 1>(
-    const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, int, int, int *, int, i64);
+    const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, int, int, int *, int, i64);
 template __global__ void scan_tiles_kernel<double, double, double, Sum, true, 256, 16, 1024, 2, 0, 3, 4, 2, 1>(
-    const double *, double *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, double, int, double *, int, i64);
+    const double *, double *, i64, u64 *, u64 *, u64 *, u64 *, double, int, double *, int, i64);
 template __global__ void scan_tiles_kernel<signed char, long long, long long, Sum, false, 256, 16, 1024, 2, 0, 3, 4, 2, 2>(
-    const signed char *, long long *, i64, u64 *, u64 *, u64 *, u64 *, u64, unsigned, long long, int, long long *, int, i64);
+    const signed char *, long long *, i64, u64 *, u64 *, u64 *, u64 *, long long, int, long long *, int, i64);
 template __global__ void add_tile_prefix_kernel<float, float, Sum>(float *, i64, i64, const float *);
 template __global__ void reduce_partials_kernel<float, float, Sum>(const float *, i64, float *, int);
 template __global__ void reduce_final_kernel<float, Sum>(const float *, int, float *);

@@ -7,9 +7,17 @@
 // single-copy atomic, so a reader that sees the current epoch in a word sees that word's
 // final chunk.  A value is valid when ALL its K words carry the current epoch: no torn
 // reads (a 16-byte vector access is two 64-bit accesses, and a reader that caught one
-// old half sees the old epoch in it and retries).  The epoch is a launch counter kept by
-// the host, so the state needs no re-initialisation between launches (zero = "never
-// written"; epochs start at 1; the host re-zeroes the words when the counter wraps).
+// old half sees the old epoch in it and retries).  The epoch counts launches, so the
+// words need no re-initialisation between launches (zero = "never written"; epochs start
+// at 1).
+//
+// LAUNCH STATE.  The epoch and the tile counter live in device memory (LaunchWord), not in
+// kernel arguments, so that a launch's arguments are the same every time it is repeated: a
+// CUDA graph replays them (the host's graph of a repeated call, or a user's own graph that
+// captured a scan).  Every block reads the epoch at entry, claims tile ids from 0, and
+// counts itself done at exit (TileState::end); the last block of the launch resets the
+// counter and moves the epoch on for the next launch on the stream, which starts only after
+// this one has ended.  When the epoch would wrap, that block first zeroes every status word.
 //
 // WHY RELAXED IS ENOUGH.  Nothing but the word itself is communicated through it (the
 // value is inside the word), so no release/acquire pairing is needed to make other data
@@ -46,8 +54,8 @@
 //
 // Each tile reads at most 2 words per lane.
 //
-// NO DEADLOCK.  Tile ids come from an atomic counter, so every tile a block waits for was
-// claimed earlier by a block that is already running.  Aggregates are published before any
+// NO DEADLOCK.  Tile ids come from an atomic counter (TileState::claim), so every tile a
+// block waits for was claimed earlier by a block that is already running.  Aggregates are published before any
 // waiting; SUB and W wait only for smaller tiles' aggregates and SUBs; anchors wait only for
 // SUBs and the previous anchor, so by induction everything waited for is published.  With
 // the reduction ahead, a claim's waits are for words of tiles reduced by earlier claims
@@ -121,14 +129,71 @@ struct StatusWord {
     }
 };
 
+// The launch state (u64 words; distscan/backends/cuda.py allocates it with the status
+// words, one per stream, all zero but the sizes).
+enum LaunchWord {
+    LAUNCH_COUNTER = 0,    // tile ids claimed by this launch (0 when no launch runs)
+    LAUNCH_EPOCH = 1,      // the epoch of the last launch that ended (this launch's is one more)
+    LAUNCH_DONE = 2,       // blocks of this launch that have ended (0 when no launch runs)
+    LAUNCH_AGGREGATES = 3, // the sizes, in u64 words, of the three status-word arrays (zeroed
+    LAUNCH_SUBAGGS = 4,    //   when the epoch wraps)
+    LAUNCH_ANCHORS = 5,
+    LAUNCH_WORDS = 8
+};
+// The launch with this epoch zeroes the status words at its end (epoch 0 is "never written").
+constexpr unsigned LAST_EPOCH = 0xFFFFFFFFu;
+
 // The device-wide state of one scan launch (host: distscan/backends/cuda.py sizes it).
 struct TileState {
     u64 *d_aggregates;   // [num_tiles * K]                agg(t)
     u64 *d_subaggs;      // [num_sub_windows * K]          SUB(g, s)
     u64 *d_anchors;      // [num_windows * K]              ANCHOR(g) (look-back) or W(g) (look-ahead)
-    u64 *d_tile_counter; // monotonically increasing across launches
-    u64 counter_base;    // value of *d_tile_counter when this launch started
+    u64 *d_launch;       // [LAUNCH_WORDS]                 LaunchWord
     unsigned epoch;      // this launch's epoch (>= 1)
+
+    // Every thread of every block, at entry.  The previous launch on the stream has ended,
+    // so the words are stable; the .gpu load reads them from L2, never a stale L1 line.
+    static __device__ __forceinline__ TileState begin(u64 *d_aggregates, u64 *d_subaggs, u64 *d_anchors,
+                                                      u64 *d_launch) {
+        TileState st;
+        st.d_aggregates = d_aggregates;
+        st.d_subaggs = d_subaggs;
+        st.d_anchors = d_anchors;
+        st.d_launch = d_launch;
+        u64 last;
+        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(last) : "l"(d_launch + LAUNCH_EPOCH) : "memory");
+        st.epoch = (unsigned)last + 1u;
+        return st;
+    }
+
+    // The next tile id of this launch, in claim order (0, 1, 2, ...).
+    __device__ __forceinline__ i64 claim() const { return (i64)atomicAdd(d_launch + LAUNCH_COUNTER, 1ull); }
+
+    // Every thread of every block, once, as the block's last step (a barrier).  Each claim's
+    // value was used before the barrier, so every claim of the block has been performed when
+    // thread 0 counts the block done; the block that counts last sees every claim of the
+    // launch performed and leaves the state for the next launch.  Warp 0 alone does this, with
+    // no shared memory: the look-ahead kernel's dynamic shared memory starts after the static,
+    // and one more static word moved it off 128 bytes and cost the 4-byte kernel 5 % (H100).
+    __device__ __forceinline__ void end() const {
+        __syncthreads();
+        if (threadIdx.x >= 32) return;
+        bool last = false;
+        if (threadIdx.x == 0) last = atomicAdd(d_launch + LAUNCH_DONE, 1ull) == (u64)gridDim.x - 1;
+        if (!__shfl_sync(0xffffffffu, last, 0)) return;
+        if (epoch == LAST_EPOCH) {  // once in 2^32 launches
+            for (int a = 0; a < 3; ++a) {
+                u64 *d = a == 0 ? d_aggregates : a == 1 ? d_subaggs : d_anchors;
+                const u64 words = d_launch[LAUNCH_AGGREGATES + a];
+                for (u64 i = threadIdx.x; i < words; i += 32) d[i] = 0;
+            }
+        }
+        if (threadIdx.x == 0) {
+            d_launch[LAUNCH_COUNTER] = 0;
+            d_launch[LAUNCH_DONE] = 0;
+            d_launch[LAUNCH_EPOCH] = epoch == LAST_EPOCH ? 0 : epoch;
+        }
+    }
 };
 
 // Where tile t sits: window g, sub-window s in it, lane j in that.

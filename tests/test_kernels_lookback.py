@@ -1,7 +1,7 @@
 """The aligned-window look-back alone (CUB-style): a tiny kernel whose blocks each own one
 tile with a random aggregate and ask tile_lookback for its exclusive prefix, over 1 ... 10^6
-tiles.  Checks every prefix against NumPy and that the state needs no clearing between
-launches (epochs)."""
+tiles.  Checks every prefix against NumPy, that the state needs no clearing between
+launches (epochs, kept on the device with the tile counter), and the epoch's wrap."""
 
 from __future__ import annotations
 
@@ -19,19 +19,25 @@ _SRC = r"""
 #include "tile_state.cuh"
 template <typename T, int WINDOW>
 __global__ void lookback_test(const T *d_aggs, T *d_excl, long long num_tiles, unsigned long long *d_words,
-                              unsigned long long *d_subaggs, unsigned long long *d_anchors, unsigned long long *d_counter,
-                              unsigned long long base, unsigned epoch, T seed, int has_seed, T *d_total) {
+                              unsigned long long *d_subaggs, unsigned long long *d_anchors, unsigned long long *d_launch,
+                              T seed, int has_seed, T *d_total) {
     __shared__ long long s_tile;
-    if (threadIdx.x == 0) s_tile = (long long)(atomicAdd(d_counter, 1ull) - base);
+    const distscan::TileState st = distscan::TileState::begin(d_words, d_subaggs, d_anchors, d_launch);
+    if (threadIdx.x == 0) s_tile = st.claim();
     __syncthreads();
     long long tile = s_tile;
-    distscan::TileState st;
-    st.d_aggregates = d_words; st.d_subaggs = d_subaggs; st.d_anchors = d_anchors; st.d_tile_counter = d_counter;
-    st.counter_base = base; st.epoch = epoch;
     T e = distscan::tile_lookback<T, distscan::Sum, WINDOW>(st, tile, num_tiles, d_aggs[tile], seed, has_seed != 0, d_total);
     if (threadIdx.x == 0) d_excl[tile] = e;
+    st.end();
 }
 """
+
+
+def launch_state(*arrays):
+    """kernels/tile_state.cuh's LaunchWord block for these status-word arrays (epoch 0 ended)."""
+    state = np.zeros(8, np.uint64)
+    state[3:6] = [a.size for a in arrays]
+    return cp.asarray(state)
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +56,8 @@ def test_lookback(module, tname, window, rng):
     words = cp.zeros(10**6 * k + 64, dtype=cp.uint64)
     subaggs = cp.zeros((10**6 // 32 + 2) * k, dtype=cp.uint64)
     anchors = cp.zeros((10**6 // window + 2) * k, dtype=cp.uint64)
-    counter = cp.zeros(1, dtype=cp.uint64)
-    base, epoch = 0, 0
+    state = launch_state(words, subaggs, anchors)
+    epoch = 0
     for tiles in sorted({1, 2, 31, 32, 33, 63, 64, 65, window - 1, window, window + 1, 3 * window + 7, 10**4 + 1, 10**6}):
         for has_seed in (0, 1):
             epoch += 1
@@ -59,9 +65,10 @@ def test_lookback(module, tname, window, rng):
             seed = dt(rng.integers(-1000, 1000)) if has_seed else dt(0)
             excl = cp.full(tiles, 12345, dtype=dt)
             total = cp.zeros(1, dtype=dt)
-            fn((tiles,), (32,), (cp.asarray(aggs), excl, np.int64(tiles), words, subaggs, anchors, counter, np.uint64(base),
-                                 np.uint32(epoch), seed, np.int32(has_seed), total))
-            base += tiles
+            fn((tiles,), (32,), (cp.asarray(aggs), excl, np.int64(tiles), words, subaggs, anchors, state, seed,
+                                 np.int32(has_seed), total))
+            # the last block left the state for the next launch: counter and done back to 0
+            assert cp.asnumpy(state)[:3].tolist() == [0, epoch, 0]
             ref = np.concatenate([[seed], seed + np.cumsum(aggs)]).astype(dt)
             np.testing.assert_array_equal(cp.asnumpy(excl), ref[:-1])
             assert cp.asnumpy(total)[0] == ref[-1]
@@ -74,11 +81,39 @@ def test_lookback_16_byte(module, rng):
     words = cp.zeros(tiles * 4 + 64, dtype=cp.uint64)
     subaggs = cp.zeros((tiles // 32 + 2) * 4, dtype=cp.uint64)
     anchors = cp.zeros((tiles // 96 + 2) * 4, dtype=cp.uint64)
-    counter = cp.zeros(1, dtype=cp.uint64)
+    state = launch_state(words, subaggs, anchors)
     aggs = (rng.integers(-8, 8, tiles) + 1j * rng.integers(-8, 8, tiles)).astype(np.complex128)
     excl = cp.zeros(tiles, dtype=cp.complex128)
     total = cp.zeros(1, dtype=cp.complex128)
-    fn((tiles,), (32,), (cp.asarray(aggs), excl, np.int64(tiles), words, subaggs, anchors, counter, np.uint64(0),
-                         np.uint32(1), np.complex128(0), np.int32(0), total))
+    fn((tiles,), (32,), (cp.asarray(aggs), excl, np.int64(tiles), words, subaggs, anchors, state, np.complex128(0),
+                         np.int32(0), total))
     ref = np.concatenate([[0], np.cumsum(aggs)])
     np.testing.assert_array_equal(cp.asnumpy(excl), ref[:-1])
+
+
+def test_the_launch_at_the_last_epoch_zeroes_the_words(module, rng):
+    """Epochs are 32-bit: the launch with epoch 2^32 - 1 zeroes every status word at its end,
+    and the launches after it count from 1 again, so words from 2^32 launches before (planted
+    here, tagged with the epochs to come) are never taken for a launch's own."""
+    fn = module.get_function("lookback_test<long long, 32>")
+    tiles = 5003
+    words = cp.zeros(tiles * 2 + 64, dtype=cp.uint64)
+    subaggs = cp.zeros((tiles // 32 + 2) * 2, dtype=cp.uint64)
+    anchors = cp.zeros((tiles // 32 + 2) * 2, dtype=cp.uint64)
+    state = launch_state(words, subaggs, anchors)
+    last = 0xFFFFFFFF
+    state[1] = last - 2
+    for a in (words, subaggs, anchors):  # epoch 1's words, each a plausible value
+        a[:] = (1 << 32) | 77
+    for epoch in (last - 1, last, 1, 2):
+        aggs = rng.integers(-1000, 1000, tiles, dtype=np.int64)
+        excl = cp.full(tiles, 12345, dtype=np.int64)
+        total = cp.zeros(1, dtype=np.int64)
+        fn((tiles,), (32,), (cp.asarray(aggs), excl, np.int64(tiles), words, subaggs, anchors, state, np.int64(0),
+                             np.int32(0), total))
+        assert cp.asnumpy(state)[:3].tolist() == [0, 0 if epoch == last else epoch, 0]
+        if epoch == last:
+            assert int(cp.count_nonzero(words)) + int(cp.count_nonzero(subaggs)) + int(cp.count_nonzero(anchors)) == 0
+        ref = np.concatenate([[0], np.cumsum(aggs)])
+        np.testing.assert_array_equal(cp.asnumpy(excl), ref[:-1], err_msg=f"epoch {epoch:#x}")
+        assert cp.asnumpy(total)[0] == ref[-1]

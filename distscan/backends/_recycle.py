@@ -2,7 +2,7 @@
 
 A loop of single-rank calls without ``out=`` (``y = cumsum(x)`` at 2^16 items) is bound by
 the host, and taking a new result from CuPy's pool and wrapping it in an array is about a
-fifth of its work (benchmarks/RESULTS.md, "Issue 10, eleventh pass").  A :class:`ResultRing`
+quarter of its work (23-27 %, benchmarks/RESULTS.md, "Issue 10, eleventh pass").  A :class:`ResultRing`
 remembers the last few results it handed out; one that nothing else references any more (its
 reference count is the ring's own) is handed out again, memory and array object alike.
 

@@ -19,7 +19,9 @@ Paths
   (``kernels/agent_lookahead.cuh``: each tile read once).  All
   have the same deterministic association, so for the same tile shape their results are
   bitwise equal.  The tile state needs no clearing between launches (launch epochs in the
-  status words).
+  status words), and its epoch and tile counter live on the device, so a launch's arguments
+  are the same when it is repeated: the hot path replays a CUDA graph of a call it has seen
+  before (``_FastEntry.launch_graphed``), and a user's own graph may capture a scan.
 * ``1 < w <= 32``: the columns of a transposed contiguous copy, one launch each.
 * ``w > 32``: ``scan_columns_kernel``, one thread per column (coalesced along rows);
   correct for any shape, fast only when ``w`` is large.
@@ -101,33 +103,33 @@ def _device_info(dev_id: int):
 
 
 class _TileScratch:
-    """Tile status words, the tile counter, the launch epoch, the spare result memory
-    (``_SPARE_MAX_BYTES``) and the small results handed out of one (device, stream).
+    """Tile status words, the launch state (``kernels/tile_state.cuh``, LaunchWord: the epoch
+    and the tile counter), the spare result memory (``_SPARE_MAX_BYTES``) and the small
+    results handed out of one (device, stream).
 
-    Status words carry the epoch of the launch that wrote them (kernels/tile_state.cuh),
-    so no clearing pass is needed between launches; the words are zeroed only when they
-    are (re)allocated or the 32-bit epoch would wrap.  Tile ids are the counter value
-    minus ``counter_base`` (the counter only grows).  Only launches on this stream use
-    this scratch, so they are ordered.
+    Status words carry the epoch of the launch that wrote them, so no clearing pass is needed
+    between launches: each launch reads its epoch from the launch state, and its last block
+    moves the epoch on (and zeroes the words when it would wrap).  The host zeroes the words
+    only when it (re)allocates them.  Only launches on this stream use this scratch, so they
+    are ordered.
     """
 
     def __init__(self):
-        # Held from a launch's epoch and tile ids to its enqueue: host threads sharing a stream
-        # must not interleave them (two launches with one epoch would read each other's words).
+        # Held around the hot path's argument block, graphs, spare and ring: host threads that
+        # share a stream share its scratch and hot-path entries.
         self.lock = threading.Lock()
         self.words = None
         self.subaggs = None
         self.anchors = None
-        self.counter = None
-        self.counter_base = 0
-        self.epoch = 0
+        self.launch_state = None
         self.generation = 0  # bumped when the arrays are reallocated (the hot path caches their pointers)
         # (nbytes, MemoryPointer): the next small result's memory, taken by the hot path after
         # its launch (see _SPARE_MAX_BYTES); None when there is none.
         self.spare = None
         self.results = ResultRing()  # small results handed out, for reuse once dropped
 
-    def prepare(self, num_tiles: int, window: int, k: int, claims: int | None = None):
+    def prepare(self, num_tiles: int, window: int, k: int) -> None:
+        """Status words for a launch of ``num_tiles`` tiles (reallocated, zeroed, when too few)."""
         cp = _cp
         need_words = max(num_tiles, 1) * k
         need_subaggs = (num_tiles // 32 + 1) * k
@@ -137,24 +139,11 @@ class _TileScratch:
             self.words = cp.zeros(max(need_words, 1 << 16), dtype=cp.uint64)
             self.subaggs = cp.zeros(max(need_subaggs, 1 << 12), dtype=cp.uint64)
             self.anchors = cp.zeros(max(need_anchors, 1 << 10), dtype=cp.uint64)
-            if self.counter is None:
-                self.counter = cp.zeros(1, dtype=cp.uint64)
-            self.epoch = 0
+            # new words: epochs start again at 1; the kernel zeroes them when the epoch wraps
+            state = np.zeros(_LAUNCH_WORDS, np.uint64)
+            state[_LAUNCH_SIZES:_LAUNCH_SIZES + 3] = (self.words.size, self.subaggs.size, self.anchors.size)
+            self.launch_state = cp.asarray(state)
             self.generation += 1
-        if self.epoch >= _EPOCH_WRAP:
-            self.words.fill(0)
-            self.subaggs.fill(0)
-            self.anchors.fill(0)
-            self.epoch = 0
-        return self.claim(num_tiles if claims is None else claims)
-
-    def claim(self, claims: int):
-        """The next launch's ``(counter base, epoch)``, reserving ``claims`` tile ids (under
-        :attr:`lock`, with the launch)."""
-        self.epoch += 1
-        base = self.counter_base
-        self.counter_base += claims
-        return base, self.epoch
 
     def capacity(self, window: int, k: int) -> int:
         """The most tiles one launch of a plan with this window and ``k`` words per status may
@@ -165,8 +154,9 @@ class _TileScratch:
 
 
 _SCRATCH: dict = {}
-# From this epoch on prepare() clears the status words first (the 32-bit epoch would wrap).
-_EPOCH_WRAP = 0xFFFFFFF0
+# kernels/tile_state.cuh, LaunchWord: the launch state's length, where the three status-word
+# arrays' sizes go, and where the last launch's epoch is.
+_LAUNCH_WORDS, _LAUNCH_SIZES, _LAUNCH_EPOCH = 8, 3, 1
 # A call without ``out=`` of a result up to this size takes the memory its stream's scratch set
 # aside after the previous such call's launch, and sets aside the next: the allocation (1.4 us
 # on the H200 host) then overlaps a kernel instead of delaying the launch.  One buffer per
@@ -425,16 +415,14 @@ def _combine_device(op, types, a, b):
 
 
 def _launch_shape(plan, n: int):
-    """``(grid, dynamic shared memory, tile claims, lead)`` of one scan of n items: the
-    look-ahead kernel runs a persistent grid, which claims num_tiles + grid tile ids; the
-    others one block per claim, num_tiles + lead claims (lead: the look-back's reduction
-    lead, 0 for the other strategies)."""
+    """``(grid, dynamic shared memory, lead)`` of one scan of n items: the look-ahead kernel
+    runs a persistent grid; the others one block per tile claim, num_tiles + lead of them
+    (lead: the look-back's reduction lead, 0 for the other strategies)."""
     num_tiles = -(-n // plan.tile)
     if plan.la_grid:
-        grid = min(num_tiles, plan.la_grid)
-        return grid, plan.la_smem, num_tiles + grid, 0
+        return min(num_tiles, plan.la_grid), plan.la_smem, 0
     lead = _lead(plan, num_tiles)
-    return num_tiles + lead, 0, num_tiles + lead, lead
+    return num_tiles + lead, 0, lead
 
 
 def _launch_tiles(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr):
@@ -442,18 +430,14 @@ def _launch_tiles(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev
     num_tiles = -(-n // plan.tile)
     scratch = _scratch(dev_id, stream_ptr)
     vector_ok = int(x.data.ptr % 16 == 0 and out.data.ptr % 16 == 0)
-    grid, smem, claims, lead = _launch_shape(plan, n)
+    grid, smem, lead = _launch_shape(plan, n)
     fn = plan.funcs["scan_excl" if exclusive else "scan_incl"]
     with scratch.lock:
-        base, epoch = scratch.prepare(num_tiles, plan.window, plan.k_words, claims)
-        try:
-            fn((grid,), (plan.threads,),
-               (x, out, np.int64(n), scratch.words, scratch.subaggs, scratch.anchors, scratch.counter, np.uint64(base),
-                np.uint32(epoch), seed_k, np.int32(has_seed), d_total_ptr, np.int32(vector_ok), np.int64(lead)),
-               shared_mem=smem)
-        except BaseException:
-            scratch.counter_base = base  # not launched: the device's counter did not move
-            raise
+        scratch.prepare(num_tiles, plan.window, plan.k_words)
+        fn((grid,), (plan.threads,),
+           (x, out, np.int64(n), scratch.words, scratch.subaggs, scratch.anchors, scratch.launch_state, seed_k,
+            np.int32(has_seed), d_total_ptr, np.int32(vector_ok), np.int64(lead)),
+           shared_mem=smem)
 
 
 class _ArgBlock:
@@ -475,21 +459,52 @@ class _ArgBlock:
 # of the same shape or none, no total): one dict lookup for plan, scratch and kernel, and a
 # launch through cuLaunchKernel with a ctypes argument block kept per entry (only the changing
 # fields are rewritten: the scratch pointers only after the scratch was reallocated),
-# bypassing CuPy's per-argument packing.  At 2^16 items the call is host-bound (8 us through
-# the API on the H200's host, 4-5 of them the launch): each attribute lookup and Python call
-# here shows, so the sizes' launch shapes and the scratch's capacity are kept per entry.
+# bypassing CuPy's per-argument packing, or the replay of a CUDA graph of the same call.  At
+# 2^16 items the call is host-bound (8 us through the API on the H200's host, 4-5 of them the
+# launch): each attribute lookup and Python call here shows, so the sizes' launch shapes and
+# the scratch's capacity are kept per entry.
 _FAST: dict = {}
 # A _FAST (or _REDUCE) value for calls the hot path does not take (several kernels, flagged
 # product carries, a CuPy without driver.launchKernel): they go the general way.
 _NOT_FAST = object()
 # Launch shapes each entry keeps (sizes a loop of calls repeats).
 _MAX_SHAPES = 64
+# CUDA graphs of repeated calls: a one-kernel graph replayed costs the host half a
+# cuLaunchKernel (H100 host: 2.32 against 4.88 us, benchmarks/logs/probe-pdl-graph-h100.txt).
+# With the epoch and the tile ids on the device, an unseeded call's arguments are fixed by
+# (x, out, n) and the scratch, so an entry makes a graph of a call it sees the second time
+# (CuPy's pool and the result ring make loops repeat their pointers) and replays it after.
+# At most this many per entry (all dropped when full, and when the scratch is reallocated).
+_GRAPHS_PER_ENTRY = 16
+_SEEN_ONCE = object()  # a _FastEntry.graphs value: no graph yet
+_CAPTURE_STREAMS: dict = {}  # device -> the stream graphs are captured on (a graph runs on any stream)
+_CAPTURE_LOCK = threading.Lock()
+
+
+def _runtime_function(name: str):
+    """CuPy's ``cupy.cuda.runtime.<name>``, or None (no CuPy, or one without it)."""
+    try:
+        return getattr(_cp.cuda.runtime, name)
+    except AttributeError:
+        return None
+
+
+_graph_launch = _runtime_function("graphLaunch")
+_capture_status = _runtime_function("streamIsCapturing")
+
+
+def _is_capturing(stream_ptr: int) -> bool:
+    """Whether the stream records into a graph (someone's capture) rather than runs."""
+    try:
+        return _capture_status(stream_ptr) != 0
+    except Exception:  # noqa: BLE001 - e.g. the legacy stream while another stream captures:
+        return True    # the plain launch reports what CUDA thinks of that
 
 
 class _FastEntry:
     """One kind of hot-path call (device, stream, dtypes, operator, direction, overrides):
-    scan_tiles_kernel's 14 arguments as an :class:`_ArgBlock`, the plan, scratch and kernel
-    handle, and the launch shapes of the sizes seen."""
+    scan_tiles_kernel's 12 arguments as an :class:`_ArgBlock`, the plan, scratch and kernel
+    handle, the launch shapes of the sizes seen, and the graphs of repeated calls."""
 
     def __init__(self, plan, scratch, kernel_ptr, launch, result_type):
         c = ctypes
@@ -499,14 +514,17 @@ class _FastEntry:
         self.result_dtype = _cp.ndarray((0,), result_type).dtype
         self.kernel_ptr = kernel_ptr  # the module stays loaded: plan.funcs holds the kernel
         self.args = _ArgBlock(c.c_uint64, c.c_uint64, c.c_int64, c.c_uint64, c.c_uint64, c.c_uint64, c.c_uint64,
-                              c.c_uint64, c.c_uint32, plan.kacc.itemsize, c.c_int32, c.c_uint64, c.c_int32, c.c_int64)
-        (self.x, self.out, self.n, self.words, self.subaggs, self.anchors, self.counter, self.base, self.epoch,
-         self.seed, self.has_seed, self.total, self.vec, self.lead) = self.args.values
+                              plan.kacc.itemsize, c.c_int32, c.c_uint64, c.c_int32, c.c_int64)
+        (self.x, self.out, self.n, self.words, self.subaggs, self.anchors, self.state, self.seed, self.has_seed,
+         self.total, self.vec, self.lead) = self.args.values
         self.seed.raw = plan.identity_k.tobytes()
         self.seeded = False  # whether the block holds a seed (rewritten to the identity when not)
         self.generation = -1  # of the scratch whose pointers are in the block (none yet)
         self.max_tiles = -1  # the most tiles that scratch holds for this plan
-        self.shapes = {}  # n -> (num_tiles, grid, smem, claims, lead)
+        self.shapes = {}  # n -> (num_tiles, grid, smem, lead)
+        # (x ptr, out ptr, n) -> _SEEN_ONCE or the call's graph; None: no graphs (a CuPy without
+        # the runtime calls, or a driver that refused a capture)
+        self.graphs = {} if _graph_launch is not None and _capture_status is not None else None
 
     def point_at_scratch(self):
         s = self.scratch
@@ -514,9 +532,11 @@ class _FastEntry:
             self.words.value = s.words.data.ptr
             self.subaggs.value = s.subaggs.data.ptr
             self.anchors.value = s.anchors.data.ptr
-            self.counter.value = s.counter.data.ptr
+            self.state.value = s.launch_state.data.ptr
         self.max_tiles = s.capacity(self.plan.window, self.plan.k_words)
         self.generation = s.generation
+        if self.graphs:
+            self.graphs.clear()  # they point at the old arrays
 
     def launch_shape(self, n: int):
         """``(num_tiles,) + _launch_shape(plan, n)``, kept for the last sizes."""
@@ -527,19 +547,60 @@ class _FastEntry:
             shape = self.shapes[n] = (-(-n // self.plan.tile),) + _launch_shape(self.plan, n)
         return shape
 
-    def launch_at(self, xp, op_, n, base, epoch, vector_ok, lead, seed_k, grid, smem, stream_ptr) -> None:
-        """One launch of the entry's kernel with these changing arguments (the scratch
-        pointers current: :meth:`point_at_scratch`)."""
+    def set_args(self, xp, op_, n, vector_ok, lead, seed_k) -> None:
+        """The changing arguments (the scratch pointers current: :meth:`point_at_scratch`)."""
         if seed_k is not None or self.seeded:
             self.set_seed(seed_k)
         self.x.value = xp
         self.out.value = op_
         self.n.value = n
-        self.base.value = base
-        self.epoch.value = epoch
         self.vec.value = vector_ok
         self.lead.value = lead
+
+    def launch_at(self, xp, op_, n, vector_ok, lead, seed_k, grid, smem, stream_ptr) -> None:
+        """One launch of the entry's kernel with these changing arguments."""
+        self.set_args(xp, op_, n, vector_ok, lead, seed_k)
         self.launch(self.kernel_ptr, grid, 1, 1, self.plan.threads, 1, 1, smem, stream_ptr, self.args.ptr, 0)
+
+    def launch_graphed(self, xp, op_, n, vector_ok, lead, grid, smem, stream_ptr) -> None:
+        """An unseeded launch: the replay of this (x, out, n)'s graph, made the second time
+        the call is seen; a plain launch the first time, and on a stream that is capturing
+        (the capture records the kernel itself)."""
+        key = (xp, op_, n)
+        graph = self.graphs.get(key)
+        if graph is None:
+            if len(self.graphs) >= _GRAPHS_PER_ENTRY:
+                self.graphs.clear()
+            self.graphs[key] = _SEEN_ONCE
+        elif not _is_capturing(stream_ptr):
+            if graph is _SEEN_ONCE:
+                self.set_args(xp, op_, n, vector_ok, lead, None)
+                graph = self.capture(grid, smem)
+            if graph is not None:
+                self.graphs[key] = graph
+                _graph_launch(graph.graphExec, stream_ptr)
+                return
+        self.launch_at(xp, op_, n, vector_ok, lead, None, grid, smem, stream_ptr)
+
+    def capture(self, grid, smem):
+        """A CUDA graph of one launch with the argument block as it is (captured on a stream
+        of the device's own), or None where CUDA refuses: graphs then stay off for the entry."""
+        dev_id = _current_device()
+        try:
+            with _CAPTURE_LOCK:
+                stream = _CAPTURE_STREAMS.get(dev_id)
+                if stream is None:
+                    stream = _CAPTURE_STREAMS[dev_id] = _cp.cuda.Stream(non_blocking=True)
+                stream.begin_capture()  # relaxed: other threads' calls cannot spoil it
+                try:
+                    self.launch(self.kernel_ptr, grid, 1, 1, self.plan.threads, 1, 1, smem, stream.ptr,
+                                self.args.ptr, 0)
+                finally:
+                    graph = stream.end_capture()
+            return graph
+        except Exception:  # noqa: BLE001 - a driver or CuPy without what graphs need
+            self.graphs = None
+            return None
 
     def set_seed(self, seed_k) -> None:
         """The seed argument: ``seed_k`` (a NumPy scalar of the kernel's accumulator), or None."""
@@ -593,15 +654,15 @@ def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
         ent = _fast_entry(key, dev_id, stream_ptr, x.dtype, op, types, exclusive, algorithm, large)
     if ent is _NOT_FAST:
         return None
-    num_tiles, grid, smem, claims, lead = ent.launch_shape(n)
+    num_tiles, grid, smem, lead = ent.launch_shape(n)
     seed_k = None if seed is None else _seed_scalar(ent.plan, seed, types)
     scratch = ent.scratch
     small = nbytes <= _SPARE_MAX_BYTES
     with scratch.lock:
         if ent.generation != scratch.generation:
             ent.point_at_scratch()
-        if num_tiles > ent.max_tiles or scratch.epoch >= _EPOCH_WRAP:
-            return None  # the general path (re)allocates or clears the scratch
+        if num_tiles > ent.max_tiles:
+            return None  # the general path (re)allocates the scratch
         # Without out=, a small result is one its caller let go of (_recycle), else new: its
         # memory the spare or taken now, wrapped in an array after the launch (host
         # bookkeeping that need not delay the kernel).
@@ -612,12 +673,10 @@ def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
                 spare, scratch.spare = scratch.spare, None
                 mem = spare[1] if spare is not None and spare[0] == nbytes else cp.cuda.alloc(nbytes)
         xp, op_ = x.data.ptr, (out.data.ptr if mem is None else mem.ptr)
-        base, epoch = scratch.claim(claims)
-        try:
-            ent.launch_at(xp, op_, n, base, epoch, (xp | op_) & 15 == 0, lead, seed_k, grid, smem, stream_ptr)
-        except BaseException:
-            scratch.counter_base = base  # not launched: the device's counter did not move
-            raise
+        if seed_k is None and ent.graphs is not None:
+            ent.launch_graphed(xp, op_, n, (xp | op_) & 15 == 0, lead, grid, smem, stream_ptr)
+        else:
+            ent.launch_at(xp, op_, n, (xp | op_) & 15 == 0, lead, seed_k, grid, smem, stream_ptr)
         if mem is None:
             return out
         result = cp.ndarray(x.shape, ent.result_type, mem)  # the shape it was given; memptr positional is cheaper
