@@ -3,6 +3,7 @@ CUB (cuda.compute), torch.cumsum and cupy.cumsum, in one run.
 
     python benchmarks/bench_gpu.py OUT.json [--sizes 16,18,20,22,23,24,26,27,28,29] [--reps 20]
                                    [--variants] [--leads 0,66,132,264] [--profile] [--png OUT.png]
+    python benchmarks/bench_gpu.py OUT.json --loops 16,18,20,22,24,26 [--rounds 7]   (loops of calls)
     python benchmarks/bench_gpu.py OUT.json --replot --png OUT.png   (plot an earlier run)
 
 Every implementation scans the same fresh random input (sum, result dtype = input dtype)
@@ -22,7 +23,9 @@ result is checked (integers exactly against cupy.cumsum, floats against a float6
 Up to N = 2^18 the wall time per call including Python is also measured (a loop of calls, one
 synchronisation).  --variants times other look-ahead tile shapes, stage counts and depths at 2^29;
 --leads times "auto" with each reduction lead (tiles) at 2^24, 2^27 and 2^29, against copy;
---profile prints where the host time of a 2^16 API call goes (cProfile).
+--profile prints where the host time of a 2^16 API call goes (cProfile).  --loops times loops of
+back-to-back calls instead (no flush, no synchronisation between calls), distscan with and
+without its CUDA graphs and dependent launches, against CUB and torch (bench_loops).
 The table is printed last; everything goes to OUT.json.
 """
 
@@ -327,6 +330,90 @@ def bench_shapes(dtype, reps, out):
         cp.get_default_memory_pool().free_all_blocks()
 
 
+def _loop_span(fn, stream, calls):
+    """Seconds per call of ``calls`` back-to-back calls on ``stream`` (events around the loop:
+    the host's time or the GPU's, whichever bounds it)."""
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    with stream:
+        stream.synchronize()
+        start.record(stream)
+        for _ in range(calls):
+            fn()
+        stop.record(stream)
+        stop.synchronize()
+    return cp.cuda.get_elapsed_time(start, stop) / 1e3 / calls
+
+
+def _switch_off(stream, graphs: bool, dependent: bool):
+    """Turn the hot path's graphs and/or dependent launches off for the entries of one stream
+    (the bench's other streams keep what ships); their launch shapes are made again."""
+    for key, ent in gpu._FAST.items():
+        if key[1] == stream.ptr and ent is not gpu._NOT_FAST:
+            if graphs:
+                ent.graphs = None
+            if dependent:
+                ent.dependent = None
+            ent.shapes.clear()
+
+
+def bench_loops(dtype, sizes, rounds, out, api):
+    """Loops of back-to-back calls, as a code that scans repeatedly runs them (no L2 flush, no
+    synchronisation between calls): the time per call of distscan.cumsum(x, out=y) as shipped
+    ("api": graphs of repeated calls below gpu._DEPENDENT_MIN_BYTES moved, dependent launches
+    from it), with neither ("plain"), with graphs only ("graphs"), with dependent launches at
+    every size ("dependent"), and of CUB and torch; each implementation on a stream of its own,
+    in a new random order every round, median of the rounds."""
+    order = random.Random(5)
+    for lg in sizes:
+        n = 1 << lg
+        x = _random(dtype, n, cp.random.RandomState(77 + lg))
+        y = cp.empty_like(x)
+        streams = {k: cp.cuda.Stream(non_blocking=True) for k in ("api", "plain", "graphs", "dependent")}
+        impls = {k: (lambda: api(x, dtype=x.dtype, out=y), st) for k, st in streams.items()}
+        saved = gpu._DEPENDENT_MIN_BYTES
+        for k, (fn, st) in impls.items():
+            with st:
+                for _ in range(3):  # the scratch, the hot-path entry, a graph
+                    fn()
+            _switch_off(st, graphs=k in ("plain", "dependent"), dependent=k in ("plain", "graphs"))
+            gpu._DEPENDENT_MIN_BYTES = 0 if k == "dependent" else saved
+            try:
+                with st:
+                    fn()  # the launch shape made again (kept by the entry), under the switches
+            finally:
+                gpu._DEPENDENT_MIN_BYTES = saved
+        cub, _ = make_cub(x, y, n)
+        null = cp.cuda.Stream.null
+        if cub is not None:
+            impls["cub"] = (cub, null)
+        try:
+            import torch
+
+            tx, ty = torch.from_dlpack(x), torch.from_dlpack(y)
+            impls["torch"] = (lambda: torch.cumsum(tx, 0, dtype=tx.dtype, out=ty), null)
+        except Exception:  # noqa: BLE001
+            pass
+        calls = 400 if n <= (1 << 20) else 100 if n <= (1 << 24) else 20
+        times = {k: [] for k in impls}
+        for k, (fn, st) in impls.items():
+            _loop_span(fn, st, 20)
+        for _ in range(rounds):
+            for k in order.sample(list(impls), len(impls)):
+                fn, st = impls[k]
+                times[k].append(_loop_span(fn, st, calls))
+        row = {"dtype": dtype, "n": n, "log2n": lg, "calls": calls}
+        row.update({f"{k}_us": statistics.median(v) * 1e6 for k, v in times.items()})
+        y.fill(0)
+        with streams["api"]:
+            api(x, dtype=x.dtype, out=y)
+            streams["api"].synchronize()
+        row["ok"] = _check(dtype, x, y)
+        out.append(row)
+        print(json.dumps(row), flush=True)
+        del x, y
+        cp.get_default_memory_pool().free_all_blocks()
+
+
 def profile_api(api, n=1 << 16):
     """Where the host time of one small API call goes."""
     import cProfile
@@ -372,6 +459,16 @@ def plot(data, png):
     np.atleast_1d(axes)[-1].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(png, dpi=110)
+
+
+def report_loops(loops):
+    names = [k[:-3] for k in loops[0] if k.endswith("_us")] if loops else []
+    print("\nloops of back-to-back calls, us per call (median of the rounds):")
+    print(f"{'dtype':8s} {'N':6s}" + "".join(f"{k:>10s}" for k in names) + "   cub/api  plain/api  ok")
+    for r in loops:
+        ratio = lambda a, b: r.get(f"{a}_us", float("nan")) / r[f"{b}_us"]  # noqa: E731
+        print(f"{r['dtype']:8s} 2^{r['log2n']:<4d}" + "".join(f"{r.get(f'{k}_us', float('nan')):10.2f}" for k in names)
+              + f"   {ratio('cub', 'api'):7.3f}  {ratio('plain', 'api'):9.3f}  {r['ok']}")
 
 
 def report(data):
@@ -426,6 +523,9 @@ def main():
     ap.add_argument("--shapes", action="store_true", help="time \"auto\" with other tile shapes at 2^27, 2^29")
     ap.add_argument("--leads", help="comma-separated reduction leads (tiles) to time \"auto\" with")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--loops", help="comma-separated log2 sizes: loops of back-to-back calls (graphs, "
+                                    "dependent launches) instead of the table")
+    ap.add_argument("--rounds", type=int, default=7, help="rounds of --loops")
     ap.add_argument("--png")
     ap.add_argument("--replot", action="store_true", help="plot and print the table of an earlier OUT.json")
     args = ap.parse_args()
@@ -449,6 +549,13 @@ def main():
     props = cp.cuda.runtime.getDeviceProperties(dev.id)
     meta = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "gpu": props["name"].decode(),
             "sms": props["multiProcessorCount"], "host": platform.node(), "cupy": cp.__version__}
+    if args.loops:
+        loops = []
+        for dtype in args.dtypes.split(","):
+            bench_loops(dtype, [int(v) for v in args.loops.split(",")], args.rounds, loops, api)
+        Path(args.json_out).write_text(json.dumps({"meta": meta, "loops": loops}, indent=1))
+        report_loops(loops)
+        return
     results, variants = [], []
     # A discarded first case: the first cell measured read up to 40 % slow at 2^16 (the host's
     # first loops of calls; benchmarks/RESULTS.md, "Issue 10, tenth pass").

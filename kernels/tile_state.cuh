@@ -151,10 +151,17 @@ struct TileState {
     u64 *d_launch;       // [LAUNCH_WORDS]                 LaunchWord
     unsigned epoch;      // this launch's epoch (>= 1)
 
-    // Every thread of every block, at entry.  The previous launch on the stream has ended,
-    // so the words are stable; the .gpu load reads them from L2, never a stale L1 line.
+    // Every thread of every block, at entry.  The previous launch on the stream has ended
+    // (after griddepcontrol.wait, when this one was launched early, as a programmatic
+    // dependent of the kernel before it), so the words are stable; the .gpu load reads them
+    // from L2, never a stale L1 line.  Then the kernel after this one may be launched early
+    // too: it waits in turn before it reads anything.
     static __device__ __forceinline__ TileState begin(u64 *d_aggregates, u64 *d_subaggs, u64 *d_anchors,
                                                       u64 *d_launch) {
+#if __CUDA_ARCH__ >= 900
+        asm volatile("griddepcontrol.wait;" ::: "memory");  // no-op unless launched as a dependent
+        asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
         TileState st;
         st.d_aggregates = d_aggregates;
         st.d_subaggs = d_subaggs;

@@ -21,7 +21,9 @@ Paths
   bitwise equal.  The tile state needs no clearing between launches (launch epochs in the
   status words), and its epoch and tile counter live on the device, so a launch's arguments
   are the same when it is repeated: the hot path replays a CUDA graph of a call it has seen
-  before (``_FastEntry.launch_graphed``), and a user's own graph may capture a scan.
+  before (``_FastEntry.launch_graphed``), and a user's own graph may capture a scan.  Large
+  hot-path launches are programmatic dependents of the kernel before them (sm_90+:
+  ``_dependent_launch``), so they overlap its tail.
 * ``1 < w <= 32``: the columns of a transposed contiguous copy, one launch each.
 * ``w > 32``: ``scan_columns_kernel``, one thread per column (coalesced along rows);
   correct for any shape, fast only when ``w`` is large.
@@ -44,6 +46,7 @@ import numpy as np
 from .._carry import zero_absorbs
 from .._dtypes import ScanTypes
 from ._absorb import absorb_zeros
+from ._dependent_launch import DependentLaunch, available as _dependent_launch_available
 from ._recycle import ResultRing
 from ..ops import Op
 from . import _cuda_compile as cc
@@ -476,6 +479,14 @@ _MAX_SHAPES = 64
 # (CuPy's pool and the result ring make loops repeat their pointers) and replays it after.
 # At most this many per entry (all dropped when full, and when the scratch is reallocated).
 _GRAPHS_PER_ENTRY = 16
+# From this many bytes moved (read plus written) a hot-path launch is a programmatic dependent
+# of the kernel before it on the stream (_dependent_launch; compute capability 9.0+): where the
+# GPU bounds a loop of calls, the launch overlaps the previous kernel's tail (H100, loops of
+# calls: 2^22 4-byte items 12.1 us per call against 13.2 with graphs; 2^24 8-byte 94 against
+# 95-96).  Below it the host bounds the loop, and a graph's replay costs it less (2^20 4-byte
+# items, 8 MB: 6.9 us against 8.1; 2^20 8-byte, 16 MB: 8.8 against 9.3).  benchmarks/RESULTS.md,
+# "Issue 10, twelfth pass".
+_DEPENDENT_MIN_BYTES = 1 << 25
 _SEEN_ONCE = object()  # a _FastEntry.graphs value: no graph yet
 _CAPTURE_STREAMS: dict = {}  # device -> the stream graphs are captured on (a graph runs on any stream)
 _CAPTURE_LOCK = threading.Lock()
@@ -506,9 +517,10 @@ class _FastEntry:
     scan_tiles_kernel's 12 arguments as an :class:`_ArgBlock`, the plan, scratch and kernel
     handle, the launch shapes of the sizes seen, and the graphs of repeated calls."""
 
-    def __init__(self, plan, scratch, kernel_ptr, launch, result_type):
+    def __init__(self, plan, scratch, kernel_ptr, launch, result_type, dependent=None):
         c = ctypes
         self.plan, self.scratch, self.launch = plan, scratch, launch
+        self.dependent = dependent  # a DependentLaunch of the kernel, or None (before sm_90)
         self.result_type = result_type  # what cupy.ndarray takes fastest for the result dtype
         # the dtype object CuPy keeps in the results (the ring compares dtypes by identity)
         self.result_dtype = _cp.ndarray((0,), result_type).dtype
@@ -521,7 +533,7 @@ class _FastEntry:
         self.seeded = False  # whether the block holds a seed (rewritten to the identity when not)
         self.generation = -1  # of the scratch whose pointers are in the block (none yet)
         self.max_tiles = -1  # the most tiles that scratch holds for this plan
-        self.shapes = {}  # n -> (num_tiles, grid, smem, lead)
+        self.shapes = {}  # n -> (num_tiles, grid, smem, lead, dependent)
         # (x ptr, out ptr, n) -> _SEEN_ONCE or the call's graph; None: no graphs (a CuPy without
         # the runtime calls, or a driver that refused a capture)
         self.graphs = {} if _graph_launch is not None and _capture_status is not None else None
@@ -539,12 +551,15 @@ class _FastEntry:
             self.graphs.clear()  # they point at the old arrays
 
     def launch_shape(self, n: int):
-        """``(num_tiles,) + _launch_shape(plan, n)``, kept for the last sizes."""
+        """``(num_tiles,) + _launch_shape(plan, n) + (dependent,)``, kept for the last sizes;
+        ``dependent``: whether n items are launched as a programmatic dependent."""
         shape = self.shapes.get(n)
         if shape is None:
             if len(self.shapes) >= _MAX_SHAPES:
                 self.shapes.clear()
-            shape = self.shapes[n] = (-(-n // self.plan.tile),) + _launch_shape(self.plan, n)
+            plan = self.plan
+            dependent = self.dependent is not None and n * (plan.in_size + plan.out_size) >= _DEPENDENT_MIN_BYTES
+            shape = self.shapes[n] = (-(-n // plan.tile),) + _launch_shape(plan, n) + (dependent,)
         return shape
 
     def set_args(self, xp, op_, n, vector_ok, lead, seed_k) -> None:
@@ -561,6 +576,15 @@ class _FastEntry:
         """One launch of the entry's kernel with these changing arguments."""
         self.set_args(xp, op_, n, vector_ok, lead, seed_k)
         self.launch(self.kernel_ptr, grid, 1, 1, self.plan.threads, 1, 1, smem, stream_ptr, self.args.ptr, 0)
+
+    def launch_dependent(self, xp, op_, n, vector_ok, lead, seed_k, grid, smem, stream_ptr) -> None:
+        """:meth:`launch_at` as a programmatic dependent of the kernel before it (a plain launch
+        on a stream that is capturing: the caller's graph takes it as it is)."""
+        if _is_capturing(stream_ptr):
+            self.launch_at(xp, op_, n, vector_ok, lead, seed_k, grid, smem, stream_ptr)
+            return
+        self.set_args(xp, op_, n, vector_ok, lead, seed_k)
+        self.dependent(grid, smem, stream_ptr, self.args.ptr)
 
     def launch_graphed(self, xp, op_, n, vector_ok, lead, grid, smem, stream_ptr) -> None:
         """An unseeded launch: the replay of this (x, out, n)'s graph, made the second time
@@ -632,7 +656,9 @@ def _fast_entry(key, dev_id, stream_ptr, x_dtype, op, types, exclusive, algorith
     else:
         kernel = plan.funcs["scan_excl" if exclusive else "scan_incl"]
         rt = types.result.type if np.dtype(types.result.type) == types.result else types.result
-        ent = _FastEntry(plan, _scratch(dev_id, stream_ptr), kernel.kernel.ptr, launch, rt)
+        dependent = (DependentLaunch(kernel.kernel.ptr, plan.threads) if _dependent_launch_available()
+                     and _capture_status is not None and _device_info(dev_id)["cc"] >= 90 else None)
+        ent = _FastEntry(plan, _scratch(dev_id, stream_ptr), kernel.kernel.ptr, launch, rt, dependent)
     return _remember(_FAST, key, ent, 4 * _MAX_STREAM_ENTRIES)
 
 
@@ -654,7 +680,7 @@ def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
         ent = _fast_entry(key, dev_id, stream_ptr, x.dtype, op, types, exclusive, algorithm, large)
     if ent is _NOT_FAST:
         return None
-    num_tiles, grid, smem, lead = ent.launch_shape(n)
+    num_tiles, grid, smem, lead, dependent = ent.launch_shape(n)
     seed_k = None if seed is None else _seed_scalar(ent.plan, seed, types)
     scratch = ent.scratch
     small = nbytes <= _SPARE_MAX_BYTES
@@ -673,7 +699,9 @@ def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
                 spare, scratch.spare = scratch.spare, None
                 mem = spare[1] if spare is not None and spare[0] == nbytes else cp.cuda.alloc(nbytes)
         xp, op_ = x.data.ptr, (out.data.ptr if mem is None else mem.ptr)
-        if seed_k is None and ent.graphs is not None:
+        if dependent:
+            ent.launch_dependent(xp, op_, n, (xp | op_) & 15 == 0, lead, seed_k, grid, smem, stream_ptr)
+        elif seed_k is None and ent.graphs is not None:
             ent.launch_graphed(xp, op_, n, (xp | op_) & 15 == 0, lead, grid, smem, stream_ptr)
         else:
             ent.launch_at(xp, op_, n, (xp | op_) & 15 == 0, lead, seed_k, grid, smem, stream_ptr)

@@ -1,7 +1,8 @@
-"""CUDA graphs (issue 10): the hot path replays a graph of a call it has seen before, and a
-caller's own graph may capture scans.  Both rest on the launch state on the device (the epoch
-and the tile counter, kernels/tile_state.cuh): a replayed launch is a new launch.  Skipped
-without a GPU."""
+"""How the hot path launches (issue 10): it replays a CUDA graph of a call it has seen before,
+a caller's own graph may capture scans (both rest on the launch state on the device, the
+epoch and the tile counter of kernels/tile_state.cuh: a replayed launch is a new launch), and
+from gpu._DEPENDENT_MIN_BYTES moved a launch is a programmatic dependent of the kernel before
+it.  Skipped without a GPU."""
 
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ def _data(r, n, dtype):
 def test_a_repeated_call_replays_its_graph_on_fresh_data(rng, dtype, n, with_out):
     """Calls with the same input, output and size: the second makes a graph, the later ones
     replay it (no plain launch) and read the input as it is now.  (1 << 25) + 3 float32 items
-    take the persistent look-ahead kernel."""
+    take the persistent look-ahead kernel, launched as a dependent (sm_90+) or graphed."""
     seed = int(rng.integers(1 << 30))
     print("seed", seed)
     r = np.random.default_rng(seed)
@@ -83,8 +84,10 @@ def test_a_repeated_call_replays_its_graph_on_fresh_data(rng, dtype, n, with_out
                                           err_msg=f"call {i}")
             del got  # a dropped small result comes back from the ring: the same pointer
         counter.__exit__()
-    repeats = with_out or n * np.dtype(dtype).itemsize <= gpu._SPARE_MAX_BYTES
-    if repeats:
+    nbytes = n * np.dtype(dtype).itemsize
+    dependent = 2 * nbytes >= gpu._DEPENDENT_MIN_BYTES and _entries(stream)[0].dependent is not None
+    repeats = with_out or nbytes <= gpu._SPARE_MAX_BYTES
+    if repeats and not dependent:  # large calls are dependent launches instead (a test below)
         assert _graphs(stream), "no graph was made"
         assert counter.count == 0, f"{counter.count} plain launches where graphs should have run"
 
@@ -171,3 +174,40 @@ def test_calls_across_the_epoch_wrap(rng):
             np.testing.assert_array_equal(cp.asnumpy(out, stream=stream), np.cumsum(host), err_msg=f"call {i}")
             epochs.append(int(scratch.launch_state[1].get(stream=stream)))
     assert epochs == [LAST_EPOCH - 2, LAST_EPOCH - 1, 0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("dtype,n,threshold", [(np.int64, 1000, 0), (np.int32, 65537, 0), (np.int64, 3_000_017, None),
+                                               (np.int32, (1 << 25) + 5, None)])
+def test_dependent_launches_read_what_the_kernel_before_wrote(rng, monkeypatch, dtype, n, threshold):
+    """A dependent launch starts while the kernel before it drains and must wait for its writes:
+    a chain of scans, each of the previous one's output, with a CuPy kernel writing in between
+    and results without out=, is NumPy's chain.  threshold 0: dependent launches at every size;
+    None: the shipped threshold (these sizes are above it)."""
+    if threshold is not None:
+        monkeypatch.setattr(gpu, "_DEPENDENT_MIN_BYTES", threshold)
+    assert n * 2 * np.dtype(dtype).itemsize >= gpu._DEPENDENT_MIN_BYTES
+    seed = int(rng.integers(1 << 30))
+    print("seed", seed)
+    host = np.random.default_rng(seed).integers(-3, 4, n).astype(dtype)
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        a, b = cp.asarray(host), cp.empty(n, dtype)
+        distscan.cumsum(a, dtype=dtype, out=b, comm=COMM)  # prepares the stream's scratch
+        distscan.cumsum(b, dtype=dtype, exclusive=True, comm=COMM)  # the second entry
+        dependents = [0]
+        for ent in _entries(stream):
+            if ent.dependent is None:
+                pytest.skip("no dependent launches here (compute capability below 9.0, or no cuLaunchKernelEx)")
+            launch = ent.dependent
+            ent.dependent = lambda *args, launch=launch: (dependents.__setitem__(0, dependents[0] + 1), launch(*args))
+        want = host
+        for i in range(4):
+            distscan.cumsum(a, dtype=dtype, out=b, comm=COMM)
+            c = distscan.cumsum(b, dtype=dtype, exclusive=True, comm=COMM)
+            cp.multiply(c, 3, out=a)  # a kernel of CuPy's between two of ours
+            a -= 1
+            first = np.cumsum(want, dtype=dtype)
+            want = (np.concatenate([[0], np.cumsum(first, dtype=dtype)[:-1]]).astype(dtype) * dtype(3) - dtype(1))
+        got = cp.asnumpy(a, stream=stream)
+    np.testing.assert_array_equal(got, want)
+    assert dependents[0] == 8
