@@ -80,11 +80,11 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
     struct Claims {
         i64 pending;
         bool open;
-        __device__ __forceinline__ void start(const TileState &st) {
+        __device__ __forceinline__ void start(TileState &st) {
             pending = st.claim();
             open = true;
         }
-        __device__ __forceinline__ i64 take(const TileState &st, i64 num_tiles) {
+        __device__ __forceinline__ i64 take(TileState &st, i64 num_tiles) {
             if (!open) return num_tiles;
             const i64 id = pending;
             if (id < num_tiles)
@@ -115,7 +115,7 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
         Base::staged_items(slice, lane, valid, items);
     }
 
-    static __device__ __forceinline__ void run(const TIn *d_in, TOut *d_out, i64 n, const TileState &st, TAcc seed,
+    static __device__ __forceinline__ void run(const TIn *d_in, TOut *d_out, i64 n, TileState &st, TAcc seed,
                                                bool has_seed, TAcc *d_total, bool vector_ok) {
         static_assert(BLOCK_ALGO == BLOCK_COARSENED, "the look-ahead splits the coarsened block scan at its barrier");
         extern __shared__ __align__(16) char s_stages[];
@@ -137,6 +137,7 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
             for (int k = 0; k < LOADS; ++k) s_ids[k] = claims.take(st, num_tiles);
         }
         __syncthreads();
+        if (service) st.epoch = __shfl_sync(0xffffffffu, st.epoch, 0);  // the leader's claims set it
         if (s_ids[0] >= num_tiles) return;  // the whole block: no tile left for it
         if (!service) {
 #pragma unroll

@@ -56,7 +56,7 @@ struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEM
     // that costs the one-tile kernel 16-27 % of copy (benchmarks/NOTES-gpu.md) leaves the
     // loop, for one extra read from L2 (not DRAM while lead tiles fit in it).  The launch
     // makes num_tiles + lead claims.  Same words, same association, same bits as lead == 0.
-    static __device__ __forceinline__ void consume(const TIn *d_in, TOut *d_out, i64 n, const TileState &st,
+    static __device__ __forceinline__ void consume(const TIn *d_in, TOut *d_out, i64 n, TileState &st,
                                                    TAcc seed, bool has_seed, TAcc *d_total, bool vector_ok, i64 lead) {
         __shared__ __align__(16) char s_io[WARPS * IO_BYTES];
         __shared__ typename BScan::TempStorage s_scan;
@@ -71,6 +71,7 @@ struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEM
         // before its own, whose blocks are therefore already resident (no deadlock).
         if (threadIdx.x == 0) s_tile = st.claim();
         __syncthreads();
+        if (warp == 0) st.epoch = __shfl_sync(0xffffffffu, st.epoch, 0);  // warp 0 reads and writes status words
         const i64 claim = s_tile;
         const i64 num_tiles = (n + TILE_ITEMS - 1) / TILE_ITEMS;
         TAcc items[ITEMS];

@@ -171,14 +171,21 @@ template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIV
 __global__ void __launch_bounds__(DEVICE == DEVICE_LOOKAHEAD ? BLOCK_THREADS + LOOKAHEAD_SERVICE_THREADS : BLOCK_THREADS, MIN_BLOCKS)
     scan_tiles_kernel(const TIn *d_in, TOut *d_out, i64 n, u64 *d_aggregates, u64 *d_subaggs, u64 *d_anchors,
                       u64 *d_launch, TAcc seed, int has_seed, TAcc *d_total, int vector_ok, i64 lead) {
-    const TileState st = TileState::begin(d_aggregates, d_subaggs, d_anchors, d_launch);
-    if constexpr (DEVICE == DEVICE_LOOKAHEAD)
-        AgentLookahead<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, WINDOW, BLOCK_ALGO, STAGES, DEPTH, BEHIND>::run(
-            d_in, d_out, n, st, seed, has_seed != 0, d_total, vector_ok != 0);
-    else
+    if constexpr (DEVICE == DEVICE_LOOKAHEAD) {
+        typedef AgentLookahead<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, WINDOW, BLOCK_ALGO, STAGES, DEPTH,
+                               BEHIND>
+            Agent;
+        // a persistent block claims until its first id past the end: num_tiles + gridDim.x claims
+        TileState st = TileState::begin(d_aggregates, d_subaggs, d_anchors, d_launch,
+                                        (u64)((n + Agent::TILE_ITEMS - 1) / Agent::TILE_ITEMS) + gridDim.x);
+        Agent::run(d_in, d_out, n, st, seed, has_seed != 0, d_total, vector_ok != 0);
+        if ((int)(threadIdx.x >> 5) == BLOCK_THREADS / 32) st.retire();  // the service warp claims
+    } else {
+        TileState st = TileState::begin(d_aggregates, d_subaggs, d_anchors, d_launch, gridDim.x);  // one claim a block
         AgentScan<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, WINDOW, BLOCK_ALGO, DEVICE>::consume(
             d_in, d_out, n, st, seed, has_seed != 0, d_total, vector_ok != 0, lead);
-    st.end();  // every block, whichever way it left the agent
+        if (threadIdx.x < 32) st.retire();  // warp 0 claims
+    }
 }
 // "hierarchical", last step: y[i] = prefix[i / tile_items] op y[i] (the exclusive prefix of
 // each tile, from the scan of the tile totals), computed in the accumulator type.

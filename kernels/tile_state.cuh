@@ -14,10 +14,13 @@
 // LAUNCH STATE.  The epoch and the tile counter live in device memory (LaunchWord), not in
 // kernel arguments, so that a launch's arguments are the same every time it is repeated: a
 // CUDA graph replays them (the host's graph of a repeated call, or a user's own graph that
-// captured a scan).  Every block reads the epoch at entry, claims tile ids from 0, and
-// counts itself done at exit (TileState::end); the last block of the launch resets the
-// counter and moves the epoch on for the next launch on the stream, which starts only after
-// this one has ended.  When the epoch would wrap, that block first zeroes every status word.
+// captured a scan).  They share one word, (last epoch << 32) | claims so far, so that each
+// claim (one atomic, as with a bare counter) also returns the launch's epoch: no load before
+// it, and nothing to do at the blocks' exits.  The launch's last claim (the kernel knows how
+// many it makes) leaves the word for the next launch on the stream, (epoch << 32) | 0: every
+// block of this launch has claimed, so none reads it again.  The launch with the last epoch
+// instead counts its blocks out and its last one zeroes every status word first
+// (TileState::retire), so that epochs start again at 1.
 //
 // WHY RELAXED IS ENOUGH.  Nothing but the word itself is communicated through it (the
 // value is inside the word), so no release/acquire pairing is needed to make other data
@@ -132,9 +135,8 @@ struct StatusWord {
 // The launch state (u64 words; distscan/backends/cuda.py allocates it with the status
 // words, one per stream, all zero but the sizes).
 enum LaunchWord {
-    LAUNCH_COUNTER = 0,    // tile ids claimed by this launch (0 when no launch runs)
-    LAUNCH_EPOCH = 1,      // the epoch of the last launch that ended (this launch's is one more)
-    LAUNCH_DONE = 2,       // blocks of this launch that have ended (0 when no launch runs)
+    LAUNCH_CLAIMS = 0,     // (epoch of the last launch << 32) | tile ids claimed by this one
+    LAUNCH_DONE = 2,       // the launch with the last epoch: blocks counted out (else 0)
     LAUNCH_AGGREGATES = 3, // the sizes, in u64 words, of the three status-word arrays (zeroed
     LAUNCH_SUBAGGS = 4,    //   when the epoch wraps)
     LAUNCH_ANCHORS = 5,
@@ -144,20 +146,23 @@ enum LaunchWord {
 constexpr unsigned LAST_EPOCH = 0xFFFFFFFFu;
 
 // The device-wide state of one scan launch (host: distscan/backends/cuda.py sizes it).
+// `epoch` is known in the lane that claims, and in its warp once shuffled there: the warp
+// that claims is the one that reads and writes status words (the look-back's warp 0, the
+// look-ahead's service warp); the other warps only move data.
 struct TileState {
     u64 *d_aggregates;   // [num_tiles * K]                agg(t)
     u64 *d_subaggs;      // [num_sub_windows * K]          SUB(g, s)
     u64 *d_anchors;      // [num_windows * K]              ANCHOR(g) (look-back) or W(g) (look-ahead)
     u64 *d_launch;       // [LAUNCH_WORDS]                 LaunchWord
-    unsigned epoch;      // this launch's epoch (>= 1)
+    u64 claims;          // tile ids this launch claims in all
+    unsigned epoch;      // this launch's epoch (>= 1), from the first claim
 
-    // Every thread of every block, at entry.  The previous launch on the stream has ended
-    // (after griddepcontrol.wait, when this one was launched early, as a programmatic
-    // dependent of the kernel before it), so the words are stable; the .gpu load reads them
-    // from L2, never a stale L1 line.  Then the kernel after this one may be launched early
-    // too: it waits in turn before it reads anything.
+    // Every thread of every block, at entry.  Launched early, as a programmatic dependent of
+    // the kernel before it on the stream, the block first waits until that kernel has ended
+    // and its writes are visible (nothing is read before); then the kernel after this one may
+    // be launched early too, and waits in turn.
     static __device__ __forceinline__ TileState begin(u64 *d_aggregates, u64 *d_subaggs, u64 *d_anchors,
-                                                      u64 *d_launch) {
+                                                      u64 *d_launch, u64 claims) {
 #if __CUDA_ARCH__ >= 900
         asm volatile("griddepcontrol.wait;" ::: "memory");  // no-op unless launched as a dependent
         asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -167,38 +172,41 @@ struct TileState {
         st.d_subaggs = d_subaggs;
         st.d_anchors = d_anchors;
         st.d_launch = d_launch;
-        u64 last;
-        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(last) : "l"(d_launch + LAUNCH_EPOCH) : "memory");
-        st.epoch = (unsigned)last + 1u;
+        st.claims = claims;
+        st.epoch = 0;
         return st;
     }
 
-    // The next tile id of this launch, in claim order (0, 1, 2, ...).
-    __device__ __forceinline__ i64 claim() const { return (i64)atomicAdd(d_launch + LAUNCH_COUNTER, 1ull); }
+    // The next tile id of this launch, in claim order (0, 1, 2, ...); sets `epoch`.  The last
+    // claim leaves the word for the next launch.
+    __device__ __forceinline__ i64 claim() {
+        const u64 word = atomicAdd(d_launch + LAUNCH_CLAIMS, 1ull);
+        const u64 id = word & 0xFFFFFFFFull;  // < 2^32 claims: n < 2^42 items at the smallest tile
+        epoch = (unsigned)(word >> 32) + 1u;
+        if (id == claims - 1 && epoch != LAST_EPOCH) atomicExch(d_launch + LAUNCH_CLAIMS, (u64)epoch << 32);
+        return (i64)id;
+    }
 
-    // Every thread of every block, once, as the block's last step (a barrier).  Each claim's
-    // value was used before the barrier, so every claim of the block has been performed when
-    // thread 0 counts the block done; the block that counts last sees every claim of the
-    // launch performed and leaves the state for the next launch.  Warp 0 alone does this, with
-    // no shared memory: the look-ahead kernel's dynamic shared memory starts after the static,
-    // and one more static word moved it off 128 bytes and cost the 4-byte kernel 5 % (H100).
-    __device__ __forceinline__ void end() const {
-        __syncthreads();
-        if (threadIdx.x >= 32) return;
+    // The claiming warp of every block (its `epoch` shuffled to all lanes), after the block's
+    // last status-word access.  Only in the launch with the last epoch: the warps count out,
+    // and the last zeroes the status words and leaves epoch 0 (the next launch's is 1).
+    __device__ __forceinline__ void retire() const {
+        if (epoch != LAST_EPOCH) return;  // once in 2^32 launches
         bool last = false;
-        if (threadIdx.x == 0) last = atomicAdd(d_launch + LAUNCH_DONE, 1ull) == (u64)gridDim.x - 1;
-        if (!__shfl_sync(0xffffffffu, last, 0)) return;
-        if (epoch == LAST_EPOCH) {  // once in 2^32 launches
-            for (int a = 0; a < 3; ++a) {
-                u64 *d = a == 0 ? d_aggregates : a == 1 ? d_subaggs : d_anchors;
-                const u64 words = d_launch[LAUNCH_AGGREGATES + a];
-                for (u64 i = threadIdx.x; i < words; i += 32) d[i] = 0;
-            }
+        if ((threadIdx.x & 31) == 0) {
+            __threadfence();  // this block's status-word stores land before the count
+            last = atomicAdd(d_launch + LAUNCH_DONE, 1ull) == (u64)gridDim.x - 1;
         }
-        if (threadIdx.x == 0) {
-            d_launch[LAUNCH_COUNTER] = 0;
+        if (!__shfl_sync(0xffffffffu, last, 0)) return;
+        __threadfence();
+        for (int a = 0; a < 3; ++a) {
+            u64 *d = a == 0 ? d_aggregates : a == 1 ? d_subaggs : d_anchors;
+            const u64 words = d_launch[LAUNCH_AGGREGATES + a];
+            for (u64 i = threadIdx.x & 31; i < words; i += 32) d[i] = 0;
+        }
+        if ((threadIdx.x & 31) == 0) {
             d_launch[LAUNCH_DONE] = 0;
-            d_launch[LAUNCH_EPOCH] = epoch == LAST_EPOCH ? 0 : epoch;
+            d_launch[LAUNCH_CLAIMS] = 0;
         }
     }
 };

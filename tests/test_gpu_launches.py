@@ -165,14 +165,14 @@ def test_calls_across_the_epoch_wrap(rng):
         scratch = gpu._SCRATCH[(x.device.id, stream.ptr)]
         for a in (scratch.words, scratch.subaggs, scratch.anchors):
             a[:] = (1 << 32) | 77  # words of epoch 1, each a plausible value
-        scratch.launch_state[1] = LAST_EPOCH - 3
+        scratch.launch_state[0] = np.uint64((LAST_EPOCH - 3) << 32)  # (the last launch's epoch << 32) | claims
         epochs = []
         for i in range(7):
             host = _data(r, x.size, np.int64)
             x.set(host, stream=stream)
             assert distscan.cumsum(x, out=out, comm=COMM) is out
             np.testing.assert_array_equal(cp.asnumpy(out, stream=stream), np.cumsum(host), err_msg=f"call {i}")
-            epochs.append(int(scratch.launch_state[1].get(stream=stream)))
+            epochs.append(int(scratch.launch_state[0].get(stream=stream)) >> 32)
     assert epochs == [LAST_EPOCH - 2, LAST_EPOCH - 1, 0, 1, 2, 3, 4]
 
 

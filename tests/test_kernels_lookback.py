@@ -22,13 +22,14 @@ __global__ void lookback_test(const T *d_aggs, T *d_excl, long long num_tiles, u
                               unsigned long long *d_subaggs, unsigned long long *d_anchors, unsigned long long *d_launch,
                               T seed, int has_seed, T *d_total) {
     __shared__ long long s_tile;
-    const distscan::TileState st = distscan::TileState::begin(d_words, d_subaggs, d_anchors, d_launch);
+    distscan::TileState st = distscan::TileState::begin(d_words, d_subaggs, d_anchors, d_launch, gridDim.x);
     if (threadIdx.x == 0) s_tile = st.claim();
     __syncthreads();
+    st.epoch = __shfl_sync(0xffffffffu, st.epoch, 0);
     long long tile = s_tile;
     T e = distscan::tile_lookback<T, distscan::Sum, WINDOW>(st, tile, num_tiles, d_aggs[tile], seed, has_seed != 0, d_total);
     if (threadIdx.x == 0) d_excl[tile] = e;
-    st.end();
+    st.retire();
 }
 """
 
@@ -67,8 +68,8 @@ def test_lookback(module, tname, window, rng):
             total = cp.zeros(1, dtype=dt)
             fn((tiles,), (32,), (cp.asarray(aggs), excl, np.int64(tiles), words, subaggs, anchors, state, seed,
                                  np.int32(has_seed), total))
-            # the last block left the state for the next launch: counter and done back to 0
-            assert cp.asnumpy(state)[:3].tolist() == [0, epoch, 0]
+            # the last claim left the state for the next launch: (epoch << 32) | no claims
+            assert cp.asnumpy(state)[:3].tolist() == [epoch << 32, 0, 0]
             ref = np.concatenate([[seed], seed + np.cumsum(aggs)]).astype(dt)
             np.testing.assert_array_equal(cp.asnumpy(excl), ref[:-1])
             assert cp.asnumpy(total)[0] == ref[-1]
@@ -92,8 +93,8 @@ def test_lookback_16_byte(module, rng):
 
 
 def test_the_launch_at_the_last_epoch_zeroes_the_words(module, rng):
-    """Epochs are 32-bit: the launch with epoch 2^32 - 1 zeroes every status word at its end,
-    and the launches after it count from 1 again, so words from 2^32 launches before (planted
+    """Epochs are 32-bit: the launch with epoch 2^32 - 1 zeroes every status word at its end
+    (its blocks count out, TileState::retire), and the launches after it count from 1 again, so words from 2^32 launches before (planted
     here, tagged with the epochs to come) are never taken for a launch's own."""
     fn = module.get_function("lookback_test<long long, 32>")
     tiles = 5003
@@ -102,7 +103,7 @@ def test_the_launch_at_the_last_epoch_zeroes_the_words(module, rng):
     anchors = cp.zeros((tiles // 32 + 2) * 2, dtype=cp.uint64)
     state = launch_state(words, subaggs, anchors)
     last = 0xFFFFFFFF
-    state[1] = last - 2
+    state[0] = np.uint64((last - 2) << 32)
     for a in (words, subaggs, anchors):  # epoch 1's words, each a plausible value
         a[:] = (1 << 32) | 77
     for epoch in (last - 1, last, 1, 2):
@@ -111,7 +112,7 @@ def test_the_launch_at_the_last_epoch_zeroes_the_words(module, rng):
         total = cp.zeros(1, dtype=np.int64)
         fn((tiles,), (32,), (cp.asarray(aggs), excl, np.int64(tiles), words, subaggs, anchors, state, np.int64(0),
                              np.int32(0), total))
-        assert cp.asnumpy(state)[:3].tolist() == [0, 0 if epoch == last else epoch, 0]
+        assert cp.asnumpy(state)[:3].tolist() == [(0 if epoch == last else epoch) << 32, 0, 0]
         if epoch == last:
             assert int(cp.count_nonzero(words)) + int(cp.count_nonzero(subaggs)) + int(cp.count_nonzero(anchors)) == 0
         ref = np.concatenate([[0], np.cumsum(aggs)])

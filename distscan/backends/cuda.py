@@ -111,8 +111,8 @@ class _TileScratch:
     results handed out of one (device, stream).
 
     Status words carry the epoch of the launch that wrote them, so no clearing pass is needed
-    between launches: each launch reads its epoch from the launch state, and its last block
-    moves the epoch on (and zeroes the words when it would wrap).  The host zeroes the words
+    between launches: each claim of a tile id returns the launch's epoch from the launch state,
+    and the launch's last claim moves it on (the launch with the last epoch zeroes the words).  The host zeroes the words
     only when it (re)allocates them.  Only launches on this stream use this scratch, so they
     are ordered.
     """
@@ -157,9 +157,9 @@ class _TileScratch:
 
 
 _SCRATCH: dict = {}
-# kernels/tile_state.cuh, LaunchWord: the launch state's length, where the three status-word
-# arrays' sizes go, and where the last launch's epoch is.
-_LAUNCH_WORDS, _LAUNCH_SIZES, _LAUNCH_EPOCH = 8, 3, 1
+# kernels/tile_state.cuh, LaunchWord: the launch state's length, and where the three
+# status-word arrays' sizes go.
+_LAUNCH_WORDS, _LAUNCH_SIZES = 8, 3
 # A call without ``out=`` of a result up to this size takes the memory its stream's scratch set
 # aside after the previous such call's launch, and sets aside the next: the allocation (1.4 us
 # on the H200 host) then overlaps a kernel instead of delaying the launch.  One buffer per
