@@ -118,7 +118,9 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
     static __device__ __forceinline__ void run(const TIn *d_in, TOut *d_out, i64 n, TileState &st, TAcc seed,
                                                bool has_seed, TAcc *d_total, bool vector_ok) {
         static_assert(BLOCK_ALGO == BLOCK_COARSENED, "the look-ahead splits the coarsened block scan at its barrier");
-        extern __shared__ __align__(16) char s_stages[];
+        // Aligned to 128 bytes whatever the static size above it: the swizzle (tile_io.cuh)
+        // keys 128-byte rows (a start 16 bytes off cost the 4-byte kernel 5 %: NOTES-gpu.md).
+        extern __shared__ __align__(128) char s_stages[];
         // By iteration parity: a slow reader of iteration k's never meets iteration k+1's writes.
         __shared__ typename BScan::TempStorage s_red[2], s_scn[2];
         __shared__ TAcc s_prefix[2];

@@ -92,6 +92,15 @@ def test_a_repeated_call_replays_its_graph_on_fresh_data(rng, dtype, n, with_out
         assert counter.count == 0, f"{counter.count} plain launches where graphs should have run"
 
 
+def _repeat_on_fresh_data(r, x, out, stream, calls=4):
+    """`calls` scans of x into out (the same arguments each time), each on fresh data."""
+    for _ in range(calls):
+        host = _data(r, x.size, x.dtype)
+        x.set(host, stream=stream)
+        distscan.cumsum(x, out=out, comm=COMM)
+        np.testing.assert_array_equal(cp.asnumpy(out, stream=stream), np.cumsum(host))
+
+
 def test_graphs_are_dropped_when_the_scratch_grows(rng):
     """A graph holds the scratch's pointers: when a scan of more tiles than the scratch holds
     reallocates it (here: prepare() as the general path calls it), the entry's graphs go, and
@@ -100,11 +109,7 @@ def test_graphs_are_dropped_when_the_scratch_grows(rng):
     stream = cp.cuda.Stream(non_blocking=True)
     with stream:
         x, out = cp.empty(70001, np.int64), cp.empty(70001, np.int64)
-        for _ in range(4):
-            host = _data(r, 70001, np.int64)
-            x.set(host, stream=stream)
-            distscan.cumsum(x, out=out, comm=COMM)
-            np.testing.assert_array_equal(cp.asnumpy(out, stream=stream), np.cumsum(host))
+        _repeat_on_fresh_data(r, x, out, stream)
         before = _graphs(stream)
         assert before
         ent = _entries(stream)[0]
@@ -112,11 +117,7 @@ def test_graphs_are_dropped_when_the_scratch_grows(rng):
         # what the general path does for a scan of one tile more than the scratch holds
         scratch.prepare(scratch.capacity(ent.plan.window, ent.plan.k_words) + 1, ent.plan.window, ent.plan.k_words)
         assert scratch.generation == generation + 1
-        for _ in range(4):
-            host = _data(r, 70001, np.int64)
-            x.set(host, stream=stream)
-            distscan.cumsum(x, out=out, comm=COMM)
-            np.testing.assert_array_equal(cp.asnumpy(out, stream=stream), np.cumsum(host))
+        _repeat_on_fresh_data(r, x, out, stream)
         after = _graphs(stream)
     assert after and not any(g is h for g in after for h in before)
 

@@ -133,3 +133,21 @@ def test_cpu_pipeline_chunks_at_any_rank_count(shared_tmp_path, comm, monkeypatc
     else:
         np.testing.assert_array_equal(got, ref.astype(t.result))
     comm.Barrier()
+
+
+def test_a_scan_launch_refuses_more_tile_claims_than_it_counts():
+    """The launch word counts a launch's tile claims in 32 bits and a grid has < 2^31 blocks
+    (distscan/backends/cuda.py, _MAX_CLAIMS): the last size that fits launches, one item more
+    is refused before any launch."""
+    from types import SimpleNamespace
+    from distscan.backends import cuda as gpu
+    persistent = SimpleNamespace(tile=2048, la_grid=396, la_smem=73728, lead=0)  # look-ahead
+    most = (gpu._MAX_CLAIMS - 396) * 2048
+    assert gpu._launch_shape(persistent, most) == (396, 73728, 0)
+    with pytest.raises(ValueError, match=f"a scan of {most + 1} items needs more tiles than one kernel launch"):
+        gpu._launch_shape(persistent, most + 1)
+    per_tile = SimpleNamespace(tile=8192, la_grid=0, la_smem=0, lead=64)  # look-back with its lead
+    most = (gpu._MAX_CLAIMS - 64) * 8192
+    assert gpu._launch_shape(per_tile, most) == (gpu._MAX_CLAIMS, 0, 64)
+    with pytest.raises(ValueError, match="more tiles than one kernel launch can count"):
+        gpu._launch_shape(per_tile, most + 1)

@@ -41,6 +41,15 @@ def launch_state(*arrays):
     return cp.asarray(state)
 
 
+def status_words(tiles, k, window):
+    """Zeroed status words (aggregates, sub-window and window words) for up to `tiles` tiles of
+    k 64-bit words each, and their launch state."""
+    words = cp.zeros(tiles * k + 64, dtype=cp.uint64)
+    subaggs = cp.zeros((tiles // 32 + 2) * k, dtype=cp.uint64)
+    anchors = cp.zeros((tiles // window + 2) * k, dtype=cp.uint64)
+    return words, subaggs, anchors, launch_state(words, subaggs, anchors)
+
+
 @pytest.fixture(scope="module")
 def module():
     return cp.RawModule(code=_SRC, options=("-std=c++17", f"-I{kernels_dir()}"),
@@ -54,10 +63,7 @@ def test_lookback(module, tname, window, rng):
     dt = np.int64 if tname == "long long" else np.int32
     fn = module.get_function(f"lookback_test<{tname}, {window}>")
     k = 2 if dt == np.int64 else 1
-    words = cp.zeros(10**6 * k + 64, dtype=cp.uint64)
-    subaggs = cp.zeros((10**6 // 32 + 2) * k, dtype=cp.uint64)
-    anchors = cp.zeros((10**6 // window + 2) * k, dtype=cp.uint64)
-    state = launch_state(words, subaggs, anchors)
+    words, subaggs, anchors, state = status_words(10**6, k, window)
     epoch = 0
     for tiles in sorted({1, 2, 31, 32, 33, 63, 64, 65, window - 1, window, window + 1, 3 * window + 7, 10**4 + 1, 10**6}):
         for has_seed in (0, 1):
@@ -79,10 +85,7 @@ def test_lookback_16_byte(module, rng):
     """complex128 status values span four 64-bit words (two 16-byte accesses)."""
     fn = module.get_function("lookback_test<distscan::Complex<double>, 96>")
     tiles = 100003
-    words = cp.zeros(tiles * 4 + 64, dtype=cp.uint64)
-    subaggs = cp.zeros((tiles // 32 + 2) * 4, dtype=cp.uint64)
-    anchors = cp.zeros((tiles // 96 + 2) * 4, dtype=cp.uint64)
-    state = launch_state(words, subaggs, anchors)
+    words, subaggs, anchors, state = status_words(tiles, 4, 96)
     aggs = (rng.integers(-8, 8, tiles) + 1j * rng.integers(-8, 8, tiles)).astype(np.complex128)
     excl = cp.zeros(tiles, dtype=cp.complex128)
     total = cp.zeros(1, dtype=cp.complex128)
@@ -94,14 +97,12 @@ def test_lookback_16_byte(module, rng):
 
 def test_the_launch_at_the_last_epoch_zeroes_the_words(module, rng):
     """Epochs are 32-bit: the launch with epoch 2^32 - 1 zeroes every status word at its end
-    (its blocks count out, TileState::retire), and the launches after it count from 1 again, so words from 2^32 launches before (planted
-    here, tagged with the epochs to come) are never taken for a launch's own."""
+    (its blocks count out, TileState::retire), and the launches after it count from 1 again,
+    so words from 2^32 launches before (planted here, tagged with the epochs to come) are never
+    taken for a launch's own."""
     fn = module.get_function("lookback_test<long long, 32>")
     tiles = 5003
-    words = cp.zeros(tiles * 2 + 64, dtype=cp.uint64)
-    subaggs = cp.zeros((tiles // 32 + 2) * 2, dtype=cp.uint64)
-    anchors = cp.zeros((tiles // 32 + 2) * 2, dtype=cp.uint64)
-    state = launch_state(words, subaggs, anchors)
+    words, subaggs, anchors, state = status_words(tiles, 2, 32)
     last = 0xFFFFFFFF
     state[0] = np.uint64((last - 2) << 32)
     for a in (words, subaggs, anchors):  # epoch 1's words, each a plausible value

@@ -417,15 +417,26 @@ def _combine_device(op, types, a, b):
     return _cp.asarray(np.asarray(op.ufunc(a.get(), b.get())).astype(types.acc))
 
 
+# A launch claims num_tiles (+ its persistent grid) tile ids, counted in the low 32 bits of the
+# launch word (kernels/tile_state.cuh, LAUNCH STATE), and launches at most 2^31 - 1 blocks:
+# 2^40 items or more at the smallest tiles, more than any GPU holds today.
+_MAX_CLAIMS = (1 << 31) - 1
+
+
 def _launch_shape(plan, n: int):
     """``(grid, dynamic shared memory, lead)`` of one scan of n items: the look-ahead kernel
     runs a persistent grid; the others one block per tile claim, num_tiles + lead of them
     (lead: the look-back's reduction lead, 0 for the other strategies)."""
     num_tiles = -(-n // plan.tile)
     if plan.la_grid:
-        return min(num_tiles, plan.la_grid), plan.la_smem, 0
-    lead = _lead(plan, num_tiles)
-    return num_tiles + lead, 0, lead
+        shape, claims = (min(num_tiles, plan.la_grid), plan.la_smem, 0), num_tiles + plan.la_grid
+    else:
+        lead = _lead(plan, num_tiles)
+        shape = num_tiles + lead, 0, lead
+        claims = num_tiles + lead
+    if claims > _MAX_CLAIMS:
+        raise ValueError(f"a scan of {n} items needs more tiles than one kernel launch can count")
+    return shape
 
 
 def _launch_tiles(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr):
@@ -600,8 +611,9 @@ class _FastEntry:
             if graph is _SEEN_ONCE:
                 self.set_args(xp, op_, n, vector_ok, lead, None)
                 graph = self.capture(grid, smem)
+                if graph is not None:  # None: graphs are off for this entry
+                    self.graphs[key] = graph
             if graph is not None:
-                self.graphs[key] = graph
                 _graph_launch(graph.graphExec, stream_ptr)
                 return
         self.launch_at(xp, op_, n, vector_ok, lead, None, grid, smem, stream_ptr)
