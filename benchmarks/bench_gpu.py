@@ -13,9 +13,9 @@ on all alike, and none always follows the same one); the median is reported
 as GB/s counting 2*N*itemsize (one read, one write), with ratios to CUB and to the copy
 (cudaMemcpyAsync device-to-device of the same bytes).  The L2 is flushed before each call (the
 data comes from DRAM, as in a pipeline that streams it).  At small N a call's time is mostly
-the host's work before the launch.  "auto" is what a user gets (the
-look-back kernel, its reductions a lead of tiles ahead of its scans from a few hundred tiles
-on, and the look-ahead kernel from 2^27 bytes moved); "lookback" (the classic one-tile-per-block
+the host's work before the launch.  "auto" is what a user gets (the look-back kernel, its
+reductions a lead of tiles ahead of its scans from a few hundred tiles on, and the look-ahead
+kernel from 2^23 4-byte or 2^21 8-byte items); "lookback" (the classic one-tile-per-block
 look-back) and "lookahead" force one device algorithm;
 "api" is ``distscan.cumsum(x, dtype=x.dtype, out=y)`` and "api_alloc" the same call without
 ``out=`` (it allocates its result, as CUB's and torch's calls here do not).  Each distscan

@@ -27,9 +27,9 @@ name                              level   data flow
 ================================  ======  =========================================================
 
 On the GPU both give bitwise the same results for the same tile shape; ``auto`` uses
-``lookback`` under 2^27 bytes moved (read plus written: 2^24 4-byte or 2^23 8-byte items) and
-``lookahead`` from there, where it measured faster (benchmarks/RESULTS.md, "Issue 10, fifth
-pass").
+``lookback`` under 2^26 bytes moved (read plus written: 2^23 4-byte items), or 2^25 where input
+or output items have 8 bytes or more (2^21 8-byte items), and ``lookahead`` from there, where it
+measured faster (benchmarks/RESULTS.md, "Issue 10, thirteenth pass").
 
 A block-level name selects the scan inside a tile of ``block`` rows; the tiles are then
 combined by the device-level default, ``lookback``.  A device-level name selects how tiles

@@ -5,7 +5,7 @@ every dtype and operator its results must be *bitwise* the look-back's at the sa
 (floats included), and integers exact against NumPy.  Sizes sit on the boundaries that matter
 to a persistent grid: one tile +- 1, one round of the grid +- 1, DEPTH rounds (the first
 scans) +- 1, and several rounds; and the window words published 1 and DEPTH iterations after a
-tile's reduction (BEHIND's bounds).  Also: "auto" switching to it at LOOKAHEAD_MIN_BYTES (through
+tile's reduction (BEHIND's bounds).  Also: "auto" switching to it at lookahead_min_bytes() (through
 the API's hot path too), the tile counter's accounting across launches of both kernels,
 unaligned data (synchronous loads), run-to-run determinism while another stream races, and
 64-bit indexing past 2^31 and 2^32 items."""
@@ -120,18 +120,22 @@ def test_publication_distance_bounds(name, dt, behind, same_shape):
         assert_bitwise_lookback(rng, op, t, np.dtype(dt), n, i, "lookahead", f"{name} {dt} behind={shape.behind}")
 
 
-@pytest.mark.parametrize("dt", [np.int8, np.float32])
-def test_auto_switches_at_the_threshold(dt):
-    """Below LOOKAHEAD_MIN_BYTES moved "auto" is the look-back (with its lead), from it the
-    look-ahead kernel, bitwise, through the backend and through the API's hot path with out=."""
+@pytest.mark.parametrize("dt,out_dt", [(np.int8, np.int8), (np.float32, np.float32), (np.int64, np.int64),
+                                       (np.int32, np.int64), (np.float64, np.float32)])
+def test_auto_switches_at_the_threshold(dt, out_dt):
+    """Below lookahead_min_bytes() moved (2^26, or 2^25 where input or output items have 8 bytes)
+    "auto" is the look-back (with its lead), from it the look-ahead kernel, bitwise, through the
+    backend and through the API's hot path with out=."""
     import distscan
 
     rng = seeded_rng()
     op = OPS["sum"]
-    t = scan_types(op, np.dtype(dt), np.dtype(dt))
-    edge = -(-gpu.LOOKAHEAD_MIN_BYTES // (2 * np.dtype(dt).itemsize))  # the first size that uses it
-    assert gpu.uses_lookahead(edge, np.dtype(dt).itemsize, np.dtype(dt).itemsize)
-    assert not gpu.uses_lookahead(edge - 1, np.dtype(dt).itemsize, np.dtype(dt).itemsize)
+    t = scan_types(op, np.dtype(dt), np.dtype(out_dt))
+    sizes = np.dtype(dt).itemsize, np.dtype(out_dt).itemsize
+    assert gpu.lookahead_min_bytes(*sizes) == (1 << 25 if max(sizes) >= 8 else 1 << 26)
+    edge = -(-gpu.lookahead_min_bytes(*sizes) // sum(sizes))  # the first size that uses it
+    assert gpu.uses_lookahead(edge, *sizes)
+    assert not gpu.uses_lookahead(edge - 1, *sizes)
     for n in (edge - 1, edge, edge + 12345):
         x = cp.asarray(kernel_data(rng, np.dtype(dt), n))
         want = gpu.scan(x, op, t, algorithm="lookahead" if n >= edge else "auto")[0]

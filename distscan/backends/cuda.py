@@ -13,7 +13,7 @@ Paths
   decoupled look-back over aligned sub-windows and windows (``kernels/tile_state.cuh``); for
   ``algorithm="auto"`` from LEAD_MIN_LEADS leads of tiles, one block per claim that reduces
   tile c and scans tile c - lead from L2 (``kernels/agent_scan.cuh``: no scan waits for a
-  load), and from LOOKAHEAD_MIN_BYTES moved (and with ``algorithm="lookahead"``) persistent
+  load), and from lookahead_min_bytes() moved (and with ``algorithm="lookahead"``) persistent
   blocks that keep each tile in a shared-memory ring from its reduction to its scan, DEPTH
   of their own tiles later, with a service warp for claims and status words
   (``kernels/agent_lookahead.cuh``: each tile read once).  All
@@ -243,18 +243,26 @@ def _setup_lookahead(plan: _Plan, dev_id: int, in_dtype, out_dtype) -> None:
 
 
 # "auto" runs the look-ahead kernel (kernels/agent_lookahead.cuh) where a scan moves (reads plus
-# writes) LOOKAHEAD_MIN_BYTES or more and the kernel's shared-memory ring fits the GPU, and the
-# look-back (with the reduction lead) under that: from 2^24 4-byte or 2^23 8-byte items.
-# Measured, sums, as a ratio to the look-back with lead (benchmarks/RESULTS.md, "Issue 10,
-# fifth pass"): 4-byte 2^23 0.95-0.99 (H200) and 0.95-0.96 (H100), 2^24 1.07 and 1.02;
-# 8-byte 2^22 1.01-1.02 and 0.99-1.01, 2^23 1.09 and 1.07-1.08.  The look-ahead reads each tile once
+# writes) lookahead_min_bytes() or more and the kernel's shared-memory ring fits the GPU, and the
+# look-back (with the reduction lead) under that: by the wider of the input and output items,
+# from 2^25 bytes when it has 8 bytes or more (2^21 8-byte items), else from 2^26 (2^23 4-byte
+# items).  Measured, sums, look-ahead / "auto" of before (the look-back, with its lead from 2^23
+# items), H100 and H200 in one bench_gpu run each (benchmarks/RESULTS.md, "Issue 10, thirteenth
+# pass"): 8-byte 2^20 0.89-0.90 and 0.87, 2^21 1.06-1.09 and 1.06, 2^22 1.03-1.05 and 1.03-1.08;
+# 4-byte 2^22 0.93 and 0.90-0.92, 2^23 1.06 and 0.98-1.00.  The look-ahead reads each tile once
 # into shared memory; the lead kernel reads it twice (the second time from L2).
-LOOKAHEAD_MIN_BYTES = 1 << 27
+LOOKAHEAD_MIN_BYTES = 1 << 26
+LOOKAHEAD_MIN_BYTES_WIDE = 1 << 25  # items of 8 bytes or more
+
+
+def lookahead_min_bytes(in_size: int, out_size: int) -> int:
+    """Bytes moved from which "auto" scans items of these sizes with the look-ahead kernel."""
+    return LOOKAHEAD_MIN_BYTES_WIDE if in_size >= 8 or out_size >= 8 else LOOKAHEAD_MIN_BYTES
 
 
 def uses_lookahead(n: int, in_size: int, out_size: int) -> bool:
     """Whether "auto" scans n items of these sizes (bytes) with the look-ahead kernel."""
-    return n * (in_size + out_size) >= LOOKAHEAD_MIN_BYTES
+    return n * (in_size + out_size) >= lookahead_min_bytes(in_size, out_size)
 
 
 def _large_plan(plan: _Plan) -> _Plan:
@@ -682,9 +690,11 @@ def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
     stream_ptr = cp.cuda.get_current_stream().ptr
     stream = stream_ptr if stream_ptr != _PER_THREAD_STREAM else _stream_key(stream_ptr)
     n = x.size
-    nbytes = n * types.result.itemsize
+    in_size, out_size = x.itemsize, types.result.itemsize
+    nbytes = n * out_size
     # "auto": the look-ahead plan (uses_lookahead, inline)
-    large = n * x.itemsize + nbytes >= LOOKAHEAD_MIN_BYTES and _LEAD_OVERRIDE is None
+    large = (n * in_size + nbytes >= (LOOKAHEAD_MIN_BYTES_WIDE if in_size >= 8 or out_size >= 8
+                                      else LOOKAHEAD_MIN_BYTES) and _LEAD_OVERRIDE is None)
     key = (dev_id, stream, x.dtype, types.acc, types.result, op.functor, exclusive, _TUNING_OVERRIDE,
            _LEAD_OVERRIDE, algorithm, large)
     ent = _FAST.get(key)
