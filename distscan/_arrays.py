@@ -46,7 +46,8 @@ def _need_cupy():
     return cupy
 
 
-def _identity(r):
+def as_is(r):
+    """The ``restore`` of arrays that come back as they are (NumPy, CuPy)."""
     return r
 
 
@@ -61,10 +62,10 @@ def to_native(x):
         If ``x`` is a GPU array of a kind CuPy cannot import.
     """
     if isinstance(x, np.ndarray):
-        return x, "cpu", _identity
+        return x, "cpu", as_is
     mod = _module_of(x)
     if mod == "cupy":
-        return x, "cuda", _identity
+        return x, "cuda", as_is
     if mod == "torch" and "torch" in sys.modules:
         import torch
 
@@ -78,12 +79,12 @@ def to_native(x):
             return arr, "cpu", lambda r: torch.from_numpy(np.ascontiguousarray(r))
     if hasattr(x, "__cuda_array_interface__"):
         cupy = _need_cupy()
-        return cupy.asarray(x), "cuda", _identity
+        return cupy.asarray(x), "cuda", as_is
     if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
         dev_type, _ = x.__dlpack_device__()
         if int(dev_type) in (_DL_CUDA, _DL_CUDA_MANAGED):
             cupy = _need_cupy()
-            return cupy.from_dlpack(x), "cuda", _identity
+            return cupy.from_dlpack(x), "cuda", as_is
         if int(dev_type) in (_DL_CPU, _DL_CUDA_HOST):
             return np.from_dlpack(x), "cpu", np.asarray
         raise TypeError(f"arrays on DLPack device type {dev_type} are not supported (CPU and CUDA are)")

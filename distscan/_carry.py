@@ -113,7 +113,8 @@ class Carries:
         self._combine = _combine_flagged if self.flagged else op.ufunc
 
     def identity(self, w: int) -> np.ndarray:
-        one = np.full(w, self.op.identity(self.acc), self.acc)
+        """The carry that combines with any other to give that other (the operator's neutral)."""
+        one = np.full(w, self.op.neutral(self.acc), self.acc)
         if not self.flagged:
             return one
         c = np.zeros((5, w), self.acc)
@@ -128,14 +129,31 @@ class Carries:
         return _summary(np, values.reshape(1, -1), self.acc, lambda r: np.prod(r, axis=0, dtype=self.acc))
 
     def of_part(self, backend, rows, types) -> np.ndarray:
-        """The carry of the rows ``rows`` (a backend array ``(n, w)``)."""
+        """The carry of the rows ``rows`` (a backend array ``(n, w)``, or 1-D for one column)."""
         if not self.flagged:
             return backend.reduce(rows, self.op, types)
+        if rows.ndim == 1:
+            rows = rows.reshape(-1, 1)
         return _summary(backend.array_module(), rows, self.acc,
                         lambda r: backend.reduce(r, self.op, types))
 
     def combine(self, earlier, later) -> np.ndarray:
         return np.asarray(self._combine(earlier, later), self.acc)
+
+    def fold(self, stack):
+        """The carries ``stack[0] . stack[1] . ...`` strictly in order (None for none): one
+        ``accumulate`` for plain carries (``ufunc.reduce`` would sum floats pairwise: other
+        roundings, and the result would depend on the rank count's split)."""
+        if len(stack) == 0:
+            return None
+        if len(stack) == 1:
+            return np.array(stack[0], self.acc)
+        if not self.flagged:
+            return np.asarray(self.op.ufunc.accumulate(stack, axis=0, dtype=self.acc)[-1], self.acc)
+        acc = np.array(stack[0], self.acc)
+        for c in stack[1:]:
+            acc = self.combine(acc, c)
+        return acc
 
     def value(self, carry):
         """The seed row ``(w,)`` that a carry hands to the scan after it (None stays None)."""

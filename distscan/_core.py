@@ -2,27 +2,37 @@
 
 A :class:`ScanPlan` is built once per (operator, dtypes, exclusive, trailing shape, backend,
 communicator, strategy, hierarchy) and called many times, like cuda.compute's scanner
-objects.  A call on ``rows`` (this rank's ``(n, w)`` part, a backend array) is
+objects.  Every call of the API takes :meth:`ScanPlan.run` (or :meth:`ScanPlan.total`), on one
+rank or many: there is one route from a call to its kernel, and the single-rank call is its
+cheap case.  A distributed call on ``rows`` (this rank's ``(n, w)`` part, a backend array) is
 
 1. the local work: the part's carry (``reduce_then_scan``: one read) or its scan and total
    (``scan_then_add``);
 2. **one** exchange (:func:`distscan.hierarchy.exchange`): a fixed-size record per rank
-   carries the failure flag, the fingerprint of the arguments, the row count and the carry,
-   so that agreeing on failures, checking that the arguments match, and learning the offset
-   are the same ``Allgather``;
-3. the finish: the scan seeded with the offset, or the offset combined into the scan; then
-   **one** small ``Allreduce`` agrees on failures of this last step.
+   carries the failure flag, the fingerprint of the arguments, the row count, the carry and
+   what the rank's finish needs, so that agreeing on failures, checking that the arguments
+   match, learning the offset *and choosing the rest of the path* are the same ``Allgather``;
+3. the finish: the scan seeded with the offset, or the offset combined into the scan; then,
+   if the exchange showed that some rank's finish may fail (a GPU launch, a conversion, NumPy
+   told to raise on floating-point errors), **one** small ``Allreduce`` agrees on it on every
+   rank.
 
-Two collectives in all on the common path (flat, carries of a few columns).  Pipelines that
-work in chunks call the steps themselves: :meth:`local_carry` per chunk (combined with
-:meth:`combine`), :meth:`exchange`, then :meth:`seeded_scan` or :meth:`add_offset` per chunk.
+**A rank never decides alone which collectives it makes.**  Everything a rank knows only
+locally (its part is a view, a list, a scalar, a memmap; it passed ``out=``; its caches are
+warm or cold; its call failed) changes its local work, and travels in the first record; the
+collectives after it are chosen from what every rank gathered.  Caches here and in the
+backends are local and never decide a collective.
+
+Pipelines that work in chunks call the steps themselves: :meth:`local_carry` per chunk
+(combined with :meth:`combine`), :meth:`exchange`, then :meth:`seeded_scan` or
+:meth:`add_offset` per chunk.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Optional
 
 import numpy as np
@@ -73,8 +83,22 @@ def resolve_hierarchy(hierarchy: str) -> str:
     return hierarchy
 
 
+_NULL = nullcontext()  # reusable: a phase that is not timed, an agreement that is not needed
+
+
+class _Untimed:
+    """The timer of a call without ``timings``: its phases cost one call each."""
+
+    @staticmethod
+    def phase(name: str):
+        return _NULL
+
+
+_UNTIMED = _Untimed()
+
+
 class _Timer:
-    """Per-phase wall times into a dict (device work synchronised first); free when off."""
+    """Per-phase wall times into a dict (device work synchronised first)."""
 
     def __init__(self, timings: Optional[dict], backend):
         self.timings = timings
@@ -103,7 +127,9 @@ class ScanPlan:
     input_dtype : dtype
         The dtype of the rows the plan is called on (native byte order).
     dtype : dtype, optional
-        Result dtype (``dtype=`` of the API).
+        ``dtype=`` of the API: the dtype of the computation.
+    out_dtype : dtype, optional
+        The dtype of an ``out=`` array: the result dtype (``distscan._dtypes``).
     exclusive : bool
     trailing : tuple
         The shape of one row; ``w = prod(trailing)`` columns.
@@ -121,8 +147,8 @@ class ScanPlan:
         that build plans on every rank agree on such failures through :func:`fail_exchange`.
     """
 
-    def __init__(self, op, input_dtype, *, dtype=None, exclusive=False, trailing=(), comm=None, backend="cpu",
-                 strategy="auto", hierarchy="auto", node_size=None, agree_on: Optional[dict] = None,
+    def __init__(self, op, input_dtype, *, dtype=None, out_dtype=None, exclusive=False, trailing=(), comm=None,
+                 backend="cpu", strategy="auto", hierarchy="auto", node_size=None, agree_on: Optional[dict] = None,
                  algorithm="auto"):
         self.op: Op = get_op(op)
         self.exclusive = bool(exclusive)
@@ -132,7 +158,7 @@ class ScanPlan:
         self.node_size = node_size
         self.be = get_backend(backend) if isinstance(backend, str) else backend  # a name, or a backend module
         self.backend = self.be.name
-        self.types = scan_types(self.op, np.dtype(input_dtype), dtype)
+        self.types = scan_types(self.op, np.dtype(input_dtype), dtype, out_dtype)
         self.carries = Carries(self.op, self.types.acc)
         if self.carries.flagged:
             # Only a scan that sees the elements lets a zero absorb (distscan._carry).
@@ -142,165 +168,175 @@ class ScanPlan:
         self.comm = comm
         self.size = 1 if comm is None else comm.Get_size()
         self.rank = 0 if comm is None else comm.Get_rank()
+        # What every rank must share.  Not the result dtype: out= may differ by rank (each casts
+        # its own part; the carries travel in the accumulator dtype, which is compared).
         self.fields = {
             "operator": self.op.name, "exclusive": self.exclusive, "dtype": str(self.types.input),
-            "result dtype": str(self.types.result), "trailing shape": self.trailing, "strategy": self.strategy,
-            "hierarchy": self.hierarchy, "backend": self.backend, "algorithm": self.algorithm, **(agree_on or {}),
+            "accumulator dtype": str(self.types.acc), "computed in": str(self.types.compute),
+            "trailing shape": self.trailing, "strategy": self.strategy, "hierarchy": self.hierarchy,
+            "node size": _hierarchy.node_size_override(node_size) if self.size > 1 else None,
+            "backend": self.backend, "algorithm": self.algorithm, **(agree_on or {}),
         }
         self.fingerprint = fingerprint(self.fields)
-        self._flat = None  # known after the first exchange: whether offsets take the flat path
-        self._fast = self._fast_buffers()
-
-    def _fast_buffers(self):
-        """Preallocated records for :meth:`call_1d` (None where that path does not apply)."""
-        if (self.size == 1 or not hasattr(self.be, "lean_arrays") or self.w != 1 or self.carries.flagged
-                or self.algorithm != "auto" or self.strategy != "reduce_then_scan"
-                or self.types.acc != self.types.result):
-            return None
-        h = _hierarchy
-        rec = np.zeros(h.RECORD_BYTES, np.uint8)
-        recs = np.empty((self.size, h.RECORD_BYTES), np.uint8)
-        head, size = h.STATUS_BYTES, self.types.acc.itemsize
-        rec[:head] = h.status(False, self.fingerprint, 0).view(np.uint8)
-        agreed = bytes(rec[:h.AGREED_BYTES]) * self.size  # every rank's record, when all is well
-        return (rec, rec[:head].view(np.int64), rec[head:head + size].view(self.types.acc), recs,
-                recs[:, :h.AGREED_BYTES], agreed, recs[:, head:head + size].view(self.types.acc)[:, 0])
-
-    def call_1d(self, x, out=None):
-        """The common distributed call, lean: a scan of a contiguous 1-D part of the plan's input
-        dtype, ``out=`` (GPU only) and nothing else given.  Returns None where it does not
-        apply (the caller then takes :meth:`__call__`).
-
-        One ``Allgather`` of the preallocated records.  On the CPU (inclusive scans only) no
-        final agreement: what follows the exchange is NumPy's accumulate into an array
-        allocated before it, which cannot fail unless NumPy is told to raise on floating-point
-        errors (then the general path runs).  On the GPU the reduction and the seeded scan are
-        one launch each with no host work around them beyond the carry's copy, and one small
-        ``Allreduce`` after the scan's launch (it overlaps the kernel) agrees on a failed launch.
-        """
-        fast = self._fast
-        if fast is None or not self._flat or not self.be.lean_arrays(x, out, self.types):
-            return None
-        host = self.backend == "cpu"
-        if host and (self.exclusive or _raising()):
-            return None
-        rec, st, carry, recs, agreed_part, agreed, carries = fast
-        n = x.shape[0]
-        error = None
-        try:
-            if out is None:
-                out = self.be.array_module().empty(n, self.types.result)
-            st[_hierarchy.ROWS] = n
-            if self.rank < self.size - 1:
-                if not n:
-                    carry[0] = self.op.identity(self.types.acc)
-                elif host:
-                    carry[0] = self.op.ufunc.reduce(x, dtype=self.types.acc)
-                else:
-                    carry[0] = self.be.reduce(x, self.op, self.types)[0]
-        except Exception as exc:  # noqa: BLE001 - agreed through the record, raised on every rank
-            error, st[_hierarchy.FLAGS] = exc, _hierarchy.FAILED
-        self.comm.Allgather(rec, recs)
-        st[_hierarchy.FLAGS] = 0
-        if agreed_part.tobytes() != agreed:
-            # Someone failed or differs: every rank is here; settle it the general way.
-            if recs[:, :_hierarchy.STATUS_BYTES].view(np.int64)[:, _hierarchy.FLAGS].any():
-                raise_agreed(self.comm, error)
-            raise_mismatch(self.comm, "scan arguments", {**self.fields, "_rows": n})
-        before = fold_in_order(self.op.ufunc, carries[: self.rank], self.types.acc) if self.rank else None
-        if not host:
-            with collectively(self.comm):
-                if n:
-                    self.be.scan_lean(x, self.op, self.types, self.exclusive, out, before)
-            return out
-        if n:
-            if self.rank:
-                np.copyto(out, x, casting="unsafe")
-                # The offset folded into the first element, then one sequential pass (3N bytes).
-                self.op.ufunc(before, out[:1], out=out[:1])
-                self.op.ufunc.accumulate(out, out=out)
-            else:
-                self.op.ufunc.accumulate(x, dtype=self.types.acc, out=out)
-        return out
+        # a plain NumPy finish: see _finish_may_fail
+        self._lean_cpu = self.backend == "cpu" and self.algorithm == "auto" and self.strategy == "reduce_then_scan"
 
     # -- the whole call ---------------------------------------------------------------------
 
-    def __call__(self, rows, *, out=None, initial=None, timings: Optional[dict] = None, what="scan arguments",
-                 extra: Optional[dict] = None):
-        """This rank's part of the scan of every rank's ``rows`` (``(n, w)`` backend arrays).
+    def run(self, rows, *, out=None, initial=None, timings: Optional[dict] = None, error=None, finish=None,
+            finish_may_fail: bool = False, what="scan arguments", extra: Optional[dict] = None, fast: bool = False):
+        """This rank's part of the scan of every rank's ``rows`` (``(n, w)`` backend arrays; 1-D for
+        one column).
 
-        ``out`` (an ``(n, w)`` array of the result dtype) or a new array receives it.
+        ``out`` (an array of ``rows``' shape and the result dtype) or a new array receives it.
         ``initial`` (``(w,)`` in the accumulator dtype, or None) is folded in before the first
-        row of the first rank.  ``extra`` adds fields to the mismatch message (not compared).
+        row of the first rank.  ``error``: this rank could not prepare its part (``rows`` is then
+        unused): it takes part in the exchange and every rank raises.  ``finish(out)``, if given,
+        turns the scanned rows into what the call returns, inside the agreement that ends the
+        call; ``finish_may_fail`` says that it may raise (a conversion), so that the exchange
+        asks every rank to agree after it.  ``fast``: the part is a contiguous 1-D array of the plan's
+        input dtype and ``out`` one the backend's hot path takes (the caller checked).
+        ``extra`` adds fields to the mismatch message (not compared).
         Collective; the same exception on every rank if any rank fails.
         """
-        timer = _Timer(timings, self.be)
+        timer = _UNTIMED if timings is None else _Timer(timings, self.be)
         if self.size == 1:
-            with timer.phase("scan"):
-                out, _ = self.be.scan(rows, self.op, self.types, exclusive=self.exclusive, seed=initial, out=out,
-                                      algorithm=self.algorithm)
-            return out
-        error, carry = None, None
-        try:
-            if self.strategy == "reduce_then_scan":
-                with timer.phase("reduce"):
-                    carry = self.local_carry(rows, skip=self.rank == self.size - 1)
+            if error is not None:
+                raise error
+            if fast and timings is None:
+                out = self.be.scan_lean(rows, self.op, self.types, self.exclusive, out, initial)
             else:
                 with timer.phase("scan"):
-                    out, total = self.be.scan(rows, self.op, self.types, exclusive=self.exclusive,
-                                              seed=initial if self.rank == 0 else None, out=out, want_total=True,
-                                              algorithm=self.algorithm)
-                carry = total
-            if self.rank == 0 and initial is not None and self.strategy == "reduce_then_scan":
-                carry = self.combine(self.carries.of_values(initial), carry)
-        except Exception as exc:  # noqa: BLE001 - agreed in the exchange, then raised on every rank
-            error = exc
+                    out, _ = self.be.scan(rows, self.op, self.types, exclusive=self.exclusive, seed=initial, out=out,
+                                          algorithm=self.algorithm)
+            return out if finish is None else finish(out)
+        carry, n, last = None, 0, self.rank == self.size - 1
+        if error is None:
+            try:
+                n = rows.shape[0]
+                if out is None:  # before the exchange: an allocation that fails is agreed in it
+                    out = self.be.array_module().empty(rows.shape, self.types.result)
+                if self.strategy == "reduce_then_scan":
+                    with timer.phase("reduce"):
+                        if n and not last:  # the last rank's carry is never read
+                            carry = self.carries.of_part(self.be, rows, self.types)
+                else:
+                    with timer.phase("scan"):
+                        _, total = self.be.scan(rows, self.op, self.types, exclusive=self.exclusive,
+                                                seed=initial if self.rank == 0 else None, out=out, want_total=True,
+                                                algorithm=self.algorithm)
+                    if n or (self.rank == 0 and initial is not None):
+                        carry = total  # the initial value travels in it
+                if self.rank == 0 and initial is not None and self.strategy == "reduce_then_scan":
+                    init = self.carries.of_values(initial)
+                    carry = init if carry is None else self.combine(init, carry)
+            except Exception as exc:  # noqa: BLE001 - agreed in the exchange, then raised on every rank
+                error = exc
         with timer.phase("exscan"):
-            offset = self.exchange(carry, error, rows=int(rows.shape[0]), what=what, extra=extra)
+            agreed, offset, _ = self._exchange(carry, error, n, what, extra, False,
+                                               finish_may_fail or self._finish_may_fail(fast), last)
         seed = offset if self.rank > 0 else initial
-        with collectively(self.comm):
+        with (collectively(self.comm) if agreed.agree_after else _NULL):
             if self.strategy == "reduce_then_scan":
                 with timer.phase("scan"):
-                    out, _ = self.be.scan(rows, self.op, self.types, exclusive=self.exclusive, seed=seed, out=out,
-                                          algorithm=self.algorithm)
+                    # into the out allocated before the exchange (or the caller's)
+                    if fast and n:
+                        self.be.scan_lean(rows, self.op, self.types, self.exclusive, out, seed)
+                    else:
+                        self.be.scan(rows, self.op, self.types, exclusive=self.exclusive, seed=seed, out=out,
+                                     algorithm=self.algorithm)
             elif offset is not None:
                 with timer.phase("combine"):
                     self.be.combine(out, self.op, self.types, offset)
+            if finish is not None:
+                out = finish(out)
         return out
+
+    def _finish_may_fail(self, fast: bool) -> bool:
+        """Whether this rank's finish (the seeded scan or the add) may raise, so that every rank
+        must agree after it.  Only one finish cannot: NumPy's sequential accumulate of a plain
+        part (``fast``) into an array allocated before the exchange, with NumPy not told to
+        raise on floating-point errors (the lean CPU call: one collective).  Device launches,
+        conversions, the add of ``scan_then_add`` and a named algorithm's teaching path may."""
+        return not (fast and self._lean_cpu and "raise" not in np.geterr().values())
+
+    def total(self, rows, *, error=None, what="reduce arguments"):
+        """``(the global total as a host row (w,) in the accumulator dtype, total rows)`` of every
+        rank's ``rows``, on every rank; None for the total when no rank holds a row."""
+        carry, n = None, 0
+        if error is None:
+            try:
+                n = int(rows.shape[0])
+                carry = self.local_carry(rows) if n else None
+            except Exception as exc:  # noqa: BLE001 - agreed in the exchange
+                error = exc
+        if self.size == 1:
+            if error is not None:
+                raise error
+            return self.carries.value(carry), n
+        agreed, _, total = self._exchange(carry, error, n, what, None, True, False)
+        return total, agreed.rows
+
+    def agree(self, error=None, *, rows: int = 0, what="scan arguments") -> None:
+        """Take part in an exchange that only agrees on failures and arguments (a scan along another
+        axis: each rank's work is its own)."""
+        if self.size > 1:
+            self.exchange(None, error, rows=rows, what=what)
+        elif error is not None:
+            raise error
 
     # -- the steps, for callers that work in chunks --------------------------------------------
 
     def identity(self) -> np.ndarray:
-        """The carry of an empty part."""
+        """The carry that combines with any other to give that other (the neutral element)."""
         return self.carries.identity(self.w)
 
-    def local_carry(self, rows, *, skip: bool = False) -> np.ndarray:
-        """The carry of ``rows`` (``skip``: the identity, for the last rank, whose carry nobody reads)."""
-        return self.identity() if skip else self.carries.of_part(self.be, rows, self.types)
+    def local_carry(self, rows) -> np.ndarray:
+        """The carry of ``rows`` (a backend array ``(n, w)``)."""
+        return self.carries.of_part(self.be, rows, self.types)
 
     def combine(self, earlier, later) -> np.ndarray:
         return self.carries.combine(earlier, later)
 
     def exchange(self, carry, error: Optional[BaseException] = None, *, rows: int = 0, what="scan arguments",
                  extra: Optional[dict] = None, want_total: bool = False):
-        """The seed for this rank's scan (None on rank 0), from every rank's carry: one collective
-        that also agrees on ``error`` (any rank's) and on the arguments.  With ``want_total``,
-        returns ``(seed, total value, total rows)``."""
-        if carry is None or error is not None:
-            carry = self.identity()
-        st = _hierarchy.status(error is not None, self.fingerprint if error is None else 0, rows)
-        global_st, offset, total = _hierarchy.exchange(st, carry, self.carries.combine, self.comm, self.hierarchy,
-                                                       self.node_size, want_total=want_total)
-        if global_st.failed:
+        """The seed for this rank's scan from every rank's carry: one collective that also agrees on
+        ``error`` (any rank's) and on the arguments.  ``carry`` None: this rank's part holds
+        nothing (no rows, no initial value).  The seed is None when no rank before this one
+        holds anything (an exclusive scan then starts at the operator's identity).
+        With ``want_total``, returns ``(seed, total value or None, total rows)``."""
+        agreed, seed, total = self._exchange(carry, error, rows, what, extra, want_total, False)
+        return (seed, total, agreed.rows) if want_total else seed
+
+    def _exchange(self, carry, error, rows, what, extra, want_total, agree_after, unread=False):
+        """``(Status, seed, total)``; ``agree_after``: this rank's work after the exchange may
+        fail (the Status then tells every rank to agree after it); ``unread``: no rank reads this
+        rank's carry (the last rank's, without ``want_total``), so a missing one is not flagged."""
+        h = _hierarchy
+        flags = h.AGREE_AFTER if agree_after else 0
+        if error is not None:
+            flags |= h.FAILED | h.EMPTY
+        elif carry is None and not unread:
+            flags |= h.EMPTY
+        if self.size == 1:
+            if error is not None:
+                raise error
+            return h.Status(False, True, False, rows, agree_after), None, carry
+        ex = self._exchanger
+        if ex is None:
+            ex = self._exchanger = h.Exchange(self.comm, self.hierarchy, self.node_size, self.identity(),
+                                              self.carries.fold, self.carries.combine)
+        agreed, offset, total = ex(flags, 0 if error is not None else self.fingerprint, rows,
+                                   None if error is not None else carry, want_total=want_total)
+        if agreed.failed:
             raise_agreed(self.comm, error)
-        if not global_st.agreed:
+        if not agreed.agreed:
             raise_mismatch(self.comm, what, {**self.fields, **(extra or {}), "_rows": rows})
-        if self._flat is None and self.comm is not None:
-            self._flat = _hierarchy.resolve_method(self.hierarchy, self.comm, self.node_size) == "flat"
-        seed = self.carries.value(offset)
-        if want_total:
-            return seed, self.carries.value(total), global_st.rows
-        return seed
+        if self.carries.flagged:
+            return agreed, self.carries.value(offset), self.carries.value(total)
+        return agreed, offset, total
+
+    _exchanger = None
 
     def seeded_scan(self, rows, seed, out=None, want_total=False):
         """The local scan of ``rows`` from ``seed`` (None: the identity); ``(out, total value)``."""
@@ -313,20 +349,9 @@ class ScanPlan:
             self.be.combine(out, self.op, self.types, offset)
 
 
-def fold_in_order(ufunc, values: np.ndarray, acc):
-    """``values[0] . values[1] . ...`` strictly left to right, as the general exchange folds
-    carries (``ufunc.reduce`` sums floats pairwise from 8 values on: other roundings)."""
-    return values[0] if len(values) == 1 else ufunc.accumulate(values, dtype=acc)[-1]
-
-
-def _raising() -> bool:
-    """Whether NumPy is set to raise on some floating-point error (np.errstate(...='raise'))."""
-    return "raise" in np.geterr().values()
-
-
 def fail_exchange(comm, error: BaseException, *, what="scan arguments") -> None:
     """Take part in a plan's exchange from a rank that could not build the plan: the record says
     "failed", so every rank raises the agreed error (this one too)."""
-    st = _hierarchy.status(True, 0, 0)
+    st = _hierarchy.status(True, 0, 0, empty=True)
     _hierarchy.exchange(st, np.zeros(1, np.uint8), lambda a, b: a, comm)
     raise_agreed(comm, error)

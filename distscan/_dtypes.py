@@ -8,9 +8,16 @@ Three dtypes describe every scan:
   operators give bool; ``dtype=`` overrides, and the input is then cast to it
   before the operator is applied, as NumPy does;
 - the *accumulator* dtype, in which carries are formed and travel between ranks:
-  the result dtype, except that float16 sums and products accumulate in float32
-  (NumPy accumulates in float16, so ``numpy.cumsum`` of 3000 float16 ones stalls
-  at 2048; distscan returns 3000).
+  the dtype NumPy computes in (below), except that float16 sums and products
+  accumulate in float32 (NumPy accumulates in float16, so ``numpy.cumsum`` of 3000
+  float16 ones stalls at 2048; distscan returns 3000).
+
+With ``out=`` of another dtype, NumPy computes in the dtype of its ufunc loop for
+(out, input) -- ``dtype=`` if given -- and casts each result into ``out``:
+``np.cumsum(np.array([1.5, 2.5]), out=np.empty(2, np.int64))`` is ``[1, 4]`` (computed in
+float64), and ``np.cumsum(np.array([2**62, 2**62]), out=np.empty(2))`` does not overflow
+(computed in float64).  :func:`scan_types` follows it: the *result* dtype is then out's,
+and ``compute`` (the dtype inputs are converted to before they are combined) is the loop's.
 """
 
 from __future__ import annotations
@@ -26,11 +33,26 @@ _KIND_NAMES = {"b": "bool", "i": "signed integer", "u": "unsigned integer", "f":
 
 @dataclass(frozen=True)
 class ScanTypes:
-    """The dtypes of one scan: ``input`` -> (``acc`` while scanning) -> ``result``."""
+    """The dtypes of one scan: ``input`` -> ``compute`` -> (``acc`` while scanning) -> ``result``.
+
+    ``compute`` is the dtype NumPy converts every input to before combining it (``dtype=``, or
+    the loop of an ``out=`` of another dtype); it differs from ``acc`` only for float16 sums and
+    products, whose inputs are rounded to float16 first and then accumulated in float32.
+    """
 
     input: np.dtype
     result: np.dtype
     acc: np.dtype
+    compute: np.dtype = None
+
+    def __post_init__(self):
+        if self.compute is None:
+            object.__setattr__(self, "compute", self.acc)
+
+    @property
+    def rounds_inputs(self) -> bool:
+        """Whether inputs must be cast to ``compute`` before the accumulator sees them."""
+        return self.compute != self.acc and self.input != self.compute
 
 
 def _check_kind(op: Op, dtype: np.dtype, what: str) -> None:
@@ -56,22 +78,46 @@ def default_result_dtype(op: Op, input_dtype: np.dtype) -> np.dtype:
 _cache: dict = {}
 
 
-def scan_types(op: Op, input_dtype, dtype=None) -> ScanTypes:
-    """Resolve the dtypes of scanning ``input_dtype`` with ``op`` (memoised).
+def scan_types(op: Op, input_dtype, dtype=None, out_dtype=None) -> ScanTypes:
+    """Resolve the dtypes of scanning ``input_dtype`` with ``op`` (memoised); ``out_dtype``: the
+    dtype of an ``out=`` array, which becomes the result dtype (see the module docstring).
 
     Raises
     ------
     TypeError
-        If the operator is not defined on the input or on the requested dtype.
+        If the operator is not defined on the input or on the requested dtype, or NumPy has no
+        loop for the operator on (out, input).
     """
     try:
-        key = (op.name, input_dtype, dtype)
+        key = (op.name, input_dtype, dtype, out_dtype)
         return _cache[key]
     except KeyError:
-        types = _cache[key] = _scan_types(op, input_dtype, dtype)
+        types = _cache[key] = _with_out(op, _scan_types(op, input_dtype, dtype), dtype, out_dtype)
         return types
     except TypeError:  # an unhashable dtype argument: resolve without the cache
-        return _scan_types(op, input_dtype, dtype)
+        return _with_out(op, _scan_types(op, input_dtype, dtype), dtype, out_dtype)
+
+
+def _with_out(op: Op, types: ScanTypes, dtype, out_dtype) -> ScanTypes:
+    """``types`` for a result cast into an ``out`` of ``out_dtype`` (None: no out)."""
+    if out_dtype is None:
+        return types
+    out = np.dtype(out_dtype).newbyteorder("=")
+    if out == types.result:
+        return types
+    if out.kind not in "biufc" or out.hasobject:
+        raise TypeError(f"out dtype {out} is not supported: distscan writes bool, integer, float and complex data")
+    if dtype is not None or op.logical:
+        # dtype= fixes the computation (logical operators always compute in bool): only the
+        # last step, into out, changes.
+        return ScanTypes(types.input, out, types.acc, types.compute)
+    try:
+        loop = np.dtype(op.ufunc.resolve_dtypes((out, types.input, None))[0])
+    except TypeError:
+        raise TypeError(f"operator {op.name!r} has no NumPy loop for input {types.input} with out "
+                        f"{out}") from None
+    computed = _scan_types(op, types.input, loop)
+    return ScanTypes(types.input, out, computed.acc, computed.compute)
 
 
 def _scan_types(op: Op, input_dtype, dtype=None) -> ScanTypes:
@@ -96,4 +142,4 @@ def _scan_types(op: Op, input_dtype, dtype=None) -> ScanTypes:
     acc = result
     if result == np.dtype(np.float16) and op.name in ("sum", "prod"):
         acc = np.dtype(np.float32)
-    return ScanTypes(input=input_dtype, result=result, acc=acc)
+    return ScanTypes(input=input_dtype, result=result, acc=acc, compute=result)

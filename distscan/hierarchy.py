@@ -39,59 +39,36 @@ NODE_SIZE_ENV = "DISTSCAN_NODE_SIZE"
 # carry inline when it fits; else the BIG flag is set and the carries follow in a second
 # Allgather, once every rank knows that their sizes agree.  Small records keep the gather
 # in MPI's latency-bound algorithms (64 bytes: a float64 product carry still fits).
+#
+# Every collective after this first one is decided from what it gathered, never from what a
+# rank knows alone: a failure (FAILED) or differing fingerprints end the call on every rank;
+# BIG adds the second gather; AGREE_AFTER (some rank's finish may still fail) adds the
+# agreement after the finish on every rank.
 FLAGS, FINGERPRINT, ROWS = range(3)
-FAILED, BIG = 1, 2  # bits of FLAGS
+FAILED, BIG, EMPTY, AGREE_AFTER = 1, 2, 4, 8  # bits of FLAGS
+# EMPTY: the rank's carry holds nothing (no rows, no initial value): ranks after it fold
+# nothing in for it, and a rank with only EMPTY ranks before it gets the offset None.
 STATUS_BYTES = 8 * 3
 RECORD_BYTES = 64
 INLINE_BYTES = RECORD_BYTES - STATUS_BYTES
-# The bytes of a record that read the same on every rank when a call may go on: the flags
-# (none set) and the fingerprint.
-AGREED_BYTES = 8 * ROWS
 
 
 @dataclass
 class Status:
     """What the first gather tells every rank about all of them."""
 
-    failed: bool      # some rank failed
-    agreed: bool      # every rank has the same fingerprint
-    big: bool         # some carry did not travel inline
-    rows: int         # rows on all ranks
+    failed: bool       # some rank failed
+    agreed: bool       # every rank has the same fingerprint
+    big: bool          # some carry did not travel inline
+    rows: int          # rows on all ranks
+    agree_after: bool = False  # some rank's finish may fail: every rank agrees after it
+    rows_before: int = 0       # rows on the ranks before this one
 
 
-def status(failed: bool, fingerprint: int, rows: int) -> np.ndarray:
-    """A rank's status words: flags (FAILED), its argument fingerprint, its row count."""
-    return np.array([FAILED if failed else 0, fingerprint, rows], np.int64)
-
-
-def _fold_status(sts: np.ndarray) -> Status:
-    flags = np.bitwise_or.reduce(sts[:, FLAGS])
-    return Status(bool(flags & FAILED), bool((sts[:, FINGERPRINT] == sts[0, FINGERPRINT]).all()),
-                  bool(flags & BIG), int(sts[:, ROWS].sum()))
-
-
-def _record(st: np.ndarray, carry: Optional[np.ndarray]) -> np.ndarray:
-    rec = np.zeros(RECORD_BYTES, np.uint8)
-    body = None if carry is None else np.ascontiguousarray(carry).reshape(-1).view(np.uint8)
-    st = st.copy()
-    if body is not None and body.size > INLINE_BYTES:
-        st[FLAGS] |= BIG
-        body = None
-    rec[:STATUS_BYTES] = st.view(np.uint8)
-    if body is not None:
-        rec[STATUS_BYTES:STATUS_BYTES + body.size] = body
-    return rec
-
-
-def _gather_records(comm, rec: np.ndarray, like: np.ndarray):
-    """Allgather of fixed-size records: ``(statuses (p, 3), inline carries (p, *like.shape) or None)``."""
-    out = np.empty((comm.Get_size(), RECORD_BYTES), np.uint8)
-    comm.Allgather(rec, out)
-    sts = np.ascontiguousarray(out[:, :STATUS_BYTES]).view(np.int64)
-    if like.nbytes > INLINE_BYTES:
-        return sts, None  # not inline: the caller gathers them whole
-    carries = np.ascontiguousarray(out[:, STATUS_BYTES:STATUS_BYTES + like.nbytes]).view(like.dtype)
-    return sts, carries.reshape((comm.Get_size(),) + like.shape)
+def status(failed: bool, fingerprint: int, rows: int, *, empty: bool = False, agree_after: bool = False) -> np.ndarray:
+    """A rank's status words: flags, its argument fingerprint, its row count."""
+    flags = (FAILED if failed else 0) | (EMPTY if empty else 0) | (AGREE_AFTER if agree_after else 0)
+    return np.array([flags, fingerprint, rows], np.int64)
 
 
 # ---------------------------------------------------------------------------
@@ -134,7 +111,8 @@ def _hierarchy_keyval():
     return _keyval
 
 
-def _node_size_override(node_size):
+def node_size_override(node_size):
+    """The node size forced by ``node_size`` or ``DISTSCAN_NODE_SIZE`` (None: the real nodes)."""
     if node_size is not None:
         return int(node_size)
     env = os.environ.get(NODE_SIZE_ENV)
@@ -154,7 +132,7 @@ def get_hierarchy(comm, node_size: Optional[int] = None) -> Hierarchy:
     """
     from mpi4py import MPI
 
-    override = _node_size_override(node_size)
+    override = node_size_override(node_size)
     if override is not None and override < 1:
         raise ValueError(f"node size must be at least 1, got {override}")
     keyval = _hierarchy_keyval()
@@ -220,37 +198,112 @@ def _fold(items, combine: Combine):
     return acc
 
 
+def python_fold(combine: Combine) -> Callable:
+    """A fold of a stack of carries (in order; None for none) made of a two-carry ``combine``."""
+    return lambda stack: _fold(stack, combine)
+
+
+# What the common call's exchange finds (not changed by its readers).
+_ALL_AGREED = Status(False, True, False, -1)
+
+
+class Exchange:
+    """One plan's exchange over one communicator, its buffers kept between calls.
+
+    ``like`` is a carry's shape and dtype; ``fold(stack)`` combines a stack of carries in rank
+    order (None for an empty stack; a vectorised ``ufunc.accumulate`` for plain operators) and
+    ``combine(earlier, later)`` two of them.  The method (flat or node) is resolved at the first
+    call's agreement and kept: every rank resolves it at the same exchange (the node split is
+    cached on the communicator itself, :func:`get_hierarchy`), so a rank whose plan is new
+    makes no collective that the others do not.
+    """
+
+    def __init__(self, comm, method: str, node_size, like: np.ndarray, fold: Callable, combine: Combine):
+        self.comm, self.method, self.node_size = comm, method, node_size
+        self.size, self.rank = comm.Get_size(), comm.Get_rank()
+        self.fold, self.combine = fold, combine
+        self.like = np.zeros_like(np.ascontiguousarray(like))
+        self.inline = self.like.nbytes <= INLINE_BYTES
+        self.rec = np.zeros(RECORD_BYTES, np.uint8)
+        self.recs = np.zeros((self.size, RECORD_BYTES), np.uint8)
+        self.st = self.rec[:STATUS_BYTES].view(np.int64)
+        self.sts = self.recs[:, :STATUS_BYTES].view(np.int64)  # (size, 3)
+        if self.inline:
+            body = slice(STATUS_BYTES, STATUS_BYTES + self.like.nbytes)
+            self.mine = self.rec[body].view(self.like.dtype).reshape(self.like.shape)
+            self.carries = self.recs[:, body].view(self.like.dtype).reshape((self.size,) + self.like.shape)
+        self.resolved = None
+        self._agreed = {}  # fingerprint -> the status bytes of every rank when nothing is flagged
+
+    def __call__(self, flags: int, fingerprint: int, rows: int, carry, *, want_total: bool = False):
+        """``(Status, offset, total)``: see :func:`exchange` (``carry`` None: this rank holds
+        nothing, and ``flags`` says EMPTY)."""
+        inline, st = self.inline, self.st
+        st[0] = flags if inline else flags | BIG
+        st[1] = fingerprint
+        st[2] = rows
+        if inline and carry is not None:
+            self.mine[...] = carry
+        self.comm.Allgather(self.rec, self.recs)
+        agreed = self._agreed.get(fingerprint)
+        if agreed is None:
+            agreed = self._agreed[fingerprint] = np.array([0, fingerprint], np.int64).tobytes() * self.size
+        if inline and self.recs[:, :16].tobytes() == agreed and self.resolved == "flat":
+            # the common call: nobody failed, flagged anything or differs (the rows go unread)
+            rank = self.rank
+            return (_ALL_AGREED, self.fold(self.carries[:rank]) if rank else None,
+                    self.fold(self.carries) if want_total else None)
+        sts = self.sts
+        all_flags = int(np.bitwise_or.reduce(sts[:, FLAGS])) | (0 if inline else BIG)
+        status = Status(bool(all_flags & FAILED), bool((sts[:, FINGERPRINT] == sts[0, FINGERPRINT]).all()),
+                        bool(all_flags & BIG), -1, bool(all_flags & AGREE_AFTER))
+        if status.failed or not status.agreed:
+            return status, None, None
+        return self._slow(status, carry, want_total)
+
+    def _slow(self, status: Status, carry, want_total: bool):
+        """The exchange once every rank agrees, when something is flagged, a carry is too big to
+        travel inline, the method is node, or the method is not resolved yet (the first call)."""
+        sts, rank = self.sts, self.rank
+        status.rows = int(sts[:, ROWS].sum())
+        status.rows_before = int(sts[:rank, ROWS].sum())
+        if self.resolved is None:
+            self.resolved = resolve_method(self.method, self.comm, self.node_size)
+        if self.resolved == "node":
+            offset, total = _node_offsets(carry, self.like, self.combine, self.comm, self.node_size, want_total)
+            return status, offset, total
+        carries = self.carries if self.inline else _gather(self.comm, self.like if carry is None else carry)
+        held = (sts[:, FLAGS] & EMPTY) == 0
+        before = carries[:rank][held[:rank]]
+        return (status, self.fold(before) if len(before) else None,
+                self.fold(carries[held]) if want_total and held.any() else None)
+
+
 def exchange(st: np.ndarray, carry: np.ndarray, combine: Combine, comm, method: str = "auto",
              node_size: Optional[int] = None, *, want_total: bool = False):
-    """``(Status, offset, total)`` for this rank: see the module docstring.
+    """``(Status, offset, total)`` for this rank, in one use of an :class:`Exchange`.
 
     ``st`` is this rank's :func:`status`; ``carry`` its carry (the same shape and dtype on every
-    rank whose arguments agree; anything on a rank that failed); ``combine(earlier, later)``
-    combines two carries.  ``offset`` is None on the first rank; ``total`` (every rank's carry
-    combined) only with ``want_total``.  When the status says that a rank failed or that the
-    fingerprints differ, offset and total are None: the caller raises.
+    rank whose arguments agree; anything on a rank that failed or holds nothing, whose status
+    says so); ``combine(earlier, later)`` combines two carries.  ``offset`` combines the carries
+    of the ranks before this one that are not EMPTY, None if there are none; ``total`` (every
+    such carry combined, None if none) only with ``want_total``.  When the status says that a
+    rank failed or that the fingerprints differ, offset and total are None: the caller raises.
 
     The first collective is always one ``Allgather`` of fixed-size records over ``comm``, so
     ranks whose arguments differ, or that failed, still meet in it; only after it has shown
-    that all agree do the paths go on (carries too big to travel inline, the node method).
+    that all agree do the paths go on (carries too big to travel inline, the node method),
+    and they go on alike on every rank, decided by what the gather brought.
     Collective: every rank calls, also the ones that failed (with ``failed`` set).
     """
     carry = np.ascontiguousarray(carry)
+    flags = int(st[FLAGS])
     if comm is None or comm.Get_size() == 1:
-        return (Status(bool(st[FLAGS] & FAILED), True, False, int(st[ROWS])), None,
-                carry.copy() if want_total else None)
-    sts, carries = _gather_records(comm, _record(st, carry), carry)
-    total_st = _fold_status(sts)
-    if total_st.failed or not total_st.agreed:
-        return total_st, None, None
-    # From here on every rank's arguments (the method among them) and carry sizes agree.
-    if resolve_method(method, comm, node_size) == "node":
-        offset, total = _node_offsets(carry, combine, comm, node_size, want_total)
-        return total_st, offset, total
-    if total_st.big:
-        carries = _gather(comm, carry)
-    rank = comm.Get_rank()
-    return total_st, _fold(carries[:rank], combine), _fold(carries, combine) if want_total else None
+        return (Status(bool(flags & FAILED), True, False, int(st[ROWS]), bool(flags & AGREE_AFTER)), None,
+                None if not want_total or flags & EMPTY else carry.copy())
+    ex = Exchange(comm, method, node_size, carry, python_fold(combine), combine)
+    return ex(flags, int(st[FINGERPRINT]), int(st[ROWS]), None if flags & (EMPTY | FAILED) else carry,
+              want_total=want_total)
 
 
 def _gather(comm, carry: np.ndarray) -> np.ndarray:
@@ -259,27 +312,54 @@ def _gather(comm, carry: np.ndarray) -> np.ndarray:
     return out
 
 
-def _node_offsets(carry, combine, comm, node_size, want_total):
+def _node_offsets(mine, like, combine, comm, node_size, want_total):
     """Offsets node then cluster: gather inside the node, gather the node totals among the
-    leaders, broadcast the node's offset (and the total) inside the node."""
+    leaders, broadcast the node's offset (and the total) inside the node.  ``mine`` is this
+    rank's carry, None when it holds nothing (EMPTY); ``like`` one of that shape and dtype.
+    Nothing travels as None: each carry goes with a byte that says whether it holds anything."""
     h = get_hierarchy(comm, node_size)
-    on_node = _gather(h.node, carry)
-    within = _fold(on_node[: h.node.Get_rank()], combine)
-    shared = np.zeros((3,) + carry.shape, carry.dtype)  # [has offset (as bytes), offset, total]
+    on_node, has = _gather_held(h.node, mine, like)
+    within = _fold([c for c, held in zip(on_node[: h.node.Get_rank()], has) if held], combine)
+    node_total = _fold([c for c, held in zip(on_node, has) if held], combine)
+    nbytes = like.nbytes
+    shared = np.zeros(2 * nbytes + 2, np.uint8)  # [node offset][total][node offset held, total held]
+
+    def put(slot, value):
+        shared[slot * nbytes:(slot + 1) * nbytes] = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
+        shared[2 * nbytes + slot] = 1
+
+    def get(slot):
+        if not shared[2 * nbytes + slot]:
+            return None
+        return shared[slot * nbytes:(slot + 1) * nbytes].copy().view(like.dtype).reshape(like.shape)
+
     if h.leaders is not None:
-        totals = _gather(h.leaders, _fold(on_node, combine))
-        node_offset = _fold(totals[: h.leaders.Get_rank()], combine)
+        totals, held = _gather_held(h.leaders, node_total, like)
+        node_offset = _fold([c for c, ok in zip(totals[: h.leaders.Get_rank()], held) if ok], combine)
         if node_offset is not None:
-            shared.reshape(-1).view(np.uint8)[0] = 1
-            shared[1] = node_offset
-        if want_total:
-            shared[2] = _fold(totals, combine)
+            put(0, node_offset)
+        total = _fold([c for c, ok in zip(totals, held) if ok], combine) if want_total else None
+        if total is not None:
+            put(1, total)
     h.node.Bcast(shared, root=0)
-    total = shared[2].copy() if want_total else None
-    if not shared.reshape(-1).view(np.uint8)[0]:
+    node_offset, total = get(0), get(1) if want_total else None
+    if node_offset is None:
         return within, total
-    node_offset = shared[1].copy()
     return (node_offset if within is None else combine(node_offset, within)), total
+
+
+def _gather_held(comm, carry, like):
+    """Allgather of a carry that may be None: ``(carries, held flags)``; a None travels as ``like``
+    with its flag unset."""
+    size = comm.Get_size()
+    body = np.ascontiguousarray(like if carry is None else carry)
+    rec = np.zeros(body.nbytes + 1, np.uint8)
+    rec[:-1] = body.reshape(-1).view(np.uint8)
+    rec[-1] = carry is not None
+    out = np.empty((size, rec.size), np.uint8)
+    comm.Allgather(rec, out)
+    carries = np.ascontiguousarray(out[:, :-1]).view(like.dtype).reshape((size,) + like.shape)
+    return carries, out[:, -1].astype(bool)
 
 
 def exclusive_prefix(total: np.ndarray, combine: Combine, comm, method: str = "auto",

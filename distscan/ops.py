@@ -24,6 +24,14 @@ def _zero(dtype: np.dtype):
     return np.zeros((), dtype)[()]
 
 
+def _signed_zero(dtype: np.dtype):
+    """-0.0 for float and complex dtypes (``-0.0 + x == x`` for every x, -0.0 included), else 0."""
+    zero = np.zeros((), dtype)
+    if dtype.kind in "fc":
+        zero = -zero
+    return zero[()]
+
+
 def _one(dtype: np.dtype):
     return np.ones((), dtype)[()]
 
@@ -63,7 +71,14 @@ class Op:
     functor : str
         C++ functor in ``kernels/operators.cuh``.
     identity : callable
-        ``identity(dtype)`` -> NumPy scalar ``e`` with ``e op x == x``.
+        ``identity(dtype)`` -> NumPy scalar: what an empty prefix gives, as NumPy gives it (the
+        first element of an exclusive scan, the total of an empty array): ``+0.0`` for float
+        sums, as ``np.add.identity`` and ``np.cumulative_sum(include_initial=True)``.
+    neutral : callable
+        ``neutral(dtype)`` -> NumPy scalar ``e`` with ``e op x == x`` bit for bit: what an empty
+        part carries and what pads a tile.  The identity, except ``-0.0`` for float sums
+        (``+0.0 + -0.0`` is ``+0.0``: a +0.0 carry would turn a part's leading -0.0 into +0.0
+        where NumPy's sequential sum keeps it).  ``kernels/operators.cuh`` uses the same.
     kinds : str
         NumPy dtype kinds the operator accepts.
     logical : bool
@@ -80,10 +95,15 @@ class Op:
     kinds: str
     logical: bool = False
     promotes: bool = False
+    neutral: Callable[[np.dtype], object] = None
+
+    def __post_init__(self):
+        if self.neutral is None:
+            object.__setattr__(self, "neutral", self.identity)
 
 
 _TABLE = [
-    Op("sum", np.add, "Sum", _zero, _NUMERIC, promotes=True),
+    Op("sum", np.add, "Sum", _zero, _NUMERIC, promotes=True, neutral=_signed_zero),
     Op("prod", np.multiply, "Prod", _one, _NUMERIC, promotes=True),
     Op("max", np.maximum, "Max", _lowest, _ORDERED),
     Op("min", np.minimum, "Min", _highest, _ORDERED),

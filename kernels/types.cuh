@@ -94,6 +94,12 @@ template <typename R>
 struct Convert<bool, Complex<R> > {
     static __device__ __forceinline__ bool apply(Complex<R> x) { return x.re != R(0) || x.im != R(0); }
 };
+// A complex value into a real type keeps its real part, as NumPy's astype does (with a
+// ComplexWarning): a complex scan written into a real out=.
+template <typename To, typename R>
+struct Convert<To, Complex<R> > {
+    static __device__ __forceinline__ To apply(Complex<R> x) { return Convert<To, R>::apply(x.re); }
+};
 
 #ifdef DISTSCAN_HALF
 template <typename To>
@@ -113,6 +119,10 @@ struct Convert<Complex<R>, __half> {
 template <typename From>
 struct Convert<__half, From> {
     static __device__ __forceinline__ __half apply(From x) { return __float2half_rn(static_cast<float>(x)); }
+};
+template <typename R>
+struct Convert<__half, Complex<R> > {
+    static __device__ __forceinline__ __half apply(Complex<R> x) { return Convert<__half, R>::apply(x.re); }
 };
 template <>
 struct Convert<__half, double> {

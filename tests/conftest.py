@@ -318,7 +318,7 @@ def assert_scan_equal(result, expected, *, float_rtol=None):
         float_rtol = {2: 2e-2, 4: 1e-4, 8: 1e-10, 16: 1e-10}[expected.dtype.itemsize if expected.dtype.kind == "f"
                                                            else expected.dtype.itemsize // 2]
     np.testing.assert_allclose(result.astype(np.complex128), expected.astype(np.complex128),
-                               rtol=float_rtol, atol=float_rtol * max(1.0, float(np.sqrt(expected.shape[0] or 1))),
+                               rtol=float_rtol, atol=float_rtol * max(1.0, float(np.sqrt(expected.shape[0] if expected.ndim else 1))),
                                equal_nan=True)
 
 

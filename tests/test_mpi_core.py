@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import distscan
-from distscan import api
+from distscan._call import PLANS
 
 from conftest import all_ranks_ok, shared_rng
 
@@ -76,11 +76,11 @@ def test_lean_calls_give_the_general_answer(comm):
 def test_plans_are_reused(comm):
     x = np.arange(10)
     distscan.cumsum(x, comm=comm)
-    n = len(api._PLANS)
+    n = len(PLANS)
     for _ in range(5):
         distscan.cumsum(x, comm=comm)
         distscan.cumsum(x.reshape(5, 2), comm=comm)
-    assert len(api._PLANS) <= n + 1
+    assert len(PLANS) <= n + 1
 
 
 @pytest.mark.mpi(min_size=2)
@@ -132,14 +132,19 @@ def test_every_algorithm_at_any_rank_count(comm):
         distscan.cumsum(part, algorithm="nope", comm=comm)
 
 
-def test_lean_offsets_fold_carries_in_rank_order():
-    # NumPy sums 8 or more floats pairwise; the general exchange (hierarchy._fold) folds left to
-    # right, and the lean call must give the same bits at any rank count.
-    from distscan._core import fold_in_order
-    from distscan.hierarchy import _fold
+def test_offsets_fold_carries_in_rank_order():
+    # NumPy sums 8 or more floats pairwise; the carries of the ranks before are folded left to
+    # right (Carries.fold, one accumulate), the same bits as the pairwise fold of two at a time
+    # (hierarchy._fold, the node path's) at any rank count.
+    from distscan._carry import Carries
+    from distscan.hierarchy import python_fold
+    from distscan.ops import OPS
 
-    carries = np.array([1.0, 1e16, -1e16, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
-    assert np.add.reduce(carries) != _fold(carries, np.add)  # the case that tells them apart
+    carries = np.array([1.0, 1e16, -1e16, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]).reshape(-1, 1)
+    fold = Carries(OPS["sum"], np.float64).fold
+    by_two = python_fold(lambda a, b: np.add(a, b))
+    assert np.add.reduce(carries)[0] != by_two(carries)[0]  # the case that tells them apart
     for k in range(1, len(carries) + 1):
-        assert fold_in_order(np.add, carries[:k], np.float64) == _fold(carries[:k], np.add)
-    assert fold_in_order(np.maximum, np.array([3, 9, 2], np.int64), np.int64) == 9
+        assert fold(carries[:k]) == by_two(carries[:k])
+    assert fold(carries[:0]) is None
+    assert Carries(OPS["max"], np.int64).fold(np.array([[3], [9], [2]], np.int64))[0] == 9

@@ -228,14 +228,18 @@ def test_injected_failure_on_one_rank(phase, strategy, comm, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(cpu_backend, phase, failing)
-    x = np.arange(100, dtype=np.int64)
+    # A strided part takes the backend's general scan; a contiguous one after the first call of
+    # its kind takes NumPy's accumulate into memory allocated before the exchange, which has
+    # nothing left to fail (distscan._core.ScanPlan._finish_may_fail; its floating-point errors:
+    # tests/test_mpi_trust.py).
+    x = np.arange(200, dtype=np.int64)[::2]
     if phase == "reduce" and (strategy == "scan_then_add" or comm.size - 1 == victim):
         pytest.skip("this strategy does not reduce on the victim")  # same decision on all ranks
     msg = _raises_everywhere(comm, MemoryError, "injected", lambda: distscan.cumsum(x, comm=comm, strategy=strategy))
     assert msg.startswith(f"rank {victim}:")
     # The communicator is still usable afterwards: nobody is stuck in a collective.
     monkeypatch.undo()
-    np.testing.assert_array_equal(distscan.cumsum(x, comm=comm)[-1], 4950 * (comm.rank + 1))
+    np.testing.assert_array_equal(distscan.cumsum(x, comm=comm)[-1], int(x.sum()) * (comm.rank + 1))
 
 
 # -- property tests -------------------------------------------------------------------------

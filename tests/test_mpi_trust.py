@@ -234,6 +234,20 @@ def test_floating_point_error_keeps_its_type_everywhere(comm):
 
 
 @pytest.mark.mpi(min_size=2)
+def test_floating_point_error_in_one_ranks_finish_is_agreed(comm):
+    """Only the last rank asks NumPy to raise, and only its seeded scan overflows (the offset from
+    the ranks before meets its own large values): every rank raises, in every call of a row, and
+    the communicator is whole afterwards."""
+    last = comm.rank == comm.size - 1
+    x = np.array([1e308, 1e308]) if last else np.array([1.0e308 if comm.rank == 0 else 0.0])
+    for _ in range(3):
+        with np.errstate(over="raise" if last else "ignore", invalid="ignore"):
+            with pytest.raises(FloatingPointError, match=f"rank {comm.size - 1}"):
+                distscan.cumsum(x, comm=comm)
+    np.testing.assert_array_equal(distscan.cumsum(np.ones(3), comm=comm), 3 * comm.rank + np.arange(1, 4))
+
+
+@pytest.mark.mpi(min_size=2)
 def test_zero_d_array_on_one_rank_raises_axis_error_everywhere(comm):
     x = np.array(5) if comm.rank == 0 else np.arange(3)
     with pytest.raises(np.exceptions.AxisError):

@@ -1456,27 +1456,50 @@ def test_out_overlapping_the_input(ctx, strategy, exclusive):
     ctx.check(lambda: assert_matches(x, Ref(g2, "sum", axis=1, exclusive=exclusive).part(c, ctx.rank, 7), what="axis=1 out=x"))
 
 
-def test_out_of_another_dtype_is_an_error(ctx):
-    """out= of a dtype other than the result's raises on every rank (README: out has the result's
-    dtype).  NOTE: NumPy (and CuPy's test_cumsum_out / test_out_dtype_cast) accept such an out and
-    cast into it; distscan's contract, and the brief, make it an error."""
-    g = np.arange(12, dtype=np.int32).reshape(6, 2)
-    part = Ctx.rows(g, ctx.counts(6), ctx.rank).copy()
-    for out_dtype in (np.float32, np.int32, np.int8, np.complex128):   # result is int64
-        out = np.zeros(part.shape, out_dtype)
-        ctx.raises((TypeError, ValueError), lambda: distscan.cumsum(part, out=out, comm=ctx.comm))
-    out = np.zeros(part.shape, np.float32)
-    ctx.raises((TypeError, ValueError), lambda: distscan.cummax(part.astype(np.float64), out=out, comm=ctx.comm))
+def test_out_of_another_dtype_casts_as_numpy(ctx):
+    """out= of a dtype other than the default result's: NumPy computes in its loop's dtype for
+    (out, input) -- dtype= if given -- and casts each result into out (numpy/_core/tests/
+    test_ufunc.py, out dtype resolution; CuPy's test_cumsum_out / test_out_dtype_cast).  distscan
+    does the same on every rank's part, byte-swapped out included."""
+    with np.errstate(all="ignore"):
+        g = np.arange(12, dtype=np.int32).reshape(6, 2)
+        cases = [(g, {}, dt) for dt in (np.float32, np.int32, np.int8, np.complex128, ">i8", np.bool_)]
+        cases += [(g.astype(np.float64) + 0.5, {}, np.int64), (np.full((6, 2), 2.0 ** 62).astype(np.int64), {}, np.float64),
+                  (g.astype(np.float64) + 0.5, {"dtype": np.int64}, np.float64)]
+        c = ctx.counts(6)
+        for glob, kw, out_dtype in cases:
+            part = Ctx.rows(glob, c, ctx.rank).copy()
+            out = np.zeros(part.shape, out_dtype)
+            res = ctx.run(lambda: distscan.cumsum(part, out=out, comm=ctx.comm, **kw))
+            want = np.cumsum(glob, axis=0, out=np.zeros(glob.shape, out_dtype), **kw)
+            ctx.check(lambda: np.testing.assert_array_equal(res, Ctx.rows(want, c, ctx.rank)))
+            ctx.check(lambda: (res is out) or pytest.fail("out is not returned"))
+        f = rng_float = ctx.rng.standard_normal((6, 2))
+        part = Ctx.rows(rng_float, c, ctx.rank).copy()
+        out = np.zeros(part.shape, np.float32)
+        ctx.run(lambda: distscan.cummax(part, out=out, comm=ctx.comm))
+        want = np.maximum.accumulate(f, axis=0, out=np.zeros(f.shape, np.float32))
+        ctx.check(lambda: np.testing.assert_array_equal(out, Ctx.rows(want, c, ctx.rank)))
 
 
 def test_bad_out_on_one_rank_raises_everywhere(ctx):
-    """A wrong out= on one rank only (rank 1; rank 0 when alone): every rank raises, nobody hangs."""
+    """A wrong out= on one rank only (rank 1; rank 0 when alone): every rank raises, nobody hangs.
+    An out whose dtype changes what the ranks compute in (float32 out: float64, against int64
+    on the others) is a mismatch across ranks; alone, it is NumPy's cast."""
     odd = 1 if ctx.size > 1 else 0
     part = np.arange(4, dtype=np.int64)
     out = np.empty(5 if ctx.rank == odd else 4, np.int64)
     ctx.raises(ValueError, lambda: distscan.cumsum(part, out=out, comm=ctx.comm))
     out = np.empty(4, np.float32 if ctx.rank == odd else np.int64)
-    ctx.raises((TypeError, ValueError), lambda: distscan.cumsum(part, out=out, comm=ctx.comm))
+    if ctx.size > 1:
+        ctx.raises(ValueError, lambda: distscan.cumsum(part, out=out, comm=ctx.comm), match="differs across ranks")
+    else:
+        np.testing.assert_array_equal(distscan.cumsum(part, out=out, comm=ctx.comm), np.cumsum(part))
+    # an out of another dtype that computes alike (int32 out of an int64 scan: computed in int64)
+    out = np.empty(4, np.int32 if ctx.rank == odd else np.int64)
+    res = ctx.run(lambda: distscan.cumsum(part, out=out, comm=ctx.comm))
+    want = np.cumsum(np.tile(part, ctx.size if ctx.distributed else 1))[4 * ctx.rank:4 * ctx.rank + 4]
+    ctx.check(lambda: np.testing.assert_array_equal(res, want.astype(out.dtype)))
 
 
 def test_reduce_matches_numpy(ctx):

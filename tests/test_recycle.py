@@ -78,14 +78,78 @@ def test_shape_and_dtype_must_match():
 def test_the_ring_forgets_the_oldest():
     ring = ResultRing(size=2)
     arrays = [np.zeros(i + 1) for i in range(3)]
-    refs = [weakref.ref(a) for a in arrays]
+    first = id(arrays[0])
     for a in arrays:
         ring.keep(a)
     del a, arrays
-    assert refs[0]() is None  # forgotten: freed
+    assert [len(a) for a in ring.arrays] == [2, 3] and first not in map(id, ring.arrays)
     assert ring.take((1,), np.dtype(np.float64)) is None
     assert ring.take((2,), np.dtype(np.float64)) is not None
     assert ring.take((3,), np.dtype(np.float64)) is not None
+
+
+def test_a_weak_reference_keeps_a_result():
+    """A weakref.ref(y) of a dropped result would resolve to the next result of its kind."""
+    ring = ResultRing()
+    a = np.zeros(3)
+    ring.keep(a)
+    ref = weakref.ref(a)
+    del a
+    assert ring.take((3,), np.dtype(np.float64)) is None
+    del ref
+    assert ring.take((3,), np.dtype(np.float64)) is not None
+
+
+class _Memory:
+    """Stands for CuPy's Memory: what the pointers of an allocation hold."""
+
+
+class _Pointer:
+    """Stands for CuPy's MemoryPointer: ``mem`` is the allocation."""
+
+    def __init__(self, mem):
+        self.mem = mem
+
+
+class _DeviceArray:
+    """Stands for a CuPy array: ``data`` is its pointer (the same object every time)."""
+
+    shape = (4,)
+    dtype = np.dtype(np.float32)
+
+    def __init__(self, data=None):
+        self.data = data if data is not None else _Pointer(_Memory())
+
+
+_MEMORY_HOLDERS = {
+    "its pointer": lambda arr: arr.data,                       # mp = y.data; del y
+    "an alias on its pointer": lambda arr: _DeviceArray(arr.data),  # cupy.ndarray(..., memptr=y.data)
+    "its memory": lambda arr: arr.data.mem,                    # m = y.data.mem
+    "a view's own pointer": lambda arr: _Pointer(arr.data.mem),   # y[1:] holds the memory, not the pointer
+}
+
+
+@pytest.mark.parametrize("holder", sorted(_MEMORY_HOLDERS))
+def test_what_holds_the_memory_keeps_a_result(holder):
+    """With the holders check of device arrays, anything that can still reach the memory of a
+    dropped result keeps it from being handed out again (issue 28: a held pointer and an alias
+    were overwritten by the next calls)."""
+    holders = _recycle.memory_holders_check(_DeviceArray)
+    assert holders is not None
+    ring = ResultRing(holders=holders)
+    a = _DeviceArray()
+    ring.keep(a)
+    kept = _MEMORY_HOLDERS[holder](a)
+    del a
+    assert ring.take((4,), np.dtype(np.float32)) is None
+    del kept
+    gc.collect()
+    assert ring.take((4,), np.dtype(np.float32)) is not None
+
+
+def test_the_holders_check_is_measured_not_assumed(monkeypatch):
+    monkeypatch.setattr(_recycle, "_refcount", lambda obj: 3)
+    assert _recycle.memory_holders_check(_DeviceArray) is None
 
 
 def test_the_count_is_measured_not_assumed(monkeypatch):

@@ -29,11 +29,32 @@ def is_native(x) -> bool:
 
 
 def lean_arrays(x, out, types: ScanTypes) -> bool:
-    """Whether ``ScanPlan.call_1d`` takes this call: a contiguous 1-D NumPy ``x``, no ``out``."""
-    return type(x) is np.ndarray and x.ndim == 1 and x.flags.c_contiguous and out is None
+    """Whether :func:`scan_lean` takes these arrays as they are: a contiguous 1-D NumPy ``x`` of the
+    input dtype, and ``out`` None or a contiguous NumPy array of its shape and the result dtype that
+    does not overlap it."""
+    if type(x) is not np.ndarray or x.ndim != 1 or not x.flags.c_contiguous or x.dtype != types.input:
+        return False
+    return out is None or (type(out) is np.ndarray and out.shape == x.shape and out.dtype == types.result
+                           and out.flags.c_contiguous and not np.may_share_memory(x, out))
+
+
+def scan_lean(x, op: Op, types: ScanTypes, exclusive: bool, out=None, seed=None):
+    """``scan(x, ..., seed=seed, out=out)[0]`` for arrays :func:`lean_arrays` took: an inclusive scan
+    in the result dtype is one sequential pass of NumPy (the seed folded into the first element)."""
+    if exclusive or types.acc != types.result or x.size == 0:
+        result = scan(x, op, types, exclusive=exclusive, seed=seed, out=out)[0]
+        return result if out is None else out
+    if seed is None:
+        return op.ufunc.accumulate(x, dtype=types.acc, out=out)
+    if out is None:
+        out = np.empty(x.shape, types.result)
+    np.copyto(out, x, casting="unsafe")  # NumPy's conversion to the accumulator, as accumulate's
+    op.ufunc(np.asarray(seed, types.acc).reshape(-1)[:1], out[:1], out=out[:1])
+    return op.ufunc.accumulate(out, out=out)
 
 
 def _identity_row(op: Op, types: ScanTypes, w: int) -> np.ndarray:
+    """What an empty prefix gives (an exclusive scan's first row, an empty part's total)."""
     return np.full(w, op.identity(types.acc), dtype=types.acc)
 
 
@@ -111,7 +132,7 @@ def _scan_by(algorithm, x, op: Op, types: ScanTypes, exclusive, seed, out, want_
     from ._absorb import absorb_zeros
 
     n, w = x.shape
-    identity = op.identity(types.acc)
+    identity = op.neutral(types.acc)  # pads tiles: must leave every value as it is, -0.0 included
     acc = x.astype(types.acc)  # NumPy's cast (logical operators: x != 0)
     if seed is not None and n:
         acc[0] = op.ufunc(seed, acc[0])
@@ -133,11 +154,30 @@ def _scan_by(algorithm, x, op: Op, types: ScanTypes, exclusive, seed, out, want_
     return out, (np.asarray(total, types.acc).reshape(w) if want_total else None)
 
 
+_NEUTRALS: dict = {}
+
+
+def _neutral(op: Op, acc: np.dtype):
+    """``op.neutral(acc)``, kept (reductions start from it on every call)."""
+    value = _NEUTRALS.get((op.name, acc))
+    if value is None:
+        value = _NEUTRALS[(op.name, acc)] = op.neutral(acc)
+    return value
+
+
 def reduce(x, op: Op, types: ScanTypes) -> np.ndarray:
+    # From the neutral element: NumPy's own start (+0.0 for sums) would turn a part of negative
+    # zeros into a +0.0 carry, where the sequential sum of the whole array keeps -0.0.
+    acc = types.acc
+    if x.ndim == 1:  # 1-D is one column
+        if not x.size:
+            return _identity_row(op, types, 1)
+        return np.array([op.ufunc.reduce(x, dtype=acc, initial=_neutral(op, acc))], acc)
     n, w = x.shape
     if n == 0:
         return _identity_row(op, types, w)
-    return np.asarray(op.ufunc.reduce(x, axis=0, dtype=types.acc), types.acc).reshape(w)
+    total = op.ufunc.reduce(x, axis=0, dtype=acc, initial=_neutral(op, acc))
+    return np.asarray(total, acc).reshape(w)
 
 
 def array_module():
@@ -146,6 +186,8 @@ def array_module():
 
 
 def combine(y, op: Op, types: ScanTypes, offset) -> None:
+    if y.ndim == 1:  # 1-D is one column
+        y = y.reshape(-1, 1)
     if y.shape[0] == 0:
         return
     offset = np.asarray(offset, types.acc).reshape(1, -1)

@@ -40,6 +40,7 @@ from __future__ import annotations
 import ctypes
 import math
 import threading
+from contextlib import nullcontext
 
 import numpy as np
 
@@ -47,7 +48,7 @@ from .._carry import zero_absorbs
 from .._dtypes import ScanTypes
 from ._absorb import absorb_zeros
 from ._dependent_launch import DependentLaunch, available as _dependent_launch_available
-from ._recycle import ResultRing
+from ._recycle import ResultRing, memory_holders_check
 from ..ops import Op
 from . import _cuda_compile as cc
 
@@ -114,10 +115,11 @@ class _TileScratch:
     between launches: each claim of a tile id returns the launch's epoch from the launch state,
     and the launch's last claim moves it on (the launch with the last epoch zeroes the words).  The host zeroes the words
     only when it (re)allocates them.  Only launches on this stream use this scratch, so they
-    are ordered.
+    are ordered.  A launch recorded into a caller's graph takes a scratch of its own instead
+    (:func:`_captured_scratch`): a graph may be replayed on any stream, at any time.
     """
 
-    def __init__(self):
+    def __init__(self, exact: bool = False):
         # Held around the hot path's argument block, graphs, spare and ring: host threads that
         # share a stream share its scratch and hot-path entries.
         self.lock = threading.Lock()
@@ -125,28 +127,44 @@ class _TileScratch:
         self.subaggs = None
         self.anchors = None
         self.launch_state = None
+        self.exact = exact  # sized for one launch (a captured one), not rounded up for later ones
         self.generation = 0  # bumped when the arrays are reallocated (the hot path caches their pointers)
         # (nbytes, MemoryPointer): the next small result's memory, taken by the hot path after
         # its launch (see _SPARE_MAX_BYTES); None when there is none.
         self.spare = None
-        self.results = ResultRing()  # small results handed out, for reuse once dropped
+        self.results = ResultRing(holders=_result_holders())  # small results handed out, for reuse once dropped
 
     def prepare(self, num_tiles: int, window: int, k: int) -> None:
-        """Status words for a launch of ``num_tiles`` tiles (reallocated, zeroed, when too few)."""
-        cp = _cp
+        """Status words for a launch of ``num_tiles`` tiles (reallocated, zeroed, when too few).
+
+        All or nothing: the new arrays are made and initialised first, and only then take the
+        place of the old ones, so a call that fails half way (out of memory, a refused copy)
+        leaves the scratch as it was, never words without a launch state.  On a stream that is
+        capturing (a caller's graph) nothing may be recorded: the arrays are then made on a
+        stream of the device's own and waited for."""
         need_words = max(num_tiles, 1) * k
         need_subaggs = (num_tiles // 32 + 1) * k
         need_anchors = (num_tiles // window + 1) * k
-        if self.words is None or self.words.size < need_words or self.subaggs.size < need_subaggs \
-                or self.anchors.size < need_anchors:
-            self.words = cp.zeros(max(need_words, 1 << 16), dtype=cp.uint64)
-            self.subaggs = cp.zeros(max(need_subaggs, 1 << 12), dtype=cp.uint64)
-            self.anchors = cp.zeros(max(need_anchors, 1 << 10), dtype=cp.uint64)
+        if self.words is not None and self.words.size >= need_words and self.subaggs.size >= need_subaggs \
+                and self.anchors.size >= need_anchors:
+            return
+        if not self.exact:
+            need_words, need_subaggs, need_anchors = (max(need_words, 1 << 16), max(need_subaggs, 1 << 12),
+                                                      max(need_anchors, 1 << 10))
+        cp = _cp
+        capturing = _is_capturing(cp.cuda.get_current_stream().ptr)
+        with (_side_stream() if capturing else nullcontext()) as side:
+            words = cp.zeros(need_words, dtype=cp.uint64)
+            subaggs = cp.zeros(need_subaggs, dtype=cp.uint64)
+            anchors = cp.zeros(need_anchors, dtype=cp.uint64)
             # new words: epochs start again at 1; the kernel zeroes them when the epoch wraps
             state = np.zeros(_LAUNCH_WORDS, np.uint64)
-            state[_LAUNCH_SIZES:_LAUNCH_SIZES + 3] = (self.words.size, self.subaggs.size, self.anchors.size)
-            self.launch_state = cp.asarray(state)
-            self.generation += 1
+            state[_LAUNCH_SIZES:_LAUNCH_SIZES + 3] = (words.size, subaggs.size, anchors.size)
+            launch_state = cp.asarray(state)
+            if side is not None:
+                side.synchronize()
+        self.words, self.subaggs, self.anchors, self.launch_state = words, subaggs, anchors, launch_state
+        self.generation += 1
 
     def capacity(self, window: int, k: int) -> int:
         """The most tiles one launch of a plan with this window and ``k`` words per status may
@@ -154,6 +172,52 @@ class _TileScratch:
         if self.words is None:
             return -1
         return min(self.words.size // k, 32 * (self.subaggs.size // k) - 1, window * (self.anchors.size // k) - 1)
+
+
+_HOLDERS: list = []
+
+
+def _result_holders():
+    """The ring's check that nothing but a result array holds its memory (measured once, on an
+    array made as the hot path makes its results; None where counts cannot be trusted)."""
+    if not _HOLDERS:
+        _HOLDERS.append(memory_holders_check(lambda: _cp.ndarray((1,), np.int8, _cp.cuda.alloc(1))))
+    return _HOLDERS[0]
+
+
+_SIDE_STREAMS: dict = {}
+
+
+def _side_stream():
+    """A stream of the current device's own, never capturing: the one place where a call inside a
+    caller's capture may set up its scratch (the caller's graph records nothing of it)."""
+    dev_id = _current_device()
+    stream = _SIDE_STREAMS.get(dev_id)
+    if stream is None:
+        stream = _SIDE_STREAMS[dev_id] = _cp.cuda.Stream(non_blocking=True)
+    return stream
+
+
+# Scratches of the launches recorded into callers' graphs, kept as long as the process: a graph
+# may be replayed at any time on any stream, so the words its launch uses must be its own and
+# must outlive it, and nothing tells when a caller's graph is destroyed.  Each is sized for its
+# launch (8 bytes a tile per status word: 64 bytes for 2^16 4-byte items, 1 MiB for 2^29).
+_CAPTURED: list = []
+
+
+def _captured_scratch(num_tiles: int, window: int, k: int) -> _TileScratch:
+    """A scratch of its own for one launch recorded into a caller's graph (set up outside it)."""
+    scratch = _TileScratch(exact=True)
+    scratch.prepare(num_tiles, window, k)
+    _CAPTURED.append(scratch)
+    return scratch
+
+
+def _refuse_in_capture(stream_ptr: int, what: str) -> None:
+    """Raise before any work is queued when a call that needs the host runs inside a capture."""
+    if _is_capturing(stream_ptr):
+        raise RuntimeError(f"{what} inside a CUDA graph capture: it needs a value on the host, which a "
+                           "capture cannot give; call it outside the capture")
 
 
 _SCRATCH: dict = {}
@@ -331,7 +395,7 @@ def _plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, algorithm: str = "aut
         plan.tile = shape.tile_items
         plan.window = shape.window
         plan.threads = shape.launch_threads(device)
-        plan.identity_k = kacc.type(op.identity(types.acc))
+        plan.identity_k = kacc.type(op.neutral(types.acc))
         plan.device = device
         _setup_lookahead(plan, dev_id, in_dtype, types.result)
         _setup_lead(plan, dev_id, algorithm)
@@ -385,6 +449,24 @@ def _identity(op: Op, types: ScanTypes, w: int) -> np.ndarray:
     return np.full(w, op.identity(types.acc), dtype=types.acc)
 
 
+def _first_is_identity(op: Op, types: ScanTypes) -> bool:
+    """Whether an unseeded exclusive scan's first result must be rewritten after the kernel.
+
+    The kernels start every prefix from the operator's neutral element (``kernels/operators.cuh``:
+    -0.0 for float sums, so that a prefix of negative zeros keeps its sign), and so write it as
+    the first result of an unseeded exclusive scan.  What an empty prefix gives is the identity
+    (+0.0, as NumPy's ``np.add.identity`` and the CPU backend): for float and complex results of
+    sums the host then sets that one item's bytes to zero (+0.0)."""
+    if types.result.kind not in "fc":
+        return False
+    neutral = np.asarray(op.neutral(types.acc), types.result)
+    return neutral.tobytes() != np.asarray(op.identity(types.acc), types.result).tobytes()
+
+
+def _memset_async(ptr: int, value: int, nbytes: int, stream_ptr: int) -> None:
+    _cp.cuda.runtime.memsetAsync(ptr, value, nbytes, stream_ptr)
+
+
 # --------------------------------------------------------------------------------------
 # protocol
 # --------------------------------------------------------------------------------------
@@ -411,7 +493,9 @@ def _scan_hierarchical(plan, x, out, n, exclusive, seed_k, has_seed, d_total, de
     if num_tiles == 1:  # the end of the recursion: one tile's prefix is the seed
         prefix = cp.full(1, seed_k if has_seed else plan.identity_k, plan.kacc)
     else:
-        seed = np.array([seed_k], plan.kacc) if has_seed else None
+        # from the neutral element when unseeded: the tile prefixes are folded into the tiles'
+        # own items, whose signs a +0.0 first prefix would change
+        seed = np.array([seed_k if has_seed else plan.identity_k], plan.kacc)
         prefix, _ = scan(d_tiles, op, acc, exclusive=True, seed=seed, algorithm="hierarchical")
     if num_tiles > 1 or has_seed:
         grid = int(max(1, min(8 * _device_info(dev_id)["sms"], -(-n // 256))))
@@ -450,7 +534,9 @@ def _launch_shape(plan, n: int):
 def _launch_tiles(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr):
     """One launch of scan_tiles_kernel over contiguous 1-D x -> out (n >= 1)."""
     num_tiles = -(-n // plan.tile)
-    scratch = _scratch(dev_id, stream_ptr)
+    # A launch recorded into a caller's graph gets status words of its own (_CAPTURED).
+    scratch = (_captured_scratch(num_tiles, plan.window, plan.k_words) if _is_capturing(stream_ptr)
+               else _scratch(dev_id, stream_ptr))
     vector_ok = int(x.data.ptr % 16 == 0 and out.data.ptr % 16 == 0)
     grid, smem, lead = _launch_shape(plan, n)
     fn = plan.funcs["scan_excl" if exclusive else "scan_incl"]
@@ -525,6 +611,8 @@ _capture_status = _runtime_function("streamIsCapturing")
 
 def _is_capturing(stream_ptr: int) -> bool:
     """Whether the stream records into a graph (someone's capture) rather than runs."""
+    if _capture_status is None:  # a CuPy without the query cannot capture either
+        return False
     try:
         return _capture_status(stream_ptr) != 0
     except Exception:  # noqa: BLE001 - e.g. the legacy stream while another stream captures:
@@ -544,6 +632,7 @@ class _FastEntry:
         # the dtype object CuPy keeps in the results (the ring compares dtypes by identity)
         self.result_dtype = _cp.ndarray((0,), result_type).dtype
         self.kernel_ptr = kernel_ptr  # the module stays loaded: plan.funcs holds the kernel
+        self.first_is_identity = False  # set by _fast_entry: see _first_is_identity
         self.args = _ArgBlock(c.c_uint64, c.c_uint64, c.c_int64, c.c_uint64, c.c_uint64, c.c_uint64, c.c_uint64,
                               plan.kacc.itemsize, c.c_int32, c.c_uint64, c.c_int32, c.c_int64)
         (self.x, self.out, self.n, self.words, self.subaggs, self.anchors, self.state, self.seed, self.has_seed,
@@ -597,25 +686,20 @@ class _FastEntry:
         self.launch(self.kernel_ptr, grid, 1, 1, self.plan.threads, 1, 1, smem, stream_ptr, self.args.ptr, 0)
 
     def launch_dependent(self, xp, op_, n, vector_ok, lead, seed_k, grid, smem, stream_ptr) -> None:
-        """:meth:`launch_at` as a programmatic dependent of the kernel before it (a plain launch
-        on a stream that is capturing: the caller's graph takes it as it is)."""
-        if _is_capturing(stream_ptr):
-            self.launch_at(xp, op_, n, vector_ok, lead, seed_k, grid, smem, stream_ptr)
-            return
+        """:meth:`launch_at` as a programmatic dependent of the kernel before it."""
         self.set_args(xp, op_, n, vector_ok, lead, seed_k)
         self.dependent(grid, smem, stream_ptr, self.args.ptr)
 
     def launch_graphed(self, xp, op_, n, vector_ok, lead, grid, smem, stream_ptr) -> None:
         """An unseeded launch: the replay of this (x, out, n)'s graph, made the second time
-        the call is seen; a plain launch the first time, and on a stream that is capturing
-        (the capture records the kernel itself)."""
+        the call is seen; a plain launch the first time."""
         key = (xp, op_, n)
         graph = self.graphs.get(key)
         if graph is None:
             if len(self.graphs) >= _GRAPHS_PER_ENTRY:
                 self.graphs.clear()
             self.graphs[key] = _SEEN_ONCE
-        elif not _is_capturing(stream_ptr):
+        else:
             if graph is _SEEN_ONCE:
                 self.set_args(xp, op_, n, vector_ok, lead, None)
                 graph = self.capture(grid, smem)
@@ -679,6 +763,7 @@ def _fast_entry(key, dev_id, stream_ptr, x_dtype, op, types, exclusive, algorith
         dependent = (DependentLaunch(kernel.kernel.ptr, plan.threads) if _dependent_launch_available()
                      and _capture_status is not None and _device_info(dev_id)["cc"] >= 90 else None)
         ent = _FastEntry(plan, _scratch(dev_id, stream_ptr), kernel.kernel.ptr, launch, rt, dependent)
+        ent.first_is_identity = exclusive and _first_is_identity(op, types)
     return _remember(_FAST, key, ent, 4 * _MAX_STREAM_ENTRIES)
 
 
@@ -688,6 +773,8 @@ def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
     cp = _cp
     dev_id = x.data.device_id
     stream_ptr = cp.cuda.get_current_stream().ptr
+    if _is_capturing(stream_ptr):
+        return None  # a caller's graph records this launch: the general path gives it words of its own
     stream = stream_ptr if stream_ptr != _PER_THREAD_STREAM else _stream_key(stream_ptr)
     n = x.size
     in_size, out_size = x.itemsize, types.result.itemsize
@@ -727,6 +814,8 @@ def _scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
             ent.launch_graphed(xp, op_, n, (xp | op_) & 15 == 0, lead, grid, smem, stream_ptr)
         else:
             ent.launch_at(xp, op_, n, (xp | op_) & 15 == 0, lead, seed_k, grid, smem, stream_ptr)
+        if ent.first_is_identity and seed_k is None:
+            _memset_async(op_, 0, out_size, stream_ptr)  # see _first_is_identity
         if mem is None:
             return out
         result = cp.ndarray(x.shape, ent.result_type, mem)  # the shape it was given; memptr positional is cheaper
@@ -765,7 +854,8 @@ def scan_lean(x, op: Op, types: ScanTypes, exclusive: bool, out, seed=None):
         r = _scan_fast(x, op, types, exclusive, out, "auto", seed)
         if r is not None:
             return r
-    return scan(x, op, types, exclusive=exclusive, seed=seed, out=out)[0]
+    result = scan(x, op, types, exclusive=exclusive, seed=seed, out=out)[0]
+    return result if out is None else out
 
 
 def fast_scan(x, op: Op, types: ScanTypes, exclusive: bool, out):
@@ -819,11 +909,15 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
             out = result
         return out, total
 
-    plan = _plan(dev_id, x.dtype, types, op, algorithm)
     stream_ptr = cp.cuda.get_current_stream().ptr
+    if want_total or zero_absorbs(op, types.acc) or (seed is not None and w > _NARROW_COLUMNS):
+        # a total, the repair of products' zeros and a row of seeds all pass through the host
+        _refuse_in_capture(stream_ptr, "a scan that returns its total, a float product, or a seeded scan of "
+                                       f"more than {_NARROW_COLUMNS} columns")
+    plan = _plan(dev_id, x.dtype, types, op, algorithm)
     d_total = None
     if w == 1:
-        seed_k = plan.kacc.type(seed[0]) if seed is not None else plan.kacc.type(op.identity(types.acc))
+        seed_k = plan.kacc.type(seed[0]) if seed is not None else plan.kacc.type(op.neutral(types.acc))
         if want_total:
             d_total = cp.empty(1, dtype=plan.kacc)
         _scan_1d(plan, x, out, n, exclusive, seed_k, seed is not None, d_total if want_total else np.uint64(0),
@@ -833,7 +927,7 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
         ot = cp.empty((w, n), dtype=types.result)
         d_total = cp.empty(w, dtype=plan.kacc)
         for c in range(w):
-            seed_k = plan.kacc.type(seed[c]) if seed is not None else plan.kacc.type(op.identity(types.acc))
+            seed_k = plan.kacc.type(seed[c]) if seed is not None else plan.kacc.type(op.neutral(types.acc))
             _scan_1d(plan, xt[c], ot[c], n, exclusive, seed_k, seed is not None, d_total[c:], dev_id, stream_ptr, op)
         out[...] = ot.T
     else:
@@ -844,6 +938,8 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     absorbed = None
     if zero_absorbs(op, types.acc):
         absorbed = absorb_zeros(cp, x, out, seed, exclusive)
+    if exclusive and seed is None and _first_is_identity(op, types):
+        out[0] = 0  # the identity, +0.0 (see _first_is_identity)
     if result is not None and result is not out:
         result[...] = out
         out = result
@@ -947,6 +1043,7 @@ def reduce(x, op: Op, types: ScanTypes) -> np.ndarray:
     n, w = x.shape
     if n == 0 or w == 0:
         return _identity(op, types, w)
+    _refuse_in_capture(cp.cuda.get_current_stream().ptr, "a reduction (and so a scan across ranks)")
     if w == 1 and x._c_contiguous:
         total = _reduce_1d(x.reshape(-1), op, types)
         if total is not None:

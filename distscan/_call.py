@@ -1,0 +1,336 @@
+"""One call's arguments, resolved and checked on this rank alone, before any collective.
+
+:func:`resolve` turns what a caller passed (any array kind, a list, a scalar, ``out=`` of any
+numeric dtype, ``axis=``) into a :class:`Part`: the backend rows the plan scans, the array
+that receives them, the plan itself, and how the result goes back to the caller's form.
+
+The common call (a contiguous 1-D NumPy or CuPy array of a dtype seen before, ``out=`` of
+the same kind or none) is resolved from a cache of call kinds (:class:`Kind`) in one
+dictionary lookup, so that small scans cost little more than their kernel.  That cache only
+shortens this rank's own preparation: the plan runs the same collectives whichever way the
+part was resolved (distscan._core).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._arrays import as_is, current_device_id, to_native
+from ._core import ScanPlan, resolve_algorithm, resolve_hierarchy, resolve_strategy
+from ._dtypes import ScanTypes, scan_types
+from .backends import get_backend
+from .ops import Op, get_op
+
+BACKENDS = ("auto", "cpu", "cuda")
+# Plans and call kinds kept at most; the oldest go first (they are only this rank's shortcuts).
+MAX_PLANS = 256
+
+
+def normalize_axis(axis, ndim: int):
+    """None (flatten) or an axis in ``range(ndim)``."""
+    if axis is None:
+        return None
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"axis must be an integer or None, got {axis!r}")
+    if ndim == 0:
+        raise np.exceptions.AxisError(f"axis {axis} is out of bounds for a 0-d array (use axis=None)")
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return int(axis) % ndim
+
+
+def _initial_row(initial, types: ScanTypes, w: int):
+    if initial is None:
+        return None
+    row = np.asarray(initial)
+    if types.acc.kind == "b" and row.dtype.kind != "b":
+        row = row != 0  # logical scans read any number as a truth value
+    elif row.dtype.kind == "c" and types.acc.kind != "c":
+        raise TypeError(f"initial value {initial!r} is complex but the scan computes in {types.acc}")
+    try:
+        return np.broadcast_to(row.astype(types.acc), (w,)).copy()
+    except ValueError:
+        raise ValueError(f"initial must be a scalar or match the trailing shape; got shape {row.shape}") from None
+
+
+def _unwrap(x, op: Op):
+    """``(array, wrap)``: NumPy subclasses as plain arrays, and how to give the result their form.
+
+    ``numpy.matrix`` comes back as a matrix, as NumPy's scans return it (``axis=None``: one
+    row).  A masked array follows ``numpy.ma``: masked elements count as the operator's
+    identity and stay masked in the result.
+    """
+    if not isinstance(x, np.ndarray) or type(x) is np.ndarray:
+        return x, None
+    if isinstance(x, np.ma.MaskedArray):
+        mask = np.ma.getmaskarray(x)
+        data = x.filled(op.identity(np.dtype(x.dtype)) if x.dtype.kind in "biufc" else 0)
+        return np.asarray(data), lambda r: np.ma.MaskedArray(r, mask=mask.reshape(r.shape))
+    if isinstance(x, np.matrix):
+        return np.asarray(x), np.asmatrix
+    return np.asarray(x), None
+
+
+def may_overlap(a, b) -> bool:
+    """Whether two arrays of one backend may share memory (bounds only: cheap and safe)."""
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and np.may_share_memory(a, b)
+    import cupy
+    return isinstance(b, cupy.ndarray) and cupy.may_share_memory(a, b)
+
+
+def _need_cupy_backend():
+    try:
+        import cupy
+    except ImportError:
+        raise RuntimeError("backend='cuda' needs CuPy and an NVIDIA GPU: pip install 'distscan[gpu]' "
+                           "(CuPy for CUDA 13; use cupy-cuda12x on CUDA 12 drivers)") from None
+    return cupy
+
+
+def _as_rows(x):
+    """``x`` as a C-contiguous ``(n, w)`` array: rows along axis 0, w = product of the rest."""
+    n = x.shape[0]
+    w = math.prod(x.shape[1:])
+    if not x.flags.c_contiguous:
+        x = x.copy()  # keeps the array type (NumPy or CuPy), C order by default
+    return x.reshape(n, w)
+
+
+class Plans:
+    """This rank's plans by call kind (operator, dtypes, exclusive, trailing shape, backend,
+    strategy, hierarchy, node size, axis, algorithm, communicator); the oldest go first past
+    :data:`MAX_PLANS`.  Which plans a rank holds never changes which collectives it makes."""
+
+    def __init__(self):
+        self._plans: dict = {}
+
+    def get(self, key, build) -> ScanPlan:
+        try:
+            plan = self._plans.get(key)
+        except TypeError:  # an unhashable argument (a dtype= list, say): build without the cache
+            return build()
+        if plan is None:
+            plan = self._plans[key] = build()
+            if len(self._plans) > MAX_PLANS:
+                self._plans.pop(next(iter(self._plans)))
+        return plan
+
+    def clear(self) -> None:
+        self._plans.clear()
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+
+PLANS = Plans()
+
+
+def plan_of(fields: tuple, comm, node_size) -> ScanPlan:
+    """The plan of :meth:`Part.plan_fields` on ``comm`` (built once, then taken from :data:`PLANS`)."""
+    op, input_dtype, dtype, out_dtype, exclusive, trailing, backend, strategy, hierarchy, axis, algorithm = fields
+    return PLANS.get(fields + (node_size, id(comm)), lambda: ScanPlan(
+        op, input_dtype, dtype=dtype, out_dtype=out_dtype, exclusive=exclusive, trailing=trailing, comm=comm,
+        backend=backend, strategy=strategy, hierarchy=hierarchy, node_size=node_size, agree_on={"axis": axis},
+        algorithm=algorithm))
+
+
+class Part:
+    """One call's arrays: the input as ``(n, w)`` rows of the backend, the output, and how the
+    result goes back to the caller's form.  Resolved and checked locally, before any collective.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Unsupported dtypes, names, shapes, ``axis``, ``initial`` or ``out``.
+    """
+
+    def __init__(self, x, op, exclusive, initial, dtype, out, axis, strategy, hierarchy, backend, algorithm="auto"):
+        self.op: Op = get_op(op)
+        self.exclusive = bool(exclusive)
+        self.strategy = resolve_strategy(strategy)
+        self.hierarchy = resolve_hierarchy(hierarchy)
+        self.algorithm = resolve_algorithm(algorithm)
+        self.axis_arg = axis
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        # A Python or NumPy scalar is a part of one element and gives a scalar (the write-offset
+        # idiom: exclusive_scan(n_local)); 0-d arrays follow NumPy (axis=None gives 1-D).
+        self.scalar = np.isscalar(x)
+        x, self.wrap = _unwrap(x, self.op)
+        native, self.native_backend, self.restore = to_native(x)
+        self.backend_name = self.native_backend if backend == "auto" else backend
+        self.be = get_backend(self.backend_name)
+        work = self._to_backend(native)
+        out_native = None
+        if out is not None:
+            out_native, _, _ = to_native(out)
+            if not get_backend(self.native_backend).is_native(out_native):
+                raise TypeError(f"out must be a {self.native_backend} array like the input, "
+                                f"got {type(out).__name__}")
+        self.types = scan_types(self.op, work.dtype, dtype, None if out_native is None else out_native.dtype)
+        self.dtype_arg = dtype
+        if work.dtype != self.types.input:  # non-native byte order
+            work = work.astype(self.types.input)
+        if self.types.rounds_inputs:
+            # NumPy converts the input to the computation's dtype first: a float16 sum rounds every
+            # input to float16 before the float32 accumulator sees it.
+            work = work.astype(self.types.compute)
+        if self.scalar:
+            if axis not in (0, -1, None):
+                raise np.exceptions.AxisError(f"axis {axis} is out of bounds for a scalar (use 0 or None)")
+            work, axis = work.reshape(1), 0
+        ax = normalize_axis(axis, work.ndim)
+        if ax is None:
+            work, ax = work.reshape(-1), 0
+        self.axis = ax
+        self.distributed = ax == 0
+        self.result_shape = tuple(int(s) for s in work.shape)
+        if not self.distributed:
+            # Scanning another axis is purely local: bring it to the front.
+            work = self.xp.moveaxis(work, ax, 0)
+        self.work_shape = tuple(int(s) for s in work.shape)
+        self.trailing = self.work_shape[1:]
+        self.initial = _initial_row(initial, self.types, math.prod(self.trailing))
+        self.rows = _as_rows(work)
+
+        self.out = out
+        out_rows = None
+        if out is not None:
+            expected = () if self.scalar else self.result_shape
+            if tuple(out_native.shape) != tuple(expected):
+                raise ValueError(f"out has shape {tuple(out_native.shape)}, expected {tuple(expected)}")
+            if current_device_id(out_native) != current_device_id(native):
+                raise ValueError(f"out is on GPU {current_device_id(out_native)}, the input on GPU "
+                                 f"{current_device_id(native)}: pass an out on the input's device")
+            self.out_native = out_native
+            # Write straight into the caller's array when the layouts agree and it does not
+            # overlap the input (NumPy's scans give the same answer for any overlap).
+            if (self.distributed and self.backend_name == self.native_backend and out_native.flags.c_contiguous
+                    and out_native.dtype == self.types.result and not self.scalar
+                    and not may_overlap(out_native, native)):
+                out_rows = out_native.reshape(self.rows.shape)
+        self.direct_out = out_rows is not None
+        self.out_rows = out_rows
+        # Whether finish() may raise: a conversion into out, to another backend or array kind.
+        self.finish_may_fail = not self.direct_out and (
+            out is not None or self.native_backend != self.backend_name or self.restore is not as_is)
+
+    def plan(self, comm, node_size) -> ScanPlan:
+        """The reusable plan of this call's kind (built once, then taken from :data:`PLANS`)."""
+        return plan_of(self.plan_fields(), comm, node_size)
+
+    def plan_fields(self) -> tuple:
+        """What fixes this call's plan, apart from the communicator and node size (no arrays)."""
+        return (self.op, self.types.input, self.dtype_arg, self.types.result if self.out is not None else None,
+                self.exclusive, self.trailing if self.distributed else (), self.backend_name, self.strategy,
+                self.hierarchy, self.axis_arg, self.algorithm)
+
+    @property
+    def xp(self):
+        """The array module of the backend (NumPy or CuPy)."""
+        return self.be.array_module()
+
+    def _to_backend(self, arr):
+        if self.native_backend == self.backend_name:
+            return arr
+        if self.backend_name == "cuda":
+            cupy = _need_cupy_backend()
+
+            from ._binding import ensure_device
+            ensure_device()  # non-collective: an earlier bind_gpu, DISTSCAN_GPU or the launcher's local rank
+            return cupy.asarray(arr)
+        return arr.get()
+
+    def _to_native(self, arr):
+        if self.native_backend == self.backend_name:
+            return arr
+        if self.native_backend == "cuda":
+            import cupy
+            return cupy.asarray(arr)
+        return arr.get()
+
+    def finish(self, rows):
+        """The caller's result from the scanned rows (into ``out`` where one was given)."""
+        if self.direct_out:
+            return self.out
+        result = rows.reshape(self.work_shape)
+        if not self.distributed:
+            # C order, as NumPy returns it (a moveaxis view is not, and MPI cannot send it).
+            result = self.xp.ascontiguousarray(self.xp.moveaxis(result, 0, self.axis))
+        result = self._to_native(result)
+        if self.scalar:
+            result = result.reshape(())
+        if self.out is not None:
+            self.out_native[...] = result  # NumPy's (and CuPy's) cast into out's dtype and byte order
+            return self.out
+        result = self.restore(result)
+        if self.scalar and isinstance(result, np.ndarray):
+            return result[()]
+        return self.wrap(result) if self.wrap is not None else result
+
+
+class Kind:
+    """What the common calls of one kind share: the resolved dtypes, backend and plans, for parts
+    that need no preparation (a contiguous 1-D array of the backend's own type and of the plan's
+    input dtype; ``out`` none, or of the same kind, shape and result dtype, apart from the
+    input).  :meth:`takes` checks a part; anything else is resolved as a :class:`Part`."""
+
+    __slots__ = ("types", "be", "fields", "node_size", "plans")
+
+    def __init__(self, part: Part, node_size):
+        self.types, self.be, self.node_size = part.types, part.be, node_size
+        self.fields = part.plan_fields()
+        self.plans: dict = {}  # id(comm) -> plan
+
+    def takes(self, x, out) -> bool:
+        return self.be.lean_arrays(x, out, self.types)
+
+    def plan(self, comm) -> ScanPlan:
+        plan = self.plans.get(id(comm))
+        if plan is None or plan.comm is not comm:
+            plan = self.plans[id(comm)] = plan_of(self.fields, comm, self.node_size)
+            if len(self.plans) > 8:
+                self.plans.pop(next(iter(self.plans)))
+        return plan
+
+
+class Kinds:
+    """This rank's call kinds, by the raw arguments of a call (see :class:`Kind`)."""
+
+    def __init__(self):
+        self._kinds: dict = {}
+
+    def lookup(self, key):
+        try:
+            return self._kinds.get(key)
+        except TypeError:  # an unhashable argument
+            return None
+
+    def remember(self, key, x, part: Part, node_size) -> None:
+        """Remember the kind of a call resolved the long way, where later calls of it can take the
+        cheap way (``x`` as given: of the plan's input dtype, in native byte order)."""
+        if (key is None or part.algorithm != "auto" or not part.distributed or part.scalar or part.wrap is not None
+                or getattr(x, "dtype", None) != part.types.input or len(part.work_shape) != 1
+                or part.types.rounds_inputs or part.backend_name != part.native_backend):
+            return
+        try:
+            self._kinds[key] = Kind(part, node_size)
+        except TypeError:  # an unhashable argument
+            return
+        if len(self._kinds) > MAX_PLANS:
+            self._kinds.pop(next(iter(self._kinds)))
+
+    def clear(self) -> None:
+        self._kinds.clear()
+
+
+KINDS = Kinds()
+
+
+def kind_key(x, op, exclusive, dtype, out, axis, strategy, hierarchy, backend, algorithm, node_size):
+    """The raw arguments that fix a call's kind (AttributeError for a part without a dtype)."""
+    return (type(x), x.dtype, type(out), None if out is None else out.dtype, op, exclusive, dtype, axis, strategy,
+            hierarchy, backend, algorithm, node_size)
