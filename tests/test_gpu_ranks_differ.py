@@ -6,6 +6,7 @@ under ``mpiexec`` at 2 and 3 ranks (GPU ``rank % GPUs``) with a timeout: a hang 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from conftest import require_gpu
@@ -20,12 +21,15 @@ import test_ranks_differ as cpu  # noqa: E402
 pytestmark = pytest.mark.gpu
 
 KINDS = ["cupy", "cupy", "cupy_strided", "cupy_reversed", "numpy"]
+# Fewer operator and dtype pairs than on the CPU: each is a kernel module to compile (the parent
+# compiles them first, into CuPy's disk cache, which the ranks then read).
+DTYPES = {"sum": ["int64", "int32", "float64"], "max": ["float32", "int64"]}
 _cpu_expected = cpu.expected
 
 
 @st.composite
 def calls(draw, ranks):
-    call = draw(cpu.calls(ranks))
+    call = draw(cpu.calls(ranks, DTYPES))
     mixed = draw(st.integers(0, 4)) == 0  # a NumPy part on one rank: refused everywhere
     odd = draw(st.integers(0, ranks - 1))
     for r, spec in enumerate(call["specs"]):
@@ -65,7 +69,32 @@ def issue_scenario(ranks):
 @given(data=st.data())
 @example(data=None)
 def test_gpu_ranks_that_call_differently(ranks, data, tmp_path_factory, monkeypatch):
+    _compile_kernels()
     scenario = issue_scenario(ranks) if data is None else {"calls": data.draw(st.lists(calls(ranks), min_size=8,
                                                                                           max_size=10))}
     monkeypatch.setattr(cpu, "expected", expected)
-    cpu.run_scenario(ranks, scenario, tmp_path_factory.mktemp(f"gpu{ranks}"), worker_args=("--cupy",))
+    cpu.run_scenario(ranks, scenario, tmp_path_factory.mktemp(f"gpu{ranks}"), worker_args=("--cupy",), timeout=300)
+
+
+_COMPILED = []
+
+
+def _compile_kernels():
+    """Every kernel module the scenarios use, compiled once into CuPy's disk cache."""
+    if _COMPILED:
+        return
+    import cupy
+    import distscan
+    from mpi4py import MPI
+
+    for op, dtypes in DTYPES.items():
+        for dt in dtypes:
+            for exclusive in (False, True):
+                x = cupy.arange(5).astype(dt)
+                distscan.scan(x, op, exclusive=exclusive, comm=MPI.COMM_SELF)
+                distscan.scan(x, op, exclusive=exclusive, initial=1, comm=MPI.COMM_SELF)
+                distscan.reduce(x, op, comm=MPI.COMM_SELF)
+                cast = cpu.worker.CAST_OUT.get(np.dtype(dt).name)
+                if cast and np.dtype(dt).name in ("int64", "float64", "float32"):
+                    distscan.scan(x, op, exclusive=exclusive, out=cupy.empty(5, cast), comm=MPI.COMM_SELF)
+    _COMPILED.append(True)

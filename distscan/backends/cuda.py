@@ -1089,3 +1089,30 @@ def combine(y, op: Op, types: ScanTypes, offset) -> None:
 def synchronize() -> None:
     """Wait for the work queued on the current CuPy stream (used by the API's timings)."""
     _require_cupy().cuda.get_current_stream().synchronize()
+
+
+# --------------------------------------------------------------------------------------
+# test surface
+# --------------------------------------------------------------------------------------
+def clear_caches() -> None:
+    """Forget every plan, hot-path entry, reduction entry and stream scratch (after the work queued
+    on their devices is done), as a new process would start.  Scratches of launches recorded into
+    callers' graphs stay (_CAPTURED): those graphs may still be replayed."""
+    if _cp is None:
+        return
+    devices = {key[0] for key in list(_SCRATCH) + list(_FAST) + list(_REDUCE)}
+    for dev_id in devices:
+        with _cp.cuda.Device(dev_id):
+            _cp.cuda.runtime.deviceSynchronize()
+    for cache in (_FAST, _SCRATCH, _REDUCE, _PLANS, _ADD_PLANS, _CAPTURE_STREAMS, _SIDE_STREAMS):
+        cache.clear()
+    _HOLDERS.clear()
+
+
+def stats() -> dict:
+    """What the caches hold now: counts by kind (tests and benchmarks read them)."""
+    entries = [e for e in _FAST.values() if e is not _NOT_FAST]
+    return {"plans": len(_PLANS), "hot-path entries": len(entries), "reductions": len(_REDUCE),
+            "stream scratches": len(_SCRATCH), "captured scratches": len(_CAPTURED),
+            "graphs": sum(1 for e in entries for g in (e.graphs or {}).values() if g is not _SEEN_ONCE),
+            "kept results": sum(len(s.results.arrays) for s in _SCRATCH.values())}
