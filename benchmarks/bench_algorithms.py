@@ -31,7 +31,7 @@ import cupy as cp  # noqa: E402
 from bench_gpu import _check, _events_median, _random, make_cub  # noqa: E402
 
 from distscan._dtypes import scan_types  # noqa: E402
-from distscan.backends import _cuda_compile as cc  # noqa: E402
+from distscan.backends.cuda import compile as cc  # noqa: E402
 from distscan.backends import cuda as gpu  # noqa: E402
 from distscan.ops import get_op  # noqa: E402
 

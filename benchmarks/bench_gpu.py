@@ -290,7 +290,7 @@ SHAPES_8 = [(256, 16, 1024, 3), (128, 16, 1024, 6), (128, 16, 1024, 8), (64, 16,
 
 
 def _shape_keys(dtypes):
-    from distscan.backends import _cuda_compile as cc
+    from distscan.backends.cuda import compile as cc
 
     keys = []
     for dtype in dtypes:
@@ -573,7 +573,7 @@ def main():
             bench_leads(dtype, [int(v) for v in args.leads.split(",")], args.reps, leads)
     shapes = []
     if args.shapes:
-        from distscan.backends import _cuda_compile as cc
+        from distscan.backends.cuda import compile as cc
 
         cc.precompile(_shape_keys(args.dtypes.split(",")))
         for dtype in args.dtypes.split(","):

@@ -128,9 +128,9 @@ def mem_main(args):
     import cupy as cp
 
     import distscan
-    from distscan._binding import bind_gpu
+    from distscan.gpus import bind_gpu
     from distscan._dtypes import scan_types
-    from distscan.backends import _cuda_compile as cc
+    from distscan.backends.cuda import compile as cc
     from distscan.backends import cuda as gpu
     from distscan.ops import get_op
 

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 import cupy as cp  # noqa: E402
 
 from distscan._dtypes import scan_types  # noqa: E402
-from distscan.backends import _cuda_compile as cc  # noqa: E402
+from distscan.backends.cuda import compile as cc  # noqa: E402
 from distscan.backends import cuda as gpu  # noqa: E402
 from distscan.ops import get_op  # noqa: E402
 

@@ -11,8 +11,8 @@ back its part of the global scan::
     part = distscan.cumsum(local, comm=comm)   # this rank's slice of cumsum(0..5p-1)
 """
 
-from ._binding import bind_gpu
-from ._collective import DistScanError
+from .gpus import bind_gpu
+from .dist.agree import DistScanError
 from .algorithms import ALGORITHMS
 from .api import cummax, cummin, cumprod, cumsum, exclusive_scan, reduce, scan
 from .ops import OPS

@@ -8,7 +8,7 @@ The common call (a contiguous 1-D NumPy or CuPy array of a dtype seen before, ``
 the same kind or none) is resolved from a cache of call kinds (:class:`Kind`) in one
 dictionary lookup, so that small scans cost little more than their kernel.  That cache only
 shortens this rank's own preparation: the plan runs the same collectives whichever way the
-part was resolved (distscan._core).
+part was resolved (distscan.dist.plan).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from ._arrays import as_is, current_device_id, to_native
-from ._core import ScanPlan, resolve_algorithm, resolve_hierarchy, resolve_strategy
+from .dist.plan import ScanPlan, resolve_algorithm, resolve_hierarchy, resolve_strategy
 from ._dtypes import ScanTypes, scan_types
 from .backends import get_backend
 from .ops import Op, get_op
@@ -239,7 +239,7 @@ class Part:
         if self.backend_name == "cuda":
             cupy = _need_cupy_backend()
 
-            from ._binding import ensure_device
+            from .gpus import ensure_device
             ensure_device()  # non-collective: an earlier bind_gpu, DISTSCAN_GPU or the launcher's local rank
             return cupy.asarray(arr)
         return arr.get()

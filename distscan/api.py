@@ -3,7 +3,7 @@
 Each rank passes its local part; the result is its part of the scan of the
 concatenation of all parts in rank order.  The call is collective over ``comm``:
 every rank calls it, and a failure on any rank raises the same exception on
-every rank (:mod:`distscan._collective`).
+every rank (:mod:`distscan.dist.agree`).
 
 Shape of a distributed scan (``strategy``):
 
@@ -19,8 +19,8 @@ import numpy as np
 
 from ._arrays import foreign_device
 from ._call import KINDS, BACKENDS, Part, kind_key
-from ._collective import default_comm
-from ._core import fail_exchange
+from .dist.agree import default_comm
+from .dist.plan import fail_exchange
 
 __all__ = ["scan", "cumsum", "cumprod", "cummax", "cummin", "exclusive_scan", "reduce", "BACKENDS"]
 
@@ -67,7 +67,7 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
     strategy : {"auto", "reduce_then_scan", "scan_then_add"}
         See the module docstring; auto is ``reduce_then_scan``.
     hierarchy : {"auto", "flat", "node"}
-        How totals are exchanged (:mod:`distscan.hierarchy`).
+        How totals are exchanged (:mod:`distscan.dist.exchange`).
     backend : {"auto", "cpu", "cuda"}
         auto follows the input: GPU arrays on ``cuda``, the rest on ``cpu``.  A
         backend other than the input's moves the data there and back.
@@ -102,7 +102,7 @@ def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy
     The part is resolved on this rank alone (the cheap way for a kind of call seen before, else
     as a :class:`distscan._call.Part`); a rank that cannot resolve it joins the plan's exchange
     as failed.  Then every rank runs its plan: the same collectives whichever way the part was
-    resolved (:mod:`distscan._core`)."""
+    resolved (:mod:`distscan.dist.plan`)."""
     group = comm if comm is not None and comm.Get_size() > 1 else None
     key = None
     if initial is None:

@@ -2,7 +2,7 @@
 
     mpirun -n K python tests/_gpu_mpi_check.py [--expect-shared]
 
-Every rank binds its GPU (``distscan._binding.bind_gpu``), then scans CuPy arrays
+Every rank binds its GPU (``distscan.gpus.bind_gpu``), then scans CuPy arrays
 (device-resident: only totals travel through MPI) and host arrays sent to
 ``backend="cuda"`` for both strategies, inclusive and exclusive, 1-D and 2-D, with
 balanced, uneven and empty shards, and compares each rank's part with NumPy's scan
@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import cupy as cp  # noqa: E402
 
 import distscan  # noqa: E402
-from distscan._binding import bind_gpu  # noqa: E402
+from distscan.gpus import bind_gpu  # noqa: E402
 from distscan._dtypes import scan_types  # noqa: E402
 from distscan.ops import get_op  # noqa: E402
 

@@ -514,7 +514,7 @@ def test_lone_failure_aborts_instead_of_hanging(tmp_path):
 
 def _example(*args):
     """``distscan-example ARGS`` in this process: (exit status, stdout, stderr)."""
-    from distscan import example
+    from distscan.cli import example
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = example.main([str(a) for a in args])
@@ -558,7 +558,7 @@ class _Stream:
 
 
 def test_progress_bar_only_on_a_terminal():
-    from distscan._progress import Progress
+    from distscan.pipeline.progress import Progress
     tty, pipe = _Stream(True), _Stream(False)
     for stream in (tty, pipe):
         bar = Progress(1000, "read", stream=stream, delay=0, interval=0)

@@ -233,7 +233,7 @@ def test_example_suggestion_works_after_readme_first_command(tmp_path):
     env = python_env()
     env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.path.dirname(mpiexec), env.get("PATH", "")])
     # README: distscan-example -o example.npy --force && mpiexec -n 4 distscan example.npy --verify --force
-    first = run([sys.executable, "-m", "distscan.example", "-o", "example.npy", "--force"], env=env, cwd=tmp_path,
+    first = run([sys.executable, "-m", "distscan.cli.example", "-o", "example.npy", "--force"], env=env, cwd=tmp_path,
                 timeout=T)
     assert first.returncode == 0, first.stderr
     scan = run(mpi_command(4, [sys.executable, "-m", "distscan", "example.npy", "--verify", "--force"]), env=env,

@@ -16,7 +16,7 @@ cp = require_gpu()
 pytestmark = pytest.mark.gpu
 
 from distscan._dtypes import scan_types  # noqa: E402
-from distscan.backends import _cuda_compile as cc  # noqa: E402
+from distscan.backends.cuda import compile as cc  # noqa: E402
 from distscan.backends import cuda as gpu  # noqa: E402
 from distscan.ops import get_op  # noqa: E402
 

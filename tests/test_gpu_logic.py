@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from distscan import pipeline
-from distscan._binding import choose_device, _env_local_rank
-from distscan._gpu_pipeline import HostDevice, parse_bytes, plan_chunks, run_gpu
+from distscan.gpus import choose_device, _env_local_rank
+from distscan.pipeline.cuda import HostDevice, parse_bytes, plan_chunks, run_gpu
 
 pytestmark = pytest.mark.anyranks
 
@@ -100,7 +100,7 @@ CPU_CASES = [  # dtype, shape, op, exclusive, strategy, memory limit
 @pytest.mark.parametrize("case", CPU_CASES, ids=[f"{c[0]}-{c[2]}-{c[4]}-{c[5]}" for c in CPU_CASES])
 def test_cpu_pipeline_chunks_at_any_rank_count(shared_tmp_path, comm, monkeypatch, case):
     """The CPU engine of the same skeleton, in tiny chunks, every rank role (first, middle, last)."""
-    from distscan import _flow
+    from distscan.pipeline import chunks as _flow
     from distscan._dtypes import scan_types
     from distscan.ops import get_op
 

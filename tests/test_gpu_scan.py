@@ -23,7 +23,7 @@ from conftest import require_gpu
 cp = require_gpu()
 pytestmark = pytest.mark.gpu
 
-from distscan.backends import _cuda_compile as cc  # noqa: E402
+from distscan.backends.cuda import compile as cc  # noqa: E402
 from distscan.backends import cuda as gpu  # noqa: E402
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,

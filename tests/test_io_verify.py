@@ -8,7 +8,7 @@ import pytest
 
 from distscan import io as dio
 from distscan._dtypes import scan_types
-from distscan._verify import VerificationError, verify
+from distscan.pipeline.verify import VerificationError, verify
 from distscan.ops import get_op
 
 pytestmark = pytest.mark.timeout(60)

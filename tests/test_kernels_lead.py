@@ -24,7 +24,7 @@ cp = require_gpu()
 pytestmark = pytest.mark.gpu
 
 from distscan._dtypes import scan_types  # noqa: E402
-from distscan.backends import _cuda_compile as cc  # noqa: E402
+from distscan.backends.cuda import compile as cc  # noqa: E402
 from distscan.backends import cuda as gpu  # noqa: E402
 from distscan.ops import OPS  # noqa: E402
 from _kernel_cases import (TABLE, TABLE_IDS, as_bytes, assert_bitwise_lookback,  # noqa: E402

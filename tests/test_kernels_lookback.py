@@ -13,7 +13,7 @@ from conftest import require_gpu
 cp = require_gpu()
 pytestmark = pytest.mark.gpu
 
-from distscan.backends._cuda_compile import kernels_dir  # noqa: E402
+from distscan.backends.cuda.compile import kernels_dir  # noqa: E402
 
 _SRC = r"""
 #include "tile_state.cuh"

@@ -137,7 +137,7 @@ def test_offsets_fold_carries_in_rank_order():
     # right (Carries.fold, one accumulate), the same bits as the pairwise fold of two at a time
     # (hierarchy._fold, the node path's) at any rank count.
     from distscan._carry import Carries
-    from distscan.hierarchy import python_fold
+    from distscan.dist.exchange import python_fold
     from distscan.ops import OPS
 
     carries = np.array([1.0, 1e16, -1e16, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]).reshape(-1, 1)

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 import distscan
 import distscan._carry
-from distscan import OPS, hierarchy
+from distscan import OPS
+from distscan.dist import exchange as hierarchy
 from distscan.backends import cpu as cpu_backend
 
 from conftest import (all_ranks_ok, assert_scan_equal, block_counts, local_part, random_array, reference_scan,
@@ -230,7 +231,7 @@ def test_injected_failure_on_one_rank(phase, strategy, comm, monkeypatch):
     monkeypatch.setattr(cpu_backend, phase, failing)
     # A strided part takes the backend's general scan; a contiguous one after the first call of
     # its kind takes NumPy's accumulate into memory allocated before the exchange, which has
-    # nothing left to fail (distscan._core.ScanPlan._finish_may_fail; its floating-point errors:
+    # nothing left to fail (distscan.dist.plan.ScanPlan._finish_may_fail; its floating-point errors:
     # tests/test_mpi_trust.py).
     x = np.arange(200, dtype=np.int64)[::2]
     if phase == "reduce" and (strategy == "scan_then_add" or comm.size - 1 == victim):

@@ -255,7 +255,7 @@ def test_zero_d_array_on_one_rank_raises_axis_error_everywhere(comm):
 
 
 def test_rebuild_by_module_and_name():
-    from distscan._collective import _rebuild, describe
+    from distscan.dist.agree import _rebuild, describe
     e = _rebuild(describe(FloatingPointError("x")), "overflow")
     assert type(e) is FloatingPointError and str(e) == "overflow"
     e = _rebuild(describe(np.exceptions.AxisError("bad axis")), "bad axis")
@@ -323,7 +323,7 @@ def _tiled_cumprod(x, seed, tile):
 
 
 def test_gpu_zero_fix_up_logic_on_the_cpu(comm):
-    from distscan.backends._absorb import absorb_zeros
+    from distscan.backends.absorb import absorb_zeros
     rng = shared_rng(comm)
     big = 1e300
     values = np.array([0.0, -0.0, big, -big, 2.0, -3.0, 0.5, np.inf, -np.inf, np.nan])

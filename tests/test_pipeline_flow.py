@@ -1,4 +1,4 @@
-"""The chunked file pipeline (distscan._flow) in-process: chunks, modes, strategies, dtypes, failures.
+"""The chunked file pipeline (distscan.pipeline.chunks) in-process: chunks, modes, strategies, dtypes, failures.
 
 Chunks are made tiny (a few KB) so that every path runs many chunks: rank 0's single pass,
 resident and streamed parts, in-place scans, byte-swapped input, flagged float products.
@@ -9,7 +9,9 @@ import os
 import numpy as np
 import pytest
 
-from distscan import _flow, io as dio, pipeline
+from distscan.pipeline import chunks as _flow
+
+from distscan import io as dio, pipeline
 from distscan._dtypes import scan_types
 from distscan.ops import get_op
 

@@ -4,7 +4,7 @@ import io
 
 import pytest
 
-from distscan import _progress as prog
+from distscan.pipeline import progress as prog
 from distscan import cli
 
 

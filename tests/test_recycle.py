@@ -1,4 +1,4 @@
-"""The ring of results handed out again once dropped (distscan.backends._recycle), on NumPy
+"""The ring of results handed out again once dropped (distscan.backends.cuda.recycle), on NumPy
 arrays: what counts as dropped must be exact, since a result taken while something still
 references it would be overwritten under its holder."""
 
@@ -10,8 +10,8 @@ import weakref
 import numpy as np
 import pytest
 
-from distscan.backends import _recycle
-from distscan.backends._recycle import ResultRing
+from distscan.backends.cuda import recycle as _recycle
+from distscan.backends.cuda.recycle import ResultRing
 
 pytestmark = pytest.mark.skipif(_recycle._RING_ONLY is None, reason="reference counts not exact here")
 

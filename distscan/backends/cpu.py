@@ -129,7 +129,7 @@ def _scan_by(algorithm, x, op: Op, types: ScanTypes, exclusive, seed, out, want_
     """A named algorithm's data flow in NumPy (:mod:`distscan.algorithms`): the teaching path."""
     from .. import algorithms
     from .._carry import zero_absorbs
-    from ._absorb import absorb_zeros
+    from .absorb import absorb_zeros
 
     n, w = x.shape
     identity = op.neutral(types.acc)  # pads tiles: must leave every value as it is, -0.0 included

@@ -78,7 +78,7 @@ def kernels_dir() -> Path:
         If neither location holds the sources.
     """
     here = Path(__file__).resolve()
-    candidates = [here.parents[2] / "kernels", here.parents[1] / "kernels"]
+    candidates = [here.parents[3] / "kernels", here.parents[2] / "kernels"]  # checkout, installed
     try:
         import importlib.resources as resources
 

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._collective import DistScanError
-from . import io as _io
+from ..dist.agree import DistScanError
+from .. import io as _io
 
 TOLERANCE_DOC = ("float sums: |got - ref| <= 16*eps*sqrt(k)*sum(|x|) + eps_out*|ref| + the smallest subnormal; "
                  "float products: |got - ref| <= (4*k*eps + eps_out)*|ref| + the smallest subnormal; "

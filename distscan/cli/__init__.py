@@ -22,7 +22,7 @@ import traceback
 
 import numpy as np
 
-from ._collective import abort_job
+from ..dist.agree import abort_job
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_VERIFY = 0, 1, 2, 3
 # Seconds the final status agreement waits for the other ranks before aborting the job
@@ -102,7 +102,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _op_arg(text: str) -> str:
-    from .ops import get_op
+    from ..ops import get_op
     try:
         return get_op(text).name
     except ValueError as exc:
@@ -110,7 +110,7 @@ def _op_arg(text: str) -> str:
 
 
 def _algorithm_arg(text: str) -> str:
-    from .algorithms import resolve_algorithm
+    from ..algorithms import resolve_algorithm
     try:
         return resolve_algorithm(text)
     except ValueError as exc:
@@ -131,7 +131,7 @@ def _gpu_arg(text: str) -> str:
 
 
 def _size_arg(text: str) -> str:
-    from ._gpu_pipeline import parse_bytes
+    from ..pipeline.cuda import parse_bytes
     try:
         parse_bytes(text)
     except ValueError as exc:
@@ -140,7 +140,7 @@ def _size_arg(text: str) -> str:
 
 
 def build_parser(rank: int = 0) -> argparse.ArgumentParser:
-    from .ops import OPS
+    from ..ops import OPS
     p = _Parser(prog="distscan", description=_DESCRIPTION, epilog=_EPILOG, rank=rank,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input", metavar="INPUT.npy", help="input .npy file (C order, numeric dtype, at least 1-D)")
@@ -202,7 +202,7 @@ def _human(n: float) -> str:
 
 
 def _check_report_path(path: str, input_path: str, output_path: str) -> None:
-    from .io import check_replaceable, same_file
+    from ..io import check_replaceable, same_file
     if same_file(path, input_path) or same_file(path, output_path):
         raise ValueError(f"--report {path} would overwrite the input or output file")
     folder = os.path.dirname(os.path.abspath(path))
@@ -240,7 +240,7 @@ def _check_env(env=None) -> float:
     v = get("DISTSCAN_GPU")
     if v is not None and not v.isdigit():
         raise ValueError(f"DISTSCAN_GPU must be a GPU index (an integer >= 0), got {v!r}")
-    from ._progress import check_env_value
+    from ..pipeline.progress import check_env_value
     check_env_value(get("DISTSCAN_PROGRESS"))
     v = get("DISTSCAN_ALLOW_SHARED_GPU")
     if v is not None and v.lower() not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
@@ -264,9 +264,9 @@ def _say(text: str, stream=None) -> None:
 
 
 def _run(args, comm, rank: int) -> dict:
-    from . import io as _io
-    from . import pipeline
-    from ._progress import NullProgress, Progress, choose_mode
+    from .. import io as _io
+    from .. import pipeline
+    from ..pipeline.progress import NullProgress, Progress, choose_mode
 
     output = args.output or pipeline.default_output(args.input, args.op, args.exclusive)
     if args.report:
@@ -356,7 +356,7 @@ class _Interrupts:
         self.active = False
 
     def __enter__(self):
-        from . import io as _io
+        from .. import io as _io
         _io.forget_temps()
         if threading.current_thread() is not threading.main_thread():
             return self
@@ -389,7 +389,7 @@ class _Interrupts:
             self._handle(data[0])
 
     def _handle(self, signum: int):
-        from . import io as _io
+        from .. import io as _io
         removed, published = _io.emergency_cleanup()
         if published:
             return
@@ -467,7 +467,7 @@ def main(argv=None) -> int:
     except SystemExit as exc:  # --help (0) or a usage error (2): same arguments, same outcome everywhere
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     args._argv = argv
-    from ._verify import VerificationError
+    from ..pipeline.verify import VerificationError
 
     # Environment values: checked before any work; the first bad one (rank order) is reported once.
     try:

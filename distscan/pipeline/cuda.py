@@ -1,12 +1,12 @@
-"""The GPU file pipeline (``--backend cuda``): the chunked skeleton of :mod:`distscan._flow`
+"""The GPU file pipeline (``--backend cuda``): the chunked skeleton of :mod:`distscan.pipeline.chunks`
 with a GPU compute step.
 
 Registered as ``distscan.pipeline.PIPELINES["cuda"]``.  Each rank binds its GPU
-(:func:`distscan._binding.bind_gpu`); chunks are read by a thread pool into pinned host
+(:func:`distscan.gpus.bind_gpu`); chunks are read by a thread pool into pinned host
 buffers, copied host -> device on the copy-in stream, scanned (or reduced) on the compute
 stream, and copied device -> host on the copy-out stream into a ring of pinned buffers
 that the write pool drains.  The chunking, the carries, the one exchange and the offset
-applied on the way out are the CPU pipeline's (:func:`distscan._flow.run_chunks`); only
+applied on the way out are the CPU pipeline's (:func:`distscan.pipeline.chunks.run_chunks`); only
 :class:`GpuEngine` differs.  The GPU memory budget (``--gpu-memory-limit``, default 85 %
 of the device's free memory) picks the mode:
 
@@ -40,8 +40,8 @@ import re
 
 import numpy as np
 
-from . import _flow
-from ._core import resolve_strategy
+from . import chunks as _flow
+from ..dist.plan import resolve_strategy
 
 #: Host chunk (bytes of input per chunk) for reads, host -> device and device -> host copies.
 CHUNK_BYTES = _flow.CHUNK_BYTES
@@ -83,7 +83,7 @@ class CudaDevice:
     def __init__(self):
         import cupy
 
-        from .backends import get_backend
+        from ..backends import get_backend
         self.cp = cupy
         self.backend = get_backend("cuda")
         self.device_id = cupy.cuda.Device().id
@@ -162,7 +162,7 @@ class HostDevice:
     name = "host"
 
     def __init__(self, free_bytes: int = 1 << 40):
-        from .backends import get_backend
+        from ..backends import get_backend
         self.backend = get_backend("cpu")
         self._free = free_bytes
         self.device_id = None
@@ -239,7 +239,7 @@ def _chunks(rows: int, chunk_rows: int):
 
 
 class GpuEngine:
-    """The compute step on a device (:class:`CudaDevice` or :class:`HostDevice`) for :func:`distscan._flow.run_chunks`."""
+    """The compute step on a device (:class:`CudaDevice` or :class:`HostDevice`) for :func:`distscan.pipeline.chunks.run_chunks`."""
 
     default_strategy = resolve_strategy("auto")
     #: Pinned host buffers: reads in flight (the skeleton's read-ahead + 1), device -> host copies awaiting a write.
@@ -338,8 +338,8 @@ def _budget(job, device) -> int:
 
 def run_gpu(job, ctx, device=None) -> None:
     """``PIPELINES["cuda"]``: see the module docstring.  Collective over ``ctx.comm``."""
-    from ._binding import bind_gpu
-    from .pipeline import _phase, finish
+    from ..gpus import bind_gpu
+    from . import _phase, finish
 
     if device is None:
         with _phase(ctx, "bind"):

@@ -44,13 +44,13 @@ from contextlib import nullcontext
 
 import numpy as np
 
-from .._carry import zero_absorbs
-from .._dtypes import ScanTypes
-from ._absorb import absorb_zeros
-from ._dependent_launch import DependentLaunch, available as _dependent_launch_available
-from ._recycle import ResultRing, memory_holders_check
-from ..ops import Op
-from . import _cuda_compile as cc
+from ..._carry import zero_absorbs
+from ..._dtypes import ScanTypes
+from ..absorb import absorb_zeros
+from .dependent import DependentLaunch, available as _dependent_launch_available
+from .recycle import ResultRing, memory_holders_check
+from ...ops import Op
+from . import compile as cc
 
 try:  # the module imports without CuPy; get_backend("cuda") checks availability
     import cupy as _cp
@@ -427,7 +427,7 @@ def tuning(in_dtype, types: ScanTypes, algorithm: str = "auto", *, default: bool
 
 
 def module_key(in_dtype, types: ScanTypes, op: Op, algorithm: str = "auto"):
-    """The compile key of one scan (for :func:`distscan.backends._cuda_compile.precompile`)."""
+    """The compile key of one scan (for :func:`distscan.backends.cuda.compile.precompile`)."""
     block, device = cc.kernel_algorithm(algorithm)
     return cc.ModuleKey(np.dtype(in_dtype), cc.kernel_acc_dtype(types.acc), np.dtype(types.result), op.functor,
                         tuning(in_dtype, types, algorithm), block, device)

@@ -1,7 +1,7 @@
 """Parallel ``.npy`` files: each rank reads its slice, all ranks write one file.
 
 The ``.npy`` format itself (parsing and checking a header, building one) lies in
-:mod:`distscan._npy`; its names are re-exported here.  This module holds what
+:mod:`distscan.io.npy`; its names are re-exported here.  This module holds what
 the ranks do together:
 
 - :func:`open_input` reads the header once on rank 0 and broadcasts it, so every
@@ -25,7 +25,7 @@ the ranks do together:
   only.
 
 Every step that can fail on some ranks only is agreed collectively before the
-next collective (see :mod:`distscan._collective`).
+next collective (see :mod:`distscan.dist.agree`).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ._collective import DistScanError, abort_job, agree, decide_on_root
-from ._npy import (MAGIC, NpyHeader, _npz_error, file_kind, header_bytes, open_regular,  # noqa: F401 - re-exported
+from ..dist.agree import DistScanError, abort_job, agree, decide_on_root
+from .npy import (MAGIC, NpyHeader, _npz_error, file_kind, header_bytes, open_regular,  # noqa: F401 - re-exported
                    read_header)
 
 __all__ = ["NpyHeader", "read_header", "open_input", "block_split", "read_rows",

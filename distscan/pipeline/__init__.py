@@ -8,11 +8,11 @@ rank succeeded (and, with ``verify``, after the independent check passed).
 
 :data:`PIPELINES` maps a backend name to a function ``pipeline(job, ctx) -> None``
 that fills ``ctx.times`` and writes through ``ctx.writer``.  Both pipelines are
-one chunked skeleton (:mod:`distscan._flow`: positional reads and writes on
+one chunked skeleton (:mod:`distscan.pipeline.chunks`: positional reads and writes on
 thread pools overlapping the compute, one exchange, the offset applied on the
 way out) with a different compute step: :func:`run_cpu` (NumPy, used for every
 backend without a pipeline of its own) and :func:`run_cuda`
-(:mod:`distscan._gpu_pipeline`: host -> device, scan, device -> host).
+(:mod:`distscan.pipeline.cuda`: host -> device, scan, device -> host).
 
 Failure handling: every phase ends in an agreement (:func:`_phase`), so a
 failure on any rank raises the same exception on every rank, the temporary
@@ -27,10 +27,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from . import io as _io
-from ._collective import agree
-from ._dtypes import ScanTypes, scan_types
-from .ops import Op, get_op
+from .. import io as _io
+from ..dist.agree import agree
+from .._dtypes import ScanTypes, scan_types
+from ..ops import Op, get_op
 
 # Output names for the common operators; others are "scan-<op>".
 _OUTPUT_WORDS = {"sum": "cumsum", "prod": "cumprod", "max": "cummax", "min": "cummin"}
@@ -119,13 +119,13 @@ def _phase(ctx: Context, name: str):
 
 
 def _null_progress(label, total):
-    from ._progress import NullProgress
+    from .progress import NullProgress
     return NullProgress(total, label)
 
 
 def run_cpu(job: Job, ctx: Context) -> None:
-    """The CPU pipeline: :mod:`distscan._flow` with the NumPy engine."""
-    from . import _flow
+    """The CPU pipeline: :mod:`distscan.pipeline.chunks` with the NumPy engine."""
+    from . import chunks as _flow
 
     engine = _flow.CpuEngine()
     with _phase(ctx, "plan"):
@@ -149,8 +149,8 @@ def finish(job: Job, ctx: Context) -> None:
     ctx.writer.close()
     ctx.times["write"] = ctx.times.get("write", 0.0) + time.perf_counter() - t0
     if job.verify:
-        from . import _flow
-        from ._verify import verify
+        from . import chunks as _flow
+        from .verify import verify
         t0 = time.perf_counter()
         local = _flow.input_view(ctx.header, ctx.start, ctx.stop)
         ctx.verify_summary = verify(ctx.writer.temp_path, local, ctx.start, ctx.op, ctx.types,
@@ -160,8 +160,8 @@ def finish(job: Job, ctx: Context) -> None:
 
 
 def run_cuda(job: Job, ctx: Context) -> None:
-    """The GPU pipeline (pinned chunks, copy streams, fused add): :mod:`distscan._gpu_pipeline`."""
-    from ._gpu_pipeline import run_gpu
+    """The GPU pipeline (pinned chunks, copy streams, fused add): :mod:`distscan.pipeline.cuda`."""
+    from .cuda import run_gpu
     run_gpu(job, ctx)
 
 
@@ -207,7 +207,7 @@ def run_empty(job: Job, ctx: Context) -> None:
         if ctx.comm is not None and ctx.size > 1:
             problem = ctx.comm.bcast(problem, root=0)
         if problem is not None:
-            from ._verify import VerificationError
+            from .verify import VerificationError
             raise VerificationError(f"verification failed: {problem}")
         ctx.verify_summary = {
             "passed": True, "checked_rows": 0, "skipped_rows": 0, "every_row_checked": True,
@@ -240,7 +240,7 @@ def run(job: Job, comm=None, *, progress: Optional[Callable] = None, notice: Opt
         Not an ``.npy``, truncated, pickled, Fortran order, 0-d, output == input.
     TypeError
         The operator does not support the dtype.
-    distscan._verify.VerificationError
+    distscan.pipeline.verify.VerificationError
         ``job.verify`` found a wrong result (the output is then not published).
     distscan.DistScanError
         Any other failure on some rank.

@@ -8,7 +8,7 @@ cheap case.  A distributed call on ``rows`` (this rank's ``(n, w)`` part, a back
 
 1. the local work: the part's carry (``reduce_then_scan``: one read) or its scan and total
    (``scan_then_add``);
-2. **one** exchange (:func:`distscan.hierarchy.exchange`): a fixed-size record per rank
+2. **one** exchange (:func:`distscan.dist.exchange.exchange`): a fixed-size record per rank
    carries the failure flag, the fingerprint of the arguments, the row count, the carry and
    what the rank's finish needs, so that agreeing on failures, checking that the arguments
    match, learning the offset *and choosing the rest of the path* are the same ``Allgather``;
@@ -37,12 +37,12 @@ from typing import Optional
 
 import numpy as np
 
-from . import hierarchy as _hierarchy
-from ._carry import Carries
-from ._collective import collectively, fingerprint, raise_agreed, raise_mismatch
-from ._dtypes import scan_types
-from .backends import get_backend
-from .ops import Op, get_op
+from . import exchange as _hierarchy
+from .._carry import Carries
+from .agree import collectively, fingerprint, raise_agreed, raise_mismatch
+from .._dtypes import scan_types
+from ..backends import get_backend
+from ..ops import Op, get_op
 
 STRATEGIES = ("auto", "reduce_then_scan", "scan_then_add")
 _STRATEGY_ALIASES = {"3n": "reduce_then_scan", "4n": "scan_then_add",
@@ -73,7 +73,7 @@ def resolve_algorithm(algorithm: str) -> str:
     ValueError
         For an unknown name, listing the valid ones.
     """
-    from .algorithms import resolve_algorithm as resolve
+    from ..algorithms import resolve_algorithm as resolve
     return resolve(algorithm)
 
 

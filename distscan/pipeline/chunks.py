@@ -7,7 +7,7 @@ Each rank's rows ``[start, stop)`` flow in chunks:
 
 with several reads ahead of the compute and several writes in flight, so the writes, the
 bottleneck, are never idle.  Only the compute step differs between backends: an *engine*
-(:class:`CpuEngine` here, :class:`distscan._gpu_pipeline.GpuEngine` for CUDA) takes a
+(:class:`CpuEngine` here, :class:`distscan.pipeline.cuda.GpuEngine` for CUDA) takes a
 chunk's input, forms its carry, scans it from a seed, adds an offset, and hands back host
 rows to write.  The chunking, the carries, the one exchange and the offsets are here:
 
@@ -46,8 +46,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import io as _io
-from ._core import ScanPlan
+from .. import io as _io
+from ..dist.plan import ScanPlan
 
 #: Bytes of input (or output, the larger) per chunk.
 CHUNK_BYTES = 16 << 20
@@ -102,7 +102,7 @@ def host_budget(limit=None, env=None) -> int:
     """Bytes of host memory this rank may hold: ``limit`` (e.g. ``"4G"``), else a share of
     MemAvailable split between the ranks on this node (launcher variables)."""
     if limit:
-        from ._gpu_pipeline import parse_bytes
+        from .cuda import parse_bytes
         return parse_bytes(limit)
     avail = None
     try:
@@ -118,7 +118,7 @@ def host_budget(limit=None, env=None) -> int:
             avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         except (ValueError, OSError, AttributeError):
             avail = 8 << 30
-    from ._binding import _env_local_rank
+    from ..gpus import _env_local_rank
     local = _env_local_rank(os.environ if env is None else env)
     ranks = local[1] if local is not None else 1
     return int(avail * HOST_MEMORY_SHARE / max(ranks, 1))
@@ -292,7 +292,7 @@ class CpuEngine:
 # ----------------------------------------------------------------------------------------
 
 def make_plan(job, ctx, backend, default_strategy: str) -> ScanPlan:
-    """The distributed scan of this job's rows (:mod:`distscan._core`), on ``backend``."""
+    """The distributed scan of this job's rows (:mod:`distscan.dist.plan`), on ``backend``."""
     hdr = ctx.header
     strategy = job.strategy if job.strategy not in (None, "auto") else default_strategy
     return ScanPlan(ctx.op, hdr.dtype.newbyteorder("="), dtype=job.dtype, exclusive=job.exclusive,
@@ -306,7 +306,7 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict) -
     Collective: raises the same exception on every rank when any rank fails (pass A's
     failures in the exchange, pass B's in the agreement that ends it).
     """
-    from .pipeline import _phase
+    from . import _phase
 
     times = ctx.times
     for k in ("read", "write", "compute", "exscan", "load", "store"):

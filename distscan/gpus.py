@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass
 from typing import Optional
 
-from ._collective import agree, default_comm
+from .dist.agree import agree, default_comm
 
 GPU_ENV = "DISTSCAN_GPU"
 SHARED_ENV = "DISTSCAN_ALLOW_SHARED_GPU"

@@ -1,0 +1,1 @@
+"""distscan.dist."""
