@@ -193,8 +193,8 @@ def bench_case(dtype, n, reps, results, api):
         row["torch_error"] = repr(exc)
     impls["cupy"] = lambda: cp.cumsum(x, dtype=x.dtype, out=y)
     reps_n = reps if n >= (1 << 24) else 5 * reps
-    plan = gpu._plan(x.device.id, x.dtype, types, SUM, "auto")
-    row["lead"] = gpu._lead(plan, -(-n // plan.tile))
+    plan = gpu.plans.plan_of(x.device.id, x.dtype, types, SUM, "auto")
+    row["lead"] = gpu.plans.lead_of(plan, -(-n // plan.tile))
     medians = _events_interleaved(impls, reps_n)
     for name, fn in impls.items():
         med = medians[name]
@@ -231,18 +231,16 @@ def bench_variants(dtype, n, reps, out):
     nbytes = 2 * n * x.itemsize
     variants = VARIANTS_4 if x.itemsize == 4 else VARIANTS_8
     for v in variants:
-        gpu._TUNING_OVERRIDE = v
         try:
-            fn = lambda: gpu.scan(x, SUM, types, out=y, algorithm="lookahead")  # noqa: E731
-            med, _ = _events_median(fn, reps)
-            y.fill(0)
-            fn()
-            ok = _check(dtype, x, y)
+            with gpu.overrides(tuning=v):
+                fn = lambda: gpu.scan(x, SUM, types, out=y, algorithm="lookahead")  # noqa: E731
+                med, _ = _events_median(fn, reps)
+                y.fill(0)
+                fn()
+                ok = _check(dtype, x, y)
             out.append({"dtype": dtype, "n": n, "variant": list(v), "s": med, "gbs": nbytes / med / 1e9, "ok": ok})
         except Exception as exc:  # noqa: BLE001
             out.append({"dtype": dtype, "n": n, "variant": list(v), "error": repr(exc)})
-        finally:
-            gpu._TUNING_OVERRIDE = None
         print(json.dumps(out[-1]), flush=True)
     del x, y
     cp.get_default_memory_pool().free_all_blocks()
@@ -267,15 +265,12 @@ def bench_leads(dtype, leads, reps, out):
         nbytes = 2 * n * x.itemsize
         row = {"dtype": dtype, "n": n, "copy_gbs": nbytes / copy / 1e9, "lead_gbs": {}, "ok": True}
         for lead in leads:
-            gpu._LEAD_OVERRIDE = lead
-            try:
+            with gpu.overrides(lead=lead):
                 med, _ = _events_median(lambda: gpu.scan(x, SUM, types, out=y), reps)
                 y.fill(0)
                 gpu.scan(x, SUM, types, out=y)
                 row["ok"] = row["ok"] and _check(dtype, x, y)
                 row["lead_gbs"][lead] = nbytes / med / 1e9
-            finally:
-                gpu._LEAD_OVERRIDE = None
         out.append(row)
         print(json.dumps(row), flush=True)
         del x, y
@@ -310,22 +305,20 @@ def bench_shapes(dtype, reps, out):
         x, y, copy = _case_with_copy(dtype, n, 11 + lg, reps)
         nbytes = 2 * n * x.itemsize
         for shape in SHAPES_4 if x.itemsize == 4 else SHAPES_8:
-            gpu._TUNING_OVERRIDE = shape
             try:
-                plan = gpu._plan(x.device.id, x.dtype, types, SUM, "auto")
-                for lead in (plan.lead, round(1.5 * plan.lead)):
-                    gpu._LEAD_OVERRIDE = lead
-                    med, _ = _events_median(lambda: gpu.scan(x, SUM, types, out=y), reps)
-                    y.fill(0)
-                    gpu.scan(x, SUM, types, out=y)
-                    out.append({"dtype": dtype, "n": n, "shape": list(shape), "lead": lead,
-                                "gbs": nbytes / med / 1e9, "copy_gbs": nbytes / copy / 1e9,
-                                "ok": _check(dtype, x, y)})
-                    print(json.dumps(out[-1]), flush=True)
+                with gpu.overrides(tuning=shape):
+                    plan = gpu.plans.plan_of(x.device.id, x.dtype, types, SUM, "auto")
+                    for lead in (plan.lead, round(1.5 * plan.lead)):
+                        with gpu.overrides(lead=lead):
+                            med, _ = _events_median(lambda: gpu.scan(x, SUM, types, out=y), reps)
+                            y.fill(0)
+                            gpu.scan(x, SUM, types, out=y)
+                        out.append({"dtype": dtype, "n": n, "shape": list(shape), "lead": lead,
+                                    "gbs": nbytes / med / 1e9, "copy_gbs": nbytes / copy / 1e9,
+                                    "ok": _check(dtype, x, y)})
+                        print(json.dumps(out[-1]), flush=True)
             except Exception as exc:  # noqa: BLE001
                 out.append({"dtype": dtype, "n": n, "shape": list(shape), "error": repr(exc)})
-            finally:
-                gpu._TUNING_OVERRIDE = gpu._LEAD_OVERRIDE = None
         del x, y
         cp.get_default_memory_pool().free_all_blocks()
 
@@ -344,22 +337,25 @@ def _loop_span(fn, stream, calls):
     return cp.cuda.get_elapsed_time(start, stop) / 1e3 / calls
 
 
-def _switch_off(stream, graphs: bool, dependent: bool):
-    """Turn the hot path's graphs and/or dependent launches off for the entries of one stream
-    (the bench's other streams keep what ships); their launch shapes are made again."""
-    for key, ent in gpu._FAST.items():
-        if key[1] == stream.ptr and ent is not gpu._NOT_FAST:
+def _switch_off(stream, graphs: bool, dependent: bool, always_dependent: bool = False):
+    """Turn the hot path's graphs and/or dependent launches off (or dependent launches on at every
+    size) for the entries of one stream (the bench's other streams keep what ships); their launch
+    shapes are made again."""
+    for key, ent in gpu.hotpath.FAST.items():
+        if key[1] == stream.ptr and ent is not gpu.hotpath.NOT_FAST:
             if graphs:
                 ent.graphs = None
             if dependent:
                 ent.dependent = None
+            if always_dependent:
+                ent.dependent_min_bytes = 0
             ent.shapes.clear()
 
 
 def bench_loops(dtype, sizes, rounds, out, api):
     """Loops of back-to-back calls, as a code that scans repeatedly runs them (no L2 flush, no
     synchronisation between calls): the time per call of distscan.cumsum(x, out=y) as shipped
-    ("api": graphs of repeated calls below gpu._DEPENDENT_MIN_BYTES moved, dependent launches
+    ("api": graphs of repeated calls below gpu.SETTINGS.dependent_min_bytes moved, dependent launches
     from it), with neither ("plain"), with graphs only ("graphs"), with dependent launches at
     every size ("dependent"), and of CUB and torch; each implementation on a stream of its own,
     in a new random order every round, median of the rounds."""
@@ -370,18 +366,14 @@ def bench_loops(dtype, sizes, rounds, out, api):
         y = cp.empty_like(x)
         streams = {k: cp.cuda.Stream(non_blocking=True) for k in ("api", "plain", "graphs", "dependent")}
         impls = {k: (lambda: api(x, dtype=x.dtype, out=y), st) for k, st in streams.items()}
-        saved = gpu._DEPENDENT_MIN_BYTES
         for k, (fn, st) in impls.items():
             with st:
                 for _ in range(3):  # the scratch, the hot-path entry, a graph
                     fn()
-            _switch_off(st, graphs=k in ("plain", "dependent"), dependent=k in ("plain", "graphs"))
-            gpu._DEPENDENT_MIN_BYTES = 0 if k == "dependent" else saved
-            try:
-                with st:
-                    fn()  # the launch shape made again (kept by the entry), under the switches
-            finally:
-                gpu._DEPENDENT_MIN_BYTES = saved
+            _switch_off(st, graphs=k in ("plain", "dependent"), dependent=k in ("plain", "graphs"),
+                        always_dependent=k == "dependent")
+            with st:
+                fn()  # the launch shape made again (kept by the entry), under the switches
         cub, _ = make_cub(x, y, n)
         null = cp.cuda.Stream.null
         if cub is not None:

@@ -102,16 +102,13 @@ def instrumented_kernels(dst: Path) -> Path:
 def profile(kdir: Path, dtype: str, log2n: int, behind: int, reps: int) -> dict:
     t = scan_types(SUM, np.dtype(dtype), np.dtype(dtype))
     shape = dataclasses.replace(gpu.tuning(t.input, t, "lookahead", default=True), behind=behind)
-    gpu._TUNING_OVERRIDE = shape
-    try:
-        plan = gpu._plan(cp.cuda.Device().id, t.input, t, SUM, "lookahead")
+    with gpu.overrides(tuning=shape):
+        plan = gpu.plans.plan_of(cp.cuda.Device().id, t.input, t, SUM, "lookahead")
         expr = cc.names(gpu.module_key(t.input, t, SUM, "lookahead"))["scan_incl"]
         n = 1 << log2n
         rs = cp.random.RandomState(log2n)
         x = rs.standard_normal(n).astype(dtype) if np.dtype(dtype).kind == "f" else rs.randint(-1000, 1000, n).astype(dtype)
         want = gpu.scan(x, SUM, t, algorithm="lookahead")[0]
-    finally:
-        gpu._TUNING_OVERRIDE = None
     module = cp.RawModule(code=(kdir / "scan_kernels.cu").read_text(),
                           options=("-std=c++17", "-DDISTSCAN_NVRTC", f"-I{kdir}"), name_expressions=(expr,))
     fn = module.get_function(expr)
@@ -125,7 +122,7 @@ def profile(kdir: Path, dtype: str, log2n: int, behind: int, reps: int) -> dict:
     total = np.zeros(16)
     for rep in range(reps + 1):  # the first launch warms up
         counters.fill(0)
-        gpu._launch_tiles(probe, x, y, n, False, plan.identity_k, 0, np.uint64(0), dev_id, stream_ptr)
+        gpu.launch.launch_tiles(probe, x, y, n, False, plan.identity_k, 0, np.uint64(0), dev_id, stream_ptr)
         cp.cuda.Device().synchronize()
         if rep:
             total += counters.get().astype(np.float64)

@@ -161,7 +161,7 @@ def bind_gpu(comm=None, gpu=None, allow_shared=None) -> Binding:
     return binding
 
 
-def _env_local_rank(env) -> Optional[tuple]:
+def local_rank_from_env(env) -> Optional[tuple]:
     for name in LOCAL_RANK_ENVS:
         if env.get(name, "").strip().isdigit():
             size = None
@@ -185,7 +185,7 @@ def ensure_device(env=None) -> Optional[Binding]:
         return _bound[0]
     env = os.environ if env is None else env
     has_gpu_env = bool(env.get(GPU_ENV, "").strip())
-    local = _env_local_rank(env)
+    local = local_rank_from_env(env)
     if not has_gpu_env and local is None:
         return None
     local_rank, local_size = local if local is not None else (0, 1)

@@ -1,7 +1,7 @@
 """How the hot path launches (issue 10): it replays a CUDA graph of a call it has seen before,
 a caller's own graph may capture scans (both rest on the launch state on the device, the
 epoch and the tile counter of kernels/tile_state.cuh: a replayed launch is a new launch), and
-from gpu._DEPENDENT_MIN_BYTES moved a launch is a programmatic dependent of the kernel before
+from gpu.SETTINGS.dependent_min_bytes moved a launch is a programmatic dependent of the kernel before
 it.  Skipped without a GPU."""
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ LAST_EPOCH = 0xFFFFFFFF
 
 
 def _entries(stream):
-    return [e for k, e in gpu._FAST.items() if k[1] == stream.ptr and e is not gpu._NOT_FAST]
+    return [e for k, e in gpu.hotpath.FAST.items() if k[1] == stream.ptr and e is not gpu.hotpath.NOT_FAST]
 
 
 def _graphs(stream):
-    return [g for e in _entries(stream) for g in (e.graphs or {}).values() if g is not gpu._SEEN_ONCE]
+    return [g for e in _entries(stream) for g in (e.graphs or {}).values() if g is not gpu.hotpath.SEEN_ONCE]
 
 
 class _CountLaunches:
@@ -85,8 +85,8 @@ def test_a_repeated_call_replays_its_graph_on_fresh_data(rng, dtype, n, with_out
             del got  # a dropped small result comes back from the ring: the same pointer
         counter.__exit__()
     nbytes = n * np.dtype(dtype).itemsize
-    dependent = 2 * nbytes >= gpu._DEPENDENT_MIN_BYTES and _entries(stream)[0].dependent is not None
-    repeats = with_out or nbytes <= gpu._SPARE_MAX_BYTES
+    dependent = 2 * nbytes >= gpu.SETTINGS.dependent_min_bytes and _entries(stream)[0].dependent is not None
+    repeats = with_out or nbytes <= gpu.SETTINGS.spare_max_bytes
     if repeats and not dependent:  # large calls are dependent launches instead (a test below)
         assert _graphs(stream), "no graph was made"
         assert counter.count == 0, f"{counter.count} plain launches where graphs should have run"
@@ -163,7 +163,7 @@ def test_calls_across_the_epoch_wrap(rng):
     with stream:
         x, out = cp.empty(1_000_003, np.int64), cp.empty(1_000_003, np.int64)
         distscan.cumsum(x, out=out, comm=COMM)  # prepares the stream's scratch
-        scratch = gpu._SCRATCH[(x.device.id, stream.ptr)]
+        scratch = gpu.scratch.SCRATCHES[(x.device.id, stream.ptr)]
         for a in (scratch.words, scratch.subaggs, scratch.anchors):
             a[:] = (1 << 32) | 77  # words of epoch 1, each a plausible value
         scratch.launch_state[0] = np.uint64((LAST_EPOCH - 3) << 32)  # (the last launch's epoch << 32) | claims
@@ -179,14 +179,17 @@ def test_calls_across_the_epoch_wrap(rng):
 
 @pytest.mark.parametrize("dtype,n,threshold", [(np.int64, 1000, 0), (np.int32, 65537, 0), (np.int64, 3_000_017, None),
                                                (np.int32, (1 << 25) + 5, None)])
-def test_dependent_launches_read_what_the_kernel_before_wrote(rng, monkeypatch, dtype, n, threshold):
+def test_dependent_launches_read_what_the_kernel_before_wrote(rng, dtype, n, threshold):
     """A dependent launch starts while the kernel before it drains and must wait for its writes:
     a chain of scans, each of the previous one's output, with a CuPy kernel writing in between
     and results without out=, is NumPy's chain.  threshold 0: dependent launches at every size;
     None: the shipped threshold (these sizes are above it)."""
-    if threshold is not None:
-        monkeypatch.setattr(gpu, "_DEPENDENT_MIN_BYTES", threshold)
-    assert n * 2 * np.dtype(dtype).itemsize >= gpu._DEPENDENT_MIN_BYTES
+    with gpu.overrides(**({} if threshold is None else {"dependent_min_bytes": threshold})):
+        _dependent_chain(rng, dtype, n)
+
+
+def _dependent_chain(rng, dtype, n):
+    assert n * 2 * np.dtype(dtype).itemsize >= gpu.SETTINGS.dependent_min_bytes
     seed = int(rng.integers(1 << 30))
     print("seed", seed)
     host = np.random.default_rng(seed).integers(-3, 4, n).astype(dtype)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from distscan import pipeline
-from distscan.gpus import choose_device, _env_local_rank
+from distscan.gpus import choose_device, local_rank_from_env
 from distscan.pipeline.cuda import HostDevice, parse_bytes, plan_chunks, run_gpu
 
 pytestmark = pytest.mark.anyranks
@@ -26,8 +26,8 @@ def test_choose_device_rules():
         choose_device(0, 1, 4, gpu="x", env={})
     with pytest.raises(RuntimeError, match="no CUDA GPU"):
         choose_device(0, 1, 0, env={})
-    assert _env_local_rank({"OMPI_COMM_WORLD_LOCAL_RANK": "2", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}) == (2, 4)
-    assert _env_local_rank({}) is None
+    assert local_rank_from_env({"OMPI_COMM_WORLD_LOCAL_RANK": "2", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}) == (2, 4)
+    assert local_rank_from_env({}) is None
 
 
 def test_parse_bytes_and_plans():
@@ -142,12 +142,12 @@ def test_a_scan_launch_refuses_more_tile_claims_than_it_counts():
     from types import SimpleNamespace
     from distscan.backends import cuda as gpu
     persistent = SimpleNamespace(tile=2048, la_grid=396, la_smem=73728, lead=0)  # look-ahead
-    most = (gpu._MAX_CLAIMS - 396) * 2048
-    assert gpu._launch_shape(persistent, most) == (396, 73728, 0)
+    most = (gpu.launch.MAX_CLAIMS - 396) * 2048
+    assert gpu.launch.launch_shape(persistent, most) == (396, 73728, 0)
     with pytest.raises(ValueError, match=f"a scan of {most + 1} items needs more tiles than one kernel launch"):
-        gpu._launch_shape(persistent, most + 1)
+        gpu.launch.launch_shape(persistent, most + 1)
     per_tile = SimpleNamespace(tile=8192, la_grid=0, la_smem=0, lead=64)  # look-back with its lead
-    most = (gpu._MAX_CLAIMS - 64) * 8192
-    assert gpu._launch_shape(per_tile, most) == (gpu._MAX_CLAIMS, 0, 64)
+    most = (gpu.launch.MAX_CLAIMS - 64) * 8192
+    assert gpu.launch.launch_shape(per_tile, most) == (gpu.launch.MAX_CLAIMS, 0, 64)
     with pytest.raises(ValueError, match="more tiles than one kernel launch can count"):
-        gpu._launch_shape(per_tile, most + 1)
+        gpu.launch.launch_shape(per_tile, most + 1)

@@ -25,7 +25,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invaria
 from mpi4py import MPI  # noqa: E402
 
 COMM = MPI.COMM_SELF
-N = 65536  # a result the ring keeps (gpu._SPARE_MAX_BYTES)
+N = 65536  # a result the ring keeps (gpu.SETTINGS.spare_max_bytes)
 
 
 def _torch():

@@ -33,7 +33,7 @@ CASES = [(np.dtype(dt), op) for dt in DTYPES for op in OPS.values() if np.dtype(
 
 def _tile(dtype, op):
     t = scan_types(op, dtype)
-    return cc.choose_tuning(t.input, cc.kernel_acc_dtype(t.acc), t.result, gpu._TUNING_OVERRIDE).tile_items
+    return cc.choose_tuning(t.input, cc.kernel_acc_dtype(t.acc), t.result, gpu.SETTINGS.tuning).tile_items
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -368,9 +368,7 @@ def test_tile_shapes(shape, dtype, rng):
     op = get_op("sum")
     types = scan_types(op, dtype)
     items = 32 if np.dtype(dtype).itemsize == 4 else 16
-    old = gpu._TUNING_OVERRIDE
-    gpu._TUNING_OVERRIDE = (shape[0], items, shape[2], shape[3])
-    try:
+    with gpu.overrides(tuning=(shape[0], items, shape[2], shape[3])):
         for n in (1, 8191, 8193, 3 * 8192 * 1024 + 77, (1 << 25) + 3):
             x = cp.asarray(_random(rng, dtype, n + 1, op))[1:]  # misaligned: scalar path
             for xx in (x, cp.ascontiguousarray(x)):
@@ -384,5 +382,3 @@ def test_tile_shapes(shape, dtype, rng):
                     assert np.allclose(cp.asnumpy(res).ravel(), ref, rtol=1e-3, atol=1e-2 * np.sqrt(n))
                 else:
                     np.testing.assert_array_equal(cp.asnumpy(res).ravel(), ref)
-    finally:
-        gpu._TUNING_OVERRIDE = old

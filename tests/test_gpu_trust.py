@@ -160,13 +160,13 @@ def test_api_hot_path_refuses_what_it_cannot_take():
 
 def test_results_without_out_take_the_spare_and_never_share_memory(rng):
     """A call without out= takes the memory its stream set aside after the last such call (up to
-    gpu._SPARE_MAX_BYTES), whatever the dtype of that call, and sets aside the next: results
+    gpu.SETTINGS.spare_max_bytes), whatever the dtype of that call, and sets aside the next: results
     kept alive never overlap, and each is NumPy's.  A larger result leaves nothing aside."""
     seed = int(rng.integers(1 << 30))
     print("seed", seed)
     r = np.random.default_rng(seed)
     stream = cp.cuda.Stream(non_blocking=True)
-    small = gpu._SPARE_MAX_BYTES // 8
+    small = gpu.SETTINGS.spare_max_bytes // 8
     cases = [(np.int64, 1000), (np.int64, 1000), (np.int32, 2000), (np.float64, 1000), (np.int64, 1001),
              (np.int64, small), (np.float64, small), (np.int64, small + 1), (np.int32, 999), (np.int32, 999)]
     kept = []
@@ -178,9 +178,9 @@ def test_results_without_out_take_the_spare_and_never_share_memory(rng):
             x = cp.asarray(host)
             got = distscan.cumsum(x, dtype=dtype, comm=COMM)
             kept.append((got, np.cumsum(host, dtype=dtype)))
-            spare = gpu._SCRATCH[(x.device.id, stream.ptr)].spare
+            spare = gpu.scratch.SCRATCHES[(x.device.id, stream.ptr)].spare
             nbytes = n * np.dtype(dtype).itemsize
-            assert (spare is not None and spare[0] == nbytes) == (nbytes <= gpu._SPARE_MAX_BYTES)
+            assert (spare is not None and spare[0] == nbytes) == (nbytes <= gpu.SETTINGS.spare_max_bytes)
             assert spare is None or spare[1].ptr != got.data.ptr
     stream.synchronize()
     spans = sorted((g.data.ptr, g.data.ptr + g.nbytes) for g, _ in kept)
@@ -194,7 +194,7 @@ def test_scratch_capacity_is_what_prepare_holds_without_reallocating(window, k):
     """The hot path launches while ``num_tiles <= capacity``; prepare() must then keep its
     arrays, and must grow them one tile later."""
     for tiles in (1, 31, 32, 33, 70_000, 1 << 17):
-        s = gpu._TileScratch()
+        s = gpu.scratch.TileScratch()
         s.prepare(tiles, window, k)
         cap = s.capacity(window, k)
         assert cap >= tiles
@@ -203,7 +203,7 @@ def test_scratch_capacity_is_what_prepare_holds_without_reallocating(window, k):
         assert s.generation == generation, (tiles, cap)
         s.prepare(cap + 1, window, k)
         assert s.generation == generation + 1, (tiles, cap)
-    assert gpu._TileScratch().capacity(window, k) == -1
+    assert gpu.scratch.TileScratch().capacity(window, k) == -1
 
 
 def test_a_launch_that_fails_leaves_the_stream_right(rng):
@@ -217,7 +217,7 @@ def test_a_launch_that_fails_leaves_the_stream_right(rng):
         x = cp.asarray(host)
         for _ in range(2):  # the first call prepares the stream's scratch on the general path
             distscan.cumsum(x, dtype=np.int64, comm=COMM)
-        ent = next(e for k, e in gpu._FAST.items() if k[1] == stream.ptr and e is not gpu._NOT_FAST)
+        ent = next(e for k, e in gpu.hotpath.FAST.items() if k[1] == stream.ptr and e is not gpu.hotpath.NOT_FAST)
         launch = ent.launch
         state = cp.asnumpy(ent.scratch.launch_state)
 
@@ -245,8 +245,7 @@ def test_a_cupy_without_launch_kernel_takes_the_general_path(monkeypatch, rng, d
     print("seed", seed)
     host = np.random.default_rng(seed).integers(-50, 50, 70_001).astype(dtype)
     monkeypatch.delattr(cp.cuda.driver, "launchKernel")
-    monkeypatch.setattr(gpu, "_FAST", {})
-    monkeypatch.setattr(gpu, "_REDUCE", {})
+    gpu.clear_caches()  # the entries are made again, without the launch call
     x = cp.asarray(host)
     want = np.cumsum(host, dtype=np.float64 if dtype == np.float32 else dtype)
     for _ in range(2):  # the second call finds the remembered verdict
@@ -257,8 +256,10 @@ def test_a_cupy_without_launch_kernel_takes_the_general_path(monkeypatch, rng, d
             else:
                 np.testing.assert_array_equal(got, want)
         assert distscan.reduce(x, comm=COMM) == want[-1]
-    assert gpu._FAST and all(e is gpu._NOT_FAST for e in gpu._FAST.values())
-    assert gpu._REDUCE and all(e is gpu._NOT_FAST for e in gpu._REDUCE.values())
+    assert gpu.hotpath.FAST and all(e is gpu.hotpath.NOT_FAST for e in gpu.hotpath.FAST.values())
+    assert gpu.reductions.REDUCTIONS and all(e is gpu.hotpath.NOT_FAST for e in gpu.reductions.REDUCTIONS.values())
+    monkeypatch.undo()
+    gpu.clear_caches()  # the entries made without the launch call go with it
 
 
 def test_backend_refuses_an_out_it_would_write_past():
@@ -320,7 +321,7 @@ def _thread_calls(seed, calls, stream, failures):
         stream.use()  # this thread's current stream
         for i in range(calls):
             # Some sizes repeat (in bytes too: 1000 int64, 2000 int32): the threads then take
-            # each other's spare results (gpu._SPARE_MAX_BYTES).
+            # each other's spare results (gpu.SETTINGS.spare_max_bytes).
             n = int(rng.choice([1000, 2000, 70001, int(rng.integers(1, 300_000))]))
             dtype = (np.int32, np.int64)[i % 2]
             host = rng.integers(-100, 100, n).astype(dtype)
@@ -357,7 +358,7 @@ def test_a_stream_per_call_keeps_the_caches_bounded(rng):
     host = rng.integers(-100, 100, 70001).astype(np.int64)
     x = cp.asarray(host)
     expected = np.cumsum(host)
-    for i in range(4 * gpu._MAX_STREAM_ENTRIES + 10):
+    for i in range(4 * gpu.SETTINGS.max_stream_entries + 10):
         stream = cp.cuda.Stream(non_blocking=True)
         cp.cuda.Stream.null.synchronize()
         with stream:
@@ -366,8 +367,8 @@ def test_a_stream_per_call_keeps_the_caches_bounded(rng):
         stream.synchronize()
         np.testing.assert_array_equal(cp.asnumpy(got), expected)
         assert total == expected[-1]
-    assert len(gpu._SCRATCH) <= gpu._MAX_STREAM_ENTRIES
-    assert len(gpu._FAST) <= 4 * gpu._MAX_STREAM_ENTRIES and len(gpu._REDUCE) <= 4 * gpu._MAX_STREAM_ENTRIES
+    assert len(gpu.scratch.SCRATCHES) <= gpu.SETTINGS.max_stream_entries
+    assert len(gpu.hotpath.FAST) <= 4 * gpu.SETTINGS.max_stream_entries and len(gpu.reductions.REDUCTIONS) <= 4 * gpu.SETTINGS.max_stream_entries
 
 
 @pytest.mark.skipif(cp.cuda.runtime.getDeviceCount() < 2, reason="needs two GPUs")

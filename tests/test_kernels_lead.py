@@ -4,7 +4,7 @@ default for large N; skipped without a GPU).
 The block of claim c reduces tile c and scans tile c - lead, from the same status words and
 fixed trees as the one-tile look-back, so for every dtype and operator its results must be
 *bitwise* the one-tile look-back's (floats included) and integers exact against NumPy.  The
-lead is forced (``cuda._LEAD_OVERRIDE``) so that small arrays cross every boundary: leads of
+lead is forced (``cuda.SETTINGS.lead``) so that small arrays cross every boundary: leads of
 1 (reduction one claim ahead), 2, 31, 33 and several hundred; sizes of one tile +- 1, one
 lead of tiles +- 1, sub-window (32 tiles) and window boundaries (a small window forced
 through the tile shape, so windows and their anchors chain many times).  Also: the size
@@ -14,6 +14,8 @@ indexing past 2^31 and 2^32 items at the default lead.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import numpy as np
 import pytest
@@ -42,14 +44,12 @@ def _small_shape(t):
 @pytest.fixture(scope="module", autouse=True)
 def _precompiled():
     keys = []
-    old = gpu._TUNING_OVERRIDE
     for name, dt in TABLE:
         op = OPS[name]
         t = scan_types(op, dt)
         keys.append(gpu.module_key(t.input, t, op, "auto"))
-        gpu._TUNING_OVERRIDE = _small_shape(t)
-        keys.append(gpu.module_key(t.input, t, op, "auto"))
-        gpu._TUNING_OVERRIDE = old
+        with gpu.overrides(tuning=_small_shape(t)):
+            keys.append(gpu.module_key(t.input, t, op, "auto"))
     t = scan_types(OPS["sum"], np.int8, np.int8)
     keys.append(gpu.module_key(t.input, t, OPS["sum"], "auto"))
     cc.precompile(keys)
@@ -58,14 +58,9 @@ def _precompiled():
 
 @pytest.fixture
 def lead():
-    """Force the reduction lead of "auto" for one test (restored after)."""
-    old = gpu._LEAD_OVERRIDE
-
-    def force(v):
-        gpu._LEAD_OVERRIDE = v
-
-    yield force
-    gpu._LEAD_OVERRIDE = old
+    """Force the reduction lead of "auto" for one test (restored after): ``lead(v)``."""
+    with contextlib.ExitStack() as stack:
+        yield lambda v: stack.enter_context(gpu.overrides(lead=v))
 
 
 def _compare(rng, op, t, dt, n, i, label):
@@ -84,7 +79,7 @@ def test_lead_is_bitwise_lookback(name, dt, lead):
     rng = seeded_rng()
     op = OPS[name]
     t = scan_types(op, dt)
-    tile = gpu._plan(cp.cuda.Device().id, t.input, t, op, "auto").tile
+    tile = gpu.plans.plan_of(cp.cuda.Device().id, t.input, t, op, "auto").tile
     cases = [(1, 1), (1, tile - 1), (2, tile + 1), (31, 31 * tile + 1), (31, 33 * tile - 1), (300, 300 * tile - 1),
              (300, 301 * tile + 1), (2, 1100 * tile + tile // 3)]
     for i, (ahead, n) in enumerate(cases):
@@ -100,17 +95,13 @@ def test_lead_many_windows(name, dt, lead):
     rng = seeded_rng()
     op = OPS[name]
     t = scan_types(op, dt)
-    old = gpu._TUNING_OVERRIDE
-    gpu._TUNING_OVERRIDE = _small_shape(t)
-    try:
-        tile = gpu._plan(cp.cuda.Device().id, t.input, t, op, "auto").tile
+    with gpu.overrides(tuning=_small_shape(t)):
+        tile = gpu.plans.plan_of(cp.cuda.Device().id, t.input, t, op, "auto").tile
         for i, ahead in enumerate((1, 31, 32, 33, 63, 65, 200)):
             lead(ahead)
             for j, tiles in enumerate((ahead - 1, ahead + 1, SMALL_WINDOW - 1, SMALL_WINDOW + 1, 7 * SMALL_WINDOW + 5)):
                 n = max(1, tiles * tile + (i * 7 + j) % tile)
                 _compare(rng, op, t, dt, n, i + j, f"{name} {dt} lead={ahead} tiles={tiles}")
-    finally:
-        gpu._TUNING_OVERRIDE = old
 
 
 def test_size_rule():
@@ -120,20 +111,20 @@ def test_size_rule():
     dev = cp.cuda.Device().id
     for dt in (np.int8, np.int32, np.float64, np.complex128):
         t = scan_types(op, np.dtype(dt))
-        plan = gpu._plan(dev, t.input, t, op, "auto")
+        plan = gpu.plans.plan_of(dev, t.input, t, op, "auto")
         assert plan.lead >= 1
-        info = gpu._device_info(dev)
+        info = gpu.device.device_info(dev)
         if info["dram_bw"]:  # ~LEAD_SECONDS of DRAM traffic (H100: ~190 tiles of 64 KB)
-            assert plan.lead <= max(1, round(gpu.LEAD_SECONDS * info["dram_bw"]
+            assert plan.lead <= max(1, round(gpu.plans.LEAD_SECONDS * info["dram_bw"]
                                              / (plan.tile * (plan.in_size + plan.out_size))))
         else:
-            assert plan.lead <= max(1, round(info["sms"] * gpu.LEAD_PER_SM))
-        assert plan.lead * plan.tile * (2 * plan.in_size + plan.out_size) <= gpu.LEAD_L2_SHARE * info["l2"] or plan.lead == 1
-        edge = gpu.LEAD_MIN_LEADS * plan.lead
-        assert gpu._lead(plan, edge - 1) == 0 and gpu._lead(plan, edge) == plan.lead
+            assert plan.lead <= max(1, round(info["sms"] * gpu.plans.LEAD_PER_SM))
+        assert plan.lead * plan.tile * (2 * plan.in_size + plan.out_size) <= gpu.plans.LEAD_L2_SHARE * info["l2"] or plan.lead == 1
+        edge = gpu.plans.LEAD_MIN_LEADS * plan.lead
+        assert gpu.plans.lead_of(plan, edge - 1) == 0 and gpu.plans.lead_of(plan, edge) == plan.lead
         if dt == np.int32:  # (one dtype: each other algorithm is one more module to compile)
             for alg in ("lookback", "lookahead", "domino", "kogge_stone"):
-                assert gpu._plan(dev, t.input, t, op, alg).lead == 0
+                assert gpu.plans.plan_of(dev, t.input, t, op, alg).lead == 0
 
 
 def test_counter_accounting_with_and_without_lead(lead):
@@ -160,7 +151,7 @@ def test_unaligned_data(dt, lead):
     rng = seeded_rng()
     op = OPS["max"]
     t = scan_types(op, dt)
-    n = gpu._plan(cp.cuda.Device().id, t.input, t, op, "auto").tile * 37 + 5
+    n = gpu.plans.plan_of(cp.cuda.Device().id, t.input, t, op, "auto").tile * 37 + 5
     base = cp.asarray(kernel_data(rng, np.dtype(dt), n + 3))
     x = base[1:n + 1]
     out = cp.empty(n + 1, t.result)[1:]
@@ -178,8 +169,8 @@ def test_determinism_while_another_stream_races(dt, lead):
     op = OPS["sum"]
     t = scan_types(op, dt)
     n = (1 << 24) + 1001
-    plan = gpu._plan(cp.cuda.Device().id, t.input, t, op, "auto")
-    assert gpu._lead(plan, -(-n // plan.tile)) == plan.lead > 0
+    plan = gpu.plans.plan_of(cp.cuda.Device().id, t.input, t, op, "auto")
+    assert gpu.plans.lead_of(plan, -(-n // plan.tile)) == plan.lead > 0
     lead(plan.lead)
     x = cp.asarray(rng.standard_normal(n).astype(dt))
     assert_deterministic_while_racing(lambda: gpu.scan(x, op, t)[0],
@@ -191,7 +182,7 @@ def test_64_bit_indexing_default_lead(n, lead):
     """int8 sums past 2^31 and 2^32 items at the default lead equal the one-tile look-back (the
     lead forced, or "auto" would run the look-ahead kernel at these sizes)."""
     t = scan_types(OPS["sum"], np.int8, np.int8)
-    plan = gpu._plan(cp.cuda.Device().id, t.input, t, OPS["sum"], "auto")
-    assert gpu._lead(plan, -(-n // plan.tile)) == plan.lead > 0
+    plan = gpu.plans.plan_of(cp.cuda.Device().id, t.input, t, OPS["sum"], "auto")
+    assert gpu.plans.lead_of(plan, -(-n // plan.tile)) == plan.lead > 0
     lead(plan.lead)
     assert_int8_sum_is_lookback(n, n % 991, "auto")

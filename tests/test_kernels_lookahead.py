@@ -12,6 +12,7 @@ unaligned data (synchronous loads), run-to-run determinism while another stream 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import numpy as np
@@ -43,45 +44,34 @@ BEHIND_CASES = [("sum", np.int32), ("sum", np.float64), ("max", np.int64)]
 @pytest.fixture
 def same_shape():
     """Run the look-back reference at the look-ahead kernel's tile shape (restored after)."""
-    old = gpu._TUNING_OVERRIDE
-
-    def force(t):
-        gpu._TUNING_OVERRIDE = _lookahead_shape(t)
-
-    yield force
-    gpu._TUNING_OVERRIDE = old
+    with contextlib.ExitStack() as stack:
+        yield lambda t: stack.enter_context(gpu.overrides(tuning=_lookahead_shape(t)))
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _precompiled():
     keys = []
-    old = gpu._TUNING_OVERRIDE
-    try:
-        for name, dt in TABLE:
-            op = OPS[name]
-            t = scan_types(op, dt)
-            keys.append(gpu.module_key(t.input, t, op, "lookahead"))
-            gpu._TUNING_OVERRIDE = _lookahead_shape(t)
+    for name, dt in TABLE:
+        op = OPS[name]
+        t = scan_types(op, dt)
+        keys.append(gpu.module_key(t.input, t, op, "lookahead"))
+        with gpu.overrides(tuning=_lookahead_shape(t)):
             keys += [gpu.module_key(t.input, t, op, alg) for alg in ("lookahead", "lookback")]
-            gpu._TUNING_OVERRIDE = old
-        for dt in (np.int8, np.float32):
-            t = scan_types(OPS["sum"], np.dtype(dt), np.dtype(dt))
-            keys += [gpu.module_key(t.input, t, OPS["sum"], alg) for alg in ("lookahead", "lookback", "auto")]
-        for name, dt in BEHIND_CASES:
-            t = scan_types(OPS[name], dt)
-            base = _lookahead_shape(t)
-            for behind in (1, base.depth):
-                gpu._TUNING_OVERRIDE = dataclasses.replace(base, behind=behind)
+    for dt in (np.int8, np.float32):
+        t = scan_types(OPS["sum"], np.dtype(dt), np.dtype(dt))
+        keys += [gpu.module_key(t.input, t, OPS["sum"], alg) for alg in ("lookahead", "lookback", "auto")]
+    for name, dt in BEHIND_CASES:
+        t = scan_types(OPS[name], dt)
+        base = _lookahead_shape(t)
+        for behind in (1, base.depth):
+            with gpu.overrides(tuning=dataclasses.replace(base, behind=behind)):
                 keys += [gpu.module_key(t.input, t, OPS[name], alg) for alg in ("lookahead", "lookback")]
-            gpu._TUNING_OVERRIDE = old
-    finally:
-        gpu._TUNING_OVERRIDE = old
     cc.precompile(keys)
     yield
 
 
 def _plan(op, t, algorithm="lookahead"):
-    return gpu._plan(cp.cuda.Device().id, t.input, t, op, algorithm)
+    return gpu.plans.plan_of(cp.cuda.Device().id, t.input, t, op, algorithm)
 
 
 @pytest.mark.parametrize("name,dt", TABLE, ids=TABLE_IDS)
@@ -110,14 +100,14 @@ def test_publication_distance_bounds(name, dt, behind, same_shape):
     t = scan_types(op, dt)
     base = _lookahead_shape(t)
     shape = dataclasses.replace(base, behind=1 if behind == "one" else base.depth)
-    gpu._TUNING_OVERRIDE = shape
-    plan = _plan(op, t)
-    assert plan.tuning == shape
-    tile, grid, window = plan.tile, plan.la_grid, plan.window
-    sizes = [32 * tile, 32 * tile + 1, window * tile, window * tile - 1, (grid + 31) * tile,
-             (shape.depth + 1) * grid * tile + 32 * tile - 3, 3 * window * tile + 5]
-    for i, n in enumerate(sizes):
-        assert_bitwise_lookback(rng, op, t, np.dtype(dt), n, i, "lookahead", f"{name} {dt} behind={shape.behind}")
+    with gpu.overrides(tuning=shape):
+        plan = _plan(op, t)
+        assert plan.tuning == shape
+        tile, grid, window = plan.tile, plan.la_grid, plan.window
+        sizes = [32 * tile, 32 * tile + 1, window * tile, window * tile - 1, (grid + 31) * tile,
+                 (shape.depth + 1) * grid * tile + 32 * tile - 3, 3 * window * tile + 5]
+        for i, n in enumerate(sizes):
+            assert_bitwise_lookback(rng, op, t, np.dtype(dt), n, i, "lookahead", f"{name} {dt} behind={shape.behind}")
 
 
 @pytest.mark.parametrize("dt,out_dt", [(np.int8, np.int8), (np.float32, np.float32), (np.int64, np.int64),
@@ -149,7 +139,7 @@ def test_auto_switches_at_the_threshold(dt, out_dt):
         if dt == np.int8:
             np.testing.assert_array_equal(cp.asnumpy(got), np.cumsum(cp.asnumpy(x), dtype=np.int8))
     lead_plan = _plan(op, t, "auto")
-    assert gpu._large_plan(lead_plan).device == "lookahead" and lead_plan.device == "lookback"
+    assert gpu.plans.large_plan(lead_plan).device == "lookahead" and lead_plan.device == "lookback"
 
 
 def test_counter_accounting_across_kernels():

@@ -16,6 +16,7 @@ import distscan
 import distscan._carry
 from distscan import OPS
 from distscan.dist import exchange as hierarchy
+from distscan.dist import nodes
 from distscan.backends import cpu as cpu_backend
 
 from conftest import (all_ranks_ok, assert_scan_equal, block_counts, local_part, random_array, reference_scan,
@@ -88,14 +89,14 @@ def test_hierarchy_methods_give_the_same_offsets(method, node_size, comm):
 
 
 def test_node_split_is_cached_and_sane(comm):
-    h = hierarchy.get_hierarchy(comm, node_size=2)
-    assert h is hierarchy.get_hierarchy(comm, node_size=2)
+    h = nodes.get_hierarchy(comm, node_size=2)
+    assert h is nodes.get_hierarchy(comm, node_size=2)
     assert h.contiguous
     assert h.num_nodes == (comm.size + 1) // 2
     assert h.node_index == comm.rank // 2
-    real = hierarchy.get_hierarchy(comm)
+    real = nodes.get_hierarchy(comm)
     assert real.contiguous and real.num_nodes >= 1
-    assert hierarchy.resolve_method("auto", comm) in ("flat", "node")
+    assert nodes.resolve_method("auto", comm) in ("flat", "node")
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

@@ -9,7 +9,10 @@ import os
 import numpy as np
 import pytest
 
+from distscan.dist.plan import ScanPlan
 from distscan.pipeline import chunks as _flow
+from distscan.pipeline.context import host_budget
+from distscan.pipeline.host import CpuEngine
 
 from distscan import io as dio, pipeline
 from distscan._dtypes import scan_types
@@ -83,7 +86,7 @@ def _ctx(tmp_path, a, rank, size, comm=None):
     types = scan_types(op, header.dtype)
     start, stop = dio.block_split(header.rows, size, rank)
     return pipeline.Context(comm=comm, header=header, op=op, types=types, start=start, stop=stop,
-                            progress=pipeline._null_progress), inp
+                            progress=pipeline.null_progress), inp
 
 
 @pytest.mark.parametrize("limit", [None, "1K"])
@@ -101,17 +104,17 @@ def test_a_later_rank_holds_or_rereads_then_applies_its_offset(tmp_path, monkeyp
         seen["carry"] = np.asarray(carry).copy()
         return np.asarray([a[:ctx.start].sum(dtype=np.int64)])
 
-    monkeypatch.setattr(_flow.ScanPlan, "exchange", exchange)
+    monkeypatch.setattr(ScanPlan, "exchange", exchange)
     monkeypatch.setattr(pipeline.Context, "rank", property(lambda self: 1))
     monkeypatch.setattr(pipeline.Context, "size", property(lambda self: 2))
     out = str(tmp_path / "out.npy")
     with dio.NpyWriter(out, a.shape, np.int64, force=True) as w:
         ctx.writer = w
         job = pipeline.Job(input=inp, output=out, strategy=strategy, memory_limit=limit)
-        engine = _flow.CpuEngine()
+        engine = CpuEngine()
         plan = _flow.make_plan(job, ctx, "cpu", engine.default_strategy)
         layout = _flow.layout_for(ctx)
-        config = engine.configure(layout, plan, _flow.host_budget(limit), final_now=False)
+        config = engine.configure(layout, plan, host_budget(limit), final_now=False)
         assert config["mode"] == ("streamed" if limit else "resident")
         _flow.run_chunks(job, ctx, engine, plan, layout, config)
         w.close()
@@ -174,7 +177,7 @@ def test_fsync_only_when_asked(tmp_path, monkeypatch, fsync):
 
 
 def test_host_budget(monkeypatch):
-    assert _flow.host_budget("2M") == 2 << 20
-    one = _flow.host_budget(None, env={})
-    four = _flow.host_budget(None, env={"OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"})
+    assert host_budget("2M") == 2 << 20
+    one = host_budget(None, env={})
+    four = host_budget(None, env={"OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"})
     assert one > 0 and four <= one // 3

@@ -131,7 +131,7 @@ def _gpu_arg(text: str) -> str:
 
 
 def _size_arg(text: str) -> str:
-    from ..pipeline.cuda import parse_bytes
+    from ..pipeline.context import parse_bytes
     try:
         parse_bytes(text)
     except ValueError as exc:

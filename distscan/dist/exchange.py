@@ -10,10 +10,8 @@ how many rows?) and the combination of the carries of all ranks before it, in ra
     order, so float offsets do not depend on MPI's algorithm.  One collective for the
     agreement on failures and arguments *and* the offsets.
 ``node``
-    The same inside each node (``Split_type(COMM_TYPE_SHARED)``), then among the node leaders
-    with the nodes' totals, then a broadcast of the node's offset and the global status
-    inside each node: three collectives, and only leaders talk across nodes.  Valid when
-    each node holds a contiguous block of ranks; otherwise ``auto`` falls back to ``flat``.
+    After the same first gather (it agrees on failures and arguments), the offsets node then
+    cluster (:mod:`distscan.dist.nodes`).
 
 Records travel as bytes: no MPI datatype or operation is involved, so any carry (float16,
 complex, the flagged product carries) travels alike.  The first rank's offset is None
@@ -22,16 +20,12 @@ complex, the flagged product carries) travels alike.  The first rank's offset is
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 import numpy as np
 
-METHODS = ("auto", "flat", "node")
-
-# Environment override of the node size (ranks per node), to test the node path on one host.
-NODE_SIZE_ENV = "DISTSCAN_NODE_SIZE"
+from .nodes import fold, gather, node_offsets, resolve_method
 
 # A record is RECORD_BYTES long on every rank whatever happens, so that ranks whose arguments
 # differ (or that failed before they knew their carry) still meet in the same Allgather:
@@ -72,135 +66,15 @@ def status(failed: bool, fingerprint: int, rows: int, *, empty: bool = False, ag
 
 
 # ---------------------------------------------------------------------------
-# The node / cluster split, built once per communicator and cached on it
-# ---------------------------------------------------------------------------
-
-@dataclass
-class Hierarchy:
-    """How a communicator splits into nodes."""
-
-    node: object                 # communicator of the ranks on this rank's node
-    leaders: Optional[object]    # communicator of node leaders (None off the leaders)
-    node_index: int              # this node's position among the nodes, in rank order
-    num_nodes: int
-    contiguous: bool             # every node holds a contiguous block of ranks
-    node_size_override: Optional[int]
-
-    def free(self) -> None:
-        for c in (self.node, self.leaders):
-            if c is not None:
-                try:
-                    c.Free()
-                except Exception:  # noqa: BLE001 - freeing at teardown must not raise
-                    pass
-
-
-_keyval = None
-
-
-def _hierarchy_keyval():
-    global _keyval
-    if _keyval is None:
-        from mpi4py import MPI
-
-        def _delete(comm, keyval, attrval):
-            for h in attrval.values():
-                h.free()
-
-        _keyval = MPI.Comm.Create_keyval(delete_fn=_delete)
-    return _keyval
-
-
-def node_size_override(node_size):
-    """The node size forced by ``node_size`` or ``DISTSCAN_NODE_SIZE`` (None: the real nodes)."""
-    if node_size is not None:
-        return int(node_size)
-    env = os.environ.get(NODE_SIZE_ENV)
-    if not env:
-        return None
-    try:
-        return int(env)
-    except ValueError:
-        raise ValueError(f"{NODE_SIZE_ENV}={env!r} is not a number of ranks per node") from None
-
-
-def get_hierarchy(comm, node_size: Optional[int] = None) -> Hierarchy:
-    """Split ``comm`` into nodes (collective on first use, then cached on ``comm``).
-
-    ``node_size`` (or the environment variable ``DISTSCAN_NODE_SIZE``) forces
-    blocks of that many consecutive ranks to act as nodes, for tests.
-    """
-    from mpi4py import MPI
-
-    override = node_size_override(node_size)
-    if override is not None and override < 1:
-        raise ValueError(f"node size must be at least 1, got {override}")
-    keyval = _hierarchy_keyval()
-    cache = comm.Get_attr(keyval)
-    if cache is None:
-        cache = {}
-        comm.Set_attr(keyval, cache)
-    if override in cache:
-        return cache[override]
-
-    rank = comm.Get_rank()
-    if override is None:
-        node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=rank)
-    else:
-        node = comm.Split(color=rank // override, key=rank)
-    is_leader = node.Get_rank() == 0
-    leaders = comm.Split(color=0 if is_leader else MPI.UNDEFINED, key=rank)
-    if leaders == MPI.COMM_NULL:
-        leaders = None
-    # Node leaders are the lowest rank of their node (key=rank), so leader ranks ordered
-    # by global rank give the node order.
-    leader_rank = node.bcast(rank if is_leader else None, root=0)
-    node_index = node.bcast(leaders.Get_rank() if is_leader else None, root=0)
-    num_nodes = node.bcast(leaders.Get_size() if is_leader else None, root=0)
-    mine = np.array([1 if rank == leader_rank + node.Get_rank() else 0], dtype=np.int32)
-    comm.Allreduce(MPI.IN_PLACE, mine, op=MPI.MIN)
-    h = Hierarchy(node, leaders, node_index, num_nodes, bool(mine[0]), override)
-    cache[override] = h
-    return h
-
-
-def resolve_method(method: str, comm, node_size: Optional[int] = None) -> str:
-    """Turn ``auto`` into ``flat`` or ``node``; ``node`` needs contiguous nodes.
-
-    ``auto`` picks ``node`` only when the ranks span several nodes (or a node
-    size is forced), since on one node the flat ``Exscan`` is the same thing
-    with fewer steps.
-    """
-    if method not in METHODS:
-        raise ValueError(f"unknown hierarchy method {method!r}; choose one of {', '.join(METHODS)}")
-    if method == "flat" or comm.Get_size() == 1:
-        return "flat"
-    h = get_hierarchy(comm, node_size)
-    if not h.contiguous:
-        return "flat"
-    if method == "node":
-        return "node"
-    return "node" if h.num_nodes > 1 else "flat"
-
-
-# ---------------------------------------------------------------------------
 # The exchange
 # ---------------------------------------------------------------------------
 
 Combine = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
-def _fold(items, combine: Combine):
-    """``items[0] . items[1] . ...`` in order (None for no items)."""
-    acc = None
-    for item in items:
-        acc = item.copy() if acc is None else combine(acc, item)
-    return acc
-
-
 def python_fold(combine: Combine) -> Callable:
     """A fold of a stack of carries (in order; None for none) made of a two-carry ``combine``."""
-    return lambda stack: _fold(stack, combine)
+    return lambda stack: fold(stack, combine)
 
 
 # What the common call's exchange finds (not changed by its readers).
@@ -214,7 +88,7 @@ class Exchange:
     order (None for an empty stack; a vectorised ``ufunc.accumulate`` for plain operators) and
     ``combine(earlier, later)`` two of them.  The method (flat or node) is resolved at the first
     call's agreement and kept: every rank resolves it at the same exchange (the node split is
-    cached on the communicator itself, :func:`get_hierarchy`), so a rank whose plan is new
+    cached on the communicator itself, :func:`distscan.dist.nodes.get_hierarchy`), so a rank whose plan is new
     makes no collective that the others do not.
     """
 
@@ -270,9 +144,9 @@ class Exchange:
         if self.resolved is None:
             self.resolved = resolve_method(self.method, self.comm, self.node_size)
         if self.resolved == "node":
-            offset, total = _node_offsets(carry, self.like, self.combine, self.comm, self.node_size, want_total)
+            offset, total = node_offsets(carry, self.like, self.combine, self.comm, self.node_size, want_total)
             return status, offset, total
-        carries = self.carries if self.inline else _gather(self.comm, self.like if carry is None else carry)
+        carries = self.carries if self.inline else gather(self.comm, self.like if carry is None else carry)
         held = (sts[:, FLAGS] & EMPTY) == 0
         before = carries[:rank][held[:rank]]
         return (status, self.fold(before) if len(before) else None,
@@ -304,62 +178,6 @@ def exchange(st: np.ndarray, carry: np.ndarray, combine: Combine, comm, method: 
     ex = Exchange(comm, method, node_size, carry, python_fold(combine), combine)
     return ex(flags, int(st[FINGERPRINT]), int(st[ROWS]), None if flags & (EMPTY | FAILED) else carry,
               want_total=want_total)
-
-
-def _gather(comm, carry: np.ndarray) -> np.ndarray:
-    out = np.empty((comm.Get_size(),) + carry.shape, carry.dtype)
-    comm.Allgather(carry, out)
-    return out
-
-
-def _node_offsets(mine, like, combine, comm, node_size, want_total):
-    """Offsets node then cluster: gather inside the node, gather the node totals among the
-    leaders, broadcast the node's offset (and the total) inside the node.  ``mine`` is this
-    rank's carry, None when it holds nothing (EMPTY); ``like`` one of that shape and dtype.
-    Nothing travels as None: each carry goes with a byte that says whether it holds anything."""
-    h = get_hierarchy(comm, node_size)
-    on_node, has = _gather_held(h.node, mine, like)
-    within = _fold([c for c, held in zip(on_node[: h.node.Get_rank()], has) if held], combine)
-    node_total = _fold([c for c, held in zip(on_node, has) if held], combine)
-    nbytes = like.nbytes
-    shared = np.zeros(2 * nbytes + 2, np.uint8)  # [node offset][total][node offset held, total held]
-
-    def put(slot, value):
-        shared[slot * nbytes:(slot + 1) * nbytes] = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
-        shared[2 * nbytes + slot] = 1
-
-    def get(slot):
-        if not shared[2 * nbytes + slot]:
-            return None
-        return shared[slot * nbytes:(slot + 1) * nbytes].copy().view(like.dtype).reshape(like.shape)
-
-    if h.leaders is not None:
-        totals, held = _gather_held(h.leaders, node_total, like)
-        node_offset = _fold([c for c, ok in zip(totals[: h.leaders.Get_rank()], held) if ok], combine)
-        if node_offset is not None:
-            put(0, node_offset)
-        total = _fold([c for c, ok in zip(totals, held) if ok], combine) if want_total else None
-        if total is not None:
-            put(1, total)
-    h.node.Bcast(shared, root=0)
-    node_offset, total = get(0), get(1) if want_total else None
-    if node_offset is None:
-        return within, total
-    return (node_offset if within is None else combine(node_offset, within)), total
-
-
-def _gather_held(comm, carry, like):
-    """Allgather of a carry that may be None: ``(carries, held flags)``; a None travels as ``like``
-    with its flag unset."""
-    size = comm.Get_size()
-    body = np.ascontiguousarray(like if carry is None else carry)
-    rec = np.zeros(body.nbytes + 1, np.uint8)
-    rec[:-1] = body.reshape(-1).view(np.uint8)
-    rec[-1] = carry is not None
-    out = np.empty((size, rec.size), np.uint8)
-    comm.Allgather(rec, out)
-    carries = np.ascontiguousarray(out[:, :-1]).view(like.dtype).reshape((size,) + like.shape)
-    return carries, out[:, -1].astype(bool)
 
 
 def exclusive_prefix(total: np.ndarray, combine: Combine, comm, method: str = "auto",

@@ -37,7 +37,8 @@ from typing import Optional
 
 import numpy as np
 
-from . import exchange as _hierarchy
+from . import exchange
+from .nodes import METHODS, node_size_override
 from .._carry import Carries
 from .agree import collectively, fingerprint, raise_agreed, raise_mismatch
 from .._dtypes import scan_types
@@ -78,8 +79,8 @@ def resolve_algorithm(algorithm: str) -> str:
 
 
 def resolve_hierarchy(hierarchy: str) -> str:
-    if hierarchy not in _hierarchy.METHODS:
-        raise ValueError(f"unknown hierarchy method {hierarchy!r}; choose one of {', '.join(_hierarchy.METHODS)}")
+    if hierarchy not in METHODS:
+        raise ValueError(f"unknown hierarchy method {hierarchy!r}; choose one of {', '.join(METHODS)}")
     return hierarchy
 
 
@@ -174,7 +175,7 @@ class ScanPlan:
             "operator": self.op.name, "exclusive": self.exclusive, "dtype": str(self.types.input),
             "accumulator dtype": str(self.types.acc), "computed in": str(self.types.compute),
             "trailing shape": self.trailing, "strategy": self.strategy, "hierarchy": self.hierarchy,
-            "node size": _hierarchy.node_size_override(node_size) if self.size > 1 else None,
+            "node size": node_size_override(node_size) if self.size > 1 else None,
             "backend": self.backend, "algorithm": self.algorithm, **(agree_on or {}),
         }
         self.fingerprint = fingerprint(self.fields)
@@ -312,7 +313,7 @@ class ScanPlan:
         """``(Status, seed, total)``; ``agree_after``: this rank's work after the exchange may
         fail (the Status then tells every rank to agree after it); ``unread``: no rank reads this
         rank's carry (the last rank's, without ``want_total``), so a missing one is not flagged."""
-        h = _hierarchy
+        h = exchange
         flags = h.AGREE_AFTER if agree_after else 0
         if error is not None:
             flags |= h.FAILED | h.EMPTY
@@ -352,6 +353,6 @@ class ScanPlan:
 def fail_exchange(comm, error: BaseException, *, what="scan arguments") -> None:
     """Take part in a plan's exchange from a rank that could not build the plan: the record says
     "failed", so every rank raises the agreed error (this one too)."""
-    st = _hierarchy.status(True, 0, 0, empty=True)
-    _hierarchy.exchange(st, np.zeros(1, np.uint8), lambda a, b: a, comm)
+    st = exchange.status(True, 0, 0, empty=True)
+    exchange.exchange(st, np.zeros(1, np.uint8), lambda a, b: a, comm)
     raise_agreed(comm, error)

@@ -38,7 +38,6 @@ main thread (``compute``), ``exscan`` the exchange (waiting for the other ranks 
 from __future__ import annotations
 
 import collections
-import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -48,18 +47,20 @@ import numpy as np
 
 from .. import io as _io
 from ..dist.plan import ScanPlan
+from .context import phase
 
 #: Bytes of input (or output, the larger) per chunk.
 CHUNK_BYTES = 16 << 20
+
 #: Threads reading the input, and chunks read ahead of the compute.
 READ_THREADS = 4
+
 READ_AHEAD = 6
+
 #: Threads writing the output; writes in flight when the output is not held (a ring of buffers).
 WRITE_THREADS = 8
-WRITE_RING = 16
-#: Share of the available memory (MemAvailable, split between the ranks of a node) a rank may hold.
-HOST_MEMORY_SHARE = 0.5
 
+WRITE_RING = 16
 
 @dataclass
 class Layout:
@@ -76,7 +77,6 @@ class Layout:
     def chunks(self) -> list:
         return [(lo, min(self.n, lo + self.chunk_rows)) for lo in range(0, self.n, self.chunk_rows)]
 
-
 def layout_for(ctx, chunk_bytes: int = 0) -> Layout:
     """This rank's :class:`Layout` in host chunks of about ``chunk_bytes`` (default :data:`CHUNK_BYTES`)."""
     hdr = ctx.header
@@ -85,7 +85,6 @@ def layout_for(ctx, chunk_bytes: int = 0) -> Layout:
     return Layout(start=ctx.start, n=ctx.stop - ctx.start, w=w, in_dt=hdr.dtype.newbyteorder("="), out_dt=out_dt,
                   chunk_rows=chunk_rows_for(hdr.row_bytes, w * out_dt.itemsize, chunk_bytes))
 
-
 def input_view(hdr, start: int, stop: int):
     """Rows ``[start, stop)`` of the input, mapped (not read): for ``--verify``."""
     shape = (stop - start,) + tuple(hdr.shape[1:])
@@ -93,40 +92,8 @@ def input_view(hdr, start: int, stop: int):
         return np.empty(shape, hdr.dtype.newbyteorder("="))
     return np.memmap(hdr.path, dtype=hdr.dtype, mode="r", offset=hdr.offset + start * hdr.row_bytes, shape=shape)
 
-
 def chunk_rows_for(in_row_bytes: int, out_row_bytes: int, chunk_bytes: int = 0) -> int:
     return max(1, (chunk_bytes or CHUNK_BYTES) // max(in_row_bytes, out_row_bytes, 1))
-
-
-def host_budget(limit=None, env=None) -> int:
-    """Bytes of host memory this rank may hold: ``limit`` (e.g. ``"4G"``), else a share of
-    MemAvailable split between the ranks on this node (launcher variables)."""
-    if limit:
-        from .cuda import parse_bytes
-        return parse_bytes(limit)
-    avail = None
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    avail = int(line.split()[1]) * 1024
-                    break
-    except OSError:
-        pass
-    if avail is None:
-        try:
-            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (ValueError, OSError, AttributeError):
-            avail = 8 << 30
-    from ..gpus import _env_local_rank
-    local = _env_local_rank(os.environ if env is None else env)
-    ranks = local[1] if local is not None else 1
-    return int(avail * HOST_MEMORY_SHARE / max(ranks, 1))
-
-
-# ----------------------------------------------------------------------------------------
-# files: positional reads and writes from thread pools
-# ----------------------------------------------------------------------------------------
 
 class _Spans:
     """First start and last end of the operations of one kind, and their busy time (thread-safe)."""
@@ -145,7 +112,6 @@ class _Spans:
     @property
     def wall(self) -> float:
         return 0.0 if self.first is None else self.last - self.first
-
 
 class Files:
     """This rank's reads of the input and writes of the output, on thread pools."""
@@ -186,12 +152,7 @@ class Files:
             pool.shutdown(wait=True, cancel_futures=True)
         self.f.close()
 
-
-# ----------------------------------------------------------------------------------------
-# the CPU engine
-# ----------------------------------------------------------------------------------------
-
-class _Done:
+class Done:
     """A result that is already there (the CPU's outputs), shaped like a future."""
 
     def __init__(self, value):
@@ -201,96 +162,6 @@ class _Done:
         return self.value
 
 
-class CpuEngine:
-    """The compute step on the host: :meth:`ScanPlan.seeded_scan` / ``add_offset`` on NumPy chunks.
-
-    Buffers come from free lists (reused, so the pages are touched once); a chunk's
-    input is scanned in place where the result has the input's dtype (inclusive scans).
-    """
-
-    name = "cpu"
-    backend = "cpu"
-    default_strategy = "scan_then_add"  # the add after the exchange is 10x cheaper than a scan (measured)
-
-    def configure(self, layout: Layout, plan: ScanPlan, budget: int, *, final_now: bool) -> dict:
-        self.lay, self.plan = layout, plan
-        self.in_place = (not plan.exclusive) and layout.in_dt == layout.out_dt
-        self._in_bytes = max(layout.chunk_rows * layout.w * layout.in_dt.itemsize, 1)
-        self._out_bytes = max(layout.chunk_rows * layout.w * layout.out_dt.itemsize, 1)
-        self._free_in, self._free_out = [], []
-        self.inp, self.out, self._own = {}, {}, {}
-        n, w = layout.n, layout.w
-        holds_output = final_now or plan.strategy == "scan_then_add" or self.in_place
-        if holds_output and not self.in_place:
-            held = n * w * layout.out_dt.itemsize  # rank 0: what waits for the disk, at worst all
-        else:
-            held = n * w * layout.in_dt.itemsize
-        resident = held <= budget
-        # Outputs in flight: all of a held part, else a ring of buffers reused as writes finish.
-        self.out_slots = (1 << 62) if resident and holds_output else WRITE_RING
-        return {"mode": "resident" if resident else "streamed", "chunk_rows": layout.chunk_rows,
-                "held_bytes": held if resident else 0}
-
-    @staticmethod
-    def _take(free: list, nbytes: int) -> np.ndarray:
-        return free.pop() if free else np.empty(nbytes, np.uint8)
-
-    def in_buffer(self, k: int) -> np.ndarray:
-        return self._take(self._free_in, self._in_bytes)
-
-    def put(self, k: int, rows: np.ndarray, buf: np.ndarray) -> None:
-        self.inp[k] = rows
-        self._own[k] = (buf, self._free_in)
-
-    def carry(self, k: int):
-        return self.plan.local_carry(self.inp[k])
-
-    def scan(self, k: int, seed, want_total: bool):
-        x = self.inp.pop(k)
-        if self.in_place:
-            out = x
-        else:
-            obuf = self._take(self._free_out, self._out_bytes)
-            out = obuf[: x.size * self.lay.out_dt.itemsize].view(self.lay.out_dt).reshape(x.shape)
-        _, total = self.plan.seeded_scan(x, seed, out=out, want_total=want_total)
-        if not self.in_place:
-            self.done(k)  # the input's buffer
-            self._own[k] = (obuf, self._free_out)
-        self.out[k] = out
-        return total
-
-    def add(self, k: int, offset) -> None:
-        self.plan.add_offset(self.out[k], offset)
-
-    def output(self, k: int):
-        return _Done(self.out.pop(k))
-
-    def done(self, k: int) -> None:
-        """Chunk ``k`` is written (or its input used): its buffer is free again."""
-        own = self._own.pop(k, None)
-        if own is not None:
-            own[1].append(own[0])
-
-    def drop(self, k: int) -> None:
-        """Chunk ``k``'s input is no longer needed (pass 1 of a streamed part)."""
-        self.inp.pop(k, None)
-        self.done(k)
-
-    def times(self) -> dict:
-        return {}
-
-    def release(self) -> None:
-        self._free_in.clear()
-        self._free_out.clear()
-        self.inp.clear()
-        self.out.clear()
-        self._own.clear()
-
-
-# ----------------------------------------------------------------------------------------
-# the skeleton
-# ----------------------------------------------------------------------------------------
-
 def make_plan(job, ctx, backend, default_strategy: str) -> ScanPlan:
     """The distributed scan of this job's rows (:mod:`distscan.dist.plan`), on ``backend``."""
     hdr = ctx.header
@@ -299,15 +170,12 @@ def make_plan(job, ctx, backend, default_strategy: str) -> ScanPlan:
                     trailing=tuple(hdr.shape[1:]), comm=ctx.comm, backend=backend, strategy=strategy,
                     hierarchy=job.hierarchy, algorithm=getattr(job, "algorithm", "auto"))
 
-
 def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict) -> None:
     """Pass A, the exchange, pass B and the last writes of this rank (see the module docstring).
 
     Collective: raises the same exception on every rank when any rank fails (pass A's
     failures in the exchange, pass B's in the agreement that ends it).
     """
-    from . import _phase
-
     times = ctx.times
     for k in ("read", "write", "compute", "exscan", "load", "store"):
         times.setdefault(k, 0.0)
@@ -418,7 +286,7 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict) -
         times["exscan"] += time.perf_counter() - t0
 
         t_b = time.perf_counter()
-        with _phase(ctx, "store"):
+        with phase(ctx, "store"):
             if not final_now:
                 if resident:
                     running = offset

@@ -36,39 +36,21 @@ and agreement logic runs (and is tested) on machines without a GPU.
 from __future__ import annotations
 
 import contextlib
-import re
 
 import numpy as np
 
-from . import chunks as _flow
+from . import chunks
+from .context import parse_bytes, phase
+from .finish import finish
 from ..dist.plan import resolve_strategy
 
 #: Host chunk (bytes of input per chunk) for reads, host -> device and device -> host copies.
-CHUNK_BYTES = _flow.CHUNK_BYTES
+CHUNK_BYTES = chunks.CHUNK_BYTES
 #: Share of the device's free memory used when no ``--gpu-memory-limit`` is given.
 DEFAULT_BUDGET_SHARE = 0.85
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
 
 
-def parse_bytes(text) -> int:
-    """``"512M"``, ``"2G"``, ``"1.5GiB"``, ``"1000000"`` -> bytes (K/M/G/T are powers of 1024).
-
-    Raises
-    ------
-    ValueError
-        For anything else, or a size below one byte.
-    """
-    if isinstance(text, (int, np.integer)):
-        value = int(text)
-    else:
-        m = _SIZE.match(str(text))
-        if not m:
-            raise ValueError(f"bad size {text!r}: use bytes or a number with K, M, G or T (e.g. 512M, 2G)")
-        value = int(float(m.group(1)) * (1 << (10 * " KMGT".index(m.group(2).upper() or " "))))
-    if value < 1:
-        raise ValueError(f"size must be at least 1 byte, got {text!r}")
-    return value
 
 
 # ----------------------------------------------------------------------------------------
@@ -243,7 +225,7 @@ class GpuEngine:
 
     default_strategy = resolve_strategy("auto")
     #: Pinned host buffers: reads in flight (the skeleton's read-ahead + 1), device -> host copies awaiting a write.
-    IN_RING = _flow.READ_AHEAD + 1
+    IN_RING = chunks.READ_AHEAD + 1
     OUT_RING = 8
 
     def __init__(self, device):
@@ -311,7 +293,7 @@ class GpuEngine:
         out_dt, w = self.lay.out_dt, self.lay.w
         host = self.hout[k % len(self.hout)][: (hi - lo) * w * out_dt.itemsize].view(out_dt).reshape(hi - lo, w)
         self.dev.wait(self.dev.d2h(host, d_out, after=self.scanned.pop(k, None)))
-        return _flow._Done(host)
+        return chunks.Done(host)
 
     def done(self, k: int) -> None:
         pass
@@ -339,17 +321,16 @@ def _budget(job, device) -> int:
 def run_gpu(job, ctx, device=None) -> None:
     """``PIPELINES["cuda"]``: see the module docstring.  Collective over ``ctx.comm``."""
     from ..gpus import bind_gpu
-    from . import _phase, finish
 
     if device is None:
-        with _phase(ctx, "bind"):
+        with phase(ctx, "bind"):
             resolve_strategy(job.strategy)
         binding = bind_gpu(ctx.comm, gpu=getattr(job, "gpu", None))  # collective, agreed
-        with _phase(ctx, "bind"):
+        with phase(ctx, "bind"):
             device = CudaDevice()
         ctx.gpu = {"device": binding.device, "source": binding.source, "shared": binding.shared}
     else:
-        with _phase(ctx, "bind"):
+        with phase(ctx, "bind"):
             resolve_strategy(job.strategy)
         ctx.gpu = {"device": device.device_id, "source": device.name, "shared": False}
     ctx.backend_used = "cuda" if device.name == "cuda" else device.name
@@ -362,18 +343,18 @@ def run_gpu(job, ctx, device=None) -> None:
     engine = GpuEngine(device)
     state = {}
     try:
-        with _phase(ctx, "plan"):
+        with phase(ctx, "plan"):
             budget = _budget(job, device)
-            plan = _flow.make_plan(job, ctx, device.backend, engine.default_strategy)
+            plan = chunks.make_plan(job, ctx, device.backend, engine.default_strategy)
             chunk_plan = plan_chunks(n, hdr.row_bytes, w * types.result.itemsize, budget)
-            layout = _flow.layout_for(ctx)
+            layout = chunks.layout_for(ctx)
             layout.chunk_rows = chunk_plan["chunk_rows"]
             state["config"] = engine.configure(layout, plan, chunk_plan, final_now=ctx.rank == 0)
         mode = chunk_plan["mode"]
         modes = [mode] if ctx.comm is None else ctx.comm.allgather(mode)
         ctx.gpu.update({"mode": mode, "modes": sorted(set(modes)), "budget_bytes": budget,
                         "chunk_rows": chunk_plan["chunk_rows"], "strategy": plan.strategy})
-        _flow.run_chunks(job, ctx, engine, plan, layout, state["config"])
+        chunks.run_chunks(job, ctx, engine, plan, layout, state["config"])
     finally:
         eng = {}
         with contextlib.suppress(Exception):

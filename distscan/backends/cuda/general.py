@@ -1,0 +1,181 @@
+"""The general path of a scan: any rows (one column, a few, many), seeds, totals, products'
+zeros, through CuPy's kernel launches; and the cheap case it hands to the hot path."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..._carry import zero_absorbs
+from ..._dtypes import ScanTypes
+from ...ops import Op
+from ..absorb import absorb_zeros
+from .device import cp, current_device, device_info, refuse_in_capture, require_cupy
+from .hotpath import scan_fast
+from .launch import first_is_identity, identity_row, launch_tiles
+from .plans import large_plan, plan_of, uses_lookahead
+
+# Columns at most this many go through the single-pass kernel one by one.
+NARROW_COLUMNS = 32
+
+
+def scan_1d(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr, op=None):
+    """Contiguous 1-D x -> out (n >= 1): one launch of scan_tiles_kernel, or for
+    "hierarchical" three steps (tiles alone, the scan of their totals, the totals added back)."""
+    if plan.device == "hierarchical":
+        _scan_hierarchical(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr, op)
+        return
+    if uses_lookahead(n, plan.in_size, plan.out_size):
+        plan = large_plan(plan)
+    launch_tiles(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr)
+
+
+def _scan_hierarchical(plan, x, out, n, exclusive, seed_k, has_seed, d_total, dev_id, stream_ptr, op):
+    """Multi-kernel scan: each tile scans alone and leaves its total; the tile totals are
+    scanned (exclusive, from the seed) by the same method, recursively, until they fit in
+    one tile; each tile's prefix is added back to its items."""
+    num_tiles = -(-n // plan.tile)
+    d_tiles = cp.empty(num_tiles, plan.kacc)
+    launch_tiles(plan, x, out, n, exclusive, plan.identity_k, False, d_tiles, dev_id, stream_ptr)
+    acc = ScanTypes(plan.kacc, plan.kacc, plan.kacc)
+    if num_tiles == 1:  # the end of the recursion: one tile's prefix is the seed
+        prefix = cp.full(1, seed_k if has_seed else plan.identity_k, plan.kacc)
+    else:
+        # from the neutral element when unseeded: the tile prefixes are folded into the tiles'
+        # own items, whose signs a +0.0 first prefix would change
+        seed = np.array([seed_k if has_seed else plan.identity_k], plan.kacc)
+        prefix, _ = scan(d_tiles, op, acc, exclusive=True, seed=seed, algorithm="hierarchical")
+    if num_tiles > 1 or has_seed:
+        grid = int(max(1, min(8 * device_info(dev_id)["sms"], -(-n // 256))))
+        plan.funcs["add_tile_prefix"]((grid,), (256,), (out, np.int64(n), np.int64(plan.tile), prefix))
+    if isinstance(d_total, cp.ndarray):
+        d_total[:1] = _combine_device(op, acc, prefix[-1:], d_tiles[-1:])
+
+
+def _combine_device(op, types, a, b):
+    """``a op b`` of two one-element device arrays, through the operator's NumPy ufunc on the host."""
+    return cp.asarray(np.asarray(op.ufunc(a.get(), b.get())).astype(types.acc))
+
+
+
+
+def lean_arrays(x, out, types: ScanTypes) -> bool:
+    """Whether ``x`` is a contiguous 1-D CuPy array on the current device and ``out`` None or a
+    contiguous CuPy array of its shape, device and ``types.result`` that does not overlap it: the
+    calls :func:`fast_scan` and the distributed lean path (``ScanPlan.call_1d``) take.  The
+    overlap test compares bounds (cheaper than ``cupy.may_share_memory``, and as safe)."""
+    if type(x) is not cp.ndarray or x.ndim != 1 or not x._c_contiguous:
+        return False
+    dev_id = x.data.device_id
+    if dev_id != current_device():
+        return False  # the API makes its device current, then takes the general path
+    if out is None:
+        return True
+    if (type(out) is not cp.ndarray or out.shape != x.shape or out.dtype != types.result or not out._c_contiguous
+            or out.data.device_id != dev_id):
+        return False
+    xp, op_ = x.data.ptr, out.data.ptr
+    return not (xp < op_ + out.nbytes and op_ < xp + x.nbytes)
+
+
+def scan_lean(x, op: Op, types: ScanTypes, exclusive: bool, out, seed=None):
+    """``scan(x, ..., seed=seed, out=out)[0]`` for arrays :func:`lean_arrays` accepted, without
+    checking them again."""
+    if x.size:
+        r = scan_fast(x, op, types, exclusive, out, "auto", seed)
+        if r is not None:
+            return r
+    result = scan(x, op, types, exclusive=exclusive, seed=seed, out=out)[0]
+    return result if out is None else out
+
+
+def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto"):
+    if (not want_total and cp is not None
+            and type(x) is cp.ndarray and x._c_contiguous
+            and x.size > 0 and (x.ndim == 1 or (x.ndim == 2 and x.shape[1] == 1))
+            and (out is None or (type(out) is cp.ndarray and out._c_contiguous and out.shape == x.shape
+                                 and out.dtype == types.result))):
+        r = scan_fast(x, op, types, exclusive, out, algorithm, seed)
+        if r is not None:
+            return r, None
+    require_cupy()
+    if out is not None and (out.dtype != types.result or out.size != x.size):  # the kernels would write past it
+        raise TypeError(f"out must hold {x.size} items of {types.result}, not {out.size} of {out.dtype}")
+    if zero_absorbs(op, types.acc) and types.result != types.acc:
+        # float16 products: fix the zeros where the accumulator's values are (a float16 result
+        # overflows to inf where the float32 running product is still finite), then round.
+        wide, total = scan(x, op, ScanTypes(types.input, types.acc, types.acc), exclusive=exclusive, seed=seed,
+                           want_total=want_total, algorithm=algorithm)
+        if out is None:
+            return wide.astype(types.result), total
+        out[...] = wide
+        return out, total
+    if x.ndim == 1:  # one column; the result keeps the caller's 1-D shape
+        rows, total = scan(x.reshape(-1, 1), op, types, exclusive=exclusive, seed=seed,
+                           out=None if out is None else out.reshape(-1, 1), want_total=want_total, algorithm=algorithm)
+        return rows.reshape(-1), total
+    n, w = x.shape
+    if not x.flags.c_contiguous:
+        x = cp.ascontiguousarray(x)
+    dev_id = x.device.id
+    result = out
+    if out is None or not out.flags.c_contiguous:
+        out = cp.empty((n, w), dtype=types.result)
+    if seed is not None:
+        seed = np.asarray(seed, dtype=types.acc).reshape(w)
+    if n == 0 or w == 0:
+        total = None
+        if want_total:
+            total = seed.copy() if seed is not None else identity_row(op, types, w)
+        if result is not None and result is not out:
+            result[...] = out
+            out = result
+        return out, total
+
+    stream_ptr = cp.cuda.get_current_stream().ptr
+    if want_total or zero_absorbs(op, types.acc) or (seed is not None and w > NARROW_COLUMNS):
+        # a total, the repair of products' zeros and a row of seeds all pass through the host
+        refuse_in_capture(stream_ptr, "a scan that returns its total, a float product, or a seeded scan of "
+                                       f"more than {NARROW_COLUMNS} columns")
+    plan = plan_of(dev_id, x.dtype, types, op, algorithm)
+    d_total = None
+    if w == 1:
+        seed_k = plan.kacc.type(seed[0]) if seed is not None else plan.kacc.type(op.neutral(types.acc))
+        if want_total:
+            d_total = cp.empty(1, dtype=plan.kacc)
+        scan_1d(plan, x, out, n, exclusive, seed_k, seed is not None, d_total if want_total else np.uint64(0),
+                 dev_id, stream_ptr, op)
+    elif w <= NARROW_COLUMNS:
+        xt = cp.ascontiguousarray(x.T)
+        ot = cp.empty((w, n), dtype=types.result)
+        d_total = cp.empty(w, dtype=plan.kacc)
+        for c in range(w):
+            seed_k = plan.kacc.type(seed[c]) if seed is not None else plan.kacc.type(op.neutral(types.acc))
+            scan_1d(plan, xt[c], ot[c], n, exclusive, seed_k, seed is not None, d_total[c:], dev_id, stream_ptr, op)
+        out[...] = ot.T
+    else:
+        d_total = cp.empty(w, dtype=plan.kacc)
+        d_seeds = cp.asarray(seed.astype(plan.kacc)) if seed is not None else d_total  # unread when no seed
+        fn = plan.funcs["columns_excl" if exclusive else "columns_incl"]
+        fn((-(-w // 256),), (256,), (x, out, np.int64(n), np.int64(w), d_seeds, np.int32(seed is not None), d_total))
+    absorbed = None
+    if zero_absorbs(op, types.acc):
+        absorbed = absorb_zeros(cp, x, out, seed, exclusive)
+    if exclusive and seed is None and first_is_identity(op, types):
+        out[0] = 0  # the identity, +0.0 (see first_is_identity)
+    if result is not None and result is not out:
+        result[...] = out
+        out = result
+    total = None
+    if want_total:
+        total = d_total.get().astype(types.acc)
+        if absorbed is not None and absorbed.any():
+            last = out[-1].astype(types.acc)
+            if exclusive:
+                last = last * x[-1].astype(types.acc)  # one sequential step: no tile grouping
+            total = np.where(absorbed, last.get(), total).astype(types.acc)
+    return out, total
+
+
+def array_module():
+    """The array module of this backend's arrays."""
+    return require_cupy()

@@ -1,0 +1,86 @@
+"""Launches of the scan kernels through CuPy (the general path): one column, the hierarchical
+three-step scan, the launch shape of n items, and the ctypes argument blocks the hot path
+passes to cuLaunchKernel."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from ..._dtypes import ScanTypes
+from ...ops import Op
+from .device import is_capturing
+from .plans import lead_of
+from .scratch import captured_scratch, scratch_of
+
+def identity_row(op: Op, types: ScanTypes, w: int) -> np.ndarray:
+    return np.full(w, op.identity(types.acc), dtype=types.acc)
+
+
+def first_is_identity(op: Op, types: ScanTypes) -> bool:
+    """Whether an unseeded exclusive scan's first result must be rewritten after the kernel.
+
+    The kernels start every prefix from the operator's neutral element (``kernels/operators.cuh``:
+    -0.0 for float sums, so that a prefix of negative zeros keeps its sign), and so write it as
+    the first result of an unseeded exclusive scan.  What an empty prefix gives is the identity
+    (+0.0, as NumPy's ``np.add.identity`` and the CPU backend): for float and complex results of
+    sums the host then sets that one item's bytes to zero (+0.0)."""
+    if types.result.kind not in "fc":
+        return False
+    neutral = np.asarray(op.neutral(types.acc), types.result)
+    return neutral.tobytes() != np.asarray(op.identity(types.acc), types.result).tobytes()
+
+
+# A launch claims num_tiles (+ its persistent grid) tile ids, counted in the low 32 bits of the
+# launch word (kernels/tile_state.cuh, LAUNCH STATE), and launches at most 2^31 - 1 blocks:
+# 2^40 items or more at the smallest tiles, more than any GPU holds today.
+MAX_CLAIMS = (1 << 31) - 1
+
+
+def launch_shape(plan, n: int):
+    """``(grid, dynamic shared memory, lead)`` of one scan of n items: the look-ahead kernel
+    runs a persistent grid; the others one block per tile claim, num_tiles + lead of them
+    (lead: the look-back's reduction lead, 0 for the other strategies)."""
+    num_tiles = -(-n // plan.tile)
+    if plan.la_grid:
+        shape, claims = (min(num_tiles, plan.la_grid), plan.la_smem, 0), num_tiles + plan.la_grid
+    else:
+        lead = lead_of(plan, num_tiles)
+        shape = num_tiles + lead, 0, lead
+        claims = num_tiles + lead
+    if claims > MAX_CLAIMS:
+        raise ValueError(f"a scan of {n} items needs more tiles than one kernel launch can count")
+    return shape
+
+
+def launch_tiles(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr):
+    """One launch of scan_tiles_kernel over contiguous 1-D x -> out (n >= 1)."""
+    num_tiles = -(-n // plan.tile)
+    # A launch recorded into a caller's graph gets status words of its own (CAPTURED).
+    scratch = (captured_scratch(num_tiles, plan.window, plan.k_words) if is_capturing(stream_ptr)
+               else scratch_of(dev_id, stream_ptr))
+    vector_ok = int(x.data.ptr % 16 == 0 and out.data.ptr % 16 == 0)
+    grid, smem, lead = launch_shape(plan, n)
+    fn = plan.funcs["scan_excl" if exclusive else "scan_incl"]
+    with scratch.lock:
+        scratch.prepare(num_tiles, plan.window, plan.k_words)
+        fn((grid,), (plan.threads,),
+           (x, out, np.int64(n), scratch.words, scratch.subaggs, scratch.anchors, scratch.launch_state, seed_k,
+            np.int32(has_seed), d_total_ptr, np.int32(vector_ok), np.int64(lead)),
+           shared_mem=smem)
+
+
+class ArgBlock:
+    """ctypes images of a kernel's arguments and the ``void*[]`` that cuLaunchKernel takes.
+    A type is a ctypes scalar, or an int for a raw field of that many bytes (``.raw``)."""
+
+    def __init__(self, *ctypes_types):
+        self.values = [t() if not isinstance(t, int) else (ctypes.c_char * t)() for t in ctypes_types]
+        self.params = (ctypes.c_void_p * len(self.values))(*[ctypes.addressof(v) for v in self.values])
+        self.ptr = ctypes.addressof(self.params)
+
+    def set(self, *values) -> int:
+        for slot, v in zip(self.values, values):
+            slot.value = v
+        return self.ptr

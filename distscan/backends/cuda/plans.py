@@ -1,0 +1,196 @@
+"""Which kernel module scans what: a :class:`Plan` per (device, dtypes, operator, tile shape,
+algorithm), with its launch facts (look-ahead's shared memory and persistent grid, the
+look-back's reduction lead), and the tile shape and launch shape of a scan of n items."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..._dtypes import ScanTypes
+from ...ops import Op
+from . import compile as cc
+from .device import cp, device_info
+from .settings import SETTINGS
+
+PLANS: dict = {}
+
+
+class Plan:
+    __slots__ = ("funcs", "tuning", "kacc", "k_words", "in_size", "out_size", "tile", "window", "threads", "identity_k",
+                 "device", "la_smem", "la_grid", "lead", "large_key", "large", "reduce_grid")
+
+
+def persistent_grid(fn, threads: int, smem: int, sms: int, fallback: int) -> int:
+    """Blocks of a persistent kernel: as many as fit on every SM at once (``fallback`` per SM
+    without an occupancy query in this CuPy: the register budget's count); 0 if none fits."""
+    try:
+        per_sm = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, threads, smem)
+    except Exception:  # noqa: BLE001
+        per_sm = fallback
+    return max(0, int(per_sm)) * sms
+
+
+def _setup_lookahead(plan: Plan, dev_id: int, in_dtype, out_dtype) -> None:
+    """Dynamic shared memory and persistent grid of a "lookahead" plan (0 for the others).
+
+    Raises
+    ------
+    RuntimeError
+        If the kernel's shared-memory ring does not fit one block on this GPU's SMs.
+    """
+    plan.la_smem = plan.la_grid = 0
+    if plan.device != "lookahead":
+        return
+    smem = plan.tuning.lookahead_smem(in_dtype, out_dtype)
+    try:
+        for role in ("scan_incl", "scan_excl"):
+            plan.funcs[role].max_dynamic_shared_size_bytes = smem
+        grid = persistent_grid(plan.funcs["scan_incl"], plan.threads, smem, device_info(dev_id)["sms"],
+                                plan.tuning.min_blocks)
+    except Exception:  # noqa: BLE001 - the driver refuses the size
+        grid = 0
+    if grid == 0:
+        raise RuntimeError(f"the look-ahead scan kernel needs {smem} bytes of shared memory per block, "
+                           f"more than GPU {dev_id} gives")
+    plan.la_smem, plan.la_grid = smem, grid
+
+
+# "auto" runs the look-ahead kernel (kernels/agent_lookahead.cuh) where a scan moves (reads plus
+# writes) lookahead_min_bytes() or more and the kernel's shared-memory ring fits the GPU, and the
+# look-back (with the reduction lead) under that: by the wider of the input and output items,
+# from 2^25 bytes when it has 8 bytes or more (2^21 8-byte items), else from 2^26 (2^23 4-byte
+# items).  Measured, sums, look-ahead / "auto" of before (the look-back, with its lead from 2^23
+# items), H100 and H200 in one bench_gpu run each (benchmarks/RESULTS.md, "Issue 10, thirteenth
+# pass"): 8-byte 2^20 0.89-0.90 and 0.87, 2^21 1.06-1.09 and 1.06, 2^22 1.03-1.05 and 1.03-1.08;
+# 4-byte 2^22 0.93 and 0.90-0.92, 2^23 1.06 and 0.98-1.00.  The look-ahead reads each tile once
+# into shared memory; the lead kernel reads it twice (the second time from L2).
+LOOKAHEAD_MIN_BYTES = 1 << 26
+LOOKAHEAD_MIN_BYTES_WIDE = 1 << 25  # items of 8 bytes or more
+
+
+def lookahead_min_bytes(in_size: int, out_size: int) -> int:
+    """Bytes moved from which "auto" scans items of these sizes with the look-ahead kernel."""
+    return LOOKAHEAD_MIN_BYTES_WIDE if in_size >= 8 or out_size >= 8 else LOOKAHEAD_MIN_BYTES
+
+
+def uses_lookahead(n: int, in_size: int, out_size: int) -> bool:
+    """Whether "auto" scans n items of these sizes (bytes) with the look-ahead kernel."""
+    return n * (in_size + out_size) >= lookahead_min_bytes(in_size, out_size)
+
+
+def large_plan(plan: Plan) -> Plan:
+    """The plan "auto" uses where :func:`uses_lookahead`: the look-ahead one where it fits, else
+    ``plan`` itself.  Forcing the lead (``SETTINGS.lead``) keeps the lead kernel."""
+    if plan.large_key is None or SETTINGS.lead is not None:
+        return plan
+    if plan.large is None:
+        try:
+            plan.large = plan_of(*plan.large_key, "lookahead")
+        except RuntimeError:
+            plan.large = plan
+    return plan.large
+
+
+# The look-back's reduction runs ahead of its scans by the tiles that stream through DRAM in
+# LEAD_SECONDS (Little's law: the latency to cover times the bandwidth; tile bytes = read +
+# written).  Measured, 4- and 8-byte sums at 2^29 as a ratio to copy (benchmarks/RESULTS.md,
+# "Issue 10"): H100 (3.35 TB/s) 66 tiles 0.90-0.93, 132 0.92-0.95, 198 0.94-0.95, 264
+# 0.92-0.93, 528 and more 0.66-0.72; H200 (4.9 TB/s) 132 0.73-0.83, 198 0.77-0.83, 264
+# 0.82-0.84, 330 0.82-0.84.  The collapse past ~400 tiles is the L2: the tiles between a
+# reduction and its scan, read, re-read and written, no longer fit, so the scan reads DRAM
+# again; the cap keeps that traffic within LEAD_L2_SHARE of the L2.  Without a bandwidth
+# figure: LEAD_PER_SM tiles per SM.  Below LEAD_MIN_LEADS leads of tiles the pipeline's fill
+# and drain cost more than the waits it removes (2^20 items: 0.53-0.56 of copy with a lead
+# against 0.57-0.63 without).
+LEAD_SECONDS = 3.75e-6
+LEAD_PER_SM = 1.5
+LEAD_L2_SHARE = 0.5
+LEAD_MIN_LEADS = 3
+
+
+def _setup_lead(plan: Plan, dev_id: int, algorithm: str) -> None:
+    """plan.lead: the reduction lead of an "auto" look-back plan (0: one tile per block)."""
+    plan.lead = 0
+    if algorithm != "auto" or plan.device != "lookback":
+        return
+    info = device_info(dev_id)
+    if info["dram_bw"]:
+        lead = round(LEAD_SECONDS * info["dram_bw"] / (plan.tile * (plan.in_size + plan.out_size)))
+    else:
+        lead = round(LEAD_PER_SM * info["sms"])
+    fit = int(LEAD_L2_SHARE * info["l2"]) // (plan.tile * (2 * plan.in_size + plan.out_size))
+    plan.lead = max(1, min(lead, fit))
+
+
+def lead_of(plan: Plan, num_tiles: int) -> int:
+    if SETTINGS.lead is not None:
+        return SETTINGS.lead if plan.lead else 0
+    return plan.lead if num_tiles >= LEAD_MIN_LEADS * plan.lead else 0
+
+
+def plan_of(dev_id: int, in_dtype, types: ScanTypes, op: Op, algorithm: str = "auto") -> Plan:
+    key = (dev_id, in_dtype, types.acc, types.result, op.functor, SETTINGS.tuning, algorithm)
+    plan = PLANS.get(key)
+    if plan is None:
+        mkey = module_key(in_dtype, types, op, algorithm)
+        kacc, shape, device = mkey.acc_dtype, mkey.tuning, mkey.device
+        plan = Plan()
+        plan.funcs = cc.get_functions(mkey, dev_id)
+        plan.tuning = shape
+        plan.kacc = kacc
+        plan.k_words = (kacc.itemsize + 3) // 4
+        plan.in_size = np.dtype(in_dtype).itemsize
+        plan.out_size = np.dtype(types.result).itemsize
+        plan.tile = shape.tile_items
+        plan.window = shape.window
+        plan.threads = shape.launch_threads(device)
+        plan.identity_k = kacc.type(op.neutral(types.acc))
+        plan.device = device
+        _setup_lookahead(plan, dev_id, in_dtype, types.result)
+        _setup_lead(plan, dev_id, algorithm)
+        plan.large_key = (dev_id, in_dtype, types, op) if algorithm == "auto" else None
+        plan.large = None
+        plan.reduce_grid = None
+        PLANS[key] = plan
+        ADD_PLANS.setdefault((dev_id, types.result, kacc, op.functor, SETTINGS.tuning), plan)
+    return plan
+
+
+# combine() needs only the add kernels, which depend on (output, accumulator, operator):
+# reuse any module already compiled for them instead of compiling one more.
+ADD_PLANS: dict = {}
+
+
+def add_plan(dev_id: int, types: ScanTypes, op: Op) -> Plan:
+    kacc = cc.kernel_acc_dtype(types.acc)
+    plan = ADD_PLANS.get((dev_id, types.result, kacc, op.functor, SETTINGS.tuning))
+    return plan if plan is not None else plan_of(dev_id, types.result, types, op)
+
+
+def tuning(in_dtype, types: ScanTypes, algorithm: str = "auto", *, default: bool = False) -> cc.Tuning:
+    """The tile shape of the scan kernel ``algorithm`` names; ``default``: the shape chosen
+    without ``SETTINGS.tuning``."""
+    block, device = cc.kernel_algorithm(algorithm)
+    return cc.choose_tuning(in_dtype, cc.kernel_acc_dtype(types.acc), types.result,
+                            None if default else SETTINGS.tuning, block, device)
+
+
+def module_key(in_dtype, types: ScanTypes, op: Op, algorithm: str = "auto"):
+    """The compile key of one scan (for :func:`distscan.backends.cuda.compile.precompile`)."""
+    block, device = cc.kernel_algorithm(algorithm)
+    return cc.ModuleKey(np.dtype(in_dtype), cc.kernel_acc_dtype(types.acc), np.dtype(types.result), op.functor,
+                        tuning(in_dtype, types, algorithm), block, device)
+
+
+def error_depth(n: int, in_dtype, types: ScanTypes) -> int:
+    """``L`` of the accuracy bound in this module's docstring, for a scan of ``n`` items."""
+    shapes = [tuning(in_dtype, types)]
+    if uses_lookahead(n, np.dtype(in_dtype).itemsize, np.dtype(types.result).itemsize):  # its tile shape
+        shapes.append(tuning(in_dtype, types, "lookahead"))
+    # thread: ITEMS; warp: 5 (lanes) + block: log2(threads) (warps in order, <= threads/32);
+    # look-back: 5 + 5 (two butterflies) + 3 (anchor, sub-windows, sub-window, own prefix);
+    # one anchor hop per window.
+    return max(t.items + int(math.log2(t.block_threads)) + 16 + -(-max(n, 1) // (t.tile_items * t.window))
+               for t in shapes)
