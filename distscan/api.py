@@ -200,7 +200,7 @@ def reduce(x, op="sum", *, dtype=None, comm=None, axis=0, backend="auto"):
             return reduce(x, op, dtype=dtype, comm=comm, axis=axis, backend=backend)
     comm = default_comm(comm)
     group = comm if comm is not None and comm.Get_size() > 1 else None
-    error, part, plan = None, None, None
+    part, plan = None, None
     try:
         if axis not in (0, None):
             raise ValueError(f"reduce works over the distributed axis: axis must be 0 or None, got {axis!r}")

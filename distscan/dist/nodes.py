@@ -130,7 +130,6 @@ def resolve_method(method: str, comm, node_size: Optional[int] = None) -> str:
     return "node" if h.num_nodes > 1 else "flat"
 
 
-
 def fold(items, combine: Callable):
     """``items[0] . items[1] . ...`` in order (None for no items)."""
     acc = None
@@ -139,12 +138,10 @@ def fold(items, combine: Callable):
     return acc
 
 
-
 def gather(comm, carry: np.ndarray) -> np.ndarray:
     out = np.empty((comm.Get_size(),) + carry.shape, carry.dtype)
     comm.Allgather(carry, out)
     return out
-
 
 
 def node_offsets(mine, like, combine, comm, node_size, want_total):

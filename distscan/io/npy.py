@@ -25,6 +25,7 @@ MAGIC = b"\x93NUMPY"
 # A header longer than this is not something distscan would scan (structured dtypes are refused).
 _MAX_HEADER = 1 << 20
 
+
 @dataclass(frozen=True)
 class NpyHeader:
     """What an ``.npy`` header says about the array that follows it.
@@ -125,7 +126,6 @@ def open_regular(path):
     except BaseException:
         os.close(fd)
         raise
-
 
 
 def _parse(f, path, file_size):

@@ -62,6 +62,7 @@ WRITE_THREADS = 8
 
 WRITE_RING = 16
 
+
 @dataclass
 class Layout:
     """This rank's part and how it is cut: rows ``[start, stop)``, ``w`` elements per row."""
@@ -77,6 +78,7 @@ class Layout:
     def chunks(self) -> list:
         return [(lo, min(self.n, lo + self.chunk_rows)) for lo in range(0, self.n, self.chunk_rows)]
 
+
 def layout_for(ctx, chunk_bytes: int = 0) -> Layout:
     """This rank's :class:`Layout` in host chunks of about ``chunk_bytes`` (default :data:`CHUNK_BYTES`)."""
     hdr = ctx.header
@@ -85,6 +87,7 @@ def layout_for(ctx, chunk_bytes: int = 0) -> Layout:
     return Layout(start=ctx.start, n=ctx.stop - ctx.start, w=w, in_dt=hdr.dtype.newbyteorder("="), out_dt=out_dt,
                   chunk_rows=chunk_rows_for(hdr.row_bytes, w * out_dt.itemsize, chunk_bytes))
 
+
 def input_view(hdr, start: int, stop: int):
     """Rows ``[start, stop)`` of the input, mapped (not read): for ``--verify``."""
     shape = (stop - start,) + tuple(hdr.shape[1:])
@@ -92,8 +95,10 @@ def input_view(hdr, start: int, stop: int):
         return np.empty(shape, hdr.dtype.newbyteorder("="))
     return np.memmap(hdr.path, dtype=hdr.dtype, mode="r", offset=hdr.offset + start * hdr.row_bytes, shape=shape)
 
+
 def chunk_rows_for(in_row_bytes: int, out_row_bytes: int, chunk_bytes: int = 0) -> int:
     return max(1, (chunk_bytes or CHUNK_BYTES) // max(in_row_bytes, out_row_bytes, 1))
+
 
 class _Spans:
     """First start and last end of the operations of one kind, and their busy time (thread-safe)."""
@@ -112,6 +117,7 @@ class _Spans:
     @property
     def wall(self) -> float:
         return 0.0 if self.first is None else self.last - self.first
+
 
 class Files:
     """This rank's reads of the input and writes of the output, on thread pools."""
@@ -152,6 +158,7 @@ class Files:
             pool.shutdown(wait=True, cancel_futures=True)
         self.f.close()
 
+
 class Done:
     """A result that is already there (the CPU's outputs), shaped like a future."""
 
@@ -169,6 +176,7 @@ def make_plan(job, ctx, backend, default_strategy: str) -> ScanPlan:
     return ScanPlan(ctx.op, hdr.dtype.newbyteorder("="), dtype=job.dtype, exclusive=job.exclusive,
                     trailing=tuple(hdr.shape[1:]), comm=ctx.comm, backend=backend, strategy=strategy,
                     hierarchy=job.hierarchy, algorithm=getattr(job, "algorithm", "auto"))
+
 
 def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict) -> None:
     """Pass A, the exchange, pass B and the last writes of this rank (see the module docstring).

@@ -23,6 +23,7 @@ from .progress import NullProgress
 # Output names for the common operators; others are "scan-<op>".
 _OUTPUT_WORDS = {"sum": "cumsum", "prod": "cumprod", "max": "cummax", "min": "cummin"}
 
+
 def default_output(input_path: str, op, exclusive: bool = False) -> str:
     """The output name beside the input: ``data.npy`` -> ``data.cumsum.npy``.
 
@@ -35,6 +36,7 @@ def default_output(input_path: str, op, exclusive: bool = False) -> str:
         word = f"exclusive-{word}"
     stem = input_path[:-4] if input_path.lower().endswith(".npy") else input_path
     return f"{stem}.{word}.npy"
+
 
 @dataclass
 class Job:
@@ -55,6 +57,7 @@ class Job:
     gpu_memory_limit: Optional[str] = None  # --gpu-memory-limit: e.g. "2G" (default: 85 % of free)
     memory_limit: Optional[str] = None      # --memory-limit: host memory a rank may hold (default: a share)
     fsync: bool = False                     # --fsync: the output durable before the rename
+
 
 @dataclass
 class Context:
@@ -109,6 +112,7 @@ def null_progress(label, total):
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
 
+
 def parse_bytes(text) -> int:
     """``"512M"``, ``"2G"``, ``"1.5GiB"``, ``"1000000"`` -> bytes (K/M/G/T are powers of 1024).
 
@@ -131,6 +135,7 @@ def parse_bytes(text) -> int:
 
 #: Share of the available memory (MemAvailable, split between the ranks of a node) a rank may hold.
 HOST_MEMORY_SHARE = 0.5
+
 
 def host_budget(limit=None, env=None) -> int:
     """Bytes of host memory this rank may hold: ``limit`` (e.g. ``"4G"``), else a share of

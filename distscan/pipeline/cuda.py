@@ -50,12 +50,10 @@ CHUNK_BYTES = chunks.CHUNK_BYTES
 DEFAULT_BUDGET_SHARE = 0.85
 
 
-
-
-
 # ----------------------------------------------------------------------------------------
 # device adapters
 # ----------------------------------------------------------------------------------------
+
 
 class CudaDevice:
     """CuPy on the current device: three streams (copy-in, compute, copy-out), pinned buffers, events."""
@@ -189,6 +187,7 @@ class HostDevice:
 # plan
 # ----------------------------------------------------------------------------------------
 
+
 def plan_chunks(rows: int, in_row_bytes: int, out_row_bytes: int, budget: int,
                 chunk_bytes: int = CHUNK_BYTES) -> dict:
     """How a shard of ``rows`` rows is cut: ``{"mode", "chunk_rows", "device_bytes"}``.
@@ -317,6 +316,7 @@ def _budget(job, device) -> int:
 # ----------------------------------------------------------------------------------------
 # the pipeline
 # ----------------------------------------------------------------------------------------
+
 
 def run_gpu(job, ctx, device=None) -> None:
     """``PIPELINES["cuda"]``: see the module docstring.  Collective over ``ctx.comm``."""

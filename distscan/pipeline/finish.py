@@ -10,6 +10,7 @@ from .chunks import input_view
 from .context import Context, Job, phase
 from .verify import VerificationError, verify
 
+
 def finish(job: Job, ctx: Context) -> None:
     """Close the output (collective; data complete under the temporary name), then ``--verify``."""
     t0 = time.perf_counter()

@@ -6,6 +6,7 @@ import os
 
 from .context import Context, Job
 
+
 def report(job: Job, ctx: Context) -> dict:
     hdr, types = ctx.header, ctx.types
     times = dict(ctx.times)

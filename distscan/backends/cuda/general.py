@@ -56,8 +56,6 @@ def _combine_device(op, types, a, b):
     return cp.asarray(np.asarray(op.ufunc(a.get(), b.get())).astype(types.acc))
 
 
-
-
 def lean_arrays(x, out, types: ScanTypes) -> bool:
     """Whether ``x`` is a contiguous 1-D CuPy array on the current device and ``out`` None or a
     contiguous CuPy array of its shape, device and ``types.result`` that does not overlap it: the

@@ -14,6 +14,7 @@ from .device import is_capturing
 from .plans import lead_of
 from .scratch import captured_scratch, scratch_of
 
+
 def identity_row(op: Op, types: ScanTypes, w: int) -> np.ndarray:
     return np.full(w, op.identity(types.acc), dtype=types.acc)
 

@@ -16,6 +16,7 @@ from .launch import ArgBlock, identity_row
 from .plans import Plan, add_plan, persistent_grid, plan_of
 from .settings import SETTINGS
 
+
 def _reduce_grid(n: int, in_size: int, max_grid: int) -> int:
     """Blocks of reduce_partials_kernel for n items (the partials' count, so the association):
     one four-vector round per thread at least, at most ``max_grid``."""

@@ -1,0 +1,161 @@
+"""The command line's arguments: the parser, its help text, and the checks of each value."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+
+_DESCRIPTION = """\
+Prefix scan (cumulative sum, product, max, min, ...) of the array in an .npy file,
+in parallel over MPI ranks. Each rank reads only its block of rows along axis 0,
+scans it in chunks, and writes its part of the result into one .npy file, reads,
+scan and writes overlapping.
+The scan runs along axis 0; rows of a multi-dimensional array are scanned
+column by column. Result dtypes follow NumPy (cumsum of int32 is int64).
+"""
+
+_EPILOG = """\
+examples:
+  distscan-example                                    # writes example.npy (10,000,019 int32)
+  mpiexec -n 4 python -m distscan example.npy         # -> example.cumsum.npy
+  mpiexec -n 4 python -m distscan example.npy --op max --exclusive --verify --report run.json
+  python -m distscan data.npy --op bitwise_xor -o x.npy --force   # one process is fine too
+
+output:
+  Without -o the result goes beside the input: data.npy -> data.cumsum.npy
+  (cumprod, cummax, cummin; data.scan-<op>.npy for other operators; an
+  "exclusive-" prefix for exclusive scans, e.g. data.exclusive-cumsum.npy).
+  The file is written under a short temporary name in the same folder
+  (NAME.distscan-<tag>-<host>-<pid>.part, locked while the run lives) and
+  renamed when every rank has succeeded (and --verify passed, and the --report
+  file was written): a file under the final name is always complete, and a
+  non-zero exit status means nothing was published. SIGINT or SIGTERM (to
+  mpiexec or any rank) removes the temporary file and ends every rank; a
+  temporary file left by a killed run is removed by the next run to the same
+  output (said on stderr). The input is never overwritten; --force replaces
+  regular files only (never a FIFO, device, socket or directory).
+  Without mpi4py the command runs as one process. Like numpy.save and cp, the
+  command does not wait for the disk: the output may still sit in the page cache
+  when it exits. --fsync makes it durable (file, then the rename) before exit.
+
+progress:
+  Rank 0 shows a bar when its stderr is a terminal, or when the launcher that
+  started it (mpiexec, mpirun, srun, ...) writes to a terminal; otherwise (a log
+  file) at most five lines, on runs longer than a few seconds. --progress forces
+  the bar, --no-progress (or --quiet) shows nothing; DISTSCAN_PROGRESS=1, lines
+  or 0 does the same from the environment.
+
+verification (--verify):
+  An independent check: every rank reduces its input slice (NumPy reduce, not
+  accumulate; float sums in float64 or long double), the slice totals are
+  combined in rank order without MPI scans, and rows sampled from every slice
+  (always its first and last row) are read back from the written file and
+  compared. Integers, booleans, max and min must match exactly; float sums
+  within 16*eps*sqrt(k)*sum|x| (+ rounding to the output dtype), products
+  within 4*k*eps*|ref|, k = elements in the prefix; float rows whose exact
+  value overflows (products: or underflows) the dtype are skipped and counted.
+  For exact cases every output row is also checked against the row before it.
+  Floating-point warnings (overflow to inf, as NumPy gives) are not printed.
+
+exit status:
+  0 success, 1 error, 2 bad command line, 3 verification failed.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that prints (help, usage errors) on rank 0 only; every rank exits the same way."""
+
+    def __init__(self, *args, rank: int = 0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._rank = rank
+
+    def _print_message(self, message, file=None):
+        if self._rank == 0:
+            super()._print_message(message, file)
+
+
+def _op_arg(text: str) -> str:
+    from ..ops import get_op
+    try:
+        return get_op(text).name
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _algorithm_arg(text: str) -> str:
+    from ..algorithms import resolve_algorithm
+    try:
+        return resolve_algorithm(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _dtype_arg(text: str) -> str:
+    try:
+        return np.dtype(text).name
+    except TypeError:
+        raise argparse.ArgumentTypeError(f"unknown dtype {text!r} (e.g. int64, float32, uint8)") from None
+
+
+def _gpu_arg(text: str) -> str:
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"GPU index must be an integer >= 0, got {text!r}")
+    return text.strip()
+
+
+def _size_arg(text: str) -> str:
+    from ..pipeline.context import parse_bytes
+    try:
+        parse_bytes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def build_parser(rank: int = 0) -> argparse.ArgumentParser:
+    from ..ops import OPS
+    p = _Parser(prog="distscan", description=_DESCRIPTION, epilog=_EPILOG, rank=rank,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("input", metavar="INPUT.npy", help="input .npy file (C order, numeric dtype, at least 1-D)")
+    p.add_argument("-o", "--output", metavar="OUTPUT.npy",
+                   help="output .npy file (default: beside the input, e.g. INPUT.cumsum.npy)")
+    p.add_argument("--op", type=_op_arg, default="sum", metavar="OP",
+                   help=f"operator: {', '.join(OPS)} (aliases such as cumsum, add, maximum work); default sum")
+    p.add_argument("--exclusive", action="store_true",
+                   help="exclusive scan: element i combines the elements before i (the first is the identity)")
+    p.add_argument("--dtype", type=_dtype_arg, metavar="DT",
+                   help="result dtype (input cast to it first, as numpy.cumsum(dtype=...)); default as NumPy")
+    p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="where the scan runs (default auto: cpu for file input)")
+    p.add_argument("--strategy", choices=("auto", "reduce_then_scan", "scan_then_add"), default="auto",
+                   help="distributed scan shape: reduce_then_scan (3N bytes) or scan_then_add (4N); default auto")
+    p.add_argument("--algorithm", type=_algorithm_arg, default="auto", metavar="NAME",
+                   help="scan algorithm (docs/algorithms.md): auto (fastest), kogge_stone, "
+                        "kogge_stone_double_buffer, brent_kung, blelloch, coarsened (inside a tile), "
+                        "hierarchical, domino, lookback (between tiles); default auto")
+    p.add_argument("--hierarchy", choices=("auto", "flat", "node"), default="auto",
+                   help="how slice totals travel: flat Exscan, or node then cluster; default auto")
+    p.add_argument("--gpu", metavar="INDEX", type=_gpu_arg,
+                   help="--backend cuda: the GPU this rank uses (default: DISTSCAN_GPU, else the rank's index on "
+                        "its node; DISTSCAN_ALLOW_SHARED_GPU=1 lets more ranks than GPUs share them)")
+    p.add_argument("--gpu-memory-limit", metavar="SIZE", type=_size_arg,
+                   help="--backend cuda: GPU memory the pipeline may use per rank, e.g. 512M or 8G (default 85%% "
+                        "of free); a larger shard is streamed through the GPU in chunks with a carry")
+    p.add_argument("--memory-limit", metavar="SIZE", type=_size_arg,
+                   help="host memory a rank may hold, e.g. 4G (default: half the available memory, split "
+                        "between the ranks of a node); a larger slice is read twice instead of held")
+    p.add_argument("--fsync", action="store_true",
+                   help="make the output durable on disk before it is renamed into place (slower; see below)")
+    p.add_argument("--verify", action="store_true", help="check the result by an independent route (see below)")
+    p.add_argument("--report", metavar="FILE.json",
+                   help="write sizes, ranks, backend, per-phase times and throughput as JSON")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    p.add_argument("--quiet", action="store_true", help="print nothing on success, no progress bar")
+    p.add_argument("--progress", dest="progress", action="store_const", const=True, default=None,
+                   help="show a progress bar on rank 0 even where no terminal is detected")
+    p.add_argument("--no-progress", dest="progress", action="store_const", const=False,
+                   help="show no progress")
+    p.add_argument("--debug", action="store_true", help="print full tracebacks on errors (from every rank)")
+    return p

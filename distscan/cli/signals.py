@@ -1,0 +1,144 @@
+"""Signals and the end of a run: an interrupted rank removes its temporary files and tells the
+others (an abort after a grace period), and every rank agrees on the exit status with a
+timeout, so that a rank that failed alone cannot leave the job hanging."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+
+import numpy as np
+
+from ..dist.agree import abort_job
+
+# Launcher variables that say this process is one of several ranks.
+_LAUNCHER_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_VERIFY = 0, 1, 2, 3
+
+
+def final_agreement(comm, code: int, timeout: float) -> tuple:
+    """Non-blocking MAX/MIN of the exit codes with a timeout: ``(max, min)``; aborts if ranks cannot join."""
+    from mpi4py import MPI
+    send = np.array([code, -code], dtype=np.int64)
+    recv = np.empty_like(send)
+    req = comm.Iallreduce(send, recv, op=MPI.MAX)
+    deadline = time.monotonic() + timeout
+    while not req.Test():
+        if time.monotonic() > deadline:
+            sys.stderr.write(f"distscan: error: rank {comm.Get_rank()}: the other ranks did not finish "
+                             f"within {timeout:g} s of this one; aborting the job\n")
+            abort_job(code or EXIT_ERROR)
+        time.sleep(0.002)
+    return int(recv[0]), int(-recv[1])
+
+
+# Seconds a signalled rank that holds no temporary file waits before it aborts the job.
+_ABORT_GRACE_S = 2.0
+
+
+class Interrupts:
+    """SIGINT and SIGTERM end the run on every rank within moments, leaving no temporary file.
+
+    A Python signal handler runs only when the main thread returns to the
+    interpreter, which a rank blocked inside an MPI call (waiting for a rank
+    that will never come) does not.  So the handler itself does nothing; the
+    C-level handler also writes the signal number to a pipe (``set_wakeup_fd``),
+    and a watcher thread blocked on that pipe wakes at once, whatever the main
+    thread is doing.  It removes this process's temporary files
+    (:func:`distscan.io.emergency_cleanup`), prints one line, and ends the job:
+    ``MPI_Abort`` (the launcher then stops every rank) or ``os._exit`` without
+    MPI.  A signal that arrives once the output is already published (renamed
+    into place) is ignored: the run is finishing and its result is complete.
+    """
+
+    def __init__(self, rank: int, size: int, abort):
+        self.rank, self.size, self.abort = rank, size, abort
+        self.active = False
+
+    def __enter__(self):
+        from .. import io as _io
+        _io.forget_temps()
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        self._r, self._w = os.pipe()
+        os.set_blocking(self._w, False)
+        try:
+            self._old_fd = signal.set_wakeup_fd(self._w, warn_on_full_buffer=False)
+            self._old = {s: signal.signal(s, self._noop) for s in (signal.SIGINT, signal.SIGTERM)}
+        except (ValueError, OSError):  # pragma: no cover - not the main thread of the main interpreter
+            os.close(self._r)
+            os.close(self._w)
+            return self
+        self.active = True
+        self._thread = threading.Thread(target=self._watch, name="distscan-signals", daemon=True)
+        self._thread.start()
+        return self
+
+    @staticmethod
+    def _noop(signum, frame):
+        pass
+
+    def _watch(self):
+        while True:
+            try:
+                data = os.read(self._r, 1)
+            except OSError:
+                return
+            if not data or data == b"\0":
+                return
+            self._handle(data[0])
+
+    def _handle(self, signum: int):
+        from .. import io as _io
+        removed, published = _io.emergency_cleanup()
+        if published:
+            return
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = f"signal {signum}"
+        where = f"rank {self.rank}: " if self.size > 1 else ""
+        what = "the temporary output was removed and " if removed else ""
+        try:
+            os.write(2, f"distscan: error: {where}interrupted by {name}; {what}nothing was published\n".encode())
+        except OSError:
+            pass
+        if not removed and self.size > 1:
+            # This rank holds no temporary file yet (the signal came while rank 0 was creating
+            # it): an abort now could stop rank 0 before it removes the file.  Mark the run
+            # instead: it fails at its next agreement on every rank, which removes the file;
+            # abort only if the run is stuck past a grace period.
+            _io.mark_interrupted(name)
+            time.sleep(_ABORT_GRACE_S)
+            if _io.emergency_cleanup()[1]:
+                return  # the agreement was already past: the output is complete and in place
+        self.abort(128 + signum)
+
+    def __exit__(self, *exc):
+        if not self.active:
+            return False
+        for s, h in self._old.items():
+            signal.signal(s, h)
+        signal.set_wakeup_fd(self._old_fd)
+        try:
+            os.write(self._w, b"\0")
+        except OSError:
+            pass
+        self._thread.join(timeout=5)
+        os.close(self._r)
+        os.close(self._w)
+        return False
+
+
+def launched_ranks(env=None) -> int:
+    env = os.environ if env is None else env
+    for name in _LAUNCHER_SIZE_VARS:
+        try:
+            return int(env.get(name, ""))
+        except ValueError:
+            continue
+    return 1

@@ -1,0 +1,227 @@
+"""The temporary names of outputs being written, their locks, and their removal: a stale one
+(its writer gone) is removed by a later run, a live one never; on an interruption every live
+temporary file of this process is removed (:func:`emergency_cleanup`)."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import re
+import socket
+import stat as _stat
+
+
+from ..dist.agree import DistScanError
+from .npy import file_kind
+
+_TEMP_RE = re.compile(r"\.distscan-([0-9a-f]{8})-([0-9a-f]{8})-([0-9]+)\.part$")
+
+
+def _hash8(text: str) -> str:
+    return hashlib.blake2s(text.encode("utf-8", "surrogateescape"), digest_size=4).hexdigest()
+
+
+def _host_tag() -> str:
+    return _hash8(socket.gethostname())
+
+
+def temp_name_for(path: str, pid: int = None) -> str:
+    """The temporary file for ``path``: short, visible, in the same folder."""
+    folder, base = os.path.split(os.path.abspath(path))
+    pid = os.getpid() if pid is None else pid
+    return os.path.join(folder, f"{base[:32]}.distscan-{_hash8(base)}-{_host_tag()}-{pid}.part")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OverflowError:
+        return False
+    try:  # a zombie (killed, not yet reaped) holds no files and runs no more
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _try_lock(fd: int):
+    """True: locked; False: held by someone else; None: locks do not work here."""
+    import fcntl
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return False
+        return None
+
+
+def remove_stale_temps(path: str) -> list:
+    """Remove temporary files that earlier, dead runs to ``path`` left; returns ``[(file, why), ...]``.
+
+    A candidate is stale when nobody holds its lock and, if it was made on this
+    host, its process no longer exists (a temporary file from another host whose
+    lock cannot be tested is left alone).
+    """
+    folder, base = os.path.split(os.path.abspath(path))
+    prefix, tag, host = f"{base[:32]}.distscan-", _hash8(base), _host_tag()
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        m = _TEMP_RE.search(name[len(base[:32]):])
+        if m is None or m.group(1) != tag:
+            continue
+        cand, pid, same_host = os.path.join(folder, name), int(m.group(3)), m.group(2) == host
+        if same_host and (pid == os.getpid() or _pid_alive(pid)):
+            continue
+        try:
+            fd = os.open(cand, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            if not _stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            locked = _try_lock(fd)
+            if locked is False or (locked is None and not same_host):
+                continue
+            os.unlink(cand)
+            why = (f"left by process {pid}, which is no longer running" if same_host
+                   else f"left by process {pid} on another host, whose lock was released")
+            removed.append((cand, why))
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    return removed
+
+
+def check_replaceable(path: str, force: bool, what: str = "output") -> None:
+    """Raise unless ``path`` is absent, or (with ``force``) a regular file or a link to one / to nothing."""
+    try:
+        lst = os.lstat(path)
+    except FileNotFoundError:
+        return
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = lst  # a dangling link: replacing it touches nothing else
+    if _stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(f"{what} path is a directory: {path}")
+    if not _stat.S_ISREG(st.st_mode) and not _stat.S_ISLNK(st.st_mode):
+        link = " (through a symbolic link)" if _stat.S_ISLNK(lst.st_mode) else ""
+        raise FileExistsError(f"{what} {path} exists and is {file_kind(st.st_mode)}{link}, not a regular file; "
+                              "distscan replaces regular files only, even with --force")
+    if not force:
+        raise FileExistsError(f"{what} file exists: {path} (use --force to overwrite it)")
+
+
+def create_temp(path: str, *, notice=None):
+    """Create and lock the temporary file for ``path`` (removing stale ones first).
+
+    Returns ``(temp_path, fd)``: ``fd`` holds the lock and stays open until the
+    temporary file is renamed or removed.  ``notice(message)`` is told about each
+    stale file removed.
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    for cand, why in remove_stale_temps(path):
+        if notice is not None:
+            notice(f"removed stale temporary file {cand} ({why})")
+    temp = temp_name_for(path)
+    try:
+        fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except PermissionError:
+        raise PermissionError(f"cannot write to folder (permission denied): {folder}") from None
+    except FileExistsError:
+        raise FileExistsError(f"temporary file {temp} exists and belongs to this process: another run to "
+                              f"{path} is in progress in this process") from None
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot create a file in folder {folder}: {exc.strerror}") from None
+    _try_lock(fd)  # best effort: where locks do not work, stale files are told by host and pid
+    return temp, fd
+
+
+# Files this process is writing, for a signal handler: temp -> [inode, final path, role, state].
+_LIVE: dict = {}
+
+
+def register_temp(temp: str, ino: int, final: str, role: str) -> None:
+    _LIVE[temp] = [ino, final, role, "writing"]
+
+
+def forget_temps() -> None:
+    """Drop the registry of temporary files (the command line does it at the start of a run)."""
+    _LIVE.clear()
+    _INTERRUPTED.clear()
+
+
+# Signals a watcher thread recorded (distscan.cli) for a rank that held no temporary file yet:
+# the run then fails at its next agreement, on every rank, and removes the file as on any failure.
+_INTERRUPTED: list = []
+
+
+class Interrupted(DistScanError):
+    """A signal ended the run before its output was published."""
+
+
+def mark_interrupted(signal_name: str) -> None:
+    _INTERRUPTED.append(signal_name)
+
+
+def emergency_cleanup() -> tuple:
+    """For a signal handler: remove this process's temporary files; returns ``(removed, published)``.
+
+    ``published`` is True when the output already lies under its final name (its
+    inode is the temporary file's): the run is past the point of no return.  When
+    it is not, companions (the report) that were already renamed are removed too.
+    Safe against a concurrent rename: ``unlink`` and ``rename`` of one name are atomic.
+    """
+    removed, published = [], False
+    for temp, (ino, final, role, state) in list(_LIVE.items()):
+        try:
+            os.unlink(temp)
+            removed.append(temp)
+        except OSError:
+            pass
+        if role == "output":
+            try:
+                if os.stat(final).st_ino == ino:
+                    published = True
+            except OSError:
+                pass
+    if not published:
+        for temp, (ino, final, role, state) in list(_LIVE.items()):
+            if role != "output":
+                try:
+                    if os.stat(final).st_ino == ino:
+                        os.unlink(final)
+                except OSError:
+                    pass
+    return removed, published
+
+
+def fsync_folder(path: str) -> None:
+    fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def is_live(temp: str) -> bool:
+    """Whether ``temp`` is a temporary file of this process still being written."""
+    return temp in _LIVE
+
+
+def interrupted_by():
+    """The name of the signal that interrupted this process, or None."""
+    return _INTERRUPTED[0] if _INTERRUPTED else None
