@@ -27,6 +27,7 @@ import numpy as np
 
 from ..dist.agree import DistScanError
 from .. import io as _io
+from .every_row import PIECE_ROWS, check_every_row, isnan
 
 TOLERANCE_DOC = ("float sums: |got - ref| <= 16*eps*sqrt(k)*sum(|x|) + eps_out*|ref| + the smallest subnormal; "
                  "float products: |got - ref| <= (4*k*eps + eps_out)*|ref| + the smallest subnormal; "
@@ -40,7 +41,6 @@ TOLERANCE_DOC = ("float sums: |got - ref| <= 16*eps*sqrt(k)*sum(|x|) + eps_out*|
                  "the result dtype; integers, booleans, max and min: exact, every row")
 
 SAMPLES_PER_RANK = 256
-_PIECE_ROWS = 1 << 20
 
 
 class VerificationError(DistScanError):
@@ -123,8 +123,8 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
     rows = _sample_rows(start, start + n, rank, samples)
 
     def pieces(a, b):
-        for lo in range(a, b, _PIECE_ROWS):
-            yield x2[lo: min(b, lo + _PIECE_ROWS)]
+        for lo in range(a, b, PIECE_ROWS):
+            yield x2[lo: min(b, lo + PIECE_ROWS)]
 
     def reduce_piece(a, b):
         acc = ident.copy()
@@ -262,7 +262,7 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
             k = (int(g) + (0 if exclusive else 1)) * w
             row_skipped = False
             if not floaty:
-                bad = ~((got == want.astype(types.result)) | (_isnan(got) & _isnan(want)))
+                bad = ~((got == want.astype(types.result)) | (isnan(got) & isnan(want)))
                 tol = np.zeros(w)
             else:
                 s_i = states[i]
@@ -273,16 +273,16 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
                 else:
                     tol = (4 * max(k, 1) * eps + eps_out) * mag + sub_out
                 diff = np.abs(g_ref - want).astype(rref)
-                both_nan = _isnan(got) & _isnan(want)
+                both_nan = isnan(got) & isnan(want)
                 in_range = np.isfinite(want) & (mag <= max_out)
                 near = in_range & np.isfinite(tol) & np.isfinite(g_ref) & (diff <= tol)
                 if is_prod:  # products follow the sequential order's saturation at any split
                     near &= ~s_i.sat
                 same = (g_ref == want) | both_nan
                 # NumPy's sequential scan saturated before this row: its value is as good as the exact one.
-                seq = s_i.sat & ((g_ref == s_i.val) | (_isnan(got) & _isnan(s_i.val)))
+                seq = s_i.sat & ((g_ref == s_i.val) | (isnan(got) & isnan(s_i.val)))
                 # The exact value is beyond the result dtype: the rounded result is inf of its sign.
-                over = ~in_range & ~_isnan(want) & np.isinf(g_ref) & (np.sign(g_ref.real) == np.sign(want.real))
+                over = ~in_range & ~isnan(want) & np.isinf(g_ref) & (np.sign(g_ref.real) == np.sign(want.real))
                 ok = same | near | seq | over
                 lost = s_i.lost & ~ok
                 if lost.any():
@@ -307,7 +307,7 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
                 problem = (f"{where}: expected {want[j]!r} ({tol_text}){seq_text}, file has {got[j]!r}")
                 break
         if problem is None and not floaty:
-            problem = _check_every_row(hdr, x2, start, op, types, carry, exclusive)
+            problem = check_every_row(hdr, x2, start, op, types, carry, exclusive)
     except VerificationError as exc:
         problem = str(exc)
     except Exception as exc:  # noqa: BLE001 - a file we cannot read back is a failed check
@@ -392,44 +392,3 @@ def _find_events(op, pieces, run, flag, st, big, tiny, ref, w):
                 newly[c] = True
         cur = pref[-1].copy()
     return st
-
-
-def _check_every_row(hdr, x2, start, op, types, carry, exclusive):
-    """For exact operators: every row of this rank's output against its predecessor.
-
-    Inclusive: ``out[i] == out[i-1] op x[i]``, with ``out[start-1]`` the carry;
-    exclusive: ``out[start] == carry`` and ``out[i] == out[i-1] op x[i-1]``.
-    One vectorized ufunc call per chunk, no ``accumulate``: a single wrong
-    element anywhere is found.  Returns a message for the first mismatch, or None.
-    """
-    n, w = x2.shape
-    prev = carry.astype(types.result)  # the output row before the chunk (or the carry)
-    prev_x = None                      # exclusive: the input row before the chunk
-    for lo in range(0, n, _PIECE_ROWS):
-        hi = min(n, lo + _PIECE_ROWS)
-        got = _io.read_rows(hdr, start + lo, start + hi).reshape(hi - lo, w)
-        xs = x2[lo:hi].astype(types.acc)
-        before = np.concatenate([prev.reshape(1, w), got[:-1]])
-        if exclusive:
-            xin = np.concatenate([xs[:0] if prev_x is None else prev_x.reshape(1, w), xs[:-1]])
-            want = np.empty_like(got)
-            if prev_x is None:
-                want[0] = carry.astype(types.result)
-                want[1:] = op.ufunc(before[1:], xin).astype(types.result)
-            else:
-                want[:] = op.ufunc(before, xin).astype(types.result)
-            prev_x = xs[-1].copy()
-        else:
-            want = op.ufunc(before, xs).astype(types.result)
-        bad = ~((got == want) | (_isnan(got) & _isnan(want)))
-        if bad.any():
-            i, j = np.unravel_index(int(np.argmax(bad)), bad.shape)
-            where = f"row {start + lo + int(i)}" + (f", column {int(j)}" if w > 1 else "")
-            return f"{where}: expected {want[i, j]!r} from the row before it, file has {got[i, j]!r}"
-        prev = got[-1].copy()
-    return None
-
-
-def _isnan(a) -> np.ndarray:
-    a = np.asarray(a)
-    return np.isnan(a) if a.dtype.kind in "fc" else np.zeros(a.shape, bool)

@@ -1,0 +1,53 @@
+"""The exact check of every row of a rank's output against the row before it (integers, booleans,
+float max and min): one vectorized ufunc call per piece, no ``accumulate``, so that a single
+wrong element anywhere is found (:mod:`distscan.pipeline.verify`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import io as _io
+
+# Rows read back and checked at a time.
+PIECE_ROWS = 1 << 20
+
+
+def check_every_row(hdr, x2, start, op, types, carry, exclusive):
+    """For exact operators: every row of this rank's output against its predecessor.
+
+    Inclusive: ``out[i] == out[i-1] op x[i]``, with ``out[start-1]`` the carry;
+    exclusive: ``out[start] == carry`` and ``out[i] == out[i-1] op x[i-1]``.
+    One vectorized ufunc call per chunk, no ``accumulate``: a single wrong
+    element anywhere is found.  Returns a message for the first mismatch, or None.
+    """
+    n, w = x2.shape
+    prev = carry.astype(types.result)  # the output row before the chunk (or the carry)
+    prev_x = None                      # exclusive: the input row before the chunk
+    for lo in range(0, n, PIECE_ROWS):
+        hi = min(n, lo + PIECE_ROWS)
+        got = _io.read_rows(hdr, start + lo, start + hi).reshape(hi - lo, w)
+        xs = x2[lo:hi].astype(types.acc)
+        before = np.concatenate([prev.reshape(1, w), got[:-1]])
+        if exclusive:
+            xin = np.concatenate([xs[:0] if prev_x is None else prev_x.reshape(1, w), xs[:-1]])
+            want = np.empty_like(got)
+            if prev_x is None:
+                want[0] = carry.astype(types.result)
+                want[1:] = op.ufunc(before[1:], xin).astype(types.result)
+            else:
+                want[:] = op.ufunc(before, xin).astype(types.result)
+            prev_x = xs[-1].copy()
+        else:
+            want = op.ufunc(before, xs).astype(types.result)
+        bad = ~((got == want) | (isnan(got) & isnan(want)))
+        if bad.any():
+            i, j = np.unravel_index(int(np.argmax(bad)), bad.shape)
+            where = f"row {start + lo + int(i)}" + (f", column {int(j)}" if w > 1 else "")
+            return f"{where}: expected {want[i, j]!r} from the row before it, file has {got[i, j]!r}"
+        prev = got[-1].copy()
+    return None
+
+
+def isnan(a) -> np.ndarray:
+    a = np.asarray(a)
+    return np.isnan(a) if a.dtype.kind in "fc" else np.zeros(a.shape, bool)
