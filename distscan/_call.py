@@ -19,6 +19,7 @@ import numpy as np
 
 from ._arrays import as_is, current_device_id, to_native
 from .dist.plan import ScanPlan, resolve_algorithm, resolve_hierarchy, resolve_strategy
+from .gpus import ensure_device
 from ._dtypes import ScanTypes, scan_types
 from .backends import get_backend
 from .ops import Op, get_op
@@ -239,7 +240,6 @@ class Part:
         if self.backend_name == "cuda":
             cupy = _need_cupy_backend()
 
-            from .gpus import ensure_device
             ensure_device()  # non-collective: an earlier bind_gpu, DISTSCAN_GPU or the launcher's local rank
             return cupy.asarray(arr)
         return arr.get()

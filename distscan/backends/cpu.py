@@ -17,6 +17,9 @@ import numpy as np
 
 from .._dtypes import ScanTypes
 from ..ops import Op
+from .. import algorithms
+from .._carry import zero_absorbs
+from .absorb import absorb_zeros
 
 name = "cpu"
 
@@ -127,9 +130,6 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
 
 def _scan_by(algorithm, x, op: Op, types: ScanTypes, exclusive, seed, out, want_total):
     """A named algorithm's data flow in NumPy (:mod:`distscan.algorithms`): the teaching path."""
-    from .. import algorithms
-    from .._carry import zero_absorbs
-    from .absorb import absorb_zeros
 
     n, w = x.shape
     identity = op.neutral(types.acc)  # pads tiles: must leave every value as it is, -0.0 included

@@ -20,6 +20,10 @@ import traceback
 import numpy as np
 
 from ..dist.agree import abort_job, decide_on_root
+from .. import pipeline
+from ..io import check_replaceable, same_file
+from ..pipeline.progress import NullProgress, Progress, check_env_value, choose_mode
+from ..pipeline.verify import VerificationError
 from .args import build_parser
 from .signals import EXIT_ERROR, EXIT_OK, EXIT_USAGE, EXIT_VERIFY, Interrupts, final_agreement, launched_ranks
 
@@ -45,7 +49,6 @@ def _human(n: float) -> str:
 
 
 def _check_report_path(path: str, input_path: str, output_path: str) -> None:
-    from ..io import check_replaceable, same_file
     if same_file(path, input_path) or same_file(path, output_path):
         raise ValueError(f"--report {path} would overwrite the input or output file")
     folder = os.path.dirname(os.path.abspath(path))
@@ -83,7 +86,6 @@ def _check_env(env=None) -> float:
     v = get("DISTSCAN_GPU")
     if v is not None and not v.isdigit():
         raise ValueError(f"DISTSCAN_GPU must be a GPU index (an integer >= 0), got {v!r}")
-    from ..pipeline.progress import check_env_value
     check_env_value(get("DISTSCAN_PROGRESS"))
     v = get("DISTSCAN_ALLOW_SHARED_GPU")
     if v is not None and v.lower() not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
@@ -107,8 +109,6 @@ def _say(text: str, stream=None) -> None:
 
 
 def _run(args, comm, rank: int) -> dict:
-    from .. import pipeline
-    from ..pipeline.progress import NullProgress, Progress, choose_mode
 
     output = args.output or pipeline.default_output(args.input, args.op, args.exclusive)
     if args.report:
@@ -185,7 +185,6 @@ def main(argv=None) -> int:
     except SystemExit as exc:  # --help (0) or a usage error (2): same arguments, same outcome everywhere
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     args._argv = argv
-    from ..pipeline.verify import VerificationError
 
     # Environment values: checked before any work; the first bad one (rank order) is reported once.
     try:

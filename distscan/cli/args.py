@@ -6,6 +6,10 @@ import argparse
 
 import numpy as np
 
+from ..algorithms import resolve_algorithm
+from ..ops import OPS, get_op
+from ..pipeline.context import parse_bytes
+
 
 _DESCRIPTION = """\
 Prefix scan (cumulative sum, product, max, min, ...) of the array in an .npy file,
@@ -77,7 +81,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _op_arg(text: str) -> str:
-    from ..ops import get_op
     try:
         return get_op(text).name
     except ValueError as exc:
@@ -85,7 +88,6 @@ def _op_arg(text: str) -> str:
 
 
 def _algorithm_arg(text: str) -> str:
-    from ..algorithms import resolve_algorithm
     try:
         return resolve_algorithm(text)
     except ValueError as exc:
@@ -106,7 +108,6 @@ def _gpu_arg(text: str) -> str:
 
 
 def _size_arg(text: str) -> str:
-    from ..pipeline.context import parse_bytes
     try:
         parse_bytes(text)
     except ValueError as exc:
@@ -115,7 +116,6 @@ def _size_arg(text: str) -> str:
 
 
 def build_parser(rank: int = 0) -> argparse.ArgumentParser:
-    from ..ops import OPS
     p = _Parser(prog="distscan", description=_DESCRIPTION, epilog=_EPILOG, rank=rank,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input", metavar="INPUT.npy", help="input .npy file (C order, numeric dtype, at least 1-D)")

@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from ..dist.agree import abort_job
+from .. import io as _io
 
 # Launcher variables that say this process is one of several ranks.
 _LAUNCHER_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
@@ -60,7 +61,6 @@ class Interrupts:
         self.active = False
 
     def __enter__(self):
-        from .. import io as _io
         _io.forget_temps()
         if threading.current_thread() is not threading.main_thread():
             return self
@@ -93,7 +93,6 @@ class Interrupts:
             self._handle(data[0])
 
     def _handle(self, signum: int):
-        from .. import io as _io
         removed, published = _io.emergency_cleanup()
         if published:
             return

@@ -17,6 +17,7 @@ standard one, so ``TypeError``/``ValueError`` stay catchable as such).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import sys
 import time
 import zlib
@@ -83,8 +84,6 @@ def _exception_class(type_name: str):
     module_name, _, qualname = type_name.rpartition(":")
     if not module_name or module_name.split(".")[0] not in _TRUSTED_MODULES:
         return None
-    import importlib
-    import sys
 
     try:
         obj = sys.modules.get(module_name) or importlib.import_module(module_name)

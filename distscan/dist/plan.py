@@ -43,6 +43,7 @@ from .._carry import Carries
 from .agree import collectively, fingerprint, raise_agreed, raise_mismatch
 from .._dtypes import scan_types
 from ..backends import get_backend
+from ..algorithms import resolve_algorithm as _resolve_algorithm
 from ..ops import Op, get_op
 
 STRATEGIES = ("auto", "reduce_then_scan", "scan_then_add")
@@ -74,8 +75,7 @@ def resolve_algorithm(algorithm: str) -> str:
     ValueError
         For an unknown name, listing the valid ones.
     """
-    from ..algorithms import resolve_algorithm as resolve
-    return resolve(algorithm)
+    return _resolve_algorithm(algorithm)
 
 
 def resolve_hierarchy(hierarchy: str) -> str:

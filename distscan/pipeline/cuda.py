@@ -43,6 +43,8 @@ from . import chunks
 from .context import parse_bytes, phase
 from .finish import finish
 from ..dist.plan import resolve_strategy
+from ..backends import get_backend
+from ..gpus import bind_gpu
 
 #: Host chunk (bytes of input per chunk) for reads, host -> device and device -> host copies.
 CHUNK_BYTES = chunks.CHUNK_BYTES
@@ -63,7 +65,6 @@ class CudaDevice:
     def __init__(self):
         import cupy
 
-        from ..backends import get_backend
         self.cp = cupy
         self.backend = get_backend("cuda")
         self.device_id = cupy.cuda.Device().id
@@ -142,7 +143,6 @@ class HostDevice:
     name = "host"
 
     def __init__(self, free_bytes: int = 1 << 40):
-        from ..backends import get_backend
         self.backend = get_backend("cpu")
         self._free = free_bytes
         self.device_id = None
@@ -320,7 +320,6 @@ def _budget(job, device) -> int:
 
 def run_gpu(job, ctx, device=None) -> None:
     """``PIPELINES["cuda"]``: see the module docstring.  Collective over ``ctx.comm``."""
-    from ..gpus import bind_gpu
 
     if device is None:
         with phase(ctx, "bind"):
