@@ -1,214 +1,210 @@
 """Scans and reductions of state operators on the CPU: one sequential pass, compiled by numba.
 
 NumPy has no vectorised form of a scan that restarts (segments), composes affine maps (linear
-recurrences) or carries an error term (compensated sums), so each is a loop over the rows,
-compiled once per operator and dtypes (:mod:`numba`; a few hundred milliseconds, then memory
-speed).  Rows are visited in order and the columns of a row together, as they lie in memory.
-The loops compute exactly what the NumPy formulas of :mod:`distscan.ops.state` define,
-sequentially, so integer results are those of a sequential reference bit for bit.
+recurrences) or carries an error term (compensated sums), so each is a loop over the rows
+(:mod:`distscan.ops.jit`), visiting the columns of a row together as they lie in memory.  The
+loops compute what the formulas of :mod:`distscan.ops.state` define, sequentially, so integer
+results are those of a sequential reference bit for bit.
 
-``x`` is ``(n, w)`` in the accumulator's value dtype; flags ``(n,)``; coefficients ``(n, w)``;
-``seed`` a state row ``(w,)`` (structured) or None; ``out`` ``(n, w)``.  Reverse scans pass
-reversed views (numba takes any strides).
+Arguments, in scan order (a reverse scan passes reversed views: numba takes any strides):
+``x`` ``(n, w)`` in the accumulator dtype; ``flags`` ``(n,)`` bool; ``coef`` ``(n, w)``;
+``seed`` a state row ``(w,)`` or None (the ranks, chunks or tiles before); ``initial`` a value
+row ``(w,)`` or None, which segmented and affine scans project (``initial op v``,
+``b + a*initial``); ``out`` ``(n, w)`` of the result dtype.  Each returns the state after the
+last row (the part's carry).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-_COMPILED: dict = {}
+from ..ops.jit import base_combine, compile_loop
 
-# The base operators' combine in a loop: NumPy's scalar semantics (NaN propagation of maximum,
-# wrapping integers), which numba follows for these ufuncs.
-_BASE = {
-    "sum": "a + b", "nansum": "a + b", "prod": "a * b", "nanprod": "a * b",
-    "max": "np.maximum(a, b)", "min": "np.minimum(a, b)", "nanmax": "np.fmax(a, b)", "nanmin": "np.fmin(a, b)",
-    "logical_and": "a and b", "logical_or": "a or b", "logical_xor": "a != b",
-    "bitwise_and": "a & b", "bitwise_or": "a | b", "bitwise_xor": "a ^ b",
-    "logaddexp": "np.logaddexp(a, b)", "logaddexp2": "np.logaddexp2(a, b)", "gcd": "np.gcd(a, b)",
-    "lcm": "np.lcm(a, b)",
-}
+# A NaN-aware base reads NaN as its identity (nancumsum's zero, nancumprod's one).
+_NAN_LIFT = {"nansum": "b = 0 if b != b else b", "nanprod": "b = 1 if b != b else b"}
 
+# Each loop walks blocks of ROWS rows, and in a block each column with its state in scalars
+# (numba keeps them in registers: a 1-D recurrence runs at half the time of np.cumsum; states
+# kept in arrays across the columns of each row took 2.7 times as long), so a block's columns
+# share the cache lines they lie on.
 _SEGMENTED = '''
-def scan(x, f, out, seed_v, has_seed, fresh0, ident):
+def scan(x, f, out, seed_v, seed_flag, has_seed, init, has_init, first):
     n, w = x.shape
-    acc = np.empty(w, x.dtype)
-    fresh = np.empty(w, np.bool_)
+    accs = seed_v.copy()
+    # forwards nothing before the first row is "fresh"; in reverse, also a seed that ends a segment
+    freshes = np.empty(w, np.bool_)
     for j in range(w):
-        acc[j] = seed_v[j]
-        fresh[j] = not has_seed or fresh0[j]
-    for i in range(n):
-        start = f[i]
+        freshes[j] = (not has_seed) or (ENDS and seed_flag[j])
+    rows = max(1, 65536 // w)
+    for r0 in range(0, n, rows):
+        r1 = min(n, r0 + rows)
         for j in range(w):
-            b = x[i, j]
-            begin = (not ENDS and start) or fresh[j]
-            if EXCLUSIVE:
-                out[i, j] = ident if begin else acc[j]
-            if begin:
-                acc[j] = b
-            else:
-                a = acc[j]
-                acc[j] = COMBINE
-            fresh[j] = ENDS and start
-            if not EXCLUSIVE:
-                out[i, j] = acc[j]
-    return acc, fresh
+            acc = accs[j]
+            fresh = freshes[j]
+            ini = init[j]
+            for i in range(r0, r1):
+                start = f[i]
+                b = x[i, j]
+                LIFT
+                begin = (not ENDS and start) or fresh
+                if EXCLUSIVE and WRITE:
+                    if begin:
+                        out[i, j] = first[j]
+                    elif has_init:
+                        out[i, j] = base(ini, acc)
+                    else:
+                        out[i, j] = acc
+                if begin:
+                    acc = b
+                else:
+                    acc = base(acc, b)
+                fresh = ENDS and start
+                if not EXCLUSIVE and WRITE:
+                    out[i, j] = base(ini, acc) if has_init else acc
+            accs[j] = acc
+            freshes[j] = fresh
+    return accs
 '''
 
 _AFFINE = '''
-def scan(x, a, f, out, seed_b, has_seed, zero0):
+def scan(x, a, f, out, seed_a, seed_b, seed_flag, has_seed, init, has_init):
     n, w = x.shape
-    y = np.empty(w, x.dtype)
-    zero = np.empty(w, np.bool_)
+    As = seed_a.copy()
+    Bs = seed_b.copy()
+    freshes = np.empty(w, np.bool_)
     for j in range(w):
-        y[j] = seed_b[j]
-        zero[j] = has_seed and zero0[j]
-    for i in range(n):
-        start = f[i] if HAS_FLAGS else False
+        freshes[j] = (not has_seed) or (ENDS and seed_flag[j])
+    rows = max(1, 65536 // w)
+    for r0 in range(0, n, rows):
+        r1 = min(n, r0 + rows)
         for j in range(w):
-            if EXCLUSIVE:
-                out[i, j] = y[j]
-            coef = a[i, j]
-            if (STARTS and start) or zero[j]:
-                y[j] = x[i, j]
-            else:
-                y[j] = coef * y[j] + x[i, j]
-            zero[j] = ENDS and start
-            if not EXCLUSIVE:
-                out[i, j] = y[j]
-    return y, zero
-'''
-
-_AFFINE_REDUCE = '''
-def reduce(x, a, f, seed_a, zeros):
-    n, w = x.shape
-    A = np.empty(w, x.dtype)
-    B = np.empty(w, x.dtype)
-    zero = np.zeros(w, np.bool_)
-    for j in range(w):
-        A[j] = seed_a[j]
-        B[j] = zeros[j]
-    for i in range(n):
-        start = f[i] if HAS_FLAGS else False
-        for j in range(w):
-            if (STARTS and start) or zero[j]:
-                A[j] = zeros[j]  # the map to zero, then this element's: y -> b
-                B[j] = x[i, j]
-            else:
-                A[j] = a[i, j] * A[j]
-                B[j] = a[i, j] * B[j] + x[i, j]
-            zero[j] = ENDS and start
-    return A, B, zero
+            A = As[j]
+            B = Bs[j]
+            fresh = freshes[j]
+            ini = init[j]
+            for i in range(r0, r1):
+                start = f[i] if FLAGS else False
+                c = a[i, j]
+                if (STARTS and start) or fresh:
+                    A = c
+                    B = x[i, j]
+                else:
+                    B = c * B + x[i, j]
+                    A = c * A
+                fresh = ENDS and start
+                if WRITE:
+                    out[i, j] = B + A * ini if has_init else B
+            As[j] = A
+            Bs[j] = B
+            freshes[j] = fresh
+    return As, Bs
 '''
 
 _COMPENSATED = '''
-def scan(x, out, seed_s, seed_e, has_seed, ident):
+def scan(x, out, seed_s, seed_e, has_seed, first):
     n, w = x.shape
-    s = np.empty(w, x.dtype)
-    e = np.empty(w, x.dtype)
-    for j in range(w):
-        s[j] = seed_s[j]
-        e[j] = seed_e[j]
-    for i in range(n):
+    ss = seed_s.copy()
+    es = seed_e.copy()
+    rows = max(1, 65536 // w)
+    for r0 in range(0, n, rows):
+        r1 = min(n, r0 + rows)
         for j in range(w):
-            if EXCLUSIVE:
-                out[i, j] = s[j] if has_seed or i > 0 else ident
-            b = x[i, j]
-            hi = s[j] + b
-            bb = hi - s[j]
-            lo = (s[j] - (hi - bb)) + (b - bb)
-            lo = lo + e[j]
-            total = hi + lo
-            e[j] = lo - (total - hi)
-            s[j] = total
-            if not EXCLUSIVE:
-                out[i, j] = s[j]
-    return s, e
+            s = ss[j]
+            e = es[j]
+            for i in range(r0, r1):
+                if EXCLUSIVE and WRITE:
+                    out[i, j] = s if has_seed or i > 0 else first[j]
+                b = x[i, j]
+                LIFT
+                hi = s + b
+                bb = hi - s
+                lo = (s - (hi - bb)) + (b - bb)
+                lo = lo + e
+                total = hi + lo
+                e = lo - (total - hi)
+                s = total
+                if not EXCLUSIVE and WRITE:
+                    out[i, j] = s
+            ss[j] = s
+            es[j] = e
+    return ss, es
 '''
 
 
-def _compile(template: str, name: str, **flags):
-    """A numba-compiled function from a template, its flags (Python constants) substituted."""
-    import numba  # heavy: only state operators pay for its import
-
-    key = (template, tuple(sorted(flags.items())))
-    fn = _COMPILED.get(key)
-    if fn is None:
-        src = template
-        for k, v in flags.items():
-            src = src.replace(k, str(v))
-        scope = {"np": np}
-        exec(compile(src, f"<distscan {name}>", "exec"), scope)  # noqa: S102 - our own templates
-        fn = _COMPILED[key] = numba.njit(scope[name])
-    return fn
+def _row(values, w, dtype) -> np.ndarray:
+    return np.ascontiguousarray(np.broadcast_to(np.asarray(values, dtype).reshape(-1), (w,)))
 
 
-def _flags(aux, n):
-    return np.ascontiguousarray(np.asarray(aux, bool).reshape(n)) if aux is not None else np.zeros(n, bool)
+def _flags(aux, n) -> np.ndarray:
+    flags = np.asarray(aux, bool).reshape(-1)
+    if flags.shape[0] != n:
+        raise ValueError(f"segments has {flags.shape[0]} flags for a part of {n} rows")
+    return flags
 
 
-def scan(x, aux, op, types, *, exclusive: bool, seed, out):
-    """``out`` (n, w) from ``x`` (n, w) and the auxiliary inputs; returns the final state row (w,)."""
+def scan(x, aux, op, types, *, exclusive: bool, seed, out, initial=None, write: bool = True) -> np.ndarray:
+    """Scan ``x`` ``(n, w)`` into ``out`` (``write`` False: only the state after the last row);
+    returns that state ``(w,)`` (what follows this part starts from it)."""
     st, acc = op.state, types.acc
     n, w = x.shape
     state = np.zeros(w, types.state)
-    has = seed is not None
-    if st.kind in ("segmented", "segmented_ends"):
-        fn = _compile(_SEGMENTED, "scan", ENDS=st.ends, EXCLUSIVE=exclusive, COMBINE=_BASE[st.base.name])
-        seed_v = seed["value"] if has else np.zeros(w, acc)
-        fresh0 = seed["end"] if has and st.ends else np.zeros(w, bool)
-        ident = acc.type(st.base.identity(acc))
-        v, fresh = fn(x, _flags(aux[0], n), out, np.ascontiguousarray(seed_v), has, np.ascontiguousarray(fresh0), ident)
+    has_seed = seed is not None
+    seed = np.zeros(w, types.state) if seed is None else np.asarray(seed, types.state).reshape(w)
+    has_init = initial is not None and st.initial_mode == "project"
+    init = _row(initial if has_init else 0, w, acc)
+    if n == 0:
+        return seed.copy() if has_seed else np.full(w, st.neutral(acc), types.state)
+    if out is None:
+        out = np.empty((0, w), acc)
+    kind = st.kind
+    if kind.startswith("segmented"):
+        ends = st.ends
+        base = st.base
+        fn = compile_loop(_SEGMENTED, "scan", base_combine(base), ENDS=ends, EXCLUSIVE=exclusive, WRITE=write,
+                          LIFT=_NAN_LIFT.get(base.name, "pass"))
+        first = init if has_init else _row(base.identity(acc), w, acc)
+        flag_field = "end" if ends else "flag"
+        f = _flags(aux[0], n)
+        v = fn(x, f, out, _row(seed["value"], w, acc), _row(seed[flag_field], w, bool),
+                      has_seed, init, has_init, first)
         state["value"] = v
-        if st.ends:
-            state["end"] = fresh
+        if ends:
+            # inner: a segment ends before the last row (or the seed's does, inside the part's
+            # prefix); end: the last row ends one
+            state["inner"] = (seed["inner"] | seed["end"]) & has_seed | f[:-1].any()
+            state["end"] = f[-1]
+        else:
+            state["flag"] = (seed["flag"] & has_seed) | f.any()
         return state
-    if st.kind in ("affine", "affine_ends"):
+    if kind.startswith("affine"):
         flags = st.segments != ""
-        fn = _compile(_AFFINE, "scan", EXCLUSIVE=exclusive, STARTS=st.segments == "starts",
-                      ENDS=st.segments == "ends", HAS_FLAGS=flags)
-        a = np.ascontiguousarray(np.broadcast_to(aux[0], x.shape), acc)
-        f = _flags(aux[1] if flags else None, n)
-        seed_b = seed["b"] if has else np.zeros(w, acc)
-        zero0 = seed["end"] if has and st.segments == "ends" else np.zeros(w, bool)
-        y, zero = fn(x, a, f, out, np.ascontiguousarray(seed_b), has, np.ascontiguousarray(zero0))
-        state["b"] = y
-        if st.segments == "ends":
-            state["end"] = zero
+        f = _flags(aux[1], n) if flags else np.zeros(n, bool)
+        coef = np.broadcast_to(np.asarray(aux[0]), x.shape).astype(acc, copy=False)
+        fn = compile_loop(_AFFINE, "scan", None, STARTS=st.segments == "starts", ENDS=st.segments == "ends",
+                          FLAGS=flags, WRITE=write)
+        flag_seed = seed["end"] if st.segments == "ends" else np.zeros(w, bool)
+        A, B = fn(x, coef, f, out, _row(seed["a"], w, acc), _row(seed["b"], w, acc), _row(flag_seed, w, bool),
+                     has_seed, init, has_init)
+        state["a"], state["b"] = A, B
+        if st.segments == "starts":
+            state["flag"] = (seed["flag"] & has_seed) | f.any()
+        elif st.segments == "ends":
+            state["inner"] = (seed["inner"] | seed["end"]) & has_seed | f[:-1].any()
+            state["end"] = f[-1]
         return state
-    if st.kind == "compensated":
-        fn = _compile(_COMPENSATED, "scan", EXCLUSIVE=exclusive)
-        seed_s = seed["s"] if has else np.full(w, -np.zeros((), acc))  # -0.0: the neutral of IEEE sums
-        seed_e = seed["e"] if has else np.zeros(w, acc)
-        s, e = fn(x, out, np.ascontiguousarray(seed_s), np.ascontiguousarray(seed_e), has,
-                  acc.type(op.identity(acc)))
+    if kind == "compensated":
+        fn = compile_loop(_COMPENSATED, "scan", None, EXCLUSIVE=exclusive, WRITE=write,
+                          LIFT=_NAN_LIFT.get(st.base.name, "pass"))
+        neutral = st.neutral(acc)
+        seed_s = seed["s"] if has_seed else _row(neutral["s"], w, acc)
+        seed_e = seed["e"] if has_seed else _row(neutral["e"], w, acc)
+        first = _row(st.base.identity(acc), w, acc)
+        s, e = fn(x, out, _row(seed_s, w, acc), _row(seed_e, w, acc), has_seed, first)
         state["s"], state["e"] = s, e
         return state
     raise TypeError(f"no CPU loop for the state operator {op.name!r}")
 
 
-def reduce(x, aux, op, types):
-    """The state of a whole part ``x`` (n >= 1 rows): what the parts after it combine with."""
-    st, acc = op.state, types.acc
-    n, w = x.shape
-    if st.kind in ("affine", "affine_ends"):
-        flags = st.segments != ""
-        fn = _compile(_AFFINE_REDUCE, "reduce", STARTS=st.segments == "starts", ENDS=st.segments == "ends",
-                      HAS_FLAGS=flags)
-        a = np.ascontiguousarray(np.broadcast_to(aux[0], x.shape), acc)
-        A, B, zero = fn(x, a, _flags(aux[1] if flags else None, n), np.ones(w, acc), np.zeros(w, acc))
-        state = np.zeros(w, types.state)
-        state["a"], state["b"] = A, B
-        if st.segments == "ends":
-            state["end"] = zero
-        return state
-    out = np.empty_like(x)
-    state = scan(x, aux, op, types, exclusive=False, seed=None, out=out)
-    if st.kind == "segmented":
-        state["flag"] = np.asarray(aux[0], bool).reshape(n).any()
-    elif st.kind == "segmented_ends":
-        f = np.asarray(aux[0], bool).reshape(n)
-        state["inner"] = f[:-1].any()
-        state["end"] = f[-1]
-        state["value"] = out[-1]
-    return state
+def reduce(x, aux, op, types) -> np.ndarray:
+    """The state of the whole part ``x`` ``(n, w)`` in scan order: its carry (n >= 1)."""
+    return scan(x, aux, op, types, exclusive=False, seed=None, out=None, write=False)

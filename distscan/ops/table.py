@@ -116,6 +116,9 @@ class Op:
         C++ source that defines ``functor`` (declared operators); empty for the built-in ones.
     state : object, optional
         A state operator's states (:mod:`distscan.ops.state`); None: the state is the value.
+    scalar : callable, optional
+        A declared operator's combine of two scalars, which numba compiles for the CPU's
+        sequential loops (None: the built-in formula, :data:`distscan.ops.jit.SCALAR_COMBINE`).
     """
 
     name: str
@@ -131,12 +134,19 @@ class Op:
     commutative: bool = True
     source: str = ""
     state: object = None
+    scalar: Optional[Callable] = None
 
     def __post_init__(self):
         if self.neutral is None:
             object.__setattr__(self, "neutral", self.identity)
         if self.combine is None and self.ufunc is not None:
             object.__setattr__(self, "combine", self.ufunc)
+
+    @property
+    def core(self) -> "Op":
+        """The plain operator underneath a segmented or compensated one (itself for the others)."""
+        base = getattr(self.state, "base", None)
+        return self if base is None else base
 
     @property
     def plain(self) -> bool:
