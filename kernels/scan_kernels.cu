@@ -29,8 +29,8 @@
 //                  warp); the other strategies launch one block of BLOCK_THREADS per tile
 //   BEHIND         "lookahead" only: how the service warp publishes window words
 //                  (agent_lookahead.cuh); 0 for the other strategies
-#include "agent_lookahead.cuh"
-#include "agent_scan.cuh"
+#include "agent/agent_lookahead.cuh"
+#include "agent/agent_scan.cuh"
 
 namespace distscan {
 

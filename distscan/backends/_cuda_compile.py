@@ -7,8 +7,8 @@ named by ``name_expressions`` (:func:`names`); CuPy keeps the compiled module in
 cache (``CUPY_CACHE_DIR``, written atomically), name expressions included from CuPy 14.2,
 so later processes load it instead of compiling, and :func:`precompile` can build many in
 parallel processes.  Modules are also memoized in the process per device.  The source
-text handed to NVRTC starts with a hash of every file in ``kernels/``, so the disk cache,
-keyed on that text, never serves a binary built from older headers.
+text handed to NVRTC starts with a hash of every file in ``kernels/`` and its folders, so the
+disk cache, keyed on that text, never serves a binary built from older headers.
 
 The sources are found next to the package in a checkout (``<repo>/kernels``) and
 as the ``distscan.kernels`` package data when installed.
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-# NumPy dtype -> C++ type in the kernels (kernels/types.cuh says the same).
+# NumPy dtype -> C++ type in the kernels (kernels/util/types.cuh says the same).
 _CTYPE = {
     np.dtype(np.bool_): "bool",
     np.dtype(np.int8): "signed char",
@@ -98,10 +98,12 @@ def kernels_dir() -> Path:
 def _source() -> tuple[str, str]:
     kdir = kernels_dir()
     digest = hashlib.sha256()
-    for f in sorted(kdir.iterdir()):
-        if f.suffix in (".cu", ".cuh"):
-            digest.update(f.name.encode())
-            digest.update(f.read_bytes())
+    # every source in kernels/ and its folders, in the order of their paths (stable across
+    # machines); the path goes in too, so that a file moved between folders changes the hash
+    sources = sorted((f.relative_to(kdir).as_posix(), f) for f in kdir.rglob("*") if f.suffix in (".cu", ".cuh"))
+    for rel, f in sources:
+        digest.update(rel.encode())
+        digest.update(f.read_bytes())
     text = (kdir / "scan_kernels.cu").read_text()
     return f"// distscan kernels sha256 {digest.hexdigest()}\n{text}", str(kdir)
 
@@ -124,7 +126,7 @@ class Tuning:
 
     def launch_threads(self, device: str) -> int:
         """Threads per block of the scan kernel: the look-ahead one adds its service warp
-        (LOOKAHEAD_SERVICE_THREADS in kernels/agent_lookahead.cuh)."""
+        (LOOKAHEAD_SERVICE_THREADS in kernels/agent/agent_lookahead.cuh)."""
         return self.block_threads + (32 if device == "lookahead" else 0)
 
     def lookahead_smem(self, in_dtype, out_dtype) -> int:
@@ -135,8 +137,8 @@ class Tuning:
 
 
 # The `algorithm=` names the kernels implement: block-level names pick the scan inside a tile
-# (kernels/block_scan.cuh), device-level names how tiles learn what came before them
-# (kernels/agent_scan.cuh).  Each level keeps its default when the other is named.
+# (kernels/block/block_scan.cuh), device-level names how tiles learn what came before them
+# (kernels/agent/agent_scan.cuh).  Each level keeps its default when the other is named.
 BLOCK_ALGORITHMS = {"coarsened": 0, "kogge_stone": 1, "kogge_stone_double_buffer": 2, "brent_kung": 3, "blelloch": 4}
 DEVICE_ALGORITHMS = {"lookback": 0, "domino": 1, "hierarchical": 2, "lookahead": 3}
 # The device level unless one is named: look-back ("auto" switches to the look-ahead kernel for
@@ -156,13 +158,13 @@ def kernel_algorithm(name: str) -> tuple:
 
 
 def _block_temp_bytes(block: str, threads: int, acc_size: int) -> int:
-    """Shared memory of a block scan's TempStorage (kernels/block_scan_*.cuh)."""
+    """Shared memory of a block scan's TempStorage (kernels/block/block_scan_*.cuh)."""
     return {"coarsened": threads // 32, "kogge_stone_double_buffer": 2 * threads, "blelloch": threads + 1}.get(
         block, threads) * acc_size
 
 
 def _lane_stride(itemsize: int, items: int, swizzle: bool = False) -> int:
-    """Shared-memory bytes per lane of a staged segment (WarpTileIO::STRIDE in kernels/tile_io.cuh;
+    """Shared-memory bytes per lane of a staged segment (WarpTileIO::STRIDE in kernels/tile/tile_io.cuh;
     ``swizzle``: the look-ahead kernel's unpadded stages)."""
     lane = items * itemsize
     vecs = lane // 16

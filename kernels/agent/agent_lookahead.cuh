@@ -1,4 +1,4 @@
-// distscan/kernels/agent_lookahead.cuh -- "lookahead": persistent blocks that keep every tile
+// distscan/kernels/agent/agent_lookahead.cuh -- "lookahead": persistent blocks that keep every tile
 // in shared memory from its reduction to its scan, DEPTH of their own tiles later.
 //
 // WHY.  The one-tile look-back (agent_scan.cuh, lead == 0) waits for its predecessors with no
@@ -44,8 +44,8 @@
 // earlier by a running block, whose own waits are again only for smaller tiles: no deadlock
 // at any grid size.
 #pragma once
-#include "tile_agent.cuh"
-#include "tile_state.cuh"
+#include "../tile/tile_agent.cuh"
+#include "../tile/tile_state.cuh"
 
 namespace distscan {
 

@@ -1,4 +1,4 @@
-// distscan/kernels/types.cuh -- the item types the kernels are instantiated on, and the
+// distscan/kernels/util/types.cuh -- the item types the kernels are instantiated on, and the
 // two things every layer needs from them: conversion (input -> accumulator -> output)
 // and warp shuffles of any accumulator type.
 //

@@ -1,4 +1,4 @@
-// distscan/kernels/tile_state.cuh -- tile status words and the aligned-window
+// distscan/kernels/tile/tile_state.cuh -- tile status words and the aligned-window
 // decoupled look-back.
 //
 // STATUS WORDS.  A tile publishes a value of accumulator type T as K = ceil(sizeof(T)/4)
@@ -64,7 +64,7 @@
 // the reduction ahead, a claim's waits are for words of tiles reduced by earlier claims
 // (before their own waits) and for SUBs and anchors published by earlier claims.
 #pragma once
-#include "warp_scan.cuh"
+#include "../warp/warp_scan.cuh"
 
 namespace distscan {
 

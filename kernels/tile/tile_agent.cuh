@@ -1,9 +1,9 @@
-// distscan/kernels/tile_agent.cuh -- what the two tile-consuming agents (agent_scan.cuh,
+// distscan/kernels/tile/tile_agent.cuh -- what the two tile-consuming agents (agent_scan.cuh,
 // agent_lookahead.cuh) share: the tile shape and its types, where a warp's segment of a tile
 // lies, reading a staged segment into the accumulator type, and folding a tile's prefix into
 // its scanned items on the way out.
 #pragma once
-#include "block_scan.cuh"
+#include "../block/block_scan.cuh"
 #include "tile_io.cuh"
 
 namespace distscan {

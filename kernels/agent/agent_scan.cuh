@@ -1,10 +1,10 @@
-// distscan/kernels/agent_scan.cuh -- one thread block consumes one tile of a single-pass
+// distscan/kernels/agent/agent_scan.cuh -- one thread block consumes one tile of a single-pass
 // scan: claim a tile id, load (coalesced, through shared memory), scan in the block,
 // look back for the tile's exclusive prefix, fold it in, store.
 #pragma once
-#include "device_domino.cuh"
-#include "tile_agent.cuh"
-#include "tile_state.cuh"
+#include "../tile/device_domino.cuh"
+#include "../tile/tile_agent.cuh"
+#include "../tile/tile_state.cuh"
 
 namespace distscan {
 
