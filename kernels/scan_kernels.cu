@@ -1,13 +1,17 @@
-// distscan/kernels/scan_kernels.cu -- thin __global__ entry points, templates on the item
-// types, the operator and the tile shape.  The host (distscan/backends/_cuda_compile.py)
-// compiles this file with NVRTC through cupy.RawModule and picks the instantiations it
-// needs by name expression, e.g.
-//   distscan::scan_tiles_kernel<int, long long, long long, distscan::Sum, false, 256, 32, 1024, 4, 0, 0, 0, 0, 0>
+// distscan/kernels/scan_kernels.cu -- the __global__ entry points, templates on the item
+// types, the operator and the launch shape; each hands its work to an agent (agent/).  The host
+// (distscan/backends/_cuda_compile.py) compiles this file with NVRTC through cupy.RawModule and
+// picks the instantiations it needs by name expression, e.g.
+//   distscan::scan_tiles_kernel<int, long long, long long, distscan::Sum, false, distscan::DEVICE_LOOKBACK,
+//                               distscan::TilePolicy<256, 32, 1024, 4, distscan::BLOCK_COARSENED>>
+//   distscan::scan_tiles_kernel<float, float, float, distscan::Sum, false, distscan::DEVICE_LOOKAHEAD,
+//       distscan::LookaheadPolicy<distscan::TilePolicy<64, 32, 1024, 3, distscan::BLOCK_COARSENED>, 9, 7, 2>>
 // (CuPy keeps the compiled module on disk, name expressions included, from CuPy 14.2).
 //
 // Kernels:
 //   scan_tiles_kernel        single-pass scan of a 1-D array (decoupled look-back, or the
-//                            domino chain; or each tile alone for "hierarchical")
+//                            domino chain; or each tile alone for "hierarchical"; or the
+//                            look-ahead's persistent blocks)
 //   add_tile_prefix_kernel   "hierarchical": add each tile's prefix back
 //   reduce_partials_kernel   per-block partial reductions (vectorised loads)
 //   reduce_final_kernel      one block reduces the partials
@@ -15,20 +19,12 @@
 //   add_offset_columns_kernel  same with one offset per column of a (n, w) array
 //   scan_columns_kernel      one thread per column of a (n, w) array (for wide w)
 //
-// Tile shape (template arguments of scan_tiles_kernel; the host picks them per item size):
-//   BLOCK_THREADS  threads per scan block
-//   ITEMS          items per thread (ITEMS * sizeof(item) must be a multiple of 16)
-//   WINDOW         look-back window in tiles, 32 * (1..32)
-//   MIN_BLOCKS     scan blocks per SM the register allocation must allow
-//   BLOCK_ALGO     the scan inside a tile (block_scan.cuh: BlockAlgorithm)
-//   DEVICE         how tiles learn what came before them (agent_scan.cuh: DeviceAlgorithm)
-//   STAGES, DEPTH  "lookahead" only: shared-memory stages per block, and how many of its own
-//                  tiles a block reduces ahead of its scan (STAGES - DEPTH tiles' loads in
-//                  flight); the launch gives AgentLookahead::SMEM_BYTES of dynamic shared
-//                  memory and a persistent grid of BLOCK_THREADS + 32 threads per block (a service
-//                  warp); the other strategies launch one block of BLOCK_THREADS per tile
-//   BEHIND         "lookahead" only: how the service warp publishes window words
-//                  (agent_lookahead.cuh); 0 for the other strategies
+// Launch shape of scan_tiles_kernel (the host picks it per item size):
+//   DEVICE   how tiles learn what came before them (agent_scan.cuh: DeviceAlgorithm)
+//   Policy   the tile shape, TilePolicy<BLOCK_THREADS, ITEMS, WINDOW, MIN_BLOCKS, BLOCK_ALGO>; for
+//            DEVICE_LOOKAHEAD, LookaheadPolicy<TilePolicy<...>, STAGES, DEPTH, BEHIND>, whose
+//            blocks are persistent and have a service warp (agent_policy.cuh says what each is)
+// The other kernels run REDUCE_THREADS threads per block.
 #include "agent/agent_add.cuh"
 #include "agent/agent_columns.cuh"
 #include "agent/agent_lookahead.cuh"
@@ -39,25 +35,27 @@ namespace distscan {
 
 // d_in[0, n) -> d_out[0, n); seed folded in before the first item when has_seed;
 // d_total (may be null) gets seed op x[0] op ... op x[n-1] in the accumulator type.
-// Tile state: see tile_state.cuh (d_launch: its LaunchWord, the same at every launch).  vector_ok: d_in and d_out are 16-byte aligned.
-template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, int BLOCK_THREADS, int ITEMS,
-          int WINDOW, int MIN_BLOCKS, int BLOCK_ALGO, int DEVICE, int STAGES, int DEPTH, int BEHIND>
-__global__ void __launch_bounds__(DEVICE == DEVICE_LOOKAHEAD ? BLOCK_THREADS + LOOKAHEAD_SERVICE_THREADS : BLOCK_THREADS, MIN_BLOCKS)
+// Tile state: see tile_state.cuh (d_launch: its LaunchWord, the same at every launch).  vector_ok: d_in and d_out are
+// 16-byte aligned.  The launch bounds: Policy::LAUNCH_THREADS (BLOCK_THREADS, plus the look-ahead's service warp)
+// and Policy::MIN_BLOCKS.
+template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, DeviceAlgorithm DEVICE,
+          typename Policy>
+__global__ void __launch_bounds__(Policy::LAUNCH_THREADS, Policy::MIN_BLOCKS)
     scan_tiles_kernel(const TIn *d_in, TOut *d_out, i64 n, u64 *d_aggregates, u64 *d_subaggs, u64 *d_anchors,
                       u64 *d_launch, TAcc seed, int has_seed, TAcc *d_total, int vector_ok, i64 lead) {
+    static_assert((DEVICE == DEVICE_LOOKAHEAD) == (Policy::SERVICE_THREADS != 0),
+                  "DEVICE_LOOKAHEAD takes a LookaheadPolicy, the other device algorithms a TilePolicy");
     if constexpr (DEVICE == DEVICE_LOOKAHEAD) {
-        typedef AgentLookahead<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, WINDOW, BLOCK_ALGO, STAGES, DEPTH,
-                               BEHIND>
-            Agent;
         // a persistent block claims until its first id past the end: num_tiles + gridDim.x claims
         TileState st = TileState::begin(d_aggregates, d_subaggs, d_anchors, d_launch,
-                                        (u64)((n + Agent::TILE_ITEMS - 1) / Agent::TILE_ITEMS) + gridDim.x);
-        Agent::run(d_in, d_out, n, st, seed, has_seed != 0, d_total, vector_ok != 0);
-        if ((int)(threadIdx.x >> 5) == BLOCK_THREADS / 32) st.retire();  // the service warp claims
+                                        (u64)((n + Policy::TILE_ITEMS - 1) / Policy::TILE_ITEMS) + gridDim.x);
+        AgentLookahead<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy>::run(d_in, d_out, n, st, seed, has_seed != 0, d_total,
+                                                                    vector_ok != 0);
+        if ((int)(threadIdx.x >> 5) == Policy::WARPS) st.retire();  // the service warp claims
     } else {
         TileState st = TileState::begin(d_aggregates, d_subaggs, d_anchors, d_launch, gridDim.x);  // one claim a block
-        AgentScan<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, WINDOW, BLOCK_ALGO, DEVICE>::consume(
-            d_in, d_out, n, st, seed, has_seed != 0, d_total, vector_ok != 0, lead);
+        AgentScan<TIn, TAcc, TOut, Op, EXCLUSIVE, DEVICE, Policy>::consume(d_in, d_out, n, st, seed, has_seed != 0,
+                                                                           d_total, vector_ok != 0, lead);
         if (threadIdx.x < 32) st.retire();  // warp 0 claims
     }
 }

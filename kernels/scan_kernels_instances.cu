@@ -5,32 +5,45 @@
 #include "scan_kernels.cu"
 
 namespace distscan {
-template __global__ void scan_tiles_kernel<int, int, int, Sum, false, 256, 32, 1024, 4, 0, 0, 0, 0, 0>(
+template __global__ void scan_tiles_kernel<int, int, int, Sum, false, DEVICE_LOOKBACK,
+                                           TilePolicy<256, 32, 1024, 4, BLOCK_COARSENED>>(
     const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, int, int, int *, int, i64);
-template __global__ void scan_tiles_kernel<float, float, float, Sum, true, 256, 32, 1024, 4, 0, 0, 0, 0, 0>(
+template __global__ void scan_tiles_kernel<float, float, float, Sum, true, DEVICE_LOOKBACK,
+                                           TilePolicy<256, 32, 1024, 4, BLOCK_COARSENED>>(
     const float *, float *, i64, u64 *, u64 *, u64 *, u64 *, float, int, float *, int, i64);
-template __global__ void scan_tiles_kernel<double, double, double, Max, false, 256, 16, 1024, 3, 0, 0, 0, 0, 0>(
+template __global__ void scan_tiles_kernel<double, double, double, Max, false, DEVICE_LOOKBACK,
+                                           TilePolicy<256, 16, 1024, 3, BLOCK_COARSENED>>(
     const double *, double *, i64, u64 *, u64 *, u64 *, u64 *, double, int, double *, int, i64);
-template __global__ void scan_tiles_kernel<signed char, long long, long long, Sum, false, 256, 16, 1024, 3, 0, 0, 0, 0, 0>(
+template __global__ void scan_tiles_kernel<signed char, long long, long long, Sum, false, DEVICE_LOOKBACK,
+                                           TilePolicy<256, 16, 1024, 3, BLOCK_COARSENED>>(
     const signed char *, long long *, i64, u64 *, u64 *, u64 *, u64 *, long long, int, long long *, int, i64);
-template __global__ void scan_tiles_kernel<Complex<float>, Complex<float>, Complex<float>, Prod, true, 256, 16, 1024, 3, 0, 0, 0, 0, 0>(
+template __global__ void scan_tiles_kernel<Complex<float>, Complex<float>, Complex<float>, Prod, true, DEVICE_LOOKBACK,
+                                           TilePolicy<256, 16, 1024, 3, BLOCK_COARSENED>>(
     const Complex<float> *, Complex<float> *, i64, u64 *, u64 *, u64 *, u64 *, Complex<float>, int,
     Complex<float> *, int, i64);
-template __global__ void scan_tiles_kernel<int, bool, bool, LogicalXor, false, 256, 32, 1024, 4, 0, 0, 0, 0, 0>(
+template __global__ void scan_tiles_kernel<int, bool, bool, LogicalXor, false, DEVICE_LOOKBACK,
+                                           TilePolicy<256, 32, 1024, 4, BLOCK_COARSENED>>(
     const int *, bool *, i64, u64 *, u64 *, u64 *, u64 *, bool, int, bool *, int, i64);
-template __global__ void scan_tiles_kernel<int, int, int, Sum, false, 256, 32, 1024, 4, 1, 1, 0, 0, 0>(
+template __global__ void scan_tiles_kernel<int, int, int, Sum, false, DEVICE_DOMINO,
+                                           TilePolicy<256, 32, 1024, 4, BLOCK_KOGGE_STONE>>(
     const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, int, int, int *, int, i64);
-template __global__ void scan_tiles_kernel<double, double, double, Sum, true, 256, 16, 1024, 3, 4, 2, 0, 0, 0>(
+template __global__ void scan_tiles_kernel<double, double, double, Sum, true, DEVICE_TILES,
+                                           TilePolicy<256, 16, 1024, 3, BLOCK_BLELLOCH>>(
     const double *, double *, i64, u64 *, u64 *, u64 *, u64 *, double, int, double *, int, i64);
-template __global__ void scan_tiles_kernel<float, float, float, Max, false, 256, 32, 1024, 4, 3, 0, 0, 0, 0>(
+template __global__ void scan_tiles_kernel<float, float, float, Max, false, DEVICE_LOOKBACK,
+                                           TilePolicy<256, 32, 1024, 4, BLOCK_BRENT_KUNG>>(
     const float *, float *, i64, u64 *, u64 *, u64 *, u64 *, float, int, float *, int, i64);
-template __global__ void scan_tiles_kernel<long long, long long, long long, Sum, false, 256, 16, 1024, 3, 2, 0, 0, 0, 0>(
+template __global__ void scan_tiles_kernel<long long, long long, long long, Sum, false, DEVICE_LOOKBACK,
+                                           TilePolicy<256, 16, 1024, 3, BLOCK_KOGGE_STONE_DOUBLE_BUFFER>>(
     const long long *, long long *, i64, u64 *, u64 *, u64 *, u64 *, long long, int, long long *, int, i64);
-template __global__ void scan_tiles_kernel<int, int, int, Sum, false, 256, 32, 1024, 2, 0, 3, 4, 2, 1>(
+template __global__ void scan_tiles_kernel<int, int, int, Sum, false, DEVICE_LOOKAHEAD,
+                                           LookaheadPolicy<TilePolicy<256, 32, 1024, 2, BLOCK_COARSENED>, 4, 2, 1>>(
     const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, int, int, int *, int, i64);
-template __global__ void scan_tiles_kernel<double, double, double, Sum, true, 256, 16, 1024, 2, 0, 3, 4, 2, 1>(
+template __global__ void scan_tiles_kernel<double, double, double, Sum, true, DEVICE_LOOKAHEAD,
+                                           LookaheadPolicy<TilePolicy<256, 16, 1024, 2, BLOCK_COARSENED>, 4, 2, 1>>(
     const double *, double *, i64, u64 *, u64 *, u64 *, u64 *, double, int, double *, int, i64);
-template __global__ void scan_tiles_kernel<signed char, long long, long long, Sum, false, 256, 16, 1024, 2, 0, 3, 4, 2, 2>(
+template __global__ void scan_tiles_kernel<signed char, long long, long long, Sum, false, DEVICE_LOOKAHEAD,
+                                           LookaheadPolicy<TilePolicy<256, 16, 1024, 2, BLOCK_COARSENED>, 4, 2, 2>>(
     const signed char *, long long *, i64, u64 *, u64 *, u64 *, u64 *, long long, int, long long *, int, i64);
 template __global__ void add_tile_prefix_kernel<float, float, Sum>(float *, i64, i64, const float *);
 template __global__ void reduce_partials_kernel<float, float, Sum>(const float *, i64, float *, int);

@@ -110,7 +110,8 @@ def _source() -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Tuning:
-    """Tile shape of the scan kernel (template arguments of ``scan_tiles_kernel``)."""
+    """Tile shape of the scan kernel (``scan_tiles_kernel``'s policy: ``TilePolicy``, and for the
+    look-ahead ``LookaheadPolicy``, in kernels/agent/agent_policy.cuh)."""
 
     block_threads: int
     items: int
@@ -136,11 +137,23 @@ class Tuning:
         return self.stages * (self.block_threads // 32) * 32 * stride
 
 
-# The `algorithm=` names the kernels implement: block-level names pick the scan inside a tile
-# (kernels/block/block_scan.cuh), device-level names how tiles learn what came before them
-# (kernels/agent/agent_scan.cuh).  Each level keeps its default when the other is named.
-BLOCK_ALGORITHMS = {"coarsened": 0, "kogge_stone": 1, "kogge_stone_double_buffer": 2, "brent_kung": 3, "blelloch": 4}
-DEVICE_ALGORITHMS = {"lookback": 0, "domino": 1, "hierarchical": 2, "lookahead": 3}
+# The `algorithm=` names the kernels implement, each with its C++ enumerator: block-level names
+# pick the scan inside a tile (BlockAlgorithm, kernels/block/block_scan.cuh), device-level names
+# how tiles learn what came before them (DeviceAlgorithm, kernels/agent/agent_scan.cuh).  Each
+# level keeps its default when the other is named.
+BLOCK_ALGORITHMS = {
+    "coarsened": "distscan::BLOCK_COARSENED",
+    "kogge_stone": "distscan::BLOCK_KOGGE_STONE",
+    "kogge_stone_double_buffer": "distscan::BLOCK_KOGGE_STONE_DOUBLE_BUFFER",
+    "brent_kung": "distscan::BLOCK_BRENT_KUNG",
+    "blelloch": "distscan::BLOCK_BLELLOCH",
+}
+DEVICE_ALGORITHMS = {
+    "lookback": "distscan::DEVICE_LOOKBACK",
+    "domino": "distscan::DEVICE_DOMINO",
+    "hierarchical": "distscan::DEVICE_TILES",
+    "lookahead": "distscan::DEVICE_LOOKAHEAD",
+}
 # The device level unless one is named: look-back ("auto" switches to the look-ahead kernel for
 # large arrays: distscan/backends/cuda.py, uses_lookahead).
 DEFAULT_DEVICE = "lookback"
@@ -237,15 +250,16 @@ def names(key: ModuleKey) -> dict:
     tin, tacc, tout = ctype(key.in_dtype), ctype(key.acc_dtype), ctype(key.out_dtype)
     op = f"distscan::{key.functor}"
     t = key.tuning
-    block = BLOCK_ALGORITHMS[key.block]
-
-    def shape(device):
-        ring = f"{t.stages}, {t.depth}, {t.behind}" if device == "lookahead" else "0, 0, 0"
-        return f"{t.block_threads}, {t.items}, {t.window}, {t.min_blocks}, {block}, {DEVICE_ALGORITHMS[device]}, {ring}"
+    # the launch shape: the device algorithm, then its policy (kernels/agent/agent_policy.cuh)
+    shape = f"{t.block_threads}, {t.items}, {t.window}, {t.min_blocks}, {BLOCK_ALGORITHMS[key.block]}"
+    policy = f"distscan::TilePolicy<{shape}>"
+    if key.device == "lookahead":
+        policy = f"distscan::LookaheadPolicy<{policy}, {t.stages}, {t.depth}, {t.behind}>"
+    launch = f"{DEVICE_ALGORITHMS[key.device]}, {policy}"
 
     return {
-        "scan_incl": f"distscan::scan_tiles_kernel<{tin}, {tacc}, {tout}, {op}, false, {shape(key.device)}>",
-        "scan_excl": f"distscan::scan_tiles_kernel<{tin}, {tacc}, {tout}, {op}, true, {shape(key.device)}>",
+        "scan_incl": f"distscan::scan_tiles_kernel<{tin}, {tacc}, {tout}, {op}, false, {launch}>",
+        "scan_excl": f"distscan::scan_tiles_kernel<{tin}, {tacc}, {tout}, {op}, true, {launch}>",
         "reduce_partials": f"distscan::reduce_partials_kernel<{tin}, {tacc}, {op}>",
         "reduce_final": f"distscan::reduce_final_kernel<{tacc}, {op}>",
         "add_offset": f"distscan::add_offset_kernel<{tout}, {tacc}, {op}>",
