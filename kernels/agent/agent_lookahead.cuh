@@ -135,7 +135,7 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true> 
             for (int k = 0; k < LOADS; ++k) s_ids[k] = claims.take(st, num_tiles);
         }
         __syncthreads();
-        if (service) st.epoch = __shfl_sync(0xffffffffu, st.epoch, 0);  // the leader's claims set it
+        if (service) st.epoch = shfl_idx(st.epoch, 0);  // the leader's claims set it
         if (s_ids[0] >= num_tiles) return;  // the whole block: no tile left for it
         if (!service) {
 #pragma unroll

@@ -65,7 +65,7 @@ struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy> {
         // before its own, whose blocks are therefore already resident (no deadlock).
         if (threadIdx.x == 0) s_tile = st.claim();
         __syncthreads();
-        if (warp == 0) st.epoch = __shfl_sync(0xffffffffu, st.epoch, 0);  // warp 0 reads and writes status words
+        if (warp == 0) st.epoch = shfl_idx(st.epoch, 0);  // warp 0 reads and writes status words
         const i64 claim = s_tile;
         const i64 num_tiles = (n + Policy::TILE_ITEMS - 1) / Policy::TILE_ITEMS;
         TAcc items[Policy::ITEMS];
