@@ -1,9 +1,10 @@
-"""The host's name expressions against the kernels, on the CPU (skipped without nvcc): every
+"""The host's view of kernels/, on the CPU.  The name expressions (skipped without nvcc): every
 kernel that ``_cuda_compile.names()`` names, for keys of each block and each device algorithm
 (float16 and complex items among them), instantiates under nvcc with the host's options, and
 each scan kernel's launch bounds are the launch the host makes (``Tuning.launch_threads``
 threads a block, ``min_blocks`` blocks an SM).  The GPU tests compile the same names with
-NVRTC; this catches a mismatch between names() and the templates without a GPU."""
+NVRTC; this catches a mismatch between names() and the templates without a GPU.  And the
+source hash that keys CuPy's disk cache covers the headers in kernels/'s folders."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from distscan.backends import cuda as gpu
 from distscan.ops import OPS
 
 NVCC = shutil.which("nvcc")
-pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 
 # (operator, input dtype, algorithm=): each algorithm once at least; 1-, 2-, 4-, 8- and 16-byte
 # items; float16 (compiled with -DDISTSCAN_HALF) and complex; both look-ahead shapes
@@ -77,12 +78,14 @@ def ptx_entries(tmp_path_factory):
     return keys, entries
 
 
+@needs_nvcc
 def test_every_name_expression_instantiates(ptx_entries):
     _, entries = ptx_entries
     for name, e in entries.items():
         assert "maxntid" in e, f"{name} has no launch bounds"
 
 
+@needs_nvcc
 def test_scan_launch_bounds_are_the_hosts_launch(ptx_entries):
     keys, entries = ptx_entries
     bounds = {}
@@ -97,3 +100,31 @@ def test_scan_launch_bounds_are_the_hosts_launch(ptx_entries):
         shape = (k.device == "lookahead", t.block_threads, t.items, t.window, t.min_blocks)
         want = (f"{t.launch_threads(k.device)},1,1", str(t.min_blocks))
         assert bounds.get(shape) == {want}, (k, bounds.get(shape))
+
+
+def test_source_hash_covers_every_folder(tmp_path, monkeypatch):
+    """A change to any header, in any folder of kernels/, changes the text handed to NVRTC (the
+    key of CuPy's disk cache); the same files give the same text."""
+    kdir = tmp_path / "kernels"
+    shutil.copytree(cc.kernels_dir(), kdir, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(cc, "kernels_dir", lambda: kdir)
+
+    def source_text():
+        cc._source.cache_clear()
+        return cc._source()[0]
+
+    try:
+        first = source_text()
+        assert first == source_text()
+        headers = sorted(kdir.rglob("*.cuh"))
+        assert {h.parent.name for h in headers} >= {"util", "warp", "block", "tile", "agent"}
+        seen = {first}
+        for h in headers:
+            text = h.read_text()
+            h.write_text(text + "\n")
+            seen.add(source_text())
+            h.write_text(text)
+        assert len(seen) == len(headers) + 1
+        assert source_text() == first
+    finally:
+        cc._source.cache_clear()
