@@ -127,7 +127,7 @@ class Tuning:
 
     def launch_threads(self, device: str) -> int:
         """Threads per block of the scan kernel: the look-ahead one adds its service warp
-        (LOOKAHEAD_SERVICE_THREADS in kernels/agent/agent_lookahead.cuh)."""
+        (LOOKAHEAD_SERVICE_THREADS in kernels/agent/agent_policy.cuh)."""
         return self.block_threads + (32 if device == "lookahead" else 0)
 
     def lookahead_smem(self, in_dtype, out_dtype) -> int:
