@@ -137,7 +137,7 @@ def test_cpu_pipeline_chunks_at_any_rank_count(shared_tmp_path, comm, monkeypatc
 
 def test_a_scan_launch_refuses_more_tile_claims_than_it_counts():
     """The launch word counts a launch's tile claims in 32 bits and a grid has < 2^31 blocks
-    (distscan/backends/cuda.py, _MAX_CLAIMS): the last size that fits launches, one item more
+    (distscan/backends/cuda/launch.py, MAX_CLAIMS): the last size that fits launches, one item more
     is refused before any launch."""
     from types import SimpleNamespace
     from distscan.backends import cuda as gpu

@@ -3,7 +3,7 @@
 A row names the NumPy ufunc that defines the operator's meaning (and is the CPU
 implementation and the test reference; carries between ranks travel as bytes and are
 combined by it too, see :mod:`distscan._carry`), the C++ functor in
-``kernels/operators.cuh`` that the GPU kernels instantiate, the identity, and the
+``kernels/util/operators.cuh`` that the GPU kernels instantiate, the identity, and the
 dtype kinds the operator accepts.  Adding an operator is adding one row.
 """
 

@@ -10,7 +10,7 @@ stream's scratch under a lock; the per-thread default stream counts as one strea
 Paths
 -----
 * ``w == 1`` (1-D data): one launch of ``scan_tiles_kernel``: one block per tile with
-  decoupled look-back over aligned sub-windows and windows (``kernels/tile_state.cuh``); for
+  decoupled look-back over aligned sub-windows and windows (``kernels/tile/tile_state.cuh``); for
   ``algorithm="auto"`` from LEAD_MIN_LEADS leads of tiles, one block per claim that reduces
   tile c and scans tile c - lead from L2 (``kernels/agent_scan.cuh``: no scan waits for a
   load), and from lookahead_min_bytes() moved (and with ``algorithm="lookahead"``) persistent

@@ -1,10 +1,10 @@
-// distscan/kernels/block_scan_coarsened.cuh -- "coarsened" (the default): three phases.
+// distscan/kernels/block/block_scan_coarsened.cuh -- "coarsened" (the default): three phases.
 // Each thread scans its own run of ITEMS sequentially; the run totals are scanned by
 // warp shuffles (Kogge-Stone over 32 lanes, no shared memory) and the warp totals in
 // shared memory; each thread's run gets its offset.  One __syncthreads per tile.
 // Work: n ops in the runs + 32*5 - 31 per warp + WARPS per thread; depth: ITEMS + 5 + WARPS.
 #pragma once
-#include "warp_scan.cuh"
+#include "../warp/warp_scan.cuh"
 
 namespace distscan {
 

@@ -1,4 +1,4 @@
-// distscan/kernels/tile_io.cuh -- moving a tile between global memory and registers.
+// distscan/kernels/tile/tile_io.cuh -- moving a tile between global memory and registers.
 //
 // Each warp owns a contiguous segment of 32*ITEMS items of the tile; each lane owns
 // ITEMS consecutive items of that segment ("blocked" arrangement, which the thread scan
@@ -16,7 +16,7 @@
 // Partial tiles and buffers not aligned to 16 bytes take a scalar path (still coalesced:
 // step k, lane l moves item k*32+l of the segment).
 #pragma once
-#include "types.cuh"
+#include "../util/types.cuh"
 
 namespace distscan {
 

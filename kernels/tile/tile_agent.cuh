@@ -1,27 +1,29 @@
-// distscan/kernels/tile_agent.cuh -- what the two tile-consuming agents (agent_scan.cuh,
-// agent_lookahead.cuh) share: the tile shape and its types, where a warp's segment of a tile
-// lies, reading a staged segment into the accumulator type, and folding a tile's prefix into
-// its scanned items on the way out.
+// distscan/kernels/tile/tile_agent.cuh -- what the two tile-consuming agents (agent_scan.cuh,
+// agent_lookahead.cuh) share: the types of a tile of the policy's shape (its I/O, its block
+// scan), where a warp's segment of a tile lies, reading a staged segment into the accumulator
+// type, and folding a tile's prefix into its scanned items on the way out.
 #pragma once
-#include "block_scan.cuh"
+#include "../block/block_scan.cuh"
 #include "tile_io.cuh"
 
 namespace distscan {
 
-template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, int BLOCK_THREADS, int ITEMS,
-          int BLOCK_ALGO, bool SWIZZLE = false>
+// Policy: the tile shape, a TilePolicy or a LookaheadPolicy (agent_policy.cuh).  The agents
+// derive from TileAgent as `Tile` and name its types (Tile::InIO, Tile::BScan, ...) and the
+// shape (Policy::WARPS, Policy::TILE_ITEMS, ...) there: one definition of each for both.
+template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, typename Policy,
+          bool SWIZZLE = false>
 struct TileAgent {
-    static const int WARPS = BLOCK_THREADS / 32;
-    static const int TILE_ITEMS = BLOCK_THREADS * ITEMS;
+    static constexpr int ITEMS = Policy::ITEMS;
     typedef WarpTileIO<TIn, ITEMS, SWIZZLE> InIO;  // SWIZZLE: tile_io.cuh
     typedef WarpTileIO<TOut, ITEMS, SWIZZLE> OutIO;
-    typedef typename BlockScanFor<BLOCK_ALGO, TAcc, Op, BLOCK_THREADS>::type BScan;
+    typedef typename BlockScanFor<Policy::BLOCK_ALGO, TAcc, Op, Policy::BLOCK_THREADS>::type BScan;
     // one warp's shared-memory slice: its segment, staged in or out
-    static const int IO_BYTES = InIO::WARP_BYTES > OutIO::WARP_BYTES ? InIO::WARP_BYTES : OutIO::WARP_BYTES;
+    static constexpr int IO_BYTES = InIO::WARP_BYTES > OutIO::WARP_BYTES ? InIO::WARP_BYTES : OutIO::WARP_BYTES;
 
     // Where the calling warp's segment of `tile` starts, and how many of its items exist.
     static __device__ __forceinline__ i64 segment(i64 n, i64 tile, int warp, int &valid) {
-        const i64 seg_base = tile * (i64)TILE_ITEMS + (i64)warp * (32 * ITEMS);  // 64-bit: N > 2^31
+        const i64 seg_base = tile * (i64)Policy::TILE_ITEMS + (i64)warp * (32 * ITEMS);  // 64-bit: N > 2^31
         const i64 rem = n - seg_base;
         valid = rem <= 0 ? 0 : (rem >= 32 * ITEMS ? 32 * ITEMS : (int)rem);
         return seg_base;

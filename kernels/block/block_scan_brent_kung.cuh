@@ -1,4 +1,4 @@
-// distscan/kernels/block_scan_brent_kung.cuh -- Brent-Kung over the threads' run totals:
+// distscan/kernels/block/block_scan_brent_kung.cuh -- Brent-Kung over the threads' run totals:
 // a reduction tree up (log2 T steps), then a distribution tree down (log2 T - 1 steps)
 // that completes the inclusive prefixes in place.  Work: 2(T-1) - log2 T ops; depth
 // 2 log2 T - 1 steps, one barrier each.

@@ -1,4 +1,4 @@
-// distscan/kernels/agent_lookahead.cuh -- "lookahead": persistent blocks that keep every tile
+// distscan/kernels/agent/agent_lookahead.cuh -- "lookahead": persistent blocks that keep every tile
 // in shared memory from its reduction to its scan, DEPTH of their own tiles later.
 //
 // WHY.  The one-tile look-back (agent_scan.cuh, lead == 0) waits for its predecessors with no
@@ -44,18 +44,16 @@
 // earlier by a running block, whose own waits are again only for smaller tiles: no deadlock
 // at any grid size.
 #pragma once
-#include "tile_agent.cuh"
-#include "tile_state.cuh"
+#include "../tile/tile_agent.cuh"
+#include "../tile/tile_state.cuh"
+#include "agent_policy.cuh"
 
 namespace distscan {
 
-// Threads of the service warp a look-ahead block is launched with beyond BLOCK_THREADS (the
-// launch bounds in scan_kernels.cu; Tuning.launch_threads on the host mirrors it).
-constexpr int LOOKAHEAD_SERVICE_THREADS = 32;
-
-template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, int BLOCK_THREADS, int ITEMS,
-          int WINDOW, int BLOCK_ALGO, int STAGES, int DEPTH, int BEHIND>
-struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, BLOCK_ALGO, true> {
+// Policy: a LookaheadPolicy (agent_policy.cuh): the tile shape, STAGES, DEPTH and BEHIND.
+template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, typename Policy>
+struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true> {
+    static constexpr int STAGES = Policy::STAGES, DEPTH = Policy::DEPTH, BEHIND = Policy::BEHIND;
     static_assert(DEPTH >= 1 && STAGES >= DEPTH + 1, "STAGES - DEPTH stages must be left for loads in flight");
     // The service warp publishes the window words (SUB, ANCHOR) a tile completes BEHIND
     // iterations after the tile's reduction, waiting for the aggregates they sum; it must do so
@@ -64,16 +62,13 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
     // warp does not spin on them while its block waits at the next barrier (H100, 2^27-2^29:
     // 0.99 of copy against 0.93-0.98; benchmarks/RESULTS.md, "Issue 10, eighth pass").
     static_assert(BEHIND >= 1 && BEHIND <= DEPTH, "a tile's window words must be published within DEPTH iterations");
-    typedef TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, BLOCK_ALGO, true> Base;  // unpadded stages
-    typedef typename Base::InIO InIO;
-    typedef typename Base::BScan BScan;
-    static const int WARPS = Base::WARPS;  // data warps; warp WARPS is the service warp
-    static const int TILE_ITEMS = Base::TILE_ITEMS;
-    static const int WARP_STAGE_BYTES = Base::IO_BYTES;
-    static const int STAGE_BYTES = WARPS * WARP_STAGE_BYTES;
-    static const int SMEM_BYTES = STAGES * STAGE_BYTES;  // dynamic shared memory per block
-    static const int LOADS = STAGES - DEPTH;             // tiles whose loads are in flight
-    static const int IDS = STAGES + 2;                   // ring of claimed tile ids
+    typedef TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true> Tile;  // unpadded stages
+    // Policy::WARPS data warps, each with its slice of every stage; warp Policy::WARPS is the service warp
+    static constexpr int WARP_STAGE_BYTES = Tile::IO_BYTES;
+    static constexpr int STAGE_BYTES = Policy::WARPS * WARP_STAGE_BYTES;
+    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;  // dynamic shared memory per block
+    static constexpr int LOADS = STAGES - DEPTH;             // tiles whose loads are in flight
+    static constexpr int IDS = STAGES + 2;                   // ring of claimed tile ids
 
     // The service warp's lane 0's claims, one in flight: take() returns the claim issued by
     // the previous take() and issues the next one while the ids are valid.
@@ -101,36 +96,37 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
                                                        char *slice, int warp, int lane) {
         if (id < num_tiles) {
             int valid;
-            const i64 seg = Base::segment(n, id, warp, valid);
-            InIO::load_to_smem_async(d_in + seg, valid, vector_ok, slice, lane);
+            const i64 seg = Tile::segment(n, id, warp, valid);
+            Tile::InIO::load_to_smem_async(d_in + seg, valid, vector_ok, slice, lane);
         }
         cp_async_commit();
     }
 
     // The warp's part of staged tile `id`, in the accumulator type.
     static __device__ __forceinline__ void stage_items(const char *slice, i64 n, i64 id, int warp, int lane,
-                                                       TAcc (&items)[ITEMS]) {
+                                                       TAcc (&items)[Policy::ITEMS]) {
         int valid;
-        Base::segment(n, id, warp, valid);
-        Base::staged_items(slice, lane, valid, items);
+        Tile::segment(n, id, warp, valid);
+        Tile::staged_items(slice, lane, valid, items);
     }
 
     static __device__ __forceinline__ void run(const TIn *d_in, TOut *d_out, i64 n, TileState &st, TAcc seed,
                                                bool has_seed, TAcc *d_total, bool vector_ok) {
-        static_assert(BLOCK_ALGO == BLOCK_COARSENED, "the look-ahead splits the coarsened block scan at its barrier");
+        static_assert(Policy::BLOCK_ALGO == BLOCK_COARSENED,
+                      "the look-ahead splits the coarsened block scan at its barrier");
         // Aligned to 128 bytes whatever the static size above it: the swizzle (tile_io.cuh)
         // keys 128-byte rows (a start 16 bytes off cost the 4-byte kernel 5 %: NOTES-gpu.md).
         extern __shared__ __align__(128) char s_stages[];
         // By iteration parity: a slow reader of iteration k's never meets iteration k+1's writes.
-        __shared__ typename BScan::TempStorage s_red[2], s_scn[2];
+        __shared__ typename Tile::BScan::TempStorage s_red[2], s_scn[2];
         __shared__ TAcc s_prefix[2];
         __shared__ i64 s_ids[IDS];
 
         const int lane = threadIdx.x & 31;
         const int warp = threadIdx.x >> 5;
-        const bool service = warp == WARPS;  // claims, prefixes, publishing; the others: data
+        const bool service = warp == Policy::WARPS;  // claims, prefixes, publishing; the others: data
         const bool leader = service && lane == 0;
-        const i64 num_tiles = (n + TILE_ITEMS - 1) / TILE_ITEMS;
+        const i64 num_tiles = (n + Policy::TILE_ITEMS - 1) / Policy::TILE_ITEMS;
         char *my_slices = s_stages + warp * WARP_STAGE_BYTES;  // + stage * STAGE_BYTES (data warps)
 
         Claims claims;
@@ -139,7 +135,7 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
             for (int k = 0; k < LOADS; ++k) s_ids[k] = claims.take(st, num_tiles);
         }
         __syncthreads();
-        if (service) st.epoch = __shfl_sync(0xffffffffu, st.epoch, 0);  // the leader's claims set it
+        if (service) st.epoch = shfl_idx(st.epoch, 0);  // the leader's claims set it
         if (s_ids[0] >= num_tiles) return;  // the whole block: no tile left for it
         if (!service) {
 #pragma unroll
@@ -147,7 +143,7 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
                 issue_loads(d_in, n, s_ids[k], num_tiles, vector_ok, my_slices + k * STAGE_BYTES, warp, lane);
         }
 
-        PrefixPoll<TAcc, Op, WINDOW> poll;  // the service warp's: the prefix of the next tile to scan
+        PrefixPoll<TAcc, Op, Policy::WINDOW> poll;  // the service warp's: the prefix of the next tile to scan
         // The loop condition is uniform across the block (ids in shared memory).
         for (int k = 0;; ++k) {
             const int par = k & 1;
@@ -160,18 +156,18 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
             if (leader) s_ids[(k + LOADS) % IDS] = claims.take(st, num_tiles);
             char *scan_slice = my_slices + ((k + LOADS) % STAGES) * STAGE_BYTES;  // = stage (k - DEPTH) % STAGES
 
-            TAcc items[ITEMS], lane_exclusive;
+            TAcc items[Policy::ITEMS], lane_exclusive;
             if (!service) {
                 if (t_scan >= 0) {
                     stage_items(scan_slice, n, t_scan, warp, lane, items);
-                    lane_exclusive = BScan::scan_up(s_scn[par], items);
+                    lane_exclusive = Tile::BScan::scan_up(s_scn[par], items);
                 }
                 if (t_red < num_tiles) {
-                    TAcc red[ITEMS];
+                    TAcc red[Policy::ITEMS];
                     cp_async_wait<LOADS - 1>();
                     __syncwarp();
                     stage_items(my_slices + (k % STAGES) * STAGE_BYTES, n, t_red, warp, lane, red);
-                    BScan::reduce_up(s_red[par], red);
+                    Tile::BScan::reduce_up(s_red[par], red);
                 }
             }
             if (service && t_scan >= 0) {
@@ -182,19 +178,20 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS,
 
             if (t_red < num_tiles && leader && t_red != num_tiles - 1) {
                 TAcc aggregate;
-                BScan::scan_down(s_red[par], Op::template identity<TAcc>(), aggregate);
+                Tile::BScan::scan_down(s_red[par], Op::template identity<TAcc>(), aggregate);
                 StatusWord<TAcc>::store(st.d_aggregates + t_red * StatusWord<TAcc>::K, aggregate, st.epoch);
             }
             if (!service && t_scan >= 0) {
                 TAcc aggregate;
                 const TAcc prefix = s_prefix[par];
-                const TAcc thread_exclusive = BScan::scan_down(s_scn[par], lane_exclusive, aggregate);
+                const TAcc thread_exclusive = Tile::BScan::scan_down(s_scn[par], lane_exclusive, aggregate);
                 if (threadIdx.x == 0) tile_total<TAcc, Op>(t_scan, num_tiles, prefix, aggregate, d_total);
-                Base::store(d_out, n, t_scan, vector_ok, scan_slice, warp, lane,
+                Tile::store(d_out, n, t_scan, vector_ok, scan_slice, warp, lane,
                             Op::template apply<TAcc>(prefix, thread_exclusive), items);
             }
             if (service) {
-                if (t_behind < num_tiles) tile_publish_behind<TAcc, Op, WINDOW>(st, t_behind, num_tiles, seed, has_seed);
+                if (t_behind < num_tiles)
+                    tile_publish_behind<TAcc, Op, Policy::WINDOW>(st, t_behind, num_tiles, seed, has_seed);
                 // The next scan's prefix: its words were published rounds ago, so this one L2
                 // round trip, which overlaps the next iteration's work, usually finds them all.
                 if (k + 1 >= DEPTH) {

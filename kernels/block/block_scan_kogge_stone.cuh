@@ -1,4 +1,4 @@
-// distscan/kernels/block_scan_kogge_stone.cuh -- Hillis-Steele / Kogge-Stone over the
+// distscan/kernels/block/block_scan_kogge_stone.cuh -- Hillis-Steele / Kogge-Stone over the
 // threads' run totals in shared memory: log2(THREADS) steps; in step d every thread
 // combines the value d places before it.  In place, so each step needs two barriers
 // (all reads before any write).  Work: THREADS*log2(THREADS) - (THREADS-1) ops.

@@ -1,10 +1,11 @@
-// distscan/kernels/agent_scan.cuh -- one thread block consumes one tile of a single-pass
+// distscan/kernels/agent/agent_scan.cuh -- one thread block consumes one tile of a single-pass
 // scan: claim a tile id, load (coalesced, through shared memory), scan in the block,
 // look back for the tile's exclusive prefix, fold it in, store.
 #pragma once
-#include "device_domino.cuh"
-#include "tile_agent.cuh"
-#include "tile_state.cuh"
+#include "../tile/device_domino.cuh"
+#include "../tile/tile_agent.cuh"
+#include "../tile/tile_state.cuh"
+#include "agent_policy.cuh"
 
 namespace distscan {
 
@@ -19,34 +20,27 @@ enum DeviceAlgorithm {
 };
 
 // TIn: item type read; TAcc: accumulator (operator applied in it); TOut: item type
-// written; Op: functor from operators.cuh; EXCLUSIVE: exclusive or inclusive scan;
-// BLOCK_THREADS x ITEMS: tile shape; WINDOW: look-back window (tiles); BLOCK_ALGO: a
-// BlockAlgorithm (block_scan.cuh); DEVICE: a DeviceAlgorithm.
-template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, int BLOCK_THREADS, int ITEMS,
-          int WINDOW, int BLOCK_ALGO = BLOCK_COARSENED, int DEVICE = DEVICE_LOOKBACK>
-struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, BLOCK_ALGO> {
-    typedef TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEMS, BLOCK_ALGO> Base;
-    typedef typename Base::InIO InIO;
-    typedef typename Base::BScan BScan;
-    static const int WARPS = Base::WARPS;
-    static const int TILE_ITEMS = Base::TILE_ITEMS;
-    static const int IO_BYTES = Base::IO_BYTES;
-    using Base::segment;
-    using Base::store;
+// written; Op: functor from operators.cuh; EXCLUSIVE: exclusive or inclusive scan; DEVICE:
+// a DeviceAlgorithm other than DEVICE_LOOKAHEAD; Policy: the tile shape, a TilePolicy
+// (agent_policy.cuh).
+template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, DeviceAlgorithm DEVICE,
+          typename Policy>
+struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy> {
+    typedef TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy> Tile;
 
     // Load the warp's segment of `tile` (through its shared-memory slice; KEEP: leave the
     // lines in L2 for a second read, else read them as streamed) and scan the tile in the
     // block (barriers).  Returns the thread's exclusive prefix within the tile.
     template <bool KEEP>
     static __device__ __forceinline__ TAcc load_scan(const TIn *d_in, i64 n, i64 tile, bool vector_ok, char *smem,
-                                                     int warp, int lane, typename BScan::TempStorage &s_scan,
-                                                     TAcc (&items)[ITEMS], TAcc &aggregate) {
+                                                     int warp, int lane, typename Tile::BScan::TempStorage &s_scan,
+                                                     TAcc (&items)[Policy::ITEMS], TAcc &aggregate) {
         int valid;
-        const i64 seg_base = segment(n, tile, warp, valid);
-        InIO::template load_to_smem<KEEP>(d_in + seg_base, valid, vector_ok, smem, lane);
+        const i64 seg_base = Tile::segment(n, tile, warp, valid);
+        Tile::InIO::template load_to_smem<KEEP>(d_in + seg_base, valid, vector_ok, smem, lane);
         __syncwarp();
-        Base::staged_items(smem, lane, valid, items);
-        return BScan::scan(s_scan, items, aggregate);  // has __syncthreads
+        Tile::staged_items(smem, lane, valid, items);
+        return Tile::BScan::scan(s_scan, items, aggregate);  // has __syncthreads
     }
 
     // lead == 0: one tile per block (claim, load, scan, look back, store).  lead > 0 (look-back only, large n): the
@@ -58,23 +52,23 @@ struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEM
     // makes num_tiles + lead claims.  Same words, same association, same bits as lead == 0.
     static __device__ __forceinline__ void consume(const TIn *d_in, TOut *d_out, i64 n, TileState &st,
                                                    TAcc seed, bool has_seed, TAcc *d_total, bool vector_ok, i64 lead) {
-        __shared__ __align__(16) char s_io[WARPS * IO_BYTES];
-        __shared__ typename BScan::TempStorage s_scan;
+        __shared__ __align__(16) char s_io[Policy::WARPS * Tile::IO_BYTES];
+        __shared__ typename Tile::BScan::TempStorage s_scan;
         __shared__ i64 s_tile;
         __shared__ TAcc s_prefix;
 
         const int lane = threadIdx.x & 31;
         const int warp = threadIdx.x >> 5;
-        char *smem = s_io + warp * IO_BYTES;
+        char *smem = s_io + warp * Tile::IO_BYTES;
 
         // Tile ids in claim order, never blockIdx: a block waits only for tiles claimed
         // before its own, whose blocks are therefore already resident (no deadlock).
         if (threadIdx.x == 0) s_tile = st.claim();
         __syncthreads();
-        if (warp == 0) st.epoch = __shfl_sync(0xffffffffu, st.epoch, 0);  // warp 0 reads and writes status words
+        if (warp == 0) st.epoch = shfl_idx(st.epoch, 0);  // warp 0 reads and writes status words
         const i64 claim = s_tile;
-        const i64 num_tiles = (n + TILE_ITEMS - 1) / TILE_ITEMS;
-        TAcc items[ITEMS];
+        const i64 num_tiles = (n + Policy::TILE_ITEMS - 1) / Policy::TILE_ITEMS;
+        TAcc items[Policy::ITEMS];
         TAcc aggregate;
 
         if (DEVICE == DEVICE_LOOKBACK && lead > 0) {
@@ -86,18 +80,19 @@ struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEM
             }
             const i64 behind = claim - lead / 2;
             if (warp == 0 && behind >= 0 && behind < num_tiles)
-                tile_publish_behind<TAcc, Op, WINDOW>(st, behind, num_tiles, seed, has_seed);
+                tile_publish_behind<TAcc, Op, Policy::WINDOW>(st, behind, num_tiles, seed, has_seed);
             const i64 tile = claim - lead;
             if (tile < 0 || tile >= num_tiles) return;  // the whole block: nothing to scan
             const TAcc thread_exclusive =
                 load_scan<false>(d_in, n, tile, vector_ok, smem, warp, lane, s_scan, items, aggregate);
             if (warp == 0) {
-                const TAcc p = tile_prefix<TAcc, Op, WINDOW>(st, tile, num_tiles, aggregate, seed, has_seed, d_total);
+                const TAcc p =
+                    tile_prefix<TAcc, Op, Policy::WINDOW>(st, tile, num_tiles, aggregate, seed, has_seed, d_total);
                 if (lane == 0) s_prefix = p;
             }
             __syncthreads();  // s_prefix visible; every warp past reading its input from s_io
-            store(d_out, n, tile, vector_ok, smem, warp, lane, Op::template apply<TAcc>(s_prefix, thread_exclusive),
-                  items);
+            Tile::store(d_out, n, tile, vector_ok, smem, warp, lane,
+                        Op::template apply<TAcc>(s_prefix, thread_exclusive), items);
             return;
         }
 
@@ -107,7 +102,7 @@ struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEM
         if (warp == 0) {
             TAcc p;
             if constexpr (DEVICE == DEVICE_LOOKBACK) {
-                p = tile_lookback<TAcc, Op, WINDOW>(st, tile, num_tiles, aggregate, seed, has_seed, d_total);
+                p = tile_lookback<TAcc, Op, Policy::WINDOW>(st, tile, num_tiles, aggregate, seed, has_seed, d_total);
             } else if constexpr (DEVICE == DEVICE_DOMINO) {
                 p = tile_domino<TAcc, Op>(st, tile, num_tiles, aggregate, seed, has_seed, d_total);
             } else {
@@ -117,7 +112,8 @@ struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, BLOCK_THREADS, ITEM
             if (lane == 0) s_prefix = p;
         }
         __syncthreads();  // s_prefix visible; every warp is also past reading its input from s_io
-        store(d_out, n, tile, vector_ok, smem, warp, lane, Op::template apply<TAcc>(s_prefix, thread_exclusive), items);
+        Tile::store(d_out, n, tile, vector_ok, smem, warp, lane, Op::template apply<TAcc>(s_prefix, thread_exclusive),
+                    items);
     }
 };
 

@@ -1,8 +1,8 @@
-// distscan/kernels/types.cuh -- the item types the kernels are instantiated on, and the
+// distscan/kernels/util/types.cuh -- the item types the kernels are instantiated on, and the
 // two things every layer needs from them: conversion (input -> accumulator -> output)
 // and warp shuffles of any accumulator type.
 //
-// NumPy dtype -> C++ type (see distscan/backends/_cuda_compile.py):
+// NumPy dtype -> C++ type (see distscan/backends/cuda/compile.py):
 //   bool -> bool, int8 -> signed char, uint8 -> unsigned char, int16 -> short,
 //   uint16 -> unsigned short, int32 -> int, uint32 -> unsigned int, int64 -> long long,
 //   uint64 -> unsigned long long, float16 -> __half (storage only: the kernels
@@ -50,10 +50,6 @@ DISTSCAN_LIMITS(float, -__int_as_float(0x7f800000), __int_as_float(0x7f800000))
 DISTSCAN_LIMITS(double, -__longlong_as_double(0x7ff0000000000000LL),
                 __longlong_as_double(0x7ff0000000000000LL))
 #undef DISTSCAN_LIMITS
-
-template <typename T> struct IsFloat { static const bool value = false; };
-template <> struct IsFloat<float> { static const bool value = true; };
-template <> struct IsFloat<double> { static const bool value = true; };
 
 // ---------------------------------------------------------------------------
 // Convert<To, From>::apply -- NumPy's astype for one value.  To bool means
@@ -136,7 +132,8 @@ struct Convert<__half, __half> {
 #endif
 
 // ---------------------------------------------------------------------------
-// Shuffles of any trivially copyable accumulator type, as 4-byte words.
+// Shuffles of any trivially copyable accumulator type, as 4-byte words: one implementation
+// (shuffle), named by what it does (shfl_up, shfl_xor, shfl_idx).  All 32 lanes take part.
 // ---------------------------------------------------------------------------
 template <typename T>
 union ShuffleWords {
@@ -144,40 +141,35 @@ union ShuffleWords {
     int words[(sizeof(T) + 3) / 4];
 };
 
-template <typename T>
-__device__ __forceinline__ T shfl_up(T v, unsigned delta) {
+enum ShuffleKind { SHUFFLE_UP, SHUFFLE_XOR, SHUFFLE_IDX };
+
+// The padding of a value whose size is not a multiple of 4 bytes is shuffled as zeros.
+template <ShuffleKind KIND, typename T>
+__device__ __forceinline__ T shuffle(T v, int arg) {
     ShuffleWords<T> u;
 #pragma unroll
     for (int k = 0; k < (int)((sizeof(T) + 3) / 4); ++k) u.words[k] = 0;
     u.value = v;
 #pragma unroll
-    for (int k = 0; k < (int)((sizeof(T) + 3) / 4); ++k)
-        u.words[k] = __shfl_up_sync(0xffffffffu, u.words[k], delta);
+    for (int k = 0; k < (int)((sizeof(T) + 3) / 4); ++k) {
+        if constexpr (KIND == SHUFFLE_UP)
+            u.words[k] = __shfl_up_sync(0xffffffffu, u.words[k], (unsigned)arg);
+        else if constexpr (KIND == SHUFFLE_XOR)
+            u.words[k] = __shfl_xor_sync(0xffffffffu, u.words[k], arg);
+        else
+            u.words[k] = __shfl_sync(0xffffffffu, u.words[k], arg);
+    }
     return u.value;
 }
 
+// Lane l gets lane l - delta's v (its own below delta).
 template <typename T>
-__device__ __forceinline__ T shfl_xor(T v, int mask) {
-    ShuffleWords<T> u;
-#pragma unroll
-    for (int k = 0; k < (int)((sizeof(T) + 3) / 4); ++k) u.words[k] = 0;
-    u.value = v;
-#pragma unroll
-    for (int k = 0; k < (int)((sizeof(T) + 3) / 4); ++k)
-        u.words[k] = __shfl_xor_sync(0xffffffffu, u.words[k], mask);
-    return u.value;
-}
-
+__device__ __forceinline__ T shfl_up(T v, unsigned delta) { return shuffle<SHUFFLE_UP>(v, (int)delta); }
+// Lane l gets lane l ^ mask's v.
 template <typename T>
-__device__ __forceinline__ T shfl_idx(T v, int src) {
-    ShuffleWords<T> u;
-#pragma unroll
-    for (int k = 0; k < (int)((sizeof(T) + 3) / 4); ++k) u.words[k] = 0;
-    u.value = v;
-#pragma unroll
-    for (int k = 0; k < (int)((sizeof(T) + 3) / 4); ++k)
-        u.words[k] = __shfl_sync(0xffffffffu, u.words[k], src);
-    return u.value;
-}
+__device__ __forceinline__ T shfl_xor(T v, int mask) { return shuffle<SHUFFLE_XOR>(v, mask); }
+// Every lane gets lane src's v.
+template <typename T>
+__device__ __forceinline__ T shfl_idx(T v, int src) { return shuffle<SHUFFLE_IDX>(v, src); }
 
 }  // namespace distscan

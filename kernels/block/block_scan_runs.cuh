@@ -1,8 +1,8 @@
-// distscan/kernels/block_scan_runs.cuh -- what the shared-memory block scans have in
+// distscan/kernels/block/block_scan_runs.cuh -- what the shared-memory block scans have in
 // common: each thread first scans its own run of ITEMS sequentially (the thread level of
 // the hierarchy), so the block algorithm runs over one value per thread, the run total.
 #pragma once
-#include "operators.cuh"
+#include "../util/operators.cuh"
 
 namespace distscan {
 

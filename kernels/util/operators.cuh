@@ -1,4 +1,4 @@
-// distscan/kernels/operators.cuh -- the scan operators, one functor per row of
+// distscan/kernels/util/operators.cuh -- the scan operators, one functor per row of
 // distscan/ops.py (column "functor").  Each has
 //   template <typename T> static T identity();   // e with op(e, x) == x, bit for bit
 //   template <typename T> static T apply(T a, T b);  // a earlier, b later

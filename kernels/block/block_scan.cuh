@@ -1,4 +1,4 @@
-// distscan/kernels/block_scan.cuh -- the block-scan interface, and the algorithm behind
+// distscan/kernels/block/block_scan.cuh -- the block-scan interface, and the algorithm behind
 // each name.  One block scans one tile held in registers, ITEMS per thread:
 //
 //   struct TempStorage;                                        // shared memory it needs

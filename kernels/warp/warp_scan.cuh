@@ -1,8 +1,8 @@
-// distscan/kernels/warp_scan.cuh -- scans and reductions across the 32 lanes of a warp
+// distscan/kernels/warp/warp_scan.cuh -- scans and reductions across the 32 lanes of a warp
 // with register shuffles.  The association of each result depends only on the lane,
 // never on timing, so float results are reproducible.
 #pragma once
-#include "operators.cuh"
+#include "../util/operators.cuh"
 
 namespace distscan {
 

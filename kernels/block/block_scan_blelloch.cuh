@@ -1,4 +1,4 @@
-// distscan/kernels/block_scan_blelloch.cuh -- Blelloch's work-efficient scan over the
+// distscan/kernels/block/block_scan_blelloch.cuh -- Blelloch's work-efficient scan over the
 // threads' run totals: the same up-sweep as Brent-Kung, then the root is cleared to the
 // identity and a down-sweep pushes prefixes to the leaves, which gives the EXCLUSIVE scan
 // (inclusive = exclusive op own value).  Work: 2(T-1) ops; depth 2 log2 T steps.

@@ -1,4 +1,4 @@
-// distscan/kernels/device_domino.cuh -- "domino": single pass with adjacent
+// distscan/kernels/tile/device_domino.cuh -- "domino": single pass with adjacent
 // synchronisation (a chained scan).  Tile t waits for tile t-1's inclusive prefix, folds
 // its own aggregate in and publishes its inclusive prefix for tile t+1.  Tile ids come from
 // the atomic counter (claim order), so tile t-1 belongs to a block that is already running:

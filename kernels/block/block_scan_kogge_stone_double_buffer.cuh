@@ -1,4 +1,4 @@
-// distscan/kernels/block_scan_kogge_stone_double_buffer.cuh -- Kogge-Stone reading one
+// distscan/kernels/block/block_scan_kogge_stone_double_buffer.cuh -- Kogge-Stone reading one
 // buffer and writing the other: the same log2(THREADS) steps and work as in place, but
 // one barrier per step (no thread writes what another still has to read this step).
 //

@@ -1,4 +1,4 @@
-// distscan/kernels/tile_state.cuh -- tile status words and the aligned-window
+// distscan/kernels/tile/tile_state.cuh -- tile status words and the aligned-window
 // decoupled look-back.
 //
 // STATUS WORDS.  A tile publishes a value of accumulator type T as K = ceil(sizeof(T)/4)
@@ -64,7 +64,7 @@
 // the reduction ahead, a claim's waits are for words of tiles reduced by earlier claims
 // (before their own waits) and for SUBs and anchors published by earlier claims.
 #pragma once
-#include "warp_scan.cuh"
+#include "../warp/warp_scan.cuh"
 
 namespace distscan {
 
@@ -132,7 +132,7 @@ struct StatusWord {
     }
 };
 
-// The launch state (u64 words; distscan/backends/cuda.py allocates it with the status
+// The launch state (u64 words; distscan/backends/cuda/scratch.py allocates it with the status
 // words, one per stream, all zero but the sizes).
 enum LaunchWord {
     LAUNCH_CLAIMS = 0,     // (epoch of the last launch << 32) | tile ids claimed by this one
@@ -145,7 +145,7 @@ enum LaunchWord {
 // The launch with this epoch zeroes the status words at its end (epoch 0 is "never written").
 constexpr unsigned LAST_EPOCH = 0xFFFFFFFFu;
 
-// The device-wide state of one scan launch (host: distscan/backends/cuda.py sizes it).
+// The device-wide state of one scan launch (host: distscan/backends/cuda/scratch.py sizes it).
 // `epoch` is known in the lane that claims, and in its warp once shuffled there: the warp
 // that claims is the one that reads and writes status words (the look-back's warp 0, the
 // look-ahead's service warp); the other warps only move data.
@@ -197,7 +197,7 @@ struct TileState {
             __threadfence();  // this block's status-word stores land before the count
             last = atomicAdd(d_launch + LAUNCH_DONE, 1ull) == (u64)gridDim.x - 1;
         }
-        if (!__shfl_sync(0xffffffffu, last, 0)) return;
+        if (!shfl_idx((int)last, 0)) return;  // the flag as a 0/1 word, as __shfl_sync takes a bool
         __threadfence();
         for (int a = 0; a < 3; ++a) {
             u64 *d = a == 0 ? d_aggregates : a == 1 ? d_subaggs : d_anchors;
@@ -295,11 +295,11 @@ __device__ __forceinline__ void store_anchor(const TileState &st, const TilePlac
 }
 
 // Called by all 32 lanes of ONE warp of the block owning `tile`, after the block
-// aggregate is known.  Publishes what `tile` owes (aggregate unless `published` says the
-// caller already did, SUB, ANCHOR, total) and returns exclusive(tile) on every lane.
+// aggregate is known.  Publishes what `tile` owes (aggregate, SUB, ANCHOR, total) and
+// returns exclusive(tile) on every lane.
 template <typename T, typename Op, int WINDOW>
 __device__ __forceinline__ T tile_lookback(const TileState &st, i64 tile, i64 num_tiles, T aggregate,
-                                           T seed, bool has_seed, T *d_total, bool published = false) {
+                                           T seed, bool has_seed, T *d_total) {
     static_assert(WINDOW % 32 == 0 && WINDOW >= 32 && WINDOW <= 1024, "WINDOW must be 32*SUBS, 1 <= SUBS <= 32");
     typedef StatusWord<T> W;
     const int SUBS = WINDOW / 32;
@@ -309,7 +309,7 @@ __device__ __forceinline__ T tile_lookback(const TileState &st, i64 tile, i64 nu
 
     // Publish the aggregate first (later tiles of the sub-window may wait for it; we never
     // wait before publishing).
-    if (lane == 0 && !published) tile_publish_aggregate<T>(st, tile, num_tiles, aggregate);
+    if (lane == 0) tile_publish_aggregate<T>(st, tile, num_tiles, aggregate);
 
     const T in_sub = warp_reduce<T, Op>(wait_aggregates<T, Op>(st, tile - p.j, p.j));
     const T own_sub = Op::template apply<T>(in_sub, aggregate);

@@ -1,0 +1,130 @@
+"""The host's view of kernels/, on the CPU.  The name expressions (skipped without nvcc): every
+kernel that ``distscan.backends.cuda.compile.names()`` names, for keys of each block and each device algorithm
+(float16 and complex items among them), instantiates under nvcc with the host's options, and
+each scan kernel's launch bounds are the launch the host makes (``Tuning.launch_threads``
+threads a block, ``min_blocks`` blocks an SM).  The GPU tests compile the same names with
+NVRTC; this catches a mismatch between names() and the templates without a GPU.  And the
+source hash that keys CuPy's disk cache covers the headers in kernels/'s folders."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from distscan._dtypes import scan_types
+from distscan.backends.cuda import compile as cc
+from distscan.backends import cuda as gpu
+from distscan.ops import OPS
+
+NVCC = shutil.which("nvcc")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+
+# (operator, input dtype, algorithm=): each algorithm once at least; 1-, 2-, 4-, 8- and 16-byte
+# items; float16 (compiled with -DDISTSCAN_HALF) and complex; both look-ahead shapes
+CASES = [("sum", "int32", "auto"), ("prod", "complex128", "auto"), ("max", "float16", "auto"),
+         ("sum", "float32", "lookahead"), ("sum", "int64", "lookahead"), ("bitwise_xor", "uint8", "lookahead"),
+         ("logical_or", "float64", "domino"), ("min", "int16", "hierarchical"), ("sum", "float32", "kogge_stone"),
+         ("prod", "uint32", "kogge_stone_double_buffer"), ("max", "float64", "brent_kung"),
+         ("sum", "complex64", "blelloch")]
+
+# Itanium mangling of the scan kernel's policy: LookaheadPolicy<TilePolicy<THREADS, ITEMS, WINDOW, MIN_BLOCKS, ...>, ...>
+_POLICY = re.compile(r"(LookaheadPolicyI)?NS_10TilePolicyILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E")
+
+
+def _keys():
+    keys = []
+    for opname, dt, algorithm in CASES:
+        op = OPS[opname]
+        keys.append(gpu.module_key(np.dtype(dt), scan_types(op, np.dtype(dt)), op, algorithm))
+    return keys
+
+
+def _ptx_entries(ptx: str) -> dict:
+    """{mangled entry name: {"maxntid": ..., "minnctapersm": ...}} of a PTX module."""
+    entries, current = {}, None
+    for line in ptx.splitlines():
+        m = re.match(r"\.visible \.entry (\S+)\(", line)
+        if m:
+            current = entries.setdefault(m.group(1), {})
+            continue
+        m = re.match(r"\.(maxntid|minnctapersm) ([\d, ]+)$", line.strip())
+        if m and current is not None:
+            current[m.group(1)] = m.group(2).replace(" ", "")
+    return entries
+
+
+@pytest.fixture(scope="module")
+def ptx_entries(tmp_path_factory):
+    keys = _keys()
+    assert {k.block for k in keys} == set(cc.BLOCK_ALGORITHMS)
+    assert {k.device for k in keys} == set(cc.DEVICE_ALGORITHMS)
+    exprs = list(dict.fromkeys(e for k in keys for e in cc.names(k).values()))
+    half = next(k for k in keys if np.dtype(np.float16) in (k.in_dtype, k.out_dtype))
+    opts = cc.options(half)  # the host's options, -DDISTSCAN_HALF included
+    assert "-DDISTSCAN_HALF" in opts
+    d = tmp_path_factory.mktemp("kernel_names")
+    table = ",\n".join(f"    (void *)&{e}" for e in exprs)
+    (d / "names.cu").write_text(f'#include "scan_kernels.cu"\nvoid *kernels[] = {{\n{table}\n}};\n')
+    # PTX without optimisation: instantiation and launch bounds need no more, in a few seconds
+    cmd = [NVCC, "-arch=sm_90", *opts, "-ptx", "-Xcicc", "-O0", str(d / "names.cu"), "-o", str(d / "names.ptx")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, f"{' '.join(cmd)}\n{r.stderr[-4000:]}"
+    entries = _ptx_entries((d / "names.ptx").read_text())
+    assert len(entries) == len(exprs), "one kernel per distinct name expression"
+    return keys, entries
+
+
+@needs_nvcc
+def test_every_name_expression_instantiates(ptx_entries):
+    _, entries = ptx_entries
+    for name, e in entries.items():
+        assert "maxntid" in e, f"{name} has no launch bounds"
+
+
+@needs_nvcc
+def test_scan_launch_bounds_are_the_hosts_launch(ptx_entries):
+    keys, entries = ptx_entries
+    bounds = {}
+    for name, e in entries.items():
+        if "scan_tiles_kernel" in name:
+            m = _POLICY.search(name)
+            assert m, name
+            shape = (bool(m.group(1)),) + tuple(int(g) for g in m.group(2, 3, 4, 5))
+            bounds.setdefault(shape, set()).add((e["maxntid"], e.get("minnctapersm")))
+    for k in keys:
+        t = k.tuning
+        shape = (k.device == "lookahead", t.block_threads, t.items, t.window, t.min_blocks)
+        want = (f"{t.launch_threads(k.device)},1,1", str(t.min_blocks))
+        assert bounds.get(shape) == {want}, (k, bounds.get(shape))
+
+
+def test_source_hash_covers_every_folder(tmp_path, monkeypatch):
+    """A change to any header, in any folder of kernels/, changes the text handed to NVRTC (the
+    key of CuPy's disk cache); the same files give the same text."""
+    kdir = tmp_path / "kernels"
+    shutil.copytree(cc.kernels_dir(), kdir, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(cc, "kernels_dir", lambda: kdir)
+
+    def source_text():
+        cc._source.cache_clear()
+        return cc._source()[0]
+
+    try:
+        first = source_text()
+        assert first == source_text()
+        headers = sorted(kdir.rglob("*.cuh"))
+        assert {h.parent.name for h in headers} >= {"util", "warp", "block", "tile", "agent"}
+        seen = {first}
+        for h in headers:
+            text = h.read_text()
+            h.write_text(text + "\n")
+            seen.add(source_text())
+            h.write_text(text)
+        assert len(seen) == len(headers) + 1
+        assert source_text() == first
+    finally:
+        cc._source.cache_clear()
