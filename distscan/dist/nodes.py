@@ -139,9 +139,11 @@ def fold(items, combine: Callable):
 
 
 def gather(comm, carry: np.ndarray) -> np.ndarray:
-    out = np.empty((comm.Get_size(),) + carry.shape, carry.dtype)
-    comm.Allgather(carry, out)
-    return out
+    """Every rank's carry (as bytes: any dtype, states included), stacked in rank order."""
+    carry = np.ascontiguousarray(carry)
+    out = np.empty((comm.Get_size(), carry.nbytes), np.uint8)
+    comm.Allgather(carry.reshape(-1).view(np.uint8), out)
+    return out.view(carry.dtype).reshape((comm.Get_size(),) + carry.shape)
 
 
 def _scan_order(items, held, index: int, reverse: bool):
