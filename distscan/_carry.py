@@ -30,8 +30,17 @@ from .ops import Op
 
 
 def zero_absorbs(op: Op, acc: np.dtype) -> bool:
-    """True for the operators and dtypes whose carries need the ``nonfinite`` flag."""
-    return op.name == "prod" and np.dtype(acc).kind in "fc"
+    """True for the operators and dtypes whose carries need the ``nonfinite`` flag (float and
+    complex products, NaN-aware ones too: nancumprod is cumprod with NaN read as 1)."""
+    return op.name in ("prod", "nanprod") and np.dtype(acc).kind in "fc"
+
+
+def lifted(xp, x, op: Op):
+    """``x`` as the operator reads it (NaN as the identity, for the NaN-aware ones), for the code
+    that inspects raw inputs (a product's zeros and non-finite values)."""
+    if not op.nan_lift or x.dtype.kind not in "fc":
+        return x
+    return xp.where(xp.isnan(x), xp.asarray(op.identity(np.dtype(x.dtype)), x.dtype), x)
 
 
 _PRE, _ZERO, _AFTER, _ANY, _SIGN = range(5)
@@ -148,7 +157,8 @@ class Carries:
             return backend.reduce(rows, self.op, types, reverse=reverse)
         if rows.ndim == 1:
             rows = rows.reshape(-1, 1)
-        return _summary(backend.array_module(), rows[::-1] if reverse else rows, self.acc,
+        xp = backend.array_module()
+        return _summary(xp, lifted(xp, rows[::-1] if reverse else rows, self.op), self.acc,
                         lambda r: backend.reduce(r, self.op, types))
 
     def combine(self, earlier, later) -> np.ndarray:

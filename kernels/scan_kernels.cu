@@ -18,6 +18,11 @@
 //   add_offset_kernel        y[i] = offset op y[i], in place (one column)
 //   add_offset_columns_kernel  same with one offset per column of a (n, w) array
 //   scan_columns_kernel      one thread per column of a (n, w) array (for wide w)
+//   scan_ext_kernel          scan_tiles_kernel for reverse scans and state operators
+//                            (util/states.cuh): seed and parameter through device memory,
+//                            the auxiliary inputs (segment flags, coefficients)
+//   reduce_tiles_kernel      ordered reduction, tile by tile (operators that do not commute),
+//   reduce_final_ordered_kernel  and its partials folded in order
 //
 // Launch shape of scan_tiles_kernel (the host picks it per item size):
 //   DEVICE   how tiles learn what came before them (agent_scan.cuh: DeviceAlgorithm)
@@ -30,6 +35,7 @@
 #include "agent/agent_lookahead.cuh"
 #include "agent/agent_reduce.cuh"
 #include "agent/agent_scan.cuh"
+#include "util/states.cuh"
 
 namespace distscan {
 
@@ -93,6 +99,57 @@ template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIV
 __global__ void __launch_bounds__(REDUCE_THREADS)
     scan_columns_kernel(const TIn *d_in, TOut *d_out, i64 n, i64 w, const TAcc *d_seeds, int has_seed, TAcc *d_totals) {
     scan_columns<TIn, TAcc, TOut, Op, EXCLUSIVE>(d_in, d_out, n, w, d_seeds, has_seed, d_totals);
+}
+
+// scan_tiles_kernel's work for reverse scans (REVERSE) and state operators.  The seed and the
+// parameter (the call's initial, which segmented and affine scans project) are read from
+// device memory (null: none), as their states are structs the host holds as bytes; d_flags
+// and d_coef are the auxiliary inputs (null: none; coef_vector_ok: d_coef is 16-byte aligned).
+template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, DeviceAlgorithm DEVICE,
+          typename Policy, bool REVERSE>
+__global__ void __launch_bounds__(Policy::LAUNCH_THREADS, Policy::MIN_BLOCKS)
+    scan_ext_kernel(const TIn *d_in, TOut *d_out, i64 n, u64 *d_aggregates, u64 *d_subaggs, u64 *d_anchors,
+                    u64 *d_launch, const TAcc *d_seed, TAcc *d_total, int vector_ok, i64 lead,
+                    const unsigned char *d_flags, const void *d_coef, int coef_vector_ok, const TAcc *d_param) {
+    static_assert((DEVICE == DEVICE_LOOKAHEAD) == (Policy::SERVICE_THREADS != 0),
+                  "DEVICE_LOOKAHEAD takes a LookaheadPolicy, the other device algorithms a TilePolicy");
+    const bool has_seed = d_seed != 0;
+    const TAcc seed = has_seed ? *d_seed : Op::template identity<TAcc>();
+    if constexpr (DEVICE == DEVICE_LOOKAHEAD) {
+        TileState st = TileState::begin(d_aggregates, d_subaggs, d_anchors, d_launch,
+                                        (u64)((n + Policy::TILE_ITEMS - 1) / Policy::TILE_ITEMS) + gridDim.x);
+        AgentLookahead<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, REVERSE>::run(d_in, d_out, n, st, seed, has_seed,
+                                                                             d_total, vector_ok != 0);
+        if ((int)(threadIdx.x >> 5) == Policy::WARPS) st.retire();
+    } else {
+        Extra<TAcc> ex;
+        ex.flags = d_flags;
+        ex.coef = d_coef;
+        ex.coef_vector_ok = coef_vector_ok != 0;
+        ex.has_param = d_param != 0;
+        ex.param = ex.has_param ? *d_param : Op::template identity<TAcc>();
+        TileState st = TileState::begin(d_aggregates, d_subaggs, d_anchors, d_launch, gridDim.x);
+        AgentScan<TIn, TAcc, TOut, Op, EXCLUSIVE, DEVICE, Policy, REVERSE>::consume(
+            d_in, d_out, n, st, seed, has_seed, d_total, vector_ok != 0, lead, ex);
+        if (threadIdx.x < 32) st.retire();
+    }
+}
+
+template <typename TIn, typename TAcc, typename Op, typename Policy, bool REVERSE>
+__global__ void __launch_bounds__(Policy::BLOCK_THREADS)
+    reduce_tiles_kernel(const TIn *d_in, i64 n, i64 per_block, TAcc *d_partials, int vector_ok,
+                        const unsigned char *d_flags, const void *d_coef, int coef_vector_ok) {
+    Extra<TAcc> ex = no_extra<TAcc>();
+    ex.flags = d_flags;
+    ex.coef = d_coef;
+    ex.coef_vector_ok = coef_vector_ok != 0;
+    reduce_tiles<TIn, TAcc, Op, Policy, REVERSE>(d_in, n, per_block, d_partials, vector_ok != 0, ex);
+}
+
+template <typename TAcc, typename Op>
+__global__ void __launch_bounds__(REDUCE_THREADS)
+    reduce_final_ordered_kernel(const TAcc *d_partials, int count, TAcc *d_out) {
+    reduce_final_ordered<TAcc, Op>(d_partials, count, d_out);
 }
 
 }  // namespace distscan

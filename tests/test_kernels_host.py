@@ -17,8 +17,9 @@ import pytest
 
 from distscan._dtypes import scan_types
 from distscan.backends.cuda import compile as cc
+from distscan.backends.cuda import extended
 from distscan.backends import cuda as gpu
-from distscan.ops import OPS
+from distscan.ops import ALL_OPS, OPS, affine, compensated, get_op, segmented
 
 NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
@@ -128,3 +129,49 @@ def test_source_hash_covers_every_folder(tmp_path, monkeypatch):
         assert source_text() == first
     finally:
         cc._source.cache_clear()
+
+
+# issue 30: the new functors in the plain module; reverse scans and state operators in the
+# extended one (each state kind, real and complex, both directions, both device algorithms)
+NEW_CASES = [("nansum", "float32"), ("nanprod", "complex64"), ("nanmax", "float64"), ("nanmin", "int16"),
+             ("logaddexp", "float32"), ("logaddexp2", "float16"), ("gcd", "int64"), ("lcm", "uint32")]
+
+
+def _ext_keys():
+    keys = [gpu.module_key(np.dtype(dt), scan_types(ALL_OPS[o], np.dtype(dt)), ALL_OPS[o], "auto")
+            for o, dt in NEW_CASES]
+    ext = [(get_op("sum"), "int32", "lookahead", True), (get_op("max"), "float16", "lookback", True),
+           (segmented(get_op("sum")), "int32", "lookback", False),
+           (segmented(get_op("nansum"), True), "float32", "lookback", True),
+           (segmented(get_op("prod")), "complex128", "lookback", False),
+           (affine(), "float32", "lookback", False), (affine(True), "float64", "lookback", False),
+           (affine(True, True), "complex128", "lookback", True), (affine(), "int64", "lookback", True),
+           (compensated(get_op("sum")), "float32", "lookahead", False),
+           (compensated(get_op("sum")), "complex64", "lookback", True)]
+    for op, dt, device, reverse in ext:
+        keys.append(extended.ext_module_key(np.dtype(dt), scan_types(op, np.dtype(dt)), op, device, reverse))
+    return keys
+
+
+@needs_nvcc
+def test_new_operators_and_extended_kernels_instantiate(tmp_path):
+    keys = _ext_keys()
+    exprs = list(dict.fromkeys(e for k in keys for e in cc.names(k).values()))
+    opts = cc.options(next(k for k in keys if np.dtype(np.float16) in (k.in_dtype, k.out_dtype)))
+    table = ",\n".join(f"    (void *)&{e}" for e in exprs)
+    (tmp_path / "names.cu").write_text(f'#include "scan_kernels.cu"\nvoid *kernels[] = {{\n{table}\n}};\n')
+    cmd = [NVCC, "-arch=sm_90", *opts, "-ptx", "-Xcicc", "-O0", str(tmp_path / "names.cu"), "-o",
+           str(tmp_path / "names.ptx")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, f"{' '.join(cmd)}\n{r.stderr[-4000:]}"
+    entries = _ptx_entries((tmp_path / "names.ptx").read_text())
+    assert len(entries) == len(exprs), "one kernel per distinct name expression"
+
+
+def test_state_structs_match_the_host_layout():
+    """The C structs of kernels/util/states.cuh, as the host lays them out (ops.state.c_struct):
+    the sizes the status words and the seeds' bytes assume."""
+    for op, value, size in [(segmented(get_op("sum")), "float32", 8), (segmented(get_op("sum"), True), "int8", 3),
+                            (affine(), "complex64", 16), (affine(True), "float32", 12),
+                            (affine(True, True), "complex128", 48), (compensated(get_op("sum")), "float64", 16)]:
+        assert op.state.dtype(np.dtype(value)).itemsize == size, (op.name, value)

@@ -378,3 +378,20 @@ def test_recursive_doubling_exchange_gives_the_same_results(reverse, comm, monke
     finally:
         _call.PLANS.clear()
         _call.KINDS.clear()
+
+
+def test_nancumprod_zeros_and_infinities_across_ranks(comm):
+    """A zero that meets an overflow, or an infinity after a zero, in another rank's part: the
+    sequential product NumPy gives (NaN read as 1), not the 0 * inf of a product of parts."""
+    rng = shared_rng(comm)
+    for reverse in (False, True):
+        counts = _counts(rng, comm.size, 12)
+        n = int(counts.sum())
+        g = rng.choice(np.array([0.0, np.inf, -np.inf, np.nan, 1e200, -2.0, 0.5, -0.0]), n)
+        h = g[::-1] if reverse else g
+        ref = np.nancumprod(h)
+        ref = ref[::-1] if reverse else ref
+        with np.errstate(all="ignore"):
+            y = distscan.nancumprod(_part(g, counts, comm), reverse=reverse, comm=comm)
+        mine = _part(ref, counts, comm)
+        all_ranks_ok(comm, lambda: np.testing.assert_array_equal(y, mine))

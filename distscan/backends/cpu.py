@@ -18,7 +18,7 @@ import numpy as np
 from .._dtypes import ScanTypes
 from ..ops import Op
 from .. import algorithms
-from .._carry import zero_absorbs
+from .._carry import lifted, zero_absorbs
 from .absorb import absorb_zeros
 from . import cpu_states
 
@@ -159,7 +159,7 @@ def _scan_by(algorithm, x, op: Op, types: ScanTypes, exclusive, seed, out, want_
     with np.errstate(over="ignore", invalid="ignore") if absorbs else contextlib.nullcontext():
         inclusive = algorithms.get_algorithm(algorithm)(acc, op.ufunc, identity)
     if absorbs:
-        absorb_zeros(np, x, inclusive, seed, False)
+        absorb_zeros(np, lifted(np, x, op), inclusive, seed, False)
     first = seed if seed is not None else _identity_row(op, types, w)
     if exclusive:
         if n:

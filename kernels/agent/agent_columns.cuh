@@ -16,7 +16,7 @@ __device__ __forceinline__ void scan_columns(const TIn *d_in, TOut *d_out, i64 n
     if (c >= w) return;
     TAcc acc = has_seed ? d_seeds[c] : Op::template identity<TAcc>();
     for (i64 r = 0; r < n; ++r) {
-        const TAcc x = Convert<TAcc, TIn>::apply(d_in[r * w + c]);
+        const TAcc x = Op::template lift<TAcc, TIn>(d_in[r * w + c]);
         if (EXCLUSIVE) {
             d_out[r * w + c] = Convert<TOut, TAcc>::apply(acc);
             acc = Op::template apply<TAcc>(acc, x);

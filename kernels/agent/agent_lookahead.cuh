@@ -51,8 +51,12 @@
 namespace distscan {
 
 // Policy: a LookaheadPolicy (agent_policy.cuh): the tile shape, STAGES, DEPTH and BEHIND.
-template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, typename Policy>
-struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true> {
+// REVERSE: a suffix scan (tile_agent.cuh).  Operators with auxiliary inputs are not taken here
+// (their inputs are not staged in the ring): the host runs them with the look-back.
+template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, typename Policy,
+          bool REVERSE = false>
+struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, REVERSE> {
+    static_assert(Op::AUX == 0, "the look-ahead ring stages items only");
     static constexpr int STAGES = Policy::STAGES, DEPTH = Policy::DEPTH, BEHIND = Policy::BEHIND;
     static_assert(DEPTH >= 1 && STAGES >= DEPTH + 1, "STAGES - DEPTH stages must be left for loads in flight");
     // The service warp publishes the window words (SUB, ANCHOR) a tile completes BEHIND
@@ -62,7 +66,7 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true> 
     // warp does not spin on them while its block waits at the next barrier (H100, 2^27-2^29:
     // 0.99 of copy against 0.93-0.98; benchmarks/RESULTS.md, "Issue 10, eighth pass").
     static_assert(BEHIND >= 1 && BEHIND <= DEPTH, "a tile's window words must be published within DEPTH iterations");
-    typedef TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true> Tile;  // unpadded stages
+    typedef TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, REVERSE> Tile;  // unpadded stages
     // Policy::WARPS data warps, each with its slice of every stage; warp Policy::WARPS is the service warp
     static constexpr int WARP_STAGE_BYTES = Tile::IO_BYTES;
     static constexpr int STAGE_BYTES = Policy::WARPS * WARP_STAGE_BYTES;

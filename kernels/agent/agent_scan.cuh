@@ -23,10 +23,12 @@ enum DeviceAlgorithm {
 // written; Op: functor from operators.cuh; EXCLUSIVE: exclusive or inclusive scan; DEVICE:
 // a DeviceAlgorithm other than DEVICE_LOOKAHEAD; Policy: the tile shape, a TilePolicy
 // (agent_policy.cuh).
+// REVERSE: a suffix scan (tile_agent.cuh).  `ex`: what a state operator reads and writes besides
+// its items (tile_agent.cuh, Extra; no_extra() for the plain operators).
 template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, DeviceAlgorithm DEVICE,
-          typename Policy>
-struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy> {
-    typedef TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy> Tile;
+          typename Policy, bool REVERSE = false>
+struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, false, REVERSE> {
+    typedef TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, false, REVERSE> Tile;
 
     // Load the warp's segment of `tile` (through its shared-memory slice; KEEP: leave the
     // lines in L2 for a second read, else read them as streamed) and scan the tile in the
@@ -34,12 +36,16 @@ struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy> {
     template <bool KEEP>
     static __device__ __forceinline__ TAcc load_scan(const TIn *d_in, i64 n, i64 tile, bool vector_ok, char *smem,
                                                      int warp, int lane, typename Tile::BScan::TempStorage &s_scan,
-                                                     TAcc (&items)[Policy::ITEMS], TAcc &aggregate) {
+                                                     TAcc (&items)[Policy::ITEMS], TAcc &aggregate,
+                                                     const Extra<TAcc> &ex, unsigned &starts) {
         int valid;
         const i64 seg_base = Tile::segment(n, tile, warp, valid);
         Tile::InIO::template load_to_smem<KEEP>(d_in + seg_base, valid, vector_ok, smem, lane);
         __syncwarp();
-        Tile::staged_items(smem, lane, valid, items);
+        if constexpr (Op::AUX > 0)
+            Tile::staged_items_aux(smem, lane, valid, seg_base, ex, items, starts);
+        else
+            Tile::staged_items(smem, lane, valid, items);
         return Tile::BScan::scan(s_scan, items, aggregate);  // has __syncthreads
     }
 
@@ -51,7 +57,8 @@ struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy> {
     // loop, for one extra read from L2 (not DRAM while lead tiles fit in it).  The launch
     // makes num_tiles + lead claims.  Same words, same association, same bits as lead == 0.
     static __device__ __forceinline__ void consume(const TIn *d_in, TOut *d_out, i64 n, TileState &st,
-                                                   TAcc seed, bool has_seed, TAcc *d_total, bool vector_ok, i64 lead) {
+                                                   TAcc seed, bool has_seed, TAcc *d_total, bool vector_ok, i64 lead,
+                                                   const Extra<TAcc> &ex = no_extra<TAcc>()) {
         __shared__ __align__(16) char s_io[Policy::WARPS * Tile::IO_BYTES];
         __shared__ typename Tile::BScan::TempStorage s_scan;
         __shared__ i64 s_tile;
@@ -70,10 +77,11 @@ struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy> {
         const i64 num_tiles = (n + Policy::TILE_ITEMS - 1) / Policy::TILE_ITEMS;
         TAcc items[Policy::ITEMS];
         TAcc aggregate;
+        unsigned starts = 0u;  // the scanned items' segment flags (state operators with flags)
 
         if (DEVICE == DEVICE_LOOKBACK && lead > 0) {
             if (claim < num_tiles) {  // the reduction of tile `claim` (its scan is not kept)
-                load_scan<true>(d_in, n, claim, vector_ok, smem, warp, lane, s_scan, items, aggregate);
+                load_scan<true>(d_in, n, claim, vector_ok, smem, warp, lane, s_scan, items, aggregate, ex, starts);
                 if (threadIdx.x == 0 && claim != num_tiles - 1)
                     StatusWord<TAcc>::store(st.d_aggregates + claim * StatusWord<TAcc>::K, aggregate, st.epoch);
                 __syncthreads();  // s_io and s_scan are free for the scan below
@@ -84,7 +92,7 @@ struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy> {
             const i64 tile = claim - lead;
             if (tile < 0 || tile >= num_tiles) return;  // the whole block: nothing to scan
             const TAcc thread_exclusive =
-                load_scan<false>(d_in, n, tile, vector_ok, smem, warp, lane, s_scan, items, aggregate);
+                load_scan<false>(d_in, n, tile, vector_ok, smem, warp, lane, s_scan, items, aggregate, ex, starts);
             if (warp == 0) {
                 const TAcc p =
                     tile_prefix<TAcc, Op, Policy::WINDOW>(st, tile, num_tiles, aggregate, seed, has_seed, d_total);
@@ -92,13 +100,13 @@ struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy> {
             }
             __syncthreads();  // s_prefix visible; every warp past reading its input from s_io
             Tile::store(d_out, n, tile, vector_ok, smem, warp, lane,
-                        Op::template apply<TAcc>(s_prefix, thread_exclusive), items);
+                        Op::template apply<TAcc>(s_prefix, thread_exclusive), items, ex, starts);
             return;
         }
 
         const i64 tile = claim;
         const TAcc thread_exclusive =
-            load_scan<false>(d_in, n, tile, vector_ok, smem, warp, lane, s_scan, items, aggregate);
+            load_scan<false>(d_in, n, tile, vector_ok, smem, warp, lane, s_scan, items, aggregate, ex, starts);
         if (warp == 0) {
             TAcc p;
             if constexpr (DEVICE == DEVICE_LOOKBACK) {
@@ -113,7 +121,7 @@ struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy> {
         }
         __syncthreads();  // s_prefix visible; every warp is also past reading its input from s_io
         Tile::store(d_out, n, tile, vector_ok, smem, warp, lane, Op::template apply<TAcc>(s_prefix, thread_exclusive),
-                    items);
+                    items, ex, starts);
     }
 };
 

@@ -2,7 +2,7 @@
 // decoupled look-back.
 //
 // STATUS WORDS.  A tile publishes a value of accumulator type T as K = ceil(sizeof(T)/4)
-// 64-bit words; word k holds (epoch << 32) | (32-bit chunk k of the value).  Each word
+// 64-bit words (rounded up to even past one); word k holds (epoch << 32) | (32-bit chunk k of the value).  Each word
 // is written exactly once per launch, by one st.relaxed.gpu, and 64-bit accesses are
 // single-copy atomic, so a reader that sees the current epoch in a word sees that word's
 // final chunk.  A value is valid when ALL its K words carry the current epoch: no torn
@@ -70,8 +70,10 @@ namespace distscan {
 
 template <typename T>
 struct StatusWord {
-    static const int K = (int)((sizeof(T) + 3) / 4);  // 64-bit words per value: 1, 2 or 4
-    static_assert(K == 1 || K == 2 || K == 4, "accumulator must be 1..16 bytes");
+    // 64-bit words per value: one per 4 bytes, an even number past one (the stores and loads
+    // move pairs of words); states (util/states.cuh) of up to 64 bytes
+    static const int K = sizeof(T) <= 4 ? 1 : (int)(((sizeof(T) + 3) / 4 + 1) / 2 * 2);
+    static_assert(K <= 16, "accumulator must be 1..64 bytes");
 
     union Chunks {
         T value;

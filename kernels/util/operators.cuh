@@ -1,9 +1,17 @@
 // distscan/kernels/util/operators.cuh -- the scan operators, one functor per row of
-// distscan/ops.py (column "functor").  Each has
+// distscan/ops/table.py (column "functor").  Each has
 //   template <typename T> static T identity();   // e with op(e, x) == x, bit for bit
 //   template <typename T> static T apply(T a, T b);  // a earlier, b later
-// All of them are associative and commutative; the kernels still always pass the
-// earlier operand first.
+// and from OpBase (unless it says otherwise):
+//   COMMUTATIVE  a op b == b op a bit for bit: reductions may pair items in any order
+//                (state operators, util/states.cuh, are not: every reduction is then ordered)
+//   AUX          auxiliary inputs per item (segment flags, coefficients: states.cuh)
+//   STATE        a state operator (lift and project take the flags, coefficients and the
+//                call's parameter)
+//   lift<TAcc, TIn>(x)  an input as the accumulator sees it: NumPy's conversion; the NaN-aware
+//                sums and products read NaN as their identity here, in the load, with no
+//                pass of their own
+// The kernels always pass the earlier operand first.
 //
 // Bit-exactness notes:
 // * Sum's float identity is -0.0, not +0.0: -0.0 + x == x for every x, including
@@ -102,19 +110,37 @@ template <typename R> struct One<Complex<R> > {
 template <typename T> __device__ __forceinline__ bool is_nan(T x) { return false; }
 template <> __device__ __forceinline__ bool is_nan<float>(float x) { return x != x; }
 template <> __device__ __forceinline__ bool is_nan<double>(double x) { return x != x; }
+template <> __device__ __forceinline__ bool is_nan<Complex<float> >(Complex<float> x) { return x.re != x.re || x.im != x.im; }
+template <> __device__ __forceinline__ bool is_nan<Complex<double> >(Complex<double> x) { return x.re != x.re || x.im != x.im; }
+
+// What every functor shares unless it says otherwise (see the top of this file).
+struct OpBase {
+    static constexpr bool COMMUTATIVE = true;
+    static constexpr int AUX = 0;
+    static constexpr bool STATE = false;
+    template <typename TAcc, typename TIn> static __device__ __forceinline__ TAcc lift(TIn x) {
+        return Convert<TAcc, TIn>::apply(x);
+    }
+};
+
+// What an empty prefix gives, as NumPy presents it: the identity, but +0.0 for float sums
+// (whose identity above is -0.0, the exact neutral).
+template <typename Op, typename T> struct Presented {
+    static __device__ __forceinline__ T get() { return Op::template identity<T>(); }
+};
 
 // ---- the functors ------------------------------------------------------------------------
-struct Sum {
+struct Sum : OpBase {
     template <typename T> static __device__ __forceinline__ T identity() { return Zero<T>::get(); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) { return Wrap<T>::add(a, b); }
 };
 
-struct Prod {
+struct Prod : OpBase {
     template <typename T> static __device__ __forceinline__ T identity() { return One<T>::get(); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) { return Wrap<T>::mul(a, b); }
 };
 
-struct Max {
+struct Max : OpBase {
     template <typename T> static __device__ __forceinline__ T identity() { return Limits<T>::lowest(); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
         if (is_nan(a)) return a;
@@ -123,7 +149,7 @@ struct Max {
     }
 };
 
-struct Min {
+struct Min : OpBase {
     template <typename T> static __device__ __forceinline__ T identity() { return Limits<T>::highest(); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
         if (is_nan(a)) return a;
@@ -133,30 +159,147 @@ struct Min {
 };
 
 // Logical operators work on bool accumulators (inputs are converted with x != 0).
-struct LogicalAnd {
+struct LogicalAnd : OpBase {
     template <typename T> static __device__ __forceinline__ T identity() { return T(true); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) { return T(bool(a) && bool(b)); }
 };
-struct LogicalOr {
+struct LogicalOr : OpBase {
     template <typename T> static __device__ __forceinline__ T identity() { return T(false); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) { return T(bool(a) || bool(b)); }
 };
-struct LogicalXor {
+struct LogicalXor : OpBase {
     template <typename T> static __device__ __forceinline__ T identity() { return T(false); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) { return T(bool(a) != bool(b)); }
 };
 
-struct BitAnd {
+struct BitAnd : OpBase {
     template <typename T> static __device__ __forceinline__ T identity() { return (T)(~(u64)0); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) { return (T)(a & b); }
 };
-struct BitOr {
+struct BitOr : OpBase {
     template <typename T> static __device__ __forceinline__ T identity() { return T(0); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) { return (T)(a | b); }
 };
-struct BitXor {
+struct BitXor : OpBase {
     template <typename T> static __device__ __forceinline__ T identity() { return T(0); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) { return (T)(a ^ b); }
+};
+
+template <typename T> struct Presented<Sum, T> {
+    static __device__ __forceinline__ T get() { return Convert<T, int>::apply(0); }
+};
+
+// ---- NaN-aware: numpy.nancumsum / nancumprod (NaN read as 0 / 1), fmax / fmin -------------
+struct NanSum : Sum {
+    template <typename TAcc, typename TIn> static __device__ __forceinline__ TAcc lift(TIn x) {
+        const TAcc v = Convert<TAcc, TIn>::apply(x);
+        return is_nan(v) ? Convert<TAcc, int>::apply(0) : v;  // +0.0, as NumPy's replacement
+    }
+};
+template <typename T> struct Presented<NanSum, T> {
+    static __device__ __forceinline__ T get() { return Convert<T, int>::apply(0); }
+};
+
+struct NanProd : Prod {
+    template <typename TAcc, typename TIn> static __device__ __forceinline__ TAcc lift(TIn x) {
+        const TAcc v = Convert<TAcc, TIn>::apply(x);
+        return is_nan(v) ? One<TAcc>::get() : v;
+    }
+};
+
+// fmax/fmin skip NaN: NaN is their neutral element (integers: the lowest / highest value).
+template <typename T> struct QuietNan {
+    static __device__ __forceinline__ T get() { return T(0); }
+};
+template <> struct QuietNan<float> {
+    static __device__ __forceinline__ float get() { return __int_as_float(0x7fc00000); }
+};
+template <> struct QuietNan<double> {
+    static __device__ __forceinline__ double get() { return __longlong_as_double(0x7ff8000000000000LL); }
+};
+template <typename T> __device__ __forceinline__ constexpr bool has_nan() { return false; }
+template <> __device__ __forceinline__ constexpr bool has_nan<float>() { return true; }
+template <> __device__ __forceinline__ constexpr bool has_nan<double>() { return true; }
+
+struct FMax : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() {
+        return has_nan<T>() ? QuietNan<T>::get() : Limits<T>::lowest();
+    }
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
+        if (is_nan(a)) return b;
+        if (is_nan(b)) return a;
+        return (b > a) ? b : a;
+    }
+};
+struct FMin : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() {
+        return has_nan<T>() ? QuietNan<T>::get() : Limits<T>::highest();
+    }
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
+        if (is_nan(a)) return b;
+        if (is_nan(b)) return a;
+        return (b < a) ? b : a;
+    }
+};
+
+// ---- logcumsumexp: numpy.logaddexp / logaddexp2, as npy_logaddexp computes them ----------
+template <typename T> struct LogMath;
+template <> struct LogMath<float> {
+    static __device__ __forceinline__ float log1p_(float x) { return log1pf(x); }
+    static __device__ __forceinline__ float exp_(float x) { return expf(x); }
+    static __device__ __forceinline__ float exp2_(float x) { return exp2f(x); }
+};
+template <> struct LogMath<double> {
+    static __device__ __forceinline__ double log1p_(double x) { return log1p(x); }
+    static __device__ __forceinline__ double exp_(double x) { return exp(x); }
+    static __device__ __forceinline__ double exp2_(double x) { return exp2(x); }
+};
+
+struct LogAddExp : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() { return Limits<T>::lowest(); }  // -inf
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
+        if (a == b) return a + T(0.693147180559945309417232121458176568);  // also -inf, +inf
+        const T d = a - b;
+        if (d > T(0)) return a + LogMath<T>::log1p_(LogMath<T>::exp_(-d));
+        if (d <= T(0)) return b + LogMath<T>::log1p_(LogMath<T>::exp_(d));
+        return d;  // NaN
+    }
+};
+struct LogAddExp2 : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() { return Limits<T>::lowest(); }
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
+        const T log2e = T(1.442695040888963407359924681001892137);
+        if (a == b) return a + T(1);
+        const T d = a - b;
+        if (d > T(0)) return a + log2e * LogMath<T>::log1p_(LogMath<T>::exp2_(-d));
+        if (d <= T(0)) return b + log2e * LogMath<T>::log1p_(LogMath<T>::exp2_(d));
+        return d;
+    }
+};
+
+// ---- numpy.gcd / numpy.lcm of integers (non-negative results, as NumPy's) ---------------
+template <typename T> __device__ __forceinline__ T abs_int(T x) { return x < T(0) ? T(T(0) - x) : x; }
+template <> __device__ __forceinline__ bool abs_int<bool>(bool x) { return x; }
+template <typename T> __device__ __forceinline__ T gcd_int(T a, T b) {
+    a = abs_int(a);
+    b = abs_int(b);
+    while (b != T(0)) {
+        const T t = T(a % b);
+        a = b;
+        b = t;
+    }
+    return a;
+}
+struct Gcd : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() { return T(0); }
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) { return gcd_int(a, b); }
+};
+struct Lcm : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() { return T(1); }
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
+        const T g = gcd_int(a, b);
+        return g == T(0) ? T(0) : abs_int(Wrap<T>::mul(T(a / g), b));
+    }
 };
 
 }  // namespace distscan

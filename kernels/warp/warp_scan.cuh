@@ -20,15 +20,25 @@ __device__ __forceinline__ T warp_inclusive_scan(T x, int lane, T &exclusive) {
     return x;
 }
 
-// Butterfly reduction: every lane ends with the same value.  Lane l and its partner
-// l^m compute a op b and b op a; the operators are commutative bit for bit, so the
-// lanes agree.
+// Butterfly reduction: every lane ends with the same value.  For commutative operators, lane
+// l and its partner l^m compute a op b and b op a, which agree bit for bit.  For the others
+// (state operators) the butterfly runs from m = 1 up, so that each step joins two adjacent
+// aligned blocks of lanes, the lower block's value first: lanes 0..31 in order.
 template <typename T, typename Op>
 __device__ __forceinline__ T warp_reduce(T x) {
+    if constexpr (Op::COMMUTATIVE) {
 #pragma unroll
-    for (int m = 16; m >= 1; m >>= 1) {
-        T other = shfl_xor(x, m);
-        x = Op::template apply<T>(x, other);
+        for (int m = 16; m >= 1; m >>= 1) {
+            T other = shfl_xor(x, m);
+            x = Op::template apply<T>(x, other);
+        }
+    } else {
+        const int lane = threadIdx.x & 31;
+#pragma unroll
+        for (int m = 1; m <= 16; m <<= 1) {
+            T other = shfl_xor(x, m);
+            x = (lane & m) ? Op::template apply<T>(other, x) : Op::template apply<T>(x, other);
+        }
     }
     return x;
 }

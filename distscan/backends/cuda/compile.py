@@ -230,32 +230,61 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
     return Tuning(threads, items, window, min_blocks, stages, depth, behind)
 
 
+# The C++ structs of the state operators' states (kernels/util/states.cuh), by state kind.
+_STATE_STRUCTS = {"segmented": "SegState", "segmented_ends": "SegEndsState", "affine": "AffState",
+                  "affine_starts": "AffStartsState", "affine_ends": "AffEndsState", "compensated": "CompState"}
+
+
+def state_ctype(kind: str, value_dtype) -> str:
+    """C++ type of a state of ``kind`` (``distscan.ops.state``) over values of ``value_dtype``."""
+    return f"distscan::{_STATE_STRUCTS[kind]}<{ctype(value_dtype)} >"
+
+
 @dataclass(frozen=True)
 class ModuleKey:
     in_dtype: np.dtype
-    acc_dtype: np.dtype  # kernel accumulator dtype (float16 already mapped to float32)
+    acc_dtype: np.dtype  # kernel accumulator dtype (float16 already mapped to float32; a state's value dtype)
     out_dtype: np.dtype
     functor: str
     tuning: Tuning
     block: str = "coarsened"    # BLOCK_ALGORITHMS
     device: str = DEFAULT_DEVICE  # DEVICE_ALGORITHMS
+    # The extended module (reverse scans, state operators: scan_ext_kernel and the ordered
+    # reductions) instead of the plain one; state: the state kind, whose struct is the
+    # accumulator ("" for plain operators); reverse: the suffix scan.
+    ext: bool = False
+    state: str = ""
+    reverse: bool = False
+    # C++ that defines a declared operator's functor (distscan.ops.declared), appended to the
+    # kernels' source: the name expressions instantiate the templates at the end of the unit
+    source: str = ""
 
 
 ROLES = ("scan_incl", "scan_excl", "reduce_partials", "reduce_final", "add_offset", "add_offset_columns",
          "columns_incl", "columns_excl", "add_tile_prefix")
+EXT_ROLES = ("ext_incl", "ext_excl", "reduce_tiles", "reduce_final_ordered")
 
 
 def names(key: ModuleKey) -> dict:
     """The name expression of each kernel of one module, by role."""
-    tin, tacc, tout = ctype(key.in_dtype), ctype(key.acc_dtype), ctype(key.out_dtype)
+    tin, tout = ctype(key.in_dtype), ctype(key.out_dtype)
+    tacc = state_ctype(key.state, key.acc_dtype) if key.state else ctype(key.acc_dtype)
     op = f"distscan::{key.functor}"
     t = key.tuning
     # the launch shape: the device algorithm, then its policy (kernels/agent/agent_policy.cuh)
     shape = f"{t.block_threads}, {t.items}, {t.window}, {t.min_blocks}, {BLOCK_ALGORITHMS[key.block]}"
-    policy = f"distscan::TilePolicy<{shape}>"
+    tile_policy = policy = f"distscan::TilePolicy<{shape}>"
     if key.device == "lookahead":
         policy = f"distscan::LookaheadPolicy<{policy}, {t.stages}, {t.depth}, {t.behind}>"
     launch = f"{DEVICE_ALGORITHMS[key.device]}, {policy}"
+    if key.ext:
+        rev = "true" if key.reverse else "false"
+        return {
+            "ext_incl": f"distscan::scan_ext_kernel<{tin}, {tacc}, {tout}, {op}, false, {launch}, {rev}>",
+            "ext_excl": f"distscan::scan_ext_kernel<{tin}, {tacc}, {tout}, {op}, true, {launch}, {rev}>",
+            "reduce_tiles": f"distscan::reduce_tiles_kernel<{tin}, {tacc}, {op}, {tile_policy}, {rev}>",
+            "reduce_final_ordered": f"distscan::reduce_final_ordered_kernel<{tacc}, {op}>",
+        }
 
     return {
         "scan_incl": f"distscan::scan_tiles_kernel<{tin}, {tacc}, {tout}, {op}, false, {launch}>",
@@ -291,7 +320,8 @@ def get_functions(key: ModuleKey, device_id: int) -> dict:
         src, _ = _source()
         by_role = names(key)
         with cupy.cuda.Device(device_id):
-            mod = cupy.RawModule(code=src, options=options(key), name_expressions=tuple(by_role.values()))
+            mod = cupy.RawModule(code=src + key.source, options=options(key),
+                                 name_expressions=tuple(by_role.values()))
             funcs = {role: mod.get_function(expr) for role, expr in by_role.items()}
         _MODULES[cache_key] = funcs
     return funcs

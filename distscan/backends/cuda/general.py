@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._carry import zero_absorbs
+from ..._carry import lifted, zero_absorbs
 from ..._dtypes import ScanTypes
 from ...ops import Op
 from ..absorb import absorb_zeros
 from .device import cp, current_device, device_info, refuse_in_capture, require_cupy
+from . import extended
 from .hotpath import scan_fast
 from .launch import first_is_identity, identity_row, launch_tiles
 from .plans import large_plan, plan_of, uses_lookahead
@@ -86,7 +87,11 @@ def scan_lean(x, op: Op, types: ScanTypes, exclusive: bool, out, seed=None):
     return result if out is None else out
 
 
-def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto"):
+def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto",
+         aux=(), reverse=False, initial=None):
+    if reverse or aux or op.state is not None:  # suffix scans and state operators: scan_ext_kernel
+        return extended.scan(x, op, types, exclusive=exclusive, seed=seed, out=out, want_total=want_total,
+                             algorithm=algorithm, aux=aux, reverse=reverse, initial=initial)
     if (not want_total and cp is not None
             and type(x) is cp.ndarray and x._c_contiguous
             and x.size > 0 and (x.ndim == 1 or (x.ndim == 2 and x.shape[1] == 1))
@@ -157,7 +162,7 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
         fn((-(-w // 256),), (256,), (x, out, np.int64(n), np.int64(w), d_seeds, np.int32(seed is not None), d_total))
     absorbed = None
     if zero_absorbs(op, types.acc):
-        absorbed = absorb_zeros(cp, x, out, seed, exclusive)
+        absorbed = absorb_zeros(cp, lifted(cp, x, op), out, seed, exclusive)
     if exclusive and seed is None and first_is_identity(op, types):
         out[0] = 0  # the identity, +0.0 (see first_is_identity)
     if result is not None and result is not out:
@@ -169,7 +174,7 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
         if absorbed is not None and absorbed.any():
             last = out[-1].astype(types.acc)
             if exclusive:
-                last = last * x[-1].astype(types.acc)  # one sequential step: no tile grouping
+                last = last * lifted(cp, x[-1], op).astype(types.acc)  # one sequential step: no tile grouping
             total = np.where(absorbed, last.get(), total).astype(types.acc)
     return out, total
 
