@@ -22,7 +22,7 @@ from .dist.plan import ScanPlan, resolve_algorithm, resolve_hierarchy, resolve_s
 from .gpus import ensure_device
 from ._dtypes import ScanTypes, scan_types
 from .backends import get_backend
-from .ops import Op, affine, compensated as compensated_op, get_op, segmented
+from .ops import Op, affine, check_associative, compensated as compensated_op, get_op, segmented
 
 BACKENDS = ("auto", "cpu", "cuda")
 # Plans and call kinds kept at most; the oldest go first (they are only this rank's shortcuts).
@@ -230,6 +230,9 @@ class Part:
         self.initial = _initial_row(initial, self.types, math.prod(self.trailing))
         self.rows = _as_rows(work)
         self.aux = self._aux(segments, coef)
+        if getattr(self.op, "check", False):  # a declared operator in debug mode: test it on this input
+            sample = self.rows[:64]
+            check_associative(self.op, sample.get() if hasattr(sample, "get") else sample, self.types.acc)
         # include_initial: the first rank in scan order (every rank, scanning another axis) holds one
         # row more, the initial value (or the identity), before its first (reverse: after its last)
         self.extra = 1 if self.include_initial and (first or not self.distributed) else 0

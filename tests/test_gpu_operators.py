@@ -198,3 +198,27 @@ def test_past_2_to_the_31_items():
     flags[1 << 31] = True
     y = distscan.cumsum(x, segments=flags, comm=SELF)
     assert int(y[(1 << 31) - 1]) == 1 << 31 and int(y[1 << 31]) == 1 and int(y[-1]) == 5
+
+
+def test_declared_operators_on_the_gpu(rng):
+    """A declared operator's CUDA expression compiled into the kernels (forward, reverse, exclusive,
+    sizes past the look-ahead threshold); a declared structured state is refused with a clear error."""
+    hyp = distscan.Operator("hypot", np.hypot, identity=0.0, cuda="hypot(a, b)", commutative=True)
+    sat = distscan.Operator("saturating add", lambda a, b: np.minimum(a + b, 10**6), identity=0, kinds="i",
+                            cuda="(a + b < 1000000) ? a + b : 1000000")
+    for n in (1, 8193, (1 << 22) + 1):
+        x = rng.standard_normal(n)
+        k = rng.integers(0, 3, n)
+        for reverse in (False, True):
+            for exclusive in (False, True):
+                _close(_gpu(distscan.scan, x, hyp, reverse=reverse, exclusive=exclusive),
+                       _cpu(distscan.scan, x, hyp, reverse=reverse, exclusive=exclusive), np.float64,
+                       np.sqrt(np.sum(x ** 2)) + 1)
+                np.testing.assert_array_equal(
+                    cp.asnumpy(_gpu(distscan.scan, k, sat, reverse=reverse, exclusive=exclusive)),
+                    _cpu(distscan.scan, k, sat, reverse=reverse, exclusive=exclusive))
+    st = np.dtype([("n", "f8"), ("m", "f8")])
+    mean = distscan.Operator("mean", lambda a, b: a, identity=lambda dt: np.zeros((), st), state=st,
+                             lift=lambda v: np.zeros(v.shape, st), project=lambda s: s["m"])
+    with pytest.raises(TypeError, match="no GPU form"):
+        distscan.scan(cp.arange(5.0), mean, comm=SELF)

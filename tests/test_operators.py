@@ -395,3 +395,68 @@ def test_nancumprod_zeros_and_infinities_across_ranks(comm):
             y = distscan.nancumprod(_part(g, counts, comm), reverse=reverse, comm=comm)
         mine = _part(ref, counts, comm)
         all_ranks_ok(comm, lambda: np.testing.assert_array_equal(y, mine))
+
+
+# -- declared operators -------------------------------------------------------------------------
+
+_MEAN_STATE = np.dtype([("n", "f8"), ("m", "f8")])
+
+
+def _mean_lift(x):
+    s = np.zeros(np.shape(x), _MEAN_STATE)
+    s["n"], s["m"] = 1, x
+    return s
+
+
+def _mean_combine(a, b):
+    out = np.empty(np.broadcast(a, b).shape, _MEAN_STATE)
+    n = a["n"] + b["n"]
+    out["n"] = n
+    out["m"] = np.where(n > 0, (a["n"] * a["m"] + b["n"] * b["m"]) / np.where(n > 0, n, 1), 0)
+    return out
+
+
+DECLARED = {
+    "hypot": distscan.Operator("hypot", np.hypot, identity=0.0, cuda="hypot(a, b)", commutative=True),
+    "absmax": distscan.Operator("absmax", lambda a, b: np.maximum(np.abs(a), np.abs(b)), identity=0.0,
+                                cuda="fmax(fabs(a), fabs(b))"),
+    "affine2": distscan.Operator("saturating add", lambda a, b: np.minimum(a + b, 1000), identity=0, kinds="i",
+                                 cuda="(a + b < 1000) ? a + b : 1000", commutative=True),
+    "mean": distscan.Operator("running mean", _mean_combine, identity=lambda dt: np.zeros((), _MEAN_STATE),
+                              state=_MEAN_STATE, lift=_mean_lift, project=lambda s: s["m"]),
+}
+
+
+def _declared_reference(name, g):
+    """The sequential scan: y[0] = x[0] (as ufunc.accumulate), y[i] = y[i-1] op x[i]."""
+    if name == "mean":
+        return np.cumsum(g) / np.arange(1, len(g) + 1)
+    combine = {"hypot": np.hypot, "absmax": lambda a, b: max(abs(a), abs(b)),
+               "affine2": lambda a, b: min(a + b, 1000)}[name]
+    out = np.empty(len(g), np.result_type(g, float) if name != "affine2" else g.dtype)
+    for i, v in enumerate(g):
+        out[i] = v if i == 0 else combine(out[i - 1], v)
+    return out
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("name", sorted(DECLARED))
+def test_declared_operators_across_ranks(name, reverse, comm):
+    rng = shared_rng(comm)
+    counts = _counts(rng, comm.size, 50)
+    n = int(counts.sum())
+    g = rng.integers(0, 30, n) if name == "affine2" else rng.standard_normal(n)
+    h = g[::-1] if reverse else g
+    ref = _declared_reference(name, h) if n else np.empty(0)
+    ref = ref[::-1] if reverse else ref
+    y = distscan.scan(_part(g, counts, comm), DECLARED[name], reverse=reverse, comm=comm)
+    mine = _part(ref, counts, comm)
+    all_ranks_ok(comm, lambda: np.testing.assert_allclose(y, mine, rtol=1e-12, atol=1e-12))
+
+
+def test_declared_check_refuses_a_non_associative_combine_on_every_rank(comm):
+    avg = distscan.Operator("average", lambda a, b: (a + b) / 2, identity=0.0, check=True)
+    x = np.random.default_rng(comm.rank).random(50)
+    with pytest.raises((ValueError, distscan.DistScanError), match="not associative"):
+        distscan.scan(x, avg, comm=comm)
+    assert distscan.cumsum(x, comm=comm).shape == x.shape  # and the next call works

@@ -131,6 +131,74 @@ def scan(x, out, seed_s, seed_e, has_seed, first):
 '''
 
 
+_DECLARED = '''
+def scan(x, out, seed, has_seed, first):
+    n, w = x.shape
+    accs = seed.copy()
+    rows = max(1, 65536 // w)
+    for r0 in range(0, n, rows):
+        r1 = min(n, r0 + rows)
+        for j in range(w):
+            acc = accs[j]
+            fresh = (not has_seed) and r0 == 0
+            for i in range(r0, r1):
+                b = x[i, j]
+                if EXCLUSIVE and WRITE:
+                    out[i, j] = first[j] if fresh else acc
+                if fresh:
+                    acc = b
+                else:
+                    acc = base(acc, b)
+                fresh = False
+                if not EXCLUSIVE and WRITE:
+                    out[i, j] = acc
+            accs[j] = acc
+    return accs
+'''
+
+
+def _doubling(states, combine):
+    """The inclusive scan of ``states`` ``(n, w)`` along axis 0 by log2(n) vectorised steps of
+    ``combine`` (Hillis and Steele): a declared operator numba cannot compile."""
+    y = states.copy()
+    k = 1
+    while k < len(y):
+        y[k:] = combine(y[:-k], y[k:])
+        k *= 2
+    return y
+
+
+def _declared(x, op, types, exclusive, seed, out, write):
+    """A declared operator's scan: numba's loop over its scalar combine, or the log-depth NumPy
+    scan of its array combine (declared states, or a combine numba does not compile)."""
+    st = op.state
+    n, w = x.shape
+    has_seed = seed is not None
+    first = np.full(w, op.identity(types.acc), types.state) if st.fields is None else None
+    if st.fields is None and op.scalar is not None:
+        try:
+            fn = compile_loop(_DECLARED, "scan", op.scalar, EXCLUSIVE=exclusive, WRITE=write)
+            seed_row = np.ascontiguousarray(seed if has_seed else first, types.state).reshape(w)
+            return fn(np.ascontiguousarray(x, types.state), out if write else np.empty((0, w), types.state),
+                      seed_row, has_seed, first)
+        except Exception:  # noqa: BLE001 - numba could not compile the user's function: NumPy below
+            pass
+    states = st.lift(x, (), types.acc)
+    if has_seed:
+        states = np.concatenate([np.asarray(seed, states.dtype).reshape(1, w), states])
+    scanned = _doubling(states, st.combine)
+    if has_seed:
+        scanned, before = scanned[1:], scanned[:-1]
+    else:
+        before = np.concatenate([np.full((1, w), st.neutral(types.acc), states.dtype), scanned[:-1]])
+    if write:
+        values = st.project(before if exclusive else scanned)
+        if exclusive and not has_seed and st.fields is None:
+            values[0] = first
+        out[...] = values
+    return np.array(scanned[-1])
+
+
 def _row(values, w, dtype) -> np.ndarray:
     return np.ascontiguousarray(np.broadcast_to(np.asarray(values, dtype).reshape(-1), (w,)))
 
@@ -192,6 +260,8 @@ def scan(x, aux, op, types, *, exclusive: bool, seed, out, initial=None, write: 
             state["inner"] = (seed["inner"] | seed["end"]) & has_seed | f[:-1].any()
             state["end"] = f[-1]
         return state
+    if kind == "declared":
+        return _declared(x, op, types, exclusive, None if not has_seed else seed, out if write else None, write)
     if kind == "compensated":
         fn = compile_loop(_COMPENSATED, "scan", None, EXCLUSIVE=exclusive, WRITE=write,
                           LIFT=_NAN_LIFT.get(st.base.name, "pass"))

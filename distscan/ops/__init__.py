@@ -13,5 +13,6 @@ from __future__ import annotations
 
 from .table import ALL_OPS, OPS, Op, get_op, known_associative  # noqa: F401
 from .derive import affine, compensated, segmented  # noqa: F401
+from .declared import Operator, check_associative  # noqa: F401
 
-__all__ = ["Op", "OPS", "get_op"]
+__all__ = ["Op", "OPS", "get_op", "Operator"]

@@ -29,11 +29,25 @@ EXT_PLANS: dict = {}
 NULL = np.uint64(0)
 
 
+def struct_state(op: Op) -> str:
+    """The state kind whose C struct is the kernels' accumulator ("" for values: plain operators
+    and declared operators of values)."""
+    if op.state is None or op.state.kind == "declared":
+        return ""
+    return op.state.kind
+
+
 def kernel_state(op: Op, types: ScanTypes) -> np.dtype:
     """The kernels' accumulator: the state over the kernel's value dtype (float16 values are
     combined in float32), or that value dtype for a plain operator."""
     value = cc.kernel_acc_dtype(types.acc)
-    return op.state.dtype(value) if op.state is not None else value
+    return op.state.dtype(value) if struct_state(op) else value
+
+
+def _check_gpu(op: Op) -> None:
+    if op.state is not None and op.state.kind == "declared" and not getattr(op, "gpu_ready", False):
+        raise TypeError(f"declared operator {op.name!r} has no GPU form: give it cuda= (a C++ expression of a "
+                        "and b); declared operators of structured states run on the CPU (backend='cpu')")
 
 
 def _restate(rows, dtype: np.dtype) -> np.ndarray:
@@ -53,8 +67,8 @@ def ext_module_key(in_dtype, types: ScanTypes, op: Op, device: str, reverse: boo
     """The compile key of the extended module (no GPU needed: tests compile its names with nvcc)."""
     tuning = cc.choose_tuning(in_dtype, kernel_state(op, types), types.result, SETTINGS.tuning, "coarsened", device)
     return cc.ModuleKey(np.dtype(in_dtype), cc.kernel_acc_dtype(types.acc), np.dtype(types.result), op.functor,
-                        tuning, "coarsened", device, ext=True, state=op.state.kind if op.state is not None else "",
-                        reverse=reverse, source=op.source)
+                        tuning, "coarsened", device, ext=True, state=struct_state(op), reverse=reverse,
+                        source=op.source)
 
 
 def ext_plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, device: str, reverse: bool) -> Plan:
@@ -128,6 +142,7 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
          aux=(), reverse=False, initial=None):
     """The backend's ``scan`` for reverse scans and state operators (see the module docstring)."""
     require_cupy()
+    _check_gpu(op)
     one_d = x.ndim == 1
     if one_d:
         x = x.reshape(-1, 1)
@@ -208,6 +223,7 @@ def _finish(result, out, one_d: bool):
 def reduce(x, op: Op, types: ScanTypes, aux=(), reverse: bool = False) -> np.ndarray:
     """The carry of a part in scan order: the ordered reduction of its states, ``(w,)`` host states."""
     require_cupy()
+    _check_gpu(op)
     if x.ndim == 1:
         x = x.reshape(-1, 1)
     n, w = x.shape
