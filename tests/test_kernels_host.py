@@ -19,6 +19,7 @@ from distscan._dtypes import scan_types
 from distscan.backends.cuda import compile as cc
 from distscan.backends.cuda import extended
 from distscan.backends import cuda as gpu
+import distscan
 from distscan.ops import ALL_OPS, OPS, affine, compensated, get_op, segmented
 
 NVCC = shutil.which("nvcc")
@@ -147,7 +148,11 @@ def _ext_keys():
            (affine(), "float32", "lookback", False), (affine(True), "float64", "lookback", False),
            (affine(True, True), "complex128", "lookback", True), (affine(), "int64", "lookback", True),
            (compensated(get_op("sum")), "float32", "lookahead", False),
-           (compensated(get_op("sum")), "complex64", "lookback", True)]
+           (compensated(get_op("sum")), "complex64", "lookback", True),
+           (distscan.Operator("hypot", np.hypot, identity=0.0, cuda="hypot(a, b)", commutative=True), "float64",
+            "lookahead", False),
+           (distscan.Operator("sat", lambda a, b: a, identity=0, kinds="i", cuda="return (a + b < 9) ? a + b : 9;"),
+            "int32", "lookback", True)]
     for op, dt, device, reverse in ext:
         keys.append(extended.ext_module_key(np.dtype(dt), scan_types(op, np.dtype(dt)), op, device, reverse))
     return keys
@@ -159,7 +164,8 @@ def test_new_operators_and_extended_kernels_instantiate(tmp_path):
     exprs = list(dict.fromkeys(e for k in keys for e in cc.names(k).values()))
     opts = cc.options(next(k for k in keys if np.dtype(np.float16) in (k.in_dtype, k.out_dtype)))
     table = ",\n".join(f"    (void *)&{e}" for e in exprs)
-    (tmp_path / "names.cu").write_text(f'#include "scan_kernels.cu"\nvoid *kernels[] = {{\n{table}\n}};\n')
+    declared = "".join(dict.fromkeys(k.source for k in keys))  # declared operators' functors, as the host appends them
+    (tmp_path / "names.cu").write_text(f'#include "scan_kernels.cu"\n{declared}\nvoid *kernels[] = {{\n{table}\n}};\n')
     cmd = [NVCC, "-arch=sm_90", *opts, "-ptx", "-Xcicc", "-O0", str(tmp_path / "names.cu"), "-o",
            str(tmp_path / "names.ptx")]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
