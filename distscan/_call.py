@@ -201,8 +201,9 @@ class Part:
         coef = None
         if coefficients is not None:
             coef = self._to_backend(to_native(coefficients)[0])
-            if dtype is None:  # y = a*y + b computes in the dtype NumPy gives a*b + b
-                dtype = np.result_type(coef.dtype, work.dtype)
+            if dtype is None:  # y = a*y + b computes in the dtype NumPy gives a*b + b (a Python number is weak)
+                python_number = isinstance(coefficients, (int, float, complex)) and not isinstance(coefficients, bool)
+                dtype = np.result_type(coefficients if python_number else coef.dtype, work.dtype)
         self.types = scan_types(self.op, work.dtype, dtype, None if out_native is None else out_native.dtype)
         self.dtype_arg = dtype
         if work.dtype != self.types.input:  # non-native byte order

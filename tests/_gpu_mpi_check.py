@@ -132,6 +132,26 @@ def lean_checks(rng, check, failures):
             check("differ" in str(exc) and "rank" in str(exc), f"unexpected message: {exc}")
 
 
+def module_keys():
+    """The kernel modules these checks use (tests/test_gpu_mpi.py compiles them in parallel
+    processes before it launches mpirun: the ranks then load them from CuPy's disk cache)."""
+    from distscan.backends import cuda as gpu
+    from distscan.backends.cuda import extended
+    from distscan.ops import affine, compensated, segmented
+
+    keys = [gpu.module_key(np.dtype(dt), scan_types(get_op(op), np.dtype(dt)), get_op(op)) for dt, op, _ in CASES]
+    keys += [gpu.module_key(np.dtype(dt), scan_types(get_op(op), np.dtype(dt)), get_op(op))
+             for dt, op in [("float64", "nansum"), ("float32", "logaddexp"), ("int64", "gcd"), ("int32", "sum"),
+                            ("float64", "sum")]]
+    for op, dt, reverse in [(get_op("sum"), "int64", True), (get_op("sum"), "int32", True),
+                            (segmented(get_op("sum")), "int32", False), (segmented(get_op("sum"), True), "int64", True),
+                            (segmented(get_op("max")), "float64", False), (affine(), "float64", False),
+                            (affine(True, True), "complex128", True), (compensated(get_op("sum")), "float32", False)]:
+        op_types = scan_types(op, np.dtype(dt))
+        keys.append(extended.ext_module_key(np.dtype(dt), op_types, op, "lookback", reverse))
+    return keys
+
+
 def operator_checks(rng, check, failures):
     """Issue 30's scans across the ranks' GPUs against the CPU's scan of the whole array (one
     process, COMM_SELF): reverse, segmented (flags crossing every boundary), linear recurrences,

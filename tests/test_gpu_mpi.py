@@ -55,6 +55,22 @@ def _env(gpus: int, **extra):
     return env
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _precompiled():
+    """The check script's kernel modules, compiled here in parallel processes (CuPy's disk cache):
+    compiled by the ranks one after another they would take minutes of the launches' time."""
+    if GPUS:
+        import importlib.util
+
+        from distscan.backends.cuda import compile as cc
+
+        spec = importlib.util.spec_from_file_location("_gpu_mpi_check", REPO / "tests" / "_gpu_mpi_check.py")
+        check = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(check)
+        cc.precompile(check.module_keys())
+    yield
+
+
 def _need(gpus: int):
     if GPUS < gpus:
         pytest.skip(f"needs {gpus} GPUs, {GPUS} visible")

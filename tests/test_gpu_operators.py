@@ -24,6 +24,9 @@ pytestmark = pytest.mark.gpu
 
 from distscan.backends import cuda as gpu  # noqa: E402
 from distscan.backends import cpu as cpu_backend  # noqa: E402
+from distscan.backends.cuda import compile as cc  # noqa: E402
+from distscan.backends.cuda import extended  # noqa: E402
+from distscan.ops import compensated  # noqa: E402
 
 try:
     from mpi4py import MPI
@@ -32,6 +35,49 @@ except ImportError:  # pragma: no cover
     SELF = None
 
 SIZES = [1, 31, 257, 8193, 100_003, 1 << 22, (1 << 24) + 5]
+HYPOT = distscan.Operator("hypot", np.hypot, identity=0.0, cuda="hypot(a, b)", commutative=True)
+SATURATING = distscan.Operator("saturating add", lambda a, b: np.minimum(a + b, 10**6), identity=0, kinds="i",
+                               cuda="(a + b < 1000000) ? a + b : 1000000")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _precompiled():
+    """Compile every module this file may need in parallel processes (CuPy's disk cache): the
+    plain modules of the new functors, and the extended ones of each operator, dtype and
+    direction on both device algorithms."""
+    keys = set()
+
+    def plain(op, dt):
+        keys.add(gpu.module_key(np.dtype(dt), scan_types(op, np.dtype(dt)), op))
+
+    def ext(op, dt, directions=(False, True)):
+        in_dt = np.dtype(dt)
+        for reverse in directions:
+            for device in ("lookback", "lookahead"):
+                if device == "lookahead" and op.state is not None and op.state.aux:
+                    continue
+                keys.add(extended.ext_module_key(in_dt, scan_types(op, in_dt), op, device, reverse))
+
+    for name, dt in [("nansum", "float32"), ("nanprod", "float64"), ("nanmax", "float32"), ("nanmin", "float64"),
+                     ("logaddexp", "float32"), ("logaddexp2", "float64"), ("gcd", "int64"), ("lcm", "int32")]:
+        plain(get_op(name), dt)
+        ext(get_op(name), dt, (True,))  # forwards: the plain module
+    for name, dt in [("sum", "int32"), ("sum", "float32"), ("sum", "float64"), ("max", "int64"), ("prod", "complex64"),
+                     ("bitwise_xor", "uint8"), ("min", "float16"), ("sum", "int8")]:
+        ext(get_op(name), dt, (True,))
+    for name, dt in [("sum", "int32"), ("sum", "float32"), ("max", "float64"), ("nansum", "float64"),
+                     ("prod", "int64"), ("sum", "int8")]:
+        ext(segmented(get_op(name), False), dt, (False,))
+        ext(segmented(get_op(name), True), dt, (True,))
+    for dt in ["float32", "float64", "complex64", "complex128", "int64"]:
+        for segs in (False, True):
+            for reverse in (False, True):
+                ext(affine(segs, reverse), dt, (reverse,))
+    ext(compensated(get_op("sum")), "float32")
+    ext(HYPOT, "float64")
+    ext(SATURATING, "int64")
+    cc.precompile(sorted(keys, key=repr))
+    yield
 
 
 def _close(got, ref, dtype, bound_scale):
@@ -203,9 +249,7 @@ def test_past_2_to_the_31_items():
 def test_declared_operators_on_the_gpu(rng):
     """A declared operator's CUDA expression compiled into the kernels (forward, reverse, exclusive,
     sizes past the look-ahead threshold); a declared structured state is refused with a clear error."""
-    hyp = distscan.Operator("hypot", np.hypot, identity=0.0, cuda="hypot(a, b)", commutative=True)
-    sat = distscan.Operator("saturating add", lambda a, b: np.minimum(a + b, 10**6), identity=0, kinds="i",
-                            cuda="(a + b < 1000000) ? a + b : 1000000")
+    hyp, sat = HYPOT, SATURATING
     for n in (1, 8193, (1 << 22) + 1):
         x = rng.standard_normal(n)
         k = rng.integers(0, 3, n)

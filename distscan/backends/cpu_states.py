@@ -175,7 +175,7 @@ def _declared(x, op, types, exclusive, seed, out, write):
     n, w = x.shape
     has_seed = seed is not None
     first = np.full(w, op.identity(types.acc), types.state) if st.fields is None else None
-    if st.fields is None and op.scalar is not None:
+    if st.fields is None and op.scalar is not None and not isinstance(op.scalar, np.ufunc):
         try:
             fn = compile_loop(_DECLARED, "scan", op.scalar, EXCLUSIVE=exclusive, WRITE=write)
             seed_row = np.ascontiguousarray(seed if has_seed else first, types.state).reshape(w)
@@ -186,7 +186,10 @@ def _declared(x, op, types, exclusive, seed, out, write):
     states = st.lift(x, (), types.acc)
     if has_seed:
         states = np.concatenate([np.asarray(seed, states.dtype).reshape(1, w), states])
-    scanned = _doubling(states, st.combine)
+    if st.fields is None and isinstance(st.user_combine, np.ufunc):  # sequential, as NumPy's accumulate
+        scanned = st.user_combine.accumulate(states, axis=0, dtype=states.dtype)
+    else:
+        scanned = _doubling(states, st.combine)
     if has_seed:
         scanned, before = scanned[1:], scanned[:-1]
     else:
@@ -199,7 +202,23 @@ def _declared(x, op, types, exclusive, seed, out, write):
     return np.array(scanned[-1])
 
 
+_ROWS: dict = {}  # constant rows (zeros, identities) by (value, w, dtype): small calls reuse them
+
+
 def _row(values, w, dtype) -> np.ndarray:
+    """``values`` (a scalar or a row of w) as a contiguous row of ``dtype`` (cheap: a call of 1000
+    items spends most of its time in such conversions)."""
+    if isinstance(values, np.ndarray) and values.shape == (w,):
+        return values if values.dtype == dtype and values.flags.c_contiguous else np.ascontiguousarray(values, dtype)
+    if np.ndim(values) == 0:
+        key = (values.item() if hasattr(values, "item") else values, w, dtype)
+        row = _ROWS.get(key) if key[0] == key[0] else None  # NaN keys would never be found again
+        if row is None:
+            row = np.full(w, values, dtype)
+            row.flags.writeable = False
+            if key[0] == key[0] and len(_ROWS) < 4096:
+                _ROWS[key] = row
+        return row
     return np.ascontiguousarray(np.broadcast_to(np.asarray(values, dtype).reshape(-1), (w,)))
 
 

@@ -166,7 +166,9 @@ class Operator(Op):
         if state is not None and (lift is None or project is None):
             raise ValueError("a declared state needs lift= and project=")
         ident = _identity_of(identity)
-        ufunc = combine if isinstance(combine, np.ufunc) and state is None else None
+        # A ufunc is the plain path's combine only when it commutes: the plain GPU reductions pair
+        # items in any order; the others take the ordered path of a declared state.
+        ufunc = combine if isinstance(combine, np.ufunc) and state is None and commutative else None
         tag = hashlib.sha256(f"{name}|{cuda}|{commutative}|{kinds}".encode()).hexdigest()[:12]
         functor = f"Declared_{tag}"
         source = _functor_source(functor, cuda, ident, kinds, commutative) if cuda else ""
