@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._arrays import foreign_device
-from ._call import KINDS, BACKENDS, Part, kind_key
+from ._call import BACKENDS, Part
+from ._kinds import KINDS, kind_key
 from .dist.agree import default_comm
 from .dist.plan import fail_exchange
 

@@ -81,11 +81,11 @@ def random_global(rng, n, dtype, trailing, op):
 
 def lean_checks(rng, check, failures):
     """The lean distributed call (1-D CuPy parts of a kind seen before: the call kinds of
-    ``distscan._call.KINDS``): against NumPy for integers and bitwise against the general path
+    ``distscan._kinds.KINDS``): against NumPy for integers and bitwise against the general path
     (``timings=``) for floats, with and without ``out=``, inclusive and exclusive, uneven and
     empty shards; then a rank whose dtype differs once the others' kinds are warm: the same
     error everywhere."""
-    from distscan import _call
+    from distscan import _kinds
 
     for dtype, kw in (("int32", {}), ("int32", {"dtype": "int32"}), ("int64", {}), ("float32", {}),
                       ("float64", {})):
@@ -101,7 +101,7 @@ def lean_checks(rng, check, failures):
                     try:
                         general = cp.asnumpy(distscan.cumsum(local, exclusive=exclusive, comm=comm, timings={}, **kw))
                         distscan.cumsum(local, exclusive=exclusive, comm=comm, **kw)  # registers the call kind
-                        kinds = [k for k in _call.KINDS._kinds if k[0] is cp.ndarray]
+                        kinds = [k for k in _kinds.KINDS._kinds if k[0] is cp.ndarray]
                         check(bool(kinds), f"{tag}: no call kind remembered")
                         outs = [distscan.cumsum(local, exclusive=exclusive, comm=comm, **kw)]
                         poisoned = cp.full(local.shape, 77, dtype=general.dtype)

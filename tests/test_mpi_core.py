@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import distscan
-from distscan._call import PLANS
+from distscan._kinds import PLANS
 
 from conftest import all_ranks_ok, shared_rng
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import distscan
-from distscan import _call
+from distscan import _call, _kinds
 from distscan.dist import exchange
 from distscan.ops import get_op
 
@@ -362,8 +362,8 @@ def test_recursive_doubling_exchange_gives_the_same_results(reverse, comm, monke
                                 reverse=reverse, comm=comm),
                 distscan.linear_recurrence(0.5, _part(g[:, 0] * 1.0, counts, comm), reverse=reverse, comm=comm)]
     monkeypatch.setattr(exchange, "DOUBLING_RANKS", 1)  # on every rank alike
-    _call.PLANS.clear()
-    _call.KINDS.clear()
+    _kinds.PLANS.clear()
+    _kinds.KINDS.clear()
     try:
         got = [distscan.cumsum(_part(g, counts, comm), reverse=reverse, comm=comm),
                distscan.cumsum(_part(g[:, 0], counts, comm), segments=_part(flags, counts, comm),
@@ -376,8 +376,8 @@ def test_recursive_doubling_exchange_gives_the_same_results(reverse, comm, monke
         with pytest.raises((TypeError, ValueError, distscan.DistScanError)):
             distscan.cumsum(bad, comm=comm)
     finally:
-        _call.PLANS.clear()
-        _call.KINDS.clear()
+        _kinds.PLANS.clear()
+        _kinds.KINDS.clear()
 
 
 def test_nancumprod_zeros_and_infinities_across_ranks(comm):
