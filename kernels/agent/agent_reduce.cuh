@@ -81,7 +81,7 @@ __device__ __forceinline__ void reduce_final(const TAcc *d_partials, int count, 
 template <typename TIn, typename TAcc, typename Op, typename Policy, bool REVERSE>
 __device__ __forceinline__ void reduce_tiles(const TIn *d_in, i64 n, i64 per_block, TAcc *d_partials, bool vector_ok,
                                              const Extra<TAcc> &ex) {
-    typedef TileAgent<TIn, TAcc, TAcc, Op, false, Policy, false, REVERSE> Tile;
+    typedef TileAgent<TIn, TAcc, TIn, Op, false, Policy, false, REVERSE> Tile;  // nothing is written: TOut only sizes the slices
     __shared__ __align__(16) char s_io[Policy::WARPS * Tile::IO_BYTES];
     __shared__ typename Tile::BScan::TempStorage s_scan;
     const int lane = threadIdx.x & 31;
