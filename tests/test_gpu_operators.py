@@ -34,7 +34,8 @@ try:
 except ImportError:  # pragma: no cover
     SELF = None
 
-SIZES = [1, 31, 257, 8193, 100_003, 1 << 22, (1 << 24) + 5]
+SIZES = [1, 31, 257, 8193, 100_003, (1 << 22) + 1]  # past 2^21 8-byte items: the look-ahead kernel
+LARGE = (1 << 23) + 5  # past the look-ahead threshold of 4-byte items
 HYPOT = distscan.Operator("hypot", np.hypot, identity=0.0, cuda="hypot(a, b)", commutative=True)
 SATURATING = distscan.Operator("saturating add", lambda a, b: np.minimum(a + b, 10**6), identity=0, kinds="i",
                                cuda="(a + b < 1000000) ? a + b : 1000000")
@@ -189,6 +190,27 @@ def test_linear_recurrence_matches_the_cpu(dtype, n, rng):
 
 @pytest.mark.parametrize("n", SIZES)
 def test_compensated_float32_within_2_ulp(n, rng):
+    _compensated_within_2_ulp(n, rng)
+
+
+def test_look_ahead_sizes_of_4_byte_items(rng):
+    """Reverse sums, NaN-aware sums and compensated sums of float32 past 2^23 items (the
+    look-ahead kernel, mirrored), and a segmented sum there (the look-back with its lead)."""
+    x = rng.standard_normal(LARGE).astype(np.float32)
+    x[rng.random(LARGE) < 0.01] = np.nan
+    for name, kw in [("nansum", dict(reverse=True)), ("nansum", {}), ("nanmax", dict(reverse=True))]:
+        ref = _cpu(distscan.scan, x, name, **kw)
+        _close(_gpu(distscan.scan, x, name, **kw), ref, np.float32, float(np.nansum(np.abs(x))) + 1)
+    x = np.nan_to_num(x)
+    flags = rng.random(LARGE) < 1e-4
+    for kw in [dict(reverse=True), dict(segments=flags), dict(segments=flags, reverse=True)]:
+        ref = _cpu(distscan.cumsum, x, **kw)
+        got = _gpu(distscan.cumsum, x, **{k: (cp.asarray(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()})
+        _close(got, ref, np.float32, float(np.sum(np.abs(x))) + 1)
+    _compensated_within_2_ulp(LARGE, rng)
+
+
+def _compensated_within_2_ulp(n, rng):
     k = rng.integers(-2**20, 2**20, n) * (2 ** rng.integers(0, 24, n))
     x = (k * 2.0**-12).astype(np.float32)
     units = (x.astype(np.float64) * 2**12).astype(np.int64)
