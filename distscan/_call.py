@@ -160,7 +160,7 @@ class Part:
                                 f"got {type(out).__name__}")
         coef = None
         if coefficients is not None:
-            coef = self._to_backend(to_native(coefficients)[0])
+            coef = self._to_backend(*to_native(coefficients)[:2])  # a NumPy a (or a number) beside CuPy b
             if dtype is None:  # y = a*y + b computes in the dtype NumPy gives a*b + b (a Python number is weak)
                 python_number = isinstance(coefficients, (int, float, complex)) and not isinstance(coefficients, bool)
                 dtype = np.result_type(coefficients if python_number else coef.dtype, work.dtype)
@@ -242,7 +242,7 @@ class Part:
         aux = []
         for name in self.op.state.aux:
             if name == "segments":
-                flags = self._to_backend(to_native(segments)[0])
+                flags = self._to_backend(*to_native(segments)[:2])
                 if flags.ndim != 1 or flags.shape[0] != n:
                     raise ValueError(f"segments must be a 1-D array of one flag per element along the scanned "
                                      f"axis ({n} here), got shape {tuple(flags.shape)}")
@@ -279,8 +279,9 @@ class Part:
         """The array module of the backend (NumPy or CuPy)."""
         return self.be.array_module()
 
-    def _to_backend(self, arr):
-        if self.native_backend == self.backend_name:
+    def _to_backend(self, arr, kind=None):
+        """``arr`` (native to the input's backend, or to ``kind``) on the backend that scans."""
+        if (self.native_backend if kind is None else kind) == self.backend_name:
             return arr
         if self.backend_name == "cuda":
             cupy = _need_cupy_backend()

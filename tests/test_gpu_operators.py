@@ -186,6 +186,11 @@ def test_linear_recurrence_matches_the_cpu(dtype, n, rng):
     ref = _cpu(distscan.linear_recurrence, 0.75, b)
     got = _gpu(distscan.linear_recurrence, 0.75, b)
     _close(got, ref, ref.dtype, np.abs(ref).max(initial=1) * np.ones(n))
+    # NumPy coefficients and flags beside a CuPy b: copied to the GPU
+    flags = rng.random(n) < 0.01
+    ref = _cpu(distscan.linear_recurrence, a, b, segments=flags, initial=1)
+    got = distscan.linear_recurrence(a, cp.asarray(b), segments=flags, initial=1, comm=SELF)
+    _close(got, ref, dtype, np.abs(ref).max(initial=1) * np.ones(n))
 
 
 @pytest.mark.parametrize("n", SIZES)

@@ -119,6 +119,10 @@ class Op:
     scalar : callable, optional
         A declared operator's combine of two scalars, which numba compiles for the CPU's
         sequential loops (None: the built-in formula, :data:`distscan.ops.jit.SCALAR_COMBINE`).
+    raw_first : bool
+        ``identity op x`` is not always ``x`` (``gcd(0, -4) == 4``, ``lcm(1, -4) == 4``) while
+        NumPy's accumulate copies the first item as it is: kernels that start from the identity
+        write the first item back (:func:`distscan.backends.cuda.general.scan`).
     """
 
     name: str
@@ -135,6 +139,7 @@ class Op:
     source: str = ""
     state: object = None
     scalar: Optional[Callable] = None
+    raw_first: bool = False
 
     def __post_init__(self):
         if self.neutral is None:
@@ -181,8 +186,8 @@ _TABLE = [
     # NumPy's other associative ufuncs: logcumsumexp and its base-2 form, gcd and lcm.
     Op("logaddexp", np.logaddexp, "LogAddExp", _minus_inf, _FLOAT),
     Op("logaddexp2", np.logaddexp2, "LogAddExp2", _minus_inf, _FLOAT),
-    Op("gcd", np.gcd, "Gcd", _zero, _INTEGER),
-    Op("lcm", np.lcm, "Lcm", _one, _INTEGER),
+    Op("gcd", np.gcd, "Gcd", _zero, _INTEGER, raw_first=True),
+    Op("lcm", np.lcm, "Lcm", _one, _INTEGER, raw_first=True),
 ]
 
 # OPS: the operators every test of the backends runs over (ten); ALL_OPS: every named operator.

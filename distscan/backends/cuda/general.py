@@ -82,13 +82,29 @@ def scan_lean(x, op: Op, types: ScanTypes, exclusive: bool, out, seed=None):
     if x.size:
         r = scan_fast(x, op, types, exclusive, out, "auto", seed)
         if r is not None:
-            return r
+            return _raw_first(x, r, op, exclusive or seed is not None)
     result = scan(x, op, types, exclusive=exclusive, seed=seed, out=out)[0]
     return result if out is None else out
 
 
+def _raw_first(x, result, op: Op, seeded: bool, reverse: bool = False):
+    """NumPy's accumulate copies its first item; the kernels combine it with the identity, which
+    for gcd and lcm drops its sign (``gcd(0, -4) == 4``): write it back where nothing came before."""
+    if op.core.raw_first and not seeded and x.shape[0]:
+        first = -1 if reverse else 0
+        result[first] = x[first]
+    return result
+
+
 def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto",
          aux=(), reverse=False, initial=None):
+    result, total = _scan(x, op, types, exclusive=exclusive, seed=seed, out=out, want_total=want_total,
+                          algorithm=algorithm, aux=aux, reverse=reverse, initial=initial)
+    return _raw_first(x, result, op, exclusive or seed is not None or initial is not None, reverse), total
+
+
+def _scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto",
+          aux=(), reverse=False, initial=None):
     if reverse or aux or op.state is not None:  # suffix scans and state operators: scan_ext_kernel
         return extended.scan(x, op, types, exclusive=exclusive, seed=seed, out=out, want_total=want_total,
                              algorithm=algorithm, aux=aux, reverse=reverse, initial=initial)
