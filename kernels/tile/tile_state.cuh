@@ -80,20 +80,31 @@ struct StatusWord {
         unsigned int c[K];
     };
 
+    // The word (epoch << 32) | chunk, put together in PTX.  A chunk that holds a state's
+    // padding (util/states.cuh: a flag and the bytes after it) is undefined to the compiler,
+    // and in C++ `((u64)epoch << 32) | chunk` it may then make the whole word undefined: it did
+    // for AffStartsState<double> on the look-back with its lead, whose epochs came out as
+    // garbage and whose readers waited for ever.  An asm's result is opaque: the epoch half is
+    // the epoch whatever the chunk holds.
+    static __device__ __forceinline__ u64 word(unsigned chunk, unsigned epoch) {
+        u64 w;
+        asm("mov.b64 %0, {%1, %2};" : "=l"(w) : "r"(chunk), "r"(epoch));
+        return w;
+    }
+
     // Publish `value` at d_words[0..K) for launch `epoch`.
     static __device__ __forceinline__ void store(u64 *d_words, T value, unsigned epoch) {
         Chunks u;
 #pragma unroll
         for (int k = 0; k < K; ++k) u.c[k] = 0u;
         u.value = value;
-        const u64 hi = (u64)epoch << 32;
         if (K == 1) {
-            asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(d_words), "l"(hi | u.c[0]) : "memory");
+            asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(d_words), "l"(word(u.c[0], epoch)) : "memory");
         } else {
 #pragma unroll
             for (int k = 0; k < K; k += 2)
                 asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(d_words + k),
-                             "l"(hi | u.c[k]), "l"(hi | u.c[k + 1])
+                             "l"(word(u.c[k], epoch)), "l"(word(u.c[k + 1], epoch))
                              : "memory");
         }
     }
