@@ -24,7 +24,7 @@ from .. import pipeline
 from ..io import check_replaceable, same_file
 from ..pipeline.progress import NullProgress, Progress, check_env_value, choose_mode
 from ..pipeline.verify import VerificationError
-from .args import build_parser
+from .args import build_parser, build_recurrence_parser
 from .signals import EXIT_ERROR, EXIT_OK, EXIT_USAGE, EXIT_VERIFY, Interrupts, final_agreement, launched_ranks
 
 
@@ -110,13 +110,18 @@ def _say(text: str, stream=None) -> None:
 
 def _run(args, comm, rank: int) -> dict:
 
-    output = args.output or pipeline.default_output(args.input, args.op, args.exclusive)
+    coefficients = getattr(args, "coefficients", None)
+    output = args.output or pipeline.default_output(
+        args.input, args.op, args.exclusive, reverse=args.reverse, segmented=args.segments is not None,
+        compensated=args.compensated, recurrence=coefficients is not None)
     if args.report:
         decide_on_root(comm, lambda: _check_report_path(args.report, args.input, output))
     job = pipeline.Job(input=args.input, output=output, op=args.op, exclusive=args.exclusive, dtype=args.dtype,
                        backend=args.backend, strategy=args.strategy, hierarchy=args.hierarchy,
                        algorithm=args.algorithm, force=args.force, verify=args.verify, gpu=args.gpu,
-                       gpu_memory_limit=args.gpu_memory_limit, memory_limit=args.memory_limit, fsync=args.fsync)
+                       gpu_memory_limit=args.gpu_memory_limit, memory_limit=args.memory_limit, fsync=args.fsync,
+                       reverse=args.reverse, segments=args.segments, compensated=args.compensated,
+                       coefficients=coefficients, initial=getattr(args, "initial", None))
     mode, ncols = ("off", None) if rank != 0 or args.quiet else choose_mode(args.progress)
 
     def progress(label, total):
@@ -142,7 +147,8 @@ def _run(args, comm, rank: int) -> dict:
     if rank == 0 and not args.quiet:
         t = report["times_s"]
         _say(f"distscan: wrote {report['output']} ({report['elements']:,} {report['result_dtype']}, "
-             f"{_human(report['output_bytes'])}): {'exclusive ' if job.exclusive else ''}{report['op']} scan "
+             f"{_human(report['output_bytes'])}): {'reverse ' if job.reverse else ''}"
+             f"{'exclusive ' if job.exclusive else ''}{report['op']} scan "
              f"on {report['ranks']} rank{'s' if report['ranks'] > 1 else ''} in {t['total']:.3f} s "
              f"(read {t['read']:.3f} s, scan {t['scan']:.3f} s, write {t['write']:.3f} s)")
         if "gpu" in report:
@@ -175,9 +181,11 @@ def main(argv=None) -> int:
     world = MPI.COMM_WORLD if MPI is not None else None
     rank = world.Get_rank() if world is not None else 0
     size = world.Get_size() if world is not None else 1
-    parser = build_parser(rank)
+    words = list(sys.argv[1:] if argv is None else argv)
+    recurrence = bool(words) and words[0] == "recurrence"  # distscan recurrence A.npy B.npy
+    parser = build_recurrence_parser(rank) if recurrence else build_parser(rank)
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(words[1:] if recurrence else words)
         if args.backend != "cuda":
             for flag, value in (("--gpu", args.gpu), ("--gpu-memory-limit", args.gpu_memory_limit)):
                 if value is not None:

@@ -7,7 +7,7 @@ import argparse
 import numpy as np
 
 from ..algorithms import resolve_algorithm
-from ..ops import OPS, get_op
+from ..ops import ALL_OPS, get_op
 from ..pipeline.context import parse_bytes
 
 
@@ -115,20 +115,37 @@ def _size_arg(text: str) -> str:
     return text
 
 
+_RECURRENCE_DESCRIPTION = """\
+Linear recurrence y[i] = a[i] * y[i-1] + b[i] (y[-1] = --initial, default 0) over the arrays
+in two .npy files of the same shape, in parallel over MPI ranks, along axis 0: each rank
+composes its rows' affine maps, the ranks exchange one map each, and each rank runs its rows
+from the value before them.  --reverse: y[i] = a[i] * y[i+1] + b[i] from the end.  The result
+dtype is NumPy's for a*b + b (or --dtype).  Each rank holds its rows (A, B and Y) in memory.
+"""
+
+_RECURRENCE_EPILOG = """\
+examples:
+  mpiexec -n 4 python -m distscan recurrence decay.npy signal.npy -o filtered.npy
+  python -m distscan recurrence gamma_not_done.npy rewards.npy --reverse -o returns.npy
+  python -m distscan recurrence a.npy b.npy --segments starts.npy --initial 1.0
+
+The output, its temporary name, --force, --report and the exit status are as for a scan
+(python -m distscan --help).
+"""
+
+
 def build_parser(rank: int = 0) -> argparse.ArgumentParser:
     p = _Parser(prog="distscan", description=_DESCRIPTION, epilog=_EPILOG, rank=rank,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input", metavar="INPUT.npy", help="input .npy file (C order, numeric dtype, at least 1-D)")
-    p.add_argument("-o", "--output", metavar="OUTPUT.npy",
-                   help="output .npy file (default: beside the input, e.g. INPUT.cumsum.npy)")
     p.add_argument("--op", type=_op_arg, default="sum", metavar="OP",
-                   help=f"operator: {', '.join(OPS)} (aliases such as cumsum, add, maximum work); default sum")
+                   help=f"operator: {', '.join(ALL_OPS)} (aliases such as cumsum, add, maximum, fmax work; "
+                        "logaddexp is logcumsumexp); default sum")
     p.add_argument("--exclusive", action="store_true",
                    help="exclusive scan: element i combines the elements before i (the first is the identity)")
-    p.add_argument("--dtype", type=_dtype_arg, metavar="DT",
-                   help="result dtype (input cast to it first, as numpy.cumsum(dtype=...)); default as NumPy")
-    p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
-                   help="where the scan runs (default auto: cpu for file input)")
+    p.add_argument("--compensated", action="store_true",
+                   help="float sums carried as (sum, error) pairs: within a few ulp of the exact prefix sums")
+    _shared_options(p, "INPUT.cumsum.npy")
     p.add_argument("--strategy", choices=("auto", "reduce_then_scan", "scan_then_add"), default="auto",
                    help="distributed scan shape: reduce_then_scan (3N bytes) or scan_then_add (4N); default auto")
     p.add_argument("--algorithm", type=_algorithm_arg, default="auto", metavar="NAME",
@@ -136,7 +153,41 @@ def build_parser(rank: int = 0) -> argparse.ArgumentParser:
                         "kogge_stone_double_buffer, brent_kung, blelloch, coarsened (inside a tile), "
                         "hierarchical, domino, lookback (between tiles); default auto")
     p.add_argument("--hierarchy", choices=("auto", "flat", "node"), default="auto",
-                   help="how slice totals travel: flat Exscan, or node then cluster; default auto")
+                   help="how slice totals travel: one exchange of every rank's carry (an Allgather, or "
+                        "recursive doubling from DISTSCAN_DOUBLING_RANKS ranks), or node then cluster; default auto")
+    p.add_argument("--verify", action="store_true", help="check the result by an independent route (see below)")
+    _output_options(p)
+    return p
+
+
+def build_recurrence_parser(rank: int = 0) -> argparse.ArgumentParser:
+    """``distscan recurrence A.npy B.npy``: the parser of the linear-recurrence command."""
+    p = _Parser(prog="distscan recurrence", description=_RECURRENCE_DESCRIPTION, epilog=_RECURRENCE_EPILOG,
+                rank=rank, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("coefficients", metavar="A.npy", help="the coefficients a (the same shape as B)")
+    p.add_argument("input", metavar="B.npy", help="the inputs b")
+    p.add_argument("--initial", type=float, default=0.0, metavar="Y0",
+                   help="y[-1], the value before the first element (and where each segment starts again); default 0")
+    _shared_options(p, "B.recurrence.npy")
+    _output_options(p)
+    p.set_defaults(op="sum", exclusive=False, compensated=False, strategy="auto", algorithm="auto",
+                   hierarchy="auto", verify=False)
+    return p
+
+
+def _shared_options(p, default_name: str) -> None:
+    """What a scan and a recurrence both take: output, direction, segments, dtype, backend, GPU, memory."""
+    p.add_argument("-o", "--output", metavar="OUTPUT.npy",
+                   help=f"output .npy file (default: beside the input, e.g. {default_name})")
+    p.add_argument("--reverse", action="store_true",
+                   help="suffix scan: element i combines the elements from i to the end (the last rank's rows first)")
+    p.add_argument("--segments", metavar="FLAGS.npy",
+                   help="one flag per row (bool, or integers 0/1): a True row starts a new segment, whose scan "
+                        "drops what came before (with --reverse the flags still mark each run's first row)")
+    p.add_argument("--dtype", type=_dtype_arg, metavar="DT",
+                   help="result dtype (input cast to it first, as numpy.cumsum(dtype=...)); default as NumPy")
+    p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="where the scan runs (default auto: cpu for file input)")
     p.add_argument("--gpu", metavar="INDEX", type=_gpu_arg,
                    help="--backend cuda: the GPU this rank uses (default: DISTSCAN_GPU, else the rank's index on "
                         "its node; DISTSCAN_ALLOW_SHARED_GPU=1 lets more ranks than GPUs share them)")
@@ -146,9 +197,11 @@ def build_parser(rank: int = 0) -> argparse.ArgumentParser:
     p.add_argument("--memory-limit", metavar="SIZE", type=_size_arg,
                    help="host memory a rank may hold, e.g. 4G (default: half the available memory, split "
                         "between the ranks of a node); a larger slice is read twice instead of held")
+
+
+def _output_options(p) -> None:
     p.add_argument("--fsync", action="store_true",
                    help="make the output durable on disk before it is renamed into place (slower; see below)")
-    p.add_argument("--verify", action="store_true", help="check the result by an independent route (see below)")
     p.add_argument("--report", metavar="FILE.json",
                    help="write sizes, ranks, backend, per-phase times and throughput as JSON")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
@@ -158,4 +211,3 @@ def build_parser(rank: int = 0) -> argparse.ArgumentParser:
     p.add_argument("--no-progress", dest="progress", action="store_const", const=False,
                    help="show no progress")
     p.add_argument("--debug", action="store_true", help="print full tracebacks on errors (from every rank)")
-    return p

@@ -25,11 +25,15 @@ import time
 from typing import Callable, Optional
 
 from .. import io as _io
+import numpy as np
+
+from .._call import call_op
 from .._dtypes import scan_types
 from ..ops import get_op
 from .context import Context, Job, default_output, null_progress  # noqa: F401 - the pipeline's names
 from .cuda import run_gpu
 from .finish import run_empty
+from .general import run_general
 from .host import run_cpu
 from .report import report as _report
 
@@ -38,16 +42,33 @@ PIPELINES: dict = {"cpu": run_cpu, "cuda": run_gpu}
 
 
 def prepare(job: Job, comm=None) -> tuple:
-    """Collective: read the header on rank 0, resolve the operator and dtypes on every rank.
+    """Collective: read the headers on rank 0, resolve the operator and dtypes on every rank.
 
-    Returns ``(header, op, types)``.  Raises the same exception on every rank for a
-    bad input, an unknown operator or dtype, or an operator the dtype does not support.
+    Returns ``(header, op, types, aux_headers)``; ``aux_headers`` are the headers of the segment
+    flags and of the coefficients (None where the job has none).  Raises the same exception on
+    every rank for a bad input, an unknown operator or dtype, an operator the dtype does not
+    support, or flags and coefficients that do not match the input's rows.
     """
     header = _io.open_input(job.input, comm)  # agreed by broadcast
-    # Pure functions of the header and the arguments: every rank gets the same answer.
-    op = get_op(job.op)
-    types = scan_types(op, header.dtype, job.dtype)
-    return header, op, types
+    flags = None if job.segments is None else _io.open_input(job.segments, comm)
+    coef = None if job.coefficients is None else _io.open_input(job.coefficients, comm)
+    # Pure functions of the headers and the arguments: every rank gets the same answer.
+    if flags is not None and (len(flags.shape) != 1 or flags.rows != header.rows or flags.dtype.kind not in "biu"):
+        raise ValueError(f"--segments {job.segments}: expected one flag (bool or integer) per row of the input, "
+                         f"a 1-D array of {header.rows} items; got {flags.dtype} {flags.shape}")
+    if coef is not None and coef.shape != header.shape:
+        raise ValueError(f"recurrence: A {job.coefficients} has shape {coef.shape}, B {job.input} has "
+                         f"{header.shape}; they must be the same")
+    if job.verify and (job.reverse or flags is not None or coef is not None):
+        raise ValueError("--verify checks forward scans (compensated sums too); it does not check --reverse, "
+                         "--segments or recurrences yet")
+    op = call_op(get_op(job.op), segments=None if flags is None else True, compensated=job.compensated,
+                 coefficients=None if coef is None else True, reverse=job.reverse)
+    dtype = job.dtype
+    if coef is not None and dtype is None:  # y = a*y + b in the dtype NumPy gives a*b + b
+        dtype = np.result_type(coef.dtype, header.dtype)
+    types = scan_types(op, header.dtype.newbyteorder("="), dtype)
+    return header, op, types, (flags, coef)
 
 
 def run(job: Job, comm=None, *, progress: Optional[Callable] = None, notice: Optional[Callable] = None,
@@ -79,14 +100,14 @@ def run(job: Job, comm=None, *, progress: Optional[Callable] = None, notice: Opt
     """
     t_start = time.perf_counter()
     progress = progress or null_progress
-    header, op, types = prepare(job, comm)
+    header, op, types, aux_headers = prepare(job, comm)
     size = 1 if comm is None else comm.Get_size()
     rank = 0 if comm is None else comm.Get_rank()
     empty = header.size == 0
     start, stop = (0, 0) if empty else _io.block_split(header.rows, size, rank)
     ctx = Context(comm=comm, header=header, op=op, types=types, start=start, stop=stop, progress=progress,
-                  t_start=t_start)
-    pipeline = run_empty if empty else PIPELINES.get(job.backend, run_cpu)
+                  t_start=t_start, aux_headers=aux_headers)
+    pipeline = run_empty if empty else run_general if job.general else PIPELINES.get(job.backend, run_cpu)
     t0 = time.perf_counter()
     writer = _io.NpyWriter(job.output, header.shape, types.result, comm=comm, force=job.force,
                            protect=(job.input,), notice=notice, fsync=job.fsync)

@@ -24,16 +24,21 @@ from .progress import NullProgress
 _OUTPUT_WORDS = {"sum": "cumsum", "prod": "cumprod", "max": "cummax", "min": "cummin"}
 
 
-def default_output(input_path: str, op, exclusive: bool = False) -> str:
+def default_output(input_path: str, op, exclusive: bool = False, *, reverse: bool = False,
+                   segmented: bool = False, compensated: bool = False, recurrence: bool = False) -> str:
     """The output name beside the input: ``data.npy`` -> ``data.cumsum.npy``.
 
     ``data.exclusive-cumsum.npy`` for exclusive scans; ``data.scan-bitwise_xor.npy``
-    (``data.exclusive-scan-bitwise_xor.npy``) for operators without a NumPy ``cum*`` name.
+    (``data.exclusive-scan-bitwise_xor.npy``) for operators without a NumPy ``cum*`` name;
+    ``reverse-``, ``segmented-`` and ``compensated-`` before the word for those scans, in that
+    order (``data.reverse-segmented-cumsum.npy``); ``B.recurrence.npy`` for a recurrence of ``B``.
     """
     name = get_op(op).name
-    word = _OUTPUT_WORDS.get(name, f"scan-{name}")
-    if exclusive:
-        word = f"exclusive-{word}"
+    word = "recurrence" if recurrence else _OUTPUT_WORDS.get(name, f"scan-{name}")
+    for flag, prefix in ((compensated, "compensated"), (segmented, "segmented"), (exclusive, "exclusive"),
+                         (reverse, "reverse")):
+        if flag:
+            word = f"{prefix}-{word}"
     stem = input_path[:-4] if input_path.lower().endswith(".npy") else input_path
     return f"{stem}.{word}.npy"
 
@@ -57,6 +62,16 @@ class Job:
     gpu_memory_limit: Optional[str] = None  # --gpu-memory-limit: e.g. "2G" (default: 85 % of free)
     memory_limit: Optional[str] = None      # --memory-limit: host memory a rank may hold (default: a share)
     fsync: bool = False                     # --fsync: the output durable before the rename
+    reverse: bool = False                   # --reverse: suffix scans, the last rank's rows first
+    segments: Optional[str] = None          # --segments FLAGS.npy: one flag per row, True starts a segment
+    compensated: bool = False               # --compensated: float sums carried as (sum, error)
+    coefficients: Optional[str] = None      # recurrence A.npy B.npy: y[i] = a[i] * y[i-1] + b[i], A here
+    initial: Optional[float] = None         # recurrence --initial: y[-1]
+
+    @property
+    def general(self) -> bool:
+        """Whether the scan carries a state or runs backwards (:mod:`distscan.pipeline.general`)."""
+        return self.reverse or self.segments is not None or self.compensated or self.coefficients is not None
 
 
 @dataclass
@@ -83,6 +98,7 @@ class Context:
     spans: dict = field(default_factory=dict)   # phase -> (start, end) seconds from t_start
     t_start: Optional[float] = None
     host: Optional[dict] = None                 # the chunked pipeline's mode and sizes
+    aux_headers: tuple = (None, None)           # the headers of the segment flags and coefficients
 
     @property
     def rank(self) -> int:

@@ -12,11 +12,12 @@ from .. import io as _io
 PIECE_ROWS = 1 << 20
 
 
-def check_every_row(hdr, x2, start, op, types, carry, exclusive):
+def check_every_row(hdr, x2, start, op, types, carry, exclusive, raw_first=False):
     """For exact operators: every row of this rank's output against its predecessor.
 
     Inclusive: ``out[i] == out[i-1] op x[i]``, with ``out[start-1]`` the carry;
-    exclusive: ``out[start] == carry`` and ``out[i] == out[i-1] op x[i-1]``.
+    exclusive: ``out[start] == carry`` and ``out[i] == out[i-1] op x[i-1]``.  ``raw_first``: this
+    part starts the array and its first row is the input's (gcd, lcm: NumPy copies it).
     One vectorized ufunc call per chunk, no ``accumulate``: a single wrong
     element anywhere is found.  Returns a message for the first mismatch, or None.
     """
@@ -39,6 +40,8 @@ def check_every_row(hdr, x2, start, op, types, carry, exclusive):
             prev_x = xs[-1].copy()
         else:
             want = op.ufunc(before, xs).astype(types.result)
+            if raw_first and lo == 0:  # the global first row, as NumPy's accumulate copies it (gcd, lcm)
+                want[0] = xs[0]
         bad = ~((got == want) | (isnan(got) & isnan(want)))
         if bad.any():
             i, j = np.unravel_index(int(np.argmax(bad)), bad.shape)

@@ -1,0 +1,212 @@
+"""The command's scans of issue 30 end to end: ``--reverse``, ``--segments FLAGS.npy``,
+``--compensated``, the NaN-aware and other new ``--op`` names (with ``--verify``), and
+``distscan recurrence A.npy B.npy``, at 1 rank (in-process) and at 2 and 3 ranks (one mpiexec
+job per rank count, ``_mpi_run.CliBatches``), against sequential references: integers exactly,
+floats within stated bounds.  Failures end with one line, the same non-zero status on every
+rank, and no output left behind.
+"""
+
+import contextlib
+import io
+import os
+
+import numpy as np
+import pytest
+
+from _mpi_run import CliBatches
+from distscan import cli
+from distscan.pipeline import default_output
+
+pytestmark = [
+    pytest.mark.timeout(240),
+    pytest.mark.skipif(bool(os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")),
+                       reason="launches mpiexec itself; run it from a serial pytest"),
+]
+
+N = 20_011  # rows: uneven blocks at 2 and 3 ranks
+
+
+def _runs(flags, n):
+    """[lo, hi) of each segment: a flag starts one, and so does row 0."""
+    starts = sorted(set([0] + [int(i) for i in np.flatnonzero(flags)]))
+    return list(zip(starts, starts[1:] + [n]))
+
+
+def seg_scan(x, flags, ufunc, *, exclusive=False, reverse=False, identity=0):
+    """Each segment scanned alone by NumPy (right to left with ``reverse``), in x's dtype."""
+    out = np.empty_like(x)
+    for lo, hi in _runs(flags, len(x)):
+        part = x[lo:hi][::-1] if reverse else x[lo:hi]
+        acc = ufunc.accumulate(part, axis=0)
+        if exclusive:
+            acc = np.concatenate([np.full((1,) + x.shape[1:], identity, x.dtype), acc[:-1]])
+        out[lo:hi] = acc[::-1] if reverse else acc
+    return out
+
+
+def recurrence(a, b, *, initial=0.0, flags=None, reverse=False):
+    """y[i] = a[i] y[i-1] + b[i] by a float64 loop; a flag restarts from ``initial``."""
+    n = len(b)
+    y = np.empty(b.shape, np.float64)
+    order = range(n - 1, -1, -1) if reverse else range(n)
+    run_start = np.zeros(n, bool)
+    if flags is not None:  # the first row of each run in scan order restarts the recurrence
+        for lo, hi in _runs(flags, n):
+            run_start[hi - 1 if reverse else lo] = True
+    prev = np.full(b.shape[1:], float(initial))
+    for i in order:
+        if run_start[i]:
+            prev = np.full(b.shape[1:], float(initial))
+        prev = a[i].astype(np.float64) * prev + b[i]
+        y[i] = prev
+    return y
+
+
+def _data(folder, seed):
+    """The inputs of every case (seeded by the rank count), saved into ``folder`` when given."""
+    rng = np.random.default_rng(seed)
+    ints = rng.integers(-50, 50, (N, 3)).astype(np.int32)
+    flags = rng.random(N) < 0.002
+    a = rng.uniform(-1, 1, N)
+    b = rng.standard_normal(N)
+    exact = (rng.integers(-2**20, 2**20, N) * 2.0**-10).astype(np.float32)  # sums exact in float64
+    nans = rng.standard_normal(N)
+    nans[rng.random(N) < 0.1] = np.nan
+    g = rng.integers(-60, 60, N)
+    for name, arr in [("ints", ints), ("flags", flags), ("a", a), ("b", b), ("exact", exact), ("nans", nans),
+                      ("g", g), ("short", flags[:-1]), ("a2", np.stack([a, a], 1))]:
+        if folder is not None:
+            np.save(folder / f"{name}.npy", arr)
+    return dict(ints=ints, flags=flags, a=a, b=b, exact=exact, nans=nans, g=g)
+
+
+# (key, argv after the files are made, output file name, check(data, result))
+def _check_reverse(d, y):
+    np.testing.assert_array_equal(y, np.cumsum(d["ints"][::-1], axis=0, dtype=np.int64)[::-1])
+
+
+def _check_seg_exclusive_max(d, y):
+    np.testing.assert_array_equal(y, seg_scan(d["ints"], d["flags"], np.maximum, exclusive=True,
+                                              identity=np.iinfo(np.int32).min))
+
+
+def _check_reverse_seg_sum(d, y):
+    np.testing.assert_array_equal(y, seg_scan(d["ints"].astype(np.int64), d["flags"], np.add, reverse=True))
+
+
+def _check_recurrence(d, y):
+    ref = recurrence(d["a"], d["b"], initial=2.0, flags=d["flags"], reverse=True)
+    np.testing.assert_allclose(y, ref, rtol=0, atol=1e-12 * (np.abs(ref).max() + 1))
+
+
+def _check_compensated(d, y):
+    exact = np.cumsum(d["exact"].astype(np.float64))  # exact: multiples of 2^-10 below 2^35
+    rounded = exact.astype(np.float32)
+    ulp = np.spacing(np.abs(rounded))
+    assert np.all(np.abs(y.astype(np.float64) - rounded) <= 2 * ulp), np.max(np.abs(y - rounded) / ulp)
+
+
+def _check_nansum(d, y):
+    ref = np.nancumsum(d["nans"])
+    np.testing.assert_allclose(y, ref, rtol=0, atol=1e-12 * (np.nansum(np.abs(d["nans"])) + 1))
+
+
+def _check_logaddexp(d, y):
+    np.testing.assert_allclose(y, np.logaddexp.accumulate(d["nans"]), rtol=1e-12, equal_nan=True)
+
+
+def _check_gcd(d, y):
+    np.testing.assert_array_equal(y, np.gcd.accumulate(d["g"]))
+
+
+GOOD = [
+    ("reverse", ["ints.npy", "--reverse"], "ints.reverse-cumsum.npy", _check_reverse),
+    ("seg_excl_max", ["ints.npy", "--segments", "flags.npy", "--exclusive", "--op", "max"],
+     "ints.exclusive-segmented-cummax.npy", _check_seg_exclusive_max),
+    ("rev_seg_sum", ["ints.npy", "--segments", "flags.npy", "--reverse", "--dtype", "int64"],
+     "ints.reverse-segmented-cumsum.npy", _check_reverse_seg_sum),
+    ("recurrence", ["recurrence", "a.npy", "b.npy", "--initial", "2", "--segments", "flags.npy", "--reverse"],
+     "b.reverse-segmented-recurrence.npy", _check_recurrence),
+    ("compensated", ["exact.npy", "--compensated", "--verify"], "exact.compensated-cumsum.npy", _check_compensated),
+    ("nansum", ["nans.npy", "--op", "nansum", "--verify"], "nans.scan-nansum.npy", _check_nansum),
+    ("logaddexp", ["nans.npy", "--op", "logaddexp"], "nans.scan-logaddexp.npy", _check_logaddexp),
+    ("gcd", ["g.npy", "--op", "gcd", "--verify"], "g.scan-gcd.npy", _check_gcd),
+]
+
+BAD = [
+    ("short_flags", ["ints.npy", "--segments", "short.npy"], "one flag (bool or integer) per row"),
+    ("shapes", ["recurrence", "a2.npy", "b.npy"], "must be the same"),
+    ("verify_reverse", ["ints.npy", "--reverse", "--verify"], "does not check --reverse"),
+    ("compensated_ints", ["ints.npy", "--compensated"], "compensated"),
+]
+
+
+def _argv(folder, words):
+    return [str(folder / w) if w.endswith(".npy") else w for w in words]
+
+
+@pytest.fixture(scope="module")
+def batches(tmp_path_factory):
+    b = CliBatches(tmp_path_factory, timeout=200)
+    for ranks in (2, 3):
+        for key, words, *_ in GOOD + BAD:
+            def prepare(folder, words=words, ranks=ranks):
+                _data(folder, ranks)
+                return _argv(folder, words) + ["--quiet"], {}
+            b.add(ranks, key, prepare)
+    return b
+
+
+def _one_rank(tmp_path, words):
+    _data(tmp_path, 1)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = cli.main(_argv(tmp_path, words) + ["--quiet"])
+    return tmp_path, code, err.getvalue()
+
+
+def _outputs(folder):
+    return sorted(f for f in os.listdir(folder) if f.count(".") > 1 or f.endswith(".part"))
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+@pytest.mark.parametrize("key,words,name,check", GOOD, ids=[g[0] for g in GOOD])
+def test_scans_of_issue_30_match_references(tmp_path, batches, ranks, key, words, name, check):
+    if ranks == 1:
+        folder, code, err = _one_rank(tmp_path, words)
+    else:
+        folder, proc, _ = batches.get(ranks, key)
+        code, err = proc.returncode, proc.stderr
+    assert code == 0, err
+    check(_data(None, ranks), np.load(folder / name))
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+@pytest.mark.parametrize("key,words,message", BAD, ids=[b[0] for b in BAD])
+def test_bad_combinations_fail_cleanly(tmp_path, batches, ranks, key, words, message):
+    if ranks == 1:
+        folder, code, err = _one_rank(tmp_path, words)
+    else:
+        folder, proc, _ = batches.get(ranks, key)
+        code, err = proc.returncode, proc.stderr
+    assert code == 1, err
+    lines = [line for line in err.splitlines() if line.startswith("distscan: error")]
+    assert len(lines) == 1 and message in lines[0], err  # rank 0 speaks for every rank
+    assert _outputs(folder) == [], _outputs(folder)  # nothing published, no temporary file
+
+
+def test_default_output_names_of_the_new_scans():
+    assert default_output("d/x.npy", "sum", reverse=True) == "d/x.reverse-cumsum.npy"
+    assert default_output("x.npy", "max", True, segmented=True) == "x.exclusive-segmented-cummax.npy"
+    assert default_output("x.npy", "sum", compensated=True) == "x.compensated-cumsum.npy"
+    assert default_output("b.npy", "sum", recurrence=True, reverse=True) == "b.reverse-recurrence.npy"
+    assert default_output("x.npy", "nansum") == "x.scan-nansum.npy"
+
+
+def test_recurrence_help_names_its_form(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.args.build_recurrence_parser().parse_args(["--help"])
+    assert exc.value.code == 0
+    assert "y[i] = a[i] * y[i-1] + b[i]" in capsys.readouterr().out
+    assert cli.main(["recurrence", "--help"]) == 0  # the command's own form
+    assert "distscan recurrence" in capsys.readouterr().out
