@@ -318,9 +318,14 @@ def reduce(x, op="sum", *, dtype=None, comm=None, axis=0, backend="auto"):
     if rows == 0 and plan.op.name in ("max", "min"):
         raise ValueError(f"zero-size array to reduction operation {plan.op.name} which has no identity")
     acc = plan.types.acc
-    identity = np.full(plan.w, plan.op.identity(acc), acc)
-    # NumPy's reductions start from the identity (np.sum([-0.0]) is +0.0); carries start from the
-    # neutral element (-0.0 for float sums), which keeps a part's own signs.
-    total = identity if total is None else plan.op.ufunc(identity, np.asarray(total, acc)).astype(acc)
+    if plan.op.ufunc is None:  # a declared operator: the total is its state (the identity if empty), projected
+        state = plan.op.state
+        empty = np.full(plan.w, state.neutral(acc), state.dtype(acc))
+        total = np.asarray(state.project(empty if total is None else np.asarray(total, state.dtype(acc))))
+    else:
+        identity = np.full(plan.w, plan.op.identity(acc), acc)
+        # NumPy's reductions start from the identity (np.sum([-0.0]) is +0.0); carries start from the
+        # neutral element (-0.0 for float sums), which keeps a part's own signs.
+        total = identity if total is None else plan.op.ufunc(identity, np.asarray(total, acc)).astype(acc)
     total = np.asarray(total).astype(plan.types.result)
     return total.reshape(plan.trailing)[()] if plan.trailing else total[0]

@@ -26,11 +26,11 @@ def _made(key, build) -> Op:
 
 def segmented(base: Op, reverse: bool = False) -> Op:
     """``base`` restarted at every flagged element (in reverse: the same runs, right to left)."""
-    if base.state is not None:
-        raise ValueError(f"segments= takes a plain operator, not {base.name!r}")
-    if base.source:
+    if base.source or getattr(base.state, "kind", None) == "declared":
         raise ValueError(f"segments= with the declared operator {base.name!r} is not supported; "
                          "declare its state with the segment flag instead")
+    if base.state is not None:
+        raise ValueError(f"segments= takes a plain operator, not {base.name!r}")
     state = Segmented(base, ends=reverse)
     functor = f"{'SegmentedEnds' if reverse else 'Segmented'}<distscan::{base.functor}>"
     return _made(("segmented", base, reverse), lambda: Op(
