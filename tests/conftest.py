@@ -29,6 +29,7 @@ import pytest
 from tests.support import seeds
 from tests.support.devices import HAVE_GPU
 from tests.support.ranks import launcher_rank
+from tests.support.two_modes import Ctx
 
 try:
     from mpi4py import MPI
@@ -193,3 +194,16 @@ def comm():
     c = MPI.COMM_WORLD.Dup()
     yield c
     c.Free()
+
+
+@pytest.fixture(params=[pytest.param("serial", id="serial"),
+                        pytest.param("dist", id="dist", marks=pytest.mark.mpi)])
+def ctx(request):
+    """One test in two modes (tests.support.two_modes): ``serial`` on COMM_SELF, ``dist`` over COMM_WORLD."""
+    distributed = request.param == "dist"
+    comm = MPI.COMM_WORLD.Dup() if distributed else MPI.COMM_SELF
+    seed = seeds.draw_seed(comm if distributed else None)
+    print(f"seed={seed} ({seeds.SEED_ENV}={seed} repeats this run), mode={request.param}, ranks={comm.Get_size()}")
+    yield Ctx(comm, distributed, seed)
+    if distributed:
+        comm.Free()

@@ -1,12 +1,11 @@
-"""The CPU teaching path of the classic scan algorithms (distscan/algorithms.py).
+"""The data flows of the classic scan algorithms (distscan.algorithms.flows), the CPU teaching path.
 
 Every algorithm x every operator x dtypes (bool, int8, uint16, int32, int64, float32,
 float64, complex128 where the operator is defined) x sizes around the tile boundaries and
 over many tiles x w in (1, 3), inclusive and exclusive: integers, bool and max/min exact
 against ``ufunc.accumulate``; float and complex sums and products within the bound of the
 module's docstring.  A non-commutative operator (string concatenation) checks the order of
-every combination; counted ufunc applications and barriers check ``count_ops`` and
-``count_device``.  Random data is seeded: the seed is printed, reported on failure, and
+every combination.  Random data is seeded: the seed is printed, reported on failure, and
 ``DISTSCAN_TEST_SEED`` repeats it.
 """
 
@@ -17,21 +16,23 @@ import math
 import numpy as np
 import pytest
 
-from tests.support.seeds import draw_seed
 from distscan import algorithms as A
 from distscan._dtypes import scan_types
 from distscan.ops import OPS
 
+from tests.support.seeds import seeded_rng
+
+
 DTYPES = [np.bool_, np.int8, np.uint16, np.int32, np.int64, np.float32, np.float64, np.complex128]
+
+
 SIZES = [0, 1, 2, 3, 31, 32, 33, 1000, 1023, 1024, 1025, 4097]
+
+
 MANY_TILES = [(2000, 16), (700, 2)]    # (n, block): 125 and 350 tiles
+
+
 NAMES = [a for a in A.ALGORITHMS if a != "auto"]
-
-
-def _rng():
-    seed = draw_seed()
-    print(f"random seed {seed} (repeat with DISTSCAN_TEST_SEED={seed})")
-    return np.random.default_rng(seed)
 
 
 def _cases():
@@ -116,7 +117,7 @@ def _check(result, x, op, acc, exclusive):
 @pytest.mark.parametrize("opname", sorted(OPS))
 @pytest.mark.parametrize("name", NAMES)
 def test_every_algorithm_operator_dtype_size(name, opname):
-    rng = _rng()
+    rng = seeded_rng()
     for op, dt, acc in (c for c in CASES if c[0].name == opname):
         identity = op.identity(acc)
         for n, block in [(n, 1024) for n in SIZES] + MANY_TILES:
@@ -168,100 +169,11 @@ def test_every_tile_scan_under_every_device_level(tile, device):
 
 
 def test_coarsened_run_lengths():
-    rng = _rng()
+    rng = seeded_rng()
     x = rng.integers(-1000, 1000, (3000, 2))
     for items in (1, 2, 4, 8, 32, 1024):
         for block in (2, 64, 1024):
             np.testing.assert_array_equal(A.coarsened(x, np.add, 0, block=block, items=items), np.cumsum(x, 0))
-
-
-# -- operation counts ------------------------------------------------------------------------------------
-
-class Counting:
-    """A ufunc that counts its applications: ``ops`` (elements produced) and ``steps`` (calls)."""
-
-    def __init__(self, ufunc):
-        self.ufunc, self.ops, self.steps = ufunc, 0, 0
-
-    def __call__(self, *args, **kwargs):
-        r = self.ufunc(*args, **kwargs)
-        size = np.asarray(r).size
-        if size:
-            self.ops += size
-            self.steps += 1
-        return r
-
-
-class Barriers:
-    def __init__(self):
-        self.count = 0
-
-    def __call__(self):
-        self.count += 1
-
-
-@pytest.mark.parametrize("name", sorted(A.TILE_SCANS))
-def test_count_ops_matches_counted_applications(name):
-    rng = _rng()
-    for n in [1 << k for k in range(11)]:
-        for items in ((1, 2, 4, 8, 32) if name == "coarsened" else (A.ITEMS,)):
-            t = rng.integers(-9, 9, (1, n, 1))
-            f, sync = Counting(np.add), Barriers()
-            if name == "coarsened":
-                scanned, total = A.TILE_SCANS[name](t.copy(), f, 0, sync, items=items)
-            else:
-                scanned, total = A.TILE_SCANS[name](t.copy(), f, 0, sync)
-            exclusive = name == "blelloch_exclusive"
-            want = A.count_ops(name.replace("_exclusive", ""), n, exclusive=exclusive, items=items)
-            assert (f.ops, f.steps, sync.count) == tuple(want), (name, n, items, want)
-            assert total[0, 0] == t.sum()
-
-
-@pytest.mark.parametrize("name", sorted(A.DEVICE_LEVEL))
-def test_count_device_matches_counted_applications(name):
-    """Whole scan of T tiles = T tile scans + (T - 1) * B folded prefixes + the device-level work."""
-    for tiles, block, window in [(2, 8, 1024), (5, 8, 1024), (33, 4, 32), (100, 2, 64), (1500, 2, 1024),
-                                 (3000, 2, 32)]:
-        f = Counting(np.add)
-        kw = {"window": window} if name in ("lookback", "lookahead") else {}
-        x = np.ones((tiles * block, 1), np.int64)
-        got = getattr(A, name)(x, f, 0, block=block, **kw)
-        assert got[-1, 0] == tiles * block
-        dev = A.count_device(name, tiles, block=block, window=window)
-        assert f.ops == tiles * A.count_ops(name, block).ops + (tiles - 1) * block + dev.ops, (tiles, block)
-        windows = -(-tiles // window)
-        assert dev.steps == {"domino": tiles, "lookback": windows, "lookahead": windows}.get(name, dev.steps)
-
-
-def test_count_formulas_examples():
-    assert A.count_ops("kogge_stone", 8) == (8 * 3 - 7, 3, 6)
-    assert A.count_ops("kogge_stone_double_buffer", 8) == (17, 3, 3)
-    assert A.count_ops("brent_kung", 8) == (2 * 7 - 3, 5, 5)
-    assert A.count_ops("blelloch", 8, exclusive=True) == (14, 6, 7)
-    assert A.count_ops("blelloch", 8) == (22, 7, 7)
-    # 1024 items, runs of 8: 128 threads
-    assert A.count_ops("coarsened", 1024) == ((1024 - 128) + (128 * 7 - 127) + (1024 - 8), 7 + 7 + 1, 8)
-    assert A.count_device("hierarchical", 4, block=2) == (A.count_ops("coarsened", 2).ops * 2 + 2 + 1, 5, 4)
-
-
-# -- names -------------------------------------------------------------------------------------------------
-
-def test_names_and_levels():
-    assert A.ALGORITHMS[0] == "auto" and "lookahead" in A.DEVICE_LEVEL
-    assert set(A.ALGORITHMS) == {"auto"} | A.BLOCK_LEVEL | A.DEVICE_LEVEL
-    assert A.resolve_algorithm("Brent-Kung") == "brent_kung"
-    assert A.resolve_algorithm(" KOGGE_STONE_double-buffer ") == "kogge_stone_double_buffer"
-    assert A.levels("brent_kung") == ("brent_kung", "lookback")
-    assert A.levels("domino") == ("coarsened", "domino")
-    assert A.levels("auto") == (None, None)
-    with pytest.raises(ValueError, match=r"unknown algorithm 'sklansky'; choose one of auto, kogge_stone, "):
-        A.resolve_algorithm("sklansky")
-    assert A.levels("LookAhead") == ("coarsened", "lookahead")
-    with pytest.raises(ValueError, match="unknown algorithm"):
-        A.resolve_algorithm(None)
-    for bad in (0, 1, 3, 1000):
-        with pytest.raises(ValueError, match="power of two"):
-            A.kogge_stone(np.ones((5, 1)), np.add, 0.0, block=bad)
 
 
 def test_auto_is_the_sequential_scan():

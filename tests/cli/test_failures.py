@@ -1,20 +1,15 @@
-"""End-to-end tests of the ``distscan`` command at 1, 2, 3 ranks and 8 (oversubscribed).
-
-One rank runs in-process (``distscan.cli.main(argv)``).  Several ranks run under ``mpiexec``:
-every command line of this file for 2, 3 or 8 ranks runs in one mpiexec job per rank count
-(``_mpi_run.CliBatches``: each rank calls ``cli.main`` for each job in turn, its output captured
-per rank), so a launch is paid once, not per case.  What needs a job of its own (a rank that
-fails alone and makes the job abort) and running without mpiexec still start processes.
-Every launch has a timeout (a hang fails the test, see ``_mpi_run.run``).  Results are
-compared with NumPy (integers exactly); every failure must end with one line on
-stderr, a non-zero exit on every rank, and neither the output nor a temporary file left behind.
+"""Every failure of the ``distscan`` command ends with one line on stderr, the same non-zero exit on every
+rank, and neither the output nor a temporary file left behind: every bad input (also at one rank, and
+without mpiexec), a read-only output folder, ``--debug``'s traceback, ``--backend cuda`` without a
+GPU, a failure injected on one rank (agreed; a wrong result caught by ``--verify``; a rank that fails
+alone makes the job abort instead of hanging), ``.npz`` archives and malformed headers, a FIFO input
+and ``/dev/null`` as output.  Several ranks run in the session's batches (tests/cli/conftest.py); what
+needs a job of its own (a rank that fails alone and makes the job abort) and running without mpiexec
+start processes; every launch has a timeout (a hang fails the test, see ``tests.support.launch.run``).
 """
 
-import contextlib
-import glob
-import io
-import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -22,246 +17,20 @@ import time
 import numpy as np
 import pytest
 
-from tests.support.launch import CliBatches, files_and_sizes, python_env, run, run_mpi
 from distscan import cli
-from distscan.ops import get_op
-from distscan._dtypes import scan_types
+
+from tests.support.command import (T, assert_one_error_line, cli_in_process, distscan_args, input_npy, job,
+                                   one_error_line)
+from tests.support.files import IS_ROOT, leftover_temps
+from tests.support.launch import files_and_sizes, python_env, run, run_mpi
 
 pytestmark = [
     pytest.mark.timeout(180),
-    # These tests launch mpiexec themselves: under `mpiexec ... pytest --with-mpi` every rank would
-    # launch nested jobs, so they run in the serial pytest pass only.
+    # These tests launch processes (mpiexec) themselves: under `mpiexec ... pytest --with-mpi` every
+    # rank would launch nested jobs, so they run in the serial pytest pass only.
     pytest.mark.skipif(bool(os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")),
                        reason="launches mpiexec itself; run it from a serial pytest"),
 ]
-
-IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
-T = 60  # seconds per launch: generous on a loaded 2-core CI machine; a hang still fails
-
-
-def distscan_args(*args):
-    return [sys.executable, "-m", "distscan", *map(str, args)]
-
-
-def reference(a, op, exclusive=False, dtype=None):
-    op = get_op(op)
-    types = scan_types(op, a.dtype, dtype)
-    acc = (a != 0) if op.logical else a.astype(types.acc)
-    ref = op.ufunc.accumulate(acc, axis=0, dtype=types.acc) if len(a) else acc.copy()
-    if exclusive and len(a):
-        first = np.full((1,) + a.shape[1:], op.identity(types.acc), types.acc)
-        ref = np.concatenate([first, ref[:-1]])
-    return ref.astype(types.result)
-
-
-def leftovers(folder):
-    return sorted(glob.glob(os.path.join(str(folder), ".*.part")) + glob.glob(os.path.join(str(folder), "*.part")))
-
-
-def assert_one_error_line(proc, *words, code=1):
-    assert proc.returncode == code, f"exit {proc.returncode}\nstdout:{proc.stdout}\nstderr:{proc.stderr}"
-    # a batched run knows every rank's status: the same on every rank
-    assert getattr(proc, "codes", [code]) == [code] * len(getattr(proc, "codes", [code])), proc.codes
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, f"expected one line on stderr, got:\n{proc.stderr}"
-    assert lines[0].startswith("distscan: error: "), lines[0]
-    assert "Traceback" not in proc.stderr
-    for w in words:
-        assert w.lower() in lines[0].lower(), f"{w!r} not in {lines[0]!r}"
-    return lines[0]
-
-
-def cli_in_process(capsys, *args):
-    """``distscan ARGS`` in this process (one rank: COMM_WORLD of this pytest process)."""
-    capsys.readouterr()
-    code = cli.main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(["distscan", *map(str, args)], code, out, err)
-
-
-# Every command line of this file at 2, 3 and 8 ranks, registered below next to its test and run in
-# one mpiexec job per rank count when a test first asks for one of them.
-JOBS = []  # (ranks, key, prepare)
-
-
-@pytest.fixture(scope="module")
-def batches(tmp_path_factory):
-    b = CliBatches(tmp_path_factory)
-    for ranks, key, prepare in JOBS:
-        b.add(ranks, key, prepare)
-    return b
-
-
-def job(ranks, key):
-    """Register ``prepare(folder) -> (argv, options)`` as the command line ``key`` at ``ranks`` ranks."""
-    def register(prepare):
-        JOBS.append((ranks, key, prepare))
-        return prepare
-    return register
-
-
-# -- happy paths -------------------------------------------------------------------------------------
-
-CASES = [
-    # (dtype, shape, extra args, op, exclusive, output name suffix)
-    ("int32", (100_003,), [], "sum", False, "cumsum"),
-    ("int64", (9_999,), ["--op", "max", "--exclusive", "--verify"], "max", True, "exclusive-cummax"),
-    ("uint8", (1_001, 3), ["--op", "bitwise_xor", "--verify"], "bitwise_xor", False, "scan-bitwise_xor"),
-    ("int16", (5_000,), ["--op", "prod", "--dtype", "int32", "--strategy", "scan_then_add"], "prod", False,
-     "cumprod"),
-]
-
-
-def _scan_input(folder, ranks, case):
-    dtype, shape, extra, op, exclusive, word = case
-    rng = np.random.default_rng(ranks)
-    a = rng.integers(-50, 50, size=shape).astype(dtype)
-    if op == "prod":
-        a = rng.choice(np.array([-1, 1, 2, 1, 1, 3], dtype=dtype), size=shape)
-    inp = folder / "in.npy"
-    np.save(inp, a)
-    return a, [inp, *extra]
-
-
-for _ranks in (2, 3):
-    for _case in CASES:
-        job(_ranks, ("scan", _case[5]))(lambda folder, r=_ranks, c=_case: (_scan_input(folder, r, c)[1], {}))
-
-
-@pytest.mark.parametrize("ranks", [1, 2, 3])
-@pytest.mark.parametrize("case", CASES, ids=[c[5] for c in CASES])
-def test_scan_matches_numpy(tmp_path, capsys, batches, ranks, case):
-    dtype, shape, extra, op, exclusive, word = case
-    if ranks == 1:
-        a, args = _scan_input(tmp_path, ranks, case)
-        proc = cli_in_process(capsys, *args)
-        folder = tmp_path
-    else:
-        folder, proc, _ = batches.get(ranks, ("scan", word))
-        a = np.load(folder / "in.npy")
-    assert proc.returncode == 0, proc.stderr
-    out = folder / f"in.{word}.npy"
-    got = np.load(out)
-    want = reference(a, op, exclusive, dtype="int32" if "--dtype" in extra else None)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_array_equal(got, want)
-    assert "wrote" in proc.stdout and proc.stderr.strip() == ""
-    if "--verify" in extra:
-        assert "verify passed" in proc.stdout
-    assert leftovers(folder) == []
-
-
-def _float_report_job(folder):
-    a = np.random.default_rng(5).standard_normal((20_011, 2)).astype(np.float32)
-    inp, out, rep = folder / "f.npy", folder / "sub" / "r.npy", folder / "run.json"
-    out.parent.mkdir()
-    np.save(inp, a)
-    return [inp, "-o", out, "--verify", "--report", rep, "--quiet", "--hierarchy", "flat"], {}
-
-
-for _ranks in (2, 3):
-    job(_ranks, "float_report")(_float_report_job)
-
-
-@pytest.mark.parametrize("ranks", [2, 3])
-def test_float_verify_and_report(batches, ranks):
-    tmp_path, proc, _ = batches.get(ranks, "float_report")
-    a = np.load(tmp_path / "f.npy")
-    out, rep = tmp_path / "sub" / "r.npy", tmp_path / "run.json"
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "" and proc.stderr == ""  # --quiet
-    got = np.load(out)
-    np.testing.assert_allclose(got, np.cumsum(a, axis=0, dtype=np.float64), rtol=1e-4, atol=1e-2)
-    r = json.loads(rep.read_text())
-    for key in ("input", "output", "op", "shape", "elements", "input_dtype", "result_dtype", "input_bytes",
-                "output_bytes", "ranks", "rows_per_rank", "backend", "times_s", "throughput", "verify"):
-        assert key in r, key
-    assert r["ranks"] == ranks and r["elements"] == a.size and r["shape"] == [20_011, 2]
-    assert r["input_dtype"] == "float32" and r["result_dtype"] == "float32" and r["op"] == "sum"
-    assert r["rows_per_rank"]["max"] - r["rows_per_rank"]["min"] <= 1
-    assert r["backend"]["used"] == "cpu"
-    t = r["times_s"]
-    for phase in ("read", "scan", "write", "verify", "total"):
-        assert t[phase] >= 0
-    assert t["total"] >= t["read"] and t["total"] >= t["scan"]
-    assert "scan" in t["scan_phases"] and all(v >= 0 for v in t["scan_phases"].values())
-    assert r["throughput"]["elements_per_s"] > 0 and r["throughput"]["bytes_per_s"] > 0
-    assert r["verify"]["passed"] and r["verify"]["checked_rows"] >= 2 * ranks
-    assert "eps" in r["verify"]["tolerance"]
-    assert leftovers(tmp_path) == [] and leftovers(out.parent) == []
-
-
-EIGHT = (5, 1_000_003)
-
-
-def _eight_job(n):
-    def prepare(folder):
-        a = np.random.default_rng(n).integers(-9, 9, n).astype(np.int32)
-        inp, rep = folder / f"a{n}.npy", folder / f"a{n}.json"
-        np.save(inp, a)
-        return [inp, "--verify", "--report", rep], {}
-    return prepare
-
-
-for _n in EIGHT:
-    job(8, ("eight", _n))(_eight_job(_n))
-
-
-def test_eight_ranks_oversubscribed_with_empty_ranks(batches):
-    """8 ranks on a 2-core machine; 5 rows leave 3 ranks empty."""
-    for n in EIGHT:
-        tmp_path, proc, _ = batches.get(8, ("eight", n))
-        a = np.load(tmp_path / f"a{n}.npy")
-        assert proc.returncode == 0, proc.stderr
-        np.testing.assert_array_equal(np.load(tmp_path / f"a{n}.cumsum.npy"), np.cumsum(a))
-        r = json.loads((tmp_path / f"a{n}.json").read_text())
-        assert r["ranks"] == 8 and r["rows_per_rank"]["min"] == n // 8 and r["verify"]["passed"]
-
-
-@job(2, "force")
-def _force_job(folder):
-    np.save(folder / "a.npy", np.arange(1, 1000, dtype=np.int64))
-    (folder / "a.exclusive-cumsum.npy").write_bytes(b"old")
-    return [folder / "a.npy", "--exclusive", "--force", "--quiet"], {}
-
-
-def test_force_overwrites_and_exclusive_sum(batches):
-    tmp_path, proc, _ = batches.get(2, "force")
-    a = np.arange(1, 1000, dtype=np.int64)
-    out = tmp_path / "a.exclusive-cumsum.npy"
-    assert proc.returncode == 0, proc.stderr
-    np.testing.assert_array_equal(np.load(out), np.concatenate([[0], np.cumsum(a)[:-1]]))
-
-
-def test_default_output_names():
-    from distscan.pipeline import default_output
-    assert default_output("d/input.npy", "sum") == "d/input.cumsum.npy"
-    assert default_output("input.npy", "cumprod") == "input.cumprod.npy"
-    assert default_output("input.npy", "maximum") == "input.cummax.npy"
-    assert default_output("input.npy", "min", True) == "input.exclusive-cummin.npy"
-    assert default_output("input.npy", "bxor") == "input.scan-bitwise_xor.npy"
-    assert default_output("input.npy", "logical_or", True) == "input.exclusive-scan-logical_or.npy"
-
-
-# -- help and usage ---------------------------------------------------------------------------------
-
-job(2, "help")(lambda folder: (["--help"], {}))
-job(2, "usage")(lambda folder: (["x.npy", "--op", "nope"], {}))
-
-
-def test_help_once_with_example(batches):
-    _, proc, _ = batches.get(2, "help")
-    assert proc.returncode == 0 and proc.codes == [0, 0]
-    assert proc.stdout.count("usage: distscan") == 1
-    for word in ("mpiexec -n 4 python -m distscan", "--verify", "--report", "--force", "--debug", "exit status",
-                 "cumsum.npy", "--strategy", "--hierarchy", "--backend"):
-        assert word in proc.stdout, word
-
-
-def test_usage_error_once(batches):
-    _, proc, _ = batches.get(2, "usage")
-    assert proc.returncode == 2 and proc.codes == [2, 2]
-    assert proc.stderr.count("distscan: error:") == 1 and "unknown operator" in proc.stderr
 
 
 # -- every bad input: one line, non-zero exit on every rank, nothing left --------------------------
@@ -351,7 +120,7 @@ def test_bad_input_fails_cleanly(batches, case):
     assert proc.seconds < T
     assert_one_error_line(proc, *opts["words"])
     assert files_and_sizes(tmp_path) == opts["before"], "a failed run must not create or change files"
-    assert leftovers(tmp_path) == []
+    assert leftover_temps(tmp_path) == []
 
 
 def test_bad_input_single_rank_same_line(tmp_path, capsys):
@@ -400,6 +169,7 @@ def _gpu_present():
 
 GPU_PRESENT = _gpu_present()
 
+
 if not GPU_PRESENT:
     @job(2, "cuda")
     def _cuda_job(folder):
@@ -412,7 +182,7 @@ def test_cuda_backend_without_gpu_fails_after_output_opened(batches):
     """The temporary output exists when the scan fails: it must be removed."""
     tmp_path, proc, _ = batches.get(2, "cuda")
     assert_one_error_line(proc)
-    assert not (tmp_path / "in.cumsum.npy").exists() and leftovers(tmp_path) == []
+    assert not (tmp_path / "in.cumsum.npy").exists() and leftover_temps(tmp_path) == []
 
 
 # -- failures injected on one rank ------------------------------------------------------------------
@@ -453,6 +223,7 @@ if rank == 1:
 """,
 }
 
+
 # The lone crash aborts the whole job: it runs as a job of its own, through this script.
 INJECT = r'''
 import sys
@@ -481,7 +252,11 @@ def _inject_job(mode, *extra):
 
 
 job(3, ("inject", "write_fails"))(_inject_job("write_fails"))
+
+
 job(3, ("inject", "read_fails"))(_inject_job("read_fails"))
+
+
 job(3, ("inject", "wrong_result"))(_inject_job("wrong_result", "--verify"))
 
 
@@ -490,13 +265,13 @@ job(3, ("inject", "wrong_result"))(_inject_job("wrong_result", "--verify"))
 def test_failure_on_one_rank_is_agreed(batches, mode, words):
     tmp_path, proc, _ = batches.get(3, ("inject", mode))
     assert_one_error_line(proc, *words)
-    assert not (tmp_path / "in.cumsum.npy").exists() and leftovers(tmp_path) == []
+    assert not (tmp_path / "in.cumsum.npy").exists() and leftover_temps(tmp_path) == []
 
 
 def test_verify_catches_wrong_result_and_publishes_nothing(batches):
     tmp_path, proc, _ = batches.get(3, ("inject", "wrong_result"))
     assert_one_error_line(proc, "verification failed on rank 2", code=3)
-    assert not (tmp_path / "in.cumsum.npy").exists() and leftovers(tmp_path) == []
+    assert not (tmp_path / "in.cumsum.npy").exists() and leftover_temps(tmp_path) == []
 
 
 def test_lone_failure_aborts_instead_of_hanging(tmp_path):
@@ -510,65 +285,47 @@ def test_lone_failure_aborts_instead_of_hanging(tmp_path):
     assert not (tmp_path / "in.cumsum.npy").exists()
 
 
-# -- distscan-example ---------------------------------------------------------------------------------
+# -- 16: .npz and malformed headers through the command ------------------------------------------
 
-def _example(*args):
-    """``distscan-example ARGS`` in this process: (exit status, stdout, stderr)."""
-    from distscan.cli import example
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = example.main([str(a) for a in args])
-    return code, out.getvalue(), err.getvalue()
-
-
-@job(2, "example")
-def _example_job(folder):
-    first = _example("--n", "1009", "--dtype", "int16", "--seed", "3", "-o", folder / "ex.npy")
-    again = _example("-o", folder / "ex.npy")
-    return [folder / "ex.npy", "--verify"], {"first": first, "again": again}
+def test_npz_and_deep_header_messages(tmp_path, capsys):
+    np.savez(tmp_path / "x.npz", a=np.arange(3))
+    assert cli.main([str(tmp_path / "x.npz")]) == 1
+    one_error_line(capsys.readouterr().err, "npz archive", "np.save('a.npy'")
+    text = b"{'descr': '<i8', 'fortran_order': False, 'shape': (" + b"-" * 200_000 + b"1,), }"
+    text += b" " * (-(len(text) + 13) % 64) + b"\n"
+    (tmp_path / "deep.npy").write_bytes(b"\x93NUMPY\x02\x00" + len(text).to_bytes(4, "little") + text)
+    assert cli.main([str(tmp_path / "deep.npy")]) == 1
+    line = one_error_line(capsys.readouterr().err, "malformed .npy header")
+    assert "unknown error" not in line and len(line) < 300
 
 
-def test_example_then_scan(batches):
-    tmp_path, proc, opts = batches.get(2, "example")
-    code, out, err = opts["first"]  # written before the batch ran
-    assert code == 0, err
-    assert "mpiexec -n 4" in out and "-m distscan" in out
-    a = np.load(tmp_path / "ex.npy")
-    assert a.shape == (1009,) and a.dtype == np.int16 and a.any()
-    code, out, err = opts["again"]
-    assert code == 1 and "exists" in err
-    assert proc.returncode == 0, proc.stderr
-    np.testing.assert_array_equal(np.load(tmp_path / "ex.cumsum.npy"), np.cumsum(a))
+@job(3, "fifo")
+def _fifo_job(folder):
+    os.mkfifo(folder / "input.npy")
+    return [folder / "input.npy"], {}
 
 
-# -- the progress bar ---------------------------------------------------------------------------------
-
-class _Stream:
-    def __init__(self, tty):
-        self.tty, self.text = tty, ""
-
-    def isatty(self):
-        return self.tty
-
-    def write(self, s):
-        self.text += s
-
-    def flush(self):
-        pass
+@job(3, "dev_null")
+def _dev_null_job(folder):
+    return [input_npy(folder), "-o", "/dev/null", "--force"], {}
 
 
-def test_progress_bar_only_on_a_terminal():
-    from distscan.pipeline.progress import Progress
-    tty, pipe = _Stream(True), _Stream(False)
-    for stream in (tty, pipe):
-        bar = Progress(1000, "read", stream=stream, delay=0, interval=0)
-        for _ in range(10):
-            bar.update(100)
-        bar.done()
-    assert "100.0%" in tty.text and "[" in tty.text and tty.text.endswith("\n")
-    assert pipe.text == ""
-    quiet = _Stream(True)
-    bar = Progress(1000, "read", stream=quiet)  # default delay: short runs draw nothing
-    bar.update(1000)
-    bar.done()
-    assert quiet.text == ""
+def test_fifo_input_and_dev_null_output_at_three_ranks(batch3):
+    _, proc, _ = batch3("fifo")
+    one_error_line(proc.stderr, "input.npy is a FIFO", "not a regular file")
+    assert proc.returncode == 1 and proc.codes == [1, 1, 1]
+    _, proc, _ = batch3("dev_null")
+    assert proc.returncode == 1 and proc.codes == [1, 1, 1]
+    one_error_line(proc.stderr, "/dev/null", "character device", "regular files only")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_fifo_input_through_the_command_fails_in_one_line(tmp_path):
+    """The whole command, one process: no hang, one line."""
+    fifo = tmp_path / "input.npy"
+    os.mkfifo(fifo)
+    proc = subprocess.run([sys.executable, "-m", "distscan", str(fifo)], capture_output=True, text=True,
+                          timeout=30, env=python_env())
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
+    assert "distscan: error:" in proc.stderr and "FIFO" in proc.stderr

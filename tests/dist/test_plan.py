@@ -1,5 +1,6 @@
-"""The distributed core (distscan/_core.py): how many collectives a call makes, plan reuse,
-and that a rank that fails before it has a plan still meets the others' exchange.
+"""The distributed scan plan (distscan.dist.plan, distscan._call): how many collectives a call makes,
+plan reuse, the lean path, wide carries, every algorithm at any rank count, and that a rank that
+fails before it has a plan still meets the others' exchange.
 
 Runs serially and under ``mpiexec -n K python -m pytest --with-mpi``.
 """
@@ -14,6 +15,7 @@ from tests.support.ranks import all_ranks_ok
 from tests.support.seeds import shared_rng
 
 pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(120)]
+
 
 COLLECTIVES = {"Allgather", "Allreduce", "Exscan", "Scan", "Bcast", "Barrier", "Reduce", "Gather", "Alltoall",
                "allgather", "allreduce", "exscan", "bcast", "gather", "Split", "Split_type", "Allgatherv"}
@@ -131,21 +133,3 @@ def test_every_algorithm_at_any_rank_count(comm):
                     got, ref[bounds[comm.rank]:bounds[comm.rank + 1]], err_msg=f"{name} {opname} {exclusive}"))
     with pytest.raises(ValueError, match="unknown algorithm 'nope'; choose one of auto, kogge_stone"):
         distscan.cumsum(part, algorithm="nope", comm=comm)
-
-
-def test_offsets_fold_carries_in_rank_order():
-    # NumPy sums 8 or more floats pairwise; the carries of the ranks before are folded left to
-    # right (Carries.fold, one accumulate), the same bits as the pairwise fold of two at a time
-    # (hierarchy._fold, the node path's) at any rank count.
-    from distscan._carry import Carries
-    from distscan.dist.exchange import python_fold
-    from distscan.ops import OPS
-
-    carries = np.array([1.0, 1e16, -1e16, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]).reshape(-1, 1)
-    fold = Carries(OPS["sum"], np.float64).fold
-    by_two = python_fold(lambda a, b: np.add(a, b))
-    assert np.add.reduce(carries)[0] != by_two(carries)[0]  # the case that tells them apart
-    for k in range(1, len(carries) + 1):
-        assert fold(carries[:k]) == by_two(carries[:k])
-    assert fold(carries[:0]) is None
-    assert Carries(OPS["max"], np.int64).fold(np.array([[3], [9], [2]], np.int64))[0] == 9

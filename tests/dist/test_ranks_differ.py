@@ -62,7 +62,7 @@ def _fit(spec, call, rank):
     if kind == "list" and (call["dtype"] not in ("int64", "float64", "bool")
                            or n == 0 and (call["trailing"] or call["dtype"] != "float64")):
         # a list keeps neither int32 nor, when empty, a dtype (np.array([]) is float64) or a trailing
-        # shape: parts built so are refused on every rank (tests/test_mpi_trust.py), not drawn here
+        # shape: parts built so are refused on every rank (tests/dist/test_agree.py), not drawn here
         kind = "contiguous"
     out = spec["out"]
     if out == "cast" and call["dtype"] not in ("int64", "float64", "float32"):

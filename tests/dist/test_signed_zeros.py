@@ -5,7 +5,7 @@ An empty prefix gives +0.0, as NumPy does (``np.add.identity``, ``np.sum([])``,
 of every rank whose earlier ranks hold nothing.  A prefix of negative zeros gives -0.0, as
 NumPy's sequential sum does: carries start from -0.0, the exact neutral element, so an empty
 rank between two others changes no sign.  The GPU backend gives the same bits
-(tests/test_gpu_semantics.py)."""
+(tests/gpu/test_promises.py)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Every dtype x operator (default result dtype) x inclusive/exclusive at sizes aro
 warp and tile boundaries and 10^6+7, seeded and unseeded, against the CPU backend
 (NumPy) with the same dtype rules: integers, bools, max/min and the logical and bitwise
 operators must match exactly; float sums and products must lie within the bound stated
-in distscan/backends/cuda.py against a float64 (complex128) reference.  Outputs are
+in distscan/backends/cuda (``error_depth``) against a float64 (complex128) reference.  Outputs are
 poisoned before every call; inputs are fresh random data.  Large sizes (2^28+3, 2^31+-1,
 2^32+1) are checked on the device through the scan recurrence.
 """

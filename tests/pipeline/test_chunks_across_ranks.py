@@ -1,45 +1,15 @@
-"""The multi-GPU logic that needs no GPU: device choice, sizes, chunk plans, and the GPU file
-pipeline's chunking / carry / agreement run end to end on a NumPy stand-in device (``HostDevice``,
-the ``cpu`` backend).  Runs serially and under ``mpiexec`` (``comm`` fixture)."""
+"""The chunked file pipeline (distscan.pipeline.chunks) at any rank count, every rank role (first, middle,
+last): the GPU pipeline's chunking, carries and agreement run end to end on a NumPy stand-in device
+(``HostDevice``, the ``cpu`` backend), and the CPU engine in tiny chunks, resident and streamed.
+Runs serially and under ``mpiexec`` (``comm`` fixture)."""
 
 import numpy as np
 import pytest
 
 from distscan import pipeline
-from distscan.gpus import choose_device, local_rank_from_env
-from distscan.pipeline.cuda import HostDevice, parse_bytes, plan_chunks, run_gpu
+from distscan.pipeline.cuda import HostDevice, run_gpu
 
 pytestmark = pytest.mark.anyranks
-
-
-def test_choose_device_rules():
-    assert choose_device(1, 2, 2, env={}).device == 1
-    b = choose_device(3, 4, 2, env={"DISTSCAN_ALLOW_SHARED_GPU": "1"})
-    assert (b.device, b.shared, b.source) == (1, True, "local rank (shared)")
-    with pytest.raises(ValueError, match="4 ranks on this node but only 2 GPUs visible.*DISTSCAN_ALLOW_SHARED_GPU"):
-        choose_device(3, 4, 2, env={})
-    assert choose_device(3, 4, 2, gpu="0", env={}).device == 0  # explicit choice: sharing is the user's call
-    assert choose_device(0, 1, 4, env={"DISTSCAN_GPU": "2"}).source == "environment"
-    with pytest.raises(ValueError, match="DISTSCAN_GPU=5 but only 4 GPUs"):
-        choose_device(0, 1, 4, env={"DISTSCAN_GPU": "5"})
-    with pytest.raises(ValueError, match="GPU index"):
-        choose_device(0, 1, 4, gpu="x", env={})
-    with pytest.raises(RuntimeError, match="no CUDA GPU"):
-        choose_device(0, 1, 0, env={})
-    assert local_rank_from_env({"OMPI_COMM_WORLD_LOCAL_RANK": "2", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}) == (2, 4)
-    assert local_rank_from_env({}) is None
-
-
-def test_parse_bytes_and_plans():
-    assert parse_bytes("512M") == 512 << 20 and parse_bytes("1.5GiB") == 3 << 29 and parse_bytes("4096") == 4096
-    for bad in ("", "12Q", "-1", "0"):
-        with pytest.raises(ValueError):
-            parse_bytes(bad)
-    assert plan_chunks(1000, 8, 8, 1 << 20)["mode"] == "resident"
-    p = plan_chunks(10 ** 6, 8, 8, 1 << 20)
-    assert p["mode"] == "streamed" and p["device_bytes"] <= 1 << 20 and p["chunk_rows"] >= 1
-    with pytest.raises(MemoryError, match="too small"):
-        plan_chunks(10, 1 << 20, 1 << 20, 1 << 20)
 
 
 CASES = [  # dtype, shape, op, exclusive, strategy, limit, mode
@@ -133,21 +103,3 @@ def test_cpu_pipeline_chunks_at_any_rank_count(shared_tmp_path, comm, monkeypatc
     else:
         np.testing.assert_array_equal(got, ref.astype(t.result))
     comm.Barrier()
-
-
-def test_a_scan_launch_refuses_more_tile_claims_than_it_counts():
-    """The launch word counts a launch's tile claims in 32 bits and a grid has < 2^31 blocks
-    (distscan/backends/cuda.py, _MAX_CLAIMS): the last size that fits launches, one item more
-    is refused before any launch."""
-    from types import SimpleNamespace
-    from distscan.backends import cuda as gpu
-    persistent = SimpleNamespace(tile=2048, la_grid=396, la_smem=73728, lead=0)  # look-ahead
-    most = (gpu.launch.MAX_CLAIMS - 396) * 2048
-    assert gpu.launch.launch_shape(persistent, most) == (396, 73728, 0)
-    with pytest.raises(ValueError, match=f"a scan of {most + 1} items needs more tiles than one kernel launch"):
-        gpu.launch.launch_shape(persistent, most + 1)
-    per_tile = SimpleNamespace(tile=8192, la_grid=0, la_smem=0, lead=64)  # look-back with its lead
-    most = (gpu.launch.MAX_CLAIMS - 64) * 8192
-    assert gpu.launch.launch_shape(per_tile, most) == (gpu.launch.MAX_CLAIMS, 0, 64)
-    with pytest.raises(ValueError, match="more tiles than one kernel launch can count"):
-        gpu.launch.launch_shape(per_tile, most + 1)

@@ -1,8 +1,9 @@
-"""The chunked file pipeline (distscan.pipeline.chunks) in-process: chunks, modes, strategies, dtypes, failures.
+"""The CPU file pipeline (distscan.pipeline.host on the chunked skeleton of distscan.pipeline.chunks)
+in-process: chunks, modes, strategies, dtypes, failures.
 
 Chunks are made tiny (a few KB) so that every path runs many chunks: rank 0's single pass,
 resident and streamed parts, in-place scans, byte-swapped input, flagged float products.
-The multi-rank cases of the same code run under mpiexec in tests/test_gpu_logic.py."""
+The multi-rank cases of the same code run under mpiexec in tests/pipeline/test_chunks_across_ranks.py."""
 
 import os
 
@@ -174,10 +175,3 @@ def test_fsync_only_when_asked(tmp_path, monkeypatch, fsync):
     pipeline.run(pipeline.Job(input=inp, output=out, force=True, fsync=fsync))
     np.testing.assert_array_equal(np.load(out), np.cumsum(a))
     assert (len(calls) >= 2) if fsync else (calls == [])  # the file, then the folder
-
-
-def test_host_budget(monkeypatch):
-    assert host_budget("2M") == 2 << 20
-    one = host_budget(None, env={})
-    four = host_budget(None, env={"OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"})
-    assert one > 0 and four <= one // 3

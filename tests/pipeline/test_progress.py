@@ -100,3 +100,36 @@ def test_options_parse():
     assert p.parse_args(["x.npy", "--no-progress"]).progress is False
     a = p.parse_args(["x.npy", "--fsync", "--memory-limit", "2G"])
     assert a.fsync and a.memory_limit == "2G"
+
+
+# -- the progress bar ---------------------------------------------------------------------------------
+
+class _Terminal:
+    def __init__(self, tty):
+        self.tty, self.text = tty, ""
+
+    def isatty(self):
+        return self.tty
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+
+def test_progress_bar_only_on_a_terminal():
+    from distscan.pipeline.progress import Progress
+    tty, pipe = _Terminal(True), _Terminal(False)
+    for stream in (tty, pipe):
+        bar = Progress(1000, "read", stream=stream, delay=0, interval=0)
+        for _ in range(10):
+            bar.update(100)
+        bar.done()
+    assert "100.0%" in tty.text and "[" in tty.text and tty.text.endswith("\n")
+    assert pipe.text == ""
+    quiet = _Terminal(True)
+    bar = Progress(1000, "read", stream=quiet)  # default delay: short runs draw nothing
+    bar.update(1000)
+    bar.done()
+    assert quiet.text == ""

@@ -1,4 +1,11 @@
-"""The reference scan (NumPy's ``accumulate`` on the whole array) and the comparison with it."""
+"""The reference scans (NumPy's ``accumulate`` on the whole array) and the comparisons with them.
+
+``reference_scan``  NumPy's scan the way distscan defines it (its dtype rules, ``distscan._dtypes``);
+``Ref``             NumPy's own result dtype (``numpy_result_dtype``) and identity (``identity``),
+                    float and complex sums and products kept wide with the magnitude of each
+                    element's rounding error, for ``assert_matches`` (the NumPy and peer cases);
+``assert_scan_equal``, ``assert_matches``, ``assert_same_floats``  the comparisons.
+"""
 
 from __future__ import annotations
 
@@ -41,3 +48,205 @@ def assert_scan_equal(result, expected, *, float_rtol=None):
     np.testing.assert_allclose(result.astype(np.complex128), expected.astype(np.complex128),
                                rtol=float_rtol, atol=float_rtol * max(1.0, float(np.sqrt(expected.shape[0] if expected.ndim else 1))),
                                equal_nan=True)
+
+
+# |error| <= TOL * magnitude (see module docstring), by result dtype (complex: its float part).
+TOL = {np.dtype(np.float16): 1e-3, np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-12}
+
+
+UFUNCS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum,
+          "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+          "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor}
+
+
+LOGICAL = ("logical_and", "logical_or", "logical_xor")
+
+
+# ---------------------------------------------------------------------------------------------
+# NumPy reference on the global array, and the comparison
+# ---------------------------------------------------------------------------------------------
+
+def identity(opname, dtype):
+    dtype = np.dtype(dtype)
+    if opname == "sum":
+        return np.zeros((), dtype)[()]
+    if opname == "prod":
+        return np.ones((), dtype)[()]
+    if opname in ("max", "min"):
+        low = opname == "max"
+        if dtype.kind == "f":
+            return dtype.type(-np.inf if low else np.inf)
+        if dtype.kind == "b":
+            return np.bool_(not low)
+        info = np.iinfo(dtype)
+        return dtype.type(info.min if low else info.max)
+    if opname == "logical_and":
+        return np.True_
+    if opname in ("logical_or", "logical_xor"):
+        return np.False_
+    if opname == "bitwise_and":
+        return np.array(-1).astype(dtype)[()] if dtype.kind != "b" else np.True_
+    return np.zeros((), dtype)[()]
+
+
+def numpy_result_dtype(opname, in_dtype, dtype=None):
+    """The dtype NumPy gives (byte order is native in a result)."""
+    in_dtype = np.dtype(in_dtype).newbyteorder("=")
+    if opname in LOGICAL:
+        return np.dtype(bool)
+    if dtype is not None:
+        return np.dtype(dtype)
+    if opname == "sum":
+        return np.cumsum(np.zeros(1, in_dtype)).dtype
+    if opname == "prod":
+        return np.cumprod(np.ones(1, in_dtype)).dtype
+    return UFUNCS[opname].accumulate(np.zeros(1, in_dtype)).dtype
+
+
+def _scan0(x, opname, dt, exclusive, initial):
+    uf = UFUNCS[opname]
+    if exclusive or initial is not None:
+        first = identity(opname, dt) if initial is None else initial
+        first = np.broadcast_to(np.asarray(first).astype(dt), (1,) + x.shape[1:])
+        x = np.concatenate([first, x.astype(dt)])
+    with np.errstate(all="ignore"):
+        r = uf.accumulate(x, axis=0, dtype=dt) if x.shape[0] else x.astype(dt)
+    if exclusive or initial is not None:
+        r = r[:-1] if exclusive else r[1:]
+    return r
+
+
+class Ref:
+    """NumPy's scan of the whole array: ``dtype``, exact values or (wide values, magnitude)."""
+
+    def __init__(self, g, opname, axis=0, dtype=None, exclusive=False, initial=None):
+        g = np.asarray(g)
+        self.dtype = numpy_result_dtype(opname, g.dtype, dtype)
+        flat = axis is None
+        if flat:
+            g = g.reshape(-1)
+        ax = 0 if flat else axis % g.ndim
+        x = np.moveaxis(g, ax, 0)
+        self.exact = self.wide = self.mag = None
+        if self.dtype.kind in "fc" and opname in ("sum", "prod"):
+            wide = np.dtype(np.complex128 if self.dtype.kind == "c" else np.float64)
+            with np.errstate(all="ignore"):
+                xw = x.astype(self.dtype).astype(wide)  # NumPy casts the input to dtype= first
+            init = None if initial is None else np.asarray(initial).astype(self.dtype).astype(wide)
+            w = _scan0(xw, opname, wide, exclusive, init)
+            if opname == "sum" and wide.kind == "c":   # rounding errors per component
+                m = (_scan0(np.abs(xw.real), "sum", np.float64, exclusive, None if init is None else np.abs(init.real))
+                     + 1j * _scan0(np.abs(xw.imag), "sum", np.float64, exclusive,
+                                   None if init is None else np.abs(init.imag)))
+            elif opname == "sum":
+                m = _scan0(np.abs(xw), "sum", np.float64, exclusive, None if init is None else np.abs(init))
+            else:
+                m = np.abs(w)
+            self.wide = np.moveaxis(w, 0, ax)
+            self.mag = np.moveaxis(m, 0, ax)
+        else:
+            with np.errstate(all="ignore"):
+                xe = (x != 0) if opname in LOGICAL else x.astype(self.dtype)
+            self.exact = np.moveaxis(_scan0(xe, opname, self.dtype, exclusive, initial), 0, ax)
+        self.flat = flat
+        self.row_size = int(np.prod(g.shape[1:])) if not flat else 1
+
+    def part(self, counts, rank, row_size):
+        """This rank's part: rows along axis 0, or a flat slice when axis=None."""
+        def cut(a):
+            if a is None:
+                return None
+            lo = int(np.sum(counts[:rank])) * (row_size if self.flat else 1)
+            n = int(counts[rank]) * (row_size if self.flat else 1)
+            return a[lo:lo + n]
+        p = Ref.__new__(Ref)
+        p.__dict__.update(self.__dict__)
+        p.exact, p.wide, p.mag = cut(self.exact), cut(self.wide), cut(self.mag)
+        return p
+
+    @property
+    def shape(self):
+        return (self.exact if self.exact is not None else self.wide).shape
+
+    def expected_rounded(self):
+        if self.exact is not None:
+            return self.exact
+        with np.errstate(all="ignore"):
+            return self.wide.astype(self.dtype)
+
+
+def assert_matches(got, ref: Ref, *, tol=None, nonfinite_equiv=False, what=""):
+    """``got`` (an ndarray) against the reference (see module docstring)."""
+    assert isinstance(got, np.ndarray), f"{what}: result is {type(got).__name__}, not ndarray"
+    assert got.dtype == ref.dtype, f"{what}: dtype {got.dtype}, NumPy gives {ref.dtype}"
+    assert got.shape == ref.shape, f"{what}: shape {got.shape}, expected {ref.shape}"
+    if ref.exact is not None:
+        np.testing.assert_array_equal(got, ref.exact, err_msg=what, strict=True)
+        return
+    fdt = np.dtype(got.dtype.char.lower()) if got.dtype.kind == "c" else got.dtype
+    tol = TOL[fdt] if tol is None else tol
+    rounded = ref.expected_rounded()
+    if got.dtype.kind == "c":
+        # A complex value is NaN if a component is NaN, else inf if a component is inf (np.isnan,
+        # np.isinf); which component carries the NaN is not compared (nan+0j and nan+nanj are both
+        # complex NaN, and the association of the products decides between them).
+        def classify(z):
+            return np.where(np.isnan(z), 1, np.where(np.isinf(z), 2, 0))
+        gc, ec = classify(got), classify(rounded)
+        if nonfinite_equiv:
+            # CuPy's _mitigate_cumprod: complex overflow may end as inf or nan depending on order.
+            gc, ec = gc != 0, ec != 0
+        if not np.array_equal(gc, ec):
+            idx = np.argwhere(gc != ec)[:5]
+            sel = tuple(idx.T)
+            raise AssertionError(f"{what}: NaN/inf positions differ from NumPy's at {idx.tolist()}: "
+                                 f"got {got[sel]}, expected {rounded[sel]}")
+        finite = (gc == 0) & (ec == 0)
+        parts = [np.real, np.imag]
+    else:
+        finite = None
+        parts = [lambda a: a]
+    for part in parts:
+        g = part(got).astype(np.float64)
+        e = part(rounded).astype(np.float64)
+        w = part(ref.wide).astype(np.float64)
+        if finite is None:
+            if nonfinite_equiv:
+                np.testing.assert_array_equal(~np.isfinite(g), ~np.isfinite(e), err_msg=f"{what}: non-finite positions")
+            for name, test in (("NaN", np.isnan), ("+inf", np.isposinf), ("-inf", np.isneginf)):
+                gm, em = test(g), test(e)
+                if not nonfinite_equiv and not np.array_equal(gm, em):
+                    idx = np.argwhere(gm != em)[:5].tolist()
+                    raise AssertionError(f"{what}: {name} positions differ from NumPy's at {idx}: "
+                                         f"got {g[tuple(np.array(idx).T)] if idx else ''}, "
+                                         f"expected {e[tuple(np.array(idx).T)] if idx else ''}")
+        fin = np.isfinite(e) & np.isfinite(g) & (True if finite is None else finite)
+        with np.errstate(invalid="ignore"):
+            err = np.abs(g - w)
+        mag = part(ref.mag) if np.iscomplexobj(ref.mag) else ref.mag
+        mag = np.where(np.isfinite(mag), mag, np.inf).astype(np.float64)
+        allowed = tol * mag + np.finfo(fdt).tiny
+        bad = fin & ~(err <= allowed)
+        if bad.any():
+            idx = np.argwhere(bad)[:5]
+            sel = tuple(idx.T)
+            raise AssertionError(f"{what}: {int(bad.sum())} values off by more than {tol} x magnitude; "
+                                 f"at {idx.tolist()}: got {g[sel]}, expected {w[sel]}")
+
+
+def assert_same_floats(got, expected):
+    """Equal where finite (a few ulps: products associate differently across ranks), and the
+    same NaN, infinities and signed zeros exactly."""
+    got, expected = np.asarray(got), np.asarray(expected)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    for g, e in ((got.real, expected.real), (got.imag, expected.imag)) if got.dtype.kind == "c" else ((got, expected),):
+        nan_g, nan_e = np.isnan(g), np.isnan(e)
+        assert (nan_g == nan_e).all(), f"NaN at {np.flatnonzero(nan_g != nan_e)[:5]}: got {g[nan_g != nan_e][:5]}, " \
+                                       f"NumPy {e[nan_g != nan_e][:5]}"
+        fin = np.isfinite(e)
+        assert (np.isinf(g) == np.isinf(e)).all() and (g[np.isinf(e)] == e[np.isinf(e)]).all()
+        zero = e == 0
+        assert (g[zero] == 0).all()
+        if got.dtype.kind == "f":
+            assert (np.signbit(g[zero]) == np.signbit(e[zero])).all(), "signed zeros differ"
+        np.testing.assert_allclose(g[fin], e[fin], rtol=1e-12 if e.dtype.itemsize >= 8 else 1e-5)
