@@ -20,6 +20,7 @@ from distscan import algorithms as A
 from distscan._dtypes import scan_types
 from distscan.ops import OPS
 
+from tests.support.reference import reference_scan
 from tests.support.seeds import seeded_rng
 
 
@@ -90,9 +91,7 @@ def _gamma(k, u):
 
 
 def _check(result, x, op, acc, exclusive):
-    ref = op.ufunc.accumulate(x, axis=0, dtype=acc) if len(x) else np.empty(x.shape, acc)
-    if exclusive:
-        ref = np.concatenate([np.full((1,) + x.shape[1:], op.identity(acc), acc), ref[:-1]]) if len(x) else ref
+    ref = reference_scan(x, op, exclusive=exclusive, acc=acc)
     assert result.dtype == acc and result.shape == x.shape, (result.dtype, result.shape)
     if acc.kind in "biu" or op.name in ("max", "min"):
         np.testing.assert_array_equal(result, ref)

@@ -14,12 +14,11 @@ import numpy as np
 import pytest
 
 from distscan import cli
-from distscan._dtypes import scan_types
-from distscan.ops import get_op
 
 from tests.support.command import T, cli_in_process, input_npy, job, one_error_line
 from tests.support.files import leftover_temps
 from tests.support.launch import python_env, run
+from tests.support.reference import reference_scan
 
 pytestmark = [
     pytest.mark.timeout(180),
@@ -28,17 +27,6 @@ pytestmark = [
     pytest.mark.skipif(bool(os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")),
                        reason="launches mpiexec itself; run it from a serial pytest"),
 ]
-
-
-def reference(a, op, exclusive=False, dtype=None):
-    op = get_op(op)
-    types = scan_types(op, a.dtype, dtype)
-    acc = (a != 0) if op.logical else a.astype(types.acc)
-    ref = op.ufunc.accumulate(acc, axis=0, dtype=types.acc) if len(a) else acc.copy()
-    if exclusive and len(a):
-        first = np.full((1,) + a.shape[1:], op.identity(types.acc), types.acc)
-        ref = np.concatenate([first, ref[:-1]])
-    return ref.astype(types.result)
 
 
 # -- happy paths -------------------------------------------------------------------------------------
@@ -83,7 +71,7 @@ def test_scan_matches_numpy(tmp_path, capsys, batches, ranks, case):
     assert proc.returncode == 0, proc.stderr
     out = folder / f"in.{word}.npy"
     got = np.load(out)
-    want = reference(a, op, exclusive, dtype="int32" if "--dtype" in extra else None)
+    want = reference_scan(a, op, exclusive=exclusive, dtype="int32" if "--dtype" in extra else None)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
     assert "wrote" in proc.stdout and proc.stderr.strip() == ""

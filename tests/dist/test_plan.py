@@ -12,6 +12,7 @@ import distscan
 from distscan._call import PLANS
 
 from tests.support.ranks import all_ranks_ok
+from tests.support.reference import reference_scan
 from tests.support.seeds import shared_rng
 
 pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(120)]
@@ -126,9 +127,7 @@ def test_every_algorithm_at_any_rank_count(comm):
         for opname, ufunc in (("sum", np.add), ("max", np.maximum), ("bitwise_xor", np.bitwise_xor)):
             for exclusive in (False, True):
                 got = distscan.scan(part, opname, exclusive=exclusive, algorithm=name, comm=comm)
-                ref = ufunc.accumulate(g)
-                if exclusive:
-                    ref = np.concatenate([[ufunc.identity if opname != "max" else np.iinfo(g.dtype).min], ref[:-1]])
+                ref = reference_scan(g, opname, exclusive=exclusive)
                 all_ranks_ok(comm, lambda: np.testing.assert_array_equal(
                     got, ref[bounds[comm.rank]:bounds[comm.rank + 1]], err_msg=f"{name} {opname} {exclusive}"))
     with pytest.raises(ValueError, match="unknown algorithm 'nope'; choose one of auto, kogge_stone"):

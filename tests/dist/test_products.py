@@ -13,7 +13,7 @@ import distscan
 
 from tests.support.data import local_part
 from tests.support.ranks import all_ranks_ok
-from tests.support.reference import assert_same_floats
+from tests.support.reference import assert_same_floats, reference_scan
 from tests.support.seeds import shared_rng
 
 pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(120)]
@@ -86,12 +86,7 @@ def test_products_with_zeros_infs_and_nans_match_numpy(dtype, exclusive, comm):
             if rng.random() < 0.5 and n:
                 g[0] = 0
                 g[1:] = np.where(rng.random(n - 1) < 0.5, big, g[1:])  # a zero, then overflow
-        with np.errstate(all="ignore"):
-            acc = np.float32 if dt == np.float16 else dt
-            ref = np.multiply.accumulate(g.astype(acc))
-            if exclusive:
-                ref = np.concatenate([np.ones(1, acc), ref[:-1]])[:n]
-            ref = ref.astype(dt)
+        ref = reference_scan(g, "prod", exclusive=exclusive)  # float16 in float32, as distscan
         for counts in splits(comm, n, rng):
             with np.errstate(all="ignore"):
                 got = distscan.cumprod(local_part(g, counts, comm.rank), exclusive=exclusive, comm=comm)

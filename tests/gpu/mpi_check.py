@@ -26,8 +26,7 @@ import cupy as cp  # noqa: E402
 
 import distscan  # noqa: E402
 from distscan.gpus import bind_gpu  # noqa: E402
-from distscan._dtypes import scan_types  # noqa: E402
-from distscan.ops import get_op  # noqa: E402
+from tests.support.reference import reference_scan  # noqa: E402 - NumPy's scan of the whole array
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
@@ -41,18 +40,6 @@ CASES = [  # (dtype, op, trailing)
     ("int32", "max", ()),
     ("uint32", "sum", (40,)),
 ]
-
-
-def reference(g, op, exclusive):
-    op = get_op(op)
-    t = scan_types(op, g.dtype)
-    acc = g.astype(t.acc)
-    if acc.shape[0] == 0:
-        return np.empty(g.shape, t.result)
-    ref = op.ufunc.accumulate(acc, axis=0, dtype=t.acc)
-    if exclusive:
-        ref = np.concatenate([np.full((1,) + g.shape[1:], op.identity(t.acc), t.acc), ref[:-1]])
-    return ref.astype(t.result)
 
 
 def layouts(n, rng):
@@ -112,7 +99,7 @@ def lean_checks(rng, check, failures):
                             check(got.dtype == general.dtype and np.array_equal(got, general),
                                   f"{tag}: lean differs from the general path")
                         if dtype[0] != "f":
-                            want = reference(g, "sum", exclusive)[starts[rank]:starts[rank + 1]]
+                            want = reference_scan(g, "sum", exclusive=exclusive)[starts[rank]:starts[rank + 1]]
                             check(np.array_equal(general, want.astype(general.dtype)), f"{tag}: differs from NumPy")
                     except Exception as exc:  # noqa: BLE001
                         failures.append(f"rank {rank}: {tag}: {type(exc).__name__}: {exc}")
@@ -168,7 +155,7 @@ def main():
                 starts = np.concatenate([[0], np.cumsum(counts)]).astype(int)
                 local = g[starts[rank]:starts[rank + 1]]
                 for exclusive in (False, True):
-                    want = reference(g, op, exclusive)[starts[rank]:starts[rank + 1]]
+                    want = reference_scan(g, op, exclusive=exclusive)[starts[rank]:starts[rank + 1]]
                     got_by = {}
                     for strategy in ("reduce_then_scan", "scan_then_add"):
                         tag = f"{dtype}{trailing} {op} n={n} {lname} excl={exclusive} {strategy}"
@@ -197,7 +184,7 @@ def main():
             local = g[starts[rank]:starts[rank + 1]]
             try:
                 r = distscan.scan(local, op, comm=comm, backend="cuda")
-                check(isinstance(r, np.ndarray) and np.array_equal(r, reference(g, op, False)[starts[rank]:starts[rank + 1]]),
+                check(isinstance(r, np.ndarray) and np.array_equal(r, reference_scan(g, op)[starts[rank]:starts[rank + 1]]),
                       f"host array on backend=cuda {dtype} {op} n={n}: differs")
             except Exception as exc:  # noqa: BLE001
                 failures.append(f"rank {rank}: host array on backend=cuda {dtype} {op}: {exc}")

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tests.support.devices import require_gpu
+from tests.support.reference import reference_scan
 from tests.support.seeds import draw_seed
 
 cp = require_gpu()
@@ -75,16 +76,8 @@ def _reference(x, op, t, exclusive, seed):
     """NumPy's sequential scan; float and complex sums and products in double precision (a
     float32 reference would bring its own rounding walk into the comparison)."""
     wide = {"f": np.float64, "c": np.complex128}.get(t.acc.kind) if op.name in ("sum", "prod") else None
-    t = t if wide is None else scan_types(op, np.dtype(wide), np.dtype(wide))
-    acc = x.astype(t.acc) if not op.logical else (x != 0)
-    if seed is not None:
-        acc = np.concatenate([np.asarray(seed, t.acc).reshape(1), acc])
-    ref = op.ufunc.accumulate(acc, dtype=t.acc) if acc.size else acc
-    if seed is not None:
-        ref = ref[:-1] if exclusive else ref[1:]
-    elif exclusive:
-        ref = np.concatenate([np.full(1, op.identity(t.acc), t.acc), ref[:-1]])[: x.size]
-    return ref.astype(np.complex128 if t.result.kind == "c" else np.float64 if t.result.kind == "f" else t.result)
+    ref = reference_scan(x, op, exclusive=exclusive, initial=seed, types=t, acc=wide)
+    return ref.astype(np.complex128 if ref.dtype.kind == "c" else np.float64 if ref.dtype.kind == "f" else ref.dtype)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -28,7 +28,8 @@ from distscan.backends.cuda import compile as cc  # noqa: E402
 from distscan.backends import cuda as gpu  # noqa: E402
 from distscan.ops import OPS  # noqa: E402
 from tests.support.kernel_cases import (TABLE, TABLE_IDS, as_bytes, assert_bitwise_lookback,  # noqa: E402
-                           assert_deterministic_while_racing, assert_int8_sum_is_lookback, kernel_data, seeded_rng)
+                                        assert_deterministic_while_racing, assert_int8_sum_is_lookback, kernel_data)
+from tests.support.seeds import seeded_rng  # noqa: E402
 
 
 

@@ -19,6 +19,7 @@ from distscan.backends import cpu as cpu_backend
 from distscan.ops import OPS, get_op
 
 from tests.support.devices import require_gpu
+from tests.support.reference import reference_scan
 
 cp = require_gpu()
 pytestmark = pytest.mark.gpu
@@ -90,24 +91,18 @@ def _check(got, x, op, types, exclusive, seed, n):
         return
     # float/complex sum or prod: bound against a float64/complex128 reference
     wide = np.complex128 if kind == "c" else np.float64
-    xw = x.astype(wide)
-    if seed is not None:
-        xw = np.concatenate([np.asarray(seed, wide).reshape(1, -1), xw])
+    inclusive = reference_scan(x, op, initial=seed, types=types, acc=wide)  # seed op x[0] op ... op x[i]
+    exact = reference_scan(x, op, exclusive=True, initial=seed, types=types, acc=wide) if exclusive else inclusive
     u = np.finfo(types.acc).eps / 2
     if op.name == "sum":
-        exact = np.cumsum(xw, axis=0)
-        scale = np.cumsum(np.abs(xw), axis=0)
+        scale = reference_scan(np.abs(x.astype(wide)), "sum", initial=None if seed is None else np.abs(np.asarray(seed, wide)),
+                               acc=np.float64)
         depth = gpu.error_depth(n, types.input, types)
         tol = (depth + 2) * u * scale
     else:
-        exact = np.cumprod(xw, axis=0)
-        idx = np.arange(1, exact.shape[0] + 1).reshape(-1, 1)
-        tol = 4 * (idx + 2) * u * np.abs(exact)
-    if seed is not None:
-        exact, tol = exact[1:], tol[1:]
+        idx = np.arange(1, inclusive.shape[0] + 1).reshape(-1, 1) + (seed is not None)  # factors so far, the seed's too
+        tol = 4 * (idx + 2) * u * np.abs(inclusive)
     if exclusive:
-        first = np.asarray(seed if seed is not None else op.identity(types.acc), wide).reshape(1, -1)
-        exact = np.concatenate([first, exact[:-1]])
         tol = np.concatenate([np.zeros_like(tol[:1]), tol[:-1]])
     if types.result.itemsize < types.acc.itemsize:  # float16 output: one more rounding
         tol = tol + np.finfo(types.result).eps * np.abs(exact)

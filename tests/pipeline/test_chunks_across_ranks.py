@@ -9,6 +9,8 @@ import pytest
 from distscan import pipeline
 from distscan.pipeline.cuda import HostDevice, run_gpu
 
+from tests.support.reference import reference_scan
+
 pytestmark = pytest.mark.anyranks
 
 
@@ -50,12 +52,10 @@ def test_gpu_pipeline_logic_on_host_device(shared_tmp_path, comm, case):
     for key in ("read", "h2d", "scan", "exscan", "d2h", "write"):
         assert report["times_s"][key] >= 0
     t = scan_types(get_op(op), np.dtype(dtype))
-    ref = get_op(op).ufunc.accumulate(a.astype(t.acc), axis=0)
-    if exclusive:
-        ref = np.concatenate([np.full((1,) + a.shape[1:], get_op(op).identity(t.acc), t.acc), ref[:-1]])
+    ref = reference_scan(a, op, exclusive=exclusive)
     got = np.load(out)
     assert got.dtype == t.result
-    np.testing.assert_array_equal(got, ref.astype(t.result))
+    np.testing.assert_array_equal(got, ref)
     comm.Barrier()
 
 
@@ -71,8 +71,6 @@ CPU_CASES = [  # dtype, shape, op, exclusive, strategy, memory limit
 def test_cpu_pipeline_chunks_at_any_rank_count(shared_tmp_path, comm, monkeypatch, case):
     """The CPU engine of the same skeleton, in tiny chunks, every rank role (first, middle, last)."""
     from distscan.pipeline import chunks as _flow
-    from distscan._dtypes import scan_types
-    from distscan.ops import get_op
 
     dtype, shape, op, exclusive, strategy, limit = case
     monkeypatch.setattr(_flow, "CHUNK_BYTES", 4096)
@@ -92,14 +90,10 @@ def test_cpu_pipeline_chunks_at_any_rank_count(shared_tmp_path, comm, monkeypatc
         report = pipeline.run(job, comm)
     modes = {r["mode"] for r in report["pipeline"]["per_rank"] if r is not None}
     assert modes <= {"resident", "streamed"} and (limit is None or comm.size == 1 or "streamed" in modes)
-    t = scan_types(get_op(op), np.dtype(dtype))
-    with np.errstate(all="ignore"):
-        ref = get_op(op).ufunc.accumulate(a.astype(t.acc), axis=0)
-    if exclusive:
-        ref = np.concatenate([np.full((1,) + a.shape[1:], get_op(op).identity(t.acc), t.acc), ref[:-1]])
+    ref = reference_scan(a, op, exclusive=exclusive)
     got = np.load(out)
     if op == "prod":
-        np.testing.assert_allclose(got, ref.astype(t.result), rtol=1e-12)
+        np.testing.assert_allclose(got, ref, rtol=1e-12)
     else:
-        np.testing.assert_array_equal(got, ref.astype(t.result))
+        np.testing.assert_array_equal(got, ref)
     comm.Barrier()

@@ -19,6 +19,8 @@ from distscan import io as dio, pipeline
 from distscan._dtypes import scan_types
 from distscan.ops import get_op
 
+from tests.support.reference import reference_scan
+
 pytestmark = pytest.mark.timeout(120)
 
 
@@ -27,16 +29,6 @@ def small_chunks(monkeypatch):
     monkeypatch.setattr(_flow, "CHUNK_BYTES", 4096)
     monkeypatch.setattr(_flow, "READ_AHEAD", 3)
     monkeypatch.setattr(_flow, "WRITE_RING", 3)
-
-
-def _ref(a, op, exclusive, dtype=None):
-    o = get_op(op)
-    t = scan_types(o, np.dtype(a.dtype).newbyteorder("="), dtype)
-    with np.errstate(all="ignore"):
-        ref = o.ufunc.accumulate(a.astype(t.acc), axis=0, dtype=t.acc)
-    if exclusive:
-        ref = np.concatenate([np.full((1,) + a.shape[1:], o.identity(t.acc), t.acc), ref[:-1]])
-    return ref.astype(t.result)
 
 
 CASES = [  # dtype, shape, op, exclusive, strategy, memory limit
@@ -60,7 +52,7 @@ def test_cpu_pipeline_matches_numpy(tmp_path, case):
                        memory_limit=limit, verify=True)
     report = pipeline.run(job)
     got = np.load(out)
-    np.testing.assert_array_equal(got, _ref(a, op, exclusive))
+    np.testing.assert_array_equal(got, reference_scan(a, op, exclusive=exclusive))
     assert report["verify"]["passed"]
     t = report["times_s"]
     assert t["total"] >= t["read"] >= 0 and t["write"] >= 0 and "read" in t["spans"] and "write" in t["spans"]

@@ -11,6 +11,8 @@ from distscan._dtypes import scan_types
 from distscan.pipeline.verify import VerificationError, verify
 from distscan.ops import get_op
 
+from tests.support.reference import reference_scan
+
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -64,11 +66,6 @@ def _run_verify(path, a, op, ranks, exclusive=False):
     return results[0]
 
 
-def _numpy_scan(a, op):
-    with np.errstate(all="ignore"):
-        return get_op(op).ufunc.accumulate(a, axis=0)
-
-
 def _write(tmp_path, out):
     p = str(tmp_path / "out.npy")
     np.save(p, out)
@@ -88,7 +85,7 @@ NEAR_OVERFLOW = [
 @pytest.mark.parametrize("case", range(len(NEAR_OVERFLOW)))
 def test_correct_results_near_overflow_pass(tmp_path, ranks, case):
     a, op = NEAR_OVERFLOW[case]
-    r = _run_verify(_write(tmp_path, _numpy_scan(a, op)), a, op, ranks)
+    r = _run_verify(_write(tmp_path, reference_scan(a, op)), a, op, ranks)
     assert r["passed"] and r["checked_rows"] + r["skipped_rows"] >= len(a) - 0
 
 
@@ -102,7 +99,7 @@ def test_correct_results_near_overflow_pass(tmp_path, ranks, case):
 ])
 def test_corrupted_outputs_near_overflow_fail(tmp_path, ranks, case, row, value):
     a, op = NEAR_OVERFLOW[case]
-    out = _numpy_scan(a, op).copy()
+    out = reference_scan(a, op).copy()
     out[row] = value
     with pytest.raises(VerificationError, match=f"row {row}"):
         _run_verify(_write(tmp_path, out), a, op, ranks)
@@ -147,6 +144,6 @@ def test_summary_says_what_was_checked(tmp_path):
     assert r["skipped_rows"] == 0 and "2 of 2 checked" in r["summary"] and "tolerance" in r["summary"]
     # a product through the subnormals: no bound, the rows (and so the boundaries) are skipped and said so
     p = np.array([1e-300, 1e-20, 1e300, 1, 1, 1, 1, 1, 1])
-    r = _run_verify(_write(tmp_path, _numpy_scan(p, "prod")), p, "prod", 3)
+    r = _run_verify(_write(tmp_path, reference_scan(p, "prod")), p, "prod", 3)
     assert r["skipped_rows"] >= 6 and "0 of 2 checked" in r["summary"]
     assert "subnormal" in r["summary"] and "every rank boundary" not in r["summary"]

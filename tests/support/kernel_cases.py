@@ -1,25 +1,20 @@
 """Cases shared by the kernel tests that compare a device strategy bitwise with the one-tile
-look-back (test_kernels_lookahead.py, test_kernels_lead.py): every operator x dtype the
-kernels handle, data whose sums and products stay finite, and NumPy's scan of it."""
+look-back (tests/gpu/test_kernels_lookahead.py, tests/gpu/test_kernels_lead.py): every operator x
+dtype the kernels handle, data whose sums and products stay finite, and the bitwise comparisons
+(integers also against tests.support.reference.reference_scan)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from tests.support.seeds import draw_seed
 from distscan.ops import OPS
+
+from tests.support.reference import reference_scan
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.float16,
           np.float32, np.float64, np.complex64, np.complex128]
 TABLE = [(name, np.dtype(dt)) for name in sorted(OPS) for dt in DTYPES if np.dtype(dt).kind in OPS[name].kinds]
 TABLE_IDS = [f"{n}-{d.name}" for n, d in TABLE]
-
-
-def seeded_rng():
-    """A generator from a fresh seed (or DISTSCAN_TEST_SEED), printed and kept for the report."""
-    s = draw_seed()
-    print(f"seed={s}")
-    return np.random.default_rng(s)
 
 
 def kernel_data(rng, dt, n):
@@ -32,19 +27,6 @@ def kernel_data(rng, dt, n):
         return (1 + 1e-3 * rng.standard_normal(n)).astype(dt)
     info = np.iinfo(dt)
     return rng.integers(max(info.min, -1000), min(info.max, 1000), n, endpoint=True).astype(dt)
-
-
-def numpy_scan(op, t, x, exclusive, seed):
-    """NumPy's scan of host array x for ScanTypes t, with an optional (1,) seed."""
-    acc = np.asarray(x).astype(t.acc) if not op.logical else np.asarray(x) != 0
-    if seed is not None:
-        acc = np.concatenate([seed.astype(acc.dtype), acc])
-    want = op.ufunc.accumulate(acc, dtype=t.acc)
-    if seed is not None:
-        want = want[:-1] if exclusive else want[1:]
-    elif exclusive:
-        want = np.concatenate([np.full(1, op.identity(t.acc), t.acc), want[:-1]])
-    return want.astype(t.result)
 
 
 def as_bytes(a):
@@ -111,5 +93,5 @@ def assert_bitwise_lookback(rng, op, t, dt, n, i, algorithm, label):
     np.testing.assert_array_equal(as_bytes(got), as_bytes(ref), err_msg=msg)
     np.testing.assert_array_equal(np.asarray(total).view(np.uint8), np.asarray(ref_total).view(np.uint8), err_msg=msg)
     if dt.kind in "biu":
-        np.testing.assert_array_equal(cp.asnumpy(got), numpy_scan(op, t, cp.asnumpy(x), exclusive, seed), err_msg=msg)
+        np.testing.assert_array_equal(cp.asnumpy(got), reference_scan(cp.asnumpy(x), op, exclusive=exclusive, initial=seed, types=t), err_msg=msg)
     return x, ref, exclusive, seed, msg

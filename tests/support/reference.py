@@ -1,10 +1,20 @@
-"""The reference scans (NumPy's ``accumulate`` on the whole array) and the comparisons with them.
+"""The reference scans, NumPy's ``accumulate`` on the whole (global) array, and the comparisons with them.
 
-``reference_scan``  NumPy's scan the way distscan defines it (its dtype rules, ``distscan._dtypes``);
-``Ref``             NumPy's own result dtype (``numpy_result_dtype``) and identity (``identity``),
-                    float and complex sums and products kept wide with the magnitude of each
-                    element's rounding error, for ``assert_matches`` (the NumPy and peer cases);
-``assert_scan_equal``, ``assert_matches``, ``assert_same_floats``  the comparisons.
+Every reference here is one step, :func:`accumulate0` (a sequential scan along axis 0 in a given
+dtype, with an initial value or an identity for exclusive scans); what differs is the dtype asked:
+
+``reference_scan``  NumPy's scan the way distscan defines it: the dtypes of ``distscan._dtypes``
+                    (``dtype=`` casts the input first; float16 sums accumulate in float32), or an
+                    accumulator dtype the caller names (float64 for a float32 scan, the kernels'
+                    own accumulator);
+``Ref``             NumPy's own result dtype (``numpy_result_dtype``, independent of distscan), float
+                    and complex sums and products kept wide (float64/complex128) with the magnitude
+                    of each element's rounding error, for ``assert_matches`` (the NumPy and peer cases).
+
+Comparisons: ``assert_scan_equal`` (integers and bool exactly, floats relative to the running
+magnitude), ``assert_matches`` (against ``Ref``: NaN and infinities where NumPy has them, values
+within ``TOL[dtype]`` times the magnitude), ``assert_same_floats`` (a few ulps where finite; NaN,
+infinities and signed zeros exactly).
 """
 
 from __future__ import annotations
@@ -14,59 +24,18 @@ import numpy as np
 from distscan._dtypes import scan_types
 from distscan.ops import get_op
 
-
-def reference_scan(g, op, *, exclusive=False, initial=None, dtype=None):
-    """NumPy's scan of the whole (global) array ``g`` along axis 0, the way distscan defines it."""
-    op = get_op(op)
-    types = scan_types(op, g.dtype, dtype)
-    acc = g.astype(types.acc) if not op.logical else (g != 0)
-    if initial is not None:
-        init = np.broadcast_to(np.asarray(initial).astype(types.acc), (1,) + g.shape[1:])
-        acc = np.concatenate([init, acc])
-    if acc.shape[0] == 0:
-        return np.empty(g.shape, types.result)
-    ref = op.ufunc.accumulate(acc, axis=0, dtype=types.acc)
-    if initial is not None:
-        ref = ref[:-1] if exclusive else ref[1:]
-    elif exclusive:
-        first = np.full((1,) + g.shape[1:], op.identity(types.acc), types.acc)
-        ref = np.concatenate([first, ref[:-1]])
-    return ref.astype(types.result)
-
-
-def assert_scan_equal(result, expected, *, float_rtol=None):
-    """Integers and bool exactly; floats within a bound relative to the running magnitude."""
-    result = np.asarray(result)
-    assert result.dtype == expected.dtype, (result.dtype, expected.dtype)
-    assert result.shape == expected.shape, (result.shape, expected.shape)
-    if expected.dtype.kind in "biu":
-        np.testing.assert_array_equal(result, expected)
-        return
-    if float_rtol is None:
-        float_rtol = {2: 2e-2, 4: 1e-4, 8: 1e-10, 16: 1e-10}[expected.dtype.itemsize if expected.dtype.kind == "f"
-                                                           else expected.dtype.itemsize // 2]
-    np.testing.assert_allclose(result.astype(np.complex128), expected.astype(np.complex128),
-                               rtol=float_rtol, atol=float_rtol * max(1.0, float(np.sqrt(expected.shape[0] if expected.ndim else 1))),
-                               equal_nan=True)
-
-
-# |error| <= TOL * magnitude (see module docstring), by result dtype (complex: its float part).
-TOL = {np.dtype(np.float16): 1e-3, np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-12}
-
-
 UFUNCS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum,
           "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
           "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor}
-
-
 LOGICAL = ("logical_and", "logical_or", "logical_xor")
 
+# |error| <= TOL * magnitude (see assert_matches), by result dtype (complex: its float part).
+TOL = {np.dtype(np.float16): 1e-3, np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-12}
 
-# ---------------------------------------------------------------------------------------------
-# NumPy reference on the global array, and the comparison
-# ---------------------------------------------------------------------------------------------
 
 def identity(opname, dtype):
+    """What an empty prefix gives: NumPy's identity of the operator in ``dtype`` (independent of distscan's
+    table, and equal to it: +0.0 for float sums, as ``np.add.identity``)."""
     dtype = np.dtype(dtype)
     if opname == "sum":
         return np.zeros((), dtype)[()]
@@ -103,21 +72,57 @@ def numpy_result_dtype(opname, in_dtype, dtype=None):
     return UFUNCS[opname].accumulate(np.zeros(1, in_dtype)).dtype
 
 
-def _scan0(x, opname, dt, exclusive, initial):
-    uf = UFUNCS[opname]
-    if exclusive or initial is not None:
-        first = identity(opname, dt) if initial is None else initial
-        first = np.broadcast_to(np.asarray(first).astype(dt), (1,) + x.shape[1:])
-        x = np.concatenate([first, x.astype(dt)])
+def accumulate0(x, ufunc, dtype, *, exclusive=False, initial=None, first=None):
+    """NumPy's sequential scan of ``x`` along axis 0 in ``dtype`` (``ufunc.accumulate``).
+
+    ``initial`` is combined before the first element (and is not part of the result); an exclusive
+    scan is the inclusive one shifted by one element, starting at ``initial`` or else at ``first``
+    (the identity; after the shift, so that NumPy's own first element keeps its bits: -0.0 stays
+    -0.0).  Floating-point warnings are silenced: overflow and NaN are what some tests check.
+    """
+    x = np.asarray(x)
+    if initial is not None:
+        start = np.broadcast_to(np.asarray(initial).astype(dtype), (1,) + x.shape[1:])
+        x = np.concatenate([start, x.astype(dtype, copy=False)])
     with np.errstate(all="ignore"):
-        r = uf.accumulate(x, axis=0, dtype=dt) if x.shape[0] else x.astype(dt)
-    if exclusive or initial is not None:
-        r = r[:-1] if exclusive else r[1:]
+        r = ufunc.accumulate(x, axis=0, dtype=dtype) if x.shape[0] else x.astype(dtype)
+    if initial is not None:
+        return r[:-1] if exclusive else r[1:]
+    if exclusive and r.shape[0]:
+        start = np.broadcast_to(np.asarray(first).astype(dtype), (1,) + x.shape[1:])
+        r = np.concatenate([start, r[:-1]])
     return r
 
 
+def reference_scan(g, op, *, axis=0, exclusive=False, initial=None, dtype=None, types=None, acc=None):
+    """NumPy's scan of the whole (global) array ``g`` along ``axis`` (None: flattened), the way distscan
+    defines it: in the accumulator dtype of ``scan_types(op, g.dtype, dtype)`` (or of ``types``, a
+    ``ScanTypes``), starting at ``initial``, exclusive or not, cast to the result dtype.
+
+    ``acc``: accumulate in this dtype and return that dtype instead (a float64 reference of a float32
+    scan, free of the rounding under test; the accumulator dtype that the CPU algorithms return).
+    """
+    op = get_op(op)
+    g = np.asarray(g)
+    t = types if types is not None else scan_types(op, g.dtype.newbyteorder("="), dtype)
+    acc, result = (t.acc, t.result) if acc is None else (np.dtype(acc), np.dtype(acc))
+    if axis is None:
+        g, axis = g.reshape(-1), 0
+    with np.errstate(all="ignore"):  # casts that overflow, as the scan's own
+        x = np.moveaxis(g, axis, 0)
+        x = (x != 0) if op.logical else x.astype(acc)
+        r = accumulate0(x, op.ufunc, acc, exclusive=exclusive, initial=initial, first=identity(op.name, acc))
+        return np.moveaxis(r, 0, axis).astype(result)
+
+
+def _scan0(x, opname, dt, exclusive, initial):
+    return accumulate0(x, UFUNCS[opname], dt, exclusive=exclusive, initial=initial, first=identity(opname, dt))
+
+
 class Ref:
-    """NumPy's scan of the whole array: ``dtype``, exact values or (wide values, magnitude)."""
+    """NumPy's scan of the whole array: NumPy's result ``dtype``; ``exact`` values (integers, bool,
+    max and min), or ``wide`` values and their magnitude ``mag`` (float and complex sums and
+    products); ``part(counts, rank, row_size)`` is one rank's slice of it."""
 
     def __init__(self, g, opname, axis=0, dtype=None, exclusive=False, initial=None):
         g = np.asarray(g)
@@ -175,8 +180,33 @@ class Ref:
             return self.wide.astype(self.dtype)
 
 
+# -- comparisons ----------------------------------------------------------------------------------------
+
+
+def assert_scan_equal(result, expected, *, float_rtol=None):
+    """Integers and bool exactly; floats within a bound relative to the running magnitude."""
+    result = np.asarray(result)
+    assert result.dtype == expected.dtype, (result.dtype, expected.dtype)
+    assert result.shape == expected.shape, (result.shape, expected.shape)
+    if expected.dtype.kind in "biu":
+        np.testing.assert_array_equal(result, expected)
+        return
+    if float_rtol is None:
+        float_rtol = {2: 2e-2, 4: 1e-4, 8: 1e-10, 16: 1e-10}[expected.dtype.itemsize if expected.dtype.kind == "f"
+                                                           else expected.dtype.itemsize // 2]
+    np.testing.assert_allclose(result.astype(np.complex128), expected.astype(np.complex128),
+                               rtol=float_rtol, atol=float_rtol * max(1.0, float(np.sqrt(expected.shape[0] if expected.ndim else 1))),
+                               equal_nan=True)
+
+
 def assert_matches(got, ref: Ref, *, tol=None, nonfinite_equiv=False, what=""):
-    """``got`` (an ndarray) against the reference (see module docstring)."""
+    """``got`` (an ndarray) against ``ref``: its dtype and shape; integer and bool results exactly
+    (wrap-around included); float and complex results against the wide reference (computed from the
+    input cast to the result dtype, as NumPy casts to ``dtype=`` first) with
+    ``|got - ref| <= tol * M`` (``tol``: ``TOL[dtype]``), where M is the running sum of ``|x|`` for sums
+    and ``|ref|`` for products; NaN and +-inf exactly where the reference, rounded to the result
+    dtype, has them (``nonfinite_equiv``: only where a value is not finite, for complex products whose
+    overflow may end as inf or NaN depending on the order)."""
     assert isinstance(got, np.ndarray), f"{what}: result is {type(got).__name__}, not ndarray"
     assert got.dtype == ref.dtype, f"{what}: dtype {got.dtype}, NumPy gives {ref.dtype}"
     assert got.shape == ref.shape, f"{what}: shape {got.shape}, expected {ref.shape}"
