@@ -2,10 +2,21 @@
 
 The same test files run serially (``pytest``) and under ``mpiexec -n K python -m
 pytest --with-mpi -m anyranks`` (tests/run.sh); ``comm`` is then a duplicate of
-``COMM_WORLD`` so that a test cannot disturb another.  Test files written for any
-rank count carry ``pytestmark = pytest.mark.anyranks`` (the marker, not the file
-name, selects what tests/run.sh runs under mpiexec).  Tests that need several ranks
-are also marked ``@pytest.mark.mpi(min_size=2)`` (pytest-mpi skips them otherwise).
+``COMM_WORLD`` so that a test cannot disturb another.  The markers (pyproject.toml lists
+them; ``--strict-markers`` makes a misspelt one an error):
+
+``anyranks``   written for any rank count: runs serially and under mpiexec.  Test files
+               written so carry ``pytestmark = pytest.mark.anyranks``; the marker, not the
+               file name, selects what tests/run.sh runs under mpiexec, every such test at
+               2, 3 and 4 ranks.
+``manyranks``  an ``anyranks`` test that stresses the carry combination (many ranks, uneven
+               and empty parts, more ranks than rows, the node hierarchy, the exchanges, a
+               failure on one rank of many): tests/run.sh runs only these at 8 ranks
+               (``-m "anyranks and manyranks"``), which need not repeat every case of the
+               smaller counts.  A test marked ``manyranks`` without ``anyranks`` is an error.
+``mpi``        (pytest-mpi) ``@pytest.mark.mpi(min_size=2)``: needs several ranks; skipped
+               otherwise.
+``gpu``        needs a CUDA GPU with CuPy; skipped without one.
 
 Under mpiexec (a launcher's rank variable is set):
 
@@ -117,6 +128,11 @@ def pytest_sessionstart(session):
 
 
 def pytest_collection_modifyitems(config, items):
+    loose = [item.nodeid for item in items if item.get_closest_marker("manyranks")
+             and not item.get_closest_marker("anyranks")]
+    if loose:
+        raise pytest.UsageError("marked manyranks but not anyranks (a subset of anyranks: see tests/conftest.py): "
+                                + ", ".join(loose[:5]))
     if HAVE_GPU:
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU with CuPy")

@@ -102,6 +102,7 @@ def test_masked_arrays_follow_numpy_ma(opname, ma_func, comm):
 
 # --- 14. scalars: the write-offset idiom -----------------------------------------------------
 
+@pytest.mark.manyranks
 @pytest.mark.parametrize("make", [int, np.int64, np.int32, float])
 def test_scalar_parts_give_scalars(make, comm):
     n_local = make(comm.rank + 3)

@@ -45,6 +45,7 @@ def test_every_dtype_random_multidim(ctx, dtype):
             check_scan(ctx, x, opname, exclusive=True)
 
 
+@pytest.mark.manyranks
 def test_float16_accumulates_in_float32(ctx):
     """README: numpy.cumsum(ones(3000, float16)) stops at 2048; distscan returns 3000."""
     g = np.ones(3000, np.float16)
@@ -53,6 +54,7 @@ def test_float16_accumulates_in_float32(ctx):
         ctx.check(lambda: np.testing.assert_array_equal(got, Ctx.rows(np.arange(1, 3001, dtype=np.float16), c, ctx.rank)))
 
 
+@pytest.mark.manyranks
 def test_integer_overflow_wraps_like_numpy(ctx):
     """Integer sums and products wrap as NumPy's do, also across rank boundaries."""
     i64 = np.iinfo(np.int64)
@@ -79,6 +81,7 @@ def test_integer_overflow_wraps_like_numpy(ctx):
         ctx.check(lambda: (np.testing.assert_equal(total, exp), np.testing.assert_equal(np.asarray(total).dtype, exp.dtype)))
 
 
+@pytest.mark.manyranks
 @pytest.mark.parametrize("strategy", ["reduce_then_scan", "scan_then_add"])
 def test_cumprod_zeros_and_overflow_no_spurious_nan(ctx, strategy):
     """NumPy's cumprod(arange(1320.)) is all zeros; so is every product after a zero when no inf is

@@ -39,8 +39,6 @@ pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(60)]
 # ---------------------------------------------------------------------------------------------
 
 BA = [1, 2, 10, 11, 6, 5, 4]
-
-
 BA2 = [[1, 2, 3, 4], [5, 6, 7, 9], [10, 3, 4, 5]]
 
 
@@ -315,6 +313,7 @@ def test_numpy_nanfunctions_out(ctx):
             ctx.check(lambda: (assert_is_out(res, resout), np.testing.assert_array_equal(resout, tgt)))
 
 
+@pytest.mark.manyranks
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64", "complex128"])
 def test_nan_and_inf_propagate_across_ranks(ctx, dtype):
     """NaN and inf anywhere (also at a rank boundary) propagate exactly as in NumPy."""

@@ -346,6 +346,7 @@ def test_heat_inplace_cumsum_cumprod(ctx, opname, dtype):
         ctx.check(lambda: np.testing.assert_array_equal(x, expected))
 
 
+@pytest.mark.manyranks
 def test_heat_single_element_split(ctx):
     """test_cumsum_ 'Single element split': [1, 2] over all ranks (more ranks than elements)."""
     g = np.array([1, 2])

@@ -25,14 +25,8 @@ from tests.support.seeds import seeded_rng
 
 
 DTYPES = [np.bool_, np.int8, np.uint16, np.int32, np.int64, np.float32, np.float64, np.complex128]
-
-
 SIZES = [0, 1, 2, 3, 31, 32, 33, 1000, 1023, 1024, 1025, 4097]
-
-
 MANY_TILES = [(2000, 16), (700, 2)]    # (n, block): 125 and 350 tiles
-
-
 NAMES = [a for a in A.ALGORITHMS if a != "auto"]
 
 

@@ -1,2 +1,2 @@
-"""Tests of distscan.backends that need no GPU (the CPU backend, zero absorption, the result ring,
-launch shapes); every GPU test is in tests/gpu."""
+"""Tests of distscan.backends that need no GPU (zero absorption, the result ring, launch shapes);
+every GPU test is in tests/gpu, and the CPU backend runs under every test of the API."""

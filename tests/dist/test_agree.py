@@ -23,6 +23,7 @@ pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(120)]
 STRATEGIES = ["reduce_then_scan", "scan_then_add"]
 
 
+@pytest.mark.manyranks
 @pytest.mark.mpi(min_size=2)
 def test_mismatched_dtype_across_ranks(comm):
     x = np.arange(5, dtype=np.int32 if comm.rank == 0 else np.int64)
@@ -56,6 +57,7 @@ def test_bad_input_on_one_rank_raises_on_all(comm):
     assert msg.startswith(f"rank {comm.size - 1}:")
 
 
+@pytest.mark.manyranks
 @pytest.mark.mpi(min_size=2)
 @pytest.mark.parametrize("phase", ["reduce", "scan"])
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -114,6 +116,7 @@ def test_floating_point_error_keeps_its_type_everywhere(comm):
             distscan.cumsum(x, comm=comm)
 
 
+@pytest.mark.manyranks
 @pytest.mark.mpi(min_size=2)
 def test_floating_point_error_in_one_ranks_finish_is_agreed(comm):
     """Only the last rank asks NumPy to raise, and only its seeded scan overflows (the offset from

@@ -20,6 +20,7 @@ from tests.support.seeds import shared_rng
 pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(120)]
 
 
+@pytest.mark.manyranks
 @pytest.mark.parametrize("method", ["flat", "node"])
 @pytest.mark.parametrize("node_size", [1, 2, 3])
 def test_hierarchy_methods_give_the_same_offsets(method, node_size, comm):

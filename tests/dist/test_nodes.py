@@ -7,7 +7,7 @@ import pytest
 
 from distscan.dist import nodes
 
-pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyranks, pytest.mark.manyranks, pytest.mark.timeout(120)]
 
 
 def test_node_split_is_cached_and_sane(comm):

@@ -44,6 +44,7 @@ def _count(comm, fn):
     return list(comm.calls)
 
 
+@pytest.mark.manyranks
 @pytest.mark.mpi(min_size=2)
 def test_a_small_call_makes_at_most_two_collectives(comm):
     c = Counting(comm)
@@ -62,6 +63,7 @@ def test_a_small_call_makes_at_most_two_collectives(comm):
         assert len(made) <= 2, made
 
 
+@pytest.mark.manyranks
 @pytest.mark.mpi(min_size=2)
 def test_lean_calls_give_the_general_answer(comm):
     rng = shared_rng(comm)
@@ -105,6 +107,7 @@ def test_failures_and_mismatches_after_the_lean_path_is_warm(comm):
     np.testing.assert_array_equal(distscan.cumsum(x, comm=comm), np.cumsum(x) + comm.rank * x.sum())
 
 
+@pytest.mark.manyranks
 @pytest.mark.mpi(min_size=2)
 def test_wide_carries_take_the_second_gather(comm):
     # 300 int64 columns do not fit a record inline: sizes agree first, then carries travel whole.
@@ -116,6 +119,7 @@ def test_wide_carries_take_the_second_gather(comm):
         distscan.cumsum(np.ones((2, 300 + comm.rank)), comm=comm)
 
 
+@pytest.mark.manyranks
 def test_every_algorithm_at_any_rank_count(comm):
     """`algorithm=` names through the distributed call, exact for integers, at any split."""
     rng = shared_rng(comm)

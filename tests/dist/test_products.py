@@ -40,6 +40,7 @@ def splits(comm, n, rng):
 
 # --- 2. products: a zero absorbs, as in sequential order --------------------------------------
 
+@pytest.mark.manyranks
 @pytest.mark.parametrize("strategy", ["reduce_then_scan", "scan_then_add"])
 def test_cumprod_of_arange_is_all_zeros_at_any_split(strategy, comm):
     rng = shared_rng(comm)
@@ -65,6 +66,7 @@ def test_chunked_carries_absorb_zeros(comm):
     assert (got == 0).all()
 
 
+@pytest.mark.manyranks
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64", "complex128"])
 @pytest.mark.parametrize("exclusive", [False, True])
 def test_products_with_zeros_infs_and_nans_match_numpy(dtype, exclusive, comm):
@@ -93,6 +95,7 @@ def test_products_with_zeros_infs_and_nans_match_numpy(dtype, exclusive, comm):
             all_ranks_ok(comm, lambda: assert_same_floats(got, local_part(ref, counts, comm.rank)))
 
 
+@pytest.mark.manyranks
 def test_an_initial_zero_absorbs_but_an_inf_after_it_does_not(comm):
     g = np.array([1e300, 1e300, np.inf, 5.0])
     counts = np.diff(np.linspace(0, g.size, comm.size + 1).astype(int))

@@ -22,13 +22,11 @@ from tests.support.ranks import all_ranks_ok
 from tests.support.reference import assert_scan_equal, reference_scan
 from tests.support.seeds import shared_rng
 
-pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyranks, pytest.mark.manyranks, pytest.mark.timeout(120)]
 
 
 ALL_DTYPES = ["bool", "int8", "uint8", "int16", "int32", "uint32", "int64", "uint64",
               "float16", "float32", "float64", "complex64", "complex128"]
-
-
 STRATEGIES = ["reduce_then_scan", "scan_then_add"]
 
 

@@ -18,7 +18,7 @@ from tests.support.data import block_counts, local_part
 from tests.support.ranks import all_ranks_ok
 from tests.support.reference import reference_scan
 
-pytestmark = pytest.mark.anyranks
+pytestmark = [pytest.mark.anyranks, pytest.mark.manyranks]
 
 
 def _bits(a):

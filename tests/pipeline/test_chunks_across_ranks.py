@@ -11,7 +11,7 @@ from distscan.pipeline.cuda import HostDevice, run_gpu
 
 from tests.support.reference import reference_scan
 
-pytestmark = pytest.mark.anyranks
+pytestmark = [pytest.mark.anyranks, pytest.mark.manyranks]
 
 
 CASES = [  # dtype, shape, op, exclusive, strategy, limit, mode

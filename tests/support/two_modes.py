@@ -26,14 +26,8 @@ from tests.support.reference import Ref, assert_matches
 
 ALL_DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
               "float16", "float32", "float64", "complex64", "complex128"]
-
-
 INT_DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
-
-
 FLOAT_DTYPES = ["float16", "float32", "float64"]
-
-
 NAMED = {"sum": distscan.cumsum, "prod": distscan.cumprod, "max": distscan.cummax, "min": distscan.cummin}
 
 
