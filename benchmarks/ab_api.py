@@ -29,7 +29,7 @@ import cupy as cp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench_gpu import make_cub  # noqa: E402
+from harness import make_cub  # noqa: E402
 
 import distscan  # noqa: E402
 

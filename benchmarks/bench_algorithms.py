@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cupy as cp  # noqa: E402
-from bench_gpu import _check, _events_median, _random, make_cub  # noqa: E402
+from bench_gpu import _check, _random  # noqa: E402
+from harness import events_median as _events_median, make_cub  # noqa: E402
 
 from distscan._dtypes import scan_types  # noqa: E402
 from distscan.backends.cuda import compile as cc  # noqa: E402

@@ -38,7 +38,7 @@ import platform
 import random
 import statistics
 import sys
-import time
+
 from pathlib import Path
 
 import numpy as np
@@ -50,71 +50,14 @@ try:
 except ImportError:  # --replot needs no GPU
     cp = None
 
+from harness import events_interleaved as _events_interleaved, events_median as _events_median  # noqa: E402
+from harness import make_cub, wall_per_call as _wall_per_call  # noqa: E402
 from distscan._dtypes import scan_types  # noqa: E402
 from distscan.backends import cuda as gpu  # noqa: E402
 from distscan.ops import get_op  # noqa: E402
 
 DTYPES = ["int32", "float32", "int64", "float64"]
 SUM = get_op("sum")
-
-
-def _events_median(fn, reps, warm=3):
-    for _ in range(warm):
-        fn()
-    times = []
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    for _ in range(reps):
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop) * 1e-3)
-    return statistics.median(times), times
-
-
-def _events_interleaved(impls: dict, reps, warm=3):
-    """``{name: median seconds}`` of one call of each implementation between two events, the
-    implementations taken in turn within every repetition, so that a drift of the host or the
-    GPU (clocks, other load) falls on all of them alike, and in a new random order every
-    repetition (seeded): in a fixed order the same kernel read up to 4 % apart depending on
-    which implementation it followed (benchmarks/RESULTS.md, "Issue 10, ninth pass").  Before
-    each call the L2 is flushed
-    (a write of twice its size, then a synchronisation): otherwise a call that fits in L2 would
-    find there what the implementation before it left (its own input and output, or the other
-    one's output to write back), and the order would favour some."""
-    for fn in impls.values():
-        for _ in range(warm):
-            fn()
-    scrub = cp.empty(2 * cp.cuda.Device().attributes["L2CacheSize"], cp.uint8)
-    stream = cp.cuda.get_current_stream()
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    times = {name: [] for name in impls}
-    order = random.Random(0)
-    for _ in range(reps):
-        for name in order.sample(list(impls), len(impls)):
-            fn = impls[name]
-            scrub.fill(0)
-            stream.synchronize()
-            start.record()
-            fn()
-            stop.record()
-            stop.synchronize()
-            times[name].append(cp.cuda.get_elapsed_time(start, stop) * 1e-3)
-    return {name: statistics.median(t) for name, t in times.items()}
-
-
-def _wall_per_call(fn, reps=2000, warm=50):
-    for _ in range(warm):
-        fn()
-    cp.cuda.get_current_stream().synchronize()
-    best = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        cp.cuda.get_current_stream().synchronize()
-        best.append((time.perf_counter() - t0) / reps)
-    return statistics.median(best)
 
 
 def _random(dtype, n, rs):
@@ -132,33 +75,6 @@ def _check(dtype, x, y):
     else:
         ok = bool(cp.array_equal(y, cp.cumsum(x, dtype=dtype)))
     return ok
-
-
-def make_cub(x, y, n):
-    try:
-        import os
-
-        import cuda
-
-        # a `cuda` package of the image (cuda-python) may shadow the wheel's cuda/compute
-        for p in sys.path:
-            d = os.path.join(p, "cuda")
-            if os.path.isdir(os.path.join(d, "compute")) and d not in list(cuda.__path__):
-                cuda.__path__.append(d)
-        import cuda.compute as cc
-    except Exception as exc:  # noqa: BLE001
-        return None, f"cuda.compute unavailable: {exc!r}"
-    try:
-        s = cc.make_inclusive_scan(d_in=x, d_out=y, op=cc.OpKind.PLUS, init_value=None)
-        nbytes = s(temp_storage=None, d_in=x, d_out=y, op=cc.OpKind.PLUS, init_value=None, num_items=n)
-        tmp = cp.empty(max(int(nbytes), 1), dtype=cp.uint8)
-
-        def run():
-            s(temp_storage=tmp, d_in=x, d_out=y, op=cc.OpKind.PLUS, init_value=None, num_items=n)
-
-        return run, None
-    except Exception as exc:  # noqa: BLE001
-        return None, f"cuda.compute failed: {exc!r}"
 
 
 def bench_case(dtype, n, reps, results, api):

@@ -2,7 +2,7 @@
 
     python benchmarks/profile_lookahead.py [--dtypes float32,int64] [--log2n 28] [--behind 1,2] [--reps 5]
 
-Copies kernels/ to a temporary folder, adds counters to agent_lookahead.cuh (each warp sums
+Copies kernels/ to a temporary folder, adds counters to agent/agent_lookahead.cuh (each warp sums
 the cycles of each step of every iteration; lane 0 adds them to a global array at the end),
 compiles that copy through CuPy and launches it like the shipped kernel, at the default
 look-ahead shape of each dtype with each BEHIND given.  Its output is checked bitwise against
@@ -51,18 +51,18 @@ SERVICE_STEPS = ["top", "finish", None, "barrier", "agg", "behind", "poll"]
 # (text in agent_lookahead.cuh, the text with a counter): PT(i) adds the cycles since the last
 # counter to step i of the calling warp.
 _PATCHES = [
-    ('#include "tile_state.cuh"\n',
-     '#include "tile_state.cuh"\nextern "C" __device__ unsigned long long ds_prof[16];\n'
+    ('#include "../tile/tile_state.cuh"\n',
+     '#include "../tile/tile_state.cuh"\nextern "C" __device__ unsigned long long ds_prof[16];\n'
      '#define PT(i) { const long long _t1 = clock64(); prof[i] += _t1 - _t0; _t0 = _t1; }\n'),
-    ('        PrefixPoll<TAcc, Op, WINDOW> poll;',
+    ('        PrefixPoll<TAcc, Op, Policy::WINDOW> poll;',
      '        long long prof[8] = {0, 0, 0, 0, 0, 0, 0, 0};\n        long long _t0 = clock64();\n'
-     '        PrefixPoll<TAcc, Op, WINDOW> poll;'),
-    ('                    lane_exclusive = BScan::scan_up(s_scn[par], items);\n                }\n',
-     '                    lane_exclusive = BScan::scan_up(s_scn[par], items);\n                }\n                PT(0)\n'),
+     '        PrefixPoll<TAcc, Op, Policy::WINDOW> poll;'),
+    ('                    lane_exclusive = Tile::BScan::scan_up(s_scn[par], items);\n                }\n',
+     '                    lane_exclusive = Tile::BScan::scan_up(s_scn[par], items);\n                }\n                PT(0)\n'),
     ('                    __syncwarp();\n                    stage_items',
      '                    __syncwarp();\n                    PT(1)\n                    stage_items'),
-    ('                    BScan::reduce_up(s_red[par], red);\n                }\n            }',
-     '                    BScan::reduce_up(s_red[par], red);\n                }\n                PT(2)\n            }'),
+    ('                    Tile::BScan::reduce_up(s_red[par], red);\n                }\n            }',
+     '                    Tile::BScan::reduce_up(s_red[par], red);\n                }\n                PT(2)\n            }'),
     ('            if (service && t_scan >= 0) {\n                const TAcc p',
      '            if (service && t_scan >= 0) {\n                PT(0)\n                const TAcc p'),
     ('                if (lane == 0) s_prefix[par] = p;\n            }\n            __syncthreads();\n',
@@ -85,7 +85,7 @@ _PATCHES = [
 def instrumented_kernels(dst: Path) -> Path:
     """kernels/ copied to dst with the counters; raises if the kernel no longer matches the patches."""
     shutil.copytree(cc.kernels_dir(), dst)
-    agent = dst / "agent_lookahead.cuh"
+    agent = dst / "agent" / "agent_lookahead.cuh"
     text = agent.read_text()
     for old, new in _PATCHES:
         if text.count(old) != 1:
@@ -94,8 +94,8 @@ def instrumented_kernels(dst: Path) -> Path:
     agent.write_text(text)
     main = dst / "scan_kernels.cu"
     main.write_text(main.read_text().replace(
-        '#include "agent_lookahead.cuh"', 'extern "C" __device__ unsigned long long ds_prof[16] = {0};\n'
-        '#include "agent_lookahead.cuh"', 1))
+        '#include "agent/agent_lookahead.cuh"', 'extern "C" __device__ unsigned long long ds_prof[16] = {0};\n'
+        '#include "agent/agent_lookahead.cuh"', 1))
     return dst
 
 

@@ -14,10 +14,12 @@ back its part of the global scan::
 from .gpus import bind_gpu
 from .dist.agree import DistScanError
 from .algorithms import ALGORITHMS
-from .api import cummax, cummin, cumprod, cumsum, exclusive_scan, reduce, scan
-from .ops import OPS
+from .api import (cummax, cummin, cumprod, cumsum, cumulative_prod, cumulative_sum, exclusive_scan,
+                  linear_recurrence, nancumprod, nancumsum, reduce, scan)
+from .ops import OPS, Operator
 
 __version__ = "0.1.0"
 
-__all__ = ["scan", "cumsum", "cumprod", "cummax", "cummin", "exclusive_scan", "reduce", "bind_gpu",
+__all__ = ["scan", "cumsum", "cumprod", "cummax", "cummin", "nancumsum", "nancumprod", "cumulative_sum",
+           "cumulative_prod", "linear_recurrence", "Operator", "exclusive_scan", "reduce", "bind_gpu",
            "DistScanError", "OPS", "ALGORITHMS", "__version__"]

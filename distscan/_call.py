@@ -18,15 +18,14 @@ import math
 import numpy as np
 
 from ._arrays import as_is, current_device_id, to_native
+from ._kinds import plan_of
 from .dist.plan import ScanPlan, resolve_algorithm, resolve_hierarchy, resolve_strategy
 from .gpus import ensure_device
 from ._dtypes import ScanTypes, scan_types
 from .backends import get_backend
-from .ops import Op, get_op
+from .ops import Op, affine, check_associative, compensated as compensated_op, get_op, segmented
 
 BACKENDS = ("auto", "cpu", "cuda")
-# Plans and call kinds kept at most; the oldest go first (they are only this rank's shortcuts).
-MAX_PLANS = 256
 
 
 def normalize_axis(axis, ndim: int):
@@ -100,42 +99,20 @@ def _as_rows(x):
     return x.reshape(n, w)
 
 
-class Plans:
-    """This rank's plans by call kind (operator, dtypes, exclusive, trailing shape, backend,
-    strategy, hierarchy, node size, axis, algorithm, communicator); the oldest go first past
-    :data:`MAX_PLANS`.  Which plans a rank holds never changes which collectives it makes."""
-
-    def __init__(self):
-        self._plans: dict = {}
-
-    def get(self, key, build) -> ScanPlan:
-        try:
-            plan = self._plans.get(key)
-        except TypeError:  # an unhashable argument (a dtype= list, say): build without the cache
-            return build()
-        if plan is None:
-            plan = self._plans[key] = build()
-            if len(self._plans) > MAX_PLANS:
-                self._plans.pop(next(iter(self._plans)))
-        return plan
-
-    def clear(self) -> None:
-        self._plans.clear()
-
-    def __len__(self) -> int:
-        return len(self._plans)
-
-
-PLANS = Plans()
-
-
-def plan_of(fields: tuple, comm, node_size) -> ScanPlan:
-    """The plan of :meth:`Part.plan_fields` on ``comm`` (built once, then taken from :data:`PLANS`)."""
-    op, input_dtype, dtype, out_dtype, exclusive, trailing, backend, strategy, hierarchy, axis, algorithm = fields
-    return PLANS.get(fields + (node_size, id(comm)), lambda: ScanPlan(
-        op, input_dtype, dtype=dtype, out_dtype=out_dtype, exclusive=exclusive, trailing=trailing, comm=comm,
-        backend=backend, strategy=strategy, hierarchy=hierarchy, node_size=node_size, agree_on={"axis": axis},
-        algorithm=algorithm))
+def call_op(op, *, segments=None, compensated=False, coefficients=None, reverse=False) -> Op:
+    """The operator of a call: ``op``, made segmented, compensated or affine by the call's options."""
+    base = get_op(op)
+    if compensated:
+        if coefficients is not None:
+            raise ValueError("compensated=True is for sums, not linear recurrences")
+        if segments is not None:
+            raise ValueError("compensated=True and segments= together are not supported")
+        base = compensated_op(base)
+    if coefficients is not None:
+        return affine(segments is not None, reverse)
+    if segments is not None:
+        return segmented(base, reverse)
+    return base
 
 
 class Part:
@@ -148,9 +125,19 @@ class Part:
         Unsupported dtypes, names, shapes, ``axis``, ``initial`` or ``out``.
     """
 
-    def __init__(self, x, op, exclusive, initial, dtype, out, axis, strategy, hierarchy, backend, algorithm="auto"):
-        self.op: Op = get_op(op)
+    def __init__(self, x, op, exclusive, initial, dtype, out, axis, strategy, hierarchy, backend, algorithm="auto",
+                 *, reverse=False, segments=None, include_initial=False, compensated=False, coefficients=None,
+                 first=True):
+        self.reverse = bool(reverse)
+        self.op: Op = call_op(op, segments=segments, compensated=compensated, coefficients=coefficients,
+                              reverse=self.reverse)
         self.exclusive = bool(exclusive)
+        if self.exclusive and self.op.state is not None and not self.op.state.exclusive_ok:
+            raise ValueError(f"an exclusive {self.op.name} is not defined")
+        self.include_initial = bool(include_initial)
+        if self.include_initial and self.exclusive:
+            raise ValueError("include_initial=True and exclusive=True together are not defined: the "
+                             "inclusive scan with the initial value in front is the exclusive scan and its total")
         self.strategy = resolve_strategy(strategy)
         self.hierarchy = resolve_hierarchy(hierarchy)
         self.algorithm = resolve_algorithm(algorithm)
@@ -171,6 +158,12 @@ class Part:
             if not get_backend(self.native_backend).is_native(out_native):
                 raise TypeError(f"out must be a {self.native_backend} array like the input, "
                                 f"got {type(out).__name__}")
+        coef = None
+        if coefficients is not None:
+            coef = self._to_backend(*to_native(coefficients)[:2])  # a NumPy a (or a number) beside CuPy b
+            if dtype is None:  # y = a*y + b computes in the dtype NumPy gives a*b + b (a Python number is weak)
+                python_number = isinstance(coefficients, (int, float, complex)) and not isinstance(coefficients, bool)
+                dtype = np.result_type(coefficients if python_number else coef.dtype, work.dtype)
         self.types = scan_types(self.op, work.dtype, dtype, None if out_native is None else out_native.dtype)
         self.dtype_arg = dtype
         if work.dtype != self.types.input:  # non-native byte order
@@ -183,6 +176,7 @@ class Part:
             if axis not in (0, -1, None):
                 raise np.exceptions.AxisError(f"axis {axis} is out of bounds for a scalar (use 0 or None)")
             work, axis = work.reshape(1), 0
+        self.input_shape = tuple(int(s) for s in work.shape)
         ax = normalize_axis(axis, work.ndim)
         if ax is None:
             work, ax = work.reshape(-1), 0
@@ -196,11 +190,18 @@ class Part:
         self.trailing = self.work_shape[1:]
         self.initial = _initial_row(initial, self.types, math.prod(self.trailing))
         self.rows = _as_rows(work)
+        self.aux = self._aux(segments, coef)
+        if getattr(self.op, "check", False):  # a declared operator in debug mode: test it on this input
+            sample = self.rows[:64]
+            check_associative(self.op, sample.get() if hasattr(sample, "get") else sample, self.types.acc)
+        # include_initial: the first rank in scan order (every rank, scanning another axis) holds one
+        # row more, the initial value (or the identity), before its first (reverse: after its last)
+        self.extra = 1 if self.include_initial and (first or not self.distributed) else 0
 
         self.out = out
         out_rows = None
         if out is not None:
-            expected = () if self.scalar else self.result_shape
+            expected = () if self.scalar and not self.extra else self._shape_with_extra(self.result_shape)
             if tuple(out_native.shape) != tuple(expected):
                 raise ValueError(f"out has shape {tuple(out_native.shape)}, expected {tuple(expected)}")
             if current_device_id(out_native) != current_device_id(native):
@@ -212,12 +213,56 @@ class Part:
             if (self.distributed and self.backend_name == self.native_backend and out_native.flags.c_contiguous
                     and out_native.dtype == self.types.result and not self.scalar
                     and not may_overlap(out_native, native)):
-                out_rows = out_native.reshape(self.rows.shape)
+                out_rows = out_native.reshape(self.rows.shape[0] + self.extra, self.rows.shape[1])
         self.direct_out = out_rows is not None
+        self.full = None  # with include_initial: the rows and the extra one
+        if self.extra:
+            self.full = out_rows if out_rows is not None else self.xp.empty(
+                (self.rows.shape[0] + 1, self.rows.shape[1]), self.types.result)
+            out_rows = self.full[:-1] if self.reverse else self.full[1:]
         self.out_rows = out_rows
         # Whether finish() may raise: a conversion into out, to another backend or array kind.
         self.finish_may_fail = not self.direct_out and (
-            out is not None or self.native_backend != self.backend_name or self.restore is not as_is)
+            out is not None or self.native_backend != self.backend_name or self.restore is not as_is or self.extra)
+
+    def _shape_with_extra(self, shape) -> tuple:
+        """``shape`` with the extra row of include_initial along the scanned axis."""
+        if not self.extra:
+            return tuple(shape)
+        shape = list(shape)
+        shape[self.axis] += 1
+        return tuple(shape)
+
+    def _aux(self, segments, coef) -> tuple:
+        """The auxiliary inputs of the operator, as the backend scans them: segment flags ``(n,)``
+        bool along the scanned axis, coefficients as rows ``(n, w)`` of the accumulator dtype."""
+        if self.op.state is None:
+            return ()
+        n = self.rows.shape[0]
+        aux = []
+        for name in self.op.state.aux:
+            if name == "segments":
+                flags = self._to_backend(*to_native(segments)[:2])
+                if flags.ndim != 1 or flags.shape[0] != n:
+                    raise ValueError(f"segments must be a 1-D array of one flag per element along the scanned "
+                                     f"axis ({n} here), got shape {tuple(flags.shape)}")
+                aux.append(self.xp.ascontiguousarray(flags if flags.dtype == np.bool_ else flags != 0))
+            else:
+                aux.append(self._coefficient_rows(coef))
+        return tuple(aux)
+
+    def _coefficient_rows(self, coef):
+        """``a`` of a linear recurrence broadcast to the part's shape, as ``(n, w)`` rows."""
+        xp = self.xp
+        try:
+            a = xp.broadcast_to(coef, self.input_shape)
+        except ValueError:
+            raise ValueError(f"a has shape {tuple(coef.shape)}, which does not broadcast to the part's shape "
+                             f"{self.input_shape}") from None
+        a = a.reshape(self.result_shape)  # axis=None: flattened in C order, as the part
+        if not self.distributed:
+            a = xp.moveaxis(a, self.axis, 0)
+        return _as_rows(xp.ascontiguousarray(a.astype(self.types.acc, copy=False)))
 
     def plan(self, comm, node_size) -> ScanPlan:
         """The reusable plan of this call's kind (built once, then taken from :data:`PLANS`)."""
@@ -227,15 +272,16 @@ class Part:
         """What fixes this call's plan, apart from the communicator and node size (no arrays)."""
         return (self.op, self.types.input, self.dtype_arg, self.types.result if self.out is not None else None,
                 self.exclusive, self.trailing if self.distributed else (), self.backend_name, self.strategy,
-                self.hierarchy, self.axis_arg, self.algorithm)
+                self.hierarchy, self.axis_arg, self.algorithm, self.reverse, self.include_initial)
 
     @property
     def xp(self):
         """The array module of the backend (NumPy or CuPy)."""
         return self.be.array_module()
 
-    def _to_backend(self, arr):
-        if self.native_backend == self.backend_name:
+    def _to_backend(self, arr, kind=None):
+        """``arr`` (native to the input's backend, or to ``kind``) on the backend that scans."""
+        if (self.native_backend if kind is None else kind) == self.backend_name:
             return arr
         if self.backend_name == "cuda":
             cupy = _need_cupy_backend()
@@ -254,83 +300,28 @@ class Part:
 
     def finish(self, rows):
         """The caller's result from the scanned rows (into ``out`` where one was given)."""
+        if self.extra:
+            self.full[-1 if self.reverse else 0] = self.extra_row()
+            rows = self.full
         if self.direct_out:
             return self.out
-        result = rows.reshape(self.work_shape)
+        result = rows.reshape((rows.shape[0],) + self.work_shape[1:])
         if not self.distributed:
             # C order, as NumPy returns it (a moveaxis view is not, and MPI cannot send it).
             result = self.xp.ascontiguousarray(self.xp.moveaxis(result, 0, self.axis))
         result = self._to_native(result)
-        if self.scalar:
+        if self.scalar and not self.extra:
             result = result.reshape(())
         if self.out is not None:
             self.out_native[...] = result  # NumPy's (and CuPy's) cast into out's dtype and byte order
             return self.out
         result = self.restore(result)
-        if self.scalar and isinstance(result, np.ndarray):
+        if self.scalar and not self.extra and isinstance(result, np.ndarray):
             return result[()]
         return self.wrap(result) if self.wrap is not None else result
 
-
-class Kind:
-    """What the common calls of one kind share: the resolved dtypes, backend and plans, for parts
-    that need no preparation (a contiguous 1-D array of the backend's own type and of the plan's
-    input dtype; ``out`` none, or of the same kind, shape and result dtype, apart from the
-    input).  :meth:`takes` checks a part; anything else is resolved as a :class:`Part`."""
-
-    __slots__ = ("types", "be", "fields", "node_size", "plans")
-
-    def __init__(self, part: Part, node_size):
-        self.types, self.be, self.node_size = part.types, part.be, node_size
-        self.fields = part.plan_fields()
-        self.plans: dict = {}  # id(comm) -> plan
-
-    def takes(self, x, out) -> bool:
-        return self.be.lean_arrays(x, out, self.types)
-
-    def plan(self, comm) -> ScanPlan:
-        plan = self.plans.get(id(comm))
-        if plan is None or plan.comm is not comm:
-            plan = self.plans[id(comm)] = plan_of(self.fields, comm, self.node_size)
-            if len(self.plans) > 8:
-                self.plans.pop(next(iter(self.plans)))
-        return plan
-
-
-class Kinds:
-    """This rank's call kinds, by the raw arguments of a call (see :class:`Kind`)."""
-
-    def __init__(self):
-        self._kinds: dict = {}
-
-    def lookup(self, key):
-        try:
-            return self._kinds.get(key)
-        except TypeError:  # an unhashable argument
-            return None
-
-    def remember(self, key, x, part: Part, node_size) -> None:
-        """Remember the kind of a call resolved the long way, where later calls of it can take the
-        cheap way (``x`` as given: of the plan's input dtype, in native byte order)."""
-        if (key is None or part.algorithm != "auto" or not part.distributed or part.scalar or part.wrap is not None
-                or getattr(x, "dtype", None) != part.types.input or len(part.work_shape) != 1
-                or part.types.rounds_inputs or part.backend_name != part.native_backend):
-            return
-        try:
-            self._kinds[key] = Kind(part, node_size)
-        except TypeError:  # an unhashable argument
-            return
-        if len(self._kinds) > MAX_PLANS:
-            self._kinds.pop(next(iter(self._kinds)))
-
-    def clear(self) -> None:
-        self._kinds.clear()
-
-
-KINDS = Kinds()
-
-
-def kind_key(x, op, exclusive, dtype, out, axis, strategy, hierarchy, backend, algorithm, node_size):
-    """The raw arguments that fix a call's kind (AttributeError for a part without a dtype)."""
-    return (type(x), x.dtype, type(out), None if out is None else out.dtype, op, exclusive, dtype, axis, strategy,
-            hierarchy, backend, algorithm, node_size)
+    def extra_row(self):
+        """include_initial's row: ``initial``, or the value of an empty prefix (the identity)."""
+        if self.initial is not None:
+            return self.initial.astype(self.types.result)
+        return np.full(self.rows.shape[1], self.op.identity(self.types.acc), self.types.result)

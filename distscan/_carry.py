@@ -30,8 +30,17 @@ from .ops import Op
 
 
 def zero_absorbs(op: Op, acc: np.dtype) -> bool:
-    """True for the operators and dtypes whose carries need the ``nonfinite`` flag."""
-    return op.name == "prod" and np.dtype(acc).kind in "fc"
+    """True for the operators and dtypes whose carries need the ``nonfinite`` flag (float and
+    complex products, NaN-aware ones too: nancumprod is cumprod with NaN read as 1)."""
+    return op.name in ("prod", "nanprod") and np.dtype(acc).kind in "fc"
+
+
+def lifted(xp, x, op: Op):
+    """``x`` as the operator reads it (NaN as the identity, for the NaN-aware ones), for the code
+    that inspects raw inputs (a product's zeros and non-finite values)."""
+    if not op.nan_lift or x.dtype.kind not in "fc":
+        return x
+    return xp.where(xp.isnan(x), xp.asarray(op.identity(np.dtype(x.dtype)), x.dtype), x)
 
 
 _PRE, _ZERO, _AFTER, _ANY, _SIGN = range(5)
@@ -103,17 +112,26 @@ def _host(a) -> np.ndarray:
 
 
 class Carries:
-    """How the carries of one (operator, accumulator dtype) are formed, combined and read."""
+    """How the carries of one (operator, accumulator dtype) are formed, combined and read.
 
-    def __init__(self, op: Op, acc):
+    A plain operator's carry is a row ``(w,)`` of the accumulator dtype, combined by its ufunc;
+    a float product's the ``(5, w)`` flagged carry above; a state operator's a row ``(w,)`` of
+    its state dtype (:mod:`distscan.ops.state`), combined in scan order by its compiled fold.
+    """
+
+    def __init__(self, op: Op, acc, state=None):
         self.acc = np.dtype(acc)
         self.flagged = zero_absorbs(op, self.acc)
         self.op = op
+        self.state = op.state
+        self.dtype = np.dtype(state) if op.state is not None else self.acc
         # How two carries combine (between ranks, between chunks).
         self._combine = _combine_flagged if self.flagged else op.ufunc
 
     def identity(self, w: int) -> np.ndarray:
         """The carry that combines with any other to give that other (the operator's neutral)."""
+        if self.state is not None:
+            return np.full(w, self.state.neutral(self.acc), self.dtype)
         one = np.full(w, self.op.neutral(self.acc), self.acc)
         if not self.flagged:
             return one
@@ -123,21 +141,31 @@ class Carries:
 
     def of_values(self, values) -> np.ndarray:
         """The carry of a part of one row ``values`` (shape ``(w,)``), e.g. ``initial``."""
+        if self.state is not None:
+            return self.state.constant(np.asarray(values, self.acc), self.acc)
         values = np.asarray(values, self.acc)
         if not self.flagged:
             return values
         return _summary(np, values.reshape(1, -1), self.acc, lambda r: np.prod(r, axis=0, dtype=self.acc))
 
-    def of_part(self, backend, rows, types) -> np.ndarray:
-        """The carry of the rows ``rows`` (a backend array ``(n, w)``, or 1-D for one column)."""
+    def of_part(self, backend, rows, types, aux=(), reverse: bool = False) -> np.ndarray:
+        """The carry of the rows ``rows`` (a backend array ``(n, w)``, or 1-D for one column), in
+        scan order (``reverse``: last row first); ``aux``: the auxiliary inputs of its rows."""
+        if self.state is not None:
+            return backend.reduce(rows, self.op, types, aux=aux, reverse=reverse)
         if not self.flagged:
-            return backend.reduce(rows, self.op, types)
+            return backend.reduce(rows, self.op, types, reverse=reverse)
         if rows.ndim == 1:
             rows = rows.reshape(-1, 1)
-        return _summary(backend.array_module(), rows, self.acc,
+        xp = backend.array_module()
+        return _summary(xp, lifted(xp, rows[::-1] if reverse else rows, self.op), self.acc,
                         lambda r: backend.reduce(r, self.op, types))
 
     def combine(self, earlier, later) -> np.ndarray:
+        if self.state is not None:
+            out = np.empty(np.shape(earlier), self.dtype)
+            self.state.fold(np.stack([np.asarray(earlier, self.dtype), np.asarray(later, self.dtype)]), out)
+            return out
         return np.asarray(self._combine(earlier, later), self.acc)
 
     def fold(self, stack):
@@ -147,7 +175,12 @@ class Carries:
         if len(stack) == 0:
             return None
         if len(stack) == 1:
-            return np.array(stack[0], self.acc)
+            return np.array(stack[0], self.dtype)
+        if self.state is not None:
+            stack = np.asarray(stack, self.dtype)
+            out = np.empty(stack.shape[1:], self.dtype)
+            self.state.fold(stack.reshape(len(stack), -1), out.reshape(-1))
+            return out
         if not self.flagged:
             return np.asarray(self.op.ufunc.accumulate(stack, axis=0, dtype=self.acc)[-1], self.acc)
         acc = np.array(stack[0], self.acc)

@@ -44,6 +44,7 @@ class ScanTypes:
     result: np.dtype
     acc: np.dtype
     compute: np.dtype = None
+    state: np.dtype = None  # a state operator's state (distscan.ops.state) of acc values
 
     def __post_init__(self):
         if self.compute is None:
@@ -89,13 +90,26 @@ def scan_types(op: Op, input_dtype, dtype=None, out_dtype=None) -> ScanTypes:
         loop for the operator on (out, input).
     """
     try:
-        key = (op.name, input_dtype, dtype, out_dtype)
+        key = (op, input_dtype, dtype, out_dtype)
         return _cache[key]
     except KeyError:
-        types = _cache[key] = _with_out(op, _scan_types(op, input_dtype, dtype), dtype, out_dtype)
+        types = _cache[key] = _with_state(op, _with_out(op, _scan_types(op, input_dtype, dtype), dtype, out_dtype))
         return types
     except TypeError:  # an unhashable dtype argument: resolve without the cache
-        return _with_out(op, _scan_types(op, input_dtype, dtype), dtype, out_dtype)
+        return _with_state(op, _with_out(op, _scan_types(op, input_dtype, dtype), dtype, out_dtype))
+
+
+def _with_state(op: Op, types: ScanTypes) -> ScanTypes:
+    if op.state is None:
+        return types
+    return ScanTypes(types.input, types.result, types.acc, types.compute, op.state.dtype(types.acc))
+
+
+def _loop_ufunc(op: Op):
+    """The ufunc whose loops say what a scan with ``out=`` of another dtype computes in."""
+    if op.ufunc is not None:
+        return op.ufunc
+    return op.core.ufunc if op.core.ufunc is not None else np.add
 
 
 def _with_out(op: Op, types: ScanTypes, dtype, out_dtype) -> ScanTypes:
@@ -112,7 +126,7 @@ def _with_out(op: Op, types: ScanTypes, dtype, out_dtype) -> ScanTypes:
         # last step, into out, changes.
         return ScanTypes(types.input, out, types.acc, types.compute)
     try:
-        loop = np.dtype(op.ufunc.resolve_dtypes((out, types.input, None))[0])
+        loop = np.dtype(_loop_ufunc(op).resolve_dtypes((out, types.input, None))[0])
     except TypeError:
         raise TypeError(f"operator {op.name!r} has no NumPy loop for input {types.input} with out "
                         f"{out}") from None
@@ -140,6 +154,6 @@ def _scan_types(op: Op, input_dtype, dtype=None) -> ScanTypes:
         if input_dtype.kind == "c" and result.kind != "c":
             raise TypeError(f"cannot scan complex input as {result} (it would discard the imaginary part)")
     acc = result
-    if result == np.dtype(np.float16) and op.name in ("sum", "prod"):
+    if result == np.dtype(np.float16) and op.core.name in ("sum", "prod", "nansum", "nanprod"):
         acc = np.dtype(np.float32)
     return ScanTypes(input=input_dtype, result=result, acc=acc, compute=result)

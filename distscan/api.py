@@ -18,15 +18,18 @@ from __future__ import annotations
 import numpy as np
 
 from ._arrays import foreign_device
-from ._call import KINDS, BACKENDS, Part, kind_key
+from ._call import BACKENDS, Part
+from ._kinds import KINDS, kind_key
 from .dist.agree import default_comm
 from .dist.plan import fail_exchange
 
-__all__ = ["scan", "cumsum", "cumprod", "cummax", "cummin", "exclusive_scan", "reduce", "BACKENDS"]
+__all__ = ["scan", "cumsum", "cumprod", "cummax", "cummin", "nancumsum", "nancumprod", "cumulative_sum",
+           "cumulative_prod", "linear_recurrence", "exclusive_scan", "reduce", "BACKENDS"]
 
 
-def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0,
-         strategy="auto", hierarchy="auto", backend="auto", timings=None, node_size=None, algorithm="auto"):
+def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, reverse=False,
+         segments=None, include_initial=False, compensated=False, strategy="auto", hierarchy="auto", backend="auto",
+         timings=None, node_size=None, algorithm="auto"):
     """Scan the distributed array whose local part is ``x``.
 
     Parameters
@@ -36,15 +39,38 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
         array).  Axis 0 is distributed: the global array is the concatenation of
         all ranks' parts in rank order.  Parts may differ in length and be empty;
         trailing dimensions must agree.
-    op : str, numpy.ufunc or Op
+    op : str, numpy.ufunc or Operator
         ``"sum"``, ``"prod"``, ``"max"``, ``"min"``, ``"logical_and"``, ``"logical_or"``,
-        ``"logical_xor"``, ``"bitwise_and"``, ``"bitwise_or"``, ``"bitwise_xor"``.
+        ``"logical_xor"``, ``"bitwise_and"``, ``"bitwise_or"``, ``"bitwise_xor"``; the NaN-aware
+        ``"nansum"``, ``"nanprod"``, ``"nanmax"`` (``np.fmax``), ``"nanmin"`` (``np.fmin``);
+        ``"logaddexp"`` (logcumsumexp), ``"logaddexp2"``, ``"gcd"``, ``"lcm"``; those NumPy ufuncs
+        themselves; or a :class:`distscan.Operator`.  Non-associative ufuncs (``np.subtract``,
+        ``np.divide``, ``np.power``, ...) are refused: split across ranks they would compute
+        something else.
     exclusive : bool
         Exclusive scan: element i combines the elements before i; the first
         element of the global result is ``initial`` (or the operator's identity).
     initial : scalar or array, optional
         Value folded in before the first element of the global array (rank 0's
-        value is used).  Shape: scalar or the trailing shape.
+        value is used; with ``reverse=True`` the last rank's).  Shape: scalar or the trailing
+        shape.  With ``segments=``, every segment starts from it: its elements give
+        ``initial op (x[s] op ... op x[i])``, an exclusive scan gives it at each segment's first
+        element; every rank must then pass the same value.
+    reverse : bool
+        Suffix scan: element i combines the elements from i to the end of the global array
+        (the last rank's part is scanned first), inclusive or exclusive.
+    segments : array_like of bool, optional
+        One flag per element along the scanned axis; True starts a new segment, which does not
+        see the elements before it.  Segments may span any number of ranks.  With
+        ``reverse=True`` the segments are the same runs, each scanned right to left.
+    include_initial : bool
+        As the Array API's ``cumulative_sum``: the result has one element more, ``initial`` (or
+        the identity), in front of the first rank's part (after the last rank's with
+        ``reverse=True``).  Not with ``exclusive=True``.
+    compensated : bool
+        Float and complex sums only: carry each prefix as (sum, error) pairs (TwoSum), within
+        tiles and between tiles, GPUs and ranks, so that each result is the exactly rounded
+        value of a double-length sum (float32: within 2 ulp of the correctly rounded prefix).
     dtype : dtype, optional
         Result dtype; the input is cast to it first, as in NumPy.  Default follows
         NumPy (``cumsum`` of int32 is int64; logical operators give bool).
@@ -91,12 +117,16 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
     DistScanError
         Any other failure on some rank (e.g. out of device memory), raised on all.
     """
+    options = None
+    if reverse or segments is not None or include_initial or compensated:
+        options = {"reverse": reverse, "segments": segments, "include_initial": include_initial,
+                   "compensated": compensated}
     return _scan(x, op, exclusive, initial, dtype, out, default_comm(comm), axis, strategy, hierarchy, backend,
-                 timings, node_size, algorithm)
+                 timings, node_size, algorithm, options)
 
 
 def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy, backend, timings, node_size,
-          algorithm):
+          algorithm, options=None):
     """:func:`scan` with its arguments in order: the one route from a call to its plan.
 
     The part is resolved on this rank alone (the cheap way for a kind of call seen before, else
@@ -105,7 +135,7 @@ def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy
     resolved (:mod:`distscan.dist.plan`)."""
     group = comm if comm is not None and comm.Get_size() > 1 else None
     key = None
-    if initial is None:
+    if initial is None and options is None:
         try:
             key = kind_key(x, op, exclusive, dtype, out, axis, strategy, hierarchy, backend, algorithm, node_size)
             kind = KINDS.lookup(key)
@@ -117,9 +147,12 @@ def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy
     if device is not None:  # run where the data is: its device made current for the whole call
         with device:
             return _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy, backend, timings,
-                         node_size, algorithm)
+                         node_size, algorithm, options)
     try:
-        part = Part(x, op, exclusive, initial, dtype, out, axis, strategy, hierarchy, backend, algorithm)
+        first = group is None or group.Get_rank() == (group.Get_size() - 1 if options and options.get("reverse")
+                                                       else 0)
+        part = Part(x, op, exclusive, initial, dtype, out, axis, strategy, hierarchy, backend, algorithm,
+                    first=first, **(options or {}))
         plan = part.plan(group, node_size)
     except Exception as exc:  # noqa: BLE001 - every rank must learn it: join the plan's exchange
         if group is None:
@@ -128,12 +161,13 @@ def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy
     KINDS.remember(key, x, part, node_size)
     if part.distributed:
         return plan.run(part.rows, out=part.out_rows, initial=part.initial, timings=timings,
-                        finish=part.finish, finish_may_fail=part.finish_may_fail)
+                        finish=part.finish, finish_may_fail=part.finish_may_fail, aux=part.aux)
     # Another axis: each rank scans its own part; the exchange only agrees on failures and
     # arguments (after the work, so that one collective agrees on both).
     error, result = None, None
     try:
-        rows, _ = plan.seeded_scan(part.rows, part.initial, out=part.out_rows)
+        rows, _ = plan.seeded_scan(part.rows, plan.initial_seed(part.initial), out=part.out_rows, aux=part.aux,
+                                   initial=part.initial)
         result = part.finish(rows)
     except Exception as exc:  # noqa: BLE001
         if group is None:
@@ -174,6 +208,76 @@ def cummax(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None,
 def cummin(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, **kwargs):
     """Running minimum (NaN propagates, as in ``numpy.minimum.accumulate``); see :func:`scan`."""
     return _named_scan(x, "min", exclusive, initial, dtype, out, comm, axis, kwargs)
+
+
+def nancumsum(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, **kwargs):
+    """Cumulative sum with NaN counted as zero, as ``numpy.nancumsum``; see :func:`scan`."""
+    return _named_scan(x, "nansum", exclusive, initial, dtype, out, comm, axis, kwargs)
+
+
+def nancumprod(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, **kwargs):
+    """Cumulative product with NaN counted as one, as ``numpy.nancumprod``; see :func:`scan`."""
+    return _named_scan(x, "nanprod", exclusive, initial, dtype, out, comm, axis, kwargs)
+
+
+def _cumulative(x, op, axis, dtype, include_initial, comm, kwargs):
+    """The Array API's ``cumulative_sum``/``cumulative_prod``: ``axis`` may be None only for 1-D
+    parts, and 0-d parts are refused (NumPy 2 does the same)."""
+    ndim = np.ndim(x) if not hasattr(x, "ndim") else x.ndim
+    if ndim == 0:
+        raise ValueError(f"cumulative_{op} does not take 0-d arrays")
+    if axis is None:
+        if ndim > 1:
+            raise ValueError(f"cumulative_{op}: axis is required for arrays of more than one dimension")
+        axis = 0
+    return scan(x, op, dtype=dtype, comm=comm, axis=axis, include_initial=include_initial, **kwargs)
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False, comm=None, **kwargs):
+    """Cumulative sum as in the Array API standard and NumPy 2 (``numpy.cumulative_sum``); with
+    ``include_initial=True`` the first rank's part holds the leading zero.  See :func:`scan`."""
+    return _cumulative(x, "sum", axis, dtype, include_initial, comm, kwargs)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False, comm=None, **kwargs):
+    """Cumulative product as in the Array API standard and NumPy 2 (``numpy.cumulative_prod``);
+    with ``include_initial=True`` the first rank's part holds the leading one.  See :func:`scan`."""
+    return _cumulative(x, "prod", axis, dtype, include_initial, comm, kwargs)
+
+
+def linear_recurrence(a, b, *, initial=0, reverse=False, out=None, comm=None, axis=0, segments=None, dtype=None,
+                      **kwargs):
+    """``y[i] = a[i] * y[i-1] + b[i]`` over the distributed array whose local parts are ``a`` and
+    ``b``, with ``y[-1] = initial``; ``reverse=True``: ``y[i] = a[i] * y[i+1] + b[i]`` from the
+    end of the last rank's part.
+
+    The recurrence is a scan of affine maps ``y -> a*y + b`` (composed in order); each rank
+    composes its part's maps, the ranks exchange one map each, and each rank runs its
+    recurrence from the value before it.  Float and complex (state-space models), and integer
+    (wrapping as NumPy's arithmetic does) dtypes; ``a`` broadcasts to ``b``'s part (a scalar:
+    a constant decay).  The dtype is NumPy's for ``a*b + b``, or ``dtype=``.
+
+    ``segments``: one flag per element along the axis; a flagged element starts the recurrence
+    again, from ``initial``: ``y[i] = a[i] * initial + b[i]`` (with ``reverse=True`` the flags
+    still mark each run's first element in array order, and each run is run right to left).
+    ``initial`` (the same on every rank) is a scalar or of the trailing shape; with
+    ``initial=0`` the first ``y`` is ``b`` itself (an infinite ``a`` there gives no NaN).
+
+    Floats are not associative: the result is within a few ulp times the condition of the
+    recurrence of a sequential float64 loop (tests/test_operators.py states the bounds).
+    Other keywords (``backend=``, ``strategy=``, ...) as :func:`scan`.
+    """
+    if initial is not None and not np.any(initial):
+        initial = None  # y[-1] = 0 contributes nothing
+    options = {"reverse": reverse, "segments": segments, "coefficients": a}
+    comm = default_comm(comm)
+    if kwargs:
+        unknown = set(kwargs) - {"strategy", "hierarchy", "backend", "timings", "node_size", "algorithm"}
+        if unknown:
+            raise TypeError(f"linear_recurrence() got unexpected keyword arguments {sorted(unknown)}")
+    return _scan(b, "sum", False, initial, dtype, out, comm, axis, kwargs.get("strategy", "auto"),
+                 kwargs.get("hierarchy", "auto"), kwargs.get("backend", "auto"), kwargs.get("timings"),
+                 kwargs.get("node_size"), kwargs.get("algorithm", "auto"), options)
 
 
 def exclusive_scan(x, op="sum", **kwargs):

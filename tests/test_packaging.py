@@ -48,3 +48,14 @@ def test_declared_floors_are_the_tested_ones():
     for name, version in declared.items():
         assert _norm(version) == _norm(tested[name]), f"{name}: pyproject says >={version}, CI tests {tested[name]}"
     assert python == ">=3.10"
+
+
+def test_every_kernel_folder_ships():
+    """Each folder of kernels/ is a package of pyproject.toml (distscan.kernels.<folder>), so its
+    headers go into the wheel with the entry file."""
+    tomllib = pytest.importorskip("tomllib")
+    packages = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {p.parent.relative_to(ROOT / "kernels") for p in (ROOT / "kernels").rglob("*.cuh")}
+    assert folders, "kernels/ has headers"
+    for folder in folders:
+        assert "distscan.kernels" + "".join("." + part for part in folder.parts) in packages, folder

@@ -34,7 +34,7 @@ measured faster (benchmarks/RESULTS.md, "Issue 10, thirteenth pass").
 A block-level name selects the scan inside a tile of ``block`` rows; the tiles are then
 combined by the device-level default, ``lookback``.  A device-level name selects how tiles
 are combined; the scan inside each tile is then the default tile scan, ``coarsened`` (the
-data flow of ``kernels/block_scan.cuh``: a thread's items sequentially, then the thread
+data flow of ``kernels/block/block_scan.cuh``: a thread's items sequentially, then the thread
 totals).  Device-level functions take ``tile_scan=`` to combine any tile scan with them.
 
 The functions

@@ -231,7 +231,7 @@ def _tree(v, ufunc):
 
 
 def _lookback_prefixes(aggregates, ufunc, identity, window=WINDOW):
-    """Decoupled look-back over aligned windows, as ``tile_lookback`` in kernels/tile_state.cuh.
+    """Decoupled look-back over aligned windows, as ``tile_lookback`` in kernels/tile/tile_state.cuh.
 
     Tile t = g*WINDOW + s*32 + j (window g, sub-window s, lane j):
 
@@ -288,7 +288,7 @@ def _lookback_prefixes(aggregates, ufunc, identity, window=WINDOW):
 def lookback(x, ufunc, identity, *, block=1024, tile_scan=None, window=WINDOW) -> np.ndarray:
     """Single pass with decoupled look-back (the device-level default): scan each tile, then
     its exclusive prefix is combined from the aggregates of the tiles before it, in aligned
-    windows of ``window`` tiles (32 * (1..32)), as ``kernels/tile_state.cuh`` does.
+    windows of ``window`` tiles (32 * (1..32)), as ``kernels/tile/tile_state.cuh`` does.
     ``tile_scan`` (a name of :data:`TILE_SCANS` or a function) scans inside a tile."""
     ts = _tile_scan(tile_scan)
     return _scan_tiles(x, ufunc, identity, block, ts,

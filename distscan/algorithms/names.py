@@ -16,7 +16,7 @@ DEFAULT_TILE = "coarsened"    # the scan inside a tile unless a block-level name
 
 ITEMS = 8        # coarsened: items per thread (a run), as ITEMS in kernels/scan_kernels.cu
 
-SUB_WINDOW = 32  # lookback: tiles per sub-window (one warp lane per tile), as in kernels/tile_state.cuh
+SUB_WINDOW = 32  # lookback: tiles per sub-window (one warp lane per tile), as in kernels/tile/tile_state.cuh
 
 WINDOW = 1024    # lookback: tiles per window (32 sub-windows); one serial anchor hop per window
 

@@ -18,8 +18,9 @@ import numpy as np
 from .._dtypes import ScanTypes
 from ..ops import Op
 from .. import algorithms
-from .._carry import zero_absorbs
+from .._carry import lifted, zero_absorbs
 from .absorb import absorb_zeros
+from . import cpu_states
 
 name = "cpu"
 
@@ -44,7 +45,7 @@ def lean_arrays(x, out, types: ScanTypes) -> bool:
 def scan_lean(x, op: Op, types: ScanTypes, exclusive: bool, out=None, seed=None):
     """``scan(x, ..., seed=seed, out=out)[0]`` for arrays :func:`lean_arrays` took: an inclusive scan
     in the result dtype is one sequential pass of NumPy (the seed folded into the first element)."""
-    if exclusive or types.acc != types.result or x.size == 0:
+    if exclusive or types.acc != types.result or x.size == 0 or op.nan_lift or op.state is not None:
         result = scan(x, op, types, exclusive=exclusive, seed=seed, out=out)[0]
         return result if out is None else out
     if seed is None:
@@ -77,7 +78,8 @@ def _inclusive(x: np.ndarray, op: Op, types: ScanTypes, seed, out: np.ndarray):
     n, w = x.shape
     if n == 0:
         return seed
-    if seed is None and x.dtype == types.acc and out.dtype == types.acc:
+    lift = op.nan_lift and types.acc.kind in "fc"
+    if seed is None and x.dtype == types.acc and out.dtype == types.acc and not lift:
         op.ufunc.accumulate(x, axis=0, dtype=types.acc, out=out)
         return out[-1].copy()
     rows = _chunk_rows(types, w)
@@ -87,11 +89,14 @@ def _inclusive(x: np.ndarray, op: Op, types: ScanTypes, seed, out: np.ndarray):
     for start in range(0, n, rows):
         stop = min(start + rows, n)
         block = out[start:stop] if scratch is None else scratch[: stop - start]
-        if carry is None:
+        if carry is None and not lift:
             op.ufunc.accumulate(x[start:stop], axis=0, dtype=types.acc, out=block)
         else:
             block[...] = x[start:stop]  # NumPy's cast (dtype=, or a narrow input)
-            op.ufunc(carry, block[0], out=block[0])
+            if lift:  # NaN counts as the identity, in cache (nancumsum's zeros)
+                np.copyto(block, op.identity(types.acc), where=np.isnan(block))
+            if carry is not None:
+                op.ufunc(carry, block[0], out=block[0])
             op.ufunc.accumulate(block, axis=0, dtype=types.acc, out=block)
         carry = block[-1].copy()
         if scratch is not None:
@@ -99,15 +104,27 @@ def _inclusive(x: np.ndarray, op: Op, types: ScanTypes, seed, out: np.ndarray):
     return carry
 
 
-def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto"):
+def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto",
+         aux=(), reverse=False, initial=None):
     if x.ndim == 1:  # 1-D is one column
         rows, total = scan(x.reshape(-1, 1), op, types, exclusive=exclusive, seed=seed,
                            out=None if out is None else out.reshape(-1, 1), want_total=want_total,
-                           algorithm=algorithm)
+                           algorithm=algorithm, aux=_columns(aux, op), reverse=reverse, initial=initial)
         return rows.reshape(-1), total
     n, w = x.shape
     if out is None:
         out = np.empty((n, w), types.result)
+    if reverse:  # the same scan of the mirrored rows (views: nothing is copied)
+        _, total = scan(x[::-1], op, types, exclusive=exclusive, seed=seed, out=out[::-1], want_total=want_total,
+                        algorithm=algorithm, aux=tuple(a[::-1] for a in aux), initial=initial)
+        return out, total
+    if op.state is not None:
+        state_out = out if out.dtype == types.acc else np.empty((n, w), types.acc)
+        total = cpu_states.scan(x.astype(types.acc, copy=False), aux, op, types, exclusive=exclusive, seed=seed,
+                                out=state_out, initial=initial)
+        if state_out is not out:
+            out[...] = state_out
+        return out, (total if want_total else None)
     if seed is not None:
         seed = np.asarray(seed, types.acc).reshape(w)
     if algorithm != "auto":
@@ -122,7 +139,7 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
         total = None
         if want_total and n:
             prev = last if last is not None else _identity_row(op, types, w)
-            total = op.ufunc(prev, x[-1].astype(types.acc, copy=False)).astype(types.acc, copy=False)
+            total = op.ufunc(prev, op.lift(x[-1], types.acc)).astype(types.acc, copy=False)
     if want_total and total is None:
         total = seed.copy() if seed is not None else _identity_row(op, types, w)
     return out, (np.asarray(total, types.acc).reshape(w) if want_total else None)
@@ -133,7 +150,7 @@ def _scan_by(algorithm, x, op: Op, types: ScanTypes, exclusive, seed, out, want_
 
     n, w = x.shape
     identity = op.neutral(types.acc)  # pads tiles: must leave every value as it is, -0.0 included
-    acc = x.astype(types.acc)  # NumPy's cast (logical operators: x != 0)
+    acc = np.array(op.lift(x, types.acc), types.acc)  # NumPy's cast (logical operators: x != 0; NaN-aware: NaN as identity)
     if seed is not None and n:
         acc[0] = op.ufunc(seed, acc[0])
     absorbs = zero_absorbs(op, types.acc)
@@ -142,7 +159,7 @@ def _scan_by(algorithm, x, op: Op, types: ScanTypes, exclusive, seed, out, want_
     with np.errstate(over="ignore", invalid="ignore") if absorbs else contextlib.nullcontext():
         inclusive = algorithms.get_algorithm(algorithm)(acc, op.ufunc, identity)
     if absorbs:
-        absorb_zeros(np, x, inclusive, seed, False)
+        absorb_zeros(np, lifted(np, x, op), inclusive, seed, False)
     first = seed if seed is not None else _identity_row(op, types, w)
     if exclusive:
         if n:
@@ -165,19 +182,36 @@ def _neutral(op: Op, acc: np.dtype):
     return value
 
 
-def reduce(x, op: Op, types: ScanTypes) -> np.ndarray:
+def reduce(x, op: Op, types: ScanTypes, aux=(), reverse=False) -> np.ndarray:
+    """The part's carry: its total in the accumulator dtype (a state operator's state), in scan
+    order (``reverse``: last row first; a plain operator is commutative, so only states care)."""
     # From the neutral element: NumPy's own start (+0.0 for sums) would turn a part of negative
     # zeros into a +0.0 carry, where the sequential sum of the whole array keeps -0.0.
     acc = types.acc
+    if op.state is not None:
+        rows = x.reshape(x.shape[0], -1)
+        aux = _columns(aux, op) if x.ndim == 1 else aux
+        if reverse:
+            rows, aux = rows[::-1], tuple(a[::-1] for a in aux)
+        return cpu_states.reduce(rows.astype(acc, copy=False), aux, op, types)
+    # NaN-aware: NaN left out (where=), as nansum leaves it out
+    where = ~np.isnan(x) if op.nan_lift and x.dtype.kind in "fc" else True
     if x.ndim == 1:  # 1-D is one column
         if not x.size:
             return _identity_row(op, types, 1)
-        return np.array([op.ufunc.reduce(x, dtype=acc, initial=_neutral(op, acc))], acc)
+        return np.array([op.ufunc.reduce(x, dtype=acc, initial=_neutral(op, acc), where=where)], acc)
     n, w = x.shape
     if n == 0:
         return _identity_row(op, types, w)
-    total = op.ufunc.reduce(x, axis=0, dtype=acc, initial=_neutral(op, acc))
+    total = op.ufunc.reduce(x, axis=0, dtype=acc, initial=_neutral(op, acc), where=where)
     return np.asarray(total, acc).reshape(w)
+
+
+def _columns(aux, op: Op) -> tuple:
+    """Auxiliary inputs of a 1-D part as one column: coefficients ``(n,)`` -> ``(n, 1)``; segment
+    flags stay ``(n,)`` (one per row)."""
+    names = op.state.aux if op.state is not None else ()
+    return tuple(a if name == "segments" else a.reshape(-1, 1) for name, a in zip(names, aux))
 
 
 def array_module():

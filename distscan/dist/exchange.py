@@ -12,6 +12,17 @@ how many rows?) and the combination of the carries of all ranks before it, in ra
 ``node``
     After the same first gather (it agrees on failures and arguments), the offsets node then
     cluster (:mod:`distscan.dist.nodes`).
+recursive doubling (from :data:`DOUBLING_RANKS` ranks on, whatever the method)
+    ``log2(p)`` rounds of ``Sendrecv`` of one record with the rank ``2^k`` away (the hypercube
+    scan that MPICH's ``MPI_Scan`` uses): each rank folds what its partner's half holds into its
+    prefix and into its half's total, so that at the end every rank has the status of all
+    (failures, fingerprints, rows) *and* its offset: O(log p) latency and O(1) bytes per rank,
+    where the gather is O(p) bytes per rank (1 MB at 16,000 ranks).  Chosen by the size of the
+    communicator alone, never by an argument, so that ranks whose arguments differ (or that
+    failed before reading them) still meet in the same collective.
+
+A reverse scan (``reverse=True``) folds the carries of the ranks *after* this one, last rank
+first: scan order is the mirror of rank order, and every method reads the records in it.
 
 Records travel as bytes: no MPI datatype or operation is involved, so any carry (float16,
 complex, the flagged product carries) travels alike.  The first rank's offset is None
@@ -20,6 +31,7 @@ complex, the flagged product carries) travels alike.  The first rank's offset is
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -39,12 +51,17 @@ from .nodes import fold, gather, node_offsets, resolve_method
 # BIG adds the second gather; AGREE_AFTER (some rank's finish may still fail) adds the
 # agreement after the finish on every rank.
 FLAGS, FINGERPRINT, ROWS = range(3)
-FAILED, BIG, EMPTY, AGREE_AFTER = 1, 2, 4, 8  # bits of FLAGS
+FAILED, BIG, EMPTY, AGREE_AFTER, MISMATCH = 1, 2, 4, 8, 16  # bits of FLAGS (MISMATCH: merged records differ)
 # EMPTY: the rank's carry holds nothing (no rows, no initial value): ranks after it fold
 # nothing in for it, and a rank with only EMPTY ranks before it gets the offset None.
 STATUS_BYTES = 8 * 3
 RECORD_BYTES = 64
 INLINE_BYTES = RECORD_BYTES - STATUS_BYTES
+
+# From this many ranks on, the exchange is recursive doubling instead of a gather (see the
+# module docstring; benchmarks/RESULTS.md measures both and docs/performance.md models them).
+# Read from the environment once: every rank of a job must see the same value.
+DOUBLING_RANKS = int(os.environ.get("DISTSCAN_DOUBLING_RANKS", "1024"))
 
 
 @dataclass
@@ -92,10 +109,15 @@ class Exchange:
     makes no collective that the others do not.
     """
 
-    def __init__(self, comm, method: str, node_size, like: np.ndarray, fold: Callable, combine: Combine):
+    def __init__(self, comm, method: str, node_size, like: np.ndarray, fold: Callable, combine: Combine,
+                 reverse: bool = False):
         self.comm, self.method, self.node_size = comm, method, node_size
         self.size, self.rank = comm.Get_size(), comm.Get_rank()
         self.fold, self.combine = fold, combine
+        self.reverse = reverse
+        # the rank's place in scan order (reverse: the last rank's part is scanned first)
+        self.place = self.size - 1 - self.rank if reverse else self.rank
+        self.doubling = self.size >= DOUBLING_RANKS
         self.like = np.zeros_like(np.ascontiguousarray(like))
         self.inline = self.like.nbytes <= INLINE_BYTES
         self.rec = np.zeros(RECORD_BYTES, np.uint8)
@@ -112,6 +134,8 @@ class Exchange:
     def __call__(self, flags: int, fingerprint: int, rows: int, carry, *, want_total: bool = False):
         """``(Status, offset, total)``: see :func:`exchange` (``carry`` None: this rank holds
         nothing, and ``flags`` says EMPTY)."""
+        if self.doubling:
+            return self._doubling(flags, fingerprint, rows, carry, want_total)
         inline, st = self.inline, self.st
         st[0] = flags if inline else flags | BIG
         st[1] = fingerprint
@@ -124,9 +148,10 @@ class Exchange:
             agreed = self._agreed[fingerprint] = np.array([0, fingerprint], np.int64).tobytes() * self.size
         if inline and self.recs[:, :16].tobytes() == agreed and self.resolved == "flat":
             # the common call: nobody failed, flagged anything or differs (the rows go unread)
-            rank = self.rank
-            return (_ALL_AGREED, self.fold(self.carries[:rank]) if rank else None,
-                    self.fold(self.carries) if want_total else None)
+            carries = self.carries[::-1] if self.reverse else self.carries
+            place = self.place
+            return (_ALL_AGREED, self.fold(carries[:place]) if place else None,
+                    self.fold(carries) if want_total else None)
         sts = self.sts
         all_flags = int(np.bitwise_or.reduce(sts[:, FLAGS])) | (0 if inline else BIG)
         status = Status(bool(all_flags & FAILED), bool((sts[:, FINGERPRINT] == sts[0, FINGERPRINT]).all()),
@@ -138,23 +163,98 @@ class Exchange:
     def _slow(self, status: Status, carry, want_total: bool):
         """The exchange once every rank agrees, when something is flagged, a carry is too big to
         travel inline, the method is node, or the method is not resolved yet (the first call)."""
-        sts, rank = self.sts, self.rank
+        sts, place = self.sts, self.place
         status.rows = int(sts[:, ROWS].sum())
-        status.rows_before = int(sts[:rank, ROWS].sum())
         if self.resolved is None:
             self.resolved = resolve_method(self.method, self.comm, self.node_size)
         if self.resolved == "node":
-            offset, total = node_offsets(carry, self.like, self.combine, self.comm, self.node_size, want_total)
+            offset, total = node_offsets(carry, self.like, self.combine, self.comm, self.node_size, want_total,
+                                         self.reverse)
+            status.rows_before = int((sts[::-1] if self.reverse else sts)[:place, ROWS].sum())
             return status, offset, total
         carries = self.carries if self.inline else gather(self.comm, self.like if carry is None else carry)
         held = (sts[:, FLAGS] & EMPTY) == 0
-        before = carries[:rank][held[:rank]]
+        if self.reverse:  # scan order
+            carries, held, sts = carries[::-1], held[::-1], sts[::-1]
+        status.rows_before = int(sts[:place, ROWS].sum())
+        before = carries[:place][held[:place]]
         return (status, self.fold(before) if len(before) else None,
                 self.fold(carries[held]) if want_total and held.any() else None)
 
+    # -- recursive doubling ----------------------------------------------------------------
+
+    def _doubling(self, flags: int, fingerprint: int, rows: int, carry, want_total: bool):
+        """The exchange in ``log2(p)`` rounds of ``Sendrecv`` (module docstring).  A carry that does
+        not fit in a record travels in a second pass, once the first has shown that every rank
+        agrees (so that every carry has the same size)."""
+        inline = self.inline
+        mine = (flags if inline else flags | BIG, fingerprint, rows, carry if inline else None)
+        prefix, total = self._hypercube(mine, INLINE_BYTES)
+        t_flags = total[0]
+        status = Status(bool(t_flags & FAILED), not t_flags & MISMATCH, bool(t_flags & BIG), total[2],
+                        bool(t_flags & AGREE_AFTER), 0 if prefix is None else prefix[2])
+        if status.failed or not status.agreed:
+            return status, None, None
+        if not inline:  # the carries, now that their sizes agree
+            prefix_c, total_c = self._hypercube((flags & EMPTY, fingerprint, rows, carry), self.like.nbytes)
+            prefix = None if prefix_c is None else prefix_c
+            total = total_c
+        offset = None if prefix is None else prefix[3]
+        return status, offset, (total[3] if want_total else None)
+
+    def _merge(self, a, b):
+        """Two records ``(flags, fingerprint, rows, carry or None)`` of consecutive blocks of ranks
+        in scan order, ``a`` first: what the two blocks hold together."""
+        flags = a[0] | b[0]
+        if a[1] != b[1]:
+            flags |= MISMATCH
+        carry = None
+        if not flags & (FAILED | MISMATCH):
+            if a[3] is None:
+                carry = b[3]
+            elif b[3] is None:
+                carry = a[3]
+            else:
+                carry = self.combine(a[3], b[3])
+        flags = flags & ~EMPTY | (a[0] & b[0] & EMPTY)
+        return flags, a[1], a[2] + b[2], carry
+
+    def _hypercube(self, mine, carry_bytes: int):
+        """``(prefix, total)``: the records of the ranks before this one in scan order merged
+        (None for none) and of all ranks.  Round k pairs ranks whose places differ in bit k."""
+        send = np.zeros(STATUS_BYTES + carry_bytes, np.uint8)
+        recv = np.empty_like(send)
+        sst, rst = send[:STATUS_BYTES].view(np.int64), recv[:STATUS_BYTES].view(np.int64)
+        nbytes = self.like.nbytes
+        body = slice(STATUS_BYTES, STATUS_BYTES + nbytes)
+        place, size, comm = self.place, self.size, self.comm
+        prefix, total = None, mine
+        mask = 1
+        while mask < size:
+            other = place ^ mask
+            if other < size:
+                flags, fp, rows, carry = total
+                sst[0], sst[1], sst[2] = flags | (EMPTY if carry is None else 0), fp, rows
+                if carry is not None and nbytes <= carry_bytes:
+                    send[body] = np.ascontiguousarray(carry, self.like.dtype).reshape(-1).view(np.uint8)
+                partner = size - 1 - other if self.reverse else other
+                comm.Sendrecv(send, partner, 7, recv, partner, 7)
+                r_flags = int(rst[0])
+                r_carry = None
+                if not r_flags & (EMPTY | FAILED) and nbytes <= carry_bytes:
+                    r_carry = recv[body].copy().view(self.like.dtype).reshape(self.like.shape)
+                theirs = (r_flags, int(rst[1]), int(rst[2]), r_carry)
+                if other < place:  # their block comes first
+                    prefix = theirs if prefix is None else self._merge(theirs, prefix)
+                    total = self._merge(theirs, total)
+                else:
+                    total = self._merge(total, theirs)
+            mask <<= 1
+        return prefix, total
+
 
 def exchange(st: np.ndarray, carry: np.ndarray, combine: Combine, comm, method: str = "auto",
-             node_size: Optional[int] = None, *, want_total: bool = False):
+             node_size: Optional[int] = None, *, want_total: bool = False, reverse: bool = False):
     """``(Status, offset, total)`` for this rank, in one use of an :class:`Exchange`.
 
     ``st`` is this rank's :func:`status`; ``carry`` its carry (the same shape and dtype on every
@@ -175,7 +275,7 @@ def exchange(st: np.ndarray, carry: np.ndarray, combine: Combine, comm, method: 
     if comm is None or comm.Get_size() == 1:
         return (Status(bool(flags & FAILED), True, False, int(st[ROWS]), bool(flags & AGREE_AFTER)), None,
                 None if not want_total or flags & EMPTY else carry.copy())
-    ex = Exchange(comm, method, node_size, carry, python_fold(combine), combine)
+    ex = Exchange(comm, method, node_size, carry, python_fold(combine), combine, reverse)
     return ex(flags, int(st[FINGERPRINT]), int(st[ROWS]), None if flags & (EMPTY | FAILED) else carry,
               want_total=want_total)
 

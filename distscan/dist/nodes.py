@@ -139,20 +139,32 @@ def fold(items, combine: Callable):
 
 
 def gather(comm, carry: np.ndarray) -> np.ndarray:
-    out = np.empty((comm.Get_size(),) + carry.shape, carry.dtype)
-    comm.Allgather(carry, out)
-    return out
+    """Every rank's carry (as bytes: any dtype, states included), stacked in rank order."""
+    carry = np.ascontiguousarray(carry)
+    out = np.empty((comm.Get_size(), carry.nbytes), np.uint8)
+    comm.Allgather(carry.reshape(-1).view(np.uint8), out)
+    return out.view(carry.dtype).reshape((comm.Get_size(),) + carry.shape)
 
 
-def node_offsets(mine, like, combine, comm, node_size, want_total):
+def _scan_order(items, held, index: int, reverse: bool):
+    """``(items held before index, every item held)`` in scan order (``reverse``: from the last)."""
+    pairs = list(zip(items, held))
+    if reverse:
+        pairs, index = pairs[::-1], len(pairs) - 1 - index
+    return [c for c, ok in pairs[:index] if ok], [c for c, ok in pairs if ok]
+
+
+def node_offsets(mine, like, combine, comm, node_size, want_total, reverse: bool = False):
     """Offsets node then cluster: gather inside the node, gather the node totals among the
     leaders, broadcast the node's offset (and the total) inside the node.  ``mine`` is this
     rank's carry, None when it holds nothing (EMPTY); ``like`` one of that shape and dtype.
-    Nothing travels as None: each carry goes with a byte that says whether it holds anything."""
+    Nothing travels as None: each carry goes with a byte that says whether it holds anything.
+    ``reverse``: scan order is the mirror of rank order, inside nodes and among them."""
     h = get_hierarchy(comm, node_size)
     on_node, has = _gather_held(h.node, mine, like)
-    within = fold([c for c, held in zip(on_node[: h.node.Get_rank()], has) if held], combine)
-    node_total = fold([c for c, held in zip(on_node, has) if held], combine)
+    before, every = _scan_order(on_node, has, h.node.Get_rank(), reverse)
+    within = fold(before, combine)
+    node_total = fold(every, combine)
     nbytes = like.nbytes
     shared = np.zeros(2 * nbytes + 2, np.uint8)  # [node offset][total][node offset held, total held]
 
@@ -167,10 +179,11 @@ def node_offsets(mine, like, combine, comm, node_size, want_total):
 
     if h.leaders is not None:
         totals, held = _gather_held(h.leaders, node_total, like)
-        node_offset = fold([c for c, ok in zip(totals[: h.leaders.Get_rank()], held) if ok], combine)
+        before, every = _scan_order(totals, held, h.leaders.Get_rank(), reverse)
+        node_offset = fold(before, combine)
         if node_offset is not None:
             put(0, node_offset)
-        total = fold([c for c, ok in zip(totals, held) if ok], combine) if want_total else None
+        total = fold(every, combine) if want_total else None
         if total is not None:
             put(1, total)
     h.node.Bcast(shared, root=0)

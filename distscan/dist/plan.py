@@ -140,6 +140,9 @@ class ScanPlan:
         See :func:`distscan.scan`.
     agree_on : dict, optional
         More fields that every rank must share (e.g. the API's ``axis``).
+    reverse : bool
+        Scan from the last element of the last rank to the first of the first (suffix scans):
+        each rank scans its rows last to first, from the carries of the ranks after it.
 
     Raises
     ------
@@ -150,8 +153,9 @@ class ScanPlan:
 
     def __init__(self, op, input_dtype, *, dtype=None, out_dtype=None, exclusive=False, trailing=(), comm=None,
                  backend="cpu", strategy="auto", hierarchy="auto", node_size=None, agree_on: Optional[dict] = None,
-                 algorithm="auto"):
+                 algorithm="auto", reverse: bool = False):
         self.op: Op = get_op(op)
+        self.reverse = bool(reverse)
         self.exclusive = bool(exclusive)
         self.strategy = resolve_strategy(strategy)
         self.hierarchy = resolve_hierarchy(hierarchy)
@@ -160,15 +164,22 @@ class ScanPlan:
         self.be = get_backend(backend) if isinstance(backend, str) else backend  # a name, or a backend module
         self.backend = self.be.name
         self.types = scan_types(self.op, np.dtype(input_dtype), dtype, out_dtype)
-        self.carries = Carries(self.op, self.types.acc)
-        if self.carries.flagged:
-            # Only a scan that sees the elements lets a zero absorb (distscan._carry).
+        self.carries = Carries(self.op, self.types.acc, self.types.state)
+        if self.carries.flagged or self.op.state is not None:
+            # Only a scan that sees the elements lets a zero absorb (distscan._carry); a state's
+            # carry is not a value that could be added to a scanned part.
             self.strategy = "reduce_then_scan"
+        # initial: folded in as the first carry (plain and compensated scans), or projected on
+        # every rank (segmented and affine: distscan.ops.state)
+        self.projects = self.op.state is not None and self.op.state.initial_mode == "project"
         self.trailing = tuple(int(t) for t in trailing)
         self.w = math.prod(self.trailing)
         self.comm = comm
         self.size = 1 if comm is None else comm.Get_size()
         self.rank = 0 if comm is None else comm.Get_rank()
+        # the ranks that scan first and last (reverse: the last rank's part comes first)
+        self.first = self.rank == (self.size - 1 if self.reverse else 0)
+        self.last = self.rank == (0 if self.reverse else self.size - 1)
         # What every rank must share.  Not the result dtype: out= may differ by rank (each casts
         # its own part; the carries travel in the accumulator dtype, which is compared).
         self.fields = {
@@ -176,16 +187,18 @@ class ScanPlan:
             "accumulator dtype": str(self.types.acc), "computed in": str(self.types.compute),
             "trailing shape": self.trailing, "strategy": self.strategy, "hierarchy": self.hierarchy,
             "node size": node_size_override(node_size) if self.size > 1 else None,
-            "backend": self.backend, "algorithm": self.algorithm, **(agree_on or {}),
+            "backend": self.backend, "algorithm": self.algorithm, "reverse": self.reverse, **(agree_on or {}),
         }
         self.fingerprint = fingerprint(self.fields)
         # a plain NumPy finish: see _finish_may_fail
-        self._lean_cpu = self.backend == "cpu" and self.algorithm == "auto" and self.strategy == "reduce_then_scan"
+        self._lean_cpu = (self.backend == "cpu" and self.algorithm == "auto" and self.strategy == "reduce_then_scan"
+                          and self.op.plain and not self.reverse)
 
     # -- the whole call ---------------------------------------------------------------------
 
     def run(self, rows, *, out=None, initial=None, timings: Optional[dict] = None, error=None, finish=None,
-            finish_may_fail: bool = False, what="scan arguments", extra: Optional[dict] = None, fast: bool = False):
+            finish_may_fail: bool = False, what="scan arguments", extra: Optional[dict] = None, fast: bool = False,
+            aux=()):
         """This rank's part of the scan of every rank's ``rows`` (``(n, w)`` backend arrays; 1-D for
         one column).
 
@@ -197,21 +210,25 @@ class ScanPlan:
         call; ``finish_may_fail`` says that it may raise (a conversion), so that the exchange
         asks every rank to agree after it.  ``fast``: the part is a contiguous 1-D array of the plan's
         input dtype and ``out`` one the backend's hot path takes (the caller checked).
-        ``extra`` adds fields to the mismatch message (not compared).
+        ``extra`` adds fields to the mismatch message (not compared).  ``aux``: the auxiliary
+        inputs of ``rows`` (segment flags, coefficients) for the operators that take them.
         Collective; the same exception on every rank if any rank fails.
         """
         timer = _UNTIMED if timings is None else _Timer(timings, self.be)
+        general = self._general(aux, initial)  # the backend's keywords beyond the plain scan's
         if self.size == 1:
             if error is not None:
                 raise error
-            if fast and timings is None:
+            if fast and timings is None and general is None:
                 out = self.be.scan_lean(rows, self.op, self.types, self.exclusive, out, initial)
             else:
                 with timer.phase("scan"):
-                    out, _ = self.be.scan(rows, self.op, self.types, exclusive=self.exclusive, seed=initial, out=out,
-                                          algorithm=self.algorithm)
+                    out, _ = self.be.scan(rows, self.op, self.types, exclusive=self.exclusive,
+                                          seed=self._initial_seed(initial), out=out, algorithm=self.algorithm,
+                                          **(general or {}))
             return out if finish is None else finish(out)
-        carry, n, last = None, 0, self.rank == self.size - 1
+        carry, n, last = None, 0, self.last
+        seeds_initial = self.first and initial is not None and not self.projects
         if error is None:
             try:
                 n = rows.shape[0]
@@ -220,38 +237,61 @@ class ScanPlan:
                 if self.strategy == "reduce_then_scan":
                     with timer.phase("reduce"):
                         if n and not last:  # the last rank's carry is never read
-                            carry = self.carries.of_part(self.be, rows, self.types)
+                            carry = self.carries.of_part(self.be, rows, self.types, aux, self.reverse) if general \
+                                else self.carries.of_part(self.be, rows, self.types)
                 else:
                     with timer.phase("scan"):
                         _, total = self.be.scan(rows, self.op, self.types, exclusive=self.exclusive,
-                                                seed=initial if self.rank == 0 else None, out=out, want_total=True,
-                                                algorithm=self.algorithm)
-                    if n or (self.rank == 0 and initial is not None):
+                                                seed=initial if seeds_initial else None, out=out, want_total=True,
+                                                algorithm=self.algorithm, **(general or {}))
+                    if n or seeds_initial:
                         carry = total  # the initial value travels in it
-                if self.rank == 0 and initial is not None and self.strategy == "reduce_then_scan":
+                if seeds_initial and self.strategy == "reduce_then_scan":
                     init = self.carries.of_values(initial)
                     carry = init if carry is None else self.combine(init, carry)
             except Exception as exc:  # noqa: BLE001 - agreed in the exchange, then raised on every rank
                 error = exc
         with timer.phase("exscan"):
             agreed, offset, _ = self._exchange(carry, error, n, what, extra, False,
-                                               finish_may_fail or self._finish_may_fail(fast), last)
-        seed = offset if self.rank > 0 else initial
+                                               finish_may_fail or self._finish_may_fail(fast), last,
+                                               salt=self._initial_salt(initial))
+        seed = offset if not self.first else self._initial_seed(initial)
         with (collectively(self.comm) if agreed.agree_after else _NULL):
             if self.strategy == "reduce_then_scan":
                 with timer.phase("scan"):
                     # into the out allocated before the exchange (or the caller's)
-                    if fast and n:
+                    if fast and n and general is None:
                         self.be.scan_lean(rows, self.op, self.types, self.exclusive, out, seed)
                     else:
                         self.be.scan(rows, self.op, self.types, exclusive=self.exclusive, seed=seed, out=out,
-                                     algorithm=self.algorithm)
+                                     algorithm=self.algorithm, **(general or {}))
             elif offset is not None:
                 with timer.phase("combine"):
                     self.be.combine(out, self.op, self.types, offset)
             if finish is not None:
                 out = finish(out)
         return out
+
+    def _general(self, aux, initial) -> Optional[dict]:
+        """The backend keywords of a reverse, state or projected scan (None: a plain forward one,
+        which every backend path takes as it always has)."""
+        if not (self.reverse or aux or self.op.state is not None):
+            return None
+        return {"aux": aux, "reverse": self.reverse, "initial": initial if self.projects else None}
+
+    def _initial_seed(self, initial):
+        """What ``initial`` seeds the first rank's scan with: the value (plain), the state of it
+        (compensated), nothing (projected on every rank instead)."""
+        if initial is None or self.projects:
+            return None
+        return initial if self.op.state is None else self.carries.of_values(initial)
+
+    def _initial_salt(self, initial) -> int:
+        """Projected ``initial`` values are every rank's own: a rank whose value differs changes the
+        fingerprint it sends, so that all raise instead of projecting different values."""
+        if initial is None or not self.projects:
+            return 0
+        return fingerprint({"initial": np.asarray(initial).tobytes()})
 
     def _finish_may_fail(self, fast: bool) -> bool:
         """Whether this rank's finish (the seeded scan or the add) may raise, so that every rank
@@ -292,9 +332,12 @@ class ScanPlan:
         """The carry that combines with any other to give that other (the neutral element)."""
         return self.carries.identity(self.w)
 
-    def local_carry(self, rows) -> np.ndarray:
-        """The carry of ``rows`` (a backend array ``(n, w)``)."""
-        return self.carries.of_part(self.be, rows, self.types)
+    def local_carry(self, rows, aux=()) -> np.ndarray:
+        """The carry of ``rows`` (a backend array ``(n, w)``; ``aux`` its auxiliary inputs), in scan
+        order."""
+        if self._general(aux, None) is None:
+            return self.carries.of_part(self.be, rows, self.types)
+        return self.carries.of_part(self.be, rows, self.types, aux, self.reverse)
 
     def combine(self, earlier, later) -> np.ndarray:
         return self.carries.combine(earlier, later)
@@ -309,7 +352,7 @@ class ScanPlan:
         agreed, seed, total = self._exchange(carry, error, rows, what, extra, want_total, False)
         return (seed, total, agreed.rows) if want_total else seed
 
-    def _exchange(self, carry, error, rows, what, extra, want_total, agree_after, unread=False):
+    def _exchange(self, carry, error, rows, what, extra, want_total, agree_after, unread=False, salt=0):
         """``(Status, seed, total)``; ``agree_after``: this rank's work after the exchange may
         fail (the Status then tells every rank to agree after it); ``unread``: no rank reads this
         rank's carry (the last rank's, without ``want_total``), so a missing one is not flagged."""
@@ -326,8 +369,8 @@ class ScanPlan:
         ex = self._exchanger
         if ex is None:
             ex = self._exchanger = h.Exchange(self.comm, self.hierarchy, self.node_size, self.identity(),
-                                              self.carries.fold, self.carries.combine)
-        agreed, offset, total = ex(flags, 0 if error is not None else self.fingerprint, rows,
+                                              self.carries.fold, self.carries.combine, self.reverse)
+        agreed, offset, total = ex(flags, 0 if error is not None else self.fingerprint ^ salt, rows,
                                    None if error is not None else carry, want_total=want_total)
         if agreed.failed:
             raise_agreed(self.comm, error)
@@ -339,10 +382,17 @@ class ScanPlan:
 
     _exchanger = None
 
-    def seeded_scan(self, rows, seed, out=None, want_total=False):
-        """The local scan of ``rows`` from ``seed`` (None: the identity); ``(out, total value)``."""
+    def seeded_scan(self, rows, seed, out=None, want_total=False, aux=(), initial=None):
+        """The local scan of ``rows`` from ``seed`` (None: the identity); ``(out, total value)``.
+        ``initial``: the call's, which a projecting operator applies here (the others take it as
+        the first rank's seed: see :meth:`initial_seed`)."""
+        general = self._general(aux, initial)
         return self.be.scan(rows, self.op, self.types, exclusive=self.exclusive, seed=seed, out=out,
-                            want_total=want_total, algorithm=self.algorithm)
+                            want_total=want_total, algorithm=self.algorithm, **(general or {}))
+
+    def initial_seed(self, initial):
+        """The seed ``initial`` gives the first chunk of the first rank (None: none)."""
+        return self._initial_seed(initial)
 
     def add_offset(self, out, offset) -> None:
         """``out[i] = offset op out[i]`` in place (``scan_then_add``'s finish)."""

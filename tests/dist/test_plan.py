@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import distscan
-from distscan._call import PLANS
+from distscan._kinds import PLANS
 
 from tests.support.ranks import all_ranks_ok
 from tests.support.reference import reference_scan

@@ -26,6 +26,8 @@ import cupy as cp  # noqa: E402
 
 import distscan  # noqa: E402
 from distscan.gpus import bind_gpu  # noqa: E402
+from distscan._dtypes import scan_types  # noqa: E402
+from distscan.ops import get_op  # noqa: E402
 from tests.support.reference import reference_scan  # noqa: E402 - NumPy's scan of the whole array
 
 comm = MPI.COMM_WORLD
@@ -67,11 +69,12 @@ def random_global(rng, n, dtype, trailing, op):
 
 
 def lean_checks(rng, check, failures):
-    """The lean distributed call (``ScanPlan.call_1d``: 1-D CuPy parts, the second call of a
-    kind): against NumPy for integers and bitwise against the general path (``timings=``) for
-    floats, with and without ``out=``, inclusive and exclusive, uneven and empty shards; then a
-    rank whose dtype differs once the others' lean plans are warm: the same error everywhere."""
-    from distscan import api
+    """The lean distributed call (1-D CuPy parts of a kind seen before: the call kinds of
+    ``distscan._kinds.KINDS``): against NumPy for integers and bitwise against the general path
+    (``timings=``) for floats, with and without ``out=``, inclusive and exclusive, uneven and
+    empty shards; then a rank whose dtype differs once the others' kinds are warm: the same
+    error everywhere."""
+    from distscan import _kinds
 
     for dtype, kw in (("int32", {}), ("int32", {"dtype": "int32"}), ("int64", {}), ("float32", {}),
                       ("float64", {})):
@@ -86,9 +89,9 @@ def lean_checks(rng, check, failures):
                     tag = f"lean {dtype} {kw} n={n} {lname} excl={exclusive}"
                     try:
                         general = cp.asnumpy(distscan.cumsum(local, exclusive=exclusive, comm=comm, timings={}, **kw))
-                        distscan.cumsum(local, exclusive=exclusive, comm=comm, **kw)  # registers the lean plan
-                        plans = [p for k, p in api._LEAN.items() if k[0] is cp.ndarray and p.comm is comm]
-                        check(size == 1 or plans, f"{tag}: no lean plan")
+                        distscan.cumsum(local, exclusive=exclusive, comm=comm, **kw)  # registers the call kind
+                        kinds = [k for k in _kinds.KINDS._kinds if k[0] is cp.ndarray]
+                        check(bool(kinds), f"{tag}: no call kind remembered")
                         outs = [distscan.cumsum(local, exclusive=exclusive, comm=comm, **kw)]
                         poisoned = cp.full(local.shape, 77, dtype=general.dtype)
                         r = distscan.cumsum(local, exclusive=exclusive, comm=comm, out=poisoned, **kw)
@@ -105,19 +108,98 @@ def lean_checks(rng, check, failures):
                         failures.append(f"rank {rank}: {tag}: {type(exc).__name__}: {exc}")
                         traceback.print_exc()
     if size > 1:
-        # Direct: the warm plan's call_1d takes a CuPy part (None would mean the general path ran).
+        # A warm kind gives the right result, then a rank whose dtype differs is refused everywhere.
         x = cp.arange(1000, dtype=cp.int64)
-        for _ in range(2):
-            distscan.cumsum(x, comm=comm)
-        plan = next(p for k, p in api._LEAN.items() if k[0] is cp.ndarray and k[1] == np.int64 and p.comm is comm)
-        r = plan.call_1d(x)
-        check(r is not None and int(r[-1]) == 499500 * (rank + 1), f"call_1d on a warm plan gave {r}")
+        for _ in range(3):
+            r = distscan.cumsum(x, comm=comm)
+        check(int(r[-1]) == 499500 * (rank + 1), f"a warm call kind gave {r[-1]}")
         part = x.astype(cp.float64) if rank == size - 1 else x
         try:
             distscan.cumsum(part, comm=comm)
             check(False, "a dtype that differs on one rank was not refused after the lean path was warm")
         except ValueError as exc:
-            check("dtype differs across ranks" in str(exc), f"unexpected message: {exc}")
+            check("differ" in str(exc) and "rank" in str(exc), f"unexpected message: {exc}")
+
+
+def module_keys():
+    """The kernel modules these checks use (tests/gpu/test_mpi.py compiles them in parallel
+    processes before it launches mpirun: the ranks then load them from CuPy's disk cache)."""
+    from distscan.backends import cuda as gpu
+    from distscan.backends.cuda import extended
+    from distscan.ops import affine, compensated, segmented
+
+    keys = [gpu.module_key(np.dtype(dt), scan_types(get_op(op), np.dtype(dt)), get_op(op)) for dt, op, _ in CASES]
+    keys += [gpu.module_key(np.dtype(dt), scan_types(get_op(op), np.dtype(dt)), get_op(op))
+             for dt, op in [("float64", "nansum"), ("float32", "logaddexp"), ("int64", "gcd"), ("int32", "sum"),
+                            ("float64", "sum")]]
+    for op, dt, reverse in [(get_op("sum"), "int64", True), (get_op("sum"), "int32", True),
+                            (segmented(get_op("sum")), "int32", False), (segmented(get_op("sum"), True), "int64", True),
+                            (segmented(get_op("max")), "float64", False), (affine(), "float64", False),
+                            (affine(True, True), "complex128", True), (compensated(get_op("sum")), "float32", False)]:
+        op_types = scan_types(op, np.dtype(dt))
+        keys.append(extended.ext_module_key(np.dtype(dt), op_types, op, "lookback", reverse))
+    return keys
+
+
+def operator_checks(rng, check, failures):
+    """Issue 30's scans across the ranks' GPUs against the CPU's scan of the whole array (one
+    process, COMM_SELF): reverse, segmented (flags crossing every boundary), linear recurrences,
+    compensated sums, the NaN-aware and logaddexp operators, gcd; integers exactly, floats within
+    a relative bound."""
+    self_ = MPI.COMM_SELF
+    for n in (1_000_003, 2 * size + 1):
+        b = rng.standard_normal(n)
+        ints = rng.integers(-1000, 1000, n)
+        a = rng.uniform(-1, 1, n)
+        flags = rng.random(n) < 0.001
+        nan_b = np.where(rng.random(n) < 0.1, np.nan, b)
+        cases = [
+            ("reverse int64", lambda f, x: f(x[0], reverse=True), distscan.cumsum, (ints,), True),
+            ("reverse excl int32", lambda f, x: f(x[0], reverse=True, exclusive=True, initial=5), distscan.cumsum,
+             (ints.astype(np.int32),), True),
+            ("segmented int32", lambda f, x: f(x[0], segments=x[1]), distscan.cumsum, (ints.astype(np.int32), flags),
+             True),
+            ("segmented reverse excl", lambda f, x: f(x[0], segments=x[1], reverse=True, exclusive=True),
+             distscan.cumsum, (ints, flags), True),
+            ("segmented max f64", lambda f, x: f(x[0], segments=x[1]), distscan.cummax, (b, flags), True),
+            ("recurrence f64", lambda f, x: distscan.linear_recurrence(x[1], x[0], comm=f), None, (b, a), False),
+            ("recurrence seg rev c128", lambda f, x: distscan.linear_recurrence(x[1], x[0], segments=x[2], reverse=True,
+                                                                                initial=1.0, comm=f),
+             None, ((b + 1j * b[::-1]).astype(np.complex128), a, flags), False),
+            ("compensated f32", lambda f, x: f(x[0], compensated=True), distscan.cumsum, (b.astype(np.float32),),
+             False),
+            ("nansum f64", lambda f, x: f(x[0]), distscan.nancumsum, (nan_b,), False),
+            ("logaddexp f32", lambda f, x: f(x[0], np.logaddexp), distscan.scan, (b.astype(np.float32),), False),
+            ("gcd int64", lambda f, x: f(x[0], "gcd"), distscan.scan, ((ints % 36) + 1,), True),
+        ]
+        for lname, counts in layouts(n, rng).items():
+            starts = np.concatenate([[0], np.cumsum(counts)]).astype(int)
+            mine = slice(starts[rank], starts[rank + 1])
+            for tag, call, fn, arrays, exact in cases:
+                tag = f"{tag} n={n} {lname}"
+                try:
+                    # floats: the reference in double precision (a sequential float32 sum drifts further
+                    # than the GPU's tree), cast to the result's dtype
+                    wide = [x.astype(np.complex128 if x.dtype.kind == "c" else np.float64) if x.dtype.kind in "fc"
+                            else x for x in arrays]
+                    if fn is None:  # the call takes comm itself
+                        want = call(self_, wide)
+                        got = call(comm, [cp.asarray(x[mine]) for x in arrays])
+                    else:
+                        want = call(lambda *a_, **k: fn(*a_, comm=self_, **k), wide)
+                        got = call(lambda *a_, **k: fn(*a_, comm=comm, **k), [cp.asarray(x[mine]) for x in arrays])
+                    got = cp.asnumpy(got)
+                    want = np.asarray(want)[mine].astype(got.dtype)
+                    if exact:
+                        check(got.dtype == want.dtype and np.array_equal(got, want), f"{tag}: differs")
+                    else:
+                        scale = np.abs(want).max(initial=1.0)
+                        bound = (1e-4 if got.dtype in (np.float32, np.complex64) else 1e-9) * scale
+                        check(got.dtype == want.dtype and np.allclose(got, want, rtol=0, atol=bound, equal_nan=True),
+                              f"{tag}: differs beyond {bound:.3g}")
+                except Exception as exc:  # noqa: BLE001
+                    failures.append(f"rank {rank}: {tag}: {type(exc).__name__}: {exc}")
+                    traceback.print_exc()
 
 
 def main():
@@ -191,6 +273,7 @@ def main():
             check(cp.cuda.Device().id == b.device, "device changed")
 
     lean_checks(rng, check, failures)
+    operator_checks(rng, check, failures)
 
     # A failure on one rank (a mismatched trailing shape) raises the same error everywhere, no hang.
     try:

@@ -1,4 +1,4 @@
-"""The look-back with its reduction ahead of its scan (kernels/agent_scan.cuh, lead > 0; the
+"""The look-back with its reduction ahead of its scan (kernels/agent/agent_scan.cuh, lead > 0; the
 default for large N; skipped without a GPU).
 
 The block of claim c reduces tile c and scans tile c - lead, from the same status words and

@@ -1,4 +1,4 @@
-"""The look-ahead kernel (kernels/agent_lookahead.cuh; skipped without a GPU).
+"""The look-ahead kernel (kernels/agent/agent_lookahead.cuh; skipped without a GPU).
 
 It combines tiles with the same status words and fixed trees as the look-back kernel, so for
 every dtype and operator its results must be *bitwise* the look-back's at the same tile shape

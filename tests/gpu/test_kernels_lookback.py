@@ -16,7 +16,7 @@ pytestmark = pytest.mark.gpu
 from distscan.backends.cuda.compile import kernels_dir  # noqa: E402
 
 _SRC = r"""
-#include "tile_state.cuh"
+#include "tile/tile_state.cuh"
 template <typename T, int WINDOW>
 __global__ void lookback_test(const T *d_aggs, T *d_excl, long long num_tiles, unsigned long long *d_words,
                               unsigned long long *d_subaggs, unsigned long long *d_anchors, unsigned long long *d_launch,
@@ -35,7 +35,7 @@ __global__ void lookback_test(const T *d_aggs, T *d_excl, long long num_tiles, u
 
 
 def launch_state(*arrays):
-    """kernels/tile_state.cuh's LaunchWord block for these status-word arrays (epoch 0 ended)."""
+    """kernels/tile/tile_state.cuh's LaunchWord block for these status-word arrays (epoch 0 ended)."""
     state = np.zeros(8, np.uint64)
     state[3:6] = [a.size for a in arrays]
     return cp.asarray(state)

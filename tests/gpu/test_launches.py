@@ -1,6 +1,6 @@
 """How the hot path launches (issue 10): it replays a CUDA graph of a call it has seen before,
 a caller's own graph may capture scans (both rest on the launch state on the device, the
-epoch and the tile counter of kernels/tile_state.cuh: a replayed launch is a new launch), and
+epoch and the tile counter of kernels/tile/tile_state.cuh: a replayed launch is a new launch), and
 from gpu.SETTINGS.dependent_min_bytes moved a launch is a programmatic dependent of the kernel before
 it.  Skipped without a GPU."""
 

@@ -56,6 +56,18 @@ def _env(gpus: int, **extra):
     return env
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _precompiled():
+    """The check script's kernel modules, compiled here in parallel processes (CuPy's disk cache):
+    compiled by the ranks one after another they would take minutes of the launches' time."""
+    if GPUS:
+        from distscan.backends.cuda import compile as cc
+        from tests.gpu import mpi_check
+
+        cc.precompile(mpi_check.module_keys())
+    yield
+
+
 def _need(gpus: int):
     if GPUS < gpus:
         pytest.skip(f"needs {gpus} GPUs, {GPUS} visible")

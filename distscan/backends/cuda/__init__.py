@@ -10,7 +10,7 @@ stream's scratch under a lock; the per-thread default stream counts as one strea
 Paths
 -----
 * ``w == 1`` (1-D data): one launch of ``scan_tiles_kernel``: one block per tile with
-  decoupled look-back over aligned sub-windows and windows (``kernels/tile_state.cuh``); for
+  decoupled look-back over aligned sub-windows and windows (``kernels/tile/tile_state.cuh``); for
   ``algorithm="auto"`` from LEAD_MIN_LEADS leads of tiles, one block per claim that reduces
   tile c and scans tile c - lead from L2 (``kernels/agent_scan.cuh``: no scan waits for a
   load), and from lookahead_min_bytes() moved (and with ``algorithm="lookahead"``) persistent
@@ -51,6 +51,7 @@ from contextlib import contextmanager
 
 from . import hotpath, scratch
 from .device import DEVICE_INFO, SIDE_STREAMS, cp, require_cupy
+from .extended import EXT_PLANS
 from .general import NARROW_COLUMNS, array_module, lean_arrays, scan, scan_lean
 from .plans import ADD_PLANS, PLANS, error_depth, lookahead_min_bytes, module_key, tuning, uses_lookahead
 from .reductions import REDUCTIONS, combine, reduce
@@ -114,14 +115,14 @@ def clear_caches() -> None:
             cp.cuda.runtime.deviceSynchronize()
     hotpath.forget()
     scratch.forget()
-    for cache in (REDUCTIONS, PLANS, ADD_PLANS, SIDE_STREAMS, DEVICE_INFO):
+    for cache in (REDUCTIONS, PLANS, ADD_PLANS, EXT_PLANS, SIDE_STREAMS, DEVICE_INFO):
         cache.clear()
 
 
 def stats() -> dict:
     """What the caches hold now, by kind (tests and benchmarks read it)."""
     entries = [e for e in hotpath.FAST.values() if e is not hotpath.NOT_FAST]
-    return {"plans": len(PLANS), "hot-path entries": len(entries), "reductions": len(REDUCTIONS),
+    return {"plans": len(PLANS) + len(EXT_PLANS), "hot-path entries": len(entries), "reductions": len(REDUCTIONS),
             "stream scratches": len(scratch.SCRATCHES), "captured scratches": len(scratch.CAPTURED),
             "graphs": sum(1 for e in entries for g in (e.graphs or {}).values() if g is not hotpath.SEEN_ONCE),
             "kept results": sum(len(s.results.arrays) for s in scratch.SCRATCHES.values())}

@@ -7,8 +7,8 @@ named by ``name_expressions`` (:func:`names`); CuPy keeps the compiled module in
 cache (``CUPY_CACHE_DIR``, written atomically), name expressions included from CuPy 14.2,
 so later processes load it instead of compiling, and :func:`precompile` can build many in
 parallel processes.  Modules are also memoized in the process per device.  The source
-text handed to NVRTC starts with a hash of every file in ``kernels/``, so the disk cache,
-keyed on that text, never serves a binary built from older headers.
+text handed to NVRTC starts with a hash of every file in ``kernels/`` and its folders, so the
+disk cache, keyed on that text, never serves a binary built from older headers.
 
 The sources are found next to the package in a checkout (``<repo>/kernels``) and
 as the ``distscan.kernels`` package data when installed.
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-# NumPy dtype -> C++ type in the kernels (kernels/types.cuh says the same).
+# NumPy dtype -> C++ type in the kernels (kernels/util/types.cuh says the same).
 _CTYPE = {
     np.dtype(np.bool_): "bool",
     np.dtype(np.int8): "signed char",
@@ -98,17 +98,20 @@ def kernels_dir() -> Path:
 def _source() -> tuple[str, str]:
     kdir = kernels_dir()
     digest = hashlib.sha256()
-    for f in sorted(kdir.iterdir()):
-        if f.suffix in (".cu", ".cuh"):
-            digest.update(f.name.encode())
-            digest.update(f.read_bytes())
+    # every source in kernels/ and its folders, in the order of their paths (stable across
+    # machines); the path goes in too, so that a file moved between folders changes the hash
+    sources = sorted((f.relative_to(kdir).as_posix(), f) for f in kdir.rglob("*") if f.suffix in (".cu", ".cuh"))
+    for rel, f in sources:
+        digest.update(rel.encode())
+        digest.update(f.read_bytes())
     text = (kdir / "scan_kernels.cu").read_text()
     return f"// distscan kernels sha256 {digest.hexdigest()}\n{text}", str(kdir)
 
 
 @dataclass(frozen=True)
 class Tuning:
-    """Tile shape of the scan kernel (template arguments of ``scan_tiles_kernel``)."""
+    """Tile shape of the scan kernel (``scan_tiles_kernel``'s policy: ``TilePolicy``, and for the
+    look-ahead ``LookaheadPolicy``, in kernels/agent/agent_policy.cuh)."""
 
     block_threads: int
     items: int
@@ -124,7 +127,7 @@ class Tuning:
 
     def launch_threads(self, device: str) -> int:
         """Threads per block of the scan kernel: the look-ahead one adds its service warp
-        (LOOKAHEAD_SERVICE_THREADS in kernels/agent_lookahead.cuh)."""
+        (LOOKAHEAD_SERVICE_THREADS in kernels/agent/agent_policy.cuh)."""
         return self.block_threads + (32 if device == "lookahead" else 0)
 
     def lookahead_smem(self, in_dtype, out_dtype) -> int:
@@ -134,13 +137,25 @@ class Tuning:
         return self.stages * (self.block_threads // 32) * 32 * stride
 
 
-# The `algorithm=` names the kernels implement: block-level names pick the scan inside a tile
-# (kernels/block_scan.cuh), device-level names how tiles learn what came before them
-# (kernels/agent_scan.cuh).  Each level keeps its default when the other is named.
-BLOCK_ALGORITHMS = {"coarsened": 0, "kogge_stone": 1, "kogge_stone_double_buffer": 2, "brent_kung": 3, "blelloch": 4}
-DEVICE_ALGORITHMS = {"lookback": 0, "domino": 1, "hierarchical": 2, "lookahead": 3}
+# The `algorithm=` names the kernels implement, each with its C++ enumerator: block-level names
+# pick the scan inside a tile (BlockAlgorithm, kernels/block/block_scan.cuh), device-level names
+# how tiles learn what came before them (DeviceAlgorithm, kernels/agent/agent_scan.cuh).  Each
+# level keeps its default when the other is named.
+BLOCK_ALGORITHMS = {
+    "coarsened": "distscan::BLOCK_COARSENED",
+    "kogge_stone": "distscan::BLOCK_KOGGE_STONE",
+    "kogge_stone_double_buffer": "distscan::BLOCK_KOGGE_STONE_DOUBLE_BUFFER",
+    "brent_kung": "distscan::BLOCK_BRENT_KUNG",
+    "blelloch": "distscan::BLOCK_BLELLOCH",
+}
+DEVICE_ALGORITHMS = {
+    "lookback": "distscan::DEVICE_LOOKBACK",
+    "domino": "distscan::DEVICE_DOMINO",
+    "hierarchical": "distscan::DEVICE_TILES",
+    "lookahead": "distscan::DEVICE_LOOKAHEAD",
+}
 # The device level unless one is named: look-back ("auto" switches to the look-ahead kernel for
-# large arrays: distscan/backends/cuda.py, uses_lookahead).
+# large arrays: distscan/backends/cuda/plans.py, uses_lookahead).
 DEFAULT_DEVICE = "lookback"
 
 
@@ -156,13 +171,13 @@ def kernel_algorithm(name: str) -> tuple:
 
 
 def _block_temp_bytes(block: str, threads: int, acc_size: int) -> int:
-    """Shared memory of a block scan's TempStorage (kernels/block_scan_*.cuh)."""
+    """Shared memory of a block scan's TempStorage (kernels/block/block_scan_*.cuh)."""
     return {"coarsened": threads // 32, "kogge_stone_double_buffer": 2 * threads, "blelloch": threads + 1}.get(
         block, threads) * acc_size
 
 
 def _lane_stride(itemsize: int, items: int, swizzle: bool = False) -> int:
-    """Shared-memory bytes per lane of a staged segment (WarpTileIO::STRIDE in kernels/tile_io.cuh;
+    """Shared-memory bytes per lane of a staged segment (WarpTileIO::STRIDE in kernels/tile/tile_io.cuh;
     ``swizzle``: the look-ahead kernel's unpadded stages)."""
     lane = items * itemsize
     vecs = lane // 16
@@ -215,35 +230,65 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
     return Tuning(threads, items, window, min_blocks, stages, depth, behind)
 
 
+# The C++ structs of the state operators' states (kernels/util/states.cuh), by state kind.
+_STATE_STRUCTS = {"segmented": "SegState", "segmented_ends": "SegEndsState", "affine": "AffState",
+                  "affine_starts": "AffStartsState", "affine_ends": "AffEndsState", "compensated": "CompState"}
+
+
+def state_ctype(kind: str, value_dtype) -> str:
+    """C++ type of a state of ``kind`` (``distscan.ops.state``) over values of ``value_dtype``."""
+    return f"distscan::{_STATE_STRUCTS[kind]}<{ctype(value_dtype)} >"
+
+
 @dataclass(frozen=True)
 class ModuleKey:
     in_dtype: np.dtype
-    acc_dtype: np.dtype  # kernel accumulator dtype (float16 already mapped to float32)
+    acc_dtype: np.dtype  # kernel accumulator dtype (float16 already mapped to float32; a state's value dtype)
     out_dtype: np.dtype
     functor: str
     tuning: Tuning
     block: str = "coarsened"    # BLOCK_ALGORITHMS
     device: str = DEFAULT_DEVICE  # DEVICE_ALGORITHMS
+    # The extended module (reverse scans, state operators: scan_ext_kernel and the ordered
+    # reductions) instead of the plain one; state: the state kind, whose struct is the
+    # accumulator ("" for plain operators); reverse: the suffix scan.
+    ext: bool = False
+    state: str = ""
+    reverse: bool = False
+    # C++ that defines a declared operator's functor (distscan.ops.declared), appended to the
+    # kernels' source: the name expressions instantiate the templates at the end of the unit
+    source: str = ""
 
 
 ROLES = ("scan_incl", "scan_excl", "reduce_partials", "reduce_final", "add_offset", "add_offset_columns",
          "columns_incl", "columns_excl", "add_tile_prefix")
+EXT_ROLES = ("ext_incl", "ext_excl", "reduce_tiles", "reduce_final_ordered")
 
 
 def names(key: ModuleKey) -> dict:
     """The name expression of each kernel of one module, by role."""
-    tin, tacc, tout = ctype(key.in_dtype), ctype(key.acc_dtype), ctype(key.out_dtype)
+    tin, tout = ctype(key.in_dtype), ctype(key.out_dtype)
+    tacc = state_ctype(key.state, key.acc_dtype) if key.state else ctype(key.acc_dtype)
     op = f"distscan::{key.functor}"
     t = key.tuning
-    block = BLOCK_ALGORITHMS[key.block]
-
-    def shape(device):
-        ring = f"{t.stages}, {t.depth}, {t.behind}" if device == "lookahead" else "0, 0, 0"
-        return f"{t.block_threads}, {t.items}, {t.window}, {t.min_blocks}, {block}, {DEVICE_ALGORITHMS[device]}, {ring}"
+    # the launch shape: the device algorithm, then its policy (kernels/agent/agent_policy.cuh)
+    shape = f"{t.block_threads}, {t.items}, {t.window}, {t.min_blocks}, {BLOCK_ALGORITHMS[key.block]}"
+    tile_policy = policy = f"distscan::TilePolicy<{shape}>"
+    if key.device == "lookahead":
+        policy = f"distscan::LookaheadPolicy<{policy}, {t.stages}, {t.depth}, {t.behind}>"
+    launch = f"{DEVICE_ALGORITHMS[key.device]}, {policy}"
+    if key.ext:
+        rev = "true" if key.reverse else "false"
+        return {
+            "ext_incl": f"distscan::scan_ext_kernel<{tin}, {tacc}, {tout}, {op}, false, {launch}, {rev}>",
+            "ext_excl": f"distscan::scan_ext_kernel<{tin}, {tacc}, {tout}, {op}, true, {launch}, {rev}>",
+            "reduce_tiles": f"distscan::reduce_tiles_kernel<{tin}, {tacc}, {op}, {tile_policy}, {rev}>",
+            "reduce_final_ordered": f"distscan::reduce_final_ordered_kernel<{tacc}, {op}>",
+        }
 
     return {
-        "scan_incl": f"distscan::scan_tiles_kernel<{tin}, {tacc}, {tout}, {op}, false, {shape(key.device)}>",
-        "scan_excl": f"distscan::scan_tiles_kernel<{tin}, {tacc}, {tout}, {op}, true, {shape(key.device)}>",
+        "scan_incl": f"distscan::scan_tiles_kernel<{tin}, {tacc}, {tout}, {op}, false, {launch}>",
+        "scan_excl": f"distscan::scan_tiles_kernel<{tin}, {tacc}, {tout}, {op}, true, {launch}>",
         "reduce_partials": f"distscan::reduce_partials_kernel<{tin}, {tacc}, {op}>",
         "reduce_final": f"distscan::reduce_final_kernel<{tacc}, {op}>",
         "add_offset": f"distscan::add_offset_kernel<{tout}, {tacc}, {op}>",
@@ -275,7 +320,8 @@ def get_functions(key: ModuleKey, device_id: int) -> dict:
         src, _ = _source()
         by_role = names(key)
         with cupy.cuda.Device(device_id):
-            mod = cupy.RawModule(code=src, options=options(key), name_expressions=tuple(by_role.values()))
+            mod = cupy.RawModule(code=src + key.source, options=options(key),
+                                 name_expressions=tuple(by_role.values()))
             funcs = {role: mod.get_function(expr) for role, expr in by_role.items()}
         _MODULES[cache_key] = funcs
     return funcs

@@ -2,7 +2,7 @@
 
 A kernel launched with the attribute CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION may
 start while the kernel before it on the stream is still draining: its blocks take the SMs that
-kernel leaves and wait (``griddepcontrol.wait``, kernels/tile_state.cuh) until it has ended and
+kernel leaves and wait (``griddepcontrol.wait``, kernels/tile/tile_state.cuh) until it has ended and
 its memory is visible, so the launch's latency overlaps the other kernel's tail.  CuPy's launches
 take no attributes, so this calls ``cuLaunchKernelEx`` through ctypes: about 0.6 us more host
 time per launch than CuPy's ``launchKernel`` (benchmarks/logs/probe-pdl-graph-h100.txt), paid

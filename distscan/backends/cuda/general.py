@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._carry import zero_absorbs
+from ..._carry import lifted, zero_absorbs
 from ..._dtypes import ScanTypes
 from ...ops import Op
 from ..absorb import absorb_zeros
 from .device import cp, current_device, device_info, refuse_in_capture, require_cupy
+from . import extended
 from .hotpath import scan_fast
 from .launch import first_is_identity, identity_row, launch_tiles
 from .plans import large_plan, plan_of, uses_lookahead
@@ -81,12 +82,32 @@ def scan_lean(x, op: Op, types: ScanTypes, exclusive: bool, out, seed=None):
     if x.size:
         r = scan_fast(x, op, types, exclusive, out, "auto", seed)
         if r is not None:
-            return r
+            return _raw_first(x, r, op, exclusive or seed is not None)
     result = scan(x, op, types, exclusive=exclusive, seed=seed, out=out)[0]
     return result if out is None else out
 
 
-def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto"):
+def _raw_first(x, result, op: Op, seeded: bool, reverse: bool = False):
+    """NumPy's accumulate copies its first item; the kernels combine it with the identity, which
+    for gcd and lcm drops its sign (``gcd(0, -4) == 4``): write it back where nothing came before."""
+    if op.core.raw_first and not seeded and x.shape[0]:
+        first = -1 if reverse else 0
+        result[first] = x[first]
+    return result
+
+
+def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto",
+         aux=(), reverse=False, initial=None):
+    result, total = _scan(x, op, types, exclusive=exclusive, seed=seed, out=out, want_total=want_total,
+                          algorithm=algorithm, aux=aux, reverse=reverse, initial=initial)
+    return _raw_first(x, result, op, exclusive or seed is not None or initial is not None, reverse), total
+
+
+def _scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto",
+          aux=(), reverse=False, initial=None):
+    if reverse or aux or op.state is not None:  # suffix scans and state operators: scan_ext_kernel
+        return extended.scan(x, op, types, exclusive=exclusive, seed=seed, out=out, want_total=want_total,
+                             algorithm=algorithm, aux=aux, reverse=reverse, initial=initial)
     if (not want_total and cp is not None
             and type(x) is cp.ndarray and x._c_contiguous
             and x.size > 0 and (x.ndim == 1 or (x.ndim == 2 and x.shape[1] == 1))
@@ -157,7 +178,7 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
         fn((-(-w // 256),), (256,), (x, out, np.int64(n), np.int64(w), d_seeds, np.int32(seed is not None), d_total))
     absorbed = None
     if zero_absorbs(op, types.acc):
-        absorbed = absorb_zeros(cp, x, out, seed, exclusive)
+        absorbed = absorb_zeros(cp, lifted(cp, x, op), out, seed, exclusive)
     if exclusive and seed is None and first_is_identity(op, types):
         out[0] = 0  # the identity, +0.0 (see first_is_identity)
     if result is not None and result is not out:
@@ -169,7 +190,7 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
         if absorbed is not None and absorbed.any():
             last = out[-1].astype(types.acc)
             if exclusive:
-                last = last * x[-1].astype(types.acc)  # one sequential step: no tile grouping
+                last = last * lifted(cp, x[-1], op).astype(types.acc)  # one sequential step: no tile grouping
             total = np.where(absorbed, last.get(), total).astype(types.acc)
     return out, total
 

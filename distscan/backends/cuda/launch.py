@@ -22,7 +22,7 @@ def identity_row(op: Op, types: ScanTypes, w: int) -> np.ndarray:
 def first_is_identity(op: Op, types: ScanTypes) -> bool:
     """Whether an unseeded exclusive scan's first result must be rewritten after the kernel.
 
-    The kernels start every prefix from the operator's neutral element (``kernels/operators.cuh``:
+    The kernels start every prefix from the operator's neutral element (``kernels/util/operators.cuh``:
     -0.0 for float sums, so that a prefix of negative zeros keeps its sign), and so write it as
     the first result of an unseeded exclusive scan.  What an empty prefix gives is the identity
     (+0.0, as NumPy's ``np.add.identity`` and the CPU backend): for float and complex results of
@@ -34,7 +34,7 @@ def first_is_identity(op: Op, types: ScanTypes) -> bool:
 
 
 # A launch claims num_tiles (+ its persistent grid) tile ids, counted in the low 32 bits of the
-# launch word (kernels/tile_state.cuh, LAUNCH STATE), and launches at most 2^31 - 1 blocks:
+# launch word (kernels/tile/tile_state.cuh, LAUNCH STATE), and launches at most 2^31 - 1 blocks:
 # 2^40 items or more at the smallest tiles, more than any GPU holds today.
 MAX_CLAIMS = (1 << 31) - 1
 

@@ -22,6 +22,11 @@ class Plan:
                  "device", "la_smem", "la_grid", "lead", "large_key", "large", "reduce_grid")
 
 
+def status_words(itemsize: int) -> int:
+    """64-bit status words per published value (StatusWord::K, kernels/tile/tile_state.cuh)."""
+    return 1 if itemsize <= 4 else ((itemsize + 3) // 4 + 1) // 2 * 2
+
+
 def persistent_grid(fn, threads: int, smem: int, sms: int, fallback: int) -> int:
     """Blocks of a persistent kernel: as many as fit on every SM at once (``fallback`` per SM
     without an occupancy query in this CuPy: the register budget's count); 0 if none fits."""
@@ -110,7 +115,7 @@ LEAD_L2_SHARE = 0.5
 LEAD_MIN_LEADS = 3
 
 
-def _setup_lead(plan: Plan, dev_id: int, algorithm: str) -> None:
+def setup_lead(plan: Plan, dev_id: int, algorithm: str) -> None:
     """plan.lead: the reduction lead of an "auto" look-back plan (0: one tile per block)."""
     plan.lead = 0
     if algorithm != "auto" or plan.device != "lookback":
@@ -140,7 +145,7 @@ def plan_of(dev_id: int, in_dtype, types: ScanTypes, op: Op, algorithm: str = "a
         plan.funcs = cc.get_functions(mkey, dev_id)
         plan.tuning = shape
         plan.kacc = kacc
-        plan.k_words = (kacc.itemsize + 3) // 4
+        plan.k_words = status_words(kacc.itemsize)
         plan.in_size = np.dtype(in_dtype).itemsize
         plan.out_size = np.dtype(types.result).itemsize
         plan.tile = shape.tile_items
@@ -149,7 +154,7 @@ def plan_of(dev_id: int, in_dtype, types: ScanTypes, op: Op, algorithm: str = "a
         plan.identity_k = kacc.type(op.neutral(types.acc))
         plan.device = device
         _setup_lookahead(plan, dev_id, in_dtype, types.result)
-        _setup_lead(plan, dev_id, algorithm)
+        setup_lead(plan, dev_id, algorithm)
         plan.large_key = (dev_id, in_dtype, types, op) if algorithm == "auto" else None
         plan.large = None
         plan.reduce_grid = None

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..._dtypes import ScanTypes
 from ...ops import Op
+from . import extended
 from .device import cp, device_info, refuse_in_capture, remember, require_cupy, stream_key
 from .hotpath import NOT_FAST
 from .launch import ArgBlock, identity_row
@@ -92,7 +93,10 @@ def _reduce_1d(col, op: Op, types: ScanTypes):
     return ent.run(col, col.size, stream_ptr)
 
 
-def reduce(x, op: Op, types: ScanTypes) -> np.ndarray:
+def reduce(x, op: Op, types: ScanTypes, aux=(), reverse: bool = False) -> np.ndarray:
+    """The part's carry (``reverse``: in scan order; plain operators commute, states do not)."""
+    if op.state is not None:
+        return extended.reduce(x, op, types, aux, reverse)
     cp = require_cupy()
     if x.ndim == 1:
         x = x.reshape(-1, 1)

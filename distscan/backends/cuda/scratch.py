@@ -1,5 +1,5 @@
 """The status words and launch state that scans on one (device, stream) share
-(``kernels/tile_state.cuh``), and the scratches of launches recorded into callers' graphs."""
+(``kernels/tile/tile_state.cuh``), and the scratches of launches recorded into callers' graphs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from .device import cp, is_capturing, remember, side_stream, stream_key
 from .recycle import ResultRing, memory_holders_check
 
 SCRATCHES: dict = {}  # (device, stream key) -> TileScratch
-# kernels/tile_state.cuh, LaunchWord: the launch state's length, and where the three
+# kernels/tile/tile_state.cuh, LaunchWord: the launch state's length, and where the three
 # status-word arrays' sizes go.
 _LAUNCH_WORDS, _LAUNCH_SIZES = 8, 3
 
@@ -26,7 +26,7 @@ def scratch_of(dev_id: int, stream_ptr: int) -> TileScratch:
 
 
 class TileScratch:
-    """Tile status words, the launch state (``kernels/tile_state.cuh``, LaunchWord: the epoch
+    """Tile status words, the launch state (``kernels/tile/tile_state.cuh``, LaunchWord: the epoch
     and the tile counter), the spare result memory (``SETTINGS.spare_max_bytes``) and the small
     results handed out of one (device, stream).
 

@@ -1,0 +1,217 @@
+"""Declared operators: ``distscan.Operator(...)``, one declaration for every path.
+
+An operator is associative; the user states it (``check=True`` tests it on samples of every
+call's input, for debugging).  It needs:
+
+* a **combine** for the CPU: a NumPy ufunc (its ``accumulate`` is the scan), or a function of
+  two arrays that works element by element; numba compiles it for the CPU's sequential loop
+  (else a log-depth NumPy scan of it runs);
+* an **identity**: a value, or a function of the dtype;
+* for the GPU, ``cuda=``: a C++ expression of ``a`` and ``b`` (``"a + b*b"``), or a function body
+  that returns the combination, compiled into the same kernels as the built-in operators
+  (``kernels/util/operators.cuh``: it becomes a functor there);
+* ``commutative=True`` if ``a op b == b op a`` bit for bit (reductions may then pair items in
+  any order); the default orders every reduction.
+
+Declared operators of a state of several fields (``state=`` a structured dtype, with ``lift``
+and ``project``) run on the CPU; on the GPU their struct would need C++ declarations this
+version does not take, so the GPU refuses them with a clear error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Callable, Optional
+
+import numpy as np
+
+from .state import State
+from .table import Op
+
+_NUMERIC = "biufc"
+
+
+def _identity_of(identity) -> Callable:
+    if callable(identity):
+        return lambda dtype: np.asarray(identity(np.dtype(dtype))).astype(dtype)[()]
+    return lambda dtype: np.asarray(identity).astype(dtype)[()]
+
+
+def cxx_literal(value, dtype: np.dtype) -> str:
+    """A C++ expression of exactly ``value`` in the kernels' type for ``dtype`` (bit patterns for
+    floats: NaN, infinities and signed zeros survive)."""
+    dtype = np.dtype(dtype)
+    v = np.asarray(value, dtype)
+    if dtype.kind == "b":
+        return "true" if bool(v) else "false"
+    if dtype.kind == "i":
+        return f"(long long)({int(v)}LL)" if int(v) != -(1 << 63) else "(long long)(-9223372036854775807LL - 1)"
+    if dtype.kind == "u":
+        return f"({int(v)}ULL)"
+    if dtype == np.float32 or dtype == np.float16:
+        return f"__int_as_float({int(np.asarray(v, np.float32).view(np.int32))})"
+    if dtype == np.float64:
+        return f"__longlong_as_double({int(v.view(np.int64))}LL)"
+    if dtype.kind == "c":
+        part = np.dtype(np.float32 if dtype == np.complex64 else np.float64)
+        real = "float" if part == np.float32 else "double"
+        return (f"distscan::Complex<{real}>{{{cxx_literal(v.real, part)}, {cxx_literal(v.imag, part)}}}")
+    raise TypeError(f"no C++ literal for dtype {dtype}")
+
+
+_CTYPES = {"?": "bool", "b": "signed char", "B": "unsigned char", "h": "short", "H": "unsigned short",
+           "i": "int", "I": "unsigned int", "l": "long long", "q": "long long", "L": "unsigned long long",
+           "Q": "unsigned long long", "f": "float", "d": "double", "F": "distscan::Complex<float>",
+           "D": "distscan::Complex<double>"}
+
+
+def _functor_source(name: str, body: str, identity: Callable, kinds: str, commutative: bool) -> str:
+    """A functor struct in namespace distscan, with an identity specialised per dtype."""
+    if "return" not in body:
+        body = f"return {body};"
+    lines = [f"\nnamespace distscan {{\nstruct {name} : OpBase {{",
+             f"    static constexpr bool COMMUTATIVE = {'true' if commutative else 'false'};",
+             "    template <typename T> static __device__ __forceinline__ T identity();",
+             f"    template <typename T> static __device__ __forceinline__ T apply(T a, T b) {{ {body} }}", "};"]
+    for code in "?bBhHiIqQfdFD":
+        dt = np.dtype(code)
+        if dt.kind not in kinds:
+            continue
+        try:
+            lit = cxx_literal(identity(dt), dt)
+        except (TypeError, ValueError, OverflowError):
+            continue
+        ct = _CTYPES[code]
+        lines.append(f"template <> __device__ __forceinline__ {ct} {name}::identity<{ct}>() {{ return {lit}; }}")
+    lines.append("}  // namespace distscan\n")
+    return "\n".join(lines)
+
+
+class Declared(State):
+    """The state of a declared operator: the value itself (``fields`` None), combined by the
+    user's function; or a structured state with the user's lift and projection."""
+
+    aux = ()
+    initial_mode = "seed"
+
+    def __init__(self, op_name: str, combine: Callable, identity: Callable, state: Optional[np.dtype],
+                 lift: Optional[Callable], project: Optional[Callable], scalar: Optional[Callable]):
+        self.kind = "declared"
+        self.name, self.user_combine, self.identity = op_name, combine, identity
+        self.fields, self.user_lift, self.user_project, self.scalar = state, lift, project, scalar
+
+    def key(self) -> tuple:
+        return (self.kind, self.name, id(self.user_combine))
+
+    def dtype(self, value) -> np.dtype:
+        return np.dtype(value) if self.fields is None else np.dtype(self.fields)
+
+    def lift(self, x, aux, value) -> np.ndarray:
+        if self.fields is None:
+            return np.asarray(x).astype(value, copy=False)
+        return np.asarray(self.user_lift(np.asarray(x)), self.fields)
+
+    def combine(self, s, t) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return np.asarray(self.user_combine(s, t), s.dtype)
+
+    def project(self, s, init=None):
+        return s if self.fields is None else np.asarray(self.user_project(s))
+
+    def neutral(self, value) -> np.ndarray:
+        return np.asarray(self.identity(self.dtype(value)), self.dtype(value))
+
+    def constant(self, initial, value) -> np.ndarray:
+        return self.lift(np.asarray(initial), (), value)
+
+    def fold(self, stack, out) -> None:
+        acc = np.array(stack[0])
+        for row in stack[1:]:
+            acc = self.combine(acc, row)
+        out[...] = acc
+
+
+class Operator(Op):
+    """A declared associative operator (see the module docstring).
+
+    Parameters
+    ----------
+    name : str
+        Its name (in messages and plans).
+    combine : numpy.ufunc or callable
+        ``combine(a, b)``, ``a`` earlier: the CPU's combine, element by element on arrays.
+    identity : scalar or callable
+        What an empty prefix gives: ``e`` with ``combine(e, x) == x``; a callable of the dtype.
+    cuda : str, optional
+        The GPU's combine: an expression of ``a`` and ``b`` or a body that returns it.
+    kinds : str
+        NumPy dtype kinds it takes (default: bool, integers, floats, complex).
+    commutative : bool
+        Whether ``combine(a, b) == combine(b, a)`` bit for bit.
+    scalar : callable, optional
+        The combine of two scalars for numba, when ``combine`` works on arrays only.
+    state, lift, project : optional
+        A structured state dtype, ``lift(x) -> states`` and ``project(states) -> values`` (CPU).
+    check : bool
+        Test associativity and the identity on samples of every call's input (debugging).
+    """
+
+    def __init__(self, name: str, combine, *, identity, cuda: Optional[str] = None, kinds: str = _NUMERIC,
+                 commutative: bool = False, scalar: Optional[Callable] = None, state=None,
+                 lift: Optional[Callable] = None, project: Optional[Callable] = None, check: bool = False):
+        if not isinstance(name, str) or not name:
+            raise ValueError("an Operator needs a name")
+        if not callable(combine):
+            raise TypeError(f"combine must be a NumPy ufunc or a function of two arrays, got {combine!r}")
+        if state is not None and (lift is None or project is None):
+            raise ValueError("a declared state needs lift= and project=")
+        ident = _identity_of(identity)
+        # A ufunc is the plain path's combine only when it commutes: the plain GPU reductions pair
+        # items in any order; the others take the ordered path of a declared state.
+        ufunc = combine if isinstance(combine, np.ufunc) and state is None and commutative else None
+        tag = hashlib.sha256(f"{name}|{cuda}|{commutative}|{kinds}".encode()).hexdigest()[:12]
+        functor = f"Declared_{tag}"
+        source = _functor_source(functor, cuda, ident, kinds, commutative) if cuda else ""
+        declared = None
+        if ufunc is None:
+            declared = Declared(name, combine, ident, None if state is None else np.dtype(state), lift, project,
+                                scalar)
+        Op.__init__(self, name, ufunc, functor if cuda else "", ident, kinds, commutative=commutative,
+                    source=source, state=declared, scalar=scalar if scalar is not None else
+                    (None if ufunc is not None else combine))
+        object.__setattr__(self, "check", bool(check))
+
+    @property
+    def gpu_ready(self) -> bool:
+        """Whether the GPU can run it: a CUDA combine, and a state that is the value itself."""
+        return bool(self.source) and (self.state is None or self.state.fields is None)
+
+
+def check_associative(op: Op, sample: np.ndarray, acc: np.dtype) -> None:
+    """``check=True``: combine(combine(a, b), c) == combine(a, combine(b, c)) and the identity on
+    triples from ``sample`` (floats within 8 ulp), else a ValueError naming the first failure."""
+    values = np.asarray(sample).reshape(-1)[:64].astype(acc)
+    if values.size < 3:
+        return
+    state = op.state
+    combine = op.ufunc if op.ufunc is not None else state.user_combine
+    lift = (lambda v: v) if state is None or state.fields is None else (lambda v: state.lift(v, (), acc))
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, values.size, (3, 32))
+    a, b, c = (lift(values[i]) for i in idx)
+    with np.errstate(all="ignore"):
+        left = np.asarray(combine(combine(a, b), c))
+        right = np.asarray(combine(a, combine(b, c)))
+        e = np.full(a.shape, op.identity(acc), np.asarray(a).dtype) if state is None or state.fields is None else None
+        ident_ok = True if e is None else np.array_equal(np.asarray(combine(e, a)), a, equal_nan=True)
+    if left.dtype.names is None and left.dtype.kind in "fc":
+        ok = np.isclose(left, right, rtol=8 * np.finfo(left.dtype).eps, atol=0, equal_nan=True)
+    else:
+        ok = left == right
+    if not np.all(ok):
+        i = int(np.flatnonzero(~np.asarray(ok).reshape(-1))[0])
+        raise ValueError(f"operator {op.name!r} is not associative on these inputs: (a.b).c = {left.reshape(-1)[i]!r}, "
+                         f"a.(b.c) = {right.reshape(-1)[i]!r} for a, b, c = {a.reshape(-1)[i]!r}, "
+                         f"{b.reshape(-1)[i]!r}, {c.reshape(-1)[i]!r}")
+    if not ident_ok:
+        raise ValueError(f"operator {op.name!r}: its identity {op.identity(acc)!r} is not neutral on these inputs")

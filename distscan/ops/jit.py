@@ -1,0 +1,117 @@
+"""Small loops compiled by numba: sequential scans and folds of states, where NumPy has no
+vectorised form.  Only state operators and declared operators import numba; plain operators
+never do.
+
+A loop is written once as a template whose upper-case words are substituted (``EXCLUSIVE``,
+``ENDS``, ``LIFT``, ...: Python constants or a line of code), and calls ``base(a, b)``: the
+combine of the plain operator underneath (:func:`base_combine`).  Each instance becomes a
+small module in a cache folder, compiled with ``numba.njit(cache=True)``, so that numba's
+on-disk cache serves every later process (MPI ranks, test runs): a compile costs about half a
+second, and the ranks of a job would each pay it for every kind of loop they run.  Assumption:
+a file's name is the hash of its source, so a cached file is the source it names; files are
+written whole (a temporary file renamed), so concurrent ranks never read a partial one.
+
+``DISTSCAN_CACHE_DIR`` chooses the folder (default ``$XDG_CACHE_HOME/distscan`` or
+``~/.cache/distscan``); where it cannot be written, loops are compiled in memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+_COMPILED: dict = {}
+
+# The plain operators' combine of two scalars, as numba compiles it with NumPy's scalar
+# semantics (NaN propagation of maximum, wrapping integers).
+SCALAR_COMBINE = {
+    "sum": "a + b", "nansum": "a + b", "prod": "a * b", "nanprod": "a * b",
+    "max": "np.maximum(a, b)", "min": "np.minimum(a, b)", "nanmax": "np.fmax(a, b)", "nanmin": "np.fmin(a, b)",
+    "logical_and": "a and b", "logical_or": "a or b", "logical_xor": "a != b",
+    "bitwise_and": "a & b", "bitwise_or": "a | b", "bitwise_xor": "a ^ b",
+    "logaddexp": "np.logaddexp(a, b)", "logaddexp2": "np.logaddexp2(a, b)", "gcd": "np.gcd(a, b)",
+    "lcm": "np.lcm(a, b)",
+}
+
+
+def numba():
+    """The numba module, or a clear error naming the package to install."""
+    try:
+        import numba as nb
+    except ImportError:  # pragma: no cover - numba is a dependency
+        raise RuntimeError("this operator's CPU loops need numba: pip install numba") from None
+    return nb
+
+
+def base_combine(op):
+    """What a loop's ``base(a, b)`` is for the plain operator ``op``: its row's scalar formula (a
+    string), or a declared operator's own Python combine of two scalars."""
+    if op.name in SCALAR_COMBINE and not op.source and op.scalar is None:
+        return SCALAR_COMBINE[op.name]
+    if op.scalar is None:
+        raise TypeError(f"operator {op.name!r} has no scalar combine for the CPU's loops")
+    return op.scalar
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("DISTSCAN_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "distscan")
+    return Path(root) / "loops"
+
+
+def compile_loop(template: str, name: str, base=None, **constants):
+    """The function ``name`` of ``template`` with its constants substituted, compiled by numba;
+    ``base`` (a formula of ``a`` and ``b``, or a Python function) is what ``base(a, b)`` calls."""
+    key = (template, name, base, tuple(sorted(constants.items())))
+    fn = _COMPILED.get(key)
+    if fn is None:
+        src = template
+        for k, v in sorted(constants.items(), key=lambda kv: -len(kv[0])):  # longest first: no partial names
+            src = src.replace(k, str(v))  # code (a string) or a Python constant
+        fn = _COMPILED[key] = _cached(src, name, base) if not callable(base) else _in_memory(src, name, base)
+    return fn
+
+
+def _in_memory(src: str, name: str, base):
+    nb = numba()
+    scope = {"np": np, "base": nb.njit(base) if callable(base) else None}
+    exec(compile(src, f"<distscan {name}>", "exec"), scope)  # noqa: S102 - our own templates
+    return nb.njit(scope[name])
+
+
+def _cached(src: str, name: str, base):
+    """The loop from a module of its own in the cache folder, compiled with numba's disk cache."""
+    body = src.replace(f"def {name}(", f"@numba.njit(cache=True)\ndef {name}(", 1)
+    module = "import numpy as np\nimport numba\n\n"
+    if base is not None:
+        module += f"\n@numba.njit(cache=True)\ndef base(a, b):\n    return {base}\n"
+    module += body
+    digest = hashlib.sha256(module.encode()).hexdigest()[:24]
+    folder = cache_dir()
+    path = folder / f"loop_{digest}.py"
+    try:
+        if not path.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+            with os.fdopen(fd, "w") as f:
+                f.write(module)
+            os.replace(tmp, path)
+        modname = f"distscan_loop_{digest}"
+        mod = sys.modules.get(modname)
+        if mod is None:
+            spec = importlib.util.spec_from_file_location(modname, path)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[modname] = mod  # numba's cached code names its module: it must be importable
+            spec.loader.exec_module(mod)
+        return getattr(mod, name)
+    except OSError:  # a folder that cannot be written: compile in memory, every process anew
+        scope_src = module.replace("@numba.njit(cache=True)\n", "@numba.njit\n")
+        scope = {}
+        exec(compile(scope_src, f"<distscan {name}>", "exec"), scope)  # noqa: S102 - our own templates
+        return scope[name]

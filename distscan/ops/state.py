@@ -1,0 +1,408 @@
+"""State operators: scans whose elements combine as a small state, not as bare values.
+
+A state operator is an :class:`~distscan.ops.table.Op` whose ``state`` is one of the classes
+below.  Each says, over arrays of states (structured arrays in the C layout of the CUDA
+structs of ``kernels/util/states.cuh``, so that carries travel between ranks and into kernels
+as they are):
+
+``dtype(value)``           the state's dtype for values of dtype ``value``
+``lift(x, aux, value)``    the inputs (and the auxiliary inputs: flags, coefficients) as states
+``combine(s, t)``          ``s . t``, ``s`` earlier in scan order: associative, not commutative
+``neutral(value)``         the state that leaves any other as it is
+``project(s, init)``       the output a state gives (``init``: the call's ``initial``, or None)
+``fresh(prev, lifted)``    whether an element starts a segment in scan order (an exclusive scan
+                           gives it the identity, or ``initial``)
+``fold(stack, out)``       ``out = stack[0] . stack[1] . ...`` along axis 0, compiled (carries)
+
+These are the reference the tests compare with, the carries between ranks, chunks and GPUs,
+and the formulas of the GPU kernels; the CPU backend scans them with compiled sequential
+loops (:mod:`distscan.backends.cpu_states`).
+
+:class:`Segmented` wraps a plain operator: a flag starts a new segment, whose carry from before
+is dropped.  Scanned in reverse (``ends=True``) the runs are the same, each scanned right to
+left, so in scan order a flag marks a run's *last* element.  :class:`Affine` composes maps
+``y -> a*y + b``: the linear recurrence ``y[i] = a[i]*y[i-1] + b[i]``, with segments that
+restart it.  :class:`Compensated` carries a float sum as (sum, error), each combination
+error-free (TwoSum).
+
+``initial`` is a *projection* of segmented and affine scans, the same on every segment:
+``initial op v`` for the value ``v`` of a segment's prefix, ``b + a*initial`` for an affine
+state (the recurrence from ``y[-1] = initial``).  So carries never hold it, and a reverse or
+segmented scan needs no other rank's ``initial``.  Compensated sums fold it in before the first
+element, as plain scans do (``initial_mode = "seed"``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .jit import base_combine, compile_loop
+
+
+def c_struct(*fields) -> np.dtype:
+    """The dtype of a C struct of ``(name, dtype)`` fields: each aligned to its size (a complex to
+    its whole size, as ``Complex`` in ``kernels/util/types.cuh``), the size rounded up to the
+    largest alignment."""
+    names, formats, offsets, offset, largest = [], [], [], 0, 1
+    for name, dtype in fields:
+        dtype = np.dtype(dtype)
+        align = dtype.itemsize
+        offset = -(-offset // align) * align
+        names.append(name)
+        formats.append(dtype)
+        offsets.append(offset)
+        offset += dtype.itemsize
+        largest = max(largest, align)
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets,
+                     "itemsize": -(-offset // largest) * largest})
+
+
+def _flags_like(flags, shape) -> np.ndarray:
+    """Per-row flags broadcast over a part's columns."""
+    return np.broadcast_to(np.asarray(flags, bool).reshape((-1,) + (1,) * (len(shape) - 1)), shape)
+
+
+class State:
+    """What every state operator shares: equality by :meth:`key`, the defaults."""
+
+    kind = ""
+    aux: tuple = ()
+    initial_mode = "project"  # or "seed": ``initial`` is folded in before the first element
+    exclusive_ok = True       # exclusive scans are defined
+
+    def key(self) -> tuple:
+        return (self.kind,)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.key() == self.key()
+
+    def __hash__(self):
+        return hash(self.key())
+
+    def __repr__(self):
+        return f"{type(self).__name__}{self.key()[1:]}"
+
+    def fresh(self, prev, lifted) -> np.ndarray:
+        return np.zeros(np.shape(lifted), bool)
+
+    def fold(self, stack, out) -> None:
+        """``out[...] = stack[0] . stack[1] . ...`` (``stack``: ``(k, w)`` states, k >= 1)."""
+        self._fold()(stack, out)
+
+    def _fold(self):
+        return compile_loop(self.FOLD, "fold", self._base_combine())
+
+    def _base_combine(self):
+        return None
+
+
+class Segmented(State):
+    """Segments over a plain operator ``base``; ``flags[i]`` marks the first element of a run.
+
+    Forwards the state is (value, flag): ``flag`` says that a segment starts inside the block,
+    and ``s . t`` keeps ``t``'s value alone when it does.  In reverse (``ends``), in scan order a
+    flag marks a run's last element: the state is (value, inner, end), ``end`` saying that the
+    block's last element ends a segment (what follows starts afresh), ``inner`` that an element
+    before it does.
+    """
+
+    aux = ("segments",)
+
+    def __init__(self, base, ends: bool = False):
+        self.base, self.ends = base, bool(ends)
+        self.kind = "segmented_ends" if ends else "segmented"
+        self.FOLD = _SEGMENTED_ENDS_FOLD if ends else _SEGMENTED_FOLD
+
+    def key(self) -> tuple:
+        return (self.kind, self.base)
+
+    def dtype(self, value) -> np.dtype:
+        if self.ends:
+            return c_struct(("value", value), ("inner", np.bool_), ("end", np.bool_))
+        return c_struct(("value", value), ("flag", np.bool_))
+
+    def lift(self, x, aux, value) -> np.ndarray:
+        x = self.base.lift(x, np.dtype(value))
+        s = np.zeros(x.shape, self.dtype(value))
+        s["end" if self.ends else "flag"] = _flags_like(aux[0], x.shape)
+        s["value"] = x
+        return s
+
+    def combine(self, s, t) -> np.ndarray:
+        out = np.empty(np.broadcast(s, t).shape, s.dtype)
+        with np.errstate(all="ignore"):
+            joined = self.base.combine(s["value"], t["value"])
+        if self.ends:
+            fresh = t["inner"] | s["end"]
+            out["inner"] = s["inner"] | s["end"] | t["inner"]
+            out["end"] = t["end"]
+        else:
+            fresh = t["flag"]
+            out["flag"] = s["flag"] | t["flag"]
+        out["value"] = np.where(fresh, t["value"], joined)
+        return out
+
+    def fresh(self, prev, lifted) -> np.ndarray:
+        return prev["end"] if self.ends else lifted["flag"]
+
+    def project(self, s, init=None):
+        if init is None:
+            return s["value"]
+        with np.errstate(all="ignore"):
+            return self.base.combine(np.asarray(init, s["value"].dtype), s["value"])
+
+    def neutral(self, value) -> np.ndarray:
+        s = np.zeros((), self.dtype(value))
+        s["value"] = self.base.neutral(np.dtype(value))
+        return s
+
+    def _base_combine(self):
+        return base_combine(self.base)
+
+
+class Affine(State):
+    """Maps ``y -> a*y + b`` composed in scan order: ``(a1, b1) . (a2, b2) = (a2*a1, a2*b1 + b2)``.
+    The input is ``b``, the auxiliary input ``a``.  With segments, a segment's first element
+    (in scan order) drops the map before it exactly (no ``0*inf``): forwards the state holds a
+    ``flag`` (a segment starts inside), in reverse ``inner`` and ``end`` as :class:`Segmented`'s.
+    The output is ``b`` (``b + a*initial`` with an ``initial``): ``a`` is the product of the
+    coefficients since the segment's start.
+    """
+
+    exclusive_ok = False
+
+    def __init__(self, segments: str = ""):
+        if segments not in ("", "starts", "ends"):
+            raise ValueError(f"segments must be '', 'starts' or 'ends', got {segments!r}")
+        self.segments = segments
+        self.aux = ("a", "segments") if segments else ("a",)
+        self.kind = "affine" + (f"_{segments}" if segments else "")
+        self.FOLD = {"": _AFFINE_FOLD, "starts": _AFFINE_STARTS_FOLD, "ends": _AFFINE_ENDS_FOLD}[segments]
+
+    def key(self) -> tuple:
+        return (self.kind,)
+
+    def dtype(self, value) -> np.dtype:
+        if self.segments == "ends":
+            return c_struct(("a", value), ("b", value), ("inner", np.bool_), ("end", np.bool_))
+        if self.segments == "starts":
+            return c_struct(("a", value), ("b", value), ("flag", np.bool_))
+        return c_struct(("a", value), ("b", value))
+
+    def lift(self, x, aux, value) -> np.ndarray:
+        shape = np.shape(x)
+        s = np.zeros(shape, self.dtype(value))
+        s["a"] = np.broadcast_to(np.asarray(aux[0]), shape)
+        s["b"] = x
+        if self.segments:
+            s["flag" if self.segments == "starts" else "end"] = _flags_like(aux[1], shape)
+        return s
+
+    def combine(self, s, t) -> np.ndarray:
+        out = np.empty(np.broadcast(s, t).shape, s.dtype)
+        with np.errstate(all="ignore"):
+            a, b = t["a"] * s["a"], t["a"] * s["b"] + t["b"]
+        if self.segments == "starts":
+            fresh = t["flag"]
+            out["flag"] = s["flag"] | t["flag"]
+        elif self.segments == "ends":
+            fresh = t["inner"] | s["end"]
+            out["inner"] = s["inner"] | s["end"] | t["inner"]
+            out["end"] = t["end"]
+        else:
+            fresh = False
+        out["a"] = np.where(fresh, t["a"], a)
+        out["b"] = np.where(fresh, t["b"], b)
+        return out
+
+    def fresh(self, prev, lifted) -> np.ndarray:
+        if self.segments == "ends":
+            return prev["end"]
+        if self.segments == "starts":
+            return lifted["flag"]
+        return np.zeros(np.shape(lifted), bool)
+
+    def project(self, s, init=None):
+        if init is None:
+            return s["b"]
+        with np.errstate(all="ignore"):
+            return s["b"] + s["a"] * np.asarray(init, s["b"].dtype)
+
+    def neutral(self, value) -> np.ndarray:
+        s = np.zeros((), self.dtype(value))
+        s["a"] = 1
+        s["b"] = -np.zeros((), value) if np.dtype(value).kind in "fc" else 0  # a*y + -0.0 == a*y
+        return s
+
+
+def two_sum(a, b):
+    """``(s, e)`` with ``s = fl(a + b)`` and ``s + e == a + b`` exactly (Knuth's TwoSum)."""
+    s = a + b
+    bb = s - a
+    e = (a - (s - bb)) + (b - bb)
+    return s, e
+
+
+class Compensated(State):
+    """A float sum as (sum, error): every combination is TwoSum of the sums plus both errors,
+    renormalised (FastTwoSum) so that ``sum`` is ``sum + error`` rounded: the prefix sums of a
+    double-length accumulator, rounded once.  ``base`` is ``sum`` or ``nansum`` (NaN as 0)."""
+
+    initial_mode = "seed"
+    FOLD = None
+
+    def __init__(self, base):
+        self.base = base
+        self.kind = "compensated"
+        self.FOLD = _COMPENSATED_FOLD
+
+    def key(self) -> tuple:
+        return (self.kind, self.base)
+
+    def dtype(self, value) -> np.dtype:
+        return c_struct(("s", value), ("e", value))
+
+    def lift(self, x, aux, value) -> np.ndarray:
+        s = np.zeros(np.shape(x), self.dtype(value))
+        s["s"] = self.base.lift(x, np.dtype(value))
+        return s
+
+    def combine(self, s, t) -> np.ndarray:
+        out = np.empty(np.broadcast(s, t).shape, s.dtype)
+        with np.errstate(all="ignore"):
+            hi, lo = two_sum(s["s"], t["s"])
+            lo = lo + (s["e"] + t["e"])
+            total = hi + lo
+            out["s"] = total
+            out["e"] = lo - (total - hi)
+        return out
+
+    def project(self, s, init=None):
+        return s["s"]
+
+    def neutral(self, value) -> np.ndarray:
+        s = np.zeros((), self.dtype(value))
+        s["s"] = -np.zeros((), value)  # -0.0: the neutral of IEEE sums
+        return s
+
+    def constant(self, initial, value) -> np.ndarray:
+        """The state that stands for ``initial`` folded in before the first element."""
+        s = np.zeros(np.shape(initial), self.dtype(value))
+        s["s"] = initial
+        return s
+
+
+# The folds, in numba: the combines above on scalars, element by element in scan order.
+_SEGMENTED_FOLD = '''
+def fold(stack, out):
+    k, w = stack.shape
+    for j in range(w):
+        v = stack[0, j].value
+        f = stack[0, j].flag
+        for i in range(1, k):
+            t = stack[i, j]
+            if t.flag:
+                v = t.value
+                f = True
+            else:
+                v = base(v, t.value)
+        out[j].value = v
+        out[j].flag = f
+'''
+
+_SEGMENTED_ENDS_FOLD = '''
+def fold(stack, out):
+    k, w = stack.shape
+    for j in range(w):
+        v = stack[0, j].value
+        inner = stack[0, j].inner
+        end = stack[0, j].end
+        for i in range(1, k):
+            t = stack[i, j]
+            if t.inner or end:
+                v = t.value
+            else:
+                v = base(v, t.value)
+            inner = inner or end or t.inner
+            end = t.end
+        out[j].value = v
+        out[j].inner = inner
+        out[j].end = end
+'''
+
+_AFFINE_FOLD = '''
+def fold(stack, out):
+    k, w = stack.shape
+    for j in range(w):
+        a = stack[0, j].a
+        b = stack[0, j].b
+        for i in range(1, k):
+            t = stack[i, j]
+            b = t.a * b + t.b
+            a = t.a * a
+        out[j].a = a
+        out[j].b = b
+'''
+
+_AFFINE_STARTS_FOLD = '''
+def fold(stack, out):
+    k, w = stack.shape
+    for j in range(w):
+        a = stack[0, j].a
+        b = stack[0, j].b
+        f = stack[0, j].flag
+        for i in range(1, k):
+            t = stack[i, j]
+            if t.flag:
+                a = t.a
+                b = t.b
+                f = True
+            else:
+                b = t.a * b + t.b
+                a = t.a * a
+        out[j].a = a
+        out[j].b = b
+        out[j].flag = f
+'''
+
+_AFFINE_ENDS_FOLD = '''
+def fold(stack, out):
+    k, w = stack.shape
+    for j in range(w):
+        a = stack[0, j].a
+        b = stack[0, j].b
+        inner = stack[0, j].inner
+        end = stack[0, j].end
+        for i in range(1, k):
+            t = stack[i, j]
+            if t.inner or end:
+                a = t.a
+                b = t.b
+            else:
+                b = t.a * b + t.b
+                a = t.a * a
+            inner = inner or end or t.inner
+            end = t.end
+        out[j].a = a
+        out[j].b = b
+        out[j].inner = inner
+        out[j].end = end
+'''
+
+_COMPENSATED_FOLD = '''
+def fold(stack, out):
+    k, w = stack.shape
+    for j in range(w):
+        s = stack[0, j].s
+        e = stack[0, j].e
+        for i in range(1, k):
+            t = stack[i, j]
+            hi = s + t.s
+            bb = hi - s
+            lo = (s - (hi - bb)) + (t.s - bb)
+            lo = lo + (e + t.e)
+            s = hi + lo
+            e = lo - (s - hi)
+        out[j].s = s
+        out[j].e = e
+'''

@@ -1,0 +1,214 @@
+// distscan/kernels/agent/agent_lookahead.cuh -- "lookahead": persistent blocks that keep every tile
+// in shared memory from its reduction to its scan, DEPTH of their own tiles later.
+//
+// WHY.  The one-tile look-back (agent_scan.cuh, lead == 0) waits for its predecessors with no
+// loads in flight; the reduction-ahead kernel (lead > 0) never waits but reads every tile
+// twice (DRAM, then L2), and on the H200 the L2's third pass per item is its ceiling (0.84 of
+// copy; ncu: L2 throughput 95 %, benchmarks/NOTES-gpu.md).  Here each tile is read from DRAM
+// once, into a ring of STAGES shared-memory stages, and a block runs DEPTH tiles ahead of its
+// own scans.
+//
+// WARPS.  A block is BLOCK_THREADS/32 data warps and one SERVICE warp (launched with
+// BLOCK_THREADS + 32 threads).  The data warps load, reduce, scan and store; the service warp
+// claims tile ids, polls prefixes and publishes status words.  With that work on a data warp,
+// the other data warps waited for it at every barrier (ncu on the H200: barrier stalls the
+// largest share); the service warp took the H200 from 0.86-0.87 of copy to 0.90-0.92
+// (benchmarks/RESULTS.md, "Issue 10, fifth pass").
+//
+//   iteration k (t_k: the block's k-th tile, in claim order), ONE barrier:
+//     before it: data warps: the thread and warp halves of the block scan of t_{k-DEPTH} (in
+//       its stage since DEPTH iterations) and of the reduction of t_k (its loads waited for);
+//       service warp: the claim of t_{k+LOADS}, and t_{k-DEPTH}'s prefix (polled an
+//       iteration early)
+//     after it:  service warp: agg(t_k) PUBLISHED; t_{k-BEHIND}'s sub-window or window total if
+//       it completes one (tile_publish_behind); the next prefix polled.  Data warps:
+//       t_{k-DEPTH} stored with its prefix; the loads of t_{k+LOADS} (cp.async) go into the
+//       stage t_{k-DEPTH} has freed
+//
+// so a tile's prefix is asked for DEPTH rounds of the grid after its reduction, when every
+// tile before it has long been reduced (the lead kernel's argument, with the data kept on the
+// SM instead of in L2), and while a block waits, LOADS tiles' loads stay in flight.  The
+// status words and their association are the look-back's (tile_state.cuh), and the block
+// scan is the same, so the results are bitwise those of the look-back kernel.
+//
+// SHARED MEMORY.  Each data warp owns the same slice of every stage (its segment of the tile,
+// transposed as tile_io.cuh describes, swizzled rather than padded), so a warp's loads, reads
+// and stores sync with __syncwarp only.  t_k lives in stage k % STAGES from (d) of iteration
+// k - LOADS to (c) of iteration k + DEPTH, which also stages its output on the way to global
+// memory.
+//
+// TILE IDS come from the atomic counter, by the service warp's lane 0, each claim issued one
+// iteration before its id is needed (its latency overlaps a round of work); a block stops
+// claiming after its first id past the end, so a launch makes exactly num_tiles + gridDim.x
+// claims.  Every tile a block waits for (agg, SUB or ANCHOR of a smaller tile) was claimed
+// earlier by a running block, whose own waits are again only for smaller tiles: no deadlock
+// at any grid size.
+#pragma once
+#include "../tile/tile_agent.cuh"
+#include "../tile/tile_state.cuh"
+#include "agent_policy.cuh"
+
+namespace distscan {
+
+// Policy: a LookaheadPolicy (agent_policy.cuh): the tile shape, STAGES, DEPTH and BEHIND.
+// REVERSE: a suffix scan (tile_agent.cuh).  Operators with auxiliary inputs are not taken here
+// (their inputs are not staged in the ring): the host runs them with the look-back.
+template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, typename Policy,
+          bool REVERSE = false>
+struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, REVERSE> {
+    static_assert(Op::AUX == 0, "the look-ahead ring stages items only");
+    static constexpr int STAGES = Policy::STAGES, DEPTH = Policy::DEPTH, BEHIND = Policy::BEHIND;
+    static_assert(DEPTH >= 1 && STAGES >= DEPTH + 1, "STAGES - DEPTH stages must be left for loads in flight");
+    // The service warp publishes the window words (SUB, ANCHOR) a tile completes BEHIND
+    // iterations after the tile's reduction, waiting for the aggregates they sum; it must do so
+    // before its loop ends (DEPTH iterations after the reduction).  BEHIND 2 rather than 1:
+    // those aggregates, reduced by other blocks at about the same time, are then there, and the
+    // warp does not spin on them while its block waits at the next barrier (H100, 2^27-2^29:
+    // 0.99 of copy against 0.93-0.98; benchmarks/RESULTS.md, "Issue 10, eighth pass").
+    static_assert(BEHIND >= 1 && BEHIND <= DEPTH, "a tile's window words must be published within DEPTH iterations");
+    typedef TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, REVERSE> Tile;  // unpadded stages
+    // Policy::WARPS data warps, each with its slice of every stage; warp Policy::WARPS is the service warp
+    static constexpr int WARP_STAGE_BYTES = Tile::IO_BYTES;
+    static constexpr int STAGE_BYTES = Policy::WARPS * WARP_STAGE_BYTES;
+    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;  // dynamic shared memory per block
+    static constexpr int LOADS = STAGES - DEPTH;             // tiles whose loads are in flight
+    static constexpr int IDS = STAGES + 2;                   // ring of claimed tile ids
+
+    // The service warp's lane 0's claims, one in flight: take() returns the claim issued by
+    // the previous take() and issues the next one while the ids are valid.
+    struct Claims {
+        i64 pending;
+        bool open;
+        __device__ __forceinline__ void start(TileState &st) {
+            pending = st.claim();
+            open = true;
+        }
+        __device__ __forceinline__ i64 take(TileState &st, i64 num_tiles) {
+            if (!open) return num_tiles;
+            const i64 id = pending;
+            if (id < num_tiles)
+                pending = st.claim();
+            else
+                open = false;
+            return id < num_tiles ? id : num_tiles;
+        }
+    };
+
+    // The warp's segment of tile `id` into its slice of a stage: one cp.async group per
+    // tile, empty past the end, so that every wait counts the same groups.
+    static __device__ __forceinline__ void issue_loads(const TIn *d_in, i64 n, i64 id, i64 num_tiles, bool vector_ok,
+                                                       char *slice, int warp, int lane) {
+        if (id < num_tiles) {
+            int valid;
+            const i64 seg = Tile::segment(n, id, warp, valid);
+            Tile::InIO::load_to_smem_async(d_in + seg, valid, vector_ok, slice, lane);
+        }
+        cp_async_commit();
+    }
+
+    // The warp's part of staged tile `id`, in the accumulator type.
+    static __device__ __forceinline__ void stage_items(const char *slice, i64 n, i64 id, int warp, int lane,
+                                                       TAcc (&items)[Policy::ITEMS]) {
+        int valid;
+        Tile::segment(n, id, warp, valid);
+        Tile::staged_items(slice, lane, valid, items);
+    }
+
+    static __device__ __forceinline__ void run(const TIn *d_in, TOut *d_out, i64 n, TileState &st, TAcc seed,
+                                               bool has_seed, TAcc *d_total, bool vector_ok) {
+        static_assert(Policy::BLOCK_ALGO == BLOCK_COARSENED,
+                      "the look-ahead splits the coarsened block scan at its barrier");
+        // Aligned to 128 bytes whatever the static size above it: the swizzle (tile_io.cuh)
+        // keys 128-byte rows (a start 16 bytes off cost the 4-byte kernel 5 %: NOTES-gpu.md).
+        extern __shared__ __align__(128) char s_stages[];
+        // By iteration parity: a slow reader of iteration k's never meets iteration k+1's writes.
+        __shared__ typename Tile::BScan::TempStorage s_red[2], s_scn[2];
+        __shared__ TAcc s_prefix[2];
+        __shared__ i64 s_ids[IDS];
+
+        const int lane = threadIdx.x & 31;
+        const int warp = threadIdx.x >> 5;
+        const bool service = warp == Policy::WARPS;  // claims, prefixes, publishing; the others: data
+        const bool leader = service && lane == 0;
+        const i64 num_tiles = (n + Policy::TILE_ITEMS - 1) / Policy::TILE_ITEMS;
+        char *my_slices = s_stages + warp * WARP_STAGE_BYTES;  // + stage * STAGE_BYTES (data warps)
+
+        Claims claims;
+        if (leader) {
+            claims.start(st);
+            for (int k = 0; k < LOADS; ++k) s_ids[k] = claims.take(st, num_tiles);
+        }
+        __syncthreads();
+        if (service) st.epoch = shfl_idx(st.epoch, 0);  // the leader's claims set it
+        if (s_ids[0] >= num_tiles) return;  // the whole block: no tile left for it
+        if (!service) {
+#pragma unroll
+            for (int k = 0; k < LOADS; ++k)
+                issue_loads(d_in, n, s_ids[k], num_tiles, vector_ok, my_slices + k * STAGE_BYTES, warp, lane);
+        }
+
+        PrefixPoll<TAcc, Op, Policy::WINDOW> poll;  // the service warp's: the prefix of the next tile to scan
+        // The loop condition is uniform across the block (ids in shared memory).
+        for (int k = 0;; ++k) {
+            const int par = k & 1;
+            const i64 t_scan = k >= DEPTH ? s_ids[(k - DEPTH) % IDS] : -1;
+            if (t_scan >= num_tiles) break;  // it and every later id: past the end
+            const i64 t_red = s_ids[k % IDS];
+            const i64 t_behind = k >= BEHIND ? s_ids[(k - BEHIND) % IDS] : num_tiles;
+            // t_{k+LOADS}'s id, seen by every thread after the barrier; its slot last held
+            // t_{k+LOADS-IDS}, which no thread reads any more.
+            if (leader) s_ids[(k + LOADS) % IDS] = claims.take(st, num_tiles);
+            char *scan_slice = my_slices + ((k + LOADS) % STAGES) * STAGE_BYTES;  // = stage (k - DEPTH) % STAGES
+
+            TAcc items[Policy::ITEMS], lane_exclusive;
+            if (!service) {
+                if (t_scan >= 0) {
+                    stage_items(scan_slice, n, t_scan, warp, lane, items);
+                    lane_exclusive = Tile::BScan::scan_up(s_scn[par], items);
+                }
+                if (t_red < num_tiles) {
+                    TAcc red[Policy::ITEMS];
+                    cp_async_wait<LOADS - 1>();
+                    __syncwarp();
+                    stage_items(my_slices + (k % STAGES) * STAGE_BYTES, n, t_red, warp, lane, red);
+                    Tile::BScan::reduce_up(s_red[par], red);
+                }
+            }
+            if (service && t_scan >= 0) {
+                const TAcc p = poll.finish(st, t_scan, seed, has_seed);
+                if (lane == 0) s_prefix[par] = p;
+            }
+            __syncthreads();
+
+            if (t_red < num_tiles && leader && t_red != num_tiles - 1) {
+                TAcc aggregate;
+                Tile::BScan::scan_down(s_red[par], Op::template identity<TAcc>(), aggregate);
+                StatusWord<TAcc>::store(st.d_aggregates + t_red * StatusWord<TAcc>::K, aggregate, st.epoch);
+            }
+            if (!service && t_scan >= 0) {
+                TAcc aggregate;
+                const TAcc prefix = s_prefix[par];
+                const TAcc thread_exclusive = Tile::BScan::scan_down(s_scn[par], lane_exclusive, aggregate);
+                if (threadIdx.x == 0) tile_total<TAcc, Op>(t_scan, num_tiles, prefix, aggregate, d_total);
+                Tile::store(d_out, n, t_scan, vector_ok, scan_slice, warp, lane,
+                            Op::template apply<TAcc>(prefix, thread_exclusive), items);
+            }
+            if (service) {
+                if (t_behind < num_tiles)
+                    tile_publish_behind<TAcc, Op, Policy::WINDOW>(st, t_behind, num_tiles, seed, has_seed);
+                // The next scan's prefix: its words were published rounds ago, so this one L2
+                // round trip, which overlaps the next iteration's work, usually finds them all.
+                if (k + 1 >= DEPTH) {
+                    const i64 t_next = s_ids[(k + 1 - DEPTH) % IDS];
+                    if (t_next < num_tiles) poll.issue(st, t_next);
+                }
+            }
+            if (!service) {
+                __syncwarp();  // every lane past reading the stage the store went through
+                issue_loads(d_in, n, s_ids[(k + LOADS) % IDS], num_tiles, vector_ok, scan_slice, warp, lane);
+            }
+        }
+    }
+};
+
+}  // namespace distscan

@@ -1,0 +1,129 @@
+// distscan/kernels/agent/agent_reduce.cuh -- the reduction of a 1-D array in two kernels:
+// per-block partials (reduce_partials_kernel), then one block over the partials
+// (reduce_final_kernel).  REDUCE_THREADS threads per block, no atomics, a fixed association.
+#pragma once
+#include "../tile/tile_agent.cuh"
+#include "../warp/warp_scan.cuh"
+#include "agent_policy.cuh"
+
+namespace distscan {
+
+// Block-wide reduction in a fixed order: lanes (butterfly), then warps in order.
+template <typename T, typename Op>
+__device__ __forceinline__ T block_reduce(T x) {
+    __shared__ T s_warps[REDUCE_THREADS / 32];
+    x = warp_reduce<T, Op>(x);
+    if ((threadIdx.x & 31) == 0) s_warps[threadIdx.x >> 5] = x;
+    __syncthreads();
+    T r = s_warps[0];
+#pragma unroll
+    for (int w = 1; w < REDUCE_THREADS / 32; ++w) r = Op::template apply<T>(r, s_warps[w]);
+    return r;  // valid in every thread
+}
+
+template <typename TIn, typename TAcc, typename Op>
+__device__ __forceinline__ TAcc fold_vector(TAcc acc, uint4 v) {
+    const int VEC = 16 / (int)sizeof(TIn);
+    union {
+        uint4 v;
+        TIn t[VEC];
+    } u;
+    u.v = v;
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) acc = Op::template apply<TAcc>(acc, Op::template lift<TAcc, TIn>(u.t[i]));
+    return acc;
+}
+
+// Each block grid-strides over 16-byte vectors (four loads in flight per thread) and
+// writes one partial.  The association depends only on n and gridDim, so float
+// reductions are reproducible for a given n and GPU.  No atomics.
+template <typename TIn, typename TAcc, typename Op>
+__device__ __forceinline__ void reduce_partials(const TIn *d_in, i64 n, TAcc *d_partials, int vector_ok) {
+    const i64 tid = (i64)blockIdx.x * REDUCE_THREADS + threadIdx.x;
+    const i64 stride = (i64)gridDim.x * REDUCE_THREADS;
+    TAcc acc = Op::template identity<TAcc>();
+    i64 first_scalar = 0;
+    if (vector_ok && sizeof(TIn) <= 16) {
+        const int VEC = 16 / (int)sizeof(TIn);
+        const i64 nv = n / VEC;
+        const uint4 *src = reinterpret_cast<const uint4 *>(d_in);
+        i64 v = tid;
+        for (; v + 3 * stride < nv; v += 4 * stride) {
+            uint4 a = __ldcs(src + v), b = __ldcs(src + v + stride), c = __ldcs(src + v + 2 * stride),
+                  d = __ldcs(src + v + 3 * stride);
+            acc = fold_vector<TIn, TAcc, Op>(acc, a);
+            acc = fold_vector<TIn, TAcc, Op>(acc, b);
+            acc = fold_vector<TIn, TAcc, Op>(acc, c);
+            acc = fold_vector<TIn, TAcc, Op>(acc, d);
+        }
+        for (; v < nv; v += stride) acc = fold_vector<TIn, TAcc, Op>(acc, __ldcs(src + v));
+        first_scalar = nv * VEC;
+    }
+    for (i64 i = first_scalar + tid; i < n; i += stride) acc = Op::template apply<TAcc>(acc, Op::template lift<TAcc, TIn>(d_in[i]));
+    TAcc r = block_reduce<TAcc, Op>(acc);
+    if (threadIdx.x == 0) d_partials[blockIdx.x] = r;
+}
+
+// One block: d_out[0] = d_partials[0] op ... op d_partials[count-1] (fixed order per count).
+template <typename TAcc, typename Op>
+__device__ __forceinline__ void reduce_final(const TAcc *d_partials, int count, TAcc *d_out) {
+    TAcc acc = Op::template identity<TAcc>();
+    for (int i = threadIdx.x; i < count; i += REDUCE_THREADS) acc = Op::template apply<TAcc>(acc, d_partials[i]);
+    TAcc r = block_reduce<TAcc, Op>(acc);
+    if (threadIdx.x == 0) d_out[0] = r;
+}
+
+// ---- ordered reductions: operators that are not commutative (state operators), in scan order --
+// Block b reduces the tiles [b * per_block, (b + 1) * per_block) of the scan order, each loaded
+// and reduced as the scan kernel does (coalesced, through shared memory; REVERSE mirrored), and
+// folds their aggregates in order into d_partials[b]; reduce_final_ordered folds the partials
+// in order.  The association depends on n, the tile shape and per_block only.
+template <typename TIn, typename TAcc, typename Op, typename Policy, bool REVERSE>
+__device__ __forceinline__ void reduce_tiles(const TIn *d_in, i64 n, i64 per_block, TAcc *d_partials, bool vector_ok,
+                                             const Extra<TAcc> &ex) {
+    typedef TileAgent<TIn, TAcc, TIn, Op, false, Policy, false, REVERSE> Tile;  // nothing is written: TOut only sizes the slices
+    __shared__ __align__(16) char s_io[Policy::WARPS * Tile::IO_BYTES];
+    __shared__ typename Tile::BScan::TempStorage s_scan;
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    char *smem = s_io + warp * Tile::IO_BYTES;
+    const i64 num_tiles = (n + Policy::TILE_ITEMS - 1) / Policy::TILE_ITEMS;
+    const i64 first = (i64)blockIdx.x * per_block;
+    const i64 last = first + per_block < num_tiles ? first + per_block : num_tiles;
+    TAcc acc = Op::template identity<TAcc>();
+    for (i64 tile = first; tile < last; ++tile) {
+        int valid;
+        const i64 seg_base = Tile::segment(n, tile, warp, valid);
+        Tile::InIO::template load_to_smem<false>(d_in + seg_base, valid, vector_ok, smem, lane);
+        __syncwarp();
+        TAcc items[Policy::ITEMS];
+        unsigned starts;
+        if constexpr (Op::AUX > 0)
+            Tile::staged_items_aux(smem, lane, valid, seg_base, ex, items, starts);
+        else
+            Tile::staged_items(smem, lane, valid, items);
+        Tile::BScan::reduce_up(s_scan, items);
+        __syncthreads();
+        TAcc aggregate;
+        Tile::BScan::scan_down(s_scan, Op::template identity<TAcc>(), aggregate);
+        acc = Op::template apply<TAcc>(acc, aggregate);
+        __syncthreads();  // s_io and s_scan are free for the next tile
+    }
+    if (threadIdx.x == 0) d_partials[blockIdx.x] = acc;
+}
+
+// One block: d_out[0] = d_partials[0] op ... op d_partials[count-1], each thread folding a
+// contiguous run of partials, then the runs in order (block_reduce's warp_reduce is ordered
+// for these operators).
+template <typename TAcc, typename Op>
+__device__ __forceinline__ void reduce_final_ordered(const TAcc *d_partials, int count, TAcc *d_out) {
+    const int per = (count + REDUCE_THREADS - 1) / REDUCE_THREADS;
+    const int begin = threadIdx.x * per;
+    const int end = begin + per < count ? begin + per : count;
+    TAcc acc = Op::template identity<TAcc>();
+    for (int i = begin; i < end; ++i) acc = Op::template apply<TAcc>(acc, d_partials[i]);
+    TAcc r = block_reduce<TAcc, Op>(acc);
+    if (threadIdx.x == 0) d_out[0] = r;
+}
+
+}  // namespace distscan

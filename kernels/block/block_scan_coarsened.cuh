@@ -1,0 +1,74 @@
+// distscan/kernels/block/block_scan_coarsened.cuh -- "coarsened" (the default): three phases.
+// Each thread scans its own run of ITEMS sequentially; the run totals are scanned by
+// warp shuffles (Kogge-Stone over 32 lanes, no shared memory) and the warp totals in
+// shared memory; each thread's run gets its offset.  One __syncthreads per tile.
+// Work: n ops in the runs + 32*5 - 31 per warp + WARPS per thread; depth: ITEMS + 5 + WARPS.
+#pragma once
+#include "../warp/warp_scan.cuh"
+
+namespace distscan {
+
+template <typename T, typename Op, int BLOCK_THREADS>
+struct BlockScanCoarsened {
+    static const int WARPS = BLOCK_THREADS / 32;
+
+    struct TempStorage {
+        T warp_totals[WARPS];
+    };
+
+    // items[] becomes the inclusive scan of the thread's own items.  Returns the
+    // thread's exclusive prefix within the block ((warp prefix) op (lane prefix)) and
+    // writes the block aggregate.  Contains one __syncthreads.
+    template <int ITEMS>
+    static __device__ __forceinline__ T scan(TempStorage &tmp, T (&items)[ITEMS], T &block_aggregate) {
+        const T lane_exclusive = scan_up(tmp, items);
+        __syncthreads();
+        return scan_down(tmp, lane_exclusive, block_aggregate);
+    }
+
+    // scan() in two halves around a barrier that the caller places, so that several tiles can
+    // share one (agent_lookahead.cuh).  scan_up: the thread's and the warp's part; returns the
+    // lane's exclusive prefix within its warp.
+    template <int ITEMS>
+    static __device__ __forceinline__ T scan_up(TempStorage &tmp, T (&items)[ITEMS]) {
+#pragma unroll
+        for (int i = 1; i < ITEMS; ++i) items[i] = Op::template apply<T>(items[i - 1], items[i]);
+        return warp_part(tmp, items[ITEMS - 1]);
+    }
+
+    // The block aggregate alone: the same association as scan()'s, the items untouched.
+    template <int ITEMS>
+    static __device__ __forceinline__ void reduce_up(TempStorage &tmp, const T (&items)[ITEMS]) {
+        T run = items[0];
+#pragma unroll
+        for (int i = 1; i < ITEMS; ++i) run = Op::template apply<T>(run, items[i]);
+        warp_part(tmp, run);
+    }
+
+    // After the barrier: the thread's exclusive prefix within the block, and the aggregate.
+    // Every thread folds the warp totals in the same fixed order (broadcast reads).
+    static __device__ __forceinline__ T scan_down(const TempStorage &tmp, T lane_exclusive, T &block_aggregate) {
+        const int warp = threadIdx.x >> 5;
+        T running = Op::template identity<T>();
+        T warp_exclusive = running;
+#pragma unroll
+        for (int w = 0; w < WARPS; ++w) {
+            if (w == warp) warp_exclusive = running;
+            running = Op::template apply<T>(running, tmp.warp_totals[w]);
+        }
+        block_aggregate = running;
+        return Op::template apply<T>(warp_exclusive, lane_exclusive);
+    }
+
+  private:
+    // Kogge-Stone over the lanes' run totals; lane 31 writes the warp's total.
+    static __device__ __forceinline__ T warp_part(TempStorage &tmp, T run_total) {
+        const int lane = threadIdx.x & 31;
+        T lane_exclusive;
+        const T warp_inclusive = warp_inclusive_scan<T, Op>(run_total, lane, lane_exclusive);
+        if (lane == 31) tmp.warp_totals[threadIdx.x >> 5] = warp_inclusive;
+        return lane_exclusive;
+    }
+};
+
+}  // namespace distscan

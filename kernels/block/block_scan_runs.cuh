@@ -1,0 +1,42 @@
+// distscan/kernels/block/block_scan_runs.cuh -- what the shared-memory block scans have in
+// common: each thread first scans its own run of ITEMS sequentially (the thread level of
+// the hierarchy), so the block algorithm runs over one value per thread, the run total.
+#pragma once
+#include "../util/operators.cuh"
+
+namespace distscan {
+
+// items[] becomes the inclusive scan of the thread's run; returns the run total.
+template <typename T, typename Op, int ITEMS>
+__device__ __forceinline__ T runs_inclusive(T (&items)[ITEMS]) {
+#pragma unroll
+    for (int i = 1; i < ITEMS; ++i) items[i] = Op::template apply<T>(items[i - 1], items[i]);
+    return items[ITEMS - 1];
+}
+
+// From the inclusive scan of the run totals in shared memory: the block aggregate, and
+// this thread's exclusive prefix.  Ends with a barrier, so the caller may reuse s.
+template <typename T, typename Op, int BLOCK_THREADS>
+__device__ __forceinline__ T runs_result(const T *s, T &block_aggregate) {
+    const int t = threadIdx.x;
+    const T exclusive = t > 0 ? s[t - 1] : Op::template identity<T>();
+    block_aggregate = s[BLOCK_THREADS - 1];
+    __syncthreads();
+    return exclusive;
+}
+
+// Up-sweep of Brent-Kung and Blelloch: a reduction tree in place over s[0, BLOCK_THREADS);
+// afterwards s[k] holds the total of the subtree that ends at k (the root: s[BLOCK_THREADS-1]).
+// One barrier per level.
+template <typename T, typename Op, int BLOCK_THREADS>
+__device__ __forceinline__ void up_sweep(T *s) {
+    const int t = threadIdx.x;
+#pragma unroll
+    for (int d = 1; d < BLOCK_THREADS; d <<= 1) {
+        const int k = (t + 1) * 2 * d - 1;
+        if (k < BLOCK_THREADS) s[k] = Op::template apply<T>(s[k - d], s[k]);
+        __syncthreads();
+    }
+}
+
+}  // namespace distscan

@@ -1,0 +1,305 @@
+// distscan/kernels/util/operators.cuh -- the scan operators, one functor per row of
+// distscan/ops/table.py (column "functor").  Each has
+//   template <typename T> static T identity();   // e with op(e, x) == x, bit for bit
+//   template <typename T> static T apply(T a, T b);  // a earlier, b later
+// and from OpBase (unless it says otherwise):
+//   COMMUTATIVE  a op b == b op a bit for bit: reductions may pair items in any order
+//                (state operators, util/states.cuh, are not: every reduction is then ordered)
+//   AUX          auxiliary inputs per item (segment flags, coefficients: states.cuh)
+//   STATE        a state operator (lift and project take the flags, coefficients and the
+//                call's parameter)
+//   lift<TAcc, TIn>(x)  an input as the accumulator sees it: NumPy's conversion; the NaN-aware
+//                sums and products read NaN as their identity here, in the load, with no
+//                pass of their own
+// The kernels always pass the earlier operand first.
+//
+// Bit-exactness notes:
+// * Sum's float identity is -0.0, not +0.0: -0.0 + x == x for every x, including
+//   x == -0.0 (+0.0 + -0.0 would give +0.0 and differ from numpy.cumsum).
+// * Signed integer Sum/Prod wrap like NumPy: computed in the unsigned type
+//   (signed overflow is undefined in C++).
+// * Max/Min propagate NaN like numpy.maximum/minimum: if either operand is NaN the
+//   result is NaN.
+// * On bool, Sum is "or" and Prod is "and", as numpy.add/multiply on bool.
+#pragma once
+#include "types.cuh"
+
+namespace distscan {
+
+// ---- wrapping integer arithmetic ------------------------------------------------
+template <typename T> struct Wrap {
+    static __device__ __forceinline__ T add(T a, T b) { return (T)(a + b); }
+    static __device__ __forceinline__ T mul(T a, T b) { return (T)(a * b); }
+};
+template <> struct Wrap<signed char> {
+    static __device__ __forceinline__ signed char add(signed char a, signed char b) { return (signed char)(unsigned char)((unsigned)a + (unsigned)b); }
+    static __device__ __forceinline__ signed char mul(signed char a, signed char b) { return (signed char)(unsigned char)((unsigned)a * (unsigned)b); }
+};
+template <> struct Wrap<short> {
+    static __device__ __forceinline__ short add(short a, short b) { return (short)(unsigned short)((unsigned)a + (unsigned)b); }
+    static __device__ __forceinline__ short mul(short a, short b) { return (short)(unsigned short)((unsigned)a * (unsigned)b); }
+};
+template <> struct Wrap<unsigned char> {
+    static __device__ __forceinline__ unsigned char add(unsigned char a, unsigned char b) { return (unsigned char)((unsigned)a + (unsigned)b); }
+    static __device__ __forceinline__ unsigned char mul(unsigned char a, unsigned char b) { return (unsigned char)((unsigned)a * (unsigned)b); }
+};
+template <> struct Wrap<unsigned short> {
+    static __device__ __forceinline__ unsigned short add(unsigned short a, unsigned short b) { return (unsigned short)((unsigned)a + (unsigned)b); }
+    static __device__ __forceinline__ unsigned short mul(unsigned short a, unsigned short b) { return (unsigned short)((unsigned)a * (unsigned)b); }
+};
+template <> struct Wrap<int> {
+    static __device__ __forceinline__ int add(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
+    static __device__ __forceinline__ int mul(int a, int b) { return (int)((unsigned)a * (unsigned)b); }
+};
+template <> struct Wrap<long long> {
+    static __device__ __forceinline__ long long add(long long a, long long b) { return (long long)((u64)a + (u64)b); }
+    static __device__ __forceinline__ long long mul(long long a, long long b) { return (long long)((u64)a * (u64)b); }
+};
+template <> struct Wrap<bool> {
+    static __device__ __forceinline__ bool add(bool a, bool b) { return a || b; }
+    static __device__ __forceinline__ bool mul(bool a, bool b) { return a && b; }
+};
+// Complex products round every real product and sum on its own (no FMA contraction), as
+// NumPy does: a contracted a.re*b.re - a.im*b.im is rounded differently depending on which
+// product the compiler fuses, so a*b and b*a (the two lanes of a butterfly step), or the
+// same code inlined into two kernels, could differ in the last bit.
+template <typename R> struct Rounded;
+template <> struct Rounded<float> {
+    static __device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
+    static __device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }
+    static __device__ __forceinline__ float sub(float a, float b) { return __fsub_rn(a, b); }
+};
+template <> struct Rounded<double> {
+    static __device__ __forceinline__ double mul(double a, double b) { return __dmul_rn(a, b); }
+    static __device__ __forceinline__ double add(double a, double b) { return __dadd_rn(a, b); }
+    static __device__ __forceinline__ double sub(double a, double b) { return __dsub_rn(a, b); }
+};
+template <typename R> struct Wrap<Complex<R> > {
+    static __device__ __forceinline__ Complex<R> add(Complex<R> a, Complex<R> b) {
+        Complex<R> c; c.re = a.re + b.re; c.im = a.im + b.im; return c;
+    }
+    static __device__ __forceinline__ Complex<R> mul(Complex<R> a, Complex<R> b) {
+        typedef Rounded<R> F;
+        Complex<R> c;
+        c.re = F::sub(F::mul(a.re, b.re), F::mul(a.im, b.im));
+        c.im = F::add(F::mul(a.re, b.im), F::mul(a.im, b.re));
+        return c;
+    }
+};
+
+// ---- identities ---------------------------------------------------------------------
+template <typename T> struct Zero {
+    static __device__ __forceinline__ T get() { return T(0); }
+};
+template <> struct Zero<float> {  // -0.0f: the exact additive identity
+    static __device__ __forceinline__ float get() { return __int_as_float(0x80000000); }
+};
+template <> struct Zero<double> {
+    static __device__ __forceinline__ double get() { return __longlong_as_double((long long)0x8000000000000000ULL); }
+};
+template <typename R> struct Zero<Complex<R> > {
+    static __device__ __forceinline__ Complex<R> get() { Complex<R> c; c.re = Zero<R>::get(); c.im = Zero<R>::get(); return c; }
+};
+template <typename T> struct One {
+    static __device__ __forceinline__ T get() { return T(1); }
+};
+template <typename R> struct One<Complex<R> > {
+    static __device__ __forceinline__ Complex<R> get() { Complex<R> c; c.re = R(1); c.im = R(0); return c; }
+};
+
+template <typename T> __device__ __forceinline__ bool is_nan(T x) { return false; }
+template <> __device__ __forceinline__ bool is_nan<float>(float x) { return x != x; }
+template <> __device__ __forceinline__ bool is_nan<double>(double x) { return x != x; }
+template <> __device__ __forceinline__ bool is_nan<Complex<float> >(Complex<float> x) { return x.re != x.re || x.im != x.im; }
+template <> __device__ __forceinline__ bool is_nan<Complex<double> >(Complex<double> x) { return x.re != x.re || x.im != x.im; }
+
+// What every functor shares unless it says otherwise (see the top of this file).
+struct OpBase {
+    static constexpr bool COMMUTATIVE = true;
+    static constexpr int AUX = 0;
+    static constexpr bool STATE = false;
+    template <typename TAcc, typename TIn> static __device__ __forceinline__ TAcc lift(TIn x) {
+        return Convert<TAcc, TIn>::apply(x);
+    }
+};
+
+// What an empty prefix gives, as NumPy presents it: the identity, but +0.0 for float sums
+// (whose identity above is -0.0, the exact neutral).
+template <typename Op, typename T> struct Presented {
+    static __device__ __forceinline__ T get() { return Op::template identity<T>(); }
+};
+
+// ---- the functors ------------------------------------------------------------------------
+struct Sum : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() { return Zero<T>::get(); }
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) { return Wrap<T>::add(a, b); }
+};
+
+struct Prod : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() { return One<T>::get(); }
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) { return Wrap<T>::mul(a, b); }
+};
+
+struct Max : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() { return Limits<T>::lowest(); }
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
+        if (is_nan(a)) return a;
+        if (is_nan(b)) return b;
+        return (b > a) ? b : a;
+    }
+};
+
+struct Min : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() { return Limits<T>::highest(); }
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
+        if (is_nan(a)) return a;
+        if (is_nan(b)) return b;
+        return (b < a) ? b : a;
+    }
+};
+
+// Logical operators work on bool accumulators (inputs are converted with x != 0).
+struct LogicalAnd : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() { return T(true); }
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) { return T(bool(a) && bool(b)); }
+};
+struct LogicalOr : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() { return T(false); }
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) { return T(bool(a) || bool(b)); }
+};
+struct LogicalXor : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() { return T(false); }
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) { return T(bool(a) != bool(b)); }
+};
+
+struct BitAnd : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() { return (T)(~(u64)0); }
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) { return (T)(a & b); }
+};
+struct BitOr : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() { return T(0); }
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) { return (T)(a | b); }
+};
+struct BitXor : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() { return T(0); }
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) { return (T)(a ^ b); }
+};
+
+template <typename T> struct Presented<Sum, T> {
+    static __device__ __forceinline__ T get() { return Convert<T, int>::apply(0); }
+};
+
+// ---- NaN-aware: numpy.nancumsum / nancumprod (NaN read as 0 / 1), fmax / fmin -------------
+struct NanSum : Sum {
+    template <typename TAcc, typename TIn> static __device__ __forceinline__ TAcc lift(TIn x) {
+        const TAcc v = Convert<TAcc, TIn>::apply(x);
+        return is_nan(v) ? Convert<TAcc, int>::apply(0) : v;  // +0.0, as NumPy's replacement
+    }
+};
+template <typename T> struct Presented<NanSum, T> {
+    static __device__ __forceinline__ T get() { return Convert<T, int>::apply(0); }
+};
+
+struct NanProd : Prod {
+    template <typename TAcc, typename TIn> static __device__ __forceinline__ TAcc lift(TIn x) {
+        const TAcc v = Convert<TAcc, TIn>::apply(x);
+        return is_nan(v) ? One<TAcc>::get() : v;
+    }
+};
+
+// fmax/fmin skip NaN: NaN is their neutral element (integers: the lowest / highest value).
+template <typename T> struct QuietNan {
+    static __device__ __forceinline__ T get() { return T(0); }
+};
+template <> struct QuietNan<float> {
+    static __device__ __forceinline__ float get() { return __int_as_float(0x7fc00000); }
+};
+template <> struct QuietNan<double> {
+    static __device__ __forceinline__ double get() { return __longlong_as_double(0x7ff8000000000000LL); }
+};
+template <typename T> __device__ __forceinline__ constexpr bool has_nan() { return false; }
+template <> __device__ __forceinline__ constexpr bool has_nan<float>() { return true; }
+template <> __device__ __forceinline__ constexpr bool has_nan<double>() { return true; }
+
+struct FMax : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() {
+        return has_nan<T>() ? QuietNan<T>::get() : Limits<T>::lowest();
+    }
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
+        if (is_nan(a)) return b;
+        if (is_nan(b)) return a;
+        return (b > a) ? b : a;
+    }
+};
+struct FMin : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() {
+        return has_nan<T>() ? QuietNan<T>::get() : Limits<T>::highest();
+    }
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
+        if (is_nan(a)) return b;
+        if (is_nan(b)) return a;
+        return (b < a) ? b : a;
+    }
+};
+
+// ---- logcumsumexp: numpy.logaddexp / logaddexp2, as npy_logaddexp computes them ----------
+template <typename T> struct LogMath;
+template <> struct LogMath<float> {
+    static __device__ __forceinline__ float log1p_(float x) { return log1pf(x); }
+    static __device__ __forceinline__ float exp_(float x) { return expf(x); }
+    static __device__ __forceinline__ float exp2_(float x) { return exp2f(x); }
+};
+template <> struct LogMath<double> {
+    static __device__ __forceinline__ double log1p_(double x) { return log1p(x); }
+    static __device__ __forceinline__ double exp_(double x) { return exp(x); }
+    static __device__ __forceinline__ double exp2_(double x) { return exp2(x); }
+};
+
+struct LogAddExp : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() { return Limits<T>::lowest(); }  // -inf
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
+        if (a == b) return a + T(0.693147180559945309417232121458176568);  // also -inf, +inf
+        const T d = a - b;
+        if (d > T(0)) return a + LogMath<T>::log1p_(LogMath<T>::exp_(-d));
+        if (d <= T(0)) return b + LogMath<T>::log1p_(LogMath<T>::exp_(d));
+        return d;  // NaN
+    }
+};
+struct LogAddExp2 : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() { return Limits<T>::lowest(); }
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
+        const T log2e = T(1.442695040888963407359924681001892137);
+        if (a == b) return a + T(1);
+        const T d = a - b;
+        if (d > T(0)) return a + log2e * LogMath<T>::log1p_(LogMath<T>::exp2_(-d));
+        if (d <= T(0)) return b + log2e * LogMath<T>::log1p_(LogMath<T>::exp2_(d));
+        return d;
+    }
+};
+
+// ---- numpy.gcd / numpy.lcm of integers (non-negative results, as NumPy's) ---------------
+template <typename T> __device__ __forceinline__ T abs_int(T x) { return x < T(0) ? T(T(0) - x) : x; }
+template <> __device__ __forceinline__ bool abs_int<bool>(bool x) { return x; }
+template <typename T> __device__ __forceinline__ T gcd_int(T a, T b) {
+    a = abs_int(a);
+    b = abs_int(b);
+    while (b != T(0)) {
+        const T t = T(a % b);
+        a = b;
+        b = t;
+    }
+    return a;
+}
+struct Gcd : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() { return T(0); }
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) { return gcd_int(a, b); }
+};
+struct Lcm : OpBase {
+    template <typename T> static __device__ __forceinline__ T identity() { return T(1); }
+    template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
+        const T g = gcd_int(a, b);
+        return g == T(0) ? T(0) : abs_int(Wrap<T>::mul(T(a / g), b));
+    }
+};
+
+}  // namespace distscan

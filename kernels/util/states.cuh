@@ -1,0 +1,286 @@
+// distscan/kernels/util/states.cuh -- state operators: scans whose items combine as a small
+// struct, not as bare values (distscan/ops/state.py has the same formulas in NumPy, and the
+// structs' layout: the host passes seeds and reads totals as their bytes).
+//
+// Besides identity() and apply() (a earlier, b later: NOT commutative), a state functor has
+//   lift<S, TIn>(x, flag, coef)     the item's state from its input and auxiliary inputs
+//   project<TOut>(s, param, has)    the output of a state (param: the call's initial, which
+//                                   segmented and affine scans apply to every segment)
+//   fresh(prev, start)              whether an item of an exclusive scan starts a segment
+//                                   (prev: the state before it; start: its own flag), and
+//   first<TOut>(param, has)         what such an item gets.
+//
+//   Segmented<Base>      (value, flag): a flag starts a segment; the state before it is dropped
+//   SegmentedEnds<Base>  (value, inner, end): the reverse scan of the same runs, in which a
+//                        flag marks a segment's last item in scan order
+//   Affine               (a, b): maps y -> a*y + b composed in order (a linear recurrence)
+//   AffineStarts/Ends    with segments, as the two above
+//   Compensated<Base>    (s, e): a float sum and its error, combined by TwoSum
+#pragma once
+#include "operators.cuh"
+
+namespace distscan {
+
+template <typename V> struct SegState {
+    typedef V Value;
+    V value;
+    bool flag;
+};
+template <typename V> struct SegEndsState {
+    typedef V Value;
+    V value;
+    bool inner;
+    bool end;
+};
+template <typename V> struct AffState {
+    typedef V Value;
+    V a;
+    V b;
+};
+template <typename V> struct AffStartsState {
+    typedef V Value;
+    V a;
+    V b;
+    bool flag;
+};
+template <typename V> struct AffEndsState {
+    typedef V Value;
+    V a;
+    V b;
+    bool inner;
+    bool end;
+};
+template <typename V> struct CompState {
+    typedef V Value;
+    V s;
+    V e;
+};
+
+struct StateOpBase {
+    static constexpr bool COMMUTATIVE = false;
+    static constexpr bool STATE = true;
+    template <typename S> static __device__ __forceinline__ bool fresh(const S &, bool) { return false; }
+};
+
+// ---- segmented scans over a plain operator -----------------------------------------------
+template <typename Base>
+struct Segmented : StateOpBase {
+    static constexpr int AUX = 1;  // the flags
+    template <typename S> static __device__ __forceinline__ S identity() {
+        S s;
+        s.value = Base::template identity<typename S::Value>();
+        s.flag = false;
+        return s;
+    }
+    template <typename S> static __device__ __forceinline__ S apply(S a, S b) {
+        S r;
+        r.value = b.flag ? b.value : Base::template apply<typename S::Value>(a.value, b.value);
+        r.flag = a.flag || b.flag;
+        return r;
+    }
+    template <typename S, typename TIn, typename TC>
+    static __device__ __forceinline__ S lift(TIn x, bool flag, TC) {
+        S s;
+        s.value = Base::template lift<typename S::Value, TIn>(x);
+        s.flag = flag;
+        return s;
+    }
+    template <typename TOut, typename S> static __device__ __forceinline__ TOut project(const S &s, const S &p, bool has) {
+        typedef typename S::Value V;
+        return Convert<TOut, V>::apply(has ? Base::template apply<V>(p.value, s.value) : s.value);
+    }
+    template <typename S> static __device__ __forceinline__ bool fresh(const S &, bool start) { return start; }
+    template <typename TOut, typename S> static __device__ __forceinline__ TOut first(const S &p, bool has) {
+        typedef typename S::Value V;
+        return Convert<TOut, V>::apply(has ? p.value : Presented<Base, V>::get());
+    }
+};
+
+template <typename Base>
+struct SegmentedEnds : StateOpBase {
+    static constexpr int AUX = 1;
+    template <typename S> static __device__ __forceinline__ S identity() {
+        S s;
+        s.value = Base::template identity<typename S::Value>();
+        s.inner = false;
+        s.end = false;
+        return s;
+    }
+    template <typename S> static __device__ __forceinline__ S apply(S a, S b) {
+        S r;
+        r.value = (b.inner || a.end) ? b.value : Base::template apply<typename S::Value>(a.value, b.value);
+        r.inner = a.inner || a.end || b.inner;
+        r.end = b.end;
+        return r;
+    }
+    template <typename S, typename TIn, typename TC>
+    static __device__ __forceinline__ S lift(TIn x, bool flag, TC) {
+        S s;
+        s.value = Base::template lift<typename S::Value, TIn>(x);
+        s.inner = false;
+        s.end = flag;
+        return s;
+    }
+    template <typename TOut, typename S> static __device__ __forceinline__ TOut project(const S &s, const S &p, bool has) {
+        typedef typename S::Value V;
+        return Convert<TOut, V>::apply(has ? Base::template apply<V>(p.value, s.value) : s.value);
+    }
+    template <typename S> static __device__ __forceinline__ bool fresh(const S &prev, bool) { return prev.end; }
+    template <typename TOut, typename S> static __device__ __forceinline__ TOut first(const S &p, bool has) {
+        typedef typename S::Value V;
+        return Convert<TOut, V>::apply(has ? p.value : Presented<Base, V>::get());
+    }
+};
+
+// ---- linear recurrences: affine maps y -> a*y + b ---------------------------------------
+// t o s, s earlier: (t.a * s.a, t.a * s.b + t.b), in the value type's own arithmetic (integers
+// wrap; complex products round each part as NumPy does).
+template <typename V> __device__ __forceinline__ V compose_a(V sa, V ta) { return Wrap<V>::mul(ta, sa); }
+template <typename V> __device__ __forceinline__ V compose_b(V sb, V ta, V tb) {
+    return Wrap<V>::add(Wrap<V>::mul(ta, sb), tb);
+}
+
+struct AffineBase : StateOpBase {
+    static constexpr int AUX = 2;  // the coefficients (and the flags, with segments)
+    template <typename TOut, typename S> static __device__ __forceinline__ TOut project(const S &s, const S &p, bool has) {
+        typedef typename S::Value V;
+        return Convert<TOut, V>::apply(has ? Wrap<V>::add(s.b, Wrap<V>::mul(s.a, p.b)) : s.b);
+    }
+    template <typename TOut, typename S> static __device__ __forceinline__ TOut first(const S &p, bool has) {
+        typedef typename S::Value V;
+        return Convert<TOut, V>::apply(has ? p.b : Zero<V>::get());
+    }
+    template <typename S> static __device__ __forceinline__ S neutral() {
+        typedef typename S::Value V;
+        S s;
+        s.a = One<V>::get();
+        s.b = Zero<V>::get();  // -0.0 for floats: a*y + -0.0 == a*y
+        return s;
+    }
+};
+
+struct Affine : AffineBase {
+    template <typename S> static __device__ __forceinline__ S identity() { return neutral<S>(); }
+    template <typename S> static __device__ __forceinline__ S apply(S s, S t) {
+        S r;
+        r.a = compose_a(s.a, t.a);
+        r.b = compose_b(s.b, t.a, t.b);
+        return r;
+    }
+    template <typename S, typename TIn, typename TC>
+    static __device__ __forceinline__ S lift(TIn x, bool, TC coef) {
+        S s;
+        s.a = coef;
+        s.b = Convert<typename S::Value, TIn>::apply(x);
+        return s;
+    }
+};
+
+struct AffineStarts : AffineBase {
+    template <typename S> static __device__ __forceinline__ S identity() {
+        S s = neutral<S>();
+        s.flag = false;
+        return s;
+    }
+    template <typename S> static __device__ __forceinline__ S apply(S s, S t) {
+        if (t.flag) return t;  // a segment starts in t: the maps before it are dropped exactly
+        S r;
+        r.a = compose_a(s.a, t.a);
+        r.b = compose_b(s.b, t.a, t.b);
+        r.flag = s.flag;
+        return r;
+    }
+    template <typename S, typename TIn, typename TC>
+    static __device__ __forceinline__ S lift(TIn x, bool flag, TC coef) {
+        S s;
+        s.a = coef;
+        s.b = Convert<typename S::Value, TIn>::apply(x);
+        s.flag = flag;
+        return s;
+    }
+};
+
+struct AffineEnds : AffineBase {
+    template <typename S> static __device__ __forceinline__ S identity() {
+        S s = neutral<S>();
+        s.inner = false;
+        s.end = false;
+        return s;
+    }
+    template <typename S> static __device__ __forceinline__ S apply(S s, S t) {
+        S r;
+        if (t.inner || s.end) {
+            r.a = t.a;
+            r.b = t.b;
+        } else {
+            r.a = compose_a(s.a, t.a);
+            r.b = compose_b(s.b, t.a, t.b);
+        }
+        r.inner = s.inner || s.end || t.inner;
+        r.end = t.end;
+        return r;
+    }
+    template <typename S, typename TIn, typename TC>
+    static __device__ __forceinline__ S lift(TIn x, bool flag, TC coef) {
+        S s;
+        s.a = coef;
+        s.b = Convert<typename S::Value, TIn>::apply(x);
+        s.inner = false;
+        s.end = flag;
+        return s;
+    }
+};
+
+// ---- compensated sums: (sum, error) by TwoSum, renormalised ------------------------------
+// No product appears, so nothing can be contracted into an FMA; the compiler keeps IEEE
+// addition order (no fast-math), as the NumPy formulas do.
+template <typename R> __device__ __forceinline__ void two_sum_renorm(R &s, R &e, R ts, R te) {
+    const R hi = s + ts;
+    const R bb = hi - s;
+    R lo = (s - (hi - bb)) + (ts - bb);
+    lo = lo + (e + te);
+    const R total = hi + lo;
+    e = lo - (total - hi);
+    s = total;
+}
+template <typename V> struct CompensatedMath {
+    static __device__ __forceinline__ void join(V &s, V &e, V ts, V te) { two_sum_renorm(s, e, ts, te); }
+};
+template <typename R> struct CompensatedMath<Complex<R> > {
+    static __device__ __forceinline__ void join(Complex<R> &s, Complex<R> &e, Complex<R> ts, Complex<R> te) {
+        two_sum_renorm(s.re, e.re, ts.re, te.re);
+        two_sum_renorm(s.im, e.im, ts.im, te.im);
+    }
+};
+
+template <typename Base>
+struct Compensated : StateOpBase {
+    static constexpr int AUX = 0;
+    template <typename S> static __device__ __forceinline__ S identity() {
+        typedef typename S::Value V;
+        S s;
+        s.s = Zero<V>::get();  // -0.0
+        s.e = Convert<V, int>::apply(0);
+        return s;
+    }
+    template <typename S> static __device__ __forceinline__ S apply(S a, S b) {
+        CompensatedMath<typename S::Value>::join(a.s, a.e, b.s, b.e);
+        return a;
+    }
+    template <typename S, typename TIn> static __device__ __forceinline__ S lift(TIn x) {
+        typedef typename S::Value V;
+        S s;
+        s.s = Base::template lift<V, TIn>(x);
+        s.e = Convert<V, int>::apply(0);
+        return s;
+    }
+    template <typename TOut, typename S> static __device__ __forceinline__ TOut project(const S &s, const S &, bool) {
+        return Convert<TOut, typename S::Value>::apply(s.s);
+    }
+    template <typename TOut, typename S> static __device__ __forceinline__ TOut first(const S &p, bool has) {
+        typedef typename S::Value V;
+        return Convert<TOut, V>::apply(has ? p.s : Presented<Base, V>::get());
+    }
+};
+
+}  // namespace distscan

@@ -1,0 +1,46 @@
+// distscan/kernels/warp/warp_scan.cuh -- scans and reductions across the 32 lanes of a warp
+// with register shuffles.  The association of each result depends only on the lane,
+// never on timing, so float results are reproducible.
+#pragma once
+#include "../util/operators.cuh"
+
+namespace distscan {
+
+// Inclusive Kogge-Stone scan (5 shuffle steps).  Lane l gets x_0 op ... op x_l;
+// `exclusive` gets x_0 op ... op x_{l-1} (the identity on lane 0).
+template <typename T, typename Op>
+__device__ __forceinline__ T warp_inclusive_scan(T x, int lane, T &exclusive) {
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        T up = shfl_up(x, d);
+        if (lane >= d) x = Op::template apply<T>(up, x);
+    }
+    T prev = shfl_up(x, 1);
+    exclusive = (lane == 0) ? Op::template identity<T>() : prev;
+    return x;
+}
+
+// Butterfly reduction: every lane ends with the same value.  For commutative operators, lane
+// l and its partner l^m compute a op b and b op a, which agree bit for bit.  For the others
+// (state operators) the butterfly runs from m = 1 up, so that each step joins two adjacent
+// aligned blocks of lanes, the lower block's value first: lanes 0..31 in order.
+template <typename T, typename Op>
+__device__ __forceinline__ T warp_reduce(T x) {
+    if constexpr (Op::COMMUTATIVE) {
+#pragma unroll
+        for (int m = 16; m >= 1; m >>= 1) {
+            T other = shfl_xor(x, m);
+            x = Op::template apply<T>(x, other);
+        }
+    } else {
+        const int lane = threadIdx.x & 31;
+#pragma unroll
+        for (int m = 1; m <= 16; m <<= 1) {
+            T other = shfl_xor(x, m);
+            x = (lane & m) ? Op::template apply<T>(other, x) : Op::template apply<T>(x, other);
+        }
+    }
+    return x;
+}
+
+}  // namespace distscan

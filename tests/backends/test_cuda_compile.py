@@ -1,0 +1,183 @@
+"""The host's view of kernels/, on the CPU.  The name expressions (skipped without nvcc): every
+kernel that ``distscan.backends.cuda.compile.names()`` names, for keys of each block and each device algorithm
+(float16 and complex items among them), instantiates under nvcc with the host's options, and
+each scan kernel's launch bounds are the launch the host makes (``Tuning.launch_threads``
+threads a block, ``min_blocks`` blocks an SM).  The GPU tests compile the same names with
+NVRTC; this catches a mismatch between names() and the templates without a GPU.  And the
+source hash that keys CuPy's disk cache covers the headers in kernels/'s folders."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from distscan._dtypes import scan_types
+from distscan.backends.cuda import compile as cc
+from distscan.backends.cuda import extended
+from distscan.backends import cuda as gpu
+import distscan
+from distscan.ops import ALL_OPS, OPS, affine, compensated, get_op, segmented
+
+NVCC = shutil.which("nvcc")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+
+# (operator, input dtype, algorithm=): each algorithm once at least; 1-, 2-, 4-, 8- and 16-byte
+# items; float16 (compiled with -DDISTSCAN_HALF) and complex; both look-ahead shapes
+CASES = [("sum", "int32", "auto"), ("prod", "complex128", "auto"), ("max", "float16", "auto"),
+         ("sum", "float32", "lookahead"), ("sum", "int64", "lookahead"), ("bitwise_xor", "uint8", "lookahead"),
+         ("logical_or", "float64", "domino"), ("min", "int16", "hierarchical"), ("sum", "float32", "kogge_stone"),
+         ("prod", "uint32", "kogge_stone_double_buffer"), ("max", "float64", "brent_kung"),
+         ("sum", "complex64", "blelloch")]
+
+# Itanium mangling of the scan kernel's policy: LookaheadPolicy<TilePolicy<THREADS, ITEMS, WINDOW, MIN_BLOCKS, ...>, ...>
+_POLICY = re.compile(r"(LookaheadPolicyI)?NS_10TilePolicyILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E")
+
+
+def _keys():
+    keys = []
+    for opname, dt, algorithm in CASES:
+        op = OPS[opname]
+        keys.append(gpu.module_key(np.dtype(dt), scan_types(op, np.dtype(dt)), op, algorithm))
+    return keys
+
+
+def _ptx_entries(ptx: str) -> dict:
+    """{mangled entry name: {"maxntid": ..., "minnctapersm": ...}} of a PTX module."""
+    entries, current = {}, None
+    for line in ptx.splitlines():
+        m = re.match(r"\.visible \.entry (\S+)\(", line)
+        if m:
+            current = entries.setdefault(m.group(1), {})
+            continue
+        m = re.match(r"\.(maxntid|minnctapersm) ([\d, ]+)$", line.strip())
+        if m and current is not None:
+            current[m.group(1)] = m.group(2).replace(" ", "")
+    return entries
+
+
+@pytest.fixture(scope="module")
+def ptx_entries(tmp_path_factory):
+    keys = _keys()
+    assert {k.block for k in keys} == set(cc.BLOCK_ALGORITHMS)
+    assert {k.device for k in keys} == set(cc.DEVICE_ALGORITHMS)
+    exprs = list(dict.fromkeys(e for k in keys for e in cc.names(k).values()))
+    half = next(k for k in keys if np.dtype(np.float16) in (k.in_dtype, k.out_dtype))
+    opts = cc.options(half)  # the host's options, -DDISTSCAN_HALF included
+    assert "-DDISTSCAN_HALF" in opts
+    d = tmp_path_factory.mktemp("kernel_names")
+    table = ",\n".join(f"    (void *)&{e}" for e in exprs)
+    (d / "names.cu").write_text(f'#include "scan_kernels.cu"\nvoid *kernels[] = {{\n{table}\n}};\n')
+    # PTX without optimisation: instantiation and launch bounds need no more, in a few seconds
+    cmd = [NVCC, "-arch=sm_90", *opts, "-ptx", "-Xcicc", "-O0", str(d / "names.cu"), "-o", str(d / "names.ptx")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, f"{' '.join(cmd)}\n{r.stderr[-4000:]}"
+    entries = _ptx_entries((d / "names.ptx").read_text())
+    assert len(entries) == len(exprs), "one kernel per distinct name expression"
+    return keys, entries
+
+
+@needs_nvcc
+def test_every_name_expression_instantiates(ptx_entries):
+    _, entries = ptx_entries
+    for name, e in entries.items():
+        assert "maxntid" in e, f"{name} has no launch bounds"
+
+
+@needs_nvcc
+def test_scan_launch_bounds_are_the_hosts_launch(ptx_entries):
+    keys, entries = ptx_entries
+    bounds = {}
+    for name, e in entries.items():
+        if "scan_tiles_kernel" in name:
+            m = _POLICY.search(name)
+            assert m, name
+            shape = (bool(m.group(1)),) + tuple(int(g) for g in m.group(2, 3, 4, 5))
+            bounds.setdefault(shape, set()).add((e["maxntid"], e.get("minnctapersm")))
+    for k in keys:
+        t = k.tuning
+        shape = (k.device == "lookahead", t.block_threads, t.items, t.window, t.min_blocks)
+        want = (f"{t.launch_threads(k.device)},1,1", str(t.min_blocks))
+        assert bounds.get(shape) == {want}, (k, bounds.get(shape))
+
+
+def test_source_hash_covers_every_folder(tmp_path, monkeypatch):
+    """A change to any header, in any folder of kernels/, changes the text handed to NVRTC (the
+    key of CuPy's disk cache); the same files give the same text."""
+    kdir = tmp_path / "kernels"
+    shutil.copytree(cc.kernels_dir(), kdir, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(cc, "kernels_dir", lambda: kdir)
+
+    def source_text():
+        cc._source.cache_clear()
+        return cc._source()[0]
+
+    try:
+        first = source_text()
+        assert first == source_text()
+        headers = sorted(kdir.rglob("*.cuh"))
+        assert {h.parent.name for h in headers} >= {"util", "warp", "block", "tile", "agent"}
+        seen = {first}
+        for h in headers:
+            text = h.read_text()
+            h.write_text(text + "\n")
+            seen.add(source_text())
+            h.write_text(text)
+        assert len(seen) == len(headers) + 1
+        assert source_text() == first
+    finally:
+        cc._source.cache_clear()
+
+
+# issue 30: the new functors in the plain module; reverse scans and state operators in the
+# extended one (each state kind, real and complex, both directions, both device algorithms)
+NEW_CASES = [("nansum", "float32"), ("nanprod", "complex64"), ("nanmax", "float64"), ("nanmin", "int16"),
+             ("logaddexp", "float32"), ("logaddexp2", "float16"), ("gcd", "int64"), ("lcm", "uint32")]
+
+
+def _ext_keys():
+    keys = [gpu.module_key(np.dtype(dt), scan_types(ALL_OPS[o], np.dtype(dt)), ALL_OPS[o], "auto")
+            for o, dt in NEW_CASES]
+    ext = [(get_op("sum"), "int32", "lookahead", True), (get_op("max"), "float16", "lookback", True),
+           (segmented(get_op("sum")), "int32", "lookback", False),
+           (segmented(get_op("nansum"), True), "float32", "lookback", True),
+           (segmented(get_op("prod")), "complex128", "lookback", False),
+           (affine(), "float32", "lookback", False), (affine(True), "float64", "lookback", False),
+           (affine(True, True), "complex128", "lookback", True), (affine(), "int64", "lookback", True),
+           (compensated(get_op("sum")), "float32", "lookahead", False),
+           (compensated(get_op("sum")), "complex64", "lookback", True),
+           (distscan.Operator("hypot", np.hypot, identity=0.0, cuda="hypot(a, b)", commutative=True), "float64",
+            "lookahead", False),
+           (distscan.Operator("sat", lambda a, b: a, identity=0, kinds="i", cuda="return (a + b < 9) ? a + b : 9;"),
+            "int32", "lookback", True)]
+    for op, dt, device, reverse in ext:
+        keys.append(extended.ext_module_key(np.dtype(dt), scan_types(op, np.dtype(dt)), op, device, reverse))
+    return keys
+
+
+@needs_nvcc
+def test_new_operators_and_extended_kernels_instantiate(tmp_path):
+    keys = _ext_keys()
+    exprs = list(dict.fromkeys(e for k in keys for e in cc.names(k).values()))
+    opts = cc.options(next(k for k in keys if np.dtype(np.float16) in (k.in_dtype, k.out_dtype)))
+    table = ",\n".join(f"    (void *)&{e}" for e in exprs)
+    declared = "".join(dict.fromkeys(k.source for k in keys))  # declared operators' functors, as the host appends them
+    (tmp_path / "names.cu").write_text(f'#include "scan_kernels.cu"\n{declared}\nvoid *kernels[] = {{\n{table}\n}};\n')
+    cmd = [NVCC, "-arch=sm_90", *opts, "-ptx", "-Xcicc", "-O0", str(tmp_path / "names.cu"), "-o",
+           str(tmp_path / "names.ptx")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, f"{' '.join(cmd)}\n{r.stderr[-4000:]}"
+    entries = _ptx_entries((tmp_path / "names.ptx").read_text())
+    assert len(entries) == len(exprs), "one kernel per distinct name expression"
+
+
+def test_state_structs_match_the_host_layout():
+    """The C structs of kernels/util/states.cuh, as the host lays them out (ops.state.c_struct):
+    the sizes the status words and the seeds' bytes assume."""
+    for op, value, size in [(segmented(get_op("sum")), "float32", 8), (segmented(get_op("sum"), True), "int8", 3),
+                            (affine(), "complex64", 16), (affine(True), "float32", 12),
+                            (affine(True, True), "complex128", 48), (compensated(get_op("sum")), "float64", 16)]:
+        assert op.state.dtype(np.dtype(value)).itemsize == size, (op.name, value)
