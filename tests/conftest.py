@@ -10,8 +10,9 @@ them; ``--strict-markers`` makes a misspelt one an error):
                file name, selects what tests/run.sh runs under mpiexec, every such test at
                2, 3 and 4 ranks.
 ``manyranks``  an ``anyranks`` test that stresses the carry combination (many ranks, uneven
-               and empty parts, more ranks than rows, the node hierarchy, the exchanges, a
-               failure on one rank of many): tests/run.sh runs only these at 8 ranks
+               and empty parts, more ranks than rows, the node hierarchy, the exchanges, carries
+               of reverse and segmented scans and of recurrences, a failure on one rank of
+               many): tests/run.sh runs only these at 8 ranks
                (``-m "anyranks and manyranks"``), which need not repeat every case of the
                smaller counts.  A test marked ``manyranks`` without ``anyranks`` is an error.
 ``mpi``        (pytest-mpi) ``@pytest.mark.mpi(min_size=2)``: needs several ranks; skipped

@@ -1,5 +1,7 @@
 """Rank offsets (distscan.dist.exchange): the flat and the node-then-cluster methods give the offsets of
-the ranks before, for every node size; carries fold in rank order, the same bits as the pairwise fold.
+the ranks before, for every node size; carries fold in rank order, the same bits as the pairwise fold;
+the recursive doubling (from DOUBLING_RANKS ranks) gives what the gather gives, for plain, segmented and
+recurrence carries in both directions, and agrees a failure on one rank.
 
 Runs serially and under ``mpiexec -n K python -m pytest --with-mpi``.
 """
@@ -9,10 +11,10 @@ import pytest
 
 import distscan
 import distscan._carry
-from distscan import OPS
+from distscan import OPS, _kinds
 from distscan.dist import exchange as hierarchy
 
-from tests.support.data import random_array
+from tests.support.data import random_array, random_counts, rank_part
 from tests.support.ranks import all_ranks_ok
 from tests.support.reference import assert_scan_equal
 from tests.support.seeds import shared_rng
@@ -61,3 +63,36 @@ def test_offsets_fold_carries_in_rank_order():
         assert fold(carries[:k]) == by_two(carries[:k])
     assert fold(carries[:0]) is None
     assert Carries(OPS["max"], np.int64).fold(np.array([[3], [9], [2]], np.int64))[0] == 9
+
+
+# -- the exchange at any scale: recursive doubling gives what the gather gives ---------------------
+
+@pytest.mark.manyranks
+@pytest.mark.parametrize("reverse", [False, True])
+def test_recursive_doubling_exchange_gives_the_same_results(reverse, comm, monkeypatch):
+    rng = shared_rng(comm)
+    counts = random_counts(rng, comm.size)
+    n = int(counts.sum())
+    g = rng.integers(-9, 9, (n, 6))  # 48-byte carries: the second pass of the doubling
+    flags = rng.random(n) < 0.2
+    expected = [distscan.cumsum(rank_part(g, counts, comm), reverse=reverse, comm=comm),
+                distscan.cumsum(rank_part(g[:, 0], counts, comm), segments=rank_part(flags, counts, comm),
+                                reverse=reverse, comm=comm),
+                distscan.linear_recurrence(0.5, rank_part(g[:, 0] * 1.0, counts, comm), reverse=reverse, comm=comm)]
+    monkeypatch.setattr(hierarchy, "DOUBLING_RANKS", 1)  # on every rank alike
+    _kinds.PLANS.clear()
+    _kinds.KINDS.clear()
+    try:
+        got = [distscan.cumsum(rank_part(g, counts, comm), reverse=reverse, comm=comm),
+               distscan.cumsum(rank_part(g[:, 0], counts, comm), segments=rank_part(flags, counts, comm),
+                               reverse=reverse, comm=comm),
+               distscan.linear_recurrence(0.5, rank_part(g[:, 0] * 1.0, counts, comm), reverse=reverse, comm=comm)]
+        for e, r in zip(expected, got):
+            all_ranks_ok(comm, lambda: np.testing.assert_array_equal(r, e))
+        # a failure on one rank is agreed through the doubling too
+        bad = np.arange(3.0) if comm.rank != 0 else "not a number"
+        with pytest.raises((TypeError, ValueError, distscan.DistScanError)):
+            distscan.cumsum(bad, comm=comm)
+    finally:
+        _kinds.PLANS.clear()
+        _kinds.KINDS.clear()

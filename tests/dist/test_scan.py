@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import distscan
 from distscan import OPS
 
-from tests.support.data import block_counts, local_part, random_array
+from tests.support.data import block_counts, local_part, random_array, random_counts
 from tests.support.ranks import all_ranks_ok
 from tests.support.reference import assert_scan_equal, reference_scan
 from tests.support.seeds import shared_rng
@@ -28,12 +28,6 @@ pytestmark = [pytest.mark.anyranks, pytest.mark.manyranks, pytest.mark.timeout(1
 ALL_DTYPES = ["bool", "int8", "uint8", "int16", "int32", "uint32", "int64", "uint64",
               "float16", "float32", "float64", "complex64", "complex128"]
 STRATEGIES = ["reduce_then_scan", "scan_then_add"]
-
-
-def random_counts(rng, size, max_rows):
-    counts = rng.integers(0, max_rows + 1, size)
-    counts[rng.random(size) < 0.3] = 0  # plenty of empty parts
-    return counts
 
 
 def _values_for(opname, rng, n, dtype, trailing=()):
@@ -56,7 +50,7 @@ def _cases():
 def test_matches_numpy_on_the_concatenation(opname, dtype, strategy, comm):
     rng = shared_rng(comm)
     for exclusive in (False, True):
-        counts = random_counts(rng, comm.size, 40)
+        counts = random_counts(rng, comm.size, 40, empty=0.3)
         g = _values_for(opname, rng, int(counts.sum()), dtype)
         initial = None if rng.random() < 0.5 else g[:1].sum() if opname != "prod" else 1
         expected = local_part(reference_scan(g, opname, exclusive=exclusive, initial=initial), counts, comm.rank)
@@ -81,7 +75,7 @@ def test_more_ranks_than_elements(strategy, comm):
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_trailing_dimensions_and_flattening(strategy, comm):
     rng = shared_rng(comm)
-    counts = random_counts(rng, comm.size, 9)
+    counts = random_counts(rng, comm.size, 9, empty=0.3)
     g = random_array(rng, int(counts.sum()), "int16", (3, 2))
     part = local_part(g, counts, comm.rank)
     got = distscan.cumsum(part, comm=comm, strategy=strategy)
@@ -130,7 +124,7 @@ def test_floats_are_run_to_run_identical(comm):
 
 def test_reduce_returns_the_global_total_everywhere(comm):
     rng = shared_rng(comm)
-    counts = random_counts(rng, comm.size, 50)
+    counts = random_counts(rng, comm.size, 50, empty=0.3)
     g = random_array(rng, int(counts.sum()), "int32", (2,))
     part = local_part(g, counts, comm.rank)
     np.testing.assert_array_equal(distscan.reduce(part, comm=comm), g.sum(axis=0))

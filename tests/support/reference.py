@@ -1,7 +1,8 @@
 """The reference scans, NumPy's ``accumulate`` on the whole (global) array, and the comparisons with them.
 
-Every reference here is one step, :func:`accumulate0` (a sequential scan along axis 0 in a given
-dtype, with an initial value or an identity for exclusive scans); what differs is the dtype asked:
+Every reference of a plain scan here is one step, :func:`accumulate0` (a sequential scan along axis
+0 in a given dtype, with an initial value or an identity for exclusive scans); what differs is the
+dtype asked:
 
 ``reference_scan``  NumPy's scan the way distscan defines it: the dtypes of ``distscan._dtypes``
                     (``dtype=`` casts the input first; float16 sums accumulate in float32), or an
@@ -14,7 +15,12 @@ dtype, with an initial value or an identity for exclusive scans); what differs i
 Comparisons: ``assert_scan_equal`` (integers and bool exactly, floats relative to the running
 magnitude), ``assert_matches`` (against ``Ref``: NaN and infinities where NumPy has them, values
 within ``TOL[dtype]`` times the magnitude), ``assert_same_floats`` (a few ulps where finite; NaN,
-infinities and signed zeros exactly).
+infinities and signed zeros exactly), ``assert_within_sum_bound`` (floats within ``8 n eps``
+times the sum of magnitudes: the worst case of a sum of n terms in any association).
+
+The state operators of issue 30 have references of their own, sequential and on the whole array:
+``segmented_reference`` (each run scanned alone by ``accumulate``) and ``recurrence_reference``
+(the loop ``y[i] = a[i] y[i-1] + b[i]`` in float64 or complex128).
 """
 
 from __future__ import annotations
@@ -280,3 +286,71 @@ def assert_same_floats(got, expected):
         if got.dtype.kind == "f":
             assert (np.signbit(g[zero]) == np.signbit(e[zero])).all(), "signed zeros differ"
         np.testing.assert_allclose(g[fin], e[fin], rtol=1e-12 if e.dtype.itemsize >= 8 else 1e-5)
+
+
+def assert_within_sum_bound(result, expected, x_abs_sums, dtype, n=None):
+    """Floats within ``8 n eps`` times the sum of magnitudes ``x_abs_sums`` (n the global length,
+    else ``len(expected)``); NaN where both have it; integers and bool exactly."""
+    result, expected = np.asarray(result), np.asarray(expected)
+    assert result.shape == expected.shape, (result.shape, expected.shape)
+    if np.dtype(dtype).kind in "biu":
+        np.testing.assert_array_equal(result, expected)
+        return
+    eps = np.finfo(np.dtype(dtype)).eps
+    n = max(1, len(expected) if n is None else n)
+    tol = 8 * n * eps * np.maximum(1.0, np.asarray(x_abs_sums, float))
+    tol = tol.reshape(tol.shape + (1,) * (expected.ndim - tol.ndim)) if tol.ndim else tol
+    err = np.abs(result.astype(np.complex128) - expected.astype(np.complex128))
+    both_nan = np.isnan(result) & np.isnan(expected)
+    assert np.all((err <= tol) | both_nan | (result == expected)), (result, expected)
+
+
+# -- the state operators' references ----------------------------------------------------------------------
+
+
+def segmented_reference(g, flags, op, *, exclusive=False, initial=None, reverse=False, dtype=None):
+    """Each run (a flag starts one; the array's first element always does) scanned on its own with
+    NumPy, right to left with ``reverse``: ``initial op prefix``, the identity (or ``initial``)
+    first for an exclusive scan."""
+    op = get_op(op)
+    result_dtype = scan_types(op, g.dtype, dtype)
+    acc, res = result_dtype.acc, result_dtype.result
+    out = np.empty(g.shape, res)
+    starts = np.flatnonzero(np.asarray(flags, bool) | (np.arange(len(g)) == 0))
+    for s, e in zip(starts, list(starts[1:]) + [len(g)]):
+        seg = op.lift(g[s:e], acc)
+        seg = seg[::-1] if reverse else seg
+        scanned = op.ufunc.accumulate(seg, axis=0, dtype=acc)
+        if initial is not None:
+            scanned = op.ufunc(np.asarray(initial, acc), scanned)
+        if exclusive:
+            first = np.full((1,) + g.shape[1:], initial if initial is not None else op.identity(acc), acc)
+            scanned = np.concatenate([first, scanned[:-1]])
+        out[s:e] = (scanned[::-1] if reverse else scanned).astype(res)
+    return out
+
+
+def recurrence_reference(a, b, *, initial=0, reverse=False, segments=None):
+    """``y[i] = a[i] y[i-1] + b[i]`` by a sequential loop in float64 (complex128; exact for
+    integers, which wrap as NumPy's arithmetic does)."""
+    kind = np.result_type(a, b).kind
+    wide = {"f": np.float64, "c": np.complex128}.get(kind, np.result_type(a, b))
+    a = np.broadcast_to(a, b.shape).astype(wide)
+    b = b.astype(wide)
+    n = len(b)
+    order = range(n - 1, -1, -1) if reverse else range(n)
+    starts = np.zeros(n, bool) if segments is None else np.asarray(segments, bool)
+    ends = np.zeros(n, bool)
+    if reverse and segments is not None:  # in reverse, a run restarts after its first element
+        ends = starts
+    y = np.empty_like(b)
+    prev = None
+    with np.errstate(over="ignore"):
+        for i in order:
+            restart = prev is None or (not reverse and starts[i])
+            p = np.asarray(initial, wide) if restart else prev
+            y[i] = a[i] * p + b[i] if (restart and np.any(initial)) or not restart else b[i]
+            prev = y[i]
+            if ends[i]:
+                prev = None
+    return y
