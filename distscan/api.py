@@ -264,7 +264,7 @@ def linear_recurrence(a, b, *, initial=0, reverse=False, out=None, comm=None, ax
     ``initial=0`` the first ``y`` is ``b`` itself (an infinite ``a`` there gives no NaN).
 
     Floats are not associative: the result is within a few ulp times the condition of the
-    recurrence of a sequential float64 loop (tests/test_operators.py states the bounds).
+    recurrence of a sequential float64 loop (tests/ops/__init__.py states the bounds).
     Other keywords (``backend=``, ``strategy=``, ...) as :func:`scan`.
     """
     if initial is not None and not np.any(initial):

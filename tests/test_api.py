@@ -8,7 +8,8 @@ from distscan import OPS
 from distscan._dtypes import scan_types
 from distscan.ops import get_op
 
-from conftest import assert_scan_equal, random_array, reference_scan
+from tests.support.data import random_array
+from tests.support.reference import assert_scan_equal, reference_scan
 
 ALL_DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
               "float16", "float32", "float64", "complex64", "complex128"]

@@ -1,5 +1,5 @@
 """How many combine operations and barriers each algorithm makes (verified against counted
-ufunc applications in tests/test_algorithms_cpu.py)."""
+ufunc applications in tests/algorithms/test_counts.py)."""
 
 from __future__ import annotations
 

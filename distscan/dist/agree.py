@@ -33,7 +33,7 @@ _world = []
 
 # Seconds between a rank's last line on stderr and MPI_Abort: the launcher's I/O forwarding
 # (MPICH's hydra) can drop what the rank wrote if the abort tears the job down at once
-# (tests/test_cli.py::test_lone_failure_aborts_instead_of_hanging lost it 1 time in 3).
+# (tests/cli/test_failures.py::test_lone_failure_aborts_instead_of_hanging lost it 1 time in 3).
 ABORT_FLUSH_S = 0.3
 
 

@@ -1,0 +1,1 @@
+"""Tests of distscan.algorithms: the data flows, their operation counts, their names."""

@@ -1,0 +1,1 @@
+"""Tests of the ``distscan`` command (distscan.cli), in-process and under mpiexec."""

@@ -1,0 +1,81 @@
+"""The command's arguments (distscan.cli.args): ``--help`` printed once with an example, a usage error
+told once, bad environment values told in one line at start-up (nothing written, in-process and
+under mpiexec), and GPU options refused without ``--backend cuda``.
+"""
+
+import os
+
+import pytest
+
+from distscan import cli
+
+from tests.support.command import files_in, input_npy, job, one_error_line
+
+pytestmark = [
+    pytest.mark.timeout(180),
+    # These tests launch processes (mpiexec) themselves: under `mpiexec ... pytest --with-mpi` every
+    # rank would launch nested jobs, so they run in the serial pytest pass only.
+    pytest.mark.skipif(bool(os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")),
+                       reason="launches mpiexec itself; run it from a serial pytest"),
+]
+
+
+# -- help and usage ---------------------------------------------------------------------------------
+
+job(2, "help")(lambda folder: (["--help"], {}))
+
+
+job(2, "usage")(lambda folder: (["x.npy", "--op", "nope"], {}))
+
+
+def test_help_once_with_example(batches):
+    _, proc, _ = batches.get(2, "help")
+    assert proc.returncode == 0 and proc.codes == [0, 0]
+    assert proc.stdout.count("usage: distscan") == 1
+    for word in ("mpiexec -n 4 python -m distscan", "--verify", "--report", "--force", "--debug", "exit status",
+                 "cumsum.npy", "--strategy", "--hierarchy", "--backend"):
+        assert word in proc.stdout, word
+
+
+def test_usage_error_once(batches):
+    _, proc, _ = batches.get(2, "usage")
+    assert proc.returncode == 2 and proc.codes == [2, 2]
+    assert proc.stderr.count("distscan: error:") == 1 and "unknown operator" in proc.stderr
+
+
+# -- 16/10: environment values: one line, at start-up, nothing written ------------------------------
+
+@pytest.mark.parametrize("name, value", [("DISTSCAN_FINAL_TIMEOUT", "abc"), ("DISTSCAN_FINAL_TIMEOUT", "-1"),
+                                         ("DISTSCAN_FINAL_TIMEOUT", "inf"), ("DISTSCAN_NODE_SIZE", "x"),
+                                         ("DISTSCAN_NODE_SIZE", "0"), ("DISTSCAN_GPU", "foo"),
+                                         ("DISTSCAN_ALLOW_SHARED_GPU", "maybe")])
+def test_bad_environment_value_is_one_line_and_publishes_nothing(tmp_path, monkeypatch, capsys, name, value):
+    inp = input_npy(tmp_path)
+    before = files_in(tmp_path)
+    monkeypatch.setenv(name, value)
+    assert cli.main([inp, "--report", str(tmp_path / "r.json"), "--quiet"]) == 1
+    one_error_line(capsys.readouterr().err, name)
+    assert files_in(tmp_path) == before
+
+
+@job(3, "bad_env")
+def _bad_env_job(folder):
+    return [input_npy(folder)], {"env": {"DISTSCAN_FINAL_TIMEOUT": "abc"}}
+
+
+def test_bad_environment_value_under_mpiexec(batch3):
+    tmp_path, proc, _ = batch3("bad_env")
+    assert proc.returncode == 1 and proc.codes == [1, 1, 1] and "Traceback" not in proc.stderr
+    one_error_line(proc.stderr, "DISTSCAN_FINAL_TIMEOUT")
+    assert files_in(tmp_path) == ["in.npy"]
+
+
+# -- 16: --gpu needs --backend cuda --------------------------------------------------------------------
+
+@pytest.mark.parametrize("flags", [["--gpu", "0"], ["--gpu-memory-limit", "1G"], ["--gpu", "1", "--backend", "cpu"]])
+def test_gpu_options_without_cuda_backend_are_refused(tmp_path, capsys, flags):
+    inp = input_npy(tmp_path)
+    assert cli.main([inp, *flags]) == 2
+    err = capsys.readouterr().err
+    assert "needs --backend cuda" in err and err.count("distscan: error:") == 1
+    assert files_in(tmp_path) == ["in.npy"]

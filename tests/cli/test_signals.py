@@ -1,0 +1,127 @@
+"""Signals and the end of a run (distscan.cli.signals): SIGINT to mpiexec or SIGTERM to one rank ends
+every rank, removes the temporary file and publishes nothing; after SIGKILL the stale temporary file
+is removed (and told) by the next run.  Each test starts ``mpiexec`` itself."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tests.support.command import T, input_npy
+from tests.support.files import leftover_temps
+from tests.support.launch import mpi_command, python_env, run_mpi
+
+pytestmark = [
+    pytest.mark.timeout(180),
+    # These tests launch processes (mpiexec) themselves: under `mpiexec ... pytest --with-mpi` every
+    # rank would launch nested jobs, so they run in the serial pytest pass only.
+    pytest.mark.skipif(bool(os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")),
+                       reason="launches mpiexec itself; run it from a serial pytest"),
+]
+
+
+# -- 9: signals ----------------------------------------------------------------------------------------
+
+def _children(pid):
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if int(fields[1]) == pid:
+                    out.append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+def _tree(pid):
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        kids = _children(p)
+        found += kids
+        todo += kids
+    return found
+
+
+def _alive(pids):
+    alive = []
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    alive.append(p)
+        except OSError:
+            pass
+    return alive
+
+
+@pytest.fixture(scope="module")
+def big_input(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("big")
+    p = folder / "big.npy"
+    np.save(p, np.arange(25_000_000, dtype=np.int64))  # 200 MB
+    return p
+
+
+def _start(big_input, out):
+    cmd = mpi_command(3, [sys.executable, "-m", "distscan", big_input, "-o", out, "--verify", "--force"])
+    proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=python_env(), start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not leftover_temps(out.parent) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert leftover_temps(out.parent), "the run never created its temporary file"
+    ranks = [p for p in _tree(proc.pid) if "distscan" in open(f"/proc/{p}/cmdline").read()]
+    return proc, ranks
+
+
+def _ends_clean(proc, pids, out):
+    t0 = time.monotonic()
+    try:
+        _, err = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail("mpiexec did not end within 10 s of the signal")
+    while _alive(pids) and time.monotonic() - t0 < 10:
+        time.sleep(0.05)
+    assert _alive(pids) == [], "ranks still running 10 s after the signal"
+    assert proc.returncode != 0
+    assert leftover_temps(out.parent) == [] and not out.exists()
+    return err
+
+
+@pytest.mark.parametrize("target", ["mpiexec_sigint", "rank_sigterm"])
+def test_signal_ends_every_rank_and_removes_the_temp(tmp_path, big_input, target):
+    out = tmp_path / "o.npy"
+    proc, ranks = _start(big_input, out)
+    assert len(ranks) >= 3, ranks
+    if target == "mpiexec_sigint":
+        os.kill(proc.pid, signal.SIGINT)
+    else:
+        os.kill(ranks[-1], signal.SIGTERM)
+    err = _ends_clean(proc, [proc.pid] + ranks, out)
+    assert "distscan: error:" in err and "interrupted by SIG" in err and "nothing was published" in err
+
+
+def test_sigkill_leaves_a_stale_temp_that_the_next_run_removes(tmp_path, big_input):
+    out = tmp_path / "o.npy"
+    proc, ranks = _start(big_input, out)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    t0 = time.monotonic()
+    while _alive(ranks) and time.monotonic() - t0 < 10:
+        time.sleep(0.05)
+    stale = leftover_temps(tmp_path)
+    assert len(stale) == 1
+    small = input_npy(tmp_path)
+    rerun = run_mpi(3, [sys.executable, "-m", "distscan", small, "-o", out, "--force"], timeout=T)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"removed stale temporary file {stale[0]}" in rerun.stderr
+    assert leftover_temps(tmp_path) == []

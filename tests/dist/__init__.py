@@ -1,0 +1,1 @@
+"""Tests of distscan.dist: the plan, the exchange of carries, nodes, agreement, ranks that differ."""

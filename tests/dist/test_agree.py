@@ -1,0 +1,150 @@
+"""Agreement (distscan.dist.agree): a failure or a mismatch on one rank raises the same exception on every
+rank, and nobody hangs: dtypes, operators, arguments and trailing shapes that differ (named in words,
+an empty part's dtype included), bad input on one rank, a failure injected mid-scan on one rank, a
+floating-point error in one rank's finish, a 0-d part on one rank; and how a standard exception is
+rebuilt by module and name on the other ranks.
+
+Runs serially and under ``mpiexec -n K python -m pytest --with-mpi``.
+"""
+
+import sys
+
+import numpy as np
+import pytest
+
+import distscan
+from distscan import DistScanError
+from distscan.backends import cpu as cpu_backend
+
+from tests.support.ranks import raises_everywhere
+
+pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(120)]
+
+STRATEGIES = ["reduce_then_scan", "scan_then_add"]
+
+
+@pytest.mark.manyranks
+@pytest.mark.mpi(min_size=2)
+def test_mismatched_dtype_across_ranks(comm):
+    x = np.arange(5, dtype=np.int32 if comm.rank == 0 else np.int64)
+    msg = raises_everywhere(comm, ValueError, "differs across ranks", lambda: distscan.cumsum(x, comm=comm))
+    assert "int32" in msg or "<i4" in msg
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("kwargs_of_rank", [
+    lambda r: {"op": "sum" if r == 0 else "max"},
+    lambda r: {"exclusive": r == 1},
+    lambda r: {"axis": 0 if r == 0 else None},
+    lambda r: {"strategy": STRATEGIES[r % 2]},
+])
+def test_mismatched_arguments_across_ranks(kwargs_of_rank, comm):
+    x = np.arange(6, dtype=np.int64).reshape(3, 2)
+    raises_everywhere(comm, ValueError, "differs across ranks",
+                       lambda: distscan.scan(x, comm=comm, **{"op": "sum", **kwargs_of_rank(comm.rank)}))
+
+
+@pytest.mark.mpi(min_size=2)
+def test_mismatched_trailing_shape(comm):
+    x = np.ones((4, 2 if comm.rank == 0 else 3))
+    raises_everywhere(comm, ValueError, "differs across ranks", lambda: distscan.cumsum(x, comm=comm))
+
+
+@pytest.mark.mpi(min_size=2)
+def test_bad_input_on_one_rank_raises_on_all(comm):
+    x = np.array(["a", "b"]) if comm.rank == comm.size - 1 else np.arange(3)
+    msg = raises_everywhere(comm, TypeError, "not supported", lambda: distscan.cumsum(x, comm=comm))
+    assert msg.startswith(f"rank {comm.size - 1}:")
+
+
+@pytest.mark.manyranks
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("phase", ["reduce", "scan"])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_injected_failure_on_one_rank(phase, strategy, comm, monkeypatch):
+    """A rank that fails mid-scan (e.g. out of memory) makes every rank raise, before or after the Exscan."""
+    victim = 1
+    real = getattr(cpu_backend, phase)
+
+    def failing(*args, **kwargs):
+        if comm.rank == victim:
+            raise MemoryError("injected: cannot allocate the scan buffer")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cpu_backend, phase, failing)
+    # A strided part takes the backend's general scan; a contiguous one after the first call of
+    # its kind takes NumPy's accumulate into memory allocated before the exchange, which has
+    # nothing left to fail (distscan.dist.plan.ScanPlan._finish_may_fail; its floating-point errors:
+    # test_floating_point_error_in_one_ranks_finish_is_agreed below).
+    x = np.arange(200, dtype=np.int64)[::2]
+    if phase == "reduce" and (strategy == "scan_then_add" or comm.size - 1 == victim):
+        pytest.skip("this strategy does not reduce on the victim")  # same decision on all ranks
+    msg = raises_everywhere(comm, MemoryError, "injected", lambda: distscan.cumsum(x, comm=comm, strategy=strategy))
+    assert msg.startswith(f"rank {victim}:")
+    # The communicator is still usable afterwards: nobody is stuck in a collective.
+    monkeypatch.undo()
+    np.testing.assert_array_equal(distscan.cumsum(x, comm=comm)[-1], int(x.sum()) * (comm.rank + 1))
+
+
+# --- 12. mismatches named in words -----------------------------------------------------------
+
+@pytest.mark.mpi(min_size=2)
+def test_dtype_mismatch_from_an_empty_part_is_named(comm):
+    part = np.array([]) if comm.rank == 1 else np.arange(3)
+    with pytest.raises(ValueError) as info:
+        distscan.cumsum(part, comm=comm)
+    msg = str(info.value)
+    assert msg.startswith("dtype differs across ranks: ")
+    assert "rank 1 has float64" in msg and "int64" in msg and "empty part" in msg
+
+
+@pytest.mark.mpi(min_size=2)
+def test_operator_mismatch_is_named(comm):
+    with pytest.raises(ValueError, match=r"operator differs across ranks: .*rank 0 has sum.*prod"):
+        distscan.scan(np.arange(3), "sum" if comm.rank == 0 else "prod", comm=comm)
+    with pytest.raises(ValueError, match=r"trailing shape differs across ranks"):
+        distscan.cumsum(np.ones((2, 3 if comm.rank == 0 else 4)), comm=comm)
+
+
+# --- 13. standard exceptions keep their type on every rank --------------------------------------
+
+@pytest.mark.mpi(min_size=2)
+def test_floating_point_error_keeps_its_type_everywhere(comm):
+    x = np.array([1e308, 1e308]) if comm.rank == 0 else np.array([1.0])
+    with np.errstate(all="raise"):
+        with pytest.raises(FloatingPointError):
+            distscan.cumsum(x, comm=comm)
+
+
+@pytest.mark.manyranks
+@pytest.mark.mpi(min_size=2)
+def test_floating_point_error_in_one_ranks_finish_is_agreed(comm):
+    """Only the last rank asks NumPy to raise, and only its seeded scan overflows (the offset from
+    the ranks before meets its own large values): every rank raises, in every call of a row, and
+    the communicator is whole afterwards."""
+    last = comm.rank == comm.size - 1
+    x = np.array([1e308, 1e308]) if last else np.array([1.0e308 if comm.rank == 0 else 0.0])
+    for _ in range(3):
+        with np.errstate(over="raise" if last else "ignore", invalid="ignore"):
+            with pytest.raises(FloatingPointError, match=f"rank {comm.size - 1}"):
+                distscan.cumsum(x, comm=comm)
+    np.testing.assert_array_equal(distscan.cumsum(np.ones(3), comm=comm), 3 * comm.rank + np.arange(1, 4))
+
+
+@pytest.mark.mpi(min_size=2)
+def test_zero_d_array_on_one_rank_raises_axis_error_everywhere(comm):
+    x = np.array(5) if comm.rank == 0 else np.arange(3)
+    with pytest.raises(np.exceptions.AxisError):
+        distscan.cumsum(x, comm=comm)
+
+
+def test_rebuild_by_module_and_name():
+    from distscan.dist.agree import _rebuild, describe
+    e = _rebuild(describe(FloatingPointError("x")), "overflow")
+    assert type(e) is FloatingPointError and str(e) == "overflow"
+    e = _rebuild(describe(np.exceptions.AxisError("bad axis")), "bad axis")
+    assert type(e) is np.exceptions.AxisError
+    e = _rebuild("os:system", "no")  # not an exception class: never called
+    assert type(e) is DistScanError
+    e = _rebuild("evil_module:Thing", "no")  # untrusted module: not imported
+    assert type(e) is DistScanError and "evil_module" not in sys.modules

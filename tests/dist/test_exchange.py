@@ -1,0 +1,98 @@
+"""Rank offsets (distscan.dist.exchange): the flat and the node-then-cluster methods give the offsets of
+the ranks before, for every node size; carries fold in rank order, the same bits as the pairwise fold;
+the recursive doubling (from DOUBLING_RANKS ranks) gives what the gather gives, for plain, segmented and
+recurrence carries in both directions, and agrees a failure on one rank.
+
+Runs serially and under ``mpiexec -n K python -m pytest --with-mpi``.
+"""
+
+import numpy as np
+import pytest
+
+import distscan
+import distscan._carry
+from distscan import OPS, _kinds
+from distscan.dist import exchange as hierarchy
+
+from tests.support.data import random_array, random_counts, rank_part
+from tests.support.ranks import all_ranks_ok
+from tests.support.reference import assert_scan_equal
+from tests.support.seeds import shared_rng
+
+pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(120)]
+
+
+@pytest.mark.manyranks
+@pytest.mark.parametrize("method", ["flat", "node"])
+@pytest.mark.parametrize("node_size", [1, 2, 3])
+def test_hierarchy_methods_give_the_same_offsets(method, node_size, comm):
+    rng = shared_rng(comm)
+    for opname, dtype in [("sum", "int64"), ("max", "float64"), ("bitwise_xor", "uint8"), ("prod", "int32"),
+                          ("logical_or", "bool"), ("sum", "float16"), ("min", "float16")]:
+        op = OPS[opname]
+        acc = distscan._dtypes.scan_types(op, np.dtype(dtype)).acc
+        totals = random_array(rng, comm.size, acc, (3,))
+        if acc.kind == "f":
+            totals[rng.integers(0, comm.size)] = np.nan if opname == "max" else totals[0]
+        combine = distscan._carry.Carries(op, acc).combine
+        offset = hierarchy.exclusive_prefix(totals[comm.rank].copy(), combine, comm, method, node_size=node_size)
+
+        def check():
+            if comm.rank == 0:
+                assert offset is None
+            else:
+                expected = op.ufunc.reduce(totals[:comm.rank], axis=0, dtype=acc)
+                assert offset.dtype == acc
+                assert_scan_equal(offset[None], np.asarray(expected, acc)[None])
+        all_ranks_ok(comm, check)
+
+
+def test_offsets_fold_carries_in_rank_order():
+    # NumPy sums 8 or more floats pairwise; the carries of the ranks before are folded left to
+    # right (Carries.fold, one accumulate), the same bits as the pairwise fold of two at a time
+    # (hierarchy._fold, the node path's) at any rank count.
+    from distscan._carry import Carries
+    from distscan.dist.exchange import python_fold
+    from distscan.ops import OPS
+
+    carries = np.array([1.0, 1e16, -1e16, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]).reshape(-1, 1)
+    fold = Carries(OPS["sum"], np.float64).fold
+    by_two = python_fold(lambda a, b: np.add(a, b))
+    assert np.add.reduce(carries)[0] != by_two(carries)[0]  # the case that tells them apart
+    for k in range(1, len(carries) + 1):
+        assert fold(carries[:k]) == by_two(carries[:k])
+    assert fold(carries[:0]) is None
+    assert Carries(OPS["max"], np.int64).fold(np.array([[3], [9], [2]], np.int64))[0] == 9
+
+
+# -- the exchange at any scale: recursive doubling gives what the gather gives ---------------------
+
+@pytest.mark.manyranks
+@pytest.mark.parametrize("reverse", [False, True])
+def test_recursive_doubling_exchange_gives_the_same_results(reverse, comm, monkeypatch):
+    rng = shared_rng(comm)
+    counts = random_counts(rng, comm.size)
+    n = int(counts.sum())
+    g = rng.integers(-9, 9, (n, 6))  # 48-byte carries: the second pass of the doubling
+    flags = rng.random(n) < 0.2
+    expected = [distscan.cumsum(rank_part(g, counts, comm), reverse=reverse, comm=comm),
+                distscan.cumsum(rank_part(g[:, 0], counts, comm), segments=rank_part(flags, counts, comm),
+                                reverse=reverse, comm=comm),
+                distscan.linear_recurrence(0.5, rank_part(g[:, 0] * 1.0, counts, comm), reverse=reverse, comm=comm)]
+    monkeypatch.setattr(hierarchy, "DOUBLING_RANKS", 1)  # on every rank alike
+    _kinds.PLANS.clear()
+    _kinds.KINDS.clear()
+    try:
+        got = [distscan.cumsum(rank_part(g, counts, comm), reverse=reverse, comm=comm),
+               distscan.cumsum(rank_part(g[:, 0], counts, comm), segments=rank_part(flags, counts, comm),
+                               reverse=reverse, comm=comm),
+               distscan.linear_recurrence(0.5, rank_part(g[:, 0] * 1.0, counts, comm), reverse=reverse, comm=comm)]
+        for e, r in zip(expected, got):
+            all_ranks_ok(comm, lambda: np.testing.assert_array_equal(r, e))
+        # a failure on one rank is agreed through the doubling too
+        bad = np.arange(3.0) if comm.rank != 0 else "not a number"
+        with pytest.raises((TypeError, ValueError, distscan.DistScanError)):
+            distscan.cumsum(bad, comm=comm)
+    finally:
+        _kinds.PLANS.clear()
+        _kinds.KINDS.clear()

@@ -1,0 +1,194 @@
+"""The look-ahead kernel (kernels/agent/agent_lookahead.cuh; skipped without a GPU).
+
+It combines tiles with the same status words and fixed trees as the look-back kernel, so for
+every dtype and operator its results must be *bitwise* the look-back's at the same tile shape
+(floats included), and integers exact against NumPy.  Sizes sit on the boundaries that matter
+to a persistent grid: one tile +- 1, one round of the grid +- 1, DEPTH rounds (the first
+scans) +- 1, and several rounds; and the window words published 1 and DEPTH iterations after a
+tile's reduction (BEHIND's bounds).  Also: "auto" switching to it at lookahead_min_bytes() (through
+the API's hot path too), the tile counter's accounting across launches of both kernels,
+unaligned data (synchronous loads), run-to-run determinism while another stream races, and
+64-bit indexing past 2^31 and 2^32 items."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+import numpy as np
+import pytest
+
+from tests.support.devices import require_gpu
+
+cp = require_gpu()
+pytestmark = pytest.mark.gpu
+
+from distscan._dtypes import scan_types  # noqa: E402
+from distscan.backends.cuda import compile as cc  # noqa: E402
+from distscan.backends import cuda as gpu  # noqa: E402
+from distscan.ops import OPS  # noqa: E402
+from tests.support.kernel_cases import (TABLE, TABLE_IDS, as_bytes, assert_bitwise_lookback,  # noqa: E402
+                                        assert_deterministic_while_racing, assert_int8_sum_is_lookback, kernel_data)
+from tests.support.seeds import seeded_rng  # noqa: E402
+
+
+
+def _lookahead_shape(t):
+    """The look-ahead kernel's default shape on this GPU (it depends on its DRAM bandwidth)."""
+    return gpu.tuning(t.input, t, "lookahead", default=True)
+
+
+# (operator, dtype) of the publication-distance test
+BEHIND_CASES = [("sum", np.int32), ("sum", np.float64), ("max", np.int64)]
+
+
+@pytest.fixture
+def same_shape():
+    """Run the look-back reference at the look-ahead kernel's tile shape (restored after)."""
+    with contextlib.ExitStack() as stack:
+        yield lambda t: stack.enter_context(gpu.overrides(tuning=_lookahead_shape(t)))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _precompiled():
+    keys = []
+    for name, dt in TABLE:
+        op = OPS[name]
+        t = scan_types(op, dt)
+        keys.append(gpu.module_key(t.input, t, op, "lookahead"))
+        with gpu.overrides(tuning=_lookahead_shape(t)):
+            keys += [gpu.module_key(t.input, t, op, alg) for alg in ("lookahead", "lookback")]
+    for dt in (np.int8, np.float32):
+        t = scan_types(OPS["sum"], np.dtype(dt), np.dtype(dt))
+        keys += [gpu.module_key(t.input, t, OPS["sum"], alg) for alg in ("lookahead", "lookback", "auto")]
+    for name, dt in BEHIND_CASES:
+        t = scan_types(OPS[name], dt)
+        base = _lookahead_shape(t)
+        for behind in (1, base.depth):
+            with gpu.overrides(tuning=dataclasses.replace(base, behind=behind)):
+                keys += [gpu.module_key(t.input, t, OPS[name], alg) for alg in ("lookahead", "lookback")]
+    cc.precompile(keys)
+    yield
+
+
+def _plan(op, t, algorithm="lookahead"):
+    return gpu.plans.plan_of(cp.cuda.Device().id, t.input, t, op, algorithm)
+
+
+@pytest.mark.parametrize("name,dt", TABLE, ids=TABLE_IDS)
+def test_lookahead_is_bitwise_lookback(name, dt, same_shape):
+    rng = seeded_rng()
+    op = OPS[name]
+    t = scan_types(op, dt)
+    same_shape(t)
+    plan = _plan(op, t)
+    tile, grid, depth = plan.tile, plan.la_grid, plan.tuning.depth
+    assert grid >= 1 and plan.tuning == _lookahead_shape(t)
+    sizes = [1, tile - 1, tile + 1, grid * tile - 1, grid * tile + 1, depth * grid * tile - 1,
+             depth * grid * tile + 1, (plan.tuning.stages + 2) * grid * tile + tile // 3]
+    for i, n in enumerate(sizes):
+        assert_bitwise_lookback(rng, op, t, dt, n, i, "lookahead", f"{name} {dt}")
+
+
+@pytest.mark.parametrize("behind", ["one", "depth"])
+@pytest.mark.parametrize("name,dt", BEHIND_CASES)
+def test_publication_distance_bounds(name, dt, behind, same_shape):
+    """The window words published 1 iteration after a tile's reduction, and DEPTH iterations
+    after it (the last iteration before a block's loop ends): bitwise the look-back, with sizes
+    that end a block's run of tiles at a window's or sub-window's last tile."""
+    rng = seeded_rng()
+    op = OPS[name]
+    t = scan_types(op, dt)
+    base = _lookahead_shape(t)
+    shape = dataclasses.replace(base, behind=1 if behind == "one" else base.depth)
+    with gpu.overrides(tuning=shape):
+        plan = _plan(op, t)
+        assert plan.tuning == shape
+        tile, grid, window = plan.tile, plan.la_grid, plan.window
+        sizes = [32 * tile, 32 * tile + 1, window * tile, window * tile - 1, (grid + 31) * tile,
+                 (shape.depth + 1) * grid * tile + 32 * tile - 3, 3 * window * tile + 5]
+        for i, n in enumerate(sizes):
+            assert_bitwise_lookback(rng, op, t, np.dtype(dt), n, i, "lookahead", f"{name} {dt} behind={shape.behind}")
+
+
+@pytest.mark.parametrize("dt,out_dt", [(np.int8, np.int8), (np.float32, np.float32), (np.int64, np.int64),
+                                       (np.int32, np.int64), (np.float64, np.float32)])
+def test_auto_switches_at_the_threshold(dt, out_dt):
+    """Below lookahead_min_bytes() moved (2^26, or 2^25 where input or output items have 8 bytes)
+    "auto" is the look-back (with its lead), from it the look-ahead kernel, bitwise, through the
+    backend and through the API's hot path with out=."""
+    import distscan
+
+    rng = seeded_rng()
+    op = OPS["sum"]
+    t = scan_types(op, np.dtype(dt), np.dtype(out_dt))
+    sizes = np.dtype(dt).itemsize, np.dtype(out_dt).itemsize
+    assert gpu.lookahead_min_bytes(*sizes) == (1 << 25 if max(sizes) >= 8 else 1 << 26)
+    edge = -(-gpu.lookahead_min_bytes(*sizes) // sum(sizes))  # the first size that uses it
+    assert gpu.uses_lookahead(edge, *sizes)
+    assert not gpu.uses_lookahead(edge - 1, *sizes)
+    for n in (edge - 1, edge, edge + 12345):
+        x = cp.asarray(kernel_data(rng, np.dtype(dt), n))
+        want = gpu.scan(x, op, t, algorithm="lookahead" if n >= edge else "auto")[0]
+        got = gpu.scan(x, op, t)[0]
+        np.testing.assert_array_equal(as_bytes(got), as_bytes(want), err_msg=f"n={n}")
+        out = cp.empty_like(want)
+        for _ in range(2):  # the hot path's first call builds its entry, the second reuses it
+            out.fill(0)
+            distscan.cumsum(x, dtype=t.result, out=out)
+            np.testing.assert_array_equal(as_bytes(out), as_bytes(want), err_msg=f"n={n} api")
+        if dt == np.int8:
+            np.testing.assert_array_equal(cp.asnumpy(got), np.cumsum(cp.asnumpy(x), dtype=np.int8))
+    lead_plan = _plan(op, t, "auto")
+    assert gpu.plans.large_plan(lead_plan).device == "lookahead" and lead_plan.device == "lookback"
+
+
+def test_counter_accounting_across_kernels():
+    """Persistent launches claim num_tiles + grid ids; interleaved with one-block-per-tile
+    launches on the same stream (one tile counter), every result must still be right."""
+    rng = seeded_rng()
+    op = OPS["sum"]
+    t = scan_types(op, np.int64)
+    plan = _plan(op, t)
+    sizes = [(1 << 22) + 12345, 1000, plan.tile * plan.la_grid * 3 + 1, 1, 1 << 22, 77777]
+    for rep in range(3):
+        for i, n in enumerate(sizes):
+            x = rng.integers(-(1 << 40), 1 << 40, n)
+            algorithm = ("lookahead", "auto", "lookback")[(i + rep) % 3]
+            got, total = gpu.scan(cp.asarray(x), op, t, want_total=True, exclusive=bool(rep % 2), algorithm=algorithm)
+            want = np.cumsum(x)
+            if rep % 2:
+                want = np.concatenate([[0], want[:-1]])
+            np.testing.assert_array_equal(cp.asnumpy(got), want)
+            assert total[0] == x.sum()
+
+
+@pytest.mark.parametrize("dt", [np.int32, np.float64, np.int16])
+def test_unaligned_data(dt):
+    rng = seeded_rng()
+    op = OPS["max"]
+    t = scan_types(op, dt)
+    n = _plan(op, t).tile * 37 + 5
+    base = cp.asarray(kernel_data(rng, np.dtype(dt), n + 3))
+    x = base[1:n + 1]
+    out = cp.empty(n + 1, t.result)[1:]
+    got, _ = gpu.scan(x, op, t, out=out, algorithm="lookahead")
+    np.testing.assert_array_equal(cp.asnumpy(got), np.maximum.accumulate(cp.asnumpy(x)))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.complex64])
+def test_determinism_while_another_stream_races(dt, same_shape):
+    rng = seeded_rng()
+    op = OPS["sum"]
+    t = scan_types(op, dt)
+    same_shape(t)
+    n = (1 << 24) + 1001
+    x = cp.asarray(rng.standard_normal(n).astype(dt))
+    assert_deterministic_while_racing(lambda: gpu.scan(x, op, t, algorithm="lookahead")[0],
+                                      lambda: gpu.scan(x, op, t, algorithm="lookback")[0])
+
+
+@pytest.mark.parametrize("n", [(1 << 31) - 1, (1 << 31) + 1, (1 << 32) + 1])
+def test_64_bit_indexing_both_kernels(n):
+    """int8 sums past 2^31 and 2^32 items: look-ahead equals look-back."""
+    assert_int8_sum_is_lookback(n, n % 997, "lookahead")

@@ -1,0 +1,94 @@
+"""The GPU side of NumPy's semantics, on CuPy arrays through the API on one rank (skipped without a GPU):
+the backend gives back the shape it was given, float products absorb zeros through the tile-parallel
+kernel as in sequential order, ``out=`` overlapping the input, and C-ordered results off axis 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from distscan._dtypes import scan_types
+from distscan.ops import OPS
+
+from tests.support.devices import require_gpu
+from tests.support.reference import assert_same_floats, reference_scan
+
+cp = require_gpu()
+pytestmark = pytest.mark.gpu
+
+import distscan  # noqa: E402
+from distscan.backends import cuda as gpu  # noqa: E402
+from mpi4py import MPI  # noqa: E402
+
+COMM = MPI.COMM_SELF
+
+
+@pytest.mark.parametrize("opname", sorted(OPS))
+@pytest.mark.parametrize("dtype", [np.int32, np.float64, np.bool_])
+def test_backend_returns_the_shape_it_was_given(opname, dtype):
+    op = OPS[opname]
+    if np.dtype(dtype).kind not in op.kinds:
+        pytest.skip("operator not defined for dtype")
+    types = scan_types(op, dtype)
+    for n in (1, 1000, 100003):
+        x = cp.ones(n, dtype)
+        for exclusive in (False, True):
+            assert gpu.scan(x, op, types, exclusive=exclusive)[0].shape == (n,)
+            assert gpu.scan(x.reshape(-1, 1), op, types, exclusive=exclusive)[0].shape == (n, 1)
+            assert gpu.scan(x, op, types, exclusive=exclusive, seed=np.ones(1, types.acc))[0].shape == (n,)
+            assert distscan.scan(x, opname, exclusive=exclusive, comm=COMM).shape == (n,)
+    assert distscan.cumsum(cp.arange(1000)).shape == (1000,)
+
+
+def test_cumprod_of_arange_is_all_zeros():
+    for n in (1320, 1 << 20):
+        x = cp.arange(n, dtype=cp.float64)
+        got = cp.asnumpy(distscan.cumprod(x, comm=COMM))
+        assert (got == 0).all() and not np.isnan(got).any()
+        assert distscan.reduce(x, "prod", comm=COMM) == 0
+    x = cp.where(cp.arange(300000) == 0, 0.0, 2.0).astype(cp.float32)
+    got = cp.asnumpy(distscan.cumprod(x, dtype=np.float64, comm=COMM))
+    assert (got == 0).all()
+    got = cp.asnumpy(distscan.cumprod(cp.full(300000, 2.0), initial=0.0, comm=COMM))
+    assert (got == 0).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_products_with_zeros_and_overflow_match_numpy(dtype, exclusive, rng):
+    dt = np.dtype(dtype)
+    acc = np.float32 if dt == np.float16 else dt
+    big = float(np.finfo(dt).max) ** 0.5 * 4
+    values = np.array([0.0, -0.0, big, -big, 2.0, -3.0, 1.0, np.inf, np.nan])
+    p = np.array([0.02, 0.01, 0.3, 0.1, 0.2, 0.1, 0.27, 0.005, 0.002])
+    for n in (1000, 70001, 1 << 20):
+        x = rng.choice(values, n, p=p / p.sum()).astype(dt)
+        for start_zero in (False, True):
+            if start_zero:
+                x[0] = 0
+            ref = reference_scan(x, "prod", exclusive=exclusive)  # in float32 for float16, as distscan
+            got = cp.asnumpy(distscan.cumprod(cp.asarray(x), exclusive=exclusive, comm=COMM))
+            assert_same_floats(got.astype(acc), ref.astype(acc))
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float32, np.float16])
+def test_out_overlapping_the_input(dtype, rng):
+    for n in (10, 100003, 3_000_001):
+        host = (rng.random(n + 1) < 0.05).astype(dtype)
+        for shift in (1, -1):
+            buf = cp.asarray(host)
+            x, out = (buf[:-1], buf[1:]) if shift == 1 else (buf[1:], buf[:-1])
+            src = host[:-1] if shift == 1 else host[1:]
+            expected = np.cumsum(src.astype(np.float64)).astype(dtype)
+            res = distscan.cumsum(x, out=out, dtype=dtype, comm=COMM)
+            assert res is out
+            np.testing.assert_array_equal(cp.asnumpy(out), expected)
+
+
+def test_local_axis_results_are_c_contiguous():
+    x = cp.arange(2 * 3 * 4, dtype=cp.float32).reshape(2, 3, 4)
+    for axis in (1, 2, -1):
+        got = distscan.cumsum(x, axis=axis, comm=COMM)
+        assert got.flags.c_contiguous
+        np.testing.assert_array_equal(cp.asnumpy(got), np.cumsum(cp.asnumpy(x), axis=axis))

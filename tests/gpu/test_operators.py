@@ -1,0 +1,295 @@
+"""GPU tests of issue 30's scans (skipped without a GPU): the new functors, reverse scans,
+segmented scans, linear recurrences, compensated sums and include_initial, through the API on
+CuPy arrays, against the CPU path on the same data (which tests/ops/ checks against
+sequential references): integers bit for bit, floats within the bounds stated there.
+
+Sizes cross the warp, tile and look-back window boundaries and the look-ahead threshold;
+outputs are poisoned first; parts of several columns, misaligned views, ``out=``; the carry of
+a part (the ordered reduction) against the CPU's; 64-bit indexing past 2^31 items.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import distscan
+from distscan._dtypes import scan_types
+from distscan.ops import affine, get_op, segmented
+
+from tests.support.devices import require_gpu
+
+cp = require_gpu()
+pytestmark = pytest.mark.gpu
+
+from distscan.backends import cuda as gpu  # noqa: E402
+from distscan.backends import cpu as cpu_backend  # noqa: E402
+from distscan.backends.cuda import compile as cc  # noqa: E402
+from distscan.backends.cuda import extended  # noqa: E402
+from distscan.ops import compensated  # noqa: E402
+
+try:
+    from mpi4py import MPI
+    SELF = MPI.COMM_SELF
+except ImportError:  # pragma: no cover
+    SELF = None
+
+SIZES = [1, 31, 257, 8193, 100_003, (1 << 22) + 1]  # past 2^21 8-byte items: the look-ahead kernel
+LARGE = (1 << 23) + 5  # past the look-ahead threshold of 4-byte items
+HYPOT = distscan.Operator("hypot", np.hypot, identity=0.0, cuda="hypot(a, b)", commutative=True)
+SATURATING = distscan.Operator("saturating add", lambda a, b: np.minimum(a + b, 10**6), identity=0, kinds="i",
+                               cuda="(a + b < 1000000) ? a + b : 1000000")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _precompiled():
+    """Compile every module this file may need in parallel processes (CuPy's disk cache): the
+    plain modules of the new functors, and the extended ones of each operator, dtype and
+    direction on both device algorithms."""
+    keys = set()
+
+    def plain(op, dt):
+        keys.add(gpu.module_key(np.dtype(dt), scan_types(op, np.dtype(dt)), op))
+
+    def ext(op, dt, directions=(False, True)):
+        in_dt = np.dtype(dt)
+        for reverse in directions:
+            for device in ("lookback", "lookahead"):
+                if device == "lookahead" and op.state is not None and op.state.aux:
+                    continue
+                keys.add(extended.ext_module_key(in_dt, scan_types(op, in_dt), op, device, reverse))
+
+    for name, dt in [("nansum", "float32"), ("nanprod", "float64"), ("nanmax", "float32"), ("nanmin", "float64"),
+                     ("logaddexp", "float32"), ("logaddexp2", "float64"), ("gcd", "int64"), ("lcm", "int32")]:
+        plain(get_op(name), dt)
+        ext(get_op(name), dt, (True,))  # forwards: the plain module
+    for name, dt in [("sum", "int32"), ("sum", "float32"), ("sum", "float64"), ("max", "int64"), ("prod", "complex64"),
+                     ("bitwise_xor", "uint8"), ("min", "float16"), ("sum", "int8")]:
+        ext(get_op(name), dt, (True,))
+    for name, dt in [("sum", "int32"), ("sum", "float32"), ("max", "float64"), ("nansum", "float64"),
+                     ("prod", "int64"), ("sum", "int8")]:
+        ext(segmented(get_op(name), False), dt, (False,))
+        ext(segmented(get_op(name), True), dt, (True,))
+    for dt in ["float32", "float64", "complex64", "complex128", "int64"]:
+        for segs in (False, True):
+            for reverse in (False, True):
+                ext(affine(segs, reverse), dt, (reverse,))
+    ext(compensated(get_op("sum")), "float32")
+    ext(HYPOT, "float64")
+    ext(SATURATING, "int64")
+    cc.precompile(sorted(keys, key=repr))
+    yield
+
+
+def _close(got, ref, dtype, bound_scale):
+    got, ref = cp.asnumpy(got), np.asarray(ref)
+    assert got.shape == ref.shape and got.dtype == ref.dtype, (got.shape, ref.shape, got.dtype, ref.dtype)
+    if np.dtype(dtype).kind in "biu":
+        np.testing.assert_array_equal(got, ref)
+        return
+    eps = np.finfo(np.dtype(dtype)).eps
+    tol = 64 * eps * np.maximum(1.0, bound_scale) * np.log2(max(2, len(ref)))
+    if tol.ndim and tol.ndim < ref.ndim:
+        tol = tol.reshape(tol.shape + (1,) * (ref.ndim - tol.ndim))
+    err = np.abs(got.astype(np.complex128) - ref.astype(np.complex128))
+    ok = (err <= tol) | (np.isnan(got) & np.isnan(ref)) | (got == ref)
+    assert ok.all(), (np.flatnonzero(~ok.reshape(-1))[:5], got.reshape(-1)[~ok.reshape(-1)][:5],
+                      ref.reshape(-1)[~ok.reshape(-1)][:5])
+
+
+def _cpu(fn, *arrays, **kwargs):
+    """The CPU's result in double precision (float32 inputs widened: a sequential float32 scan
+    drifts further than the GPU's tree), cast back to the dtype of the call."""
+    with np.errstate(all="ignore"):
+        narrow = fn(*arrays, comm=SELF, **kwargs).dtype
+    wide = [a.astype({"f": np.float64, "c": np.complex128}[a.dtype.kind]) if isinstance(a, np.ndarray)
+            and a.dtype.kind in "fc" else a for a in arrays]
+    kw = {k: (np.asarray(v, np.float64) if k == "initial" and v is not None and narrow.kind == "f" else v)
+          for k, v in kwargs.items()}
+    with np.errstate(all="ignore"):
+        return fn(*wide, comm=SELF, **kw).astype(narrow)
+
+
+def _gpu(fn, *arrays, **kwargs):
+    return fn(*[cp.asarray(a) if isinstance(a, np.ndarray) else a for a in arrays], comm=SELF, **kwargs)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("name,dtype", [("nansum", "float32"), ("nanprod", "float64"), ("nanmax", "float32"),
+                                        ("nanmin", "float64"), ("logaddexp", "float32"), ("logaddexp2", "float64"),
+                                        ("gcd", "int64"), ("lcm", "int32")])
+def test_new_functors_match_the_cpu(name, dtype, n, rng):
+    if name in ("gcd", "lcm"):
+        x = (rng.integers(1, 7, n) * rng.choice([1, -1], n)).astype(dtype)
+        if name == "lcm":
+            x[rng.random(n) < 0.9] = 1  # lcm grows fast: keep most factors 1
+    elif name == "nanprod":
+        x = (1 + 1e-3 * rng.standard_normal(n)).astype(dtype)
+    else:
+        x = rng.standard_normal(n).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        x[rng.random(n) < 0.1] = np.nan
+    for reverse in (False, True):
+        ref = _cpu(distscan.scan, x, name, reverse=reverse)
+        got = _gpu(distscan.scan, x, name, reverse=reverse)
+        _close(got, ref, dtype, np.abs(np.nan_to_num(ref)).max(initial=1))
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("opname,dtype", [("sum", "int32"), ("sum", "float32"), ("sum", "float64"), ("max", "int64"),
+                                          ("prod", "complex64"), ("bitwise_xor", "uint8"), ("min", "float16")])
+def test_reverse_matches_the_cpu(opname, dtype, n, rng):
+    x = rng.standard_normal(n) if np.dtype(dtype).kind in "fc" else rng.integers(-50, 50, n)
+    if opname == "prod":
+        x = 1 + 1e-3 * x
+    x = x.astype(dtype)
+    for exclusive in (False, True):
+        initial = None if exclusive else 2
+        ref = _cpu(distscan.scan, x, opname, reverse=True, exclusive=exclusive, initial=initial)
+        got = _gpu(distscan.scan, x, opname, reverse=True, exclusive=exclusive, initial=initial)
+        _close(got, ref, ref.dtype, np.cumsum(np.abs(x)[::-1])[::-1].astype(float) + 1)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("opname,dtype", [("sum", "int32"), ("sum", "float32"), ("max", "float64"),
+                                          ("nansum", "float64"), ("prod", "int64")])
+def test_segmented_matches_the_cpu(opname, dtype, n, rng):
+    x = rng.standard_normal(n) if np.dtype(dtype).kind in "fc" else rng.integers(-9, 9, n)
+    x = x.astype(dtype)
+    if opname == "nansum":
+        x[rng.random(n) < 0.1] = np.nan
+    for density in (1e-5, 0.01, 0.5):
+        flags = rng.random(n) < density
+        for reverse in (False, True):
+            for exclusive in (False, True):
+                initial = 3 if exclusive and opname != "max" else None
+                kw = dict(segments=flags, reverse=reverse, exclusive=exclusive, initial=initial)
+                ref = _cpu(distscan.scan, x, opname, **kw)
+                got = _gpu(distscan.scan, x, opname, **{**kw, "segments": cp.asarray(flags)})
+                _close(got, ref, ref.dtype, float(np.nansum(np.abs(x))) + 1)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128", "int64"])
+def test_linear_recurrence_matches_the_cpu(dtype, n, rng):
+    b = rng.standard_normal(n).astype(dtype) if np.dtype(dtype).kind != "i" else rng.integers(-9, 9, n)
+    b = b.astype(dtype)
+    a = (rng.uniform(-1, 1, n) if np.dtype(dtype).kind != "i" else rng.integers(-2, 3, n)).astype(dtype)
+    for segments in (None, rng.random(n) < 0.001):
+        for reverse in (False, True):
+            initial = 0 if segments is None else 2
+            ref = _cpu(distscan.linear_recurrence, a, b, reverse=reverse, segments=segments, initial=initial)
+            got = _gpu(distscan.linear_recurrence, a, b, reverse=reverse, initial=initial,
+                       segments=None if segments is None else cp.asarray(segments))
+            _close(got, ref, dtype, np.abs(ref).max(initial=1) * np.ones(n))
+    # a constant decay (a scalar), the exponential moving average
+    ref = _cpu(distscan.linear_recurrence, 0.75, b)
+    got = _gpu(distscan.linear_recurrence, 0.75, b)
+    _close(got, ref, ref.dtype, np.abs(ref).max(initial=1) * np.ones(n))
+    # NumPy coefficients and flags beside a CuPy b: copied to the GPU
+    flags = rng.random(n) < 0.01
+    ref = _cpu(distscan.linear_recurrence, a, b, segments=flags, initial=1)
+    got = distscan.linear_recurrence(a, cp.asarray(b), segments=flags, initial=1, comm=SELF)
+    _close(got, ref, dtype, np.abs(ref).max(initial=1) * np.ones(n))
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_compensated_float32_within_2_ulp(n, rng):
+    _compensated_within_2_ulp(n, rng)
+
+
+def test_look_ahead_sizes_of_4_byte_items(rng):
+    """Reverse sums, NaN-aware sums and compensated sums of float32 past 2^23 items (the
+    look-ahead kernel, mirrored), and a segmented sum there (the look-back with its lead)."""
+    x = rng.standard_normal(LARGE).astype(np.float32)
+    x[rng.random(LARGE) < 0.01] = np.nan
+    for name, kw in [("nansum", dict(reverse=True)), ("nansum", {}), ("nanmax", dict(reverse=True))]:
+        ref = _cpu(distscan.scan, x, name, **kw)
+        _close(_gpu(distscan.scan, x, name, **kw), ref, np.float32, float(np.nansum(np.abs(x))) + 1)
+    x = np.nan_to_num(x)
+    flags = rng.random(LARGE) < 1e-4
+    for kw in [dict(reverse=True), dict(segments=flags), dict(segments=flags, reverse=True)]:
+        ref = _cpu(distscan.cumsum, x, **kw)
+        got = _gpu(distscan.cumsum, x, **{k: (cp.asarray(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()})
+        _close(got, ref, np.float32, float(np.sum(np.abs(x))) + 1)
+    _compensated_within_2_ulp(LARGE, rng)
+
+
+def _compensated_within_2_ulp(n, rng):
+    k = rng.integers(-2**20, 2**20, n) * (2 ** rng.integers(0, 24, n))
+    x = (k * 2.0**-12).astype(np.float32)
+    units = (x.astype(np.float64) * 2**12).astype(np.int64)
+    for reverse in (False, True):
+        order = slice(None, None, -1) if reverse else slice(None)
+        exact = np.cumsum(units[order])[order].astype(np.float64) * 2.0**-12
+        got = cp.asnumpy(_gpu(distscan.cumsum, x, compensated=True, reverse=reverse))
+        ulps = np.abs(got.view(np.int32).astype(np.int64) - exact.astype(np.float32).view(np.int32).astype(np.int64))
+        assert ulps.max(initial=0) <= 2
+
+
+def test_columns_views_out_and_include_initial(rng):
+    x = rng.integers(-9, 9, (5000, 3)).astype(np.int32)
+    flags = rng.random(5000) < 0.01
+    for kw in [dict(reverse=True), dict(segments=flags), dict(segments=flags, reverse=True, exclusive=True)]:
+        ref = _cpu(distscan.cumsum, x, **kw)
+        got = _gpu(distscan.cumsum, x, **{k: (cp.asarray(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()})
+        np.testing.assert_array_equal(cp.asnumpy(got), ref)
+    xv = cp.asarray(rng.integers(-9, 9, 10001).astype(np.int64))[1::2]  # strided, misaligned
+    out = cp.full(xv.shape[0] + 1, -7, cp.int64)
+    got = distscan.cumulative_sum(xv, include_initial=True, out=out, comm=SELF)
+    np.testing.assert_array_equal(cp.asnumpy(got), np.concatenate([[0], np.cumsum(cp.asnumpy(xv))]))
+    assert got is out
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_ordered_reductions_are_the_cpus_carry(reverse, rng):
+    n = (1 << 22) + 3
+    b = rng.standard_normal(n)
+    a = rng.uniform(0.9, 1.0, n)
+    flags = rng.random(n) < 1e-4
+    for op, aux in [(affine(True, reverse), (a, flags)), (segmented(get_op("sum"), reverse), (flags,))]:
+        types = scan_types(op, b.dtype)
+        want = cpu_backend.reduce(b.reshape(-1, 1), op, types, aux=tuple(x if x.dtype == bool else x.reshape(-1, 1)
+                                                                           for x in aux), reverse=reverse)
+        got = gpu.reduce(cp.asarray(b).reshape(-1, 1), op, types,
+                         aux=tuple(cp.asarray(x if x.dtype == bool else x.reshape(-1, 1)) for x in aux), reverse=reverse)
+        for field in types.state.names:
+            if types.state[field].kind == "b":
+                assert got[field][0] == want[field][0], field
+            else:
+                np.testing.assert_allclose(got[field], want[field], rtol=1e-9, atol=1e-9)
+
+
+def test_past_2_to_the_31_items():
+    """64-bit indexing of the mirrored tiles and of the flags: int8 ones, reverse and segmented."""
+    n = (1 << 31) + 5
+    x = cp.ones(n, cp.int8)
+    y = distscan.cumsum(x, reverse=True, comm=SELF)
+    assert int(y[0]) == n and int(y[-1]) == 1 and int(y[n // 2]) == n - n // 2
+    del y
+    flags = cp.zeros(n, bool)
+    flags[1 << 31] = True
+    y = distscan.cumsum(x, segments=flags, comm=SELF)
+    assert int(y[(1 << 31) - 1]) == 1 << 31 and int(y[1 << 31]) == 1 and int(y[-1]) == 5
+
+
+def test_declared_operators_on_the_gpu(rng):
+    """A declared operator's CUDA expression compiled into the kernels (forward, reverse, exclusive,
+    sizes past the look-ahead threshold); a declared structured state is refused with a clear error."""
+    hyp, sat = HYPOT, SATURATING
+    for n in (1, 8193, (1 << 22) + 1):
+        x = rng.standard_normal(n)
+        k = rng.integers(0, 3, n)
+        for reverse in (False, True):
+            for exclusive in (False, True):
+                _close(_gpu(distscan.scan, x, hyp, reverse=reverse, exclusive=exclusive),
+                       _cpu(distscan.scan, x, hyp, reverse=reverse, exclusive=exclusive), np.float64,
+                       np.sqrt(np.sum(x ** 2)) + 1)
+                np.testing.assert_array_equal(
+                    cp.asnumpy(_gpu(distscan.scan, k, sat, reverse=reverse, exclusive=exclusive)),
+                    _cpu(distscan.scan, k, sat, reverse=reverse, exclusive=exclusive))
+    st = np.dtype([("n", "f8"), ("m", "f8")])
+    mean = distscan.Operator("mean", lambda a, b: a, identity=lambda dt: np.zeros((), st), state=st,
+                             lift=lambda v: np.zeros(v.shape, st), project=lambda s: s["m"])
+    with pytest.raises(TypeError, match="no GPU form"):
+        distscan.scan(cp.arange(5.0), mean, comm=SELF)

@@ -1,0 +1,1 @@
+"""Tests of distscan.io: the .npy format, parallel reads, the writer, temporary names."""

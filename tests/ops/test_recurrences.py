@@ -1,0 +1,64 @@
+"""Linear recurrences across ranks (``distscan.linear_recurrence``, distscan.ops.state's Affine):
+``y[i] = a[i] y[i-1] + b[i]`` against a sequential loop in float64 (complex128), forwards and in
+reverse, with an initial value, segments and columns; a constant ``a`` (an exponential moving
+average) and ``|a|`` near 1 over many steps.
+
+Written for any rank count (serially and under mpiexec, tests/run.sh); bounds as
+tests/ops/__init__.py states them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import distscan
+
+from tests.support.data import random_array, random_counts, rank_part
+from tests.support.ranks import all_ranks_ok
+from tests.support.reference import assert_within_sum_bound, recurrence_reference
+from tests.support.seeds import shared_rng
+
+pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(300)]
+
+
+@pytest.mark.manyranks
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128", "int64"])
+def test_linear_recurrence_matches_a_sequential_loop(dtype, reverse, comm):
+    rng = shared_rng(comm)
+    for trial in range(3):
+        counts = random_counts(rng, comm.size, 40)
+        n = int(counts.sum())
+        trailing = (2,) if trial == 1 else ()
+        b = random_array(rng, n, dtype, trailing)
+        if np.dtype(dtype).kind in "iu":
+            a = rng.integers(-3, 4, (n,) + trailing).astype(dtype)
+        elif np.dtype(dtype).kind == "c":
+            a = (rng.uniform(0.5, 1, (n,) + trailing) * np.exp(1j * rng.uniform(0, 6.3, (n,) + trailing))).astype(dtype)
+        else:
+            a = rng.uniform(-1, 1, (n,) + trailing).astype(dtype)
+        segments = rng.random(n) < 0.15 if trial == 2 else None
+        initial = 0 if trial == 0 else np.asarray(2, dtype)
+        x_a, x_b = rank_part(a, counts, comm), rank_part(b, counts, comm)
+        f = None if segments is None else rank_part(segments, counts, comm)
+        y = distscan.linear_recurrence(x_a, x_b, initial=initial, reverse=reverse, segments=f, comm=comm)
+        ref = recurrence_reference(a, b, initial=initial, reverse=reverse, segments=segments)
+        mine = rank_part(ref, counts, comm)
+        scale = np.abs(ref).max() + 2 if n else 1
+        all_ranks_ok(comm, lambda: assert_within_sum_bound(y, mine.astype(dtype), np.full(len(mine), scale), dtype,
+                                                           n=n))
+        assert y.dtype == np.dtype(dtype)
+
+
+@pytest.mark.manyranks
+def test_linear_recurrence_with_a_scalar_decay_and_near_one(comm):
+    """An exponential moving average (a constant a) and |a| near 1 over many steps."""
+    rng = shared_rng(comm)
+    counts = random_counts(rng, comm.size, 3000)
+    n = int(counts.sum())
+    b = rng.standard_normal(n)
+    for a in (0.9, 1 - 2.0**-20):
+        y = distscan.linear_recurrence(a, rank_part(b, counts, comm), comm=comm)
+        ref = rank_part(recurrence_reference(np.full(n, a), b), counts, comm)
+        all_ranks_ok(comm, lambda: np.testing.assert_allclose(y, ref, rtol=0, atol=1e-9 * (np.abs(ref).max(initial=0) + 1)))

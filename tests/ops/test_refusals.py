@@ -1,0 +1,46 @@
+"""What the options of issue 30 refuse, on every rank together and never a hang: segment flags of
+the wrong length on one rank, operators that are not associative, include_initial with exclusive,
+compensated with another operator than a sum, a recurrence's exclusive form, and a projected
+initial value (segmented scans) that differs across ranks.
+
+Written for any rank count (serially and under mpiexec, tests/run.sh).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import distscan
+from distscan import _call
+
+pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(300)]
+
+
+@pytest.mark.manyranks
+def test_flags_of_the_wrong_length_on_one_rank_fail_everywhere(comm):
+    x = np.arange(4.0)
+    flags = np.zeros(4 if comm.rank != comm.size - 1 else 3, bool)
+    with pytest.raises((ValueError, distscan.DistScanError), match="segments"):
+        distscan.cumsum(x, segments=flags, comm=comm)
+    assert distscan.cumsum(x, comm=comm)[0] == 6 * comm.rank  # the next call works
+
+
+def test_unknown_combinations_are_refused(comm):
+    x = np.arange(4.0)
+    for kwargs, match in [({"op": np.subtract}, "not associative"), ({"op": np.power}, "not associative"),
+                          ({"op": "sum", "exclusive": True, "include_initial": True}, "include_initial"),
+                          ({"op": "max", "compensated": True}, "compensated")]:
+        with pytest.raises((ValueError, TypeError), match=match):
+            distscan.scan(x, comm=comm, **kwargs)
+    with pytest.raises(ValueError, match="exclusive"):  # a recurrence has no exclusive form
+        _call.Part(x, "sum", True, None, None, None, 0, "auto", "auto", "auto", coefficients=x)
+
+
+@pytest.mark.manyranks
+def test_projected_initial_must_agree_on_every_rank(comm):
+    if comm.size == 1:
+        pytest.skip("needs two ranks")
+    x = np.arange(3.0)
+    with pytest.raises((ValueError, distscan.DistScanError)):
+        distscan.cumsum(x, segments=np.zeros(3, bool), initial=float(comm.rank), comm=comm)

@@ -1,0 +1,44 @@
+"""Random data, and the parts of a global array that the ranks hold."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def random_array(rng, n, dtype, trailing=()):
+    """Fresh random data of ``dtype`` (never zeros only), small enough values for float checks."""
+    dtype = np.dtype(dtype)
+    shape = (n,) + tuple(trailing)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(max(info.min, -100), min(info.max, 100), shape, endpoint=True).astype(dtype)
+    if dtype.kind == "c":
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def random_counts(rng, size, max_rows=30, empty=0.25):
+    """Random row counts of ``size`` ranks, up to ``max_rows`` each, a share ``empty`` of them (about)
+    set to zero: uneven parts, empty ones among them, so that runs cross rank boundaries anywhere."""
+    counts = rng.integers(0, max_rows + 1, size)
+    counts[rng.random(size) < empty] = 0
+    return counts
+
+
+def block_counts(n, size):
+    """Balanced split of n rows over size ranks (parts differ by at most one)."""
+    base, extra = divmod(n, size)
+    return [base + (1 if r < extra else 0) for r in range(size)]
+
+
+def local_part(g, counts, rank):
+    """Rank ``rank``'s rows of the global array ``g`` split into ``counts`` rows per rank."""
+    starts = np.concatenate([[0], np.cumsum(counts)]).astype(int)
+    return g[starts[rank]:starts[rank + 1]]
+
+
+def rank_part(g, counts, comm):
+    """This rank's rows of ``g`` (split into ``counts`` rows per rank of ``comm``), contiguous."""
+    return np.ascontiguousarray(local_part(g, counts, comm.rank))

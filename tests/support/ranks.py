@@ -1,0 +1,42 @@
+"""Running under a launcher, and checks that every rank passes or every rank fails."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")  # MPICH (hydra), Open MPI, PMIx launchers
+
+
+def launcher_rank():
+    """This process's rank from the launcher's environment, or None when not started by mpiexec."""
+    for name in _RANK_VARS:
+        v = os.environ.get(name, "")
+        if v.isdigit():
+            return int(v)
+    return None
+
+
+UNDER_MPIEXEC = launcher_rank() is not None
+
+
+def all_ranks_ok(comm, check):
+    """Run ``check()`` on every rank; fail on every rank if it failed on any."""
+    error = None
+    try:
+        check()
+    except AssertionError as exc:
+        error = exc
+    failed = comm.allgather(None if error is None else str(error))
+    bad = [(r, m) for r, m in enumerate(failed) if m is not None]
+    assert not bad, "\n".join(f"rank {r}: {m}" for r, m in bad)
+
+
+def raises_everywhere(comm, exc_type, match, fn):
+    """``fn()`` raises ``exc_type`` (matching ``match``) with the same message on every rank; the message."""
+    with pytest.raises(exc_type, match=match) as info:
+        fn()
+    messages = comm.allgather(str(info.value))
+    assert len(set(messages)) == 1, messages
+    return messages[0]
