@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from _mpi_run import REPO, run_mpi
+from tests.support.launch import REPO, run_mpi
 
 EXAMPLES = os.path.join(str(REPO), "docs", "examples")
 

@@ -293,3 +293,27 @@ def test_declared_operators_on_the_gpu(rng):
                              lift=lambda v: np.zeros(v.shape, st), project=lambda s: s["m"])
     with pytest.raises(TypeError, match="no GPU form"):
         distscan.scan(cp.arange(5.0), mean, comm=SELF)
+
+
+def test_the_command_runs_the_new_scans_on_the_gpu(tmp_path, rng):
+    """``distscan --backend cuda`` with --reverse and --segments, and ``distscan recurrence``: the
+    general file route (distscan/pipeline/general.py) on the GPU gives the CPU route's file."""
+    from distscan import cli
+
+    n = 100_003
+    np.save(tmp_path / "x.npy", rng.integers(-9, 9, (n, 2)).astype(np.int64))
+    np.save(tmp_path / "f.npy", rng.random(n) < 0.01)
+    np.save(tmp_path / "a.npy", rng.uniform(-1, 1, n))
+    np.save(tmp_path / "b.npy", rng.standard_normal(n))
+    for words in (["x.npy", "--reverse", "--segments", "f.npy"], ["x.npy", "--op", "gcd"],
+                  ["recurrence", "a.npy", "b.npy", "--initial", "1", "--segments", "f.npy"]):
+        argv = [str(tmp_path / w) if w.endswith(".npy") else w for w in words]
+        got = {}
+        for backend in ("cpu", "cuda"):
+            out = tmp_path / f"{backend}.npy"
+            assert cli.main(argv + ["--backend", backend, "-o", str(out), "--quiet", "--force"]) == 0, words
+            got[backend] = np.load(out)
+        if got["cpu"].dtype.kind == "f":
+            np.testing.assert_allclose(got["cuda"], got["cpu"], rtol=0, atol=1e-12 * (np.abs(got["cpu"]).max() + 1))
+        else:
+            np.testing.assert_array_equal(got["cuda"], got["cpu"])

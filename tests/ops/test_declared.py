@@ -75,6 +75,24 @@ def test_declared_operators_across_ranks(name, reverse, comm):
     all_ranks_ok(comm, lambda: np.testing.assert_allclose(y, mine, rtol=1e-12, atol=1e-12))
 
 
+@pytest.mark.parametrize("name", sorted(DECLARED))
+def test_declared_reduce_is_the_last_item_of_the_scan(name, comm):
+    """reduce() of a declared operator: its total, projected (the identity's projection when the
+    whole array is empty), the same on every rank."""
+    rng = shared_rng(comm)
+    counts = random_counts(rng, comm.size, 50)
+    n = int(counts.sum())
+    g = rng.integers(0, 30, n) if name == "affine2" else rng.standard_normal(n)
+    total = distscan.reduce(rank_part(g, counts, comm), DECLARED[name], comm=comm)
+    if n:
+        all_ranks_ok(comm, lambda: np.testing.assert_allclose(total, _declared_reference(name, g)[-1], rtol=1e-12))
+    ffill = distscan.Operator("ffill", lambda a, b: np.where(np.isnan(b), a, b), identity=np.nan, kinds="f")
+    gaps = np.where(rng.random(n) < 0.7, np.nan, g.astype(float))
+    last = gaps[~np.isnan(gaps)][-1] if np.any(~np.isnan(gaps)) else np.nan
+    got = distscan.reduce(rank_part(gaps, counts, comm), ffill, comm=comm)
+    all_ranks_ok(comm, lambda: np.testing.assert_array_equal(got, last))
+
+
 def test_declared_check_refuses_a_non_associative_combine_on_every_rank(comm):
     avg = distscan.Operator("average", lambda a, b: (a + b) / 2, identity=0.0, check=True)
     x = np.random.default_rng(comm.rank).random(50)

@@ -13,7 +13,7 @@ import os
 import numpy as np
 import pytest
 
-from _mpi_run import CliBatches
+from tests.support.launch import CliBatches
 from distscan import cli
 from distscan.pipeline import default_output
 
@@ -146,7 +146,7 @@ def _argv(folder, words):
 
 
 @pytest.fixture(scope="module")
-def batches(tmp_path_factory):
+def op_batches(tmp_path_factory):
     b = CliBatches(tmp_path_factory, timeout=200)
     for ranks in (2, 3):
         for key, words, *_ in GOOD + BAD:
@@ -171,11 +171,11 @@ def _outputs(folder):
 
 @pytest.mark.parametrize("ranks", [1, 2, 3])
 @pytest.mark.parametrize("key,words,name,check", GOOD, ids=[g[0] for g in GOOD])
-def test_scans_of_issue_30_match_references(tmp_path, batches, ranks, key, words, name, check):
+def test_scans_of_issue_30_match_references(tmp_path, op_batches, ranks, key, words, name, check):
     if ranks == 1:
         folder, code, err = _one_rank(tmp_path, words)
     else:
-        folder, proc, _ = batches.get(ranks, key)
+        folder, proc, _ = op_batches.get(ranks, key)
         code, err = proc.returncode, proc.stderr
     assert code == 0, err
     check(_data(None, ranks), np.load(folder / name))
@@ -183,11 +183,11 @@ def test_scans_of_issue_30_match_references(tmp_path, batches, ranks, key, words
 
 @pytest.mark.parametrize("ranks", [1, 2, 3])
 @pytest.mark.parametrize("key,words,message", BAD, ids=[b[0] for b in BAD])
-def test_bad_combinations_fail_cleanly(tmp_path, batches, ranks, key, words, message):
+def test_bad_combinations_fail_cleanly(tmp_path, op_batches, ranks, key, words, message):
     if ranks == 1:
         folder, code, err = _one_rank(tmp_path, words)
     else:
-        folder, proc, _ = batches.get(ranks, key)
+        folder, proc, _ = op_batches.get(ranks, key)
         code, err = proc.returncode, proc.stderr
     assert code == 1, err
     lines = [line for line in err.splitlines() if line.startswith("distscan: error")]
