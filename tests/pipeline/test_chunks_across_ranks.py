@@ -39,7 +39,7 @@ def test_gpu_pipeline_logic_on_host_device(shared_tmp_path, comm, case):
     comm.Barrier()
     job = pipeline.Job(input=inp, output=out, op=op, exclusive=exclusive, backend="cuda", strategy=strategy,
                        force=True, gpu_memory_limit=limit, verify=True)
-    header, o, types = pipeline.prepare(job, comm)
+    header, o, types, _ = pipeline.prepare(job, comm)
     ctx_holder = {}
     saved = pipeline.PIPELINES["cuda"]
     pipeline.PIPELINES["cuda"] = lambda j, c: (ctx_holder.setdefault("ctx", c), run_gpu(j, c, device=HostDevice()))
