@@ -75,9 +75,12 @@ def test_recursive_doubling_exchange_gives_the_same_results(reverse, comm, monke
     n = int(counts.sum())
     g = rng.integers(-9, 9, (n, 6))  # 48-byte carries: the second pass of the doubling
     flags = rng.random(n) < 0.2
+    a = rng.choice([-1, 1], n)  # an integer recurrence: exact whatever the association
     expected = [distscan.cumsum(rank_part(g, counts, comm), reverse=reverse, comm=comm),
                 distscan.cumsum(rank_part(g[:, 0], counts, comm), segments=rank_part(flags, counts, comm),
                                 reverse=reverse, comm=comm),
+                distscan.linear_recurrence(rank_part(a, counts, comm), rank_part(g[:, 0], counts, comm),
+                                           reverse=reverse, comm=comm),
                 distscan.linear_recurrence(0.5, rank_part(g[:, 0] * 1.0, counts, comm), reverse=reverse, comm=comm)]
     monkeypatch.setattr(hierarchy, "DOUBLING_RANKS", 1)  # on every rank alike
     _kinds.PLANS.clear()
@@ -86,9 +89,13 @@ def test_recursive_doubling_exchange_gives_the_same_results(reverse, comm, monke
         got = [distscan.cumsum(rank_part(g, counts, comm), reverse=reverse, comm=comm),
                distscan.cumsum(rank_part(g[:, 0], counts, comm), segments=rank_part(flags, counts, comm),
                                reverse=reverse, comm=comm),
+               distscan.linear_recurrence(rank_part(a, counts, comm), rank_part(g[:, 0], counts, comm),
+                                          reverse=reverse, comm=comm),
                distscan.linear_recurrence(0.5, rank_part(g[:, 0] * 1.0, counts, comm), reverse=reverse, comm=comm)]
-        for e, r in zip(expected, got):
+        for e, r in zip(expected[:3], got[:3]):  # integers: bit for bit
             all_ranks_ok(comm, lambda: np.testing.assert_array_equal(r, e))
+        # floats: the doubling associates the ranks' maps as a tree, the gather folds them in order
+        all_ranks_ok(comm, lambda: np.testing.assert_allclose(got[3], expected[3], rtol=1e-14, atol=1e-13))
         # a failure on one rank is agreed through the doubling too
         bad = np.arange(3.0) if comm.rank != 0 else "not a number"
         with pytest.raises((TypeError, ValueError, distscan.DistScanError)):
