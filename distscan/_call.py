@@ -301,7 +301,7 @@ class Part:
     def finish(self, rows):
         """The caller's result from the scanned rows (into ``out`` where one was given)."""
         if self.extra:
-            self.full[-1 if self.reverse else 0] = self.extra_row()
+            self.full[-1 if self.reverse else 0] = self.xp.asarray(self.extra_row())  # a NumPy row, onto the GPU too
             rows = self.full
         if self.direct_out:
             return self.out

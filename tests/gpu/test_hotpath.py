@@ -54,8 +54,9 @@ def test_api_hot_path_across_scratch_growth_and_streams(rng):
 def test_api_hot_path_refuses_what_it_cannot_take():
     """What the hot path hands to the general path: the general path's errors and results."""
     x = cp.arange(1000, dtype=cp.int32)
-    with pytest.raises(TypeError):
-        distscan.cumsum(x, dtype=np.int32, out=cp.empty(1000, cp.int64), comm=COMM)
+    wider = cp.empty(1000, cp.int64)  # as NumPy: computed in dtype=, then cast into out's dtype
+    assert distscan.cumsum(x, dtype=np.int32, out=wider, comm=COMM) is wider
+    np.testing.assert_array_equal(cp.asnumpy(wider), np.cumsum(np.arange(1000, dtype=np.int32), dtype=np.int32))
     with pytest.raises((TypeError, ValueError)):
         distscan.cumsum(x, dtype=np.int32, out=np.empty(1000, np.int32), comm=COMM)
     with pytest.raises(ValueError):

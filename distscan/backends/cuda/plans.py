@@ -186,7 +186,7 @@ def module_key(in_dtype, types: ScanTypes, op: Op, algorithm: str = "auto"):
     """The compile key of one scan (for :func:`distscan.backends.cuda.compile.precompile`)."""
     block, device = cc.kernel_algorithm(algorithm)
     return cc.ModuleKey(np.dtype(in_dtype), cc.kernel_acc_dtype(types.acc), np.dtype(types.result), op.functor,
-                        tuning(in_dtype, types, algorithm), block, device)
+                        tuning(in_dtype, types, algorithm), block, device, source=op.source)
 
 
 def error_depth(n: int, in_dtype, types: ScanTypes) -> int:
