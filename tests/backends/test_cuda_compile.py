@@ -155,6 +155,10 @@ def _ext_keys():
             "int32", "lookback", True)]
     for op, dt, device, reverse in ext:
         keys.append(extended.ext_module_key(np.dtype(dt), scan_types(op, np.dtype(dt)), op, device, reverse))
+        if op.source and not reverse:  # a declared operator's plain module (forward scans) carries its functor too
+            plain = gpu.module_key(np.dtype(dt), scan_types(op, np.dtype(dt)), op, "auto")
+            assert plain.source == op.source
+            keys.append(plain)
     return keys
 
 
