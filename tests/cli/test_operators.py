@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from tests.support.launch import CliBatches
+from tests.support.reference import recurrence_reference, segmented_reference
 from distscan import cli
 from distscan.pipeline import default_output
 
@@ -24,42 +25,6 @@ pytestmark = [
 ]
 
 N = 20_011  # rows: uneven blocks at 2 and 3 ranks
-
-
-def _runs(flags, n):
-    """[lo, hi) of each segment: a flag starts one, and so does row 0."""
-    starts = sorted(set([0] + [int(i) for i in np.flatnonzero(flags)]))
-    return list(zip(starts, starts[1:] + [n]))
-
-
-def seg_scan(x, flags, ufunc, *, exclusive=False, reverse=False, identity=0):
-    """Each segment scanned alone by NumPy (right to left with ``reverse``), in x's dtype."""
-    out = np.empty_like(x)
-    for lo, hi in _runs(flags, len(x)):
-        part = x[lo:hi][::-1] if reverse else x[lo:hi]
-        acc = ufunc.accumulate(part, axis=0)
-        if exclusive:
-            acc = np.concatenate([np.full((1,) + x.shape[1:], identity, x.dtype), acc[:-1]])
-        out[lo:hi] = acc[::-1] if reverse else acc
-    return out
-
-
-def recurrence(a, b, *, initial=0.0, flags=None, reverse=False):
-    """y[i] = a[i] y[i-1] + b[i] by a float64 loop; a flag restarts from ``initial``."""
-    n = len(b)
-    y = np.empty(b.shape, np.float64)
-    order = range(n - 1, -1, -1) if reverse else range(n)
-    run_start = np.zeros(n, bool)
-    if flags is not None:  # the first row of each run in scan order restarts the recurrence
-        for lo, hi in _runs(flags, n):
-            run_start[hi - 1 if reverse else lo] = True
-    prev = np.full(b.shape[1:], float(initial))
-    for i in order:
-        if run_start[i]:
-            prev = np.full(b.shape[1:], float(initial))
-        prev = a[i].astype(np.float64) * prev + b[i]
-        y[i] = prev
-    return y
 
 
 def _data(folder, seed):
@@ -86,16 +51,15 @@ def _check_reverse(d, y):
 
 
 def _check_seg_exclusive_max(d, y):
-    np.testing.assert_array_equal(y, seg_scan(d["ints"], d["flags"], np.maximum, exclusive=True,
-                                              identity=np.iinfo(np.int32).min))
+    np.testing.assert_array_equal(y, segmented_reference(d["ints"], d["flags"], "max", exclusive=True))
 
 
 def _check_reverse_seg_sum(d, y):
-    np.testing.assert_array_equal(y, seg_scan(d["ints"].astype(np.int64), d["flags"], np.add, reverse=True))
+    np.testing.assert_array_equal(y, segmented_reference(d["ints"], d["flags"], "sum", reverse=True, dtype=np.int64))
 
 
 def _check_recurrence(d, y):
-    ref = recurrence(d["a"], d["b"], initial=2.0, flags=d["flags"], reverse=True)
+    ref = recurrence_reference(d["a"], d["b"], initial=2.0, segments=d["flags"], reverse=True)
     np.testing.assert_allclose(y, ref, rtol=0, atol=1e-12 * (np.abs(ref).max() + 1))
 
 
