@@ -109,6 +109,16 @@ def _timed(cmd, env=None) -> tuple:
     return wall, proc.stdout
 
 
+def _config(text: str) -> tuple:
+    """``BACKEND:RANKS[:VAR=VALUE,...]`` -> (backend, ranks, "VAR=VALUE,...")."""
+    parts = text.split(":", 2)
+    return parts[0], int(parts[1]), parts[2] if len(parts) > 2 else ""
+
+
+def _label(backend: str, ranks: int, extra: str) -> str:
+    return f"distscan {backend} {ranks} rank{'s' if ranks > 1 else ''}" + (f" {extra}" if extra else "")
+
+
 def make_input(path: str, n: int, dtype: str) -> None:
     """``n`` elements of ``dtype`` (small random integers, exact in every dtype's cumsum), written in blocks."""
     dt = np.dtype(dtype)
@@ -161,7 +171,8 @@ def main(argv=None) -> int:
     p.add_argument("--ranks", default="1,2", help="comma-separated rank counts, e.g. 2 or 1,2")
     p.add_argument("--backend", default="cpu", help="comma-separated: cpu, cuda (each with every rank count)")
     p.add_argument("--config", action="append", default=[],
-                   help="BACKEND:RANKS pairs instead of the cross product, e.g. --config cuda:2 --config cpu:8")
+                   help="BACKEND:RANKS[:VAR=VALUE,...] instead of the cross product, e.g. --config cuda:2 "
+                        "--config cpu:8 --config cuda:8:DISTSCAN_ALLOW_SHARED_GPU=1 (environment for that run)")
     p.add_argument("--launcher", default="mpiexec",
                    help="launcher command before -n, e.g. 'mpirun --allow-run-as-root' (Open MPI as root)")
     p.add_argument("--extra", default="", help="more arguments for distscan, e.g. '--strategy scan_then_add'")
@@ -175,8 +186,8 @@ def main(argv=None) -> int:
     folder = a.dir or tempfile.gettempdir()
     py = sys.executable
     launcher = shlex.split(a.launcher)
-    configs = ([(c.split(":")[0], int(c.split(":")[1])) for c in a.config] if a.config else
-               [(b, int(r)) for b in a.backend.split(",") for r in a.ranks.split(",")])
+    configs = ([_config(c) for c in a.config] if a.config else
+               [(b, int(r), "") for b in a.backend.split(",") for r in a.ranks.split(",")])
     floor_code, floor_from = _floor_source()
     env = dict(os.environ)
     env.setdefault("DISTSCAN_PROGRESS", "0")
@@ -211,19 +222,23 @@ def main(argv=None) -> int:
                 r, w = json.loads(text.strip().splitlines()[-1])
                 entry["floor"].append({"wall": wall, "read": r, "write": w})
                 print(f"# floor: {wall:.2f} s (read {r:.2f} s, write {w:.2f} s)", flush=True)
-                for backend, ranks in configs:
+                for backend, ranks, extra in configs:
                     cmd = launcher + ["-n", str(ranks), py, "-m", "distscan", inp, "-o", out, "--force",
                                       "--backend", backend, "--report", report, "--quiet"] + shlex.split(a.extra)
-                    wall, _ = _timed(cmd, env=env)
+                    run_env = dict(env, **dict(kv.split("=", 1) for kv in extra.split(",") if kv))
+                    wall, _ = _timed(cmd, env=run_env)
                     with open(report) as f:
                         rep_json = json.load(f)
                     checked = check_output(inp, out) if rep == 0 else "checked in the first repetition"
                     os.remove(out)
                     os.remove(report)
-                    entry["commands"].append({"backend": backend, "ranks": ranks, "wall": wall,
-                                              "times_s": rep_json["times_s"], "checked": checked})
-                    print(f"# distscan {backend} {ranks} rank(s): {wall:.2f} s "
-                          f"(total in the command {rep_json['times_s']['total']:.2f} s; checked: {checked})", flush=True)
+                    entry["commands"].append({"backend": backend, "ranks": ranks, "env": extra, "wall": wall,
+                                              "times_s": rep_json["times_s"], "backend_report": rep_json["backend"],
+                                              "gpu": rep_json.get("gpu"), "checked": checked})
+                    t = rep_json["times_s"]
+                    print(f"# {_label(backend, ranks, extra)}: {wall:.2f} s (in the command {t['total']:.2f} s, "
+                          f"process start-up {t.get('startup') or 0:.2f} s; ran: {rep_json['backend']['used']}, "
+                          f"{rep_json['backend']['why']}; checked: {checked})", flush=True)
         finally:
             for path in (out, report):
                 if os.path.exists(path):
@@ -239,15 +254,18 @@ def main(argv=None) -> int:
         fl = min(f["wall"] for f in e["floor"])
         npw = min(e["numpy"]) if e["numpy"] else None
         lines.append(f"{e['elements']:,} {e['dtype']} ({e['bytes'] / 1e9:.2f} GB), best of {a.reps}:")
-        lines.append(f"  {'what':<24}{'wall s':>8}{'x floor':>9}{'x numpy':>9}")
+        lines.append(f"  {'what':<44}{'wall s':>8}{'x floor':>9}{'x numpy':>9}{'command s':>10}{'start s':>9}"
+                     f"  ran")
         if npw is not None:
-            lines.append(f"  {'numpy one-liner':<24}{npw:>8.2f}{npw / fl:>9.2f}{1:>9.2f}")
-        lines.append(f"  {'I/O floor':<24}{fl:>8.2f}{1:>9.2f}{(fl / npw if npw else float('nan')):>9.2f}")
-        for backend, ranks in configs:
-            walls = [c["wall"] for c in e["commands"] if c["backend"] == backend and c["ranks"] == ranks]
-            best = min(walls)
-            lines.append(f"  {'distscan ' + backend + ' ' + str(ranks) + ' rank' + ('s' if ranks > 1 else ''):<24}"
-                         f"{best:>8.2f}{best / fl:>9.2f}{(best / npw if npw else float('nan')):>9.2f}")
+            lines.append(f"  {'numpy one-liner':<44}{npw:>8.2f}{npw / fl:>9.2f}{1:>9.2f}")
+        lines.append(f"  {'I/O floor':<44}{fl:>8.2f}{1:>9.2f}{(fl / npw if npw else float('nan')):>9.2f}")
+        for backend, ranks, extra in configs:
+            runs = [c for c in e["commands"] if (c["backend"], c["ranks"], c["env"]) == (backend, ranks, extra)]
+            best = min(runs, key=lambda c: c["wall"])
+            w, t = best["wall"], best["times_s"]
+            lines.append(f"  {_label(backend, ranks, extra):<44}{w:>8.2f}{w / fl:>9.2f}"
+                         f"{(w / npw if npw else float('nan')):>9.2f}{t['total']:>10.2f}{t.get('startup') or 0:>9.2f}"
+                         f"  {best['backend_report']['used']}")
     results["table"] = lines
     if a.json:
         with open(a.json, "w") as f:
@@ -276,24 +294,28 @@ def plot(results: dict, path: str) -> None:
                                       ("write", start + fl["read"], fl["write"])], fl["wall"]))
         best = {}
         for c in e["commands"]:
-            key = (c["backend"], c["ranks"])
+            key = (c["backend"], c["ranks"], c.get("env", ""))
             if key not in best or c["wall"] < best[key]["wall"]:
                 best[key] = c
-        for (backend, ranks), c in best.items():
+        for (backend, ranks, extra), c in best.items():
             t = c["times_s"]
-            start = c["wall"] - t["total"]  # launcher, interpreters, imports, MPI start
-            bars = [("start-up", 0, start)]
+            # before the command: the launcher, then each process (interpreter, imports, MPI_Init:
+            # times_s.startup); after it (wall - start - total): the rename, MPI_Finalize, the exit
+            start = c["wall"] - t["total"]
+            proc = min(t.get("startup") or 0.0, start)
+            bars = [("launch", 0, start - proc), ("start-up", start - proc, proc)]
             for name, (s0, s1) in t.get("spans", {}).items():
                 bars.append((name, start + s0, s1 - s0))
-            rows.append((f"{tag} distscan {backend} x{ranks}", bars, c["wall"]))
-    colors = {"start-up": "#999999", "read": "#4e79a7", "write": "#e15759", "load": "#76b7b2", "store": "#f28e2b",
-              "exscan": "#59a14f", "compute": "#edc948"}
+            rows.append((f"{tag} {backend} x{ranks}" + (f" {extra}" if extra else ""), bars, c["wall"]))
+    colors = {"launch": "#cccccc", "start-up": "#999999", "read": "#4e79a7", "write": "#e15759", "load": "#76b7b2",
+              "store": "#f28e2b", "exscan": "#59a14f", "compute": "#edc948", "context": "#b07aa1", "gpu": "#9c755f"}
     fig, ax = plt.subplots(figsize=(10, 0.9 + 0.9 * len(rows)))
     for i, (label, bars, wall) in enumerate(rows):
         sub = {}
         for name, s, d in bars:
             sub.setdefault(name, []).append((s, d))
-        names = [nm for nm in ("start-up", "load", "store", "read", "write", "exscan") if nm in sub]
+        names = [nm for nm in ("launch", "start-up", "context", "load", "store", "read", "gpu", "write", "exscan")
+                 if nm in sub]
         for j, nm in enumerate(names):
             h = 0.8 / len(names)
             ax.broken_barh(sub[nm], (i - 0.4 + j * h, h), color=colors.get(nm, "#bab0ac"),

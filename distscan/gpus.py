@@ -115,6 +115,35 @@ def choose_device(local_rank: int, local_size: int, visible: int, *, gpu=None, a
     return Binding(dev, visible, local_rank, local_size, source, False)
 
 
+def device_or_host(local_rank: int, local_size: int, visible: int, *, gpu=None, allow_shared=None,
+                   env=None) -> tuple:
+    """The file command's rule: ``(Binding, why)``, or ``(None, why)`` for a rank that scans on the host.
+
+    As :func:`choose_device`, except that a node with more ranks than visible GPUs is not an
+    error: local ranks ``0 .. visible-1`` take one GPU each and the others scan on the host
+    (their engine is the CPU's; no collective depends on it), unless sharing is allowed
+    (``allow_shared`` or ``DISTSCAN_ALLOW_SHARED_GPU=1``: local rank ``i`` on GPU ``i % visible``).
+    No GPU visible gives ``(None, why)``.
+
+    Raises
+    ------
+    ValueError
+        A bad ``gpu``/``DISTSCAN_GPU`` value.
+    """
+    env = os.environ if env is None else env
+    if visible < 1:
+        return None, "no CUDA GPU is visible to this rank"
+    explicit = gpu is not None or bool(env.get(GPU_ENV, "").strip())
+    shared = _truthy(env.get(SHARED_ENV)) if allow_shared is None else allow_shared
+    if not explicit and not shared and local_size > visible:
+        if local_rank >= visible:
+            return None, (f"local rank {local_rank} of {local_size} on a node with {visible} "
+                          f"GPU{'s' if visible > 1 else ''}: scans on the host ({SHARED_ENV}=1 shares the GPUs)")
+        return Binding(local_rank, visible, local_rank, local_size, "local rank", False), f"GPU {local_rank} (local rank)"
+    binding = choose_device(local_rank, local_size, visible, gpu=gpu, allow_shared=True, env=env)
+    return binding, f"GPU {binding.device} ({binding.source})"
+
+
 def _use(binding: Binding) -> Binding:
     import cupy
     cupy.cuda.Device(binding.device).use()

@@ -22,6 +22,7 @@ import numpy as np
 from ..dist.agree import abort_job, decide_on_root
 from .. import pipeline
 from ..io import check_replaceable, same_file
+from ..pipeline.gpu_start import staging_from_env
 from ..pipeline.progress import NullProgress, Progress, check_env_value, choose_mode
 from ..pipeline.verify import VerificationError
 from .args import build_parser, build_recurrence_parser
@@ -87,6 +88,7 @@ def _check_env(env=None) -> float:
     if v is not None and not v.isdigit():
         raise ValueError(f"DISTSCAN_GPU must be a GPU index (an integer >= 0), got {v!r}")
     check_env_value(get("DISTSCAN_PROGRESS"))
+    staging_from_env(env)
     v = get("DISTSCAN_ALLOW_SHARED_GPU")
     if v is not None and v.lower() not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
         raise ValueError(f"DISTSCAN_ALLOW_SHARED_GPU must be 1 or 0 (true/false, yes/no, on/off), got {v!r}")
@@ -98,6 +100,34 @@ def _report_writer(report: dict):
         json.dump(report, f, indent=2)
         f.write("\n")
     return write
+
+
+def process_age():
+    """Seconds since this process started (Linux ``/proc``; None elsewhere): the interpreter, the
+    imports and ``MPI_Init`` before the command's own work, for the report."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            started = int(f.read().rsplit(b")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+        with open("/proc/uptime") as f:
+            return max(0.0, float(f.read().split()[0]) - started)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def gpu_summary(report: dict) -> str:
+    """One line on the GPUs of a run: where the chunks went, CUDA's start and the GPU phases."""
+    t, ranks = report["times_s"], [g for g in report["gpu"]["per_rank"] if g is not None]
+    on_gpu = sum(g.get("chunks_on_gpu", 0) for g in ranks)
+    on_host = sum(g.get("chunks_on_host", 0) for g in ranks)
+    devices = sorted({g["device"] for g in ranks if g.get("device") is not None})
+    parts = [f"GPU{'s' if len(devices) != 1 else ''} {', '.join(map(str, devices)) or 'none'}"]
+    if on_gpu or on_host:
+        parts.append(f"chunks {on_gpu} on GPU, {on_host} on the host")
+    if t.get("context") is not None:
+        parts.append(f"CUDA start {t['context']:.3f} s (beside the reads)")
+    parts.append(f"host->device {t.get('h2d', 0):.3f} s, device->host {t.get('d2h', 0):.3f} s "
+                 "(GPU busy time, max over ranks)")
+    return "; ".join(parts)
 
 
 def _say(text: str, stream=None) -> None:
@@ -143,19 +173,19 @@ def _run(args, comm, rank: int) -> dict:
         if args.report:
             writer.attach(args.report, _report_writer(report))
 
-    report = pipeline.run(job, comm, progress=progress, notice=notice, before_publish=before_publish)
+    report = pipeline.run(job, comm, progress=progress, notice=notice, before_publish=before_publish,
+                          startup_s=process_age())
     if rank == 0 and not args.quiet:
         t = report["times_s"]
+        b = report["backend"]
+        where = ", ".join(f"{name} on {len(r)} rank{'s' if len(r) > 1 else ''}" for name, r in b["ranks"].items())
         _say(f"distscan: wrote {report['output']} ({report['elements']:,} {report['result_dtype']}, "
              f"{_human(report['output_bytes'])}): {'reverse ' if job.reverse else ''}"
              f"{'exclusive ' if job.exclusive else ''}{report['op']} scan "
-             f"on {report['ranks']} rank{'s' if report['ranks'] > 1 else ''} in {t['total']:.3f} s "
-             f"(read {t['read']:.3f} s, scan {t['scan']:.3f} s, write {t['write']:.3f} s)")
+             f"on {report['ranks']} rank{'s' if report['ranks'] > 1 else ''} ({where}; {b['why']}) "
+             f"in {t['total']:.3f} s (read {t['read']:.3f} s, scan {t['scan']:.3f} s, write {t['write']:.3f} s)")
         if "gpu" in report:
-            g = report["gpu"]["per_rank"][0]
-            _say(f"distscan: GPU {g['mode']} ({g['strategy']}): host->device {t.get('h2d', 0):.3f} s, "
-                 f"exscan {t.get('exscan', 0):.4f} s, device->host {t.get('d2h', 0):.3f} s "
-                 f"(GPU engine times, max over ranks)")
+            _say(f"distscan: {gpu_summary(report)}")
         if report["verify"]:
             v = report["verify"]
             _say(f"distscan: verify passed: {v.get('summary') or format(v['checked_rows'], ',') + ' rows checked'}")
@@ -186,10 +216,10 @@ def main(argv=None) -> int:
     parser = build_recurrence_parser(rank) if recurrence else build_parser(rank)
     try:
         args = parser.parse_args(words[1:] if recurrence else words)
-        if args.backend != "cuda":
+        if args.backend == "cpu":
             for flag, value in (("--gpu", args.gpu), ("--gpu-memory-limit", args.gpu_memory_limit)):
                 if value is not None:
-                    parser.error(f"{flag} needs --backend cuda (the {args.backend} backend uses no GPU)")
+                    parser.error(f"{flag} needs --backend cuda or auto (the cpu backend uses no GPU)")
     except SystemExit as exc:  # --help (0) or a usage error (2): same arguments, same outcome everywhere
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     args._argv = argv

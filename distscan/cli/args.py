@@ -187,13 +187,17 @@ def _shared_options(p, default_name: str) -> None:
     p.add_argument("--dtype", type=_dtype_arg, metavar="DT",
                    help="result dtype (input cast to it first, as numpy.cumsum(dtype=...)); default as NumPy")
     p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
-                   help="where the scan runs (default auto: cpu for file input)")
+                   help="where each rank scans its chunks: auto (default): its GPU where one is visible and its "
+                        "part is at least 256 MB, else the host; cuda: its GPU (ranks beyond the GPUs of a node "
+                        "scan on the host); cpu: the host. CUDA starts while the first chunks are read. The "
+                        "summary and --report say what ran where, and why")
     p.add_argument("--gpu", metavar="INDEX", type=_gpu_arg,
-                   help="--backend cuda: the GPU this rank uses (default: DISTSCAN_GPU, else the rank's index on "
-                        "its node; DISTSCAN_ALLOW_SHARED_GPU=1 lets more ranks than GPUs share them)")
+                   help="the GPU this rank uses (default: DISTSCAN_GPU, else the rank's index on its node; "
+                        "DISTSCAN_ALLOW_SHARED_GPU=1 lets ranks beyond the GPUs share them instead of scanning "
+                        "on the host)")
     p.add_argument("--gpu-memory-limit", metavar="SIZE", type=_size_arg,
-                   help="--backend cuda: GPU memory the pipeline may use per rank, e.g. 512M or 8G (default 85%% "
-                        "of free); a larger shard is streamed through the GPU in chunks with a carry")
+                   help="GPU memory a rank's chunks may use, e.g. 64M (default: two chunk slots, 64 MB at "
+                        "most); a smaller limit sends each chunk through the GPU in pieces")
     p.add_argument("--memory-limit", metavar="SIZE", type=_size_arg,
                    help="host memory a rank may hold, e.g. 4G (default: half the available memory, split "
                         "between the ranks of a node); a larger slice is read twice instead of held")

@@ -31,14 +31,15 @@ from .._call import call_op
 from .._dtypes import scan_types
 from ..ops import get_op
 from .context import Context, Job, default_output, null_progress  # noqa: F401 - the pipeline's names
-from .cuda import run_gpu
+from .cuda import run_auto, run_gpu
 from .finish import run_empty
 from .general import run_general
 from .host import run_cpu
 from .report import report as _report
 
-#: backend name -> pipeline function; backends without an entry use :func:`run_cpu`.
-PIPELINES: dict = {"cpu": run_cpu, "cuda": run_gpu}
+#: backend name -> pipeline function.  ``auto``: each rank takes its GPU where one is visible and
+#: its part is large enough, else the host (:func:`distscan.pipeline.cuda.run_auto`).
+PIPELINES: dict = {"cpu": run_cpu, "cuda": run_gpu, "auto": run_auto}
 
 
 def prepare(job: Job, comm=None) -> tuple:
@@ -72,12 +73,14 @@ def prepare(job: Job, comm=None) -> tuple:
 
 
 def run(job: Job, comm=None, *, progress: Optional[Callable] = None, notice: Optional[Callable] = None,
-        before_publish: Optional[Callable] = None) -> dict:
+        before_publish: Optional[Callable] = None, startup_s: Optional[float] = None) -> dict:
     """Scan ``job.input`` into ``job.output`` on every rank of ``comm``; returns the report.
 
     Collective.  Every rank returns the same report (times are the maximum over
     ranks) or raises the same exception; on failure no output file is left.
     ``notice(message)`` (rank 0) is told about stale temporary files removed.
+    ``startup_s``: how long this process ran before the command began (its report's
+    ``times_s.startup``, the maximum over ranks).
     ``before_publish(report, writer)`` runs on every rank after the output is
     complete (and verified) but before it is renamed into place: whatever it
     writes with ``writer.attach`` is published with the output, and if it
@@ -107,6 +110,8 @@ def run(job: Job, comm=None, *, progress: Optional[Callable] = None, notice: Opt
     start, stop = (0, 0) if empty else _io.block_split(header.rows, size, rank)
     ctx = Context(comm=comm, header=header, op=op, types=types, start=start, stop=stop, progress=progress,
                   t_start=t_start, aux_headers=aux_headers)
+    if startup_s is not None:
+        ctx.times["startup"] = startup_s
     pipeline = run_empty if empty else run_general if job.general else PIPELINES.get(job.backend, run_cpu)
     t0 = time.perf_counter()
     writer = _io.NpyWriter(job.output, header.shape, types.result, comm=comm, force=job.force,

@@ -201,6 +201,9 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict) -
     two_pass = not final_now and not resident
     total_bytes = layout.n * (in_row * (2 if two_pass and not last else 1) + out_row)
     bar = ctx.progress("scan", total_bytes)
+    if hasattr(engine, "note"):
+        engine.note = bar.note  # the engine's phases (a GPU starting) beside the bar
+    ahead = getattr(engine, "read_ahead", READ_AHEAD)
     files = Files(ctx.header, ctx.writer, layout)
     ready = collections.deque()     # chunks whose output is final, waiting for a write slot
     writing = collections.deque()   # (chunk, future) in write order
@@ -230,7 +233,7 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict) -
         ids = list(ids)
         queue = collections.deque()
         nxt = 0
-        while nxt < len(ids) and len(queue) < READ_AHEAD:
+        while nxt < len(ids) and len(queue) < ahead:
             k = ids[nxt]
             buf = engine.in_buffer(k)
             queue.append((k, buf, files.read(*chunks[k], buf)))

@@ -93,6 +93,7 @@ class Context:
     times: dict = field(default_factory=dict)
     scan_timings: dict = field(default_factory=dict)
     backend_used: str = "cpu"
+    backend_why: str = ""                       # why this backend (auto: what this rank saw)
     verify_summary: Optional[dict] = None
     gpu: Optional[dict] = None
     spans: dict = field(default_factory=dict)   # phase -> (start, end) seconds from t_start

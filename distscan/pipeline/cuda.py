@@ -1,366 +1,171 @@
-"""The GPU file pipeline (``--backend cuda``): the chunked skeleton of :mod:`distscan.pipeline.chunks`
-with a GPU compute step.
+"""The GPU file pipeline: the CPU's chunked pipeline with each chunk's scan sent through this rank's GPU.
 
-Registered as ``distscan.pipeline.PIPELINES["cuda"]``.  Each rank binds its GPU
-(:func:`distscan.gpus.bind_gpu`); chunks are read by a thread pool into pinned host
-buffers, copied host -> device on the copy-in stream, scanned (or reduced) on the compute
-stream, and copied device -> host on the copy-out stream into a ring of pinned buffers
-that the write pool drains.  The chunking, the carries, the one exchange and the offset
-applied on the way out are the CPU pipeline's (:func:`distscan.pipeline.chunks.run_chunks`); only
-:class:`GpuEngine` differs.  The GPU memory budget (``--gpu-memory-limit``, default 85 %
-of the device's free memory) picks the mode:
+Registered as ``distscan.pipeline.PIPELINES["cuda"]`` (``--backend cuda``, and ``--backend auto``
+where a GPU is visible).  A rank reads, holds and writes its rows exactly as the CPU pipeline
+does (:mod:`distscan.pipeline.chunks`, :class:`distscan.pipeline.host.CpuEngine`: positional
+reads and writes on thread pools, the same residency rule, one exchange); only the compute of a
+chunk differs: host rows -> device -> the CUDA backend's seeded scan or reduction -> host rows
+(:class:`distscan.pipeline.gpu_start.DeviceChunks`).
 
-``resident`` (the shard's input and output fit in the budget)
-    the shard stays on the device between the passes: rank 0 scans each chunk as it
-    arrives and sends it back; the other ranks scan (``scan_then_add``) or reduce
-    (``reduce_then_scan``, the default) each chunk, exchange, then add the offset
-    (fused, just before the chunk's device -> host copy) or scan from it.  The file is
-    read once and written once.
+Start-up off the critical path: CUDA starts on a thread (:class:`~distscan.pipeline.gpu_start.GpuStart`)
+while the first chunks are read.  A chunk that is ready before the GPU is scans on the host when
+the result cannot depend on where it is computed (:func:`exact_anywhere`: integers, max and min);
+otherwise the engine waits for the GPU (reading on meanwhile), so that a file gives the same bytes
+on every run.
 
-``streamed`` (the shard does not fit)
-    two chunk slots on the device; *pass 1* reads and reduces each chunk (skipped on the
-    last rank, whose total nobody needs); *exchange*; *pass 2* reads each chunk again,
-    scans it seeded with the carry, copies it back and writes it.  Rank 0, whose offset is
-    the identity, needs one pass only.
-
-Times in the report: ``read`` and ``write`` (wall spans of the I/O threads), ``h2d``,
-``scan``, ``d2h`` (GPU engine busy time from CUDA events), ``exscan`` (MPI), and the wall
-of ``load`` / ``store`` (pass A / pass B); every phase ends in a collective agreement, so
-a failure on any rank (out of device memory, a read error) raises the same error everywhere.
-
-The device is reached through a small adapter, :class:`CudaDevice`; :class:`HostDevice`
-implements the same calls with NumPy and the ``cpu`` backend so the chunking, carry
-and agreement logic runs (and is tested) on machines without a GPU.
+Which GPU: :func:`distscan.gpus.device_or_host`.  Ranks beyond the GPUs of their node scan on the
+host unless ``DISTSCAN_ALLOW_SHARED_GPU=1``.  The choice is each rank's own and changes no
+collective: every rank runs the same chunked pipeline, and carries are host arrays whichever
+processor made them.  With ``--backend cuda`` a rank that was given a GPU and could not start it
+fails (agreed on every rank); with ``auto`` it scans on the host and the report says why.
 """
 
 from __future__ import annotations
 
-import contextlib
+import time
 
 import numpy as np
 
-from . import chunks
-from .context import parse_bytes, phase
-from .finish import finish
-from ..dist.plan import resolve_strategy
-from ..backends import get_backend
-from ..gpus import bind_gpu
+from .chunks import READ_AHEAD
+from .context import parse_bytes
+from .gpu_start import DeviceChunks, GpuStart, gpu_visible, staging_from_env, starter  # noqa: F401
+from .host import CpuEngine, run_chunked
 
-#: Host chunk (bytes of input per chunk) for reads, host -> device and device -> host copies.
-CHUNK_BYTES = chunks.CHUNK_BYTES
-#: Share of the device's free memory used when no ``--gpu-memory-limit`` is given.
-DEFAULT_BUDGET_SHARE = 0.85
+#: Operators that select one of their operands: exact in any association, in any dtype.
+_SELECTING = frozenset({"max", "min", "nanmax", "nanmin"})
 
 
-# ----------------------------------------------------------------------------------------
-# device adapters
-# ----------------------------------------------------------------------------------------
+def exact_anywhere(op, types) -> bool:
+    """Whether a chunk's scan gives the same bytes on the host and on a GPU, so that chunks may go to
+    either as they come: integer and boolean accumulators (wrapping arithmetic, gcd, lcm, the
+    bitwise and logical operators are exact in any association; a declared operator is taken at
+    its word), and the operators that select an operand (max, min, fmax, fmin)."""
+    return op.state is None and (types.acc.kind in "biu" or op.name in _SELECTING)
 
 
-class CudaDevice:
-    """CuPy on the current device: three streams (copy-in, compute, copy-out), pinned buffers, events."""
+class GpuEngine(CpuEngine):
+    """:class:`CpuEngine` whose chunks are computed on the GPU of ``start`` once it is up."""
 
     name = "cuda"
 
-    def __init__(self):
-        import cupy
+    def __init__(self, start: GpuStart, *, required: bool, exact: bool, note=None):
+        self.start = start
+        self.required = required    # --backend cuda: a GPU this rank was given must work
+        self.exact = exact          # exact_anywhere: chunks may go to the host while CUDA starts
+        self.note = note or (lambda text: None)
+        self.chunks = {"gpu": 0, "host": 0}
+        self.waited = 0.0           # seconds the compute waited for CUDA to start
+        self.first_gpu = self.last_gpu = None
+        self._said = None
 
-        self.cp = cupy
-        self.backend = get_backend("cuda")
-        self.device_id = cupy.cuda.Device().id
-        self.copy_in = cupy.cuda.Stream(non_blocking=True)
-        self.compute = cupy.cuda.Stream(non_blocking=True)
-        self.copy_out = cupy.cuda.Stream(non_blocking=True)
-        self._spans = {"h2d": [], "scan": [], "d2h": []}
-        self._pinned = []
+    def configure(self, layout, plan, budget, *, final_now):
+        config = super().configure(layout, plan, budget, final_now=final_now)
+        # A part held in memory is read ahead in full while the GPU starts (the reads are the
+        # start-up's overlap); a streamed part keeps the skeleton's bounded ring.
+        self.read_ahead = max(READ_AHEAD, len(layout.chunks)) if config["mode"] == "resident" else READ_AHEAD
+        return config
 
-    def free_bytes(self) -> int:
-        self.cp.get_default_memory_pool().free_all_blocks()
-        free, _ = self.cp.cuda.runtime.memGetInfo()
-        return int(free)
+    def _device(self):
+        dev = self.start.ready()
+        if dev is None and not (self.exact and not self.start.done):
+            t0 = time.perf_counter()
+            dev = self.start.wait()
+            self.waited += time.perf_counter() - t0
+        if dev is None and self.start.done and self.required and self.start.error is not None:
+            raise RuntimeError(f"--backend cuda: {self.start.why}") from self.start.error
+        if self.start.why != self._said:
+            self._said = self.start.why
+            self.note(f"GPU: {self.start.why}" if dev is not None or self.start.done else "GPU starting")
+        return dev
 
-    def empty(self, shape, dtype):
-        return self.cp.empty(shape, dtype=dtype)
+    def _count(self, dev) -> None:
+        if dev is None:
+            self.chunks["host"] += 1
+            return
+        self.chunks["gpu"] += 1
+        now = time.perf_counter()
+        self.first_gpu = now if self.first_gpu is None else self.first_gpu
+        self.last_gpu = now
 
-    def pinned(self, nbytes: int) -> np.ndarray:
-        import cupyx
-        buf = cupyx.empty_pinned((max(int(nbytes), 1),), dtype=np.uint8)
-        self._pinned.append(buf)
-        return buf
+    def _carry_rows(self, x: np.ndarray):
+        dev = self._device()
+        self._count(dev)
+        return super()._carry_rows(x) if dev is None else dev.carry(x)
 
-    def _copy(self, kind: str, dst_ptr: int, src_ptr: int, nbytes: int, stream):
-        e0, e1 = self.cp.cuda.Event(), self.cp.cuda.Event()
-        e0.record(stream)
-        self.cp.cuda.runtime.memcpyAsync(dst_ptr, src_ptr, nbytes, 1 if kind == "h2d" else 2, stream.ptr)
-        e1.record(stream)
-        self._spans[kind].append((e0, e1))
-        return e1
-
-    def h2d(self, dst, src: np.ndarray):
-        """Asynchronous host (pinned) -> device copy on the copy-in stream; returns its event."""
-        return self._copy("h2d", dst.data.ptr, src.ctypes.data, src.nbytes, self.copy_in)
-
-    def d2h(self, dst: np.ndarray, src, after=None):
-        """Asynchronous device -> host (pinned) copy on the copy-out stream after event ``after``."""
-        if after is not None:
-            self.copy_out.wait_event(after)
-        return self._copy("d2h", dst.ctypes.data, src.data.ptr, dst.nbytes, self.copy_out)
-
-    @staticmethod
-    def wait(event) -> None:
-        if event is not None:
-            event.synchronize()
-
-    @contextlib.contextmanager
-    def computing(self, after=None):
-        """Run the block's kernels on the compute stream (after event ``after``); yields nothing.
-
-        The block's span is timed with events; the end event is left in ``self.last``.
-        """
-        if after is not None:
-            self.compute.wait_event(after)
-        e0, e1 = self.cp.cuda.Event(), self.cp.cuda.Event()
-        e0.record(self.compute)
-        with self.compute:
-            yield
-        e1.record(self.compute)
-        self._spans["scan"].append((e0, e1))
-        self.last = e1
-
-    def engine_times(self) -> dict:
-        self.cp.cuda.Device().synchronize()
-        return {k: sum(self.cp.cuda.get_elapsed_time(a, b) for a, b in v) * 1e-3 for k, v in self._spans.items()}
-
-    def release(self) -> None:
-        self.cp.cuda.Device().synchronize()
-        self._pinned.clear()
-        self.cp.get_default_memory_pool().free_all_blocks()
-
-
-class HostDevice:
-    """The same calls on NumPy with the ``cpu`` backend (synchronous): the pipeline's logic without a GPU."""
-
-    name = "host"
-
-    def __init__(self, free_bytes: int = 1 << 40):
-        self.backend = get_backend("cpu")
-        self._free = free_bytes
-        self.device_id = None
-        self.last = None
-        self.copies = {"h2d": 0, "d2h": 0}
-
-    def free_bytes(self) -> int:
-        return self._free
-
-    def empty(self, shape, dtype):
-        return np.empty(shape, dtype)
-
-    def pinned(self, nbytes: int) -> np.ndarray:
-        return np.empty(max(int(nbytes), 1), np.uint8)
-
-    def h2d(self, dst, src):
-        dst.reshape(-1).view(np.uint8)[:] = src.reshape(-1).view(np.uint8)
-        self.copies["h2d"] += src.nbytes
-        return None
-
-    def d2h(self, dst, src, after=None):
-        dst.reshape(-1).view(np.uint8)[:] = src.reshape(-1).view(np.uint8)
-        self.copies["d2h"] += dst.nbytes
-        return None
-
-    @staticmethod
-    def wait(event) -> None:
-        pass
-
-    @contextlib.contextmanager
-    def computing(self, after=None):
-        yield
-
-    def engine_times(self) -> dict:
-        return {"h2d": 0.0, "scan": 0.0, "d2h": 0.0}
-
-    def release(self) -> None:
-        pass
-
-
-# ----------------------------------------------------------------------------------------
-# plan
-# ----------------------------------------------------------------------------------------
-
-
-def plan_chunks(rows: int, in_row_bytes: int, out_row_bytes: int, budget: int,
-                chunk_bytes: int = CHUNK_BYTES) -> dict:
-    """How a shard of ``rows`` rows is cut: ``{"mode", "chunk_rows", "device_bytes"}``.
-
-    ``resident`` when the whole shard's input and output fit ``budget`` (plus a small
-    reserve for the scan's tile state); else ``streamed`` with two (input, output)
-    chunk slots that fit the budget.  Host chunks are at most ``chunk_bytes`` of input.
-
-    Raises
-    ------
-    MemoryError
-        If not even one row's input and output fit the budget twice.
-    """
-    per_row = in_row_bytes + out_row_bytes
-    host_rows = max(1, chunk_bytes // max(in_row_bytes, out_row_bytes, 1))
-    reserve = min(budget // 16, 64 << 20)
-    usable = budget - reserve
-    if rows * per_row <= usable:
-        return {"mode": "resident", "chunk_rows": max(1, min(host_rows, rows)), "device_bytes": rows * per_row}
-    slot_rows = usable // (2 * per_row)
-    if slot_rows < 1:
-        raise MemoryError(f"GPU memory budget of {budget} bytes is too small: one row needs {2 * per_row} "
-                          f"bytes twice over (input and output, double-buffered) plus {reserve} in reserve")
-    chunk_rows = max(1, min(host_rows, slot_rows))
-    return {"mode": "streamed", "chunk_rows": chunk_rows, "device_bytes": 2 * chunk_rows * per_row}
-
-
-def _chunks(rows: int, chunk_rows: int):
-    return [(lo, min(rows, lo + chunk_rows)) for lo in range(0, rows, chunk_rows)]
-
-
-class GpuEngine:
-    """The compute step on a device (:class:`CudaDevice` or :class:`HostDevice`) for :func:`distscan.pipeline.chunks.run_chunks`."""
-
-    default_strategy = resolve_strategy("auto")
-    #: Pinned host buffers: reads in flight (the skeleton's read-ahead + 1), device -> host copies awaiting a write.
-    IN_RING = chunks.READ_AHEAD + 1
-    OUT_RING = 8
-
-    def __init__(self, device):
-        self.dev = device
-        self.name = device.name
-        self.backend = device.backend
-
-    def configure(self, layout, plan, chunk_plan: dict, *, final_now: bool) -> dict:
-        dev, lay = self.dev, layout
-        self.lay, self.plan = lay, plan
-        cr, w = lay.chunk_rows, lay.w
-        self.resident = chunk_plan["mode"] == "resident"
-        if self.resident:
-            self.d_in = dev.empty((lay.n, w), lay.in_dt)
-            self.d_out = dev.empty((lay.n, w), lay.out_dt)
-        else:
-            self.d_in = [dev.empty((cr, w), lay.in_dt) for _ in range(2)]
-            self.d_out = [dev.empty((cr, w), lay.out_dt) for _ in range(2)]
-        chunks = lay.chunks
-        self.hin = [dev.pinned(cr * w * lay.in_dt.itemsize) for _ in range(min(self.IN_RING, max(len(chunks), 1)))]
-        self.hout = [dev.pinned(cr * w * lay.out_dt.itemsize) for _ in range(min(self.OUT_RING, max(len(chunks), 1)))]
-        self.out_slots = len(self.hout)
-        self._in_events = [None] * len(self.hin)
-        self.loaded, self.scanned = {}, {}
-        return dict(chunk_plan)
-
-    def _views(self, k):
-        lo, hi = self.lay.chunks[k]
-        if self.resident:
-            return self.d_in[lo:hi], self.d_out[lo:hi]
-        return self.d_in[k % 2][: hi - lo], self.d_out[k % 2][: hi - lo]
-
-    def in_buffer(self, k: int):
-        slot = k % len(self.hin)
-        self.dev.wait(self._in_events[slot])  # the copy that last read this buffer is done
-        return self.hin[slot]
-
-    def put(self, k: int, rows, buf) -> None:
-        d_in, _ = self._views(k)
-        ev = self.dev.h2d(d_in, rows)
-        self._in_events[k % len(self.hin)] = ev
-        self.loaded[k] = ev
-
-    def carry(self, k: int):
-        d_in, _ = self._views(k)
-        with self.dev.computing(after=self.loaded.get(k)):
-            return self.plan.local_carry(d_in)
-
-    def scan(self, k: int, seed, want_total: bool):
-        d_in, d_out = self._views(k)
-        with self.dev.computing(after=self.loaded.pop(k, None)):
-            _, total = self.plan.seeded_scan(d_in, seed, out=d_out, want_total=want_total)
-        self.scanned[k] = self.dev.last
+    def _scan_rows(self, x: np.ndarray, seed, out: np.ndarray, want_total: bool):
+        dev = self._device()
+        self._count(dev)
+        if dev is None:
+            return super()._scan_rows(x, seed, out, want_total)
+        total = dev.scan(x, seed, out, want_total)
+        self.last_gpu = time.perf_counter()
         return total
 
-    def add(self, k: int, offset) -> None:
-        _, d_out = self._views(k)
-        with self.dev.computing():
-            self.plan.add_offset(d_out, offset)  # fused: just before this chunk leaves
-        self.scanned[k] = self.dev.last
+    def check(self) -> None:
+        """``--backend cuda``: a GPU this rank was given must have started, even if every chunk went
+        to the host while it started (waits for the start to end)."""
+        if self.required:
+            self.start.wait()
+            if self.start.error is not None:
+                raise RuntimeError(f"--backend cuda: {self.start.why}") from self.start.error
 
-    def output(self, k: int):
-        lo, hi = self.lay.chunks[k]
-        _, d_out = self._views(k)
-        out_dt, w = self.lay.out_dt, self.lay.w
-        host = self.hout[k % len(self.hout)][: (hi - lo) * w * out_dt.itemsize].view(out_dt).reshape(hi - lo, w)
-        self.dev.wait(self.dev.d2h(host, d_out, after=self.scanned.pop(k, None)))
-        return chunks.Done(host)
-
-    def done(self, k: int) -> None:
-        pass
-
-    def drop(self, k: int) -> None:
-        self.loaded.pop(k, None)
+    def report(self, ctx) -> None:
+        """This rank's GPU facts, spans and GPU times into ``ctx`` (after the chunks)."""
+        s, dev = self.start, self.start.ready()
+        origin = ctx.t_start if ctx.t_start is not None else s.t0
+        ctx.backend_used = "cuda" if self.chunks["gpu"] else "cpu"
+        ctx.gpu = {"device": None if s.binding is None else s.binding.device, "why": s.why,
+                   "shared": bool(s.binding is not None and s.binding.shared),
+                   "chunks_on_gpu": self.chunks["gpu"], "chunks_on_host": self.chunks["host"],
+                   "waited_for_gpu_s": round(self.waited, 6), "context_s": None if s.t1 is None else s.t1 - s.t0,
+                   "staging": None if dev is None else dev.staging, "slot_rows": None if dev is None else dev.slot_rows}
+        if s.t1 is not None:
+            ctx.spans["context"] = (s.t0 - origin, s.t1 - origin)
+            ctx.times["context"] = s.t1 - s.t0
+        if self.first_gpu is not None:
+            ctx.spans["gpu"] = (self.first_gpu - origin, self.last_gpu - origin)
+        for k, v in ({} if dev is None else dev.times()).items():
+            ctx.times[k] = ctx.times.get(k, 0.0) + v
 
     def release(self) -> None:
-        self.d_in = self.d_out = None
-        self.hin, self.hout = [], []
-        self.dev.release()
+        # The GPU first: it unregisters the host buffers (staging "register") before they are freed.
+        self.start.close()
+        super().release()
 
 
-def _budget(job, device) -> int:
-    limit = getattr(job, "gpu_memory_limit", None)
-    if limit:
-        return parse_bytes(limit)
-    return int(device.free_bytes() * DEFAULT_BUDGET_SHARE)
+#: ``--backend auto`` starts a GPU only for a part of at least this many bytes (input and output):
+#: below it CUDA's start-up costs more than the host's scan of the whole part.
+AUTO_MIN_BYTES = 256 << 20
 
 
-# ----------------------------------------------------------------------------------------
-# the pipeline
-# ----------------------------------------------------------------------------------------
+def engine_for(job, ctx, layout, plan, local: tuple, *, required: bool, **stand_ins):
+    """This rank's GPU engine, CUDA started now on its own thread (``stand_ins``: see :func:`starter`)."""
+    budget = parse_bytes(job.gpu_memory_limit) if job.gpu_memory_limit else None
+    start = starter(ctx, job, layout, plan.strategy, local=local, budget=budget, staging=staging_from_env(),
+                    required=required, **stand_ins)
+    return GpuEngine(start, required=required, exact=exact_anywhere(ctx.op, ctx.types))
 
 
-def run_gpu(job, ctx, device=None) -> None:
-    """``PIPELINES["cuda"]``: see the module docstring.  Collective over ``ctx.comm``."""
+def run_gpu(job, ctx, **stand_ins) -> None:
+    """``PIPELINES["cuda"]``: every rank starts its GPU (or scans on the host beyond the GPUs).
+    ``stand_ins`` (``chunks_class=``, ``count=``) replace the GPU in tests without one."""
+    ctx.backend_why = "--backend cuda"
+    run_chunked(job, ctx, lambda layout, plan, local: engine_for(job, ctx, layout, plan, local, required=True,
+                                                                 **stand_ins))
 
-    if device is None:
-        with phase(ctx, "bind"):
-            resolve_strategy(job.strategy)
-        binding = bind_gpu(ctx.comm, gpu=getattr(job, "gpu", None))  # collective, agreed
-        with phase(ctx, "bind"):
-            device = CudaDevice()
-        ctx.gpu = {"device": binding.device, "source": binding.source, "shared": binding.shared}
-    else:
-        with phase(ctx, "bind"):
-            resolve_strategy(job.strategy)
-        ctx.gpu = {"device": device.device_id, "source": device.name, "shared": False}
-    ctx.backend_used = "cuda" if device.name == "cuda" else device.name
-    times = ctx.times
-    for k in ("h2d", "scan", "d2h"):
-        times.setdefault(k, 0.0)
 
-    hdr, types = ctx.header, ctx.types
-    n, w = ctx.stop - ctx.start, hdr.row_items
-    engine = GpuEngine(device)
-    state = {}
-    try:
-        with phase(ctx, "plan"):
-            budget = _budget(job, device)
-            plan = chunks.make_plan(job, ctx, device.backend, engine.default_strategy)
-            chunk_plan = plan_chunks(n, hdr.row_bytes, w * types.result.itemsize, budget)
-            layout = chunks.layout_for(ctx)
-            layout.chunk_rows = chunk_plan["chunk_rows"]
-            state["config"] = engine.configure(layout, plan, chunk_plan, final_now=ctx.rank == 0)
-        mode = chunk_plan["mode"]
-        modes = [mode] if ctx.comm is None else ctx.comm.allgather(mode)
-        ctx.gpu.update({"mode": mode, "modes": sorted(set(modes)), "budget_bytes": budget,
-                        "chunk_rows": chunk_plan["chunk_rows"], "strategy": plan.strategy})
-        chunks.run_chunks(job, ctx, engine, plan, layout, state["config"])
-    finally:
-        eng = {}
-        with contextlib.suppress(Exception):
-            eng = device.engine_times()
-        for k in ("h2d", "scan", "d2h"):
-            times[k] += eng.get(k, 0.0)
-        times.pop("compute", None)
-        with contextlib.suppress(Exception):
-            engine.release()
-    finish(job, ctx)
+def run_auto(job, ctx, *, visible=gpu_visible, **stand_ins) -> None:
+    """``PIPELINES["auto"]``: a rank whose part is large enough and that sees a GPU takes the GPU
+    engine (CUDA starting while it reads), every other rank the CPU's.  Each rank decides alone:
+    the engines make the same collectives."""
+    def make(layout, plan, local):
+        likely, why = visible()
+        part = layout.n * layout.w * (layout.in_dt.itemsize + layout.out_dt.itemsize)
+        if likely and part < AUTO_MIN_BYTES:
+            likely, why = False, f"this rank's part ({part:,} bytes) is below {AUTO_MIN_BYTES:,} bytes"
+        ctx.backend_why = f"auto: {why}"
+        if not likely:
+            return CpuEngine()
+        return engine_for(job, ctx, layout, plan, local, required=False, **stand_ins)
+
+    run_chunked(job, ctx, make)

@@ -22,6 +22,7 @@ class CpuEngine:
     name = "cpu"
     backend = "cpu"
     default_strategy = "scan_then_add"  # the add after the exchange is 10x cheaper than a scan (measured)
+    read_ahead = chunks.READ_AHEAD      # chunks read ahead of the compute
 
     def configure(self, layout: Layout, plan: ScanPlan, budget: int, *, final_now: bool) -> dict:
         self.lay, self.plan = layout, plan
@@ -54,7 +55,7 @@ class CpuEngine:
         self._own[k] = (buf, self._free_in)
 
     def carry(self, k: int):
-        return self.plan.local_carry(self.inp[k])
+        return self._carry_rows(self.inp[k])
 
     def scan(self, k: int, seed, want_total: bool):
         x = self.inp.pop(k)
@@ -63,7 +64,7 @@ class CpuEngine:
         else:
             obuf = self._take(self._free_out, self._out_bytes)
             out = obuf[: x.size * self.lay.out_dt.itemsize].view(self.lay.out_dt).reshape(x.shape)
-        _, total = self.plan.seeded_scan(x, seed, out=out, want_total=want_total)
+        total = self._scan_rows(x, seed, out, want_total)
         if not self.in_place:
             self.done(k)  # the input's buffer
             self._own[k] = (obuf, self._free_out)
@@ -72,6 +73,14 @@ class CpuEngine:
 
     def add(self, k: int, offset) -> None:
         self.plan.add_offset(self.out[k], offset)
+
+    # The compute of one chunk's host rows: NumPy here; the GPU engine sends them through a GPU.
+    def _carry_rows(self, x: np.ndarray):
+        return self.plan.local_carry(x)
+
+    def _scan_rows(self, x: np.ndarray, seed, out: np.ndarray, want_total: bool):
+        """``out`` (host rows, possibly ``x`` itself) = the scan of ``x`` from ``seed``; the total if wanted."""
+        return self.plan.seeded_scan(x, seed, out=out, want_total=want_total)[1]
 
     def output(self, k: int):
         return Done(self.out.pop(k))
@@ -87,8 +96,12 @@ class CpuEngine:
         self.inp.pop(k, None)
         self.done(k)
 
-    def times(self) -> dict:
-        return {}
+    def check(self) -> None:
+        """Raise what went wrong outside the chunks (nothing, on the host)."""
+
+    def report(self, ctx: Context) -> None:
+        """Put this rank's engine facts into ``ctx`` (the host has none beyond ``ctx.host``)."""
+        ctx.backend_used = "cpu"
 
     def release(self) -> None:
         self._free_in.clear()
@@ -100,17 +113,46 @@ class CpuEngine:
 
 def run_cpu(job: Job, ctx: Context) -> None:
     """The CPU pipeline: :mod:`distscan.pipeline.chunks` with the NumPy engine."""
-    engine = CpuEngine()
-    with phase(ctx, "plan"):
-        plan = chunks.make_plan(job, ctx, engine.backend, engine.default_strategy)
-        layout = chunks.layout_for(ctx)
-        config = engine.configure(layout, plan, host_budget(job.memory_limit), final_now=ctx.rank == 0)
-    ctx.backend_used = "cpu"
-    ctx.host = {"mode": config["mode"], "strategy": plan.strategy, "chunk_rows": layout.chunk_rows}
+    run_chunked(job, ctx, lambda layout, plan, local: CpuEngine())
+
+
+def node_position(comm) -> tuple:
+    """``(rank on this node, ranks on this node)``: collective (``Split_type``) over ``comm``."""
+    if comm is None or comm.Get_size() == 1:
+        return 0, 1
+    from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
     try:
-        chunks.run_chunks(job, ctx, engine, plan, layout, config)
+        return node.Get_rank(), node.Get_size()
     finally:
-        engine.release()
+        node.Free()
+
+
+def run_chunked(job: Job, ctx: Context, make_engine) -> None:
+    """The chunked pipeline (:mod:`distscan.pipeline.chunks`) with the engine that
+    ``make_engine(layout, plan, (local rank, local size))`` makes on this rank.
+
+    Every rank makes the same collectives whichever engine it runs (the choice of engine is a
+    rank's own: a GPU of its own or not), and the carries are host arrays from either.
+    """
+    local = node_position(ctx.comm)
+    engine = None
+    try:
+        with phase(ctx, "plan"):
+            plan = chunks.make_plan(job, ctx, CpuEngine.backend, CpuEngine.default_strategy)
+            layout = chunks.layout_for(ctx)
+            engine = make_engine(layout, plan, local)
+            config = engine.configure(layout, plan, host_budget(job.memory_limit), final_now=ctx.rank == 0)
+        ctx.host = {"mode": config["mode"], "strategy": plan.strategy, "chunk_rows": layout.chunk_rows,
+                    "engine": engine.name}
+        chunks.run_chunks(job, ctx, engine, plan, layout, config)
+        with phase(ctx, "check"):
+            engine.check()  # a failure that no chunk met (a GPU that --backend cuda asked for)
+        engine.report(ctx)
+    finally:
+        if engine is not None:
+            engine.release()
     ctx.times["scan"] = ctx.times.pop("compute")
     ctx.scan_timings.update({"scan": ctx.times["scan"], "exscan": ctx.times["exscan"]})
     finish(job, ctx)

@@ -52,6 +52,7 @@ class Progress:
         self.start = time.perf_counter()
         self._bar = None
         self._next = 1  # lines: the next quarter to print
+        self._note = ""
         if self.mode == "bar":
             from tqdm import tqdm
             if ncols is None and not _isatty(self.stream):
@@ -60,7 +61,7 @@ class Progress:
                              unit_divisor=1000, delay=delay, mininterval=interval, miniters=1, leave=True,
                              ncols=ncols, dynamic_ncols=ncols is None, disable=False,
                              bar_format="{desc:<8} {percentage:5.1f}%|{bar}| {n_fmt}B/{total_fmt}B "
-                                        "[{elapsed}<{remaining}, {rate_fmt}]")
+                                        "[{elapsed}<{remaining}, {rate_fmt}{postfix}]")
 
     def update(self, n: int) -> None:
         self.count += n
@@ -68,6 +69,13 @@ class Progress:
             self._bar.update(n)
         elif self.mode == "lines":
             self._lines(False)
+
+    def note(self, text: str) -> None:
+        """A short status beside the progress (a GPU starting, then ready): the bar's postfix, or the
+        end of the next line."""
+        self._note = text
+        if self._bar is not None:
+            self._bar.set_postfix_str(text, refresh=False)
 
     def _lines(self, final: bool) -> None:
         elapsed = time.perf_counter() - self.start
@@ -84,7 +92,8 @@ class Progress:
         rate = self.count / max(elapsed, 1e-9)
         try:
             self.stream.write(f"distscan: {self.label} {percent}% ({_human_bytes(min(self.count, self.total))} "
-                              f"of {_human_bytes(self.total)}, {elapsed:.1f} s, {_human_bytes(rate)}/s)\n")
+                              f"of {_human_bytes(self.total)}, {elapsed:.1f} s, {_human_bytes(rate)}/s)"
+                              f"{'; ' + self._note if self._note else ''}\n")
             self.stream.flush()
         except (OSError, ValueError):
             self.mode = "off"

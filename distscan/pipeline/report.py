@@ -11,8 +11,12 @@ def report(job: Job, ctx: Context) -> dict:
     hdr, types = ctx.header, ctx.types
     times = dict(ctx.times)
     scan_phases = {k: float(v) for k, v in ctx.scan_timings.items() if isinstance(v, (int, float))}
-    local = (times, scan_phases, ctx.stop - ctx.start, dict(ctx.spans), ctx.host)
+    # One gather of everything, whatever each rank ran (a GPU of its own or not): the same
+    # collective on every rank.
+    local = (times, scan_phases, ctx.stop - ctx.start, dict(ctx.spans), ctx.host, ctx.backend_used, ctx.gpu)
     gathered = [local] if ctx.comm is None else ctx.comm.allgather(local)
+    used = [g[5] for g in gathered]
+    gpus = [g[6] for g in gathered]
     spans = {}
     for g in gathered:
         for k, (a, b) in g[3].items():
@@ -47,7 +51,9 @@ def report(job: Job, ctx: Context) -> dict:
         "output_bytes": out_bytes,
         "ranks": ctx.size,
         "rows_per_rank": {"min": min(rows), "max": max(rows)},
-        "backend": {"requested": job.backend, "used": ctx.backend_used},
+        "backend": {"requested": job.backend, "used": "+".join(sorted(set(used), reverse=True)),
+                    "ranks": {b: [r for r, u in enumerate(used) if u == b] for b in sorted(set(used))},
+                    "why": ctx.backend_why or job.backend},
         "strategy": job.strategy,
         "hierarchy": job.hierarchy,
         "times_s": {
@@ -56,14 +62,15 @@ def report(job: Job, ctx: Context) -> dict:
             "scan_phases": smax,
             "write": tmax.get("write", 0.0),
             "verify": tmax.get("verify"),
-            **{k: tmax[k] for k in ("h2d", "d2h", "exscan", "load", "store", "read_busy", "write_busy")
+            **{k: tmax[k] for k in ("startup", "context", "h2d", "d2h", "exscan", "load", "store", "read_busy", "write_busy")
                if k in tmax},
             "open": tmax.get("open", 0.0),
             "total": total,
             "spans": {k: [round(a, 6), round(b, 6)] for k, (a, b) in sorted(spans.items(), key=lambda i: i[1])},
             "note": "maximum over ranks of each phase; read and write: wall span from the first to the last "
                     "read (write) of a rank, overlapping the other phases; read_busy/write_busy: summed over "
-                    "the I/O threads; scan: compute; spans: [start, end] of each phase over all ranks, in "
+                    "the I/O threads; scan: compute; startup: the process's life before the command began (interpreter, "
+                    "imports, MPI_Init); context: CUDA's start, on a thread beside the reads; spans: [start, end] of each phase over all ranks, in "
                     "seconds from the start; total: from the start until the output was ready to be "
                     "published (the final rename is not included)",
         },
@@ -75,14 +82,9 @@ def report(job: Job, ctx: Context) -> dict:
         },
         "verify": ctx.verify_summary,
         **({"pipeline": {"per_rank": hosts}} if any(h is not None for h in hosts) else {}),
-        **({"gpu": _gpu_report(ctx)} if ctx.gpu is not None else {}),
+        **({"gpu": {"per_rank": gpus,
+                    "note": "per rank: its GPU (None: it scanned on the host) and why, chunks on each, the "
+                            "CUDA start (context_s, spans.context), the wait for it; times h2d, scan, d2h: "
+                            "GPU busy time (CUDA events), max over ranks"}}
+           if any(g is not None for g in gpus) else {}),
     }
-
-
-def _gpu_report(ctx: Context) -> dict:
-    """Per-rank GPU facts (device, mode, budget) gathered to every rank."""
-    mine = dict(ctx.gpu)
-    per_rank = [mine] if ctx.comm is None else ctx.comm.allgather(mine)
-    return {"per_rank": per_rank,
-            "note": "h2d, scan, d2h: GPU engine busy time (CUDA events); read, write: disk; "
-                    "load, store: wall of the overlapped phases; exscan: MPI"}

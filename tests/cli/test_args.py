@@ -70,12 +70,13 @@ def test_bad_environment_value_under_mpiexec(batch3):
     assert files_in(tmp_path) == ["in.npy"]
 
 
-# -- 16: --gpu needs --backend cuda --------------------------------------------------------------------
+# -- 16: --gpu needs a backend that may use a GPU (cuda, or auto) ----------------------------------------
 
-@pytest.mark.parametrize("flags", [["--gpu", "0"], ["--gpu-memory-limit", "1G"], ["--gpu", "1", "--backend", "cpu"]])
-def test_gpu_options_without_cuda_backend_are_refused(tmp_path, capsys, flags):
+@pytest.mark.parametrize("flags", [["--gpu", "0", "--backend", "cpu"], ["--gpu-memory-limit", "1G", "--backend", "cpu"],
+                                   ["--backend", "cpu", "--gpu", "1"]])
+def test_gpu_options_with_the_cpu_backend_are_refused(tmp_path, capsys, flags):
     inp = input_npy(tmp_path)
     assert cli.main([inp, *flags]) == 2
     err = capsys.readouterr().err
-    assert "needs --backend cuda" in err and err.count("distscan: error:") == 1
+    assert "needs --backend cuda or auto" in err and err.count("distscan: error:") == 1
     assert files_in(tmp_path) == ["in.npy"]

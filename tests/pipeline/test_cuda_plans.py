@@ -1,17 +1,28 @@
-"""The GPU file pipeline's sizes and chunk plans (distscan.pipeline.cuda), which need no GPU."""
+"""The GPU file pipeline's sizes and settings (distscan.pipeline.gpu_start), which need no GPU."""
 
 import pytest
 
-from distscan.pipeline.cuda import parse_bytes, plan_chunks
+from distscan.pipeline.context import parse_bytes
+from distscan.pipeline.gpu_start import gpu_visible, slot_rows_for, staging_from_env
 
 
-def test_parse_bytes_and_plans():
+def test_parse_bytes_and_slots():
     assert parse_bytes("512M") == 512 << 20 and parse_bytes("1.5GiB") == 3 << 29 and parse_bytes("4096") == 4096
     for bad in ("", "12Q", "-1", "0"):
         with pytest.raises(ValueError):
             parse_bytes(bad)
-    assert plan_chunks(1000, 8, 8, 1 << 20)["mode"] == "resident"
-    p = plan_chunks(10 ** 6, 8, 8, 1 << 20)
-    assert p["mode"] == "streamed" and p["device_bytes"] <= 1 << 20 and p["chunk_rows"] >= 1
+    assert slot_rows_for(1000, 16, None) == 1000            # no limit: a host chunk's rows
+    assert slot_rows_for(1000, 16, 1 << 20) == 1000         # the limit is larger than a chunk
+    assert slot_rows_for(1 << 20, 16, 1 << 20) == 1 << 15   # half the limit for the two slots
     with pytest.raises(MemoryError, match="too small"):
-        plan_chunks(10, 1 << 20, 1 << 20, 1 << 20)
+        slot_rows_for(10, 1 << 20, 1 << 20)
+
+
+def test_staging_and_visibility_from_the_environment(tmp_path):
+    assert staging_from_env({}) == "pageable"
+    assert staging_from_env({"DISTSCAN_GPU_STAGING": " Register "}) == "register"
+    with pytest.raises(ValueError, match="DISTSCAN_GPU_STAGING must be one of pageable, register"):
+        staging_from_env({"DISTSCAN_GPU_STAGING": "pinned"})
+    for hidden in ("", "-1"):
+        likely, why = gpu_visible({"CUDA_VISIBLE_DEVICES": hidden})
+        assert not likely and "hides every GPU" in why

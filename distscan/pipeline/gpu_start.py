@@ -1,0 +1,301 @@
+"""A rank's GPU for the file pipeline, started off the critical path, and the chunks it scans.
+
+:class:`GpuStart` brings CUDA up on a thread of its own (the CuPy import, the device's context,
+the kernels' modules, a stream and two chunk slots on the device) while the pipeline's first
+reads run: the first chunk's read waits for no context, module load or allocation.
+:meth:`GpuStart.ready` is None until the GPU is up, and for good on a rank that has no GPU of
+its own or where CUDA failed to start (:attr:`GpuStart.why` says which).
+
+:class:`DeviceChunks` is that GPU seen from the pipeline: host rows in, host rows out.  Each call
+copies a chunk's rows to the device, runs the CUDA backend's seeded scan or reduction on them and
+copies the result back, on one stream, and returns when the result is on the host.  A chunk
+larger than the device slots (``--gpu-memory-limit``) goes through them in pieces, each seeded
+with the total of the pieces before it.
+
+Assumptions, each tested in tests/pipeline/test_gpu_engine.py (host stand-ins) and
+tests/gpu/test_command.py (a GPU):
+
+- only the pipeline's main thread calls a :class:`DeviceChunks` once :meth:`GpuStart.ready` has
+  returned it; the start thread never touches it after that (it publishes it last);
+- the chunk's host rows are not touched by anyone else during a call (the engine owns them);
+- carries, seeds and totals are host arrays in the accumulator dtype on both backends
+  (:mod:`distscan.backends`), so a chunk scanned on the GPU continues a prefix that the host
+  began, and the other way round.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+import time
+from typing import Callable, Optional
+
+import numpy as np
+
+from ..dist.plan import ScanPlan
+from ..gpus import device_or_host
+
+#: ``DISTSCAN_GPU_STAGING``: how host rows reach the GPU.  ``pageable``: copies from the host
+#: buffers as they are (the driver stages them); ``register``: each host buffer page-locked once
+#: (``cudaHostRegister``), then copied directly.  benchmarks/RESULTS.md has both measured.
+STAGING_ENV = "DISTSCAN_GPU_STAGING"
+STAGINGS = ("pageable", "register")
+DEFAULT_STAGING = "pageable"
+
+
+def staging_from_env(env=None) -> str:
+    """The ``DISTSCAN_GPU_STAGING`` value, checked (``ValueError`` names the variable)."""
+    value = ((os.environ if env is None else env).get(STAGING_ENV) or "").strip().lower()
+    if not value:
+        return DEFAULT_STAGING
+    if value not in STAGINGS:
+        raise ValueError(f"{STAGING_ENV} must be one of {', '.join(STAGINGS)}, got {value!r}")
+    return value
+
+
+def gpu_visible(env=None) -> tuple:
+    """``(likely, why)``: whether this process will probably find a GPU, asked without starting CUDA
+    (what ``--backend auto`` looks at: CuPy importable, an NVIDIA driver loaded, and
+    ``CUDA_VISIBLE_DEVICES`` not empty).  A wrong guess costs nothing but time: the rank then
+    scans on the host and the report says why."""
+    env = os.environ if env is None else env
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1", "none", "NoDevFiles"):
+        return False, f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU"
+    if not (os.path.exists("/dev/nvidiactl") or os.path.exists("/proc/driver/nvidia/version")):
+        return False, "no NVIDIA driver on this node"
+    if importlib.util.find_spec("cupy") is None:
+        return False, "CuPy is not installed (pip install 'distscan[gpu]')"
+    return True, "a GPU is visible"
+
+
+class DeviceChunks:
+    """One GPU that scans host chunks (see the module docstring); made on the start thread."""
+
+    name = "cuda"
+    backend = "cuda"  # the backend of the plan it runs
+
+    def __init__(self, device_id: int, plan: ScanPlan, slot_rows: int, w: int, in_dt, out_dt,
+                 staging: str = DEFAULT_STAGING):
+        import cupy
+
+        self.cp = cupy
+        self.id = device_id
+        self.plan = plan
+        self.staging = staging
+        self._registered = {}  # host buffer address -> bytes, page-locked by us (staging="register")
+        cupy.cuda.Device(device_id).use()
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.slot_rows = max(1, int(slot_rows))
+        with self.stream:
+            self.d_in = cupy.empty((self.slot_rows, w), in_dt)
+            self.d_out = cupy.empty((self.slot_rows, w), out_dt)
+            # The kernels' modules are compiled or loaded now, on this thread, at the slot's size
+            # (the size picks the kernel): not on the first chunk.  The results are not read.
+            self.d_in.fill(0)
+            plan.seeded_scan(self.d_in, None, out=self.d_out, want_total=True)
+            plan.local_carry(self.d_in)
+        self.stream.synchronize()
+        self._events = {"h2d": [], "scan": [], "d2h": []}
+
+    # -- one chunk --------------------------------------------------------------------------
+
+    def scan(self, x: np.ndarray, seed, out: np.ndarray, want_total: bool):
+        """``out`` = the scan of the host rows ``x`` from ``seed`` (``out`` may be ``x``); the total
+        (host, accumulator dtype) when ``want_total`` or when the chunk goes in several pieces."""
+        n = x.shape[0]
+        total = seed
+        for lo in range(0, n, self.slot_rows):
+            hi = min(n, lo + self.slot_rows)
+            more = hi < n
+            total = self._piece(x[lo:hi], total, out[lo:hi], want_total or more)
+        return total if want_total else None
+
+    def carry(self, x: np.ndarray):
+        """The carry of the host rows ``x`` (:meth:`ScanPlan.local_carry`), combined over the pieces."""
+        cp = self.cp
+        carry = None
+        with cp.cuda.Device(self.id), self.stream:
+            for lo in range(0, x.shape[0], self.slot_rows):
+                piece = x[lo:lo + self.slot_rows]
+                d_in = self.d_in[: piece.shape[0]]
+                ev = self._mark()
+                self._copy(d_in.data.ptr, piece, 1)
+                ev2 = self._mark()
+                c = self.plan.local_carry(d_in)
+                self._events["h2d"].append((ev, ev2))
+                self._events["scan"].append((ev2, self._mark()))
+                carry = c if carry is None else self.plan.combine(carry, c)
+        return carry
+
+    def _piece(self, x, seed, out, want_total):
+        cp = self.cp
+        m = x.shape[0]
+        d_in, d_out = self.d_in[:m], self.d_out[:m]
+        with cp.cuda.Device(self.id), self.stream:
+            e0 = self._mark()
+            self._copy(d_in.data.ptr, x, 1)
+            e1 = self._mark()
+            _, total = self.plan.seeded_scan(d_in, seed, out=d_out, want_total=want_total)
+            e2 = self._mark()
+            self._copy(d_out.data.ptr, out, 2)
+            e3 = self._mark()
+            e3.synchronize()  # the rows are the host's again: the write may start
+        self._events["h2d"].append((e0, e1))
+        self._events["scan"].append((e1, e2))
+        self._events["d2h"].append((e2, e3))
+        return total
+
+    def _mark(self):
+        ev = self.cp.cuda.Event()
+        ev.record(self.stream)
+        return ev
+
+    def _copy(self, device_ptr: int, host: np.ndarray, kind: int) -> None:
+        """host -> device (``kind`` 1) or device -> host (2) of ``host``'s bytes, on the stream."""
+        assert host.flags.c_contiguous  # the engine's chunks are rows of whole buffers
+        if self.staging == "register":
+            self._register(host)
+        dst, src = (device_ptr, host.ctypes.data) if kind == 1 else (host.ctypes.data, device_ptr)
+        self.cp.cuda.runtime.memcpyAsync(dst, src, host.nbytes, kind, self.stream.ptr)
+
+    def _register(self, host: np.ndarray) -> None:
+        base = host
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        ptr = base.ctypes.data
+        if ptr not in self._registered:
+            self.cp.cuda.runtime.hostRegister(ptr, base.nbytes, 0)
+            self._registered[ptr] = base.nbytes
+
+    def forget(self, host: np.ndarray) -> None:
+        """A host buffer is about to be freed: unregister it if it was registered."""
+        ptr = host.ctypes.data
+        if self._registered.pop(ptr, None) is not None:
+            self.cp.cuda.runtime.hostUnregister(ptr)
+
+    # -- the end ------------------------------------------------------------------------------
+
+    def times(self) -> dict:
+        """Seconds of GPU work by kind (CUDA events): ``h2d``, ``scan``, ``d2h``."""
+        self.stream.synchronize()
+        get = self.cp.cuda.get_elapsed_time
+        return {k: sum(get(a, b) for a, b in v) * 1e-3 for k, v in self._events.items()}
+
+    def close(self) -> None:
+        with self.cp.cuda.Device(self.id):
+            self.stream.synchronize()
+            for ptr in list(self._registered):
+                self.cp.cuda.runtime.hostUnregister(ptr)
+            self._registered.clear()
+            self.d_in = self.d_out = None
+            self.cp.get_default_memory_pool().free_all_blocks()
+
+
+class GpuStart:
+    """CUDA started on a thread of its own; see the module docstring.
+
+    ``choose(visible)`` -> ``(Binding or None, why)`` picks this rank's GPU once the device count is
+    known (:func:`distscan.gpus.device_or_host`); ``build(device_id)`` makes the
+    :class:`DeviceChunks` on the start thread.
+    """
+
+    def __init__(self, choose: Callable, build: Callable, *, count: Optional[Callable[[], int]] = None):
+        self._choose, self._build = choose, build
+        self._count = count or _device_count
+        self._chunks = None
+        self.binding = None
+        self.error: Optional[BaseException] = None
+        self.why = "CUDA is starting"
+        self.t0 = time.perf_counter()
+        self.t1 = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="distscan-gpu-start", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            binding, why = self._choose(self._count())
+            self.binding, self.why = binding, why
+            if binding is not None:
+                self._chunks = self._build(binding.device)  # published last: see the assumptions
+        except BaseException as exc:  # noqa: BLE001 - kept, raised where the engine must have the GPU
+            self.error = exc
+            if isinstance(exc, ImportError):
+                self.why = f"CuPy did not import ({exc}): pip install 'distscan[gpu]'"
+            else:
+                self.why = f"CUDA did not start: {' '.join(str(exc).split()) or type(exc).__name__}"
+        finally:
+            self.t1 = time.perf_counter()
+            self._done.set()
+
+    def ready(self) -> Optional[DeviceChunks]:
+        """The GPU if it is up now (never waits)."""
+        return self._chunks
+
+    def wait(self) -> Optional[DeviceChunks]:
+        """The GPU once the start has ended (None: this rank scans on the host; see :attr:`why`)."""
+        self._done.wait()
+        return self._chunks
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def close(self) -> None:
+        """Wait for the start to end (a thread inside CUDA cannot be cut short) and free the GPU's part."""
+        self._thread.join()
+        if self._chunks is not None:
+            self._chunks.close()
+
+
+def _device_count() -> int:
+    import cupy
+
+    return int(cupy.cuda.runtime.getDeviceCount())
+
+
+def slot_rows_for(chunk_rows: int, row_bytes: int, budget: Optional[int]) -> int:
+    """Rows of the device's chunk slots: a host chunk's, or fewer within ``budget`` bytes of GPU
+    memory (the input and output slots take at most half of it: the rest is the kernels' scratch).
+
+    Raises
+    ------
+    MemoryError
+        When not even one row of input and output fits.
+    """
+    if budget is None:
+        return chunk_rows
+    rows = min(chunk_rows, budget // max(2 * row_bytes, 1))
+    if rows < 1:
+        raise MemoryError(f"--gpu-memory-limit of {budget} bytes is too small: one row of input and output "
+                          f"needs {row_bytes} bytes, twice that with the kernels' scratch")
+    return rows
+
+
+def starter(ctx, job, layout, strategy: str, *, local: tuple, budget: Optional[int],
+            staging: str = DEFAULT_STAGING, required: bool = False, chunks_class=DeviceChunks,
+            count: Optional[Callable[[], int]] = None) -> GpuStart:
+    """The :class:`GpuStart` of this rank of the file pipeline: its GPU by :func:`device_or_host`
+    (``local`` = (local rank, ranks on this node)), a CUDA plan of the job's scan, slots of the
+    layout's chunk rows or fewer (``budget`` bytes of GPU memory; None: no limit).  ``required``
+    (``--backend cuda``): no GPU visible at all is an error, not a host scan.  ``chunks_class`` and
+    ``count`` stand in for :class:`DeviceChunks` and the CUDA device count (tests without a GPU)."""
+    slot_rows = slot_rows_for(layout.chunk_rows, layout.w * (layout.in_dt.itemsize + layout.out_dt.itemsize),
+                              budget)
+
+    def choose(visible: int):
+        if required and visible < 1:
+            raise RuntimeError("no CUDA GPU is visible to this rank (check CUDA_VISIBLE_DEVICES)")
+        return device_or_host(local[0], local[1], visible, gpu=job.gpu)
+
+    def build(device_id: int) -> DeviceChunks:
+        # comm=None: the device only runs the local steps (carries, seeded scans); the exchange is
+        # the host plan's.  The same operator and dtypes as the host plan: carries are the same.
+        plan = ScanPlan(ctx.op, layout.in_dt, dtype=job.dtype, exclusive=job.exclusive,
+                        trailing=tuple(ctx.header.shape[1:]), comm=None, backend=chunks_class.backend,
+                        strategy=strategy, algorithm=getattr(job, "algorithm", "auto"))
+        return chunks_class(device_id, plan, slot_rows, layout.w, layout.in_dt, layout.out_dt, staging)
+
+    return GpuStart(choose, build, count=count)

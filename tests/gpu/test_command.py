@@ -1,0 +1,116 @@
+"""The file command on one GPU (marked gpu; skipped without one): the GPU engine of
+distscan.pipeline.cuda with real CUDA (DeviceChunks), launched under mpirun/mpiexec.
+
+* float sums wait for the GPU: every chunk on the GPU, the same bytes run after run and with
+  either staging (``DISTSCAN_GPU_STAGING``), within a stated bound of a float64 sum;
+* chunks through a small ``--gpu-memory-limit`` in pieces; 2-D rows, exclusive scans, both strategies;
+* 2 ranks sharing the GPU (``DISTSCAN_ALLOW_SHARED_GPU=1``): the second rank's carries
+  (``reduce_then_scan``: the GPU's reductions) and seeded scans on the GPU;
+* 3 ranks on one GPU by default: rank 0 on the GPU, the others on the host, the same result;
+* ``--backend auto`` takes the GPU for a part of 256 MB and more; the summary says where chunks ran.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from tests.support.devices import require_gpu
+from tests.support.launch import python_env, run_mpi
+
+cp = require_gpu()
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.timeout(600),
+]
+
+T = 240
+
+
+def _env(**extra):
+    env = python_env(CUDA_VISIBLE_DEVICES="0", **extra)
+    env.pop("DISTSCAN_GPU", None)
+    env.setdefault("DISTSCAN_ALLOW_SHARED_GPU", "0")
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    return env
+
+
+def _run(ranks, args, **env):
+    proc = run_mpi(ranks, [sys.executable, "-m", "distscan", *map(str, args)], timeout=T, env=_env(**env))
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}"
+    return proc
+
+
+def _float_bound(a, axis=0):
+    """|distscan - exact| <= 64 * eps * sum |x| per column (a generous multiple of the kernels' depth)."""
+    eps = np.finfo(a.dtype).eps
+    return 64 * eps * np.sum(np.abs(a.astype(np.float64)), axis=axis)
+
+
+@pytest.mark.parametrize("dtype,shape,limit,strategy,exclusive", [
+    ("float32", (6_000_011,), None, "auto", False),
+    ("float64", (2_000_003, 3), "1M", "reduce_then_scan", True),
+    ("float32", (3_000_017,), "256K", "scan_then_add", False),
+])
+def test_float_sums_run_on_the_gpu_and_repeat_bitwise(tmp_path, dtype, shape, limit, strategy, exclusive):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(shape).astype(dtype)
+    inp, rep = tmp_path / "in.npy", tmp_path / "r.json"
+    np.save(inp, a)
+    outs = []
+    for ranks, staging, shared in ((1, "pageable", "0"), (1, "register", "0"), (2, "pageable", "1")):
+        out = tmp_path / f"out-{ranks}-{staging}.npy"
+        args = [inp, "-o", out, "--backend", "cuda", "--strategy", strategy, "--report", rep, "--quiet"]
+        args += ["--gpu-memory-limit", limit] if limit else []
+        args += ["--exclusive"] if exclusive else []
+        _run(ranks, args, DISTSCAN_GPU_STAGING=staging, DISTSCAN_ALLOW_SHARED_GPU=shared)
+        r = json.loads(rep.read_text())
+        assert r["backend"]["used"] == "cuda", r["backend"]
+        for g in r["gpu"]["per_rank"]:
+            assert g["device"] == 0 and g["chunks_on_host"] == 0 and g["chunks_on_gpu"] > 0, g
+            assert g["staging"] == staging
+            if limit:
+                assert g["slot_rows"] * a[:1].nbytes * 2 <= 2 * 1024 ** 2
+        t = r["times_s"]
+        assert t["h2d"] > 0 and t["d2h"] > 0 and t["context"] > 0
+        assert "context" in t["spans"] and "gpu" in t["spans"]
+        outs.append(np.load(out))
+    ref = np.cumsum(a.astype(np.float64), axis=0)
+    if exclusive:
+        ref = np.concatenate([np.zeros((1,) + a.shape[1:]), ref[:-1]])
+    assert np.all(np.abs(outs[0] - ref) <= _float_bound(a))
+    # one rank: the same bytes with either staging (and run after run); two ranks differ in rounding only
+    np.testing.assert_array_equal(outs[0], outs[1])
+    assert np.all(np.abs(outs[2] - ref) <= _float_bound(a))
+
+
+def test_ranks_beyond_the_gpu_scan_on_the_host_by_default(tmp_path):
+    rng = np.random.default_rng(6)
+    a = rng.integers(-10 ** 6, 10 ** 6, 5_000_011).astype(np.int64)
+    inp, out, rep = tmp_path / "in.npy", tmp_path / "out.npy", tmp_path / "r.json"
+    np.save(inp, a)
+    proc = _run(3, [inp, "-o", out, "--backend", "cuda", "--report", rep])
+    np.testing.assert_array_equal(np.load(out), np.cumsum(a))
+    r = json.loads(rep.read_text())
+    assert [g["device"] for g in r["gpu"]["per_rank"]] == [0, None, None]
+    assert r["backend"]["ranks"]["cpu"] == [1, 2] or r["backend"]["ranks"]["cpu"] == [0, 1, 2]
+    assert "rank" in proc.stdout and "GPU" in proc.stdout  # the summary says what ran where
+
+
+def test_auto_takes_the_gpu_for_a_large_part(tmp_path):
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal(1 << 25).astype(np.float32)  # 128 MB in, 128 MB out: 256 MB
+    inp, out, rep = tmp_path / "in.npy", tmp_path / "out.npy", tmp_path / "r.json"
+    np.save(inp, a)
+    proc = _run(1, [inp, "-o", out, "--report", rep])
+    r = json.loads(rep.read_text())
+    assert r["backend"] == {"requested": "auto", "used": "cuda", "ranks": {"cuda": [0]},
+                            "why": "auto: a GPU is visible"}
+    assert "cuda on 1 rank" in proc.stdout and "chunks" in proc.stdout
+    ref = np.cumsum(a.astype(np.float64))
+    assert np.all(np.abs(np.load(out) - ref) <= _float_bound(a))

@@ -1,0 +1,65 @@
+"""A GPU stand-in for the file pipeline's GPU engine (distscan.pipeline.cuda) on machines without one.
+
+:class:`HostChunks` has :class:`distscan.pipeline.gpu_start.DeviceChunks`'s calls, computed with the
+``cpu`` backend: the chunk's rows are copied into slot arrays (as they would be to the device), scanned
+there piece by piece, and copied back, so the engine's chunking, the pieces of a small
+``--gpu-memory-limit``, the carries handed between host and "device" chunks and the report run
+end to end.  ``HostChunks.START_S`` makes the start take that long (the host scans the first
+chunks meanwhile); ``HostChunks.FAIL`` makes it fail.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+
+class HostChunks:
+    name = "host stand-in"
+    backend = "cpu"
+    START_S = 0.0
+    FAIL = None          # an exception to raise while "CUDA" starts
+    made = []            # every instance, for the tests to look at
+
+    def __init__(self, device_id, plan, slot_rows, w, in_dt, out_dt, staging):
+        if self.FAIL is not None:
+            raise self.FAIL
+        time.sleep(self.START_S)
+        self.id, self.plan, self.staging = device_id, plan, staging
+        self.slot_rows = max(1, int(slot_rows))
+        self.d_in = np.empty((self.slot_rows, w), in_dt)
+        self.d_out = np.empty((self.slot_rows, w), out_dt)
+        self.calls = {"scan": 0, "carry": 0, "pieces": 0}
+        self.closed = False
+        HostChunks.made.append(self)
+
+    def scan(self, x, seed, out, want_total):
+        self.calls["scan"] += 1
+        total = seed
+        n = x.shape[0]
+        for lo in range(0, n, self.slot_rows):
+            hi = min(n, lo + self.slot_rows)
+            m = hi - lo
+            self.calls["pieces"] += 1
+            self.d_in[:m] = x[lo:hi]
+            _, total = self.plan.seeded_scan(self.d_in[:m], total, out=self.d_out[:m],
+                                             want_total=want_total or hi < n)
+            out[lo:hi] = self.d_out[:m]
+        return total if want_total else None
+
+    def carry(self, x):
+        self.calls["carry"] += 1
+        carry = None
+        for lo in range(0, x.shape[0], self.slot_rows):
+            piece = x[lo:lo + self.slot_rows]
+            self.d_in[: piece.shape[0]] = piece
+            c = self.plan.local_carry(self.d_in[: piece.shape[0]])
+            carry = c if carry is None else self.plan.combine(carry, c)
+        return carry
+
+    def times(self):
+        return {"h2d": 0.0, "scan": 0.0, "d2h": 0.0}
+
+    def close(self):
+        self.closed = True
