@@ -22,6 +22,7 @@ import numpy as np
 from ..dist.agree import abort_job, decide_on_root
 from .. import pipeline
 from ..io import check_replaceable, same_file
+from ..pipeline.chunks import io_threads
 from ..pipeline.gpu_start import staging_from_env
 from ..pipeline.progress import NullProgress, Progress, check_env_value, choose_mode
 from ..pipeline.verify import VerificationError
@@ -89,6 +90,7 @@ def _check_env(env=None) -> float:
         raise ValueError(f"DISTSCAN_GPU must be a GPU index (an integer >= 0), got {v!r}")
     check_env_value(get("DISTSCAN_PROGRESS"))
     staging_from_env(env)
+    io_threads(env)
     v = get("DISTSCAN_ALLOW_SHARED_GPU")
     if v is not None and v.lower() not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
         raise ValueError(f"DISTSCAN_ALLOW_SHARED_GPU must be 1 or 0 (true/false, yes/no, on/off), got {v!r}")

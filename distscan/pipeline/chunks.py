@@ -38,6 +38,7 @@ main thread (``compute``), ``exscan`` the exchange (waiting for the other ranks 
 from __future__ import annotations
 
 import collections
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -59,6 +60,26 @@ READ_AHEAD = 6
 
 #: Threads writing the output; writes in flight when the output is not held (a ring of buffers).
 WRITE_THREADS = 8
+
+#: ``DISTSCAN_IO_THREADS=READ,WRITE``: threads per rank for reads and writes instead of the above.
+IO_THREADS_ENV = "DISTSCAN_IO_THREADS"
+
+
+def io_threads(env=None) -> tuple:
+    """``(read threads, write threads)`` per rank: ``DISTSCAN_IO_THREADS`` or the defaults.
+
+    Raises
+    ------
+    ValueError
+        For a value that is not two positive integers (the message names the variable).
+    """
+    value = ((os.environ if env is None else env).get(IO_THREADS_ENV) or "").strip()
+    if not value:
+        return READ_THREADS, WRITE_THREADS
+    parts = value.split(",")
+    if len(parts) != 2 or not all(p.strip().isdigit() and 0 < int(p) <= 256 for p in parts):
+        raise ValueError(f"{IO_THREADS_ENV} must be READ,WRITE: two thread counts from 1 to 256, got {value!r}")
+    return int(parts[0]), int(parts[1])
 
 WRITE_RING = 16
 
@@ -127,8 +148,9 @@ class Files:
         self.f = _io.open_regular(header.path)
         self.fd = self.f.fileno()
         self.reads, self.writes = _Spans(), _Spans()
-        self._rpool = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="distscan-read")
-        self._wpool = ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="distscan-write")
+        reads, writes = io_threads()
+        self._rpool = ThreadPoolExecutor(reads, thread_name_prefix="distscan-read")
+        self._wpool = ThreadPoolExecutor(writes, thread_name_prefix="distscan-write")
 
     def read(self, lo: int, hi: int, buf: np.ndarray):
         """A future of rows ``[lo, hi)`` of this part, read into ``buf`` (native byte order, ``(m, w)``)."""

@@ -17,40 +17,51 @@ the library's collectives match.
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from .. import api
-from .. import io as _io
 from ..gpus import bind_gpu
-from .chunks import READ_THREADS, WRITE_THREADS, chunk_rows_for
+from .chunks import Files, Layout, chunk_rows_for
+from .cuda import AUTO_MIN_BYTES
+from .gpu_start import gpu_visible
 from .context import Context, Job, host_budget, phase
 from .finish import finish
 
 
+def _files(header, writer, start: int, stop: int, out_dt=None) -> Files:
+    """The chunked pipeline's thread pools of positional reads and writes over rows ``[start, stop)``."""
+    dt = header.dtype.newbyteorder("=")
+    out_dt = dt if out_dt is None else out_dt
+    layout = Layout(start=start, n=stop - start, w=header.row_items, in_dt=dt, out_dt=out_dt,
+                    chunk_rows=chunk_rows_for(header.row_bytes, header.row_items * out_dt.itemsize))
+    return Files(header, writer, layout)
+
+
 def _read_part(header, start: int, stop: int) -> np.ndarray:
-    """Rows ``[start, stop)`` of an input, read in chunks on a thread pool (native byte order)."""
-    shape = (stop - start,) + tuple(header.shape[1:])
-    out = np.empty(shape, header.dtype)
-    step = chunk_rows_for(header.row_bytes, 0)
-    with _io.open_regular(header.path) as f, ThreadPoolExecutor(READ_THREADS) as pool:
-        jobs = [pool.submit(_io.read_rows, header, start + lo, start + min(stop - start, lo + step),
-                            out=out[lo: lo + step], fd=f.fileno()) for lo in range(0, stop - start, step)]
+    """Rows ``[start, stop)`` of an input, read in chunks on the pipeline's read pool (native byte order)."""
+    files = _files(header, None, start, stop)
+    out = np.empty((stop - start,) + tuple(header.shape[1:]), header.dtype.newbyteorder("="))
+    raw = out.reshape(-1).view(np.uint8)
+    try:
+        jobs = [files.read(lo, hi, raw[lo * header.row_bytes: hi * header.row_bytes])
+                for lo, hi in files.lay.chunks]
         for j in jobs:
             j.result()
-    if not out.dtype.isnative:
-        out = out.view(out.dtype.newbyteorder("="))  # read_rows swapped each piece in place
+    finally:
+        files.close()
     return out
 
 
-def _write_part(writer, start: int, rows: np.ndarray) -> None:
-    """``rows`` at global row ``start``, written in chunks on a thread pool."""
-    step = chunk_rows_for(0, max(1, rows[:1].nbytes))
-    with ThreadPoolExecutor(WRITE_THREADS) as pool:
-        jobs = [pool.submit(writer.write_rows, start + lo, rows[lo: lo + step]) for lo in range(0, len(rows), step)]
+def _write_part(writer, header, start: int, rows: np.ndarray) -> None:
+    """``rows`` at global row ``start``, written in chunks on the pipeline's write pool."""
+    files = _files(header, writer, start, start + len(rows), rows.dtype)
+    flat = rows.reshape(len(rows), -1)
+    try:
+        jobs = [files.write(lo, flat[lo:hi]) for lo, hi in files.lay.chunks]
         for j in jobs:
             j.result()
+    finally:
+        files.close()
 
 
 def part_bytes(ctx: Context, aux_headers) -> int:
@@ -58,6 +69,24 @@ def part_bytes(ctx: Context, aux_headers) -> int:
     n = ctx.stop - ctx.start
     held = n * (ctx.header.row_bytes + ctx.header.row_items * ctx.types.result.itemsize)
     return held + sum(n * h.row_bytes for h in aux_headers if h is not None)
+
+
+def _gpu_for_all(job: Job, ctx: Context, need: int) -> tuple:
+    """``(use the GPUs, why)``, the same on every rank (one small collective under ``auto``): ``cuda``
+    always; ``auto`` when every rank sees a GPU and holds at least ``AUTO_MIN_BYTES``."""
+    if job.backend != "auto":
+        return job.backend == "cuda", f"--backend {job.backend}"
+    likely, why = gpu_visible()
+    if likely and need < AUTO_MIN_BYTES:
+        likely, why = False, f"a part ({need:,} bytes) is below {AUTO_MIN_BYTES:,} bytes"
+    everyone = likely if ctx.comm is None else bool(ctx.comm.allreduce(int(likely), op=_min_op()))
+    return everyone, f"auto: {why}" if everyone == likely else "auto: some rank sees no GPU, or holds little"
+
+
+def _min_op():
+    from mpi4py import MPI
+
+    return MPI.MIN
 
 
 def run_general(job: Job, ctx: Context) -> None:
@@ -72,12 +101,15 @@ def run_general(job: Job, ctx: Context) -> None:
                               "--compensated and recurrences hold their part in memory; use more ranks "
                               "(or --memory-limit)")
     xp = np
-    if job.backend == "cuda":
-        binding = bind_gpu(ctx.comm, gpu=job.gpu)  # collective, agreed
+    use_gpu, ctx.backend_why = _gpu_for_all(job, ctx, need)
+    if use_gpu:
+        # The library call's backend is every rank's (its exchange compares it): more ranks than GPUs
+        # share them here, rather than some ranks scanning on the host.
+        binding = bind_gpu(ctx.comm, gpu=job.gpu, allow_shared=True)  # collective, agreed
         import cupy
         xp = cupy
-        ctx.gpu = {"device": binding.device, "source": binding.source, "shared": binding.shared,
-                   "mode": "resident", "strategy": "library call"}
+        ctx.gpu = {"device": binding.device, "why": f"GPU {binding.device} ({binding.source})",
+                   "shared": binding.shared, "mode": "resident", "strategy": "library call"}
     ctx.backend_used = "cuda" if xp is not np else "cpu"
     t0 = time.perf_counter()
     with phase(ctx, "read"):
@@ -99,6 +131,6 @@ def run_general(job: Job, ctx: Context) -> None:
     del x, flags, coef
     t0 = time.perf_counter()
     with phase(ctx, "write"):
-        _write_part(ctx.writer, ctx.start, np.ascontiguousarray(y, ctx.types.result))
+        _write_part(ctx.writer, hdr, ctx.start, np.ascontiguousarray(y, ctx.types.result))
         ctx.spans["write"] = (t0 - ctx.t_start, time.perf_counter() - ctx.t_start)
     finish(job, ctx)

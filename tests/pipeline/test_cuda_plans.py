@@ -26,3 +26,13 @@ def test_staging_and_visibility_from_the_environment(tmp_path):
     for hidden in ("", "-1"):
         likely, why = gpu_visible({"CUDA_VISIBLE_DEVICES": hidden})
         assert not likely and "hides every GPU" in why
+
+
+def test_io_threads_from_the_environment():
+    from distscan.pipeline.chunks import READ_THREADS, WRITE_THREADS, io_threads
+
+    assert io_threads({}) == (READ_THREADS, WRITE_THREADS)
+    assert io_threads({"DISTSCAN_IO_THREADS": "2, 3"}) == (2, 3)
+    for bad in ("2", "0,4", "a,b", "1,2,3", "4,1000"):
+        with pytest.raises(ValueError, match="DISTSCAN_IO_THREADS must be READ,WRITE"):
+            io_threads({"DISTSCAN_IO_THREADS": bad})
