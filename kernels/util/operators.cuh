@@ -11,6 +11,10 @@
 //   lift<TAcc, TIn>(x)  an input as the accumulator sees it: NumPy's conversion; the NaN-aware
 //                sums and products read NaN as their identity here, in the load, with no
 //                pass of their own
+//   INTERLEAVE   an application is a long dependent chain (compares and selects, exp and log1p,
+//                a state's several operations): the look-ahead kernel then runs its two tiles'
+//                per-thread chains interleaved (agent_lookahead.cuh).  False for the sums and
+//                the other one-instruction operators, whose kernels stay as measured.
 // The kernels always pass the earlier operand first.
 //
 // Bit-exactness notes:
@@ -118,6 +122,7 @@ struct OpBase {
     static constexpr bool COMMUTATIVE = true;
     static constexpr int AUX = 0;
     static constexpr bool STATE = false;
+    static constexpr bool INTERLEAVE = false;
     template <typename TAcc, typename TIn> static __device__ __forceinline__ TAcc lift(TIn x) {
         return Convert<TAcc, TIn>::apply(x);
     }
@@ -146,6 +151,7 @@ struct Prod : OpBase {
 // sm_90), and the look-ahead kernel's few warps per SM wait on that chain.  The same value in
 // every case, bit for bit: !(b <= a) is "b > a, or b is NaN" (unordered).
 struct Max : OpBase {
+    static constexpr bool INTERLEAVE = true;
     template <typename T> static __device__ __forceinline__ T identity() { return Limits<T>::lowest(); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
         return (!is_nan(a) && !(b <= a)) ? b : a;  // a if a is NaN, else b if b is NaN or larger
@@ -153,6 +159,7 @@ struct Max : OpBase {
 };
 
 struct Min : OpBase {
+    static constexpr bool INTERLEAVE = true;
     template <typename T> static __device__ __forceinline__ T identity() { return Limits<T>::highest(); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
         return (!is_nan(a) && !(b >= a)) ? b : a;  // a if a is NaN, else b if b is NaN or smaller
@@ -223,6 +230,7 @@ template <> __device__ __forceinline__ constexpr bool has_nan<float>() { return 
 template <> __device__ __forceinline__ constexpr bool has_nan<double>() { return true; }
 
 struct FMax : OpBase {
+    static constexpr bool INTERLEAVE = true;
     template <typename T> static __device__ __forceinline__ T identity() {
         return has_nan<T>() ? QuietNan<T>::get() : Limits<T>::lowest();
     }
@@ -231,6 +239,7 @@ struct FMax : OpBase {
     }
 };
 struct FMin : OpBase {
+    static constexpr bool INTERLEAVE = true;
     template <typename T> static __device__ __forceinline__ T identity() {
         return has_nan<T>() ? QuietNan<T>::get() : Limits<T>::highest();
     }
@@ -258,6 +267,7 @@ template <> struct LogMath<double> {
 // diverged on random data and doubled the SASS per application (1108 branches in the float
 // look-ahead kernel; an application ~100 instructions with its two paths, ~50 as selects).
 struct LogAddExp : OpBase {
+    static constexpr bool INTERLEAVE = true;
     template <typename T> static __device__ __forceinline__ T identity() { return Limits<T>::lowest(); }  // -inf
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
         const T d = a - b;
@@ -267,6 +277,7 @@ struct LogAddExp : OpBase {
     }
 };
 struct LogAddExp2 : OpBase {
+    static constexpr bool INTERLEAVE = true;
     template <typename T> static __device__ __forceinline__ T identity() { return Limits<T>::lowest(); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
         const T log2e = T(1.442695040888963407359924681001892137);
@@ -291,10 +302,12 @@ template <typename T> __device__ __forceinline__ T gcd_int(T a, T b) {
     return a;
 }
 struct Gcd : OpBase {
+    static constexpr bool INTERLEAVE = true;
     template <typename T> static __device__ __forceinline__ T identity() { return T(0); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) { return gcd_int(a, b); }
 };
 struct Lcm : OpBase {
+    static constexpr bool INTERLEAVE = true;
     template <typename T> static __device__ __forceinline__ T identity() { return T(1); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
         const T g = gcd_int(a, b);
