@@ -1,6 +1,6 @@
 """Issue 30's scans on one GPU against copy bandwidth, torch, JAX and CUB, in one run.
 
-    python benchmarks/bench_operators.py OUT.json [--log2n 27,28] [--reps 15] [--png OUT.png]
+    python benchmarks/bench_operators.py OUT.json [--log2n 27,28] [--reps 15] [--png OUT.png] [--no-gpu-only]
 
 Question: how close to copy bandwidth do the scans beyond the plain sum run (reverse,
 segmented, linear recurrences, logcumsumexp, NaN-aware, compensated), and how do they compare
@@ -18,6 +18,11 @@ microseconds: under 3 % at 2^27 float32).  Peers' segmented scans: torch by the 
 flags and a gather (its documented idiom: ids = cumsum(flags), y = cumsum(x) - base[ids]); JAX
 by ``lax.associative_scan`` over (flag, value) and over the maps (a, b).  Every distscan result
 is checked against a float64 (complex128) reference on the GPU before timing.
+
+"GPU only" (unless --no-gpu-only): the same distscan calls timed again with the host's work
+hidden (harness.events_interleaved's hide_host: a 2 ms sleep queued on the GPU before the first
+event), so that API minus GPU-only is what the host's work before the launch costs the call.
+The kernels' modules are compiled first, in parallel processes (module_keys).
 """
 
 from __future__ import annotations
@@ -88,7 +93,35 @@ def _check(name, got, ref, scale, eps):
     return err
 
 
-def rows_for(log2n, reps, torch, jax_mod):
+def module_keys(n):
+    """The kernel modules the distscan calls below compile (the plain forward module of "auto" and
+    of the look-ahead, the extended one of reverse and state scans), as the backend routes them;
+    a key missed here only costs its compile inside the timing's warm-up."""
+    from distscan._call import call_op
+    from distscan._dtypes import scan_types
+    from distscan.backends.cuda import extended, plans
+
+    calls = [("sum", {}, "float32"), ("sum", {"reverse": True}, "float32"), ("sum", {"segments": 1}, "float32"),
+             ("sum", {"segments": 1}, "int64"), ("nansum", {}, "float32"), ("nanmax", {}, "float32"),
+             ("max", {}, "float32"), (np.logaddexp, {}, "float32"), ("sum", {"compensated": True}, "float32")]
+    calls += [("sum", {"coefficients": 1}, dt) for dt in ("float32", "float64", "complex64")]
+    keys = []
+    for name, kw, dt in calls:
+        op = call_op(name, segments=kw.get("segments"), compensated=kw.get("compensated", False),
+                     coefficients=kw.get("coefficients"), reverse=kw.get("reverse", False))
+        dt = np.dtype(dt)
+        types = scan_types(op, dt)
+        if kw.get("reverse") or op.state is not None:
+            device = extended._device(op, "auto", n, dt.itemsize, types.result.itemsize)
+            keys.append(extended.ext_module_key(dt, types, op, device, kw.get("reverse", False)))
+        else:
+            keys.append(plans.module_key(dt, types, op, "auto"))
+            if plans.uses_lookahead(n, dt.itemsize, types.result.itemsize):
+                keys.append(plans.module_key(dt, types, op, "lookahead"))
+    return keys
+
+
+def rows_for(log2n, reps, torch, jax_mod, gpu_only=True):
     n = 1 << log2n
     rs = cp.random.RandomState(log2n)
     x = rs.standard_normal(n, dtype=cp.float32)
@@ -129,8 +162,13 @@ def rows_for(log2n, reps, torch, jax_mod):
 
     def row(name, bytes_per, impls):
         med = events_interleaved(impls, reps)
-        return {"scan": name, "log2n": log2n, "bytes_per_elt": bytes_per,
-                **{k: bytes_per * n / t / 1e9 for k, t in med.items()}}
+        r = {"scan": name, "log2n": log2n, "bytes_per_elt": bytes_per,
+             **{k: bytes_per * n / t / 1e9 for k, t in med.items()}}
+        if gpu_only:  # distscan's calls again, the host's work hidden: the kernels' own time
+            mine = {k: f for k, f in impls.items() if k.startswith("distscan")}
+            med = events_interleaved(mine, reps, hide_host=True)
+            r["gpu_only"] = {k: bytes_per * n / t / 1e9 for k, t in med.items()}
+        return r
 
     def copy():
         cp.cuda.runtime.memcpyAsync(y.data.ptr, x.data.ptr, x.nbytes, 3, cp.cuda.get_current_stream().ptr)
@@ -216,11 +254,17 @@ def rows_for(log2n, reps, torch, jax_mod):
 def report(data):
     print(f"{data['gpu']} ({data['date']}): GB/s over each scan's bytes per element; 'of copy' = distscan / copy")
     for r in data["rows"]:
-        peers = {k: v for k, v in r.items() if k not in ("scan", "log2n", "bytes_per_elt", "copy_gbs")}
+        peers = {k: v for k, v in r.items() if k not in ("scan", "log2n", "bytes_per_elt", "copy_gbs", "gpu_only")}
         main = next((k for k in ("distscan", "distscan compensated", "distscan nancumsum") if k in peers), None)
-        cells = "  ".join(f"{k} {v:7.0f}" for k, v in peers.items())
+        cells = "  ".join(f"{k.replace('distscan', 'ds').replace('(cumsum of flags + gather)', '(gather)')} {v:5.0f}"
+                          for k, v in peers.items())
         ratio = f"  of copy {peers[main] / r['copy_gbs']:.3f}" if main else ""
-        print(f"2^{r['log2n']} {r['scan']:28s} {r['bytes_per_elt']:2d} B  {cells}{ratio}")
+        gpu = r.get("gpu_only")
+        if gpu:
+            ratio += "  | GPU only: " + " ".join(f"{v:5.0f}" for v in gpu.values())
+            if main in gpu:
+                ratio += f" ({gpu[main] / r['copy_gbs']:.3f})"
+        print(f"{r['scan'][:22]:22s} {r['bytes_per_elt']:2d}B {cells}{ratio}")
 
 
 def plot(data, png):
@@ -252,11 +296,16 @@ def main():
     ap.add_argument("--log2n", default="27")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--png")
+    ap.add_argument("--no-gpu-only", action="store_true", help="skip the timing with the host's work hidden")
     a = ap.parse_args()
+    from distscan.backends.cuda import compile as cc
+    t0 = time.perf_counter()
+    cc.precompile([k for log2n in map(int, a.log2n.split(",")) for k in module_keys(1 << log2n)])
+    print(f"kernels compiled in {time.perf_counter() - t0:.0f} s", flush=True)
     torch, jax_mod = _torch(), _jax()
     rows = []
     for log2n in map(int, a.log2n.split(",")):
-        rows += rows_for(log2n, a.reps, torch, jax_mod)
+        rows += rows_for(log2n, a.reps, torch, jax_mod, gpu_only=not a.no_gpu_only)
     gpu = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     data = {"gpu": gpu, "date": datetime.date.today().isoformat(), "host": platform.node(), "rows": rows}
     Path(a.json_out).write_text(json.dumps(data, indent=1))

@@ -2,7 +2,9 @@
 
 ``events_median``        CUDA events around each call after warm-up; the median
 ``events_interleaved``   several implementations in turn within every repetition, in a new
-                         random order each time, the L2 flushed before each call
+                         random order each time, the L2 flushed before each call; with
+                         ``hide_host``, the GPU's time alone (the host's work before the launch
+                         hidden behind a sleep on the GPU)
 ``wall_per_call``        a loop of calls and one synchronisation: host cost included
 ``make_cub``             CUB's inclusive sum through cuda.compute (None and why when missing)
 """
@@ -34,7 +36,24 @@ def events_median(fn, reps, warm=3):
     return statistics.median(times), times
 
 
-def events_interleaved(impls: dict, reps, warm=3):
+_SLEEP = None
+
+
+def gpu_sleep(microseconds: int) -> None:
+    """Keep the current stream busy for about ``microseconds`` (one thread spinning on
+    ``__nanosleep``), touching no memory: the host then queues the next calls while the GPU is
+    still asleep, and events recorded after the sleep time the GPU's work alone."""
+    global _SLEEP
+    if _SLEEP is None:
+        _SLEEP = cp.RawKernel(r'''
+extern "C" __global__ void gpu_sleep(long long cycles) {
+    const long long t0 = clock64();
+    while (clock64() - t0 < cycles) __nanosleep(1000);
+}''', "gpu_sleep")
+    _SLEEP((1,), (1,), (cp.int64(int(microseconds) * 2000),))  # SM clocks <= 2 GHz: at least that long
+
+
+def events_interleaved(impls: dict, reps, warm=3, hide_host=False):
     """``{name: median seconds}`` of one call of each implementation between two events, the
     implementations taken in turn within every repetition, so that a drift of the host or the
     GPU (clocks, other load) falls on all of them alike, and in a new random order every
@@ -43,7 +62,10 @@ def events_interleaved(impls: dict, reps, warm=3):
     each call the L2 is flushed
     (a write of twice its size, then a synchronisation): otherwise a call that fits in L2 would
     find there what the implementation before it left (its own input and output, or the other
-    one's output to write back), and the order would favour some."""
+    one's output to write back), and the order would favour some.  ``hide_host``: a 2 ms sleep
+    on the GPU after the flush, before the first event, so that what the host does before its
+    launches (argument checks, plans, allocations) happens while the GPU sleeps: the time is the
+    GPU's alone (host work past 2 ms would still show)."""
     for fn in impls.values():
         for _ in range(warm):
             fn()
@@ -57,6 +79,8 @@ def events_interleaved(impls: dict, reps, warm=3):
             fn = impls[name]
             scrub.fill(0)
             stream.synchronize()
+            if hide_host:
+                gpu_sleep(2000)
             start.record()
             fn()
             stop.record()

@@ -161,7 +161,18 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
             char *scan_slice = my_slices + ((k + LOADS) % STAGES) * STAGE_BYTES;  // = stage (k - DEPTH) % STAGES
 
             TAcc items[Policy::ITEMS], lane_exclusive;
-            if (!service) {
+            if (Op::INTERLEAVE && !service && t_scan >= 0 && t_red < num_tiles) {
+                // The steady state of operators with long chains (operators.cuh, INTERLEAVE): both
+                // halves in one block, so that the scan's and the reduction's chains overlap (the
+                // loads of t_red are waited for first: issued LOADS - 1 iterations ago, they are in
+                // by then when the chains are the bound).  Same values, bit for bit.
+                TAcc red[Policy::ITEMS];
+                stage_items(scan_slice, n, t_scan, warp, lane, items);
+                cp_async_wait<LOADS - 1>();
+                __syncwarp();
+                stage_items(my_slices + (k % STAGES) * STAGE_BYTES, n, t_red, warp, lane, red);
+                lane_exclusive = Tile::BScan::scan_up_reduce_up(s_scn[par], items, s_red[par], red);
+            } else if (!service) {
                 if (t_scan >= 0) {
                     stage_items(scan_slice, n, t_scan, warp, lane, items);
                     lane_exclusive = Tile::BScan::scan_up(s_scn[par], items);

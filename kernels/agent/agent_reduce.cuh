@@ -92,16 +92,9 @@ __device__ __forceinline__ void reduce_tiles(const TIn *d_in, i64 n, i64 per_blo
     const i64 last = first + per_block < num_tiles ? first + per_block : num_tiles;
     TAcc acc = Op::template identity<TAcc>();
     for (i64 tile = first; tile < last; ++tile) {
-        int valid;
-        const i64 seg_base = Tile::segment(n, tile, warp, valid);
-        Tile::InIO::template load_to_smem<false>(d_in + seg_base, valid, vector_ok, smem, lane);
-        __syncwarp();
         TAcc items[Policy::ITEMS];
         unsigned starts;
-        if constexpr (Op::AUX > 0)
-            Tile::staged_items_aux(smem, lane, valid, seg_base, ex, items, starts);
-        else
-            Tile::staged_items(smem, lane, valid, items);
+        Tile::template load_items<false>(d_in, n, tile, vector_ok, smem, warp, lane, ex, items, starts);
         Tile::BScan::reduce_up(s_scan, items);
         __syncthreads();
         TAcc aggregate;

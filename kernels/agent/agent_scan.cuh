@@ -38,14 +38,7 @@ struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, false, REVE
                                                      int warp, int lane, typename Tile::BScan::TempStorage &s_scan,
                                                      TAcc (&items)[Policy::ITEMS], TAcc &aggregate,
                                                      const Extra<TAcc> &ex, unsigned &starts) {
-        int valid;
-        const i64 seg_base = Tile::segment(n, tile, warp, valid);
-        Tile::InIO::template load_to_smem<KEEP>(d_in + seg_base, valid, vector_ok, smem, lane);
-        __syncwarp();
-        if constexpr (Op::AUX > 0)
-            Tile::staged_items_aux(smem, lane, valid, seg_base, ex, items, starts);
-        else
-            Tile::staged_items(smem, lane, valid, items);
+        Tile::template load_items<KEEP>(d_in, n, tile, vector_ok, smem, warp, lane, ex, items, starts);
         return Tile::BScan::scan(s_scan, items, aggregate);  // has __syncthreads
     }
 

@@ -45,6 +45,29 @@ struct BlockScanCoarsened {
         warp_part(tmp, run);
     }
 
+    // scan_up(scan_tmp, items) and reduce_up(red_tmp, red) of two tiles at once, each bit for bit
+    // as alone: one loop carries both runs' dependent chains, and one warp scan both run totals,
+    // so that the two chains' latencies overlap (the look-ahead kernel's steady state, where a
+    // warp scans one tile and reduces another in the same iteration).  Returns scan_up's value.
+    template <int ITEMS>
+    static __device__ __forceinline__ T scan_up_reduce_up(TempStorage &scan_tmp, T (&items)[ITEMS],
+                                                          TempStorage &red_tmp, const T (&red)[ITEMS]) {
+        T run = red[0];
+#pragma unroll
+        for (int i = 1; i < ITEMS; ++i) {
+            items[i] = Op::template apply<T>(items[i - 1], items[i]);
+            run = Op::template apply<T>(run, red[i]);
+        }
+        const int lane = threadIdx.x & 31;
+        T scan_total = items[ITEMS - 1], lane_exclusive;
+        warp_inclusive_scan_pair<T, Op>(scan_total, run, lane, lane_exclusive);
+        if (lane == 31) {
+            scan_tmp.warp_totals[threadIdx.x >> 5] = scan_total;
+            red_tmp.warp_totals[threadIdx.x >> 5] = run;
+        }
+        return lane_exclusive;
+    }
+
     // After the barrier: the thread's exclusive prefix within the block, and the aggregate.
     // Every thread folds the warp totals in the same fixed order (broadcast reads).
     static __device__ __forceinline__ T scan_down(const TempStorage &tmp, T lane_exclusive, T &block_aggregate) {

@@ -12,8 +12,11 @@
 // of that slice), so the warp synchronises with __syncwarp only, as forwards.
 //
 // Operators with auxiliary inputs (segment flags, coefficients: util/states.cuh) read them
-// with their items (Extra): the flags with the lane's own loads (one byte per item), the
-// coefficients staged through the warp's slice after the items, as the items are.
+// with their items (Extra): each lane loads its own run of flags and coefficients from global
+// memory straight into registers, 16-byte vectors where the run is whole and aligned, issued
+// BEFORE the segment's items are loaded so that all three are in flight together (load_aux).
+// Staged after the items, the flags and the coefficients had cost two more DRAM round trips per
+// tile, one after the other, in a kernel whose blocks have no other loads in flight then.
 #pragma once
 #include "../block/block_scan.cuh"
 #include "../util/states.cuh"
@@ -62,9 +65,6 @@ struct TileAgent {
     // one warp's shared-memory slice: its segment, staged in or out
     static constexpr int IO_BYTES = InIO::WARP_BYTES > OutIO::WARP_BYTES ? InIO::WARP_BYTES : OutIO::WARP_BYTES;
     typedef typename CoefOf<TAcc, Op::STATE>::type TCoef;
-    typedef WarpTileIO<TCoef, ITEMS, SWIZZLE> CoefIO;
-    // coefficients are staged through the slice when they fit it, else read by each lane
-    static constexpr bool STAGE_COEF = CoefIO::WARP_BYTES <= IO_BYTES;
 
     // Where the calling warp's segment of `tile` starts, and how many of its items exist (in
     // memory: REVERSE mirrors the tile and the warp).
@@ -97,59 +97,104 @@ struct TileAgent {
         }
     }
 
-    // staged_items for operators with auxiliary inputs: the segment's flags and coefficients
-    // (from global memory at seg_base; the coefficients through the slice, which must be free
-    // of the items: staged_items has read them).  `starts` gets bit i set where item i's flag is.
-    static __device__ __forceinline__ void staged_items_aux(char *smem, int lane, int valid, i64 seg_base,
-                                                            const Extra<TAcc> &ex, TAcc (&items)[ITEMS],
-                                                            unsigned &starts) {
-        TIn raw[ITEMS];
-        TCoef coef[ITEMS];
-        const int src = run_lane(lane);
-        InIO::smem_to_regs(smem, src, raw);
-        if (ex.coef != 0) {
-            const TCoef *d_coef = reinterpret_cast<const TCoef *>(ex.coef) + seg_base;
-            if constexpr (STAGE_COEF) {
-                __syncwarp();  // every lane has read its items from the slice
-                CoefIO::template load_to_smem<false>(d_coef, valid, ex.coef_vector_ok, smem, lane);
-                __syncwarp();
-                CoefIO::smem_to_regs(smem, src, coef);
-                __syncwarp();  // the slice is free again (the agent stores through it later)
-            } else {
-#pragma unroll
-                for (int k = 0; k < ITEMS; ++k) coef[k] = (src * ITEMS + k < valid) ? d_coef[src * ITEMS + k] : TCoef();
-            }
-        }
-        unsigned char flags[ITEMS];  // the run's flags: 4-byte words where the run is whole and aligned
+    // Bytes per vector load of a run of `bytes` bytes: 16, 8, 4 or 1 (scalar).
+    static constexpr int vector_bytes(int bytes) {
+        return bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : 1;
+    }
+    static constexpr int FLAG_VB = vector_bytes(ITEMS);                         // flags: 1 byte an item
+    static constexpr int COEF_VB = vector_bytes(ITEMS * (int)sizeof(TCoef));
+
+    // A lane's run of auxiliary inputs: the flags (0 past the end, or without flags) and the
+    // coefficients (TCoef() past the end, or without coefficients) of its ITEMS items, each in
+    // a union with the vectors that load it (registers, as WarpTileIO::smem_to_regs's).
+    struct AuxRun {
+        union {
+            typename VectorOf<FLAG_VB>::type v[ITEMS / FLAG_VB];
+            unsigned char flags[ITEMS];
+        } f;
+        union {
+            typename VectorOf<COEF_VB>::type v[ITEMS * sizeof(TCoef) / COEF_VB];
+            TCoef coef[ITEMS];
+        } c;
+    };
+
+    // Issue the loads of the lane's run of the segment at seg_base's flags and coefficients (the
+    // run that staged_items' lane reads: run_lane).  Nothing waits for them here: lift_aux reads
+    // the registers once the items are staged.
+    static __device__ __forceinline__ void load_aux(int lane, int valid, i64 seg_base, const Extra<TAcc> &ex,
+                                                    AuxRun &aux) {
+        const int first = run_lane(lane) * ITEMS;  // the run's first item in the segment
+        const bool whole = valid == 32 * ITEMS;
         if (ex.flags != 0) {
-            const unsigned char *d_flags = ex.flags + seg_base + src * ITEMS;
-            if (ITEMS % 4 == 0 && valid == 32 * ITEMS && (reinterpret_cast<unsigned long long>(d_flags) & 3) == 0) {
+            const unsigned char *d_flags = ex.flags + seg_base + first;
+            typedef typename VectorOf<FLAG_VB>::type FV;
+            if (FLAG_VB > 1 && whole && (reinterpret_cast<unsigned long long>(d_flags) & (FLAG_VB - 1)) == 0) {
 #pragma unroll
-                for (int w = 0; w < ITEMS / 4; ++w) {
-                    const unsigned word = reinterpret_cast<const unsigned *>(d_flags)[w];
-#pragma unroll
-                    for (int b = 0; b < 4; ++b) flags[4 * w + b] = (unsigned char)(word >> (8 * b));
-                }
+                for (int v = 0; v < ITEMS / FLAG_VB; ++v) aux.f.v[v] = reinterpret_cast<const FV *>(d_flags)[v];
             } else {
 #pragma unroll
-                for (int k = 0; k < ITEMS; ++k) flags[k] = (src * ITEMS + k < valid) ? d_flags[k] : 0;
+                for (int k = 0; k < ITEMS; ++k) aux.f.flags[k] = (first + k < valid) ? d_flags[k] : 0;
             }
         } else {
 #pragma unroll
-            for (int k = 0; k < ITEMS; ++k) flags[k] = 0;
+            for (int k = 0; k < ITEMS; ++k) aux.f.flags[k] = 0;
         }
+        if (ex.coef != 0) {
+            const TCoef *d_coef = reinterpret_cast<const TCoef *>(ex.coef) + seg_base + first;
+            typedef typename VectorOf<COEF_VB>::type CV;
+            // coef_vector_ok: the array is 16-byte aligned, and so is every whole run when runs
+            // are whole 16-byte vectors (their offsets are multiples of the run's bytes)
+            if (COEF_VB == 16 && whole && ex.coef_vector_ok) {
+#pragma unroll
+                for (int v = 0; v < (int)(ITEMS * sizeof(TCoef) / 16); ++v)
+                    aux.c.v[v] = reinterpret_cast<const CV *>(d_coef)[v];
+            } else {
+#pragma unroll
+                for (int k = 0; k < ITEMS; ++k) aux.c.coef[k] = (first + k < valid) ? d_coef[k] : TCoef();
+            }
+        }
+    }
+
+    // staged_items for operators with auxiliary inputs, from the run load_aux loaded.  `starts`
+    // gets bit i set where item i's flag is.
+    static __device__ __forceinline__ void lift_aux(const char *smem, int lane, int valid, const Extra<TAcc> &ex,
+                                                    const AuxRun &aux, TAcc (&items)[ITEMS], unsigned &starts) {
+        TIn raw[ITEMS];
+        const int src = run_lane(lane);
+        InIO::smem_to_regs(smem, src, raw);
         starts = 0u;
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
             const int k = run_item(i);
-            const int e = src * ITEMS + k;
-            if (e < valid) {
-                const bool flag = flags[k] != 0;
+            if (src * ITEMS + k < valid) {
+                const bool flag = aux.f.flags[k] != 0;
                 starts |= (flag ? 1u : 0u) << i;
-                items[i] = Op::template lift<TAcc, TIn>(raw[k], flag, ex.coef != 0 ? coef[k] : TCoef());
+                items[i] = Op::template lift<TAcc, TIn>(raw[k], flag, ex.coef != 0 ? aux.c.coef[k] : TCoef());
             } else {
                 items[i] = Op::template identity<TAcc>();
             }
+        }
+    }
+
+    // The warp's segment of `tile` into its slice (KEEP: tile_io.cuh) and the lane's items out of
+    // it, in the accumulator type, with their auxiliary inputs for the operators that have them
+    // (their loads issued first, so that they overlap the items').  `starts`: lift_aux's.
+    template <bool KEEP>
+    static __device__ __forceinline__ void load_items(const TIn *d_in, i64 n, i64 tile, bool vector_ok, char *smem,
+                                                      int warp, int lane, const Extra<TAcc> &ex,
+                                                      TAcc (&items)[ITEMS], unsigned &starts) {
+        int valid;
+        const i64 seg_base = segment(n, tile, warp, valid);
+        if constexpr (Op::AUX > 0) {
+            AuxRun aux;
+            load_aux(lane, valid, seg_base, ex, aux);
+            InIO::template load_to_smem<KEEP>(d_in + seg_base, valid, vector_ok, smem, lane);
+            __syncwarp();
+            lift_aux(smem, lane, valid, ex, aux, items, starts);
+        } else {
+            InIO::template load_to_smem<KEEP>(d_in + seg_base, valid, vector_ok, smem, lane);
+            __syncwarp();
+            staged_items(smem, lane, valid, items);
         }
     }
 

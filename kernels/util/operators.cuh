@@ -11,6 +11,10 @@
 //   lift<TAcc, TIn>(x)  an input as the accumulator sees it: NumPy's conversion; the NaN-aware
 //                sums and products read NaN as their identity here, in the load, with no
 //                pass of their own
+//   INTERLEAVE   an application is a long dependent chain (compares and selects, exp and log1p,
+//                a state's several operations): the look-ahead kernel then runs its two tiles'
+//                per-thread chains interleaved (agent_lookahead.cuh).  False for the sums and
+//                the other one-instruction operators, whose kernels stay as measured.
 // The kernels always pass the earlier operand first.
 //
 // Bit-exactness notes:
@@ -118,6 +122,7 @@ struct OpBase {
     static constexpr bool COMMUTATIVE = true;
     static constexpr int AUX = 0;
     static constexpr bool STATE = false;
+    static constexpr bool INTERLEAVE = false;
     template <typename TAcc, typename TIn> static __device__ __forceinline__ TAcc lift(TIn x) {
         return Convert<TAcc, TIn>::apply(x);
     }
@@ -140,21 +145,24 @@ struct Prod : OpBase {
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) { return Wrap<T>::mul(a, b); }
 };
 
+// Max, Min, FMax, FMin and the logaddexps are written as selects, not early returns: the
+// returns compiled to a branch and a convergence barrier per application (BSSY/BRA/BSYNC, 9
+// instructions on the scan's dependent chain for float Max against 3: FSETP, FSETP, FSEL on
+// sm_90), and the look-ahead kernel's few warps per SM wait on that chain.  The same value in
+// every case, bit for bit: !(b <= a) is "b > a, or b is NaN" (unordered).
 struct Max : OpBase {
+    static constexpr bool INTERLEAVE = true;
     template <typename T> static __device__ __forceinline__ T identity() { return Limits<T>::lowest(); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
-        if (is_nan(a)) return a;
-        if (is_nan(b)) return b;
-        return (b > a) ? b : a;
+        return (!is_nan(a) && !(b <= a)) ? b : a;  // a if a is NaN, else b if b is NaN or larger
     }
 };
 
 struct Min : OpBase {
+    static constexpr bool INTERLEAVE = true;
     template <typename T> static __device__ __forceinline__ T identity() { return Limits<T>::highest(); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
-        if (is_nan(a)) return a;
-        if (is_nan(b)) return b;
-        return (b < a) ? b : a;
+        return (!is_nan(a) && !(b >= a)) ? b : a;  // a if a is NaN, else b if b is NaN or smaller
     }
 };
 
@@ -222,23 +230,21 @@ template <> __device__ __forceinline__ constexpr bool has_nan<float>() { return 
 template <> __device__ __forceinline__ constexpr bool has_nan<double>() { return true; }
 
 struct FMax : OpBase {
+    static constexpr bool INTERLEAVE = true;
     template <typename T> static __device__ __forceinline__ T identity() {
         return has_nan<T>() ? QuietNan<T>::get() : Limits<T>::lowest();
     }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
-        if (is_nan(a)) return b;
-        if (is_nan(b)) return a;
-        return (b > a) ? b : a;
+        return (is_nan(a) || b > a) ? b : a;  // b if a is NaN; a if b is NaN (b > NaN is false)
     }
 };
 struct FMin : OpBase {
+    static constexpr bool INTERLEAVE = true;
     template <typename T> static __device__ __forceinline__ T identity() {
         return has_nan<T>() ? QuietNan<T>::get() : Limits<T>::highest();
     }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
-        if (is_nan(a)) return b;
-        if (is_nan(b)) return a;
-        return (b < a) ? b : a;
+        return (is_nan(a) || b < a) ? b : a;
     }
 };
 
@@ -255,25 +261,30 @@ template <> struct LogMath<double> {
     static __device__ __forceinline__ double exp2_(double x) { return exp2(x); }
 };
 
+// npy_logaddexp: a == b gives a + log(2) (also for -inf and +inf); otherwise the larger plus
+// log1p(exp(-|a - b|)); NaN gives a - b.  One exp and one log1p of the same arguments as the
+// branches of npy_logaddexp (so the same bits), selected rather than branched to: the branches
+// diverged on random data and doubled the SASS per application (1108 branches in the float
+// look-ahead kernel; an application ~100 instructions with its two paths, ~50 as selects).
 struct LogAddExp : OpBase {
+    static constexpr bool INTERLEAVE = true;
     template <typename T> static __device__ __forceinline__ T identity() { return Limits<T>::lowest(); }  // -inf
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
-        if (a == b) return a + T(0.693147180559945309417232121458176568);  // also -inf, +inf
         const T d = a - b;
-        if (d > T(0)) return a + LogMath<T>::log1p_(LogMath<T>::exp_(-d));
-        if (d <= T(0)) return b + LogMath<T>::log1p_(LogMath<T>::exp_(d));
-        return d;  // NaN
+        const bool a_larger = d > T(0);
+        const T r = (a_larger ? a : b) + LogMath<T>::log1p_(LogMath<T>::exp_(a_larger ? -d : d));
+        return (a == b) ? a + T(0.693147180559945309417232121458176568) : (d == d ? r : d);
     }
 };
 struct LogAddExp2 : OpBase {
+    static constexpr bool INTERLEAVE = true;
     template <typename T> static __device__ __forceinline__ T identity() { return Limits<T>::lowest(); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
         const T log2e = T(1.442695040888963407359924681001892137);
-        if (a == b) return a + T(1);
         const T d = a - b;
-        if (d > T(0)) return a + log2e * LogMath<T>::log1p_(LogMath<T>::exp2_(-d));
-        if (d <= T(0)) return b + log2e * LogMath<T>::log1p_(LogMath<T>::exp2_(d));
-        return d;
+        const bool a_larger = d > T(0);
+        const T r = (a_larger ? a : b) + log2e * LogMath<T>::log1p_(LogMath<T>::exp2_(a_larger ? -d : d));
+        return (a == b) ? a + T(1) : (d == d ? r : d);
     }
 };
 
@@ -291,10 +302,12 @@ template <typename T> __device__ __forceinline__ T gcd_int(T a, T b) {
     return a;
 }
 struct Gcd : OpBase {
+    static constexpr bool INTERLEAVE = true;
     template <typename T> static __device__ __forceinline__ T identity() { return T(0); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) { return gcd_int(a, b); }
 };
 struct Lcm : OpBase {
+    static constexpr bool INTERLEAVE = true;
     template <typename T> static __device__ __forceinline__ T identity() { return T(1); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
         const T g = gcd_int(a, b);

@@ -59,6 +59,7 @@ template <typename V> struct CompState {
 struct StateOpBase {
     static constexpr bool COMMUTATIVE = false;
     static constexpr bool STATE = true;
+    static constexpr bool INTERLEAVE = true;
     template <typename S> static __device__ __forceinline__ bool fresh(const S &, bool) { return false; }
 };
 

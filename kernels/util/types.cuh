@@ -131,6 +131,13 @@ struct Convert<__half, __half> {
 };
 #endif
 
+// The unsigned type of a vector load of B bytes (16: uint4, 8: uint2, 4: one word, 1: a byte).
+template <int B> struct VectorOf;
+template <> struct VectorOf<16> { typedef uint4 type; };
+template <> struct VectorOf<8> { typedef uint2 type; };
+template <> struct VectorOf<4> { typedef unsigned int type; };
+template <> struct VectorOf<1> { typedef unsigned char type; };
+
 // ---------------------------------------------------------------------------
 // Shuffles of any trivially copyable accumulator type, as 4-byte words: one implementation
 // (shuffle), named by what it does (shfl_up, shfl_xor, shfl_idx).  All 32 lanes take part.

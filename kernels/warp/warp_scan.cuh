@@ -20,6 +20,25 @@ __device__ __forceinline__ T warp_inclusive_scan(T x, int lane, T &exclusive) {
     return x;
 }
 
+// Two independent warp_inclusive_scan()s in one loop (each value's association as there, bit
+// for bit), so that their shuffles and applications interleave: for operators whose application
+// is a long dependent chain (max with NaNs, logaddexp, compensated and affine states) the two
+// chains overlap instead of running one after the other.  `x_exclusive` as warp_inclusive_scan's.
+template <typename T, typename Op>
+__device__ __forceinline__ void warp_inclusive_scan_pair(T &x, T &y, int lane, T &x_exclusive) {
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        T up_x = shfl_up(x, d);
+        T up_y = shfl_up(y, d);
+        if (lane >= d) {
+            x = Op::template apply<T>(up_x, x);
+            y = Op::template apply<T>(up_y, y);
+        }
+    }
+    T prev = shfl_up(x, 1);
+    x_exclusive = (lane == 0) ? Op::template identity<T>() : prev;
+}
+
 // Butterfly reduction: every lane ends with the same value.  For commutative operators, lane
 // l and its partner l^m compute a op b and b op a, which agree bit for bit.  For the others
 // (state operators) the butterfly runs from m = 1 up, so that each step joins two adjacent

@@ -124,6 +124,20 @@ def _columns(arrays, w):
     return [cp.ascontiguousarray(a.T) for a in arrays]
 
 
+def _aux_columns(op: Op, aux, x, n: int, w: int):
+    """``(xs, flags, cs)``: ``x`` as per-column 1-D views (:func:`_columns`), the segment flags as
+    one contiguous 1-D array (or None) and the coefficients as per-column views (or None), picked
+    out of ``aux`` by the operator's auxiliary input names."""
+    names = op.state.aux if op.state is not None else ()
+    flags = next((a for name, a in zip(names, aux) if name == "segments"), None)
+    coef = next((a for name, a in zip(names, aux) if name == "a"), None)
+    if flags is not None:
+        flags = cp.ascontiguousarray(flags.reshape(-1))
+    xs = _columns([x], w)[0]
+    cs = _columns([cp.asarray(coef).reshape(n, -1)], w)[0] if coef is not None else None
+    return xs, flags, cs
+
+
 def _param_rows(op: Op, initial, kstate: np.dtype, w: int):
     """The projected ``initial`` as kernel states (the field a projection reads), or None."""
     if initial is None or op.state is None or op.state.initial_mode != "project":
@@ -164,15 +178,9 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     kstate = plan.kacc
     seeds = None if seed is None else _restate(np.asarray(seed, host_dtype).reshape(w), kstate)
     params = _param_rows(op, initial, kstate, w)
-    names = op.state.aux if op.state is not None else ()
-    flags = next((a for name, a in zip(names, aux) if name == "segments"), None)
-    coef = next((a for name, a in zip(names, aux) if name == "a"), None)
-    if flags is not None:
-        flags = cp.ascontiguousarray(flags.reshape(-1))
-    xs = _columns([x], w)[0]
-    cs = _columns([cp.asarray(coef).reshape(n, -1)], w)[0] if coef is not None else None
+    xs, flags, cs = _aux_columns(op, aux, x, n, w)
     outs = out.reshape(-1) if w == 1 else cp.empty((w, n), types.result)
-    totals = cp.empty((w, kstate.itemsize), np.uint8)
+    totals = cp.empty((w, kstate.itemsize), np.uint8) if want_total else None  # the kernels skip a null total
     scratch = scratch_of(dev_id, stream_ptr)
     fn = plan.funcs["ext_excl" if exclusive else "ext_incl"]
     grid, smem, lead = launch_shape(plan, n)
@@ -186,7 +194,8 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
             scratch.prepare(num_tiles, plan.window, plan.k_words)
             fn((grid,), (plan.threads,),
                (xc, oc, np.int64(n), scratch.words, scratch.subaggs, scratch.anchors, scratch.launch_state, d_seed,
-                totals[c], np.int32(int(xc.data.ptr % 16 == 0 and oc.data.ptr % 16 == 0)), np.int64(lead),
+                NULL if totals is None else totals[c], np.int32(int(xc.data.ptr % 16 == 0 and oc.data.ptr % 16 == 0)),
+                np.int64(lead),
                 NULL if flags is None else flags, NULL if cc_ is None else cc_,
                 np.int32(int(cc_ is not None and cc_.data.ptr % 16 == 0)), d_param),
                shared_mem=smem)
@@ -234,13 +243,7 @@ def reduce(x, op: Op, types: ScanTypes, aux=(), reverse: bool = False) -> np.nda
     dev_id = x.device.id
     plan = ext_plan(dev_id, x.dtype, types, op, "lookback", reverse)
     kstate = plan.kacc
-    names = op.state.aux if op.state is not None else ()
-    flags = next((a for name, a in zip(names, aux) if name == "segments"), None)
-    coef = next((a for name, a in zip(names, aux) if name == "a"), None)
-    if flags is not None:
-        flags = cp.ascontiguousarray(flags.reshape(-1))
-    xs = _columns([x], w)[0]
-    cs = _columns([cp.asarray(coef).reshape(n, -1)], w)[0] if coef is not None else None
+    xs, flags, cs = _aux_columns(op, aux, x, n, w)
     num_tiles = -(-n // plan.tile)
     # enough blocks to keep every SM's loads in flight; each folds a contiguous run of tiles
     grid = int(min(num_tiles, 4 * device_info(dev_id)["sms"]))

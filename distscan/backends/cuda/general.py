@@ -44,7 +44,7 @@ def _scan_hierarchical(plan, x, out, n, exclusive, seed_k, has_seed, d_total, de
         # from the neutral element when unseeded: the tile prefixes are folded into the tiles'
         # own items, whose signs a +0.0 first prefix would change
         seed = np.array([seed_k if has_seed else plan.identity_k], plan.kacc)
-        prefix, _ = scan(d_tiles, op, acc, exclusive=True, seed=seed, algorithm="hierarchical")
+        prefix, _ = _scan(d_tiles, op, acc, exclusive=True, seed=seed, algorithm="hierarchical")
     if num_tiles > 1 or has_seed:
         grid = int(max(1, min(8 * device_info(dev_id)["sms"], -(-n // 256))))
         plan.funcs["add_tile_prefix"]((grid,), (256,), (out, np.int64(n), np.int64(plan.tile), prefix))
@@ -98,6 +98,8 @@ def _raw_first(x, result, op: Op, seeded: bool, reverse: bool = False):
 
 def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto",
          aux=(), reverse=False, initial=None):
+    """The backend's ``scan``: :func:`_scan`, and the first item written back once (:func:`_raw_first`).
+    Calls from inside this module go to :func:`_scan`, so that the first item is written once."""
     result, total = _scan(x, op, types, exclusive=exclusive, seed=seed, out=out, want_total=want_total,
                           algorithm=algorithm, aux=aux, reverse=reverse, initial=initial)
     return _raw_first(x, result, op, exclusive or seed is not None or initial is not None, reverse), total
@@ -122,15 +124,16 @@ def _scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, 
     if zero_absorbs(op, types.acc) and types.result != types.acc:
         # float16 products: fix the zeros where the accumulator's values are (a float16 result
         # overflows to inf where the float32 running product is still finite), then round.
-        wide, total = scan(x, op, ScanTypes(types.input, types.acc, types.acc), exclusive=exclusive, seed=seed,
-                           want_total=want_total, algorithm=algorithm)
+        wide, total = _scan(x, op, ScanTypes(types.input, types.acc, types.acc), exclusive=exclusive, seed=seed,
+                            want_total=want_total, algorithm=algorithm)
         if out is None:
             return wide.astype(types.result), total
         out[...] = wide
         return out, total
     if x.ndim == 1:  # one column; the result keeps the caller's 1-D shape
-        rows, total = scan(x.reshape(-1, 1), op, types, exclusive=exclusive, seed=seed,
-                           out=None if out is None else out.reshape(-1, 1), want_total=want_total, algorithm=algorithm)
+        rows, total = _scan(x.reshape(-1, 1), op, types, exclusive=exclusive, seed=seed,
+                            out=None if out is None else out.reshape(-1, 1), want_total=want_total,
+                            algorithm=algorithm)
         return rows.reshape(-1), total
     n, w = x.shape
     if not x.flags.c_contiguous:
