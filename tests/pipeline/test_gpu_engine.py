@@ -218,7 +218,7 @@ def test_auto_takes_the_host_where_no_gpu_is_seen_or_the_part_is_small(shared_tm
 
 
 def test_calls_in_a_row_leave_no_thread_and_close_their_gpu(shared_tmp_path, comm, small_chunks, stand_in, rng):
-    a = rng.integers(0, 9, 3_001).astype(np.int32)
+    a = rng.integers(0, 9, 3_001).astype(np.float64)  # a float sum waits for the "GPU": every chunk on it
     inp, out = _files(comm, shared_tmp_path, a)
     threads = threading.active_count()
     for limit in (None, "4K", None):  # one call sends its chunks through the "GPU" in pieces
