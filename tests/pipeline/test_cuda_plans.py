@@ -19,7 +19,7 @@ def test_parse_bytes_and_slots():
 
 
 def test_staging_and_visibility_from_the_environment(tmp_path):
-    assert staging_from_env({}) == "pageable"
+    assert staging_from_env({}) == "register"
     assert staging_from_env({"DISTSCAN_GPU_STAGING": " Register "}) == "register"
     with pytest.raises(ValueError, match="DISTSCAN_GPU_STAGING must be one of pageable, register"):
         staging_from_env({"DISTSCAN_GPU_STAGING": "pinned"})
