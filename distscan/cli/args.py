@@ -187,10 +187,11 @@ def _shared_options(p, default_name: str) -> None:
     p.add_argument("--dtype", type=_dtype_arg, metavar="DT",
                    help="result dtype (input cast to it first, as numpy.cumsum(dtype=...)); default as NumPy")
     p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
-                   help="where each rank scans its chunks: auto (default): its GPU where one is visible and its "
-                        "part is at least 256 MB, else the host; cuda: its GPU (ranks beyond the GPUs of a node "
-                        "scan on the host); cpu: the host. CUDA starts while the first chunks are read. The "
-                        "summary and --report say what ran where, and why")
+                   help="where each rank scans its chunks: auto (default): its GPU where one is visible and the "
+                        "host would take longer to scan its part than CUDA takes to start (about 2 s), else the "
+                        "host; cuda: its GPU (ranks beyond the GPUs of a node scan on the host); cpu: the host. "
+                        "CUDA starts while the first chunks are read. The summary and --report say what ran "
+                        "where, and why")
     p.add_argument("--gpu", metavar="INDEX", type=_gpu_arg,
                    help="the GPU this rank uses (default: DISTSCAN_GPU, else the rank's index on its node; "
                         "DISTSCAN_ALLOW_SHARED_GPU=1 lets ranks beyond the GPUs share them instead of scanning "

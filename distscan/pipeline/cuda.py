@@ -133,9 +133,15 @@ class GpuEngine(CpuEngine):
         super().release()
 
 
-#: ``--backend auto`` starts a GPU only for a part of at least this many bytes (input and output):
-#: below it CUDA's start-up costs more than the host's scan of the whole part.
-AUTO_MIN_BYTES = 256 << 20
+#: ``--backend auto`` starts a rank's GPU only where the host's scan of its part would take longer
+#: than this.  Measured on the H200 host (2026-11-23, benchmarks/RESULTS.md, "The command"): CUDA's
+#: start beside the reads (CuPy import, context, the kernels' modules) took 1.2-1.9 s, and the GPU
+#: engine was slower than the host's at 2^29 int64 and float32 on 1, 2 and 8 ranks, where the
+#: host's scan of a part takes at most 1.7 s.
+AUTO_MIN_HOST_SCAN_S = 2.0
+#: The host's scan per element, for that estimate (``np.cumsum`` on the H200 host: 2.4 ns int64,
+#: 3.1 ns float32, with the reads and writes running beside it).
+HOST_SCAN_S_PER_ELEMENT = 3e-9
 
 
 def engine_for(job, ctx, layout, plan, local: tuple, *, required: bool, **stand_ins):
@@ -160,9 +166,10 @@ def run_auto(job, ctx, *, visible=gpu_visible, **stand_ins) -> None:
     the engines make the same collectives."""
     def make(layout, plan, local):
         likely, why = visible()
-        part = layout.n * layout.w * (layout.in_dt.itemsize + layout.out_dt.itemsize)
-        if likely and part < AUTO_MIN_BYTES:
-            likely, why = False, f"this rank's part ({part:,} bytes) is below {AUTO_MIN_BYTES:,} bytes"
+        host_s = layout.n * layout.w * HOST_SCAN_S_PER_ELEMENT
+        if likely and host_s < AUTO_MIN_HOST_SCAN_S:
+            likely, why = False, (f"a GPU is visible, but the host scans this rank's part in about {host_s:.2f} s, "
+                                  f"less than CUDA takes to start ({AUTO_MIN_HOST_SCAN_S} s)")
         ctx.backend_why = f"auto: {why}"
         if not likely:
             return CpuEngine()

@@ -22,7 +22,7 @@ import numpy as np
 from .. import api
 from ..gpus import bind_gpu
 from .chunks import Files, Layout, chunk_rows_for
-from .cuda import AUTO_MIN_BYTES
+from .cuda import AUTO_MIN_HOST_SCAN_S, HOST_SCAN_S_PER_ELEMENT
 from .gpu_start import gpu_visible
 from .context import Context, Job, host_budget, phase
 from .finish import finish
@@ -73,12 +73,13 @@ def part_bytes(ctx: Context, aux_headers) -> int:
 
 def _gpu_for_all(job: Job, ctx: Context, need: int) -> tuple:
     """``(use the GPUs, why)``, the same on every rank (one small collective under ``auto``): ``cuda``
-    always; ``auto`` when every rank sees a GPU and holds at least ``AUTO_MIN_BYTES``."""
+    always; ``auto`` when every rank sees a GPU and its host scan would take ``AUTO_MIN_HOST_SCAN_S``."""
     if job.backend != "auto":
         return job.backend == "cuda", f"--backend {job.backend}"
     likely, why = gpu_visible()
-    if likely and need < AUTO_MIN_BYTES:
-        likely, why = False, f"a part ({need:,} bytes) is below {AUTO_MIN_BYTES:,} bytes"
+    host_s = (ctx.stop - ctx.start) * ctx.header.row_items * HOST_SCAN_S_PER_ELEMENT
+    if likely and host_s < AUTO_MIN_HOST_SCAN_S:
+        likely, why = False, f"a GPU is visible, but a part scans on the host in about {host_s:.2f} s"
     everyone = likely if ctx.comm is None else bool(ctx.comm.allreduce(int(likely), op=_min_op()))
     return everyone, f"auto: {why}" if everyone == likely else "auto: some rank sees no GPU, or holds little"
 

@@ -7,7 +7,8 @@ distscan.pipeline.cuda with real CUDA (DeviceChunks), launched under mpirun/mpie
 * 2 ranks sharing the GPU (``DISTSCAN_ALLOW_SHARED_GPU=1``): the second rank's carries
   (``reduce_then_scan``: the GPU's reductions) and seeded scans on the GPU;
 * 3 ranks on one GPU by default: rank 0 on the GPU, the others on the host, the same result;
-* ``--backend auto`` takes the GPU for a part of 256 MB and more; the summary says where chunks ran.
+* ``--backend auto`` leaves a part that the host scans faster than CUDA starts on the host, and says
+  why; ``--backend cuda`` on the same file runs on the GPU; the summary says where chunks ran.
 """
 
 from __future__ import annotations
@@ -102,15 +103,19 @@ def test_ranks_beyond_the_gpu_scan_on_the_host_by_default(tmp_path):
     assert "rank" in proc.stdout and "GPU" in proc.stdout  # the summary says what ran where
 
 
-def test_auto_takes_the_gpu_for_a_large_part(tmp_path):
+def test_auto_leaves_a_small_part_on_the_host_and_cuda_takes_the_gpu(tmp_path):
     rng = np.random.default_rng(7)
-    a = rng.standard_normal(1 << 25).astype(np.float32)  # 128 MB in, 128 MB out: 256 MB
+    a = rng.standard_normal(1 << 25).astype(np.float32)  # the host scans it in about 0.1 s
     inp, out, rep = tmp_path / "in.npy", tmp_path / "out.npy", tmp_path / "r.json"
     np.save(inp, a)
-    proc = _run(1, [inp, "-o", out, "--report", rep])
-    r = json.loads(rep.read_text())
-    assert r["backend"] == {"requested": "auto", "used": "cuda", "ranks": {"cuda": [0]},
-                            "why": "auto: a GPU is visible"}
-    assert "cuda on 1 rank" in proc.stdout and "chunks" in proc.stdout
     ref = np.cumsum(a.astype(np.float64))
+    proc = _run(1, [inp, "-o", out, "--report", rep, "--force"])
+    r = json.loads(rep.read_text())
+    assert r["backend"]["requested"] == "auto" and r["backend"]["used"] == "cpu"
+    assert "less than CUDA takes to start" in r["backend"]["why"] and "cpu on 1 rank" in proc.stdout
+    assert np.all(np.abs(np.load(out) - ref) <= _float_bound(a) * np.sqrt(a.size))  # the host's sequential sum
+    proc = _run(1, [inp, "-o", out, "--report", rep, "--force", "--backend", "cuda"])
+    r = json.loads(rep.read_text())
+    assert r["backend"] == {"requested": "cuda", "used": "cuda", "ranks": {"cuda": [0]}, "why": "--backend cuda"}
+    assert "cuda on 1 rank" in proc.stdout and "chunks" in proc.stdout
     assert np.all(np.abs(np.load(out) - ref) <= _float_bound(a))
