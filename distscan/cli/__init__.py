@@ -10,9 +10,17 @@ cannot join, the job is aborted with ``MPI_Abort`` rather than left hanging.
 
 from __future__ import annotations
 
+import os
+
+# The command uses no BLAS: one BLAS thread per rank (unless the user chose), so that NumPy's
+# import does not start a pool of threads per core in every rank (measured on the H200 host,
+# 8 ranks: NumPy's import 0.84 -> 0.57 s, the command's start-up 0.91 -> 0.68 s).  Set before
+# NumPy loads, which ``import distscan`` does not do (distscan/__init__.py).
+for _blas in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_blas, "1")
+
 import json
 import math
-import os
 import sys
 import time
 import traceback
