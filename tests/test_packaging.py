@@ -59,3 +59,19 @@ def test_every_kernel_folder_ships():
     assert folders, "kernels/ has headers"
     for folder in folders:
         assert "distscan.kernels" + "".join("." + part for part in folder.parts) in packages, folder
+
+
+def test_import_is_light_and_the_command_sets_one_blas_thread():
+    """``import distscan`` loads no NumPy (its names come on first use), so that the command can ask
+    for one BLAS thread per rank before NumPy starts its pool; a user's own setting wins."""
+    import subprocess
+    import sys
+
+    code = ("import sys, os, distscan; assert 'numpy' not in sys.modules; distscan.cumsum; "
+            "assert 'numpy' in sys.modules; import distscan.cli; print(os.environ['OPENBLAS_NUM_THREADS'])")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1"
+    env["OPENBLAS_NUM_THREADS"] = "4"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "4"
