@@ -19,7 +19,8 @@ import numpy as np
 
 from ._arrays import as_is, current_device_id, to_native
 from ._kinds import plan_of
-from .dist.plan import ScanPlan, resolve_algorithm, resolve_hierarchy, resolve_strategy
+from .dist.options import resolve_algorithm, resolve_hierarchy, resolve_strategy
+from .dist.plan import ScanPlan
 from .gpus import ensure_device
 from ._dtypes import ScanTypes, scan_types
 from .backends import get_backend

@@ -161,6 +161,13 @@ class Carries:
         return _summary(xp, lifted(xp, rows[::-1] if reverse else rows, self.op), self.acc,
                         lambda r: backend.reduce(r, self.op, types))
 
+    def prepare(self, w: int) -> None:
+        """Make what combining this plan's carries of ``w`` columns needs, before the exchange that
+        first combines them: a state's compiled fold (:meth:`distscan.ops.state.State.fold_for`),
+        so that no rank compiles one after the exchange (where a rank's failure would be its alone)."""
+        if self.state is not None and getattr(self.state, "FOLD", None):  # declared states fold in Python
+            self.state.fold_for(self.dtype)
+
     def combine(self, earlier, later) -> np.ndarray:
         if self.state is not None:
             out = np.empty(np.shape(earlier), self.dtype)

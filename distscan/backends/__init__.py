@@ -41,6 +41,13 @@ they travel through MPI.
     ``scan(x, ..., seed=seed, out=out)[0]`` for arrays ``lean_arrays`` accepted, without
     checking them again: the lean call's seeded scan.
 
+``prepare(op, types, exclusive, w)`` (optional; ``cpu``)
+    A state operator's loops for one plan, made once (compiled, constant rows), or None:
+    an object with ``rows(x)`` (``x`` as the loops read it), ``carry(rows, aux, reverse)`` and
+    ``scan(rows, aux, seed=, out=, initial=, reverse=)``.  A plan makes them before its first
+    exchange (a compile that fails is agreed in it), so that its finish runs code that cannot
+    fail and compiles nothing (distscan.backends.cpu_states.Loops states the assumption).
+
 ``is_native(x)`` / ``name``
     Whether ``x`` is this backend's array type; the backend's name.
 """

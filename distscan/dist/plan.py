@@ -31,92 +31,20 @@ Pipelines that work in chunks call the steps themselves: :meth:`local_carry` per
 from __future__ import annotations
 
 import math
-import time
-from contextlib import contextmanager, nullcontext
 from typing import Optional
 
 import numpy as np
 
 from . import exchange
-from .nodes import METHODS, node_size_override
+from .nodes import node_size_override
+from .options import NULL, UNTIMED, Timer, resolve_algorithm, resolve_hierarchy, resolve_strategy
 from .._carry import Carries
 from .agree import collectively, fingerprint, raise_agreed, raise_mismatch
 from .._dtypes import scan_types
 from ..backends import get_backend
-from ..algorithms import resolve_algorithm as _resolve_algorithm
 from ..ops import Op, get_op
 
-STRATEGIES = ("auto", "reduce_then_scan", "scan_then_add")
-_STRATEGY_ALIASES = {"3n": "reduce_then_scan", "4n": "scan_then_add",
-                     "reduce-then-scan": "reduce_then_scan", "scan-then-add": "scan_then_add"}
-# Measured faster at every size and rank count tried (benchmarks/RESULTS.md): 3N bytes, not 4N.
-DEFAULT_STRATEGY = "reduce_then_scan"
-
-
-def resolve_strategy(strategy: str) -> str:
-    """A strategy name or alias -> ``reduce_then_scan`` or ``scan_then_add``.
-
-    Raises
-    ------
-    ValueError
-        For an unknown name.
-    """
-    s = _STRATEGY_ALIASES.get(strategy, strategy)
-    if s not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    return DEFAULT_STRATEGY if s == "auto" else s
-
-
-def resolve_algorithm(algorithm: str) -> str:
-    """An ``algorithm=`` name (:data:`distscan.algorithms.ALGORITHMS`), checked.
-
-    Raises
-    ------
-    ValueError
-        For an unknown name, listing the valid ones.
-    """
-    return _resolve_algorithm(algorithm)
-
-
-def resolve_hierarchy(hierarchy: str) -> str:
-    if hierarchy not in METHODS:
-        raise ValueError(f"unknown hierarchy method {hierarchy!r}; choose one of {', '.join(METHODS)}")
-    return hierarchy
-
-
-_NULL = nullcontext()  # reusable: a phase that is not timed, an agreement that is not needed
-
-
-class _Untimed:
-    """The timer of a call without ``timings``: its phases cost one call each."""
-
-    @staticmethod
-    def phase(name: str):
-        return _NULL
-
-
-_UNTIMED = _Untimed()
-
-
-class _Timer:
-    """Per-phase wall times into a dict (device work synchronised first)."""
-
-    def __init__(self, timings: Optional[dict], backend):
-        self.timings = timings
-        self._sync = getattr(backend, "synchronize", None) if timings is not None else None
-
-    @contextmanager
-    def phase(self, name: str):
-        if self.timings is None:
-            yield
-            return
-        if self._sync:
-            self._sync()
-        t0 = time.perf_counter()
-        yield
-        if self._sync:
-            self._sync()
-        self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
+__all__ = ["ScanPlan", "fail_exchange", "resolve_strategy", "resolve_algorithm", "resolve_hierarchy"]
 
 
 class ScanPlan:
@@ -193,6 +121,7 @@ class ScanPlan:
         # a plain NumPy finish: see _finish_may_fail
         self._lean_cpu = (self.backend == "cpu" and self.algorithm == "auto" and self.strategy == "reduce_then_scan"
                           and self.op.plain and not self.reverse)
+        self._loops = None  # a state scan's loops, made in the first run (_prepare)
 
     # -- the whole call ---------------------------------------------------------------------
 
@@ -214,7 +143,7 @@ class ScanPlan:
         inputs of ``rows`` (segment flags, coefficients) for the operators that take them.
         Collective; the same exception on every rank if any rank fails.
         """
-        timer = _UNTIMED if timings is None else _Timer(timings, self.be)
+        timer = UNTIMED if timings is None else Timer(timings, self.be)
         general = self._general(aux, initial)  # the backend's keywords beyond the plain scan's
         if self.size == 1:
             if error is not None:
@@ -227,18 +156,26 @@ class ScanPlan:
                                           seed=self._initial_seed(initial), out=out, algorithm=self.algorithm,
                                           **(general or {}))
             return out if finish is None else finish(out)
-        carry, n, last = None, 0, self.last
+        carry, n, last, loops, seed = None, 0, self.last, None, None
         seeds_initial = self.first and initial is not None and not self.projects
         if error is None:
             try:
+                if self.op.state is not None:
+                    loops = self._prepare()
                 n = rows.shape[0]
                 if out is None:  # before the exchange: an allocation that fails is agreed in it
                     out = self.be.array_module().empty(rows.shape, self.types.result)
+                if loops is not None and not (out.dtype == self.types.acc and out.flags.writeable):
+                    loops = None  # a narrower out: the backend's scan, through a buffer (may fail)
+                if loops is not None:
+                    rows = loops.rows(rows)  # the one conversion to the accumulator dtype
+                if self.first:
+                    seed = self._initial_seed(initial)
                 if self.strategy == "reduce_then_scan":
                     with timer.phase("reduce"):
                         if n and not last:  # the last rank's carry is never read
-                            carry = self.carries.of_part(self.be, rows, self.types, aux, self.reverse) if general \
-                                else self.carries.of_part(self.be, rows, self.types)
+                            carry = loops.carry(rows, aux, self.reverse) if loops is not None else \
+                                self.local_carry(rows, aux)
                 else:
                     with timer.phase("scan"):
                         _, total = self.be.scan(rows, self.op, self.types, exclusive=self.exclusive,
@@ -251,16 +188,20 @@ class ScanPlan:
                     carry = init if carry is None else self.combine(init, carry)
             except Exception as exc:  # noqa: BLE001 - agreed in the exchange, then raised on every rank
                 error = exc
+        may_fail = finish_may_fail or self._finish_may_fail(fast)
         with timer.phase("exscan"):
-            agreed, offset, _ = self._exchange(carry, error, n, what, extra, False,
-                                               finish_may_fail or self._finish_may_fail(fast), last,
+            agreed, offset, _ = self._exchange(carry, error, n, what, extra, False, may_fail, last,
                                                salt=self._initial_salt(initial))
-        seed = offset if not self.first else self._initial_seed(initial)
-        with (collectively(self.comm) if agreed.agree_after else _NULL):
+        if not self.first:
+            seed = offset
+        with (collectively(self.comm) if agreed.agree_after else NULL):
             if self.strategy == "reduce_then_scan":
                 with timer.phase("scan"):
                     # into the out allocated before the exchange (or the caller's)
-                    if fast and n and general is None:
+                    if loops is not None:
+                        loops.scan(rows, aux, seed=seed, out=out, initial=initial if self.projects else None,
+                                   reverse=self.reverse)
+                    elif fast and n and general is None:
                         self.be.scan_lean(rows, self.op, self.types, self.exclusive, out, seed)
                     else:
                         self.be.scan(rows, self.op, self.types, exclusive=self.exclusive, seed=seed, out=out,
@@ -271,6 +212,20 @@ class ScanPlan:
             if finish is not None:
                 out = finish(out)
         return out
+
+    def _prepare(self):
+        """What a state scan's plan makes once, in its first run and before its exchange (a failure,
+        a compile that fails, is agreed in that exchange like any other): the carries' fold
+        (:meth:`Carries.prepare`: no fold compiles after the exchange) and the backend's loops
+        (``prepare``, CPU: :class:`distscan.backends.cpu_states.Loops`), or None where the backend
+        has none (declared operators, the GPU's)."""
+        loops = self._loops
+        if loops is None:
+            self.carries.prepare(self.w)
+            prepare = getattr(self.be, "prepare", None)
+            loops = prepare(self.op, self.types, self.exclusive, self.w) if prepare is not None else None
+            self._loops = loops if loops is not None else False
+        return loops or None
 
     def _general(self, aux, initial) -> Optional[dict]:
         """The backend keywords of a reverse, state or projected scan (None: a plain forward one,
