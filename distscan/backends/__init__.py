@@ -45,8 +45,9 @@ they travel through MPI.
     A state operator's loops for one plan, made once (compiled, constant rows), or None:
     an object with ``rows(x)`` (``x`` as the loops read it), ``carry(rows, aux, reverse)`` and
     ``scan(rows, aux, seed=, out=, initial=, reverse=)``.  A plan makes them before its first
-    exchange (a compile that fails is agreed in it), so that its finish runs code that cannot
-    fail and compiles nothing (distscan.backends.cpu_states.Loops states the assumption).
+    exchange (a compile that fails is agreed in it); its finish then runs code that cannot fail
+    and compiles nothing (distscan.backends.cpu_states.Loops states the assumption), and asks
+    for no agreement after it.
 
 ``is_native(x)`` / ``name``
     Whether ``x`` is this backend's array type; the backend's name.

@@ -220,7 +220,7 @@ class Loops:
     the arguments it is called with (:func:`distscan.ops.jit.compile_loop`'s ``signature``:
     inputs of any layout, read-only or not), and their constant rows.
 
-    Assumption, on which distscan.dist.plan may drop the agreement after a CPU state scan's finish:
+    Assumption, on which distscan.dist.plan drops the agreement after a CPU state scan's finish:
     once made, :meth:`scan` raises nothing and compiles nothing, whatever this rank's part is,
     for arguments as the plan gives them: ``x`` from :meth:`rows` (the accumulator dtype, any
     layout), segment flags ``(n,)`` bool and coefficients ``(n, w)`` (or ``(n,)`` for one column)

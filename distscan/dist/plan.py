@@ -15,7 +15,8 @@ cheap case.  A distributed call on ``rows`` (this rank's ``(n, w)`` part, a back
 3. the finish: the scan seeded with the offset, or the offset combined into the scan; then,
    if the exchange showed that some rank's finish may fail (a GPU launch, a conversion, NumPy
    told to raise on floating-point errors), **one** small ``Allreduce`` agrees on it on every
-   rank.
+   rank.  The finishes that cannot fail (and so ask for no agreement) are listed at
+   :meth:`ScanPlan._finish_may_fail`.
 
 **A rank never decides alone which collectives it makes.**  Everything a rank knows only
 locally (its part is a view, a list, a scalar, a memmap; it passed ``out=``; its caches are
@@ -188,7 +189,8 @@ class ScanPlan:
                     carry = init if carry is None else self.combine(init, carry)
             except Exception as exc:  # noqa: BLE001 - agreed in the exchange, then raised on every rank
                 error = exc
-        may_fail = finish_may_fail or self._finish_may_fail(fast)
+        # The prepared loops' finish cannot fail (their assumption: cpu_states.Loops): no agreement.
+        may_fail = finish_may_fail or (loops is None and self._finish_may_fail(fast))
         with timer.phase("exscan"):
             agreed, offset, _ = self._exchange(carry, error, n, what, extra, False, may_fail, last,
                                                salt=self._initial_salt(initial))
@@ -250,10 +252,14 @@ class ScanPlan:
 
     def _finish_may_fail(self, fast: bool) -> bool:
         """Whether this rank's finish (the seeded scan or the add) may raise, so that every rank
-        must agree after it.  Only one finish cannot: NumPy's sequential accumulate of a plain
-        part (``fast``) into an array allocated before the exchange, with NumPy not told to
-        raise on floating-point errors (the lean CPU call: one collective).  Device launches,
-        conversions, the add of ``scan_then_add`` and a named algorithm's teaching path may."""
+        must agree after it.  Device launches, conversions, the add of ``scan_then_add`` and a
+        named algorithm's teaching path may.  Two finishes cannot (one collective in all):
+
+        - a CPU state scan by its prepared loops into an array of the accumulator dtype
+          allocated before the exchange (run() asks no agreement for it: the assumption is at
+          :class:`distscan.backends.cpu_states.Loops`);
+        - NumPy's sequential accumulate of a plain part (``fast``) into an array allocated before
+          the exchange, with NumPy not told to raise on floating-point errors."""
         return not (fast and self._lean_cpu and "raise" not in np.geterr().values())
 
     def total(self, rows, *, error=None, what="reduce arguments"):
