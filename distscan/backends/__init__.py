@@ -35,7 +35,8 @@ they travel through MPI.
     Whether the distributed lean call (``ScanPlan.call_1d``: one collective, the backend's
     ``reduce`` and ``scan`` with nothing around them) takes these arrays: a contiguous 1-D
     ``x`` of the backend's type (``cuda``: on the current device), and an ``out`` it can
-    write (``cpu``: none).
+    write (contiguous, of ``x``'s shape and ``types.result``, not overlapping ``x``; ``cpu``:
+    writable too, since the lean call writes it after the exchange).
 
 ``scan_lean(x, op, types, exclusive, out, seed=None)`` (GPU backends)
     ``scan(x, ..., seed=seed, out=out)[0]`` for arrays ``lean_arrays`` accepted, without

@@ -34,12 +34,13 @@ def is_native(x) -> bool:
 
 def lean_arrays(x, out, types: ScanTypes) -> bool:
     """Whether :func:`scan_lean` takes these arrays as they are: a contiguous 1-D NumPy ``x`` of the
-    input dtype, and ``out`` None or a contiguous NumPy array of its shape and the result dtype that
-    does not overlap it."""
+    input dtype, and ``out`` None or a contiguous, writable NumPy array of its shape and the result
+    dtype that does not overlap it (the lean call writes it after the exchange, where a read-only
+    one would fail on this rank alone)."""
     if type(x) is not np.ndarray or x.ndim != 1 or not x.flags.c_contiguous or x.dtype != types.input:
         return False
     return out is None or (type(out) is np.ndarray and out.shape == x.shape and out.dtype == types.result
-                           and out.flags.c_contiguous and not np.may_share_memory(x, out))
+                           and out.flags.c_contiguous and out.flags.writeable and not np.may_share_memory(x, out))
 
 
 def scan_lean(x, op: Op, types: ScanTypes, exclusive: bool, out=None, seed=None):

@@ -1,5 +1,5 @@
-"""The names of a plan's options, resolved and checked (``strategy``, ``algorithm``,
-``hierarchy``), and the timer of a call's phases."""
+"""The names of a plan's options, resolved and checked: ``strategy``, ``algorithm``, ``hierarchy``;
+the operators whose integer scans are exact (:data:`EXACT`); and the timer of a call's phases."""
 
 from __future__ import annotations
 
@@ -46,6 +46,13 @@ def resolve_hierarchy(hierarchy: str) -> str:
     if hierarchy not in METHODS:
         raise ValueError(f"unknown hierarchy method {hierarchy!r}; choose one of {', '.join(METHODS)}")
     return hierarchy
+
+
+# Operators whose scan of integers (and bools) is exact: associative and commutative bit for bit
+# (wrapping arithmetic included), so a part's total is the same whichever way it is formed.
+# Not gcd and lcm (lcm's overflow is not associative) nor the NaN-aware ones (floats).
+EXACT = frozenset({"sum", "prod", "max", "min", "logical_and", "logical_or", "logical_xor", "bitwise_and",
+                   "bitwise_or", "bitwise_xor"})
 
 
 NULL = nullcontext()  # reusable: a phase that is not timed, an agreement that is not needed

@@ -14,9 +14,9 @@ cheap case.  A distributed call on ``rows`` (this rank's ``(n, w)`` part, a back
    match, learning the offset *and choosing the rest of the path* are the same ``Allgather``;
 3. the finish: the scan seeded with the offset, or the offset combined into the scan; then,
    if the exchange showed that some rank's finish may fail (a GPU launch, a conversion, NumPy
-   told to raise on floating-point errors), **one** small ``Allreduce`` agrees on it on every
-   rank.  The finishes that cannot fail (and so ask for no agreement) are listed at
-   :meth:`ScanPlan._finish_may_fail`.
+   told to raise on floating-point errors or warnings made errors), **one** small
+   ``Allreduce`` agrees on it on every rank.  The finishes that cannot fail (and so ask for no
+   agreement) are listed at :meth:`ScanPlan._finish_may_fail`.
 
 **A rank never decides alone which collectives it makes.**  Everything a rank knows only
 locally (its part is a view, a list, a scalar, a memmap; it passed ``out=``; its caches are
@@ -38,9 +38,10 @@ import numpy as np
 
 from . import exchange
 from .nodes import node_size_override
-from .options import NULL, UNTIMED, Timer, resolve_algorithm, resolve_hierarchy, resolve_strategy
+from .options import (EXACT, NULL, STRATEGY_ALIASES, UNTIMED, Timer, resolve_algorithm, resolve_hierarchy,
+                      resolve_strategy)
 from .._carry import Carries
-from .agree import collectively, fingerprint, raise_agreed, raise_mismatch
+from .agree import collectively, fingerprint, numpy_may_raise, raise_agreed, raise_mismatch
 from .._dtypes import scan_types
 from ..backends import get_backend
 from ..ops import Op, get_op
@@ -122,6 +123,13 @@ class ScanPlan:
         # a plain NumPy finish: see _finish_may_fail
         self._lean_cpu = (self.backend == "cpu" and self.algorithm == "auto" and self.strategy == "reduce_then_scan"
                           and self.op.plain and not self.reverse)
+        # The lean call of an exact operator on integers scans first and adds the offset after
+        # (_scan_then_add), unless reduce_then_scan was named.
+        self._adds = (self.backend == "cpu" and self.algorithm == "auto"
+                      and STRATEGY_ALIASES.get(strategy, strategy) != "reduce_then_scan"
+                      and self.op.name in EXACT and self.types.acc.kind in "biu" and self.types.input.kind in "biu"
+                      and self.types.result == self.types.acc and not self.exclusive and not self.reverse)
+        self._floats = self.types.acc.kind in "fc"
         self._loops = None  # a state scan's loops, made in the first run (_prepare)
 
     # -- the whole call ---------------------------------------------------------------------
@@ -144,6 +152,8 @@ class ScanPlan:
         inputs of ``rows`` (segment flags, coefficients) for the operators that take them.
         Collective; the same exception on every rank if any rank fails.
         """
+        if fast and self._adds and timings is None and self.size > 1:
+            return self._scan_then_add(rows, out)
         timer = UNTIMED if timings is None else Timer(timings, self.be)
         general = self._general(aux, initial)  # the backend's keywords beyond the plain scan's
         if self.size == 1:
@@ -215,6 +225,37 @@ class ScanPlan:
                 out = finish(out)
         return out
 
+    def _scan_then_add(self, rows, out):
+        """The lean call (``fast``) of an exact operator (:data:`EXACT`) on integers: this rank's scan
+        first, its last element as the carry, the exchange, then ``offset op out`` in place, as
+        the bare ``cumsum`` + ``Exscan`` + add does.  2N bytes on the first rank and 4N on the
+        others, against 3N and 4-5N for the reduce and the seeded scan, and one pass less for a
+        part in cache.
+
+        Assumptions.  The carry is the part's total whichever way it is formed (the operator is
+        exact on integers), so ranks that take the general route (their part is a list, a view,
+        ...) send the same carry.  The add after the exchange cannot raise on any rank: integer
+        ufuncs set no floating-point flag (``np.errstate`` does not apply) and warn of nothing
+        (overflow wraps, as in NumPy's arrays), and ``out`` (the caller's, checked writable by
+        the backend's ``lean_arrays``, or allocated here) exists before the exchange; so this
+        rank asks for no agreement after it, and joins one when another rank asked for it."""
+        error, carry, n = None, None, 0
+        try:
+            n = rows.shape[0]
+            out = self.op.ufunc.accumulate(rows, dtype=self.types.acc, out=out)
+            if n:
+                carry = out[-1:]
+        except Exception as exc:  # noqa: BLE001 - agreed in the exchange, then raised on every rank
+            error = exc
+        agreed, offset, _ = self._exchange(carry, error, n, "scan arguments", None, False, False, self.last)
+        if agreed.agree_after:
+            with collectively(self.comm):
+                if offset is not None and n:
+                    self.op.ufunc(offset, out, out=out)
+        elif offset is not None and n:
+            self.op.ufunc(offset, out, out=out)
+        return out
+
     def _prepare(self):
         """What a state scan's plan makes once, in its first run and before its exchange (a failure,
         a compile that fails, is agreed in that exchange like any other): the carries' fold
@@ -253,14 +294,20 @@ class ScanPlan:
     def _finish_may_fail(self, fast: bool) -> bool:
         """Whether this rank's finish (the seeded scan or the add) may raise, so that every rank
         must agree after it.  Device launches, conversions, the add of ``scan_then_add`` and a
-        named algorithm's teaching path may.  Two finishes cannot (one collective in all):
+        named algorithm's teaching path may.  Three finishes cannot (one collective in all):
 
+        - the lean call of an exact operator on integers (:meth:`_scan_then_add`);
         - a CPU state scan by its prepared loops into an array of the accumulator dtype
           allocated before the exchange (run() asks no agreement for it: the assumption is at
           :class:`distscan.backends.cpu_states.Loops`);
         - NumPy's sequential accumulate of a plain part (``fast``) into an array allocated before
-          the exchange, with NumPy not told to raise on floating-point errors."""
-        return not (fast and self._lean_cpu and "raise" not in np.geterr().values())
+          the exchange, when nothing can turn a floating-point flag into an exception: integers
+          set none; for floats and complex, NumPy must not be told to raise or to call a
+          handler (``np.errstate``), and no warnings filter may make its RuntimeWarning an error
+          (``-W error``, ``warnings.simplefilter("error")``)."""
+        if not (fast and self._lean_cpu):
+            return True
+        return self._floats and numpy_may_raise()
 
     def total(self, rows, *, error=None, what="reduce arguments"):
         """``(the global total as a host row (w,) in the accumulator dtype, total rows)`` of every
