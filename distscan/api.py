@@ -135,14 +135,17 @@ def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy
     resolved (:mod:`distscan.dist.plan`)."""
     group = comm if comm is not None and comm.Get_size() > 1 else None
     key = None
-    if initial is None and options is None:
+    if initial is None:
         try:
-            key = kind_key(x, op, exclusive, dtype, out, axis, strategy, hierarchy, backend, algorithm, node_size)
+            key = kind_key(x, op, exclusive, dtype, out, axis, strategy, hierarchy, backend, algorithm, node_size,
+                           options)
             kind = KINDS.lookup(key)
         except AttributeError:  # not an array: a list, a scalar
             kind = None
-        if kind is not None and kind.takes(x, out):
-            return kind.plan(group).run(x, out=out, timings=timings, fast=True)
+        if kind is not None:
+            aux = kind.aux(x, out, options)
+            if aux is not None:
+                return kind.plan(group).run(x, out=out, timings=timings, fast=True, aux=aux)
     device = foreign_device(x)
     if device is not None:  # run where the data is: its device made current for the whole call
         with device:
