@@ -270,8 +270,13 @@ def linear_recurrence(a, b, *, initial=0, reverse=False, out=None, comm=None, ax
     recurrence of a sequential float64 loop (tests/ops/__init__.py states the bounds).
     Other keywords (``backend=``, ``strategy=``, ...) as :func:`scan`.
     """
-    if initial is not None and not np.any(initial):
-        initial = None  # y[-1] = 0 contributes nothing
+    # y[-1] = 0 contributes nothing.  The default (a Python 0, or any Python number equal to 0:
+    # the same truth np.any gives it) is tested without NumPy (np.any took 4.9 us of a small call).
+    if type(initial) in (int, float, complex):
+        if initial == 0:
+            initial = None
+    elif initial is not None and not np.any(initial):
+        initial = None
     options = {"reverse": reverse, "segments": segments, "coefficients": a}
     comm = default_comm(comm)
     if kwargs:

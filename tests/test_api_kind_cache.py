@@ -267,3 +267,21 @@ def test_options_of_other_kinds_take_the_long_way(comm):
         for _ in range(2):
             got = distscan.linear_recurrence(a, xb, segments=flags_as, comm=comm)
             all_ranks_ok(comm, lambda: np.testing.assert_array_equal(got, want))
+
+
+def test_linear_recurrence_initial_zero_in_any_form(comm):
+    """``initial`` 0, 0.0, -0.0, 0j, False, np.float64(0) and a zero row give the recurrence from 0;
+    a nonzero Python number does not."""
+    rng = shared_rng(comm)
+    counts = random_counts(rng, comm.size, 20)
+    b = rank_part(rng.standard_normal(int(counts.sum())), counts, comm)
+    a = np.full(len(b), 0.5)
+    want = distscan.linear_recurrence(a, b, comm=comm)
+    for zero in (0, 0.0, -0.0, 0j, False, np.float64(0), np.zeros(1), None):
+        got = distscan.linear_recurrence(a, b, initial=zero, comm=comm)
+        all_ranks_ok(comm, lambda: np.testing.assert_array_equal(got, want))
+    shifted = distscan.linear_recurrence(a, b, initial=2.0, comm=comm)
+    lo = int(counts[:comm.rank].sum())
+    decay = 0.5 ** np.arange(lo + 1, lo + len(b) + 1)
+    scale = np.abs(want).max(initial=0) + 2  # the difference of two sums: absolute error of their size
+    all_ranks_ok(comm, lambda: np.testing.assert_allclose(shifted - want, 2.0 * decay, rtol=0, atol=1e-13 * scale))
