@@ -154,8 +154,8 @@ def numpy_may_raise() -> bool:
     message or module).  Not seen: a ``warnings.showwarning`` replaced by one that raises."""
     if not _QUIET_MODES.issuperset(np.geterr().values()):
         return True
-    for action, _, category, _, _ in warnings.filters:
-        if action == "error" and issubclass(RuntimeWarning, category):
+    for f in warnings.filters:  # (action, message, category, module, lineno)
+        if f[0] == "error" and issubclass(RuntimeWarning, f[2]):
             return True
     return False
 

@@ -180,13 +180,14 @@ class ScanPlan:
                     loops = None  # a narrower out: the backend's scan, through a buffer (may fail)
                 if loops is not None:
                     rows = loops.rows(rows)  # the one conversion to the accumulator dtype
-                if self.first:
+                if self.first and initial is not None:
                     seed = self._initial_seed(initial)
                 if self.strategy == "reduce_then_scan":
                     with timer.phase("reduce"):
                         if n and not last:  # the last rank's carry is never read
                             carry = loops.carry(rows, aux, self.reverse) if loops is not None else \
-                                self.local_carry(rows, aux)
+                                self.carries.of_part(self.be, rows, self.types, aux, self.reverse) if general \
+                                else self.carries.of_part(self.be, rows, self.types)
                 else:
                     with timer.phase("scan"):
                         _, total = self.be.scan(rows, self.op, self.types, exclusive=self.exclusive,
@@ -226,19 +227,15 @@ class ScanPlan:
         return out
 
     def _scan_then_add(self, rows, out):
-        """The lean call (``fast``) of an exact operator (:data:`EXACT`) on integers: this rank's scan
-        first, its last element as the carry, the exchange, then ``offset op out`` in place, as
-        the bare ``cumsum`` + ``Exscan`` + add does.  2N bytes on the first rank and 4N on the
-        others, against 3N and 4-5N for the reduce and the seeded scan, and one pass less for a
-        part in cache.
+        """The lean call (``fast``) of an exact operator (:data:`EXACT`) on integers, as the bare
+        ``cumsum`` + ``Exscan`` + add: this rank's scan, its last element as the carry, the
+        exchange, ``offset op out`` in place (2N bytes on the first rank, 4N on the others).
 
-        Assumptions.  The carry is the part's total whichever way it is formed (the operator is
-        exact on integers), so ranks that take the general route (their part is a list, a view,
-        ...) send the same carry.  The add after the exchange cannot raise on any rank: integer
-        ufuncs set no floating-point flag (``np.errstate`` does not apply) and warn of nothing
-        (overflow wraps, as in NumPy's arrays), and ``out`` (the caller's, checked writable by
-        the backend's ``lean_arrays``, or allocated here) exists before the exchange; so this
-        rank asks for no agreement after it, and joins one when another rank asked for it."""
+        Assumptions.  The carry is the total a reduce gives (exact operator), so ranks on the
+        general route send the same.  The add cannot raise on any rank: integer ufuncs set no
+        floating-point flag and warn of nothing (overflow wraps), and ``out`` (the caller's,
+        writable: ``lean_arrays``; or allocated here) exists before the exchange.  So this rank
+        asks for no agreement after it, and joins one when another rank asked for it."""
         error, carry, n = None, None, 0
         try:
             n = rows.shape[0]
@@ -294,17 +291,13 @@ class ScanPlan:
     def _finish_may_fail(self, fast: bool) -> bool:
         """Whether this rank's finish (the seeded scan or the add) may raise, so that every rank
         must agree after it.  Device launches, conversions, the add of ``scan_then_add`` and a
-        named algorithm's teaching path may.  Three finishes cannot (one collective in all):
-
-        - the lean call of an exact operator on integers (:meth:`_scan_then_add`);
-        - a CPU state scan by its prepared loops into an array of the accumulator dtype
-          allocated before the exchange (run() asks no agreement for it: the assumption is at
-          :class:`distscan.backends.cpu_states.Loops`);
-        - NumPy's sequential accumulate of a plain part (``fast``) into an array allocated before
-          the exchange, when nothing can turn a floating-point flag into an exception: integers
-          set none; for floats and complex, NumPy must not be told to raise or to call a
-          handler (``np.errstate``), and no warnings filter may make its RuntimeWarning an error
-          (``-W error``, ``warnings.simplefilter("error")``)."""
+        named algorithm's teaching path may.  Three finishes cannot (one collective in all): the
+        lean integer call (:meth:`_scan_then_add`); a CPU state scan by its prepared loops into
+        an array of the accumulator dtype allocated before the exchange (run() asks no agreement
+        for it: the assumption is at :class:`distscan.backends.cpu_states.Loops`); NumPy's
+        accumulate of a plain part (``fast``) into an array allocated before the exchange, when
+        nothing turns a floating-point flag into an exception (integers set none; for floats,
+        :func:`distscan.dist.agree.numpy_may_raise`: errstate, warnings filters)."""
         if not (fast and self._lean_cpu):
             return True
         return self._floats and numpy_may_raise()
