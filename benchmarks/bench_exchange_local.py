@@ -93,8 +93,9 @@ def main():
                     key = f"{method}_us" + ("_agree_after" if flag else "")
                     row[key] = per_call(fn, a.loops, calls)
             rows.append(row)
-            print(f"{name:24s} p {p:6d}  gather {row['gather_us']:8.1f} us (AGREE_AFTER {row['gather_us_agree_after']:8.1f})"
-                  f"  doubling {row['doubling_us']:8.1f} us  ({row['bytes']} B)", flush=True)
+            print(f"{name:24s} p {p:6d}  gather {row['gather_us']:8.1f} us "
+                  f"(AGREE_AFTER {row['gather_us_agree_after']:8.1f})  doubling {row['doubling_us']:8.1f} us  "
+                  f"({row['bytes']} B)", flush=True)
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
 

@@ -307,8 +307,9 @@ class Loops:
         if self.kind == "segmented":
             ends = self.state.ends
             field = "end" if ends else "flag"
-            value = fn(x, flags, out, seed["value"] if has_seed else self.zeros, seed[field] if has_seed else self.falses,
-                       has_seed, init, has_init, init if has_init else self.first)
+            value = fn(x, flags, out, seed["value"] if has_seed else self.zeros,
+                       seed[field] if has_seed else self.falses, has_seed, init, has_init,
+                       init if has_init else self.first)
             if want_state:
                 state["value"] = value
                 _segment_fields(state, seed, flags, ends)

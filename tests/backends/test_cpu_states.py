@@ -17,9 +17,9 @@ from distscan._call import call_op
 from distscan._dtypes import scan_types
 from distscan.backends import cpu, cpu_states
 
-OPS = [("segments", "sum", "int64", False), ("segments", "max", "float64", True), ("segments", "nansum", "float32", False),
-       ("affine", "sum", "float64", False), ("affine segments", "sum", "complex128", True),
-       ("compensated", "sum", "float64", False)]
+OPS = [("segments", "sum", "int64", False), ("segments", "max", "float64", True),
+       ("segments", "nansum", "float32", False), ("affine", "sum", "float64", False),
+       ("affine segments", "sum", "complex128", True), ("compensated", "sum", "float64", False)]
 
 
 def _case(kind, base, dtype, reverse):
