@@ -4,10 +4,11 @@
 
 Every rank holds ``n`` int64.  The bare version is what an MPI code writes by hand:
 ``np.cumsum`` + ``comm.Exscan`` of the last element + add (rank 0 adds nothing).
-distscan's call runs the same scan through the API (the reusable plan, one Allgather that
-carries the failure flag, the argument fingerprint and the total, then one small Allreduce
-agreeing on the last step).  Both are timed interleaved, barrier before each call, median
-of ``reps`` calls; rank 0 prints the ratio.  Results are checked against each other first.
+distscan's call runs the same scan through the API (the call-kind cache, the reusable plan, one
+Allgather that carries the failure flag, the argument fingerprint and the part's total; for
+integers the part is scanned first and the offset added after, as the bare code does).  Both are
+timed interleaved, barrier before each call, median of ``reps`` calls; rank 0 prints the ratio.
+Results are checked against each other first.
 """
 import argparse
 import json

@@ -19,7 +19,8 @@ import numpy as np
 
 from ._arrays import as_is, current_device_id, to_native
 from ._kinds import plan_of
-from .dist.plan import ScanPlan, resolve_algorithm, resolve_hierarchy, resolve_strategy
+from .dist.options import resolve_algorithm, resolve_hierarchy, resolve_strategy
+from .dist.plan import ScanPlan
 from .gpus import ensure_device
 from ._dtypes import ScanTypes, scan_types
 from .backends import get_backend
@@ -139,6 +140,7 @@ class Part:
             raise ValueError("include_initial=True and exclusive=True together are not defined: the "
                              "inclusive scan with the initial value in front is the exclusive scan and its total")
         self.strategy = resolve_strategy(strategy)
+        self.strategy_arg = strategy  # as named: the plan's lean integer call depends on it (ScanPlan._adds)
         self.hierarchy = resolve_hierarchy(hierarchy)
         self.algorithm = resolve_algorithm(algorithm)
         self.axis_arg = axis
@@ -158,6 +160,10 @@ class Part:
             if not get_backend(self.native_backend).is_native(out_native):
                 raise TypeError(f"out must be a {self.native_backend} array like the input, "
                                 f"got {type(out).__name__}")
+            if not getattr(getattr(out_native, "flags", None), "writeable", True):
+                # as NumPy says it; here, before any collective (written after the exchange, a
+                # read-only out failed on its rank alone)
+                raise ValueError("output array is read-only")
         coef = None
         if coefficients is not None:
             coef = self._to_backend(*to_native(coefficients)[:2])  # a NumPy a (or a number) beside CuPy b
@@ -271,7 +277,7 @@ class Part:
     def plan_fields(self) -> tuple:
         """What fixes this call's plan, apart from the communicator and node size (no arrays)."""
         return (self.op, self.types.input, self.dtype_arg, self.types.result if self.out is not None else None,
-                self.exclusive, self.trailing if self.distributed else (), self.backend_name, self.strategy,
+                self.exclusive, self.trailing if self.distributed else (), self.backend_name, self.strategy_arg,
                 self.hierarchy, self.axis_arg, self.algorithm, self.reverse, self.include_initial)
 
     @property

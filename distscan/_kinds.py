@@ -8,6 +8,8 @@ the collectives it makes (distscan.dist.plan).  The oldest entries go first past
 
 from __future__ import annotations
 
+import numpy as np
+
 from .dist.plan import ScanPlan
 
 # Plans and call kinds kept at most; the oldest go first (they are only this rank's shortcuts).
@@ -57,17 +59,53 @@ class Kind:
     """What the common calls of one kind share: the resolved dtypes, backend and plans, for parts
     that need no preparation (a contiguous 1-D array of the backend's own type and of the plan's
     input dtype; ``out`` none, or of the same kind, shape and result dtype, apart from the
-    input).  :meth:`takes` checks a part; anything else is resolved as a :class:`Part`."""
+    input; on the CPU, segment flags and coefficients as :meth:`aux` takes them).  Anything else
+    is resolved as a :class:`Part`.
 
-    __slots__ = ("types", "be", "fields", "node_size", "plans")
+    Assumption: a kind holds no array and nothing read from one, only what the types of a call's
+    arguments fix (dtypes, operator, plans), so that a call in a row with other, mutated or
+    differently laid out arrays is checked anew by :meth:`aux` and gives what a :class:`Part`
+    gives.  Which kinds a rank holds never changes its collectives (distscan.dist.plan)."""
+
+    __slots__ = ("types", "be", "fields", "node_size", "plans", "aux_names")
 
     def __init__(self, part, node_size):
         self.types, self.be, self.node_size = part.types, part.be, node_size
         self.fields = part.plan_fields()
         self.plans: dict = {}  # id(comm) -> plan
+        self.aux_names = part.op.state.aux if part.op.state is not None else ()
 
-    def takes(self, x, out) -> bool:
-        return self.be.lean_arrays(x, out, self.types)
+    def aux(self, x, out, options):
+        """The auxiliary inputs of this call as the plan scans them (``()`` for a plain scan), or
+        None where the call is not this kind's cheap case (it then takes the :class:`Part` route).
+
+        Segment flags: a NumPy bool array of ``x``'s shape, as it is (the loops take any layout).
+        Coefficients: a NumPy array of ``x``'s shape (cast to the accumulator dtype, as ``Part``
+        casts it, here before the exchange), or a Python number (as the read-only broadcast of
+        ``np.asarray(a).astype(acc)``, the values ``Part`` makes).  What the loops do not check
+        (a flag or coefficient per element) is checked here, on every call."""
+        if not self.be.lean_arrays(x, out, self.types):
+            return None
+        if not self.aux_names:
+            return ()
+        aux = []
+        for name in self.aux_names:
+            if name == "segments":
+                flags = options["segments"]
+                if type(flags) is not np.ndarray or flags.dtype != np.bool_ or flags.shape != x.shape:
+                    return None
+                aux.append(flags)
+                continue
+            a, acc = options["coefficients"], self.types.acc
+            if type(a) is np.ndarray:
+                if a.shape != x.shape:
+                    return None
+                aux.append(a if a.dtype == acc else a.astype(acc))
+            elif type(a) in (int, float, complex):
+                aux.append(np.broadcast_to(np.asarray(a).astype(acc), x.shape))
+            else:
+                return None
+        return tuple(aux)
 
     def plan(self, comm) -> ScanPlan:
         plan = self.plans.get(id(comm))
@@ -92,10 +130,13 @@ class Kinds:
 
     def remember(self, key, x, part, node_size) -> None:
         """Remember the kind of a call resolved the long way, where later calls of it can take the
-        cheap way (``x`` as given: of the plan's input dtype, in native byte order)."""
+        cheap way (``x`` as given: of the plan's input dtype, in native byte order; the options of
+        a state scan on the CPU only, without ``include_initial``)."""
         if (key is None or part.algorithm != "auto" or not part.distributed or part.scalar or part.wrap is not None
                 or getattr(x, "dtype", None) != part.types.input or len(part.work_shape) != 1
-                or part.types.rounds_inputs or part.backend_name != part.native_backend):
+                or part.types.rounds_inputs or part.backend_name != part.native_backend
+                or key[-1] is not None and (part.backend_name != "cpu" or part.include_initial
+                                            or not all(_kindable(k, v) for k, v in key[-1]))):
             return
         try:
             self._kinds[key] = Kind(part, node_size)
@@ -111,7 +152,21 @@ class Kinds:
 KINDS = Kinds()
 
 
-def kind_key(x, op, exclusive, dtype, out, axis, strategy, hierarchy, backend, algorithm, node_size):
-    """The raw arguments that fix a call's kind (AttributeError for a part without a dtype)."""
+def kind_key(x, op, exclusive, dtype, out, axis, strategy, hierarchy, backend, algorithm, node_size, options=None):
+    """The raw arguments that fix a call's kind (AttributeError for a part without a dtype); the
+    options of :func:`distscan.scan` and ``linear_recurrence`` by their values, and their arrays
+    (flags, coefficients) by type and dtype (a Python number by its type)."""
+    if options is not None:
+        options = tuple((k, (type(v), getattr(v, "dtype", None)) if k in _ARRAYS else v) for k, v in options.items())
     return (type(x), x.dtype, type(out), None if out is None else out.dtype, op, exclusive, dtype, axis, strategy,
-            hierarchy, backend, algorithm, node_size)
+            hierarchy, backend, algorithm, node_size, options)
+
+
+_ARRAYS = ("segments", "coefficients")  # the options that hold arrays
+
+
+def _kindable(name, value) -> bool:
+    """Whether an option (as :func:`kind_key` keys it) can take the cheap way (:meth:`Kind.aux`)."""
+    if name not in _ARRAYS or value[0] is type(None):
+        return True
+    return value[0] is np.ndarray or name == "coefficients" and value[0] in (int, float, complex)

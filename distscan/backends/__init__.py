@@ -35,11 +35,20 @@ they travel through MPI.
     Whether the distributed lean call (``ScanPlan.call_1d``: one collective, the backend's
     ``reduce`` and ``scan`` with nothing around them) takes these arrays: a contiguous 1-D
     ``x`` of the backend's type (``cuda``: on the current device), and an ``out`` it can
-    write (``cpu``: none).
+    write (contiguous, of ``x``'s shape and ``types.result``, not overlapping ``x``; ``cpu``:
+    writable too, since the lean call writes it after the exchange).
 
 ``scan_lean(x, op, types, exclusive, out, seed=None)`` (GPU backends)
     ``scan(x, ..., seed=seed, out=out)[0]`` for arrays ``lean_arrays`` accepted, without
     checking them again: the lean call's seeded scan.
+
+``prepare(op, types, exclusive, w)`` (optional; ``cpu``)
+    A state operator's loops for one plan, made once (compiled, constant rows), or None:
+    an object with ``rows(x)`` (``x`` as the loops read it), ``carry(rows, aux, reverse)`` and
+    ``scan(rows, aux, seed=, out=, initial=, reverse=)``.  A plan makes them before its first
+    exchange (a compile that fails is agreed in it); its finish then runs code that cannot fail
+    and compiles nothing (distscan.backends.cpu_states.Loops states the assumption), and asks
+    for no agreement after it.
 
 ``is_native(x)`` / ``name``
     Whether ``x`` is this backend's array type; the backend's name.

@@ -34,12 +34,13 @@ def is_native(x) -> bool:
 
 def lean_arrays(x, out, types: ScanTypes) -> bool:
     """Whether :func:`scan_lean` takes these arrays as they are: a contiguous 1-D NumPy ``x`` of the
-    input dtype, and ``out`` None or a contiguous NumPy array of its shape and the result dtype that
-    does not overlap it."""
+    input dtype, and ``out`` None or a contiguous, writable NumPy array of its shape and the result
+    dtype that does not overlap it (the lean call writes it after the exchange, where a read-only
+    one would fail on this rank alone)."""
     if type(x) is not np.ndarray or x.ndim != 1 or not x.flags.c_contiguous or x.dtype != types.input:
         return False
     return out is None or (type(out) is np.ndarray and out.shape == x.shape and out.dtype == types.result
-                           and out.flags.c_contiguous and not np.may_share_memory(x, out))
+                           and out.flags.c_contiguous and out.flags.writeable and not np.may_share_memory(x, out))
 
 
 def scan_lean(x, op: Op, types: ScanTypes, exclusive: bool, out=None, seed=None):
@@ -106,10 +107,12 @@ def _inclusive(x: np.ndarray, op: Op, types: ScanTypes, seed, out: np.ndarray):
 
 def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto",
          aux=(), reverse=False, initial=None):
+    if op.state is not None:
+        return _state_scan(x, aux, op, types, exclusive, seed, out, want_total, reverse, initial)
     if x.ndim == 1:  # 1-D is one column
         rows, total = scan(x.reshape(-1, 1), op, types, exclusive=exclusive, seed=seed,
                            out=None if out is None else out.reshape(-1, 1), want_total=want_total,
-                           algorithm=algorithm, aux=_columns(aux, op), reverse=reverse, initial=initial)
+                           algorithm=algorithm, reverse=reverse, initial=initial)
         return rows.reshape(-1), total
     n, w = x.shape
     if out is None:
@@ -118,13 +121,6 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
         _, total = scan(x[::-1], op, types, exclusive=exclusive, seed=seed, out=out[::-1], want_total=want_total,
                         algorithm=algorithm, aux=tuple(a[::-1] for a in aux), initial=initial)
         return out, total
-    if op.state is not None:
-        state_out = out if out.dtype == types.acc else np.empty((n, w), types.acc)
-        total = cpu_states.scan(x.astype(types.acc, copy=False), aux, op, types, exclusive=exclusive, seed=seed,
-                                out=state_out, initial=initial)
-        if state_out is not out:
-            out[...] = state_out
-        return out, (total if want_total else None)
     if seed is not None:
         seed = np.asarray(seed, types.acc).reshape(w)
     if algorithm != "auto":
@@ -143,6 +139,21 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     if want_total and total is None:
         total = seed.copy() if seed is not None else _identity_row(op, types, w)
     return out, (np.asarray(total, types.acc).reshape(w) if want_total else None)
+
+
+def _state_scan(x, aux, op: Op, types: ScanTypes, exclusive, seed, out, want_total, reverse, initial):
+    """:func:`scan` of a state operator (``x`` ``(n,)`` or ``(n, w)``): its compiled loops
+    (:mod:`distscan.backends.cpu_states`), into ``out`` or through a buffer of the accumulator
+    dtype when ``out`` is narrower."""
+    if out is None:
+        out = np.empty(x.shape, types.result)
+    state_out = out if out.dtype == types.acc else np.empty(x.shape, types.acc)
+    rows = x if x.ndim == 2 else x.reshape(x.shape[0], 1)
+    total = cpu_states.scan(rows, aux, op, types, exclusive=exclusive, seed=seed, out=state_out.reshape(rows.shape),
+                            initial=initial, reverse=reverse, want_total=want_total)
+    if state_out is not out:
+        out[...] = state_out
+    return out, total
 
 
 def _scan_by(algorithm, x, op: Op, types: ScanTypes, exclusive, seed, out, want_total):
@@ -189,11 +200,7 @@ def reduce(x, op: Op, types: ScanTypes, aux=(), reverse=False) -> np.ndarray:
     # zeros into a +0.0 carry, where the sequential sum of the whole array keeps -0.0.
     acc = types.acc
     if op.state is not None:
-        rows = x.reshape(x.shape[0], -1)
-        aux = _columns(aux, op) if x.ndim == 1 else aux
-        if reverse:
-            rows, aux = rows[::-1], tuple(a[::-1] for a in aux)
-        return cpu_states.reduce(rows.astype(acc, copy=False), aux, op, types)
+        return cpu_states.reduce(x, aux, op, types, reverse)
     # NaN-aware: NaN left out (where=), as nansum leaves it out
     where = ~np.isnan(x) if op.nan_lift and x.dtype.kind in "fc" else True
     if x.ndim == 1:  # 1-D is one column
@@ -207,11 +214,10 @@ def reduce(x, op: Op, types: ScanTypes, aux=(), reverse=False) -> np.ndarray:
     return np.asarray(total, acc).reshape(w)
 
 
-def _columns(aux, op: Op) -> tuple:
-    """Auxiliary inputs of a 1-D part as one column: coefficients ``(n,)`` -> ``(n, 1)``; segment
-    flags stay ``(n,)`` (one per row)."""
-    names = op.state.aux if op.state is not None else ()
-    return tuple(a if name == "segments" else a.reshape(-1, 1) for name, a in zip(names, aux))
+def prepare(op: Op, types: ScanTypes, exclusive: bool, w: int):
+    """A state operator's compiled loops for a plan's scans of ``w`` columns, made now
+    (:class:`distscan.backends.cpu_states.Loops`); None for the operators that have none."""
+    return cpu_states.loops(op, types, exclusive, w)
 
 
 def array_module():

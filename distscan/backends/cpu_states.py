@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops.jit import base_combine, compile_loop
+from ..ops.jit import array_type, base_combine, compile_loop
 
 # A NaN-aware base reads NaN as its identity (nancumsum's zero, nancumprod's one).
 _NAN_LIFT = {"nansum": "b = 0 if b != b else b", "nanprod": "b = 1 if b != b else b"}
@@ -202,98 +202,190 @@ def _declared(x, op, types, exclusive, seed, out, write):
     return np.array(scanned[-1])
 
 
-_ROWS: dict = {}  # constant rows (zeros, identities) by (value, w, dtype): small calls reuse them
+def _constant(value, w: int, dtype) -> np.ndarray:
+    """A read-only row of ``w`` times ``value`` (a loop's seed, start or projection when a call
+    gives none)."""
+    row = np.full(w, value, dtype)
+    row.flags.writeable = False
+    return row
 
 
-def _row(values, w, dtype) -> np.ndarray:
-    """``values`` (a scalar or a row of w) as a contiguous row of ``dtype`` (cheap: a call of 1000
-    items spends most of its time in such conversions)."""
-    if isinstance(values, np.ndarray) and values.shape == (w,):
-        return values if values.dtype == dtype and values.flags.c_contiguous else np.ascontiguousarray(values, dtype)
-    if np.ndim(values) == 0:
-        key = (values.item() if hasattr(values, "item") else values, w, dtype)
-        row = _ROWS.get(key) if key[0] == key[0] else None  # NaN keys would never be found again
-        if row is None:
-            row = np.full(w, values, dtype)
-            row.flags.writeable = False
-            if key[0] == key[0] and len(_ROWS) < 4096:
-                _ROWS[key] = row
-        return row
-    return np.ascontiguousarray(np.broadcast_to(np.asarray(values, dtype).reshape(-1), (w,)))
+# The state kinds whose loops are below (a declared operator's are its own: _declared).
+_TEMPLATES = {"segmented": _SEGMENTED, "affine": _AFFINE, "compensated": _COMPENSATED}
 
 
-def _flags(aux, n) -> np.ndarray:
-    flags = np.asarray(aux, bool).reshape(-1)
-    if flags.shape[0] != n:
-        raise ValueError(f"segments has {flags.shape[0]} flags for a part of {n} rows")
-    return flags
+class Loops:
+    """A state operator's two loops for one kind of scan (operator, dtypes, exclusive, ``w``
+    columns), made once: the carry pass (writes nothing) and the scan, each compiled for exactly
+    the arguments it is called with (:func:`distscan.ops.jit.compile_loop`'s ``signature``:
+    inputs of any layout, read-only or not), and their constant rows.
 
+    Assumption, on which distscan.dist.plan drops the agreement after a CPU state scan's finish:
+    once made, :meth:`scan` raises nothing and compiles nothing, whatever this rank's part is,
+    for arguments as the plan gives them: ``x`` from :meth:`rows` (the accumulator dtype, any
+    layout), segment flags ``(n,)`` bool and coefficients ``(n, w)`` (or ``(n,)`` for one column)
+    of the accumulator dtype (``Part`` and the call-kind cache make them so, and check their
+    length: the loops do not check bounds), ``out`` writable of ``x``'s shape in the accumulator
+    dtype, the seed the exchange gave (a state row, or None), ``initial`` None or a row ``(w,)``
+    of the accumulator dtype.  numba's loops set no floating-point flags and issue no warnings;
+    around them there are only views, field reads and allocations of ``w`` items.
+    """
 
-def scan(x, aux, op, types, *, exclusive: bool, seed, out, initial=None, write: bool = True) -> np.ndarray:
-    """Scan ``x`` ``(n, w)`` into ``out`` (``write`` False: only the state after the last row);
-    returns that state ``(w,)`` (what follows this part starts from it)."""
-    st, acc = op.state, types.acc
-    n, w = x.shape
-    state = np.zeros(w, types.state)
-    has_seed = seed is not None
-    seed = np.zeros(w, types.state) if seed is None else np.asarray(seed, types.state).reshape(w)
-    has_init = initial is not None and st.initial_mode == "project"
-    init = _row(initial if has_init else 0, w, acc)
-    if n == 0:
-        return seed.copy() if has_seed else np.full(w, st.neutral(acc), types.state)
-    if out is None:
-        out = np.empty((0, w), acc)
-    kind = st.kind
-    if kind.startswith("segmented"):
-        ends = st.ends
-        base = st.base
-        fn = compile_loop(_SEGMENTED, "scan", base_combine(base), ENDS=ends, EXCLUSIVE=exclusive, WRITE=write,
-                          LIFT=_NAN_LIFT.get(base.name, "pass"))
-        first = init if has_init else _row(base.identity(acc), w, acc)
-        flag_field = "end" if ends else "flag"
-        f = _flags(aux[0], n)
-        v = fn(x, f, out, _row(seed["value"], w, acc), _row(seed[flag_field], w, bool),
-                      has_seed, init, has_init, first)
-        state["value"] = v
-        if ends:
-            # inner: a segment ends before the last row (or the seed's does, inside the part's
-            # prefix); end: the last row ends one
-            state["inner"] = (seed["inner"] | seed["end"]) & has_seed | f[:-1].any()
-            state["end"] = f[-1]
+    def __init__(self, op, types, exclusive: bool, w: int):
+        st, acc = op.state, np.dtype(types.acc)
+        self.state, self.acc, self.dtype, self.w = st, acc, np.dtype(types.state), w
+        self.kind = st.kind.split("_")[0]
+        self.projects = st.initial_mode == "project"
+        self.zeros, self.falses = _constant(0, w, acc), _constant(False, w, bool)
+        self.empty = np.empty((0, w), acc)  # the carry pass's out (never written)
+        self.neutral = np.full(w, st.neutral(acc), self.dtype)
+        rows, row, flags = array_type(acc, 2), array_type(acc, 1), array_type(bool, 1)
+        out = array_type(acc, 2, writes=True)
+        if self.kind == "segmented":
+            arguments = [rows, flags, out, row, flags, "BOOL", row, "BOOL", row]
+            constants = {"ENDS": st.ends, "LIFT": _NAN_LIFT.get(st.base.name, "pass")}
+            base = base_combine(st.base)
+            self.first = _constant(st.base.identity(acc), w, acc)
+        elif self.kind == "affine":
+            arguments = [rows, rows, flags, out, row, row, flags, "BOOL", row, "BOOL"]
+            constants = {"STARTS": st.segments == "starts", "ENDS": st.segments == "ends", "FLAGS": st.segments != ""}
+            base = None
         else:
-            state["flag"] = (seed["flag"] & has_seed) | f.any()
+            arguments = [rows, out, row, row, "BOOL", row]
+            constants = {"LIFT": _NAN_LIFT.get(st.base.name, "pass")}
+            base = None
+            self.first = _constant(st.base.identity(acc), w, acc)
+            self.neutral_s = _constant(self.neutral["s"], w, acc)
+            self.neutral_e = _constant(self.neutral["e"], w, acc)
+        signature = ", ".join(arguments)
+        carry, scan = dict(constants, WRITE=False), dict(constants, WRITE=True)
+        if self.kind != "affine":  # affine scans are inclusive only
+            carry["EXCLUSIVE"], scan["EXCLUSIVE"] = False, bool(exclusive)
+        self._carry = compile_loop(_TEMPLATES[self.kind], "scan", base, signature, **carry)
+        self._scan = compile_loop(_TEMPLATES[self.kind], "scan", base, signature, **scan)
+
+    def rows(self, x) -> np.ndarray:
+        """``x`` (a part ``(n,)`` or ``(n, w)``) as the loops read it: ``(n, w)`` of the accumulator
+        dtype.  The one conversion of a call, made before its exchange."""
+        rows = x if x.ndim == 2 else x.reshape(x.shape[0], 1)
+        return rows if rows.dtype == self.acc else rows.astype(self.acc)
+
+    def carry(self, x, aux, reverse: bool = False) -> np.ndarray:
+        """The state of the whole part (its carry), in scan order (``reverse``: last row first)."""
+        return self._run(self._carry, self.rows(x), aux, None, self.empty, None, reverse, True)
+
+    def scan(self, x, aux, *, seed=None, out, initial=None, reverse: bool = False, want_total: bool = False):
+        """Scan ``x`` (from :meth:`rows`) into ``out`` (``x``'s shape, the accumulator dtype) from
+        ``seed``; the state after the last row with ``want_total``, else None."""
+        return self._run(self._scan, x, aux, seed, out.reshape(x.shape), initial, reverse, want_total)
+
+    def _run(self, fn, x, aux, seed, out, initial, reverse, want_state):
+        n, w = x.shape
+        has_seed = seed is not None
+        if has_seed:
+            seed = np.asarray(seed, self.dtype).reshape(w)
+        if n == 0:
+            if not want_state:
+                return None
+            return seed.copy() if has_seed else self.neutral.copy()
+        flags, coef = self.falses, None
+        for name, a in zip(self.state.aux, aux):
+            if name == "segments":
+                flags = a
+            else:
+                coef = a if a.ndim == 2 else a.reshape(n, 1)
+        if reverse:  # the same loop over mirrored views
+            x, out = x[::-1], out[::-1]
+            flags = flags if flags is self.falses else flags[::-1]
+            coef = None if coef is None else coef[::-1]
+        has_init = initial is not None and self.projects
+        init = self.zeros
+        if has_init:  # a row of the accumulator dtype as the plan gives it; anything else converted
+            init = initial if getattr(initial, "dtype", None) == self.acc and initial.shape == (w,) else \
+                np.broadcast_to(np.asarray(initial, self.acc).reshape(-1), (w,))
+        state = np.empty(w, self.dtype) if want_state else None
+        if self.kind == "segmented":
+            ends = self.state.ends
+            field = "end" if ends else "flag"
+            value = fn(x, flags, out, seed["value"] if has_seed else self.zeros,
+                       seed[field] if has_seed else self.falses, has_seed, init, has_init,
+                       init if has_init else self.first)
+            if want_state:
+                state["value"] = value
+                _segment_fields(state, seed, flags, ends)
+        elif self.kind == "affine":
+            ends = self.state.segments == "ends"
+            a, b = fn(x, coef, flags, out, seed["a"] if has_seed else self.zeros, seed["b"] if has_seed else self.zeros,
+                      seed["end"] if has_seed and ends else self.falses, has_seed, init, has_init)
+            if want_state:
+                state["a"], state["b"] = a, b
+                if self.state.segments:
+                    _segment_fields(state, seed, flags, ends)
+        else:
+            s, e = fn(x, out, seed["s"] if has_seed else self.neutral_s, seed["e"] if has_seed else self.neutral_e,
+                      has_seed, self.first)
+            if want_state:
+                state["s"], state["e"] = s, e
         return state
-    if kind.startswith("affine"):
-        flags = st.segments != ""
-        f = _flags(aux[1], n) if flags else np.zeros(n, bool)
-        coef = np.broadcast_to(np.asarray(aux[0]), x.shape).astype(acc, copy=False)
-        fn = compile_loop(_AFFINE, "scan", None, STARTS=st.segments == "starts", ENDS=st.segments == "ends",
-                          FLAGS=flags, WRITE=write)
-        flag_seed = seed["end"] if st.segments == "ends" else np.zeros(w, bool)
-        A, B = fn(x, coef, f, out, _row(seed["a"], w, acc), _row(seed["b"], w, acc), _row(flag_seed, w, bool),
-                     has_seed, init, has_init)
-        state["a"], state["b"] = A, B
-        if st.segments == "starts":
-            state["flag"] = (seed["flag"] & has_seed) | f.any()
-        elif st.segments == "ends":
-            state["inner"] = (seed["inner"] | seed["end"]) & has_seed | f[:-1].any()
-            state["end"] = f[-1]
-        return state
-    if kind == "declared":
-        return _declared(x, op, types, exclusive, None if not has_seed else seed, out if write else None, write)
-    if kind == "compensated":
-        fn = compile_loop(_COMPENSATED, "scan", None, EXCLUSIVE=exclusive, WRITE=write,
-                          LIFT=_NAN_LIFT.get(st.base.name, "pass"))
-        neutral = st.neutral(acc)
-        seed_s = seed["s"] if has_seed else _row(neutral["s"], w, acc)
-        seed_e = seed["e"] if has_seed else _row(neutral["e"], w, acc)
-        first = _row(st.base.identity(acc), w, acc)
-        s, e = fn(x, out, _row(seed_s, w, acc), _row(seed_e, w, acc), has_seed, first)
-        state["s"], state["e"] = s, e
-        return state
-    raise TypeError(f"no CPU loop for the state operator {op.name!r}")
 
 
-def reduce(x, aux, op, types) -> np.ndarray:
-    """The state of the whole part ``x`` ``(n, w)`` in scan order: its carry (n >= 1)."""
-    return scan(x, aux, op, types, exclusive=False, seed=None, out=None, write=False)
+def _segment_fields(state, seed, flags, ends: bool) -> None:
+    """The segment fields of a part's state from its flags (in scan order) and the seed before it:
+    forwards ``flag`` (a segment starts inside); in reverse ``inner`` (a segment ends before the
+    last row, or the seed's does) and ``end`` (the last row ends one)."""
+    if ends:
+        inner = flags[:-1].any()
+        state["inner"] = inner if seed is None else inner | seed["inner"] | seed["end"]
+        state["end"] = flags[-1]
+    else:
+        state["flag"] = flags.any() if seed is None else flags.any() | seed["flag"]
+
+
+_LOOPS: dict = {}
+
+
+def loops(op, types, exclusive: bool, w: int):
+    """The :class:`Loops` of a state operator's scans of ``w`` columns (kept: a plan asks once, the
+    other callers on every call), or None for the ones that have none (declared operators)."""
+    if op.state is None or op.state.kind.split("_")[0] not in _TEMPLATES:
+        return None
+    key = (op, types, bool(exclusive), w)
+    found = _LOOPS.get(key)
+    if found is None:
+        found = _LOOPS[key] = Loops(op, types, exclusive, w)
+        if len(_LOOPS) > 256:
+            _LOOPS.pop(next(iter(_LOOPS)))
+    return found
+
+
+def scan(x, aux, op, types, *, exclusive: bool, seed, out, initial=None, reverse: bool = False,
+         want_total: bool = False):
+    """Scan ``x`` ``(n, w)`` into ``out`` (the accumulator dtype) in scan order; the state after the
+    last row ``(w,)`` with ``want_total`` (what follows this part starts from it), else None."""
+    found = loops(op, types, exclusive, x.shape[1])
+    if found is not None:
+        return found.scan(found.rows(x), aux, seed=seed, out=out, initial=initial, reverse=reverse,
+                          want_total=want_total)
+    n, w = x.shape
+    if n == 0:
+        if not want_total:
+            return None
+        return np.array(seed, types.state).reshape(w) if seed is not None else np.full(w, op.state.neutral(types.acc),
+                                                                                        types.state)
+    if reverse:
+        x, out = x[::-1], out[::-1]
+    seed = None if seed is None else np.asarray(seed, types.state).reshape(w)
+    total = _declared(x.astype(types.acc, copy=False), op, types, exclusive, seed, out, True)
+    return total if want_total else None
+
+
+def reduce(x, aux, op, types, reverse: bool = False) -> np.ndarray:
+    """The state of the whole part ``x`` ``(n, w)`` in scan order: its carry."""
+    found = loops(op, types, False, x.shape[1] if x.ndim > 1 else 1)
+    if found is not None:
+        return found.carry(x, aux, reverse)
+    rows = x if x.ndim == 2 else x.reshape(x.shape[0], 1)
+    rows = rows[::-1] if reverse else rows
+    if rows.shape[0] == 0:
+        return np.full(rows.shape[1], op.state.neutral(types.acc), types.state)
+    return _declared(rows.astype(types.acc, copy=False), op, types, False, None, None, False)

@@ -20,6 +20,7 @@ import contextlib
 import importlib
 import sys
 import time
+import warnings
 import zlib
 
 import numpy as np
@@ -139,6 +140,24 @@ def agree(comm, error: BaseException | None, same: tuple | None = None) -> None:
         raise_agreed(comm, error)
     if same is not None and flags[1] != -flags[2]:
         raise_mismatch(comm, *same)
+
+
+# np.errstate modes that turn no floating-point flag into an exception ("warn" does through a
+# warnings filter: numpy_may_raise looks at those; "call" and "log" run a handler that may raise).
+_QUIET_MODES = frozenset({"ignore", "warn", "print"})
+
+
+def numpy_may_raise() -> bool:
+    """Whether a NumPy floating-point flag (overflow, invalid, ...) may raise an exception in this
+    thread: ``np.errstate`` says ``raise``, ``call`` or ``log``, or a warnings filter makes a
+    ``RuntimeWarning`` an error (``-W error``; any filter whose category covers it, whatever its
+    message or module).  Not seen: a ``warnings.showwarning`` replaced by one that raises."""
+    if not _QUIET_MODES.issuperset(np.geterr().values()):
+        return True
+    for f in warnings.filters:  # (action, message, category, module, lineno)
+        if f[0] == "error" and issubclass(RuntimeWarning, f[2]):
+            return True
+    return False
 
 
 def fingerprint(fields) -> int:

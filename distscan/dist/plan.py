@@ -14,8 +14,9 @@ cheap case.  A distributed call on ``rows`` (this rank's ``(n, w)`` part, a back
    match, learning the offset *and choosing the rest of the path* are the same ``Allgather``;
 3. the finish: the scan seeded with the offset, or the offset combined into the scan; then,
    if the exchange showed that some rank's finish may fail (a GPU launch, a conversion, NumPy
-   told to raise on floating-point errors), **one** small ``Allreduce`` agrees on it on every
-   rank.
+   told to raise on floating-point errors or warnings made errors), **one** small
+   ``Allreduce`` agrees on it on every rank.  The finishes that cannot fail (and so ask for no
+   agreement) are listed at :meth:`ScanPlan._finish_may_fail`.
 
 **A rank never decides alone which collectives it makes.**  Everything a rank knows only
 locally (its part is a view, a list, a scalar, a memmap; it passed ``out=``; its caches are
@@ -31,92 +32,21 @@ Pipelines that work in chunks call the steps themselves: :meth:`local_carry` per
 from __future__ import annotations
 
 import math
-import time
-from contextlib import contextmanager, nullcontext
 from typing import Optional
 
 import numpy as np
 
 from . import exchange
-from .nodes import METHODS, node_size_override
+from .nodes import node_size_override
+from .options import (EXACT, NULL, STRATEGY_ALIASES, UNTIMED, Timer, resolve_algorithm, resolve_hierarchy,
+                      resolve_strategy)
 from .._carry import Carries
-from .agree import collectively, fingerprint, raise_agreed, raise_mismatch
+from .agree import collectively, fingerprint, numpy_may_raise, raise_agreed, raise_mismatch
 from .._dtypes import scan_types
 from ..backends import get_backend
-from ..algorithms import resolve_algorithm as _resolve_algorithm
 from ..ops import Op, get_op
 
-STRATEGIES = ("auto", "reduce_then_scan", "scan_then_add")
-_STRATEGY_ALIASES = {"3n": "reduce_then_scan", "4n": "scan_then_add",
-                     "reduce-then-scan": "reduce_then_scan", "scan-then-add": "scan_then_add"}
-# Measured faster at every size and rank count tried (benchmarks/RESULTS.md): 3N bytes, not 4N.
-DEFAULT_STRATEGY = "reduce_then_scan"
-
-
-def resolve_strategy(strategy: str) -> str:
-    """A strategy name or alias -> ``reduce_then_scan`` or ``scan_then_add``.
-
-    Raises
-    ------
-    ValueError
-        For an unknown name.
-    """
-    s = _STRATEGY_ALIASES.get(strategy, strategy)
-    if s not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    return DEFAULT_STRATEGY if s == "auto" else s
-
-
-def resolve_algorithm(algorithm: str) -> str:
-    """An ``algorithm=`` name (:data:`distscan.algorithms.ALGORITHMS`), checked.
-
-    Raises
-    ------
-    ValueError
-        For an unknown name, listing the valid ones.
-    """
-    return _resolve_algorithm(algorithm)
-
-
-def resolve_hierarchy(hierarchy: str) -> str:
-    if hierarchy not in METHODS:
-        raise ValueError(f"unknown hierarchy method {hierarchy!r}; choose one of {', '.join(METHODS)}")
-    return hierarchy
-
-
-_NULL = nullcontext()  # reusable: a phase that is not timed, an agreement that is not needed
-
-
-class _Untimed:
-    """The timer of a call without ``timings``: its phases cost one call each."""
-
-    @staticmethod
-    def phase(name: str):
-        return _NULL
-
-
-_UNTIMED = _Untimed()
-
-
-class _Timer:
-    """Per-phase wall times into a dict (device work synchronised first)."""
-
-    def __init__(self, timings: Optional[dict], backend):
-        self.timings = timings
-        self._sync = getattr(backend, "synchronize", None) if timings is not None else None
-
-    @contextmanager
-    def phase(self, name: str):
-        if self.timings is None:
-            yield
-            return
-        if self._sync:
-            self._sync()
-        t0 = time.perf_counter()
-        yield
-        if self._sync:
-            self._sync()
-        self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
+__all__ = ["ScanPlan", "fail_exchange", "resolve_strategy", "resolve_algorithm", "resolve_hierarchy"]
 
 
 class ScanPlan:
@@ -193,6 +123,14 @@ class ScanPlan:
         # a plain NumPy finish: see _finish_may_fail
         self._lean_cpu = (self.backend == "cpu" and self.algorithm == "auto" and self.strategy == "reduce_then_scan"
                           and self.op.plain and not self.reverse)
+        # The lean call of an exact operator on integers scans first and adds the offset after
+        # (_scan_then_add), unless reduce_then_scan was named.
+        self._adds = (self.backend == "cpu" and self.algorithm == "auto"
+                      and STRATEGY_ALIASES.get(strategy, strategy) != "reduce_then_scan"
+                      and self.op.name in EXACT and self.types.acc.kind in "biu" and self.types.input.kind in "biu"
+                      and self.types.result == self.types.acc and not self.exclusive and not self.reverse)
+        self._floats = self.types.acc.kind in "fc"
+        self._loops = None  # a state scan's loops, made in the first run (_prepare)
 
     # -- the whole call ---------------------------------------------------------------------
 
@@ -214,7 +152,9 @@ class ScanPlan:
         inputs of ``rows`` (segment flags, coefficients) for the operators that take them.
         Collective; the same exception on every rank if any rank fails.
         """
-        timer = _UNTIMED if timings is None else _Timer(timings, self.be)
+        if fast and self._adds and timings is None and self.size > 1:
+            return self._scan_then_add(rows, out)
+        timer = UNTIMED if timings is None else Timer(timings, self.be)
         general = self._general(aux, initial)  # the backend's keywords beyond the plain scan's
         if self.size == 1:
             if error is not None:
@@ -227,17 +167,26 @@ class ScanPlan:
                                           seed=self._initial_seed(initial), out=out, algorithm=self.algorithm,
                                           **(general or {}))
             return out if finish is None else finish(out)
-        carry, n, last = None, 0, self.last
+        carry, n, last, loops, seed = None, 0, self.last, None, None
         seeds_initial = self.first and initial is not None and not self.projects
         if error is None:
             try:
+                if self.op.state is not None:
+                    loops = self._prepare()
                 n = rows.shape[0]
                 if out is None:  # before the exchange: an allocation that fails is agreed in it
                     out = self.be.array_module().empty(rows.shape, self.types.result)
+                if loops is not None and not (out.dtype == self.types.acc and out.flags.writeable):
+                    loops = None  # a narrower out: the backend's scan, through a buffer (may fail)
+                if loops is not None:
+                    rows = loops.rows(rows)  # the one conversion to the accumulator dtype
+                if self.first and initial is not None:
+                    seed = self._initial_seed(initial)
                 if self.strategy == "reduce_then_scan":
                     with timer.phase("reduce"):
                         if n and not last:  # the last rank's carry is never read
-                            carry = self.carries.of_part(self.be, rows, self.types, aux, self.reverse) if general \
+                            carry = loops.carry(rows, aux, self.reverse) if loops is not None else \
+                                self.carries.of_part(self.be, rows, self.types, aux, self.reverse) if general \
                                 else self.carries.of_part(self.be, rows, self.types)
                 else:
                     with timer.phase("scan"):
@@ -251,16 +200,21 @@ class ScanPlan:
                     carry = init if carry is None else self.combine(init, carry)
             except Exception as exc:  # noqa: BLE001 - agreed in the exchange, then raised on every rank
                 error = exc
+        # The prepared loops' finish cannot fail (their assumption: cpu_states.Loops): no agreement.
+        may_fail = finish_may_fail or (loops is None and self._finish_may_fail(fast))
         with timer.phase("exscan"):
-            agreed, offset, _ = self._exchange(carry, error, n, what, extra, False,
-                                               finish_may_fail or self._finish_may_fail(fast), last,
+            agreed, offset, _ = self._exchange(carry, error, n, what, extra, False, may_fail, last,
                                                salt=self._initial_salt(initial))
-        seed = offset if not self.first else self._initial_seed(initial)
-        with (collectively(self.comm) if agreed.agree_after else _NULL):
+        if not self.first:
+            seed = offset
+        with (collectively(self.comm) if agreed.agree_after else NULL):
             if self.strategy == "reduce_then_scan":
                 with timer.phase("scan"):
                     # into the out allocated before the exchange (or the caller's)
-                    if fast and n and general is None:
+                    if loops is not None:
+                        loops.scan(rows, aux, seed=seed, out=out, initial=initial if self.projects else None,
+                                   reverse=self.reverse)
+                    elif fast and n and general is None:
                         self.be.scan_lean(rows, self.op, self.types, self.exclusive, out, seed)
                     else:
                         self.be.scan(rows, self.op, self.types, exclusive=self.exclusive, seed=seed, out=out,
@@ -271,6 +225,47 @@ class ScanPlan:
             if finish is not None:
                 out = finish(out)
         return out
+
+    def _scan_then_add(self, rows, out):
+        """The lean call (``fast``) of an exact operator (:data:`EXACT`) on integers, as the bare
+        ``cumsum`` + ``Exscan`` + add: this rank's scan, its last element as the carry, the
+        exchange, ``offset op out`` in place (2N bytes on the first rank, 4N on the others).
+
+        Assumptions.  The carry is the total a reduce gives (exact operator), so ranks on the
+        general route send the same.  The add cannot raise on any rank: integer ufuncs set no
+        floating-point flag and warn of nothing (overflow wraps), and ``out`` (the caller's,
+        writable: ``lean_arrays``; or allocated here) exists before the exchange.  So this rank
+        asks for no agreement after it, and joins one when another rank asked for it."""
+        error, carry, n = None, None, 0
+        try:
+            n = rows.shape[0]
+            out = self.op.ufunc.accumulate(rows, dtype=self.types.acc, out=out)
+            if n:
+                carry = out[-1:]
+        except Exception as exc:  # noqa: BLE001 - agreed in the exchange, then raised on every rank
+            error = exc
+        agreed, offset, _ = self._exchange(carry, error, n, "scan arguments", None, False, False, self.last)
+        if agreed.agree_after:
+            with collectively(self.comm):
+                if offset is not None and n:
+                    self.op.ufunc(offset, out, out=out)
+        elif offset is not None and n:
+            self.op.ufunc(offset, out, out=out)
+        return out
+
+    def _prepare(self):
+        """What a state scan's plan makes once, in its first run and before its exchange (a failure,
+        a compile that fails, is agreed in that exchange like any other): the carries' fold
+        (:meth:`Carries.prepare`: no fold compiles after the exchange) and the backend's loops
+        (``prepare``, CPU: :class:`distscan.backends.cpu_states.Loops`), or None where the backend
+        has none (declared operators, the GPU's)."""
+        loops = self._loops
+        if loops is None:
+            self.carries.prepare(self.w)
+            prepare = getattr(self.be, "prepare", None)
+            loops = prepare(self.op, self.types, self.exclusive, self.w) if prepare is not None else None
+            self._loops = loops if loops is not None else False
+        return loops or None
 
     def _general(self, aux, initial) -> Optional[dict]:
         """The backend keywords of a reverse, state or projected scan (None: a plain forward one,
@@ -295,11 +290,17 @@ class ScanPlan:
 
     def _finish_may_fail(self, fast: bool) -> bool:
         """Whether this rank's finish (the seeded scan or the add) may raise, so that every rank
-        must agree after it.  Only one finish cannot: NumPy's sequential accumulate of a plain
-        part (``fast``) into an array allocated before the exchange, with NumPy not told to
-        raise on floating-point errors (the lean CPU call: one collective).  Device launches,
-        conversions, the add of ``scan_then_add`` and a named algorithm's teaching path may."""
-        return not (fast and self._lean_cpu and "raise" not in np.geterr().values())
+        must agree after it.  Device launches, conversions, the add of ``scan_then_add`` and a
+        named algorithm's teaching path may.  Three finishes cannot (one collective in all): the
+        lean integer call (:meth:`_scan_then_add`); a CPU state scan by its prepared loops into
+        an array of the accumulator dtype allocated before the exchange (run() asks no agreement
+        for it: the assumption is at :class:`distscan.backends.cpu_states.Loops`); NumPy's
+        accumulate of a plain part (``fast``) into an array allocated before the exchange, when
+        nothing turns a floating-point flag into an exception (integers set none; for floats,
+        :func:`distscan.dist.agree.numpy_may_raise`: errstate, warnings filters)."""
+        if not (fast and self._lean_cpu):
+            return True
+        return self._floats and numpy_may_raise()
 
     def total(self, rows, *, error=None, what="reduce arguments"):
         """``(the global total as a host row (w,) in the accumulator dtype, total rows)`` of every

@@ -11,6 +11,12 @@ second, and the ranks of a job would each pay it for every kind of loop they run
 a file's name is the hash of its source, so a cached file is the source it names; files are
 written whole (a temporary file renamed), so concurrent ranks never read a partial one.
 
+A loop may be given its argument types (``signature``): it is then compiled once, when it is made,
+for exactly those types (inputs as read-only arrays of any layout, which takes contiguous,
+reversed, strided and read-only arrays alike), and never again at a call.  Callers that must
+know a loop cannot fail once it runs (distscan.backends.cpu_states.Loops: no compile, no
+"no matching definition" after the exchange between ranks) make it with one.
+
 ``DISTSCAN_CACHE_DIR`` chooses the folder (default ``$XDG_CACHE_HOME/distscan`` or
 ``~/.cache/distscan``); where it cannot be written, loops are compiled in memory.
 """
@@ -65,30 +71,62 @@ def cache_dir() -> Path:
     return Path(root) / "loops"
 
 
-def compile_loop(template: str, name: str, base=None, **constants):
+def array_type(dtype, ndim: int, writes: bool = False) -> str:
+    """An argument's type in a loop's ``signature``: an array of ``dtype`` (a structured state's
+    too) and ``ndim`` dimensions, of any layout and alignment, read-only unless the loop
+    ``writes`` it: numba takes contiguous, reversed, strided, unaligned and read-only arrays of
+    that dtype as they are, without compiling again."""
+    dt = np.dtype(dtype)
+    if dt.fields:
+        code = repr({"names": list(dt.names), "formats": [dt.fields[n][0].str for n in dt.names],
+                     "offsets": [dt.fields[n][1] for n in dt.names], "itemsize": dt.itemsize})
+    else:
+        code = repr(dt.str)
+    return f"_array({code}, {ndim}, {not writes})"
+
+
+# What a signature's code may call (see array_type); the cached modules define the same.
+_SIGNATURE_HELPERS = '''
+def _array(dtype, ndim, readonly):
+    return numba.types.Array(numba.from_dtype(np.dtype(dtype)), ndim, "A", readonly=readonly, aligned=False)
+
+
+BOOL = numba.types.boolean
+'''
+
+
+def compile_loop(template: str, name: str, base=None, signature: str = "", **constants):
     """The function ``name`` of ``template`` with its constants substituted, compiled by numba;
-    ``base`` (a formula of ``a`` and ``b``, or a Python function) is what ``base(a, b)`` calls."""
-    key = (template, name, base, tuple(sorted(constants.items())))
+    ``base`` (a formula of ``a`` and ``b``, or a Python function) is what ``base(a, b)`` calls.
+    ``signature``: the code of a tuple of argument types (:func:`array_type`, ``BOOL``): the loop
+    is compiled for them now, and only for them."""
+    key = (template, name, base, signature, tuple(sorted(constants.items())))
     fn = _COMPILED.get(key)
     if fn is None:
         src = template
         for k, v in sorted(constants.items(), key=lambda kv: -len(kv[0])):  # longest first: no partial names
             src = src.replace(k, str(v))  # code (a string) or a Python constant
-        fn = _COMPILED[key] = _cached(src, name, base) if not callable(base) else _in_memory(src, name, base)
+        fn = _cached(src, name, base, signature) if not callable(base) else _in_memory(src, name, base, signature)
+        _COMPILED[key] = fn
     return fn
 
 
-def _in_memory(src: str, name: str, base):
+def _in_memory(src: str, name: str, base, signature: str = ""):
     nb = numba()
-    scope = {"np": np, "base": nb.njit(base) if callable(base) else None}
-    exec(compile(src, f"<distscan {name}>", "exec"), scope)  # noqa: S102 - our own templates
+    scope = {"np": np, "numba": nb, "base": nb.njit(base) if callable(base) else None}
+    exec(compile(_SIGNATURE_HELPERS + src, f"<distscan {name}>", "exec"), scope)  # noqa: S102 - our own templates
+    if signature:
+        return nb.njit(eval(signature, scope))(scope[name])  # noqa: S307 - our own signature code
     return nb.njit(scope[name])
 
 
-def _cached(src: str, name: str, base):
+def _cached(src: str, name: str, base, signature: str = ""):
     """The loop from a module of its own in the cache folder, compiled with numba's disk cache."""
-    body = src.replace(f"def {name}(", f"@numba.njit(cache=True)\ndef {name}(", 1)
+    sig = f"({signature}), " if signature else ""
+    body = src.replace(f"def {name}(", f"@numba.njit({sig}cache=True)\ndef {name}(", 1)
     module = "import numpy as np\nimport numba\n\n"
+    if signature:
+        module += _SIGNATURE_HELPERS
     if base is not None:
         module += f"\n@numba.njit(cache=True)\ndef base(a, b):\n    return {base}\n"
     module += body
@@ -111,7 +149,7 @@ def _cached(src: str, name: str, base):
             spec.loader.exec_module(mod)
         return getattr(mod, name)
     except OSError:  # a folder that cannot be written: compile in memory, every process anew
-        scope_src = module.replace("@numba.njit(cache=True)\n", "@numba.njit\n")
+        scope_src = module.replace("@numba.njit(cache=True)\n", "@numba.njit\n").replace(", cache=True)", ")")
         scope = {}
         exec(compile(scope_src, f"<distscan {name}>", "exec"), scope)  # noqa: S102 - our own templates
         return scope[name]

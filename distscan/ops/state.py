@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .jit import base_combine, compile_loop
+from .jit import array_type, base_combine, compile_loop
 
 
 def c_struct(*fields) -> np.dtype:
@@ -86,11 +86,21 @@ class State:
         return np.zeros(np.shape(lifted), bool)
 
     def fold(self, stack, out) -> None:
-        """``out[...] = stack[0] . stack[1] . ...`` (``stack``: ``(k, w)`` states, k >= 1)."""
-        self._fold()(stack, out)
+        """``out[...] = stack[0] . stack[1] . ...`` (``stack``: ``(k, w)`` states, k >= 1), in the
+        dtype of ``out`` (``np.stack`` of padded states packs them: converted back here)."""
+        self.fold_for(out.dtype)(np.asarray(stack, out.dtype), out)
 
-    def _fold(self):
-        return compile_loop(self.FOLD, "fold", self._base_combine())
+    def fold_for(self, dtype):
+        """The compiled fold of states of ``dtype``, made once.  It is compiled for exactly those
+        states, ``(k, w)`` in and ``(w,)`` out of any layout (:func:`distscan.ops.jit.array_type`),
+        so that a fold never compiles on its first use: a plan makes it before its first exchange
+        (distscan.dist.plan), and the folds after the exchange compile nothing on any rank."""
+        folds = self.__dict__.setdefault("_folds", {})
+        fn = folds.get(dtype)
+        if fn is None:
+            signature = f"{array_type(dtype, 2)}, {array_type(dtype, 1, writes=True)}"
+            fn = folds[dtype] = compile_loop(self.FOLD, "fold", self._base_combine(), signature=signature)
+        return fn
 
     def _base_combine(self):
         return None

@@ -1,0 +1,119 @@
+"""The CPU's state loops (distscan.backends.cpu_states.Loops) and the states' folds
+(distscan.ops.state.State.fold_for): compiled once, when they are made, for the arguments the
+plans pass; no later call compiles again, whatever the layout of the arrays (contiguous,
+reversed, strided, read-only, unaligned), and every layout gives the same bits.  This is what lets
+a plan skip the agreement after a CPU state scan's finish: nothing there can compile (and fail) on
+one rank only (distscan.dist.plan).
+
+Serial.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from distscan._call import call_op
+from distscan._dtypes import scan_types
+from distscan.backends import cpu, cpu_states
+
+OPS = [("segments", "sum", "int64", False), ("segments", "max", "float64", True),
+       ("segments", "nansum", "float32", False), ("affine", "sum", "float64", False),
+       ("affine segments", "sum", "complex128", True), ("compensated", "sum", "float64", False)]
+
+
+def _case(kind, base, dtype, reverse):
+    op = call_op(base, segments=True if "segments" in kind else None, compensated=kind == "compensated",
+                 coefficients=1 if kind.startswith("affine") else None, reverse=reverse)
+    types = scan_types(op, np.dtype(dtype), np.dtype(dtype) if kind.startswith("affine") else None)
+    return op, types
+
+
+def _layouts(a):
+    """``a`` as the same values in other layouts: reversed, strided, read-only, unaligned."""
+    rev = np.ascontiguousarray(a[::-1])[::-1]
+    strided = np.zeros((2 * a.shape[0],) + a.shape[1:], a.dtype)
+    strided[::2] = a
+    ro = a.copy()
+    ro.setflags(write=False)
+    raw = np.zeros(a.nbytes + 1, np.uint8)[1:]
+    unaligned = raw.view(a.dtype).reshape(a.shape) if a.dtype.itemsize > 1 else a.copy()
+    unaligned[...] = a
+    return {"contiguous": a, "reversed": rev, "strided": strided[::2], "read-only": ro, "unaligned": unaligned}
+
+
+@pytest.mark.parametrize("kind,base,dtype,reverse", OPS)
+def test_loops_compile_once_and_take_any_layout(kind, base, dtype, reverse):
+    op, types = _case(kind, base, dtype, reverse)
+    w = 2
+    loops = cpu.prepare(op, types, False, w)
+    assert isinstance(loops, cpu_states.Loops)
+    compiled = [len(loops._carry.signatures), len(loops._scan.signatures)]
+    assert compiled == [1, 1]
+    rng = np.random.default_rng(5)
+    n = 37
+    x = rng.standard_normal((n, w)).astype(types.acc) if types.acc.kind != "i" else rng.integers(-9, 9, (n, w))
+    flags = rng.random(n) < 0.2
+    coef = rng.uniform(0.5, 1, (n, w)).astype(types.acc)
+    aux = {"segments": (flags,), "affine": (coef,), "affine segments": (coef, flags), "compensated": ()}[kind]
+    seed = loops.carry(x[:5], aux=tuple(a[:5] for a in aux), reverse=reverse)
+    want_out = np.empty((n, w), types.acc)
+    want_total = loops.scan(x, aux, seed=seed, out=want_out, reverse=reverse, want_total=True)
+    want_carry = loops.carry(x, aux, reverse)
+    for name, xl in _layouts(x).items():
+        for aux_name in ("contiguous", "reversed", "read-only", "unaligned"):
+            al = tuple(_layouts(a)[aux_name] for a in aux)
+            outs = _layouts(np.zeros((n, w), types.acc))
+            for out_name in ("contiguous", "reversed", "strided", "unaligned"):
+                out = outs[out_name]
+                total = loops.scan(xl, al, seed=seed, out=out, reverse=reverse, want_total=True)
+                where = f"x {name}, aux {aux_name}, out {out_name}"
+                np.testing.assert_array_equal(out, want_out, err_msg=where)
+                np.testing.assert_array_equal(total, want_total, err_msg=where)
+            np.testing.assert_array_equal(loops.carry(xl, al, reverse), want_carry)
+    # a one-row part (NumPy calls a reversed view of it contiguous) and a 1-D one (one column)
+    loops1 = cpu.prepare(op, types, False, 1)
+    x1 = x[:1, :1]
+    loops1.scan(x1[::-1], tuple(a[:1] if a.ndim == 1 else a[:1, :1] for a in aux), out=np.empty((1, 1), types.acc),
+                reverse=True)
+    loops1.carry(x[:, 0].copy(), tuple(a if a.ndim == 1 else a[:, 0].copy() for a in aux))
+    assert [len(loops._carry.signatures), len(loops._scan.signatures)] == compiled
+    assert [len(loops1._carry.signatures), len(loops1._scan.signatures)] == [1, 1]
+
+
+@pytest.mark.parametrize("kind,base,dtype,reverse", OPS)
+def test_folds_compile_once_and_take_any_layout(kind, base, dtype, reverse):
+    op, types = _case(kind, base, dtype, reverse)
+    fold = op.state.fold_for(types.state)
+    assert len(fold.signatures) == 1
+    rng = np.random.default_rng(6)
+    stack = np.zeros((4, 3), types.state)
+    for name in types.state.names:
+        field = stack[name]
+        field[...] = rng.integers(0, 2, field.shape) if field.dtype.kind == "b" else rng.uniform(0.5, 2, field.shape)
+    want = np.empty(3, types.state)
+    op.state.fold(stack, want)
+    # the exchange's carries are views into a byte buffer (unaligned, strided): the same fold
+    recs = np.zeros((4, 3 * types.state.itemsize + 24), np.uint8)
+    view = recs[:, 24:].view(types.state)
+    view[...] = stack
+    got = np.empty(3, types.state)
+    op.state.fold(view, got)
+    for name in types.state.names:  # (not the padding bytes, which nothing writes)
+        assert got[name].tobytes() == want[name].tobytes(), name
+    # np.stack of padded states packs their dtype: the fold converts it back, compiles nothing
+    packed = np.stack([stack[0], stack[1], stack[2], stack[3]])
+    assert packed.dtype != types.state or types.state.itemsize == sum(f[0].itemsize for f in
+                                                                      types.state.fields.values())
+    op.state.fold(packed, got)
+    for name in types.state.names:
+        assert got[name].tobytes() == want[name].tobytes(), name
+    assert len(fold.signatures) == 1
+
+
+def test_declared_operators_have_no_prepared_loops():
+    import distscan
+    absmax = distscan.Operator("absmax_test", lambda a, b: np.maximum(np.abs(a), np.abs(b)), identity=0.0)
+    types = scan_types(absmax, np.dtype(np.float64))
+    assert cpu.prepare(absmax, types, False, 1) is None
+    assert cpu.prepare(call_op("sum"), scan_types(call_op("sum"), np.dtype(np.int64)), False, 1) is None

@@ -1,0 +1,195 @@
+"""The agreement after the finish (distscan.dist.plan): made exactly when some rank's finish may
+fail, on every rank, and never skipped where a rank's finish can fail.
+
+The finishes that cannot fail take one collective (the exchange): the lean integer call
+(``ScanPlan._scan_then_add``), a CPU state scan by its prepared loops
+(distscan.backends.cpu_states.Loops), NumPy's accumulate of a float part when nothing turns a
+floating-point flag into an exception.  What a rank alone knows and that could make its finish
+fail travels in the exchange (``np.errstate``, a warnings filter, an ``out=`` of another dtype, a
+read-only ``out=``), and every rank then agrees after the finish (or refuses before it).  A failure
+before the exchange (the loops' compile, the carry) is agreed in the exchange.
+
+Runs serially and under ``mpiexec -n K python -m pytest --with-mpi``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import distscan
+from distscan import _kinds
+from distscan.backends import cpu, cpu_states
+
+from tests.dist.test_plan import Counting, _count
+from tests.support.data import random_counts, rank_part
+from tests.support.ranks import all_ranks_ok, raises_everywhere
+from tests.support.reference import reference_scan, segmented_reference
+from tests.support.seeds import shared_rng
+
+pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(120)]
+
+
+def _state_calls(comm, n=50):
+    rng = np.random.default_rng(comm.rank)
+    x, b = rng.integers(-9, 9, n), rng.standard_normal(n)
+    f, a = rng.random(n) < 0.1, rng.uniform(0.5, 1, n)
+    y, yf = np.empty_like(x), np.empty_like(b)
+    return {"segmented": lambda: distscan.cumsum(x, segments=f, out=y, comm=comm),
+            "segmented reverse max": lambda: distscan.cummax(x, segments=f, reverse=True, comm=comm),
+            "recurrence": lambda: distscan.linear_recurrence(a, b, out=yf, comm=comm),
+            "recurrence, segments, scalar a": lambda: distscan.linear_recurrence(0.5, b, segments=f, comm=comm),
+            "compensated": lambda: distscan.cumsum(b, compensated=True, comm=comm),
+            "segmented, Part's route (strided)": lambda: distscan.cumsum(x[::2], segments=f[::2], comm=comm)}
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("raising", ["no", "errstate", "warnings"])
+def test_state_scans_make_one_collective(raising, comm):
+    """A warm CPU state scan makes the exchange alone, even where NumPy is told to raise (its loops
+    set no flag and warn of nothing)."""
+    c = Counting(comm)
+    for name, call in _state_calls(c).items():
+        call()
+        with np.errstate(all="raise" if raising == "errstate" else "warn"), warnings.catch_warnings():
+            if raising == "warnings":
+                warnings.simplefilter("error")
+            made = _count(c, call)
+        assert made == ["Allgather"], (name, made)
+
+
+@pytest.mark.mpi(min_size=2)
+def test_integer_sums_make_one_collective_whatever_numpy_is_told(comm):
+    c = Counting(comm)
+    x = np.arange(100, dtype=np.int64) + comm.rank
+    for strategy in ("auto", "reduce_then_scan", "scan_then_add"):
+        distscan.cumsum(x, comm=c, strategy=strategy)
+        with np.errstate(all="raise"), warnings.catch_warnings():
+            warnings.simplefilter("error")
+            made = _count(c, lambda: distscan.cumsum(x, comm=c, strategy=strategy))
+        assert made == ["Allgather"], (strategy, made)
+
+
+@pytest.mark.mpi(min_size=2)
+def test_a_narrower_out_on_one_rank_makes_every_rank_agree(comm):
+    """One rank's ``out=`` of a narrower dtype (a cast after the exchange, which may fail): its record
+    asks for the agreement, and every rank makes it, whichever route its own call took."""
+    c = Counting(comm)
+    rng = np.random.default_rng(comm.rank)
+    b, a = rng.standard_normal(40), rng.uniform(0.5, 1, 40)
+    out = np.empty(40, np.float32) if comm.rank == comm.size - 1 else None
+    distscan.linear_recurrence(a, b, out=out, comm=c)  # the plans' first calls (they resolve the method)
+    for _ in range(2):
+        made = _count(c, lambda: distscan.linear_recurrence(a, b, out=out, comm=c))
+        assert made == ["Allgather", "Allreduce"], made
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("how", ["warnings", "errstate call"])
+def test_a_float_overflow_that_raises_on_one_rank_is_agreed(how, comm):
+    """The lean float sum: only the last rank makes a RuntimeWarning an error (or calls a handler
+    that raises), and only its finish overflows; every rank raises, in every call of a row."""
+    last = comm.rank == comm.size - 1
+    x = np.array([1e308, 1e308]) if last else np.array([1.0e308 if comm.rank == 0 else 0.0])
+
+    def handler(kind, flag):
+        raise FloatingPointError(f"handler: {kind}")
+
+    def state():
+        if not last:
+            return np.errstate(all="ignore")
+        if how == "warnings":
+            return np.errstate(all="ignore", over="warn")
+        return np.errstate(all="ignore", over="call", call=handler)
+
+    distscan.cumsum(np.ones(3), comm=comm)  # the kind is warm
+    exc = RuntimeWarning if how == "warnings" else FloatingPointError
+    for _ in range(3):
+        with warnings.catch_warnings(), state():
+            if last and how == "warnings":
+                warnings.simplefilter("error")
+            raises_everywhere(comm, exc, f"rank {comm.size - 1}", lambda: distscan.cumsum(x, comm=comm))
+    np.testing.assert_array_equal(distscan.cumsum(np.ones(3), comm=comm), 3 * comm.rank + np.arange(1, 4))
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("what", ["sum", "segmented", "recurrence"])
+def test_a_read_only_out_on_one_rank_is_refused_everywhere(what, comm):
+    """Written after the exchange, a read-only ``out=`` failed on its rank alone; it is refused before."""
+    rng = np.random.default_rng(comm.rank)
+    x, f, b = rng.integers(0, 9, 20), rng.random(20) < 0.2, rng.standard_normal(20)
+    call = {"sum": lambda out: distscan.cumsum(x, out=out, comm=comm),
+            "segmented": lambda out: distscan.cumsum(x, segments=f, out=out, comm=comm),
+            "recurrence": lambda out: distscan.linear_recurrence(0.9, b, out=out, comm=comm)}[what]
+    dtype = np.float64 if what == "recurrence" else np.int64
+    for _ in range(2):
+        call(np.empty(20, dtype))  # the kind is warm on every rank
+        out = np.empty(20, dtype)
+        if comm.rank == 0:
+            out.setflags(write=False)
+        msg = raises_everywhere(comm, ValueError, "read-only", lambda: call(out))
+        assert msg.startswith("rank 0:"), msg
+    call(np.empty(20, dtype))  # the communicator is whole
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("where", ["prepare", "carry"])
+def test_a_failure_of_the_state_loops_before_the_exchange_is_agreed(where, comm, monkeypatch):
+    """The loops' making (their compile) and the carry pass run before the exchange: a failure on one
+    rank raises on every rank, and the next calls work."""
+    victim = 0  # the first rank computes a carry (the last one does not)
+    x, f = np.arange(30) + comm.rank, (np.arange(30) % 7) == 0
+    if where == "prepare":
+        _kinds.PLANS.clear()  # plans made anew: each prepares its loops in its first run
+        _kinds.KINDS.clear()
+        real = cpu.prepare
+
+        def failing(*args, **kwargs):
+            if comm.rank == victim:
+                raise MemoryError("injected: numba could not compile the loop")
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(cpu, "prepare", failing)
+    else:
+        distscan.cumsum(x, segments=f, comm=comm)
+        real = cpu_states.Loops.carry
+
+        def failing(self, *args, **kwargs):
+            if comm.rank == victim:
+                raise MemoryError("injected: carry")
+            return real(self, *args, **kwargs)
+
+        monkeypatch.setattr(cpu_states.Loops, "carry", failing)
+    msg = raises_everywhere(comm, MemoryError, "injected", lambda: distscan.cumsum(x, segments=f, comm=comm))
+    assert msg.startswith(f"rank {victim}:"), msg
+    monkeypatch.undo()
+    g = np.concatenate([np.arange(30) + r for r in range(comm.size)])
+    flags = np.tile(f, comm.size)
+    ref = segmented_reference(g, flags, "sum")[30 * comm.rank:30 * (comm.rank + 1)]
+    for _ in range(2):
+        y = distscan.cumsum(x, segments=f, comm=comm)
+        all_ranks_ok(comm, lambda: np.testing.assert_array_equal(y, ref))
+
+
+@pytest.mark.manyranks
+def test_integer_scans_that_wrap_are_exact_on_every_route(comm):
+    """The lean integer call (scan, then add) beside ranks on the general route (strided parts): the
+    carries are the same totals, the results NumPy's on the concatenation, overflow wrapping."""
+    rng = shared_rng(comm)
+    for opname in ("sum", "prod", "max", "bitwise_xor", "logical_or"):
+        for dtype in ("int64", "uint8", "int32", "bool"):
+            counts = random_counts(rng, comm.size, 25)
+            g = rng.integers(2**61, 2**62, int(counts.sum()), dtype=np.int64).astype(dtype) if opname != "prod" else \
+                rng.integers(-3, 4, int(counts.sum())).astype(dtype)
+            part = rank_part(g, counts, comm)
+            if rng.integers(2) and comm.rank == rng.integers(comm.size):
+                strided = np.zeros(2 * len(part), part.dtype)
+                strided[::2] = part
+                part = strided[::2]
+            ref = rank_part(reference_scan(g, opname), counts, comm)
+            for strategy in ("auto", "scan_then_add", "reduce_then_scan"):
+                for _ in range(2):
+                    got = distscan.scan(part, opname, comm=comm, strategy=strategy)
+                    all_ranks_ok(comm, lambda: np.testing.assert_array_equal(got, ref, err_msg=f"{opname} {dtype}"))
