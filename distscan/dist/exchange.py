@@ -89,6 +89,21 @@ def status(failed: bool, fingerprint: int, rows: int, *, empty: bool = False, ag
 Combine = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
+def _quiet(fn: Callable) -> Callable:
+    """``fn``, where a floating-point error the caller's ``np.errstate`` (or ``-W error``) would raise
+    gives the quiet result instead.  The folds and combines of carries run after the collective
+    on each rank, on carries every rank sees: a raise there on the one rank whose NumPy is told to
+    raise would leave the others waiting in the next collective (a float sum whose carries
+    overflow: the rank gets inf, as NumPy's quiet arithmetic gives)."""
+    def call(*args):
+        try:
+            return fn(*args)
+        except (FloatingPointError, RuntimeWarning):
+            with np.errstate(all="ignore"):
+                return fn(*args)
+    return call
+
+
 def python_fold(combine: Combine) -> Callable:
     """A fold of a stack of carries (in order; None for none) made of a two-carry ``combine``."""
     return lambda stack: fold(stack, combine)
@@ -113,7 +128,7 @@ class Exchange:
                  reverse: bool = False):
         self.comm, self.method, self.node_size = comm, method, node_size
         self.size, self.rank = comm.Get_size(), comm.Get_rank()
-        self.fold, self.combine = fold, combine
+        self.fold, self.combine = _quiet(fold), _quiet(combine)
         self.reverse = reverse
         # the rank's place in scan order (reverse: the last rank's part is scanned first)
         self.place = self.size - 1 - self.rank if reverse else self.rank

@@ -193,3 +193,21 @@ def test_integer_scans_that_wrap_are_exact_on_every_route(comm):
                 for _ in range(2):
                     got = distscan.scan(part, opname, comm=comm, strategy=strategy)
                     all_ranks_ok(comm, lambda: np.testing.assert_array_equal(got, ref, err_msg=f"{opname} {dtype}"))
+
+
+@pytest.mark.parametrize("method", ["gather", "doubling"])
+def test_carries_that_overflow_on_a_rank_told_to_raise_do_not_hang(method, comm, monkeypatch):
+    """Ranks differ: only the last rank's NumPy raises on overflow, and the carries before it
+    overflow in the exchange's fold (on that rank alone).  No rank may be left waiting: every rank
+    returns, the last with NumPy's quiet result (inf), twice in a row."""
+    from distscan.dist import exchange
+
+    if method == "doubling":
+        monkeypatch.setattr(exchange, "DOUBLING_RANKS", 1)
+    x = np.array([1e308]) if comm.rank < comm.size - 1 else np.array([1.0])
+    for _ in range(2):
+        with np.errstate(over="raise" if comm.rank == comm.size - 1 else "ignore"):
+            y = distscan.cumsum(x, comm=comm)
+        if comm.rank == comm.size - 1 and comm.size > 2:
+            assert np.isinf(y[0])
+        comm.Barrier()
