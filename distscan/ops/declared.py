@@ -176,9 +176,12 @@ class Operator(Op):
         if ufunc is None:
             declared = Declared(name, combine, ident, None if state is None else np.dtype(state), lift, project,
                                 scalar)
+        # raw_first: the CPU's scan of a ufunc is NumPy's accumulate, which copies the first item as
+        # it is; the GPU's kernels start from the declared identity, which need not be neutral for
+        # every input (hypot(0, -x) == x): they write the first item back too.
         Op.__init__(self, name, ufunc, functor if cuda else "", ident, kinds, commutative=commutative,
                     source=source, state=declared, scalar=scalar if scalar is not None else
-                    (None if ufunc is not None else combine))
+                    (None if ufunc is not None else combine), raw_first=ufunc is not None)
         object.__setattr__(self, "check", bool(check))
 
     @property
