@@ -82,17 +82,19 @@ def scan_lean(x, op: Op, types: ScanTypes, exclusive: bool, out, seed=None):
     if x.size:
         r = scan_fast(x, op, types, exclusive, out, "auto", seed)
         if r is not None:
-            return _raw_first(x, r, op, exclusive or seed is not None)
+            return _raw_first(x, r, op, seed is not None, exclusive=exclusive)
     result = scan(x, op, types, exclusive=exclusive, seed=seed, out=out)[0]
     return result if out is None else out
 
 
-def _raw_first(x, result, op: Op, seeded: bool, reverse: bool = False):
+def _raw_first(x, result, op: Op, seeded: bool, reverse: bool = False, exclusive: bool = False):
     """NumPy's accumulate copies its first item; the kernels combine it with the identity, which
-    for gcd and lcm drops its sign (``gcd(0, -4) == 4``): write it back where nothing came before."""
-    if op.core.raw_first and not seeded and x.shape[0]:
+    for gcd and lcm drops its sign (``gcd(0, -4) == 4``): write it back where nothing came before
+    (an exclusive scan holds it one place on: ``out[1] = x[0]``, or ``out[-2] = x[-1]`` in reverse)."""
+    n = x.shape[0]
+    if op.core.raw_first and not seeded and n > int(exclusive):
         first = -1 if reverse else 0
-        result[first] = x[first]
+        result[first - 1 if reverse and exclusive else first + int(exclusive)] = x[first]
     return result
 
 
@@ -102,7 +104,7 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     Calls from inside this module go to :func:`_scan`, so that the first item is written once."""
     result, total = _scan(x, op, types, exclusive=exclusive, seed=seed, out=out, want_total=want_total,
                           algorithm=algorithm, aux=aux, reverse=reverse, initial=initial)
-    return _raw_first(x, result, op, exclusive or seed is not None or initial is not None, reverse), total
+    return _raw_first(x, result, op, seed is not None or initial is not None, reverse, exclusive), total
 
 
 def _scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto",
