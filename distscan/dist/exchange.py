@@ -205,6 +205,7 @@ class Exchange:
         inline = self.inline
         mine = (flags if inline else flags | BIG, fingerprint, rows, carry if inline else None)
         prefix, total = self._hypercube(mine, INLINE_BYTES)
+        total = self._complete(total, INLINE_BYTES)
         t_flags = total[0]
         status = Status(bool(t_flags & FAILED), not t_flags & MISMATCH, bool(t_flags & BIG), total[2],
                         bool(t_flags & AGREE_AFTER), 0 if prefix is None else prefix[2])
@@ -213,9 +214,35 @@ class Exchange:
         if not inline:  # the carries, now that their sizes agree
             prefix_c, total_c = self._hypercube((flags & EMPTY, fingerprint, rows, carry), self.like.nbytes)
             prefix = None if prefix_c is None else prefix_c
-            total = total_c
+            total = self._complete(total_c, self.like.nbytes)
         offset = None if prefix is None else prefix[3]
         return status, offset, (total[3] if want_total else None)
+
+    def _complete(self, total, carry_bytes: int):
+        """Every rank's total, whatever the rank count.  With p not a power of two, a rank whose
+        partner place does not exist in a round hears nothing from the ranks after it (3 ranks: place
+        1 never hears from place 2), so its total can miss a later rank's failure or request to agree
+        (every rank would not make the same collectives next).  The last place in scan order always
+        hears from all the others (each of its partner blocks lies before it or is empty): its total
+        is broadcast, one more collective, made only when p is not a power of two."""
+        size = self.size
+        if size & (size - 1) == 0:
+            return total
+        buf = np.zeros(STATUS_BYTES + carry_bytes, np.uint8)
+        st = buf[:STATUS_BYTES].view(np.int64)
+        body = slice(STATUS_BYTES, STATUS_BYTES + self.like.nbytes)
+        root = 0 if self.reverse else size - 1  # the last place in scan order
+        if self.comm.Get_rank() == root:
+            flags, fp, rows, carry = total
+            st[0], st[1], st[2] = flags | (EMPTY if carry is None else 0), fp, rows
+            if carry is not None and self.like.nbytes <= carry_bytes:
+                buf[body] = np.ascontiguousarray(carry, self.like.dtype).reshape(-1).view(np.uint8)
+        self.comm.Bcast(buf, root=root)
+        flags = int(st[0])
+        carry = None
+        if not flags & (EMPTY | FAILED) and self.like.nbytes <= carry_bytes:
+            carry = buf[body].copy().view(self.like.dtype).reshape(self.like.shape)
+        return flags, int(st[1]), int(st[2]), carry
 
     def _merge(self, a, b):
         """Two records ``(flags, fingerprint, rows, carry or None)`` of consecutive blocks of ranks

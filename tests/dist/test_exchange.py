@@ -96,10 +96,13 @@ def test_recursive_doubling_exchange_gives_the_same_results(reverse, comm, monke
             all_ranks_ok(comm, lambda: np.testing.assert_array_equal(r, e))
         # floats: the doubling associates the ranks' maps as a tree, the gather folds them in order
         all_ranks_ok(comm, lambda: np.testing.assert_allclose(got[3], expected[3], rtol=1e-14, atol=1e-13))
-        # a failure on one rank is agreed through the doubling too
-        bad = np.arange(3.0) if comm.rank != 0 else "not a number"
-        with pytest.raises((TypeError, ValueError, distscan.DistScanError)):
-            distscan.cumsum(bad, comm=comm)
+        # a failure on one rank is agreed through the doubling too: the first rank, and the last
+        # (at 3 ranks the middle one's partner in the second round does not exist: it hears of the
+        # last rank's failure only through the broadcast that completes the totals)
+        for failing in (0, comm.size - 1):
+            bad = np.arange(3.0) if comm.rank != failing else "not a number"
+            with pytest.raises((TypeError, ValueError, distscan.DistScanError)):
+                distscan.cumsum(bad, comm=comm)
     finally:
         _kinds.PLANS.clear()
         _kinds.KINDS.clear()
