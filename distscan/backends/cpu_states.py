@@ -91,6 +91,7 @@ def scan(x, a, f, out, seed_a, seed_b, seed_flag, has_seed, init, has_init):
                 else:
                     B = c * B + x[i, j]
                     A = c * A
+                    FLUSH_A
                 fresh = ENDS and start
                 if WRITE:
                     out[i, j] = B + A * ini if has_init else B
@@ -214,6 +215,21 @@ def _constant(value, w: int, dtype) -> np.ndarray:
 _TEMPLATES = {"segmented": _SEGMENTED, "affine": _AFFINE, "compensated": _COMPENSATED}
 
 
+def _flush_subnormal(acc: np.dtype) -> str:
+    """The affine loop's product of coefficients ``A`` set to zero once it is subnormal (real floats).
+
+    ``A`` only scales what came before the part (``A * initial``, ``A * seed`` in a carry): once
+    below the smallest normal number its part of a result is below every float's resolution but
+    that of results themselves as small.  Left alone it is often stuck there (the smallest subnormal
+    times any ``c`` in (0.5, 1) rounds back to itself: a discount factor, a filter's pole), and every
+    multiplication by a subnormal costs about 100 cycles on many x86 CPUs (measured: 2^24 float64
+    with ``a`` in (0.5, 1): 583 ms against 63 ms with ``a`` near 1, on the 2-core VM)."""
+    if acc.kind != "f":
+        return "pass"
+    tiny = float(np.finfo(acc).tiny)
+    return f"if -{tiny!r} < A < {tiny!r}:\n                        A = A * 0.0"
+
+
 class Loops:
     """A state operator's two loops for one kind of scan (operator, dtypes, exclusive, ``w``
     columns), made once: the carry pass (writes nothing) and the scan, each compiled for exactly
@@ -248,7 +264,8 @@ class Loops:
             self.first = _constant(st.base.identity(acc), w, acc)
         elif self.kind == "affine":
             arguments = [rows, rows, flags, out, row, row, flags, "BOOL", row, "BOOL"]
-            constants = {"STARTS": st.segments == "starts", "ENDS": st.segments == "ends", "FLAGS": st.segments != ""}
+            constants = {"STARTS": st.segments == "starts", "ENDS": st.segments == "ends", "FLAGS": st.segments != "",
+                         "FLUSH_A": _flush_subnormal(acc)}
             base = None
         else:
             arguments = [rows, out, row, row, "BOOL", row]
