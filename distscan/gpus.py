@@ -151,6 +151,19 @@ def _use(binding: Binding) -> Binding:
     return binding
 
 
+def node_position(comm) -> tuple:
+    """``(rank on this node, ranks on this node)``: collective (``Split_type``) over ``comm``."""
+    if comm is None or comm.Get_size() == 1:
+        return 0, 1
+    from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
+    try:
+        return node.Get_rank(), node.Get_size()
+    finally:
+        node.Free()
+
+
 def bind_gpu(comm=None, gpu=None, allow_shared=None) -> Binding:
     """Collective over ``comm``: choose this rank's GPU and make it the current device.
 
@@ -175,13 +188,8 @@ def bind_gpu(comm=None, gpu=None, allow_shared=None) -> Binding:
         No CuPy / no GPU on some rank; raised on every rank.
     """
     comm = default_comm(comm)
-    local_rank, local_size = 0, 1
+    local_rank, local_size = node_position(comm)
     error, binding = None, None
-    if comm is not None and comm.Get_size() > 1:
-        from mpi4py import MPI
-        node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
-        local_rank, local_size = node.Get_rank(), node.Get_size()
-        node.Free()
     try:
         binding = _use(choose_device(local_rank, local_size, _device_count(), gpu=gpu, allow_shared=allow_shared))
     except Exception as exc:  # noqa: BLE001 - agreed on every rank

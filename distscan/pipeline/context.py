@@ -59,7 +59,7 @@ class Job:
     force: bool = False
     verify: bool = False
     gpu: Optional[str] = None               # --gpu: device index (default: by local rank)
-    gpu_memory_limit: Optional[str] = None  # --gpu-memory-limit: e.g. "2G" (default: 85 % of free)
+    gpu_memory_limit: Optional[str] = None  # --gpu-memory-limit: e.g. "64M" (default: two chunk slots)
     memory_limit: Optional[str] = None      # --memory-limit: host memory a rank may hold (default: a share)
     fsync: bool = False                     # --fsync: the output durable before the rename
     reverse: bool = False                   # --reverse: suffix scans, the last rank's rows first

@@ -71,43 +71,43 @@ class GpuEngine(CpuEngine):
             t0 = time.perf_counter()
             dev = self.start.wait()
             self.waited += time.perf_counter() - t0
-        if dev is None and self.start.done and self.required and self.start.error is not None:
-            raise RuntimeError(f"--backend cuda: {self.start.why}") from self.start.error
+        if dev is None and self.start.done:
+            self._raise_if_required()
         if self.start.why != self._said:
             self._said = self.start.why
             self.note(f"GPU: {self.start.why}" if dev is not None or self.start.done else "GPU starting")
         return dev
 
-    def _count(self, dev) -> None:
+    def _raise_if_required(self) -> None:
+        if self.required and self.start.error is not None:
+            raise RuntimeError(f"--backend cuda: {self.start.why}") from self.start.error
+
+    def _compute(self, on_gpu, on_host):
+        """One chunk's compute: ``on_gpu(dev)`` once the GPU is up, else ``on_host()``; counted and timed."""
+        dev = self._device()
         if dev is None:
             self.chunks["host"] += 1
-            return
+            return on_host()
         self.chunks["gpu"] += 1
-        now = time.perf_counter()
-        self.first_gpu = now if self.first_gpu is None else self.first_gpu
-        self.last_gpu = now
+        if self.first_gpu is None:
+            self.first_gpu = time.perf_counter()
+        result = on_gpu(dev)
+        self.last_gpu = time.perf_counter()
+        return result
 
     def _carry_rows(self, x: np.ndarray):
-        dev = self._device()
-        self._count(dev)
-        return super()._carry_rows(x) if dev is None else dev.carry(x)
+        return self._compute(lambda dev: dev.carry(x), lambda: super(GpuEngine, self)._carry_rows(x))
 
     def _scan_rows(self, x: np.ndarray, seed, out: np.ndarray, want_total: bool):
-        dev = self._device()
-        self._count(dev)
-        if dev is None:
-            return super()._scan_rows(x, seed, out, want_total)
-        total = dev.scan(x, seed, out, want_total)
-        self.last_gpu = time.perf_counter()
-        return total
+        return self._compute(lambda dev: dev.scan(x, seed, out, want_total),
+                             lambda: super(GpuEngine, self)._scan_rows(x, seed, out, want_total))
 
     def check(self) -> None:
         """``--backend cuda``: a GPU this rank was given must have started, even if every chunk went
         to the host while it started (waits for the start to end)."""
         if self.required:
             self.start.wait()
-            if self.start.error is not None:
-                raise RuntimeError(f"--backend cuda: {self.start.why}") from self.start.error
+            self._raise_if_required()
 
     def report(self, ctx) -> None:
         """This rank's GPU facts, spans and GPU times into ``ctx`` (after the chunks)."""

@@ -71,7 +71,7 @@ def part_bytes(ctx: Context, aux_headers) -> int:
     return held + sum(n * h.row_bytes for h in aux_headers if h is not None)
 
 
-def _gpu_for_all(job: Job, ctx: Context, need: int) -> tuple:
+def _gpu_for_all(job: Job, ctx: Context) -> tuple:
     """``(use the GPUs, why)``, the same on every rank (one small collective under ``auto``): ``cuda``
     always; ``auto`` when every rank sees a GPU and its host scan would take ``AUTO_MIN_HOST_SCAN_S``."""
     if job.backend != "auto":
@@ -102,7 +102,7 @@ def run_general(job: Job, ctx: Context) -> None:
                               "--compensated and recurrences hold their part in memory; use more ranks "
                               "(or --memory-limit)")
     xp = np
-    use_gpu, ctx.backend_why = _gpu_for_all(job, ctx, need)
+    use_gpu, ctx.backend_why = _gpu_for_all(job, ctx)
     if use_gpu:
         # The library call's backend is every rank's (its exchange compares it): more ranks than GPUs
         # share them here, rather than some ranks scanning on the host.

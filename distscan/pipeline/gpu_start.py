@@ -184,12 +184,6 @@ class DeviceChunks:
             self.cp.cuda.runtime.hostRegister(ptr, base.nbytes, 0)
             self._registered[ptr] = base.nbytes
 
-    def forget(self, host: np.ndarray) -> None:
-        """A host buffer is about to be freed: unregister it if it was registered."""
-        ptr = host.ctypes.data
-        if self._registered.pop(ptr, None) is not None:
-            self.cp.cuda.runtime.hostUnregister(ptr)
-
     # -- the end ------------------------------------------------------------------------------
 
     def times(self) -> dict:

@@ -10,6 +10,7 @@ from ..dist.plan import ScanPlan
 from .chunks import WRITE_RING, Done, Layout
 from .context import Context, Job, host_budget, phase
 from .finish import finish
+from ..gpus import node_position
 
 
 class CpuEngine:
@@ -114,19 +115,6 @@ class CpuEngine:
 def run_cpu(job: Job, ctx: Context) -> None:
     """The CPU pipeline: :mod:`distscan.pipeline.chunks` with the NumPy engine."""
     run_chunked(job, ctx, lambda layout, plan, local: CpuEngine())
-
-
-def node_position(comm) -> tuple:
-    """``(rank on this node, ranks on this node)``: collective (``Split_type``) over ``comm``."""
-    if comm is None or comm.Get_size() == 1:
-        return 0, 1
-    from mpi4py import MPI
-
-    node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
-    try:
-        return node.Get_rank(), node.Get_size()
-    finally:
-        node.Free()
 
 
 def run_chunked(job: Job, ctx: Context, make_engine) -> None:
