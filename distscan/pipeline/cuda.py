@@ -26,21 +26,23 @@ import time
 
 import numpy as np
 
+from ..dist.options import EXACT
 from .chunks import READ_AHEAD
 from .context import parse_bytes
 from .gpu_start import DeviceChunks, GpuStart, gpu_visible, staging_from_env, starter  # noqa: F401
 from .host import CpuEngine, run_chunked
 
-#: Operators that select one of their operands: exact in any association, in any dtype.
+#: The operators that select one of their operands: exact in any association, in any dtype.
 _SELECTING = frozenset({"max", "min", "nanmax", "nanmin"})
 
 
 def exact_anywhere(op, types) -> bool:
     """Whether a chunk's scan gives the same bytes on the host and on a GPU, so that chunks may go to
-    either as they come: integer and boolean accumulators (wrapping arithmetic, gcd, lcm, the
-    bitwise and logical operators are exact in any association; a declared operator is taken at
-    its word), and the operators that select an operand (max, min, fmax, fmin)."""
-    return op.state is None and (types.acc.kind in "biu" or op.name in _SELECTING)
+    either as they come: the operators whose integer scans are exact in any association
+    (:data:`distscan.dist.options.EXACT`, wrapping arithmetic included; not lcm, whose overflow
+    is not associative, nor gcd, nor a declared operator), on integer and boolean accumulators;
+    and the operators that select an operand (max, min, fmax, fmin) in any dtype."""
+    return op.state is None and ((op.name in EXACT and types.acc.kind in "biu") or op.name in _SELECTING)
 
 
 class GpuEngine(CpuEngine):
