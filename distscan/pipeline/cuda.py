@@ -9,9 +9,9 @@ chunk differs: host rows -> device -> the CUDA backend's seeded scan or reductio
 
 Start-up off the critical path: CUDA starts on a thread (:class:`~distscan.pipeline.gpu_start.GpuStart`)
 while the first chunks are read.  A chunk that is ready before the GPU is scans on the host when
-the result cannot depend on where it is computed (:func:`exact_anywhere`: integers, max and min);
-otherwise the engine waits for the GPU (reading on meanwhile), so that a file gives the same bytes
-on every run.
+the result cannot depend on where it is computed (:func:`exact_anywhere`: integer sums, products,
+bitwise and logical scans; max and min); otherwise the engine waits for the GPU (reading on
+meanwhile), so that a file gives the same bytes on every run.
 
 Which GPU: :func:`distscan.gpus.device_or_host`.  Ranks beyond the GPUs of their node scan on the
 host unless ``DISTSCAN_ALLOW_SHARED_GPU=1``.  The choice is each rank's own and changes no

@@ -119,12 +119,15 @@ def run_cpu(job: Job, ctx: Context) -> None:
 
 def run_chunked(job: Job, ctx: Context, make_engine) -> None:
     """The chunked pipeline (:mod:`distscan.pipeline.chunks`) with the engine that
-    ``make_engine(layout, plan, (local rank, local size))`` makes on this rank.
+    ``make_engine(layout, plan, (local rank, local size))`` makes on this rank (None for the position
+    under ``--backend cpu``, where no engine needs it).
 
     Every rank makes the same collectives whichever engine it runs (the choice of engine is a
     rank's own: a GPU of its own or not), and the carries are host arrays from either.
     """
-    local = node_position(ctx.comm)
+    # The node position is for the GPU engines; --backend cpu is every rank's (the command line),
+    # so every rank skips this collective alike.
+    local = None if job.backend == "cpu" else node_position(ctx.comm)
     engine = None
     try:
         with phase(ctx, "plan"):
