@@ -32,7 +32,7 @@ complex, the flagged product carries) travels alike.  The first rank's offset is
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 import numpy as np
@@ -125,10 +125,16 @@ class Exchange:
     """
 
     def __init__(self, comm, method: str, node_size, like: np.ndarray, fold: Callable, combine: Combine,
-                 reverse: bool = False):
+                 reverse: bool = False, guarded: bool = False):
         self.comm, self.method, self.node_size = comm, method, node_size
         self.size, self.rank = comm.Get_size(), comm.Get_rank()
         self.fold, self.combine = _quiet(fold), _quiet(combine)
+        # guarded: the combine is the user's code (a declared operator), which may raise on some
+        # ranks only, between two rounds of doubling or before an agreement: see __call__.
+        self.guarded = guarded
+        self.error: Optional[BaseException] = None  # what the user's combine raised in the last call
+        if guarded:
+            self.fold, self.combine = self._caught(self.fold), self._caught(self.combine)
         self.reverse = reverse
         # the rank's place in scan order (reverse: the last rank's part is scanned first)
         self.place = self.size - 1 - self.rank if reverse else self.rank
@@ -148,7 +154,35 @@ class Exchange:
 
     def __call__(self, flags: int, fingerprint: int, rows: int, carry, *, want_total: bool = False):
         """``(Status, offset, total)``: see :func:`exchange` (``carry`` None: this rank holds
-        nothing, and ``flags`` says EMPTY)."""
+        nothing, and ``flags`` says EMPTY).
+
+        A guarded exchange (the user's combine) never lets the combine's exception out between
+        collectives: it keeps it in :attr:`error`, goes on with a placeholder carry (so every
+        later message has its size), and ends with one more collective, made by every rank once
+        all agree (the operator is in the fingerprint, so all are guarded alike), that tells
+        every rank whether any combine failed: the Status then says ``failed`` on every rank."""
+        if not self.guarded:
+            return self._exchange(flags, fingerprint, rows, carry, want_total)
+        self.error = None
+        status, offset, total = self._exchange(flags, fingerprint, rows, carry, want_total)
+        if status.failed or not status.agreed:
+            return status, offset, total
+        if self.comm.allreduce(0 if self.error is None else 1):
+            return replace(status, failed=True), None, None
+        return status, offset, total
+
+    def _caught(self, fn: Callable) -> Callable:
+        """``fn``, whose exception is kept in :attr:`error` (the first one) and gives a placeholder."""
+        def call(*args):
+            try:
+                return fn(*args)
+            except Exception as exc:  # noqa: BLE001 - agreed at the end of the exchange (__call__)
+                if self.error is None:
+                    self.error = exc
+                return self.like.copy()
+        return call
+
+    def _exchange(self, flags: int, fingerprint: int, rows: int, carry, want_total: bool):
         if self.doubling:
             return self._doubling(flags, fingerprint, rows, carry, want_total)
         inline, st = self.inline, self.st

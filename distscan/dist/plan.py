@@ -370,11 +370,12 @@ class ScanPlan:
         ex = self._exchanger
         if ex is None:
             ex = self._exchanger = h.Exchange(self.comm, self.hierarchy, self.node_size, self.identity(),
-                                              self.carries.fold, self.carries.combine, self.reverse)
+                                              self.carries.fold, self.carries.combine, self.reverse,
+                                              guarded=self.op.runs_user_code)
         agreed, offset, total = ex(flags, 0 if error is not None else self.fingerprint ^ salt, rows,
                                    None if error is not None else carry, want_total=want_total)
         if agreed.failed:
-            raise_agreed(self.comm, error)
+            raise_agreed(self.comm, error if error is not None else ex.error)
         if not agreed.agreed:
             raise_mismatch(self.comm, what, {**self.fields, **(extra or {}), "_rows": rows})
         if self.carries.flagged:

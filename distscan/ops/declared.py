@@ -185,6 +185,10 @@ class Operator(Op):
         object.__setattr__(self, "check", bool(check))
 
     @property
+    def runs_user_code(self) -> bool:
+        return True
+
+    @property
     def gpu_ready(self) -> bool:
         """Whether the GPU can run it: a CUDA combine, and a state that is the value itself."""
         return bool(self.source) and (self.state is None or self.state.fields is None)

@@ -154,6 +154,14 @@ class Op:
         return self if base is None else base
 
     @property
+    def runs_user_code(self) -> bool:
+        """Whether combining carries calls the user's code, which may raise anything (declared
+        operators, and segmented or compensated scans over one); the built-in combines raise only
+        floating-point errors, which the exchange quiets (:mod:`distscan.dist.exchange`)."""
+        core = self.core
+        return core is not self and core.runs_user_code
+
+    @property
     def plain(self) -> bool:
         """Whether the state is the value itself, combined by a ufunc (NumPy's accumulate scans it)."""
         return self.state is None and self.ufunc is not None

@@ -148,3 +148,66 @@ def test_rebuild_by_module_and_name():
     assert type(e) is DistScanError
     e = _rebuild("evil_module:Thing", "no")  # untrusted module: not imported
     assert type(e) is DistScanError and "evil_module" not in sys.modules
+
+
+# --- a declared operator's combine that raises between ranks ---------------------------------------
+
+def _picky(a, b):
+    """An addition that refuses sums over 10: each rank's own part (2, 2, 2) scans, the carries
+    of the ranks before a rank do not."""
+    s = np.add(a, b)
+    if np.any(s > 10):
+        raise ValueError("picky: too big")
+    return s
+
+
+PICKY = distscan.Operator("picky", _picky, identity=0, kinds="i")
+_COUNTED = np.dtype([("s", np.int64), ("n", np.int64)])
+
+
+def _picky_state(a, b):
+    out = np.empty(np.broadcast(a, b).shape, _COUNTED)
+    out["s"], out["n"] = _picky(a["s"], b["s"]), a["n"] + b["n"]
+    return out
+
+
+def _counted_lift(x):
+    out = np.empty(np.shape(x), _COUNTED)
+    out["s"], out["n"] = x, 1
+    return out
+
+
+# the same limit on a declared state of two fields (its fold runs the user's combine in Python)
+PICKY_STATE = distscan.Operator("picky state", _picky_state, identity=lambda dt: np.zeros((), _COUNTED),
+                                state=_COUNTED, lift=_counted_lift, project=lambda s: s["s"])
+
+
+@pytest.mark.manyranks
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("method", ["flat", "node", "doubling"])
+def test_declared_combine_raising_in_the_exchange_is_agreed(method, comm, monkeypatch):
+    """The user's combine raises while the exchange folds the carries, on the ranks whose prefix
+    exceeds its limit only (from rank 1 or 2 on, by scan order), in the middle of the doubling's
+    rounds or before the agreement after the finish: every rank raises the same error, in every
+    call of a row, forward, reverse, exclusive and of a declared state, and the communicator is whole afterwards."""
+    from distscan import _kinds
+    from distscan.dist import exchange
+
+    monkeypatch.setattr(exchange, "DOUBLING_RANKS", 1 if method == "doubling" else 1 << 30)  # every rank alike
+    _kinds.PLANS.clear()
+    hierarchy = "node" if method == "node" else "flat"
+    x = np.full(3, 2, np.int64)
+    try:
+        for op, kw in ((PICKY, {}), (PICKY, {"reverse": True}), (PICKY, {"exclusive": True}),
+                       (PICKY_STATE, {}), (PICKY_STATE, {"reverse": True})):
+            for _ in range(2):
+                with pytest.raises(ValueError, match=r"rank \d+( \(and \d+ other ranks?\))?: picky: too big"):
+                    distscan.scan(x, op, comm=comm, hierarchy=hierarchy, node_size=1, **kw)
+        with pytest.raises(ValueError, match="picky"):
+            distscan.reduce(x, PICKY, comm=comm)
+        # within the limit: the same operator scans across ranks
+        ones = np.ones(1, np.int64)
+        np.testing.assert_array_equal(distscan.scan(ones, PICKY, comm=comm, hierarchy=hierarchy, node_size=1),
+                                      [comm.rank + 1] if comm.size <= 10 else distscan.cumsum(ones, comm=comm))
+    finally:
+        _kinds.PLANS.clear()
