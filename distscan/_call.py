@@ -166,7 +166,8 @@ class Part:
                 raise ValueError("output array is read-only")
         coef = None
         if coefficients is not None:
-            coef = self._to_backend(*to_native(coefficients)[:2])  # a NumPy a (or a number) beside CuPy b
+            # a NumPy a (or a number) beside CuPy b; a CuPy a of another GPU
+            coef = self._on_device(self._to_backend(*to_native(coefficients)[:2]))
             if dtype is None:  # y = a*y + b computes in the dtype NumPy gives a*b + b (a Python number is weak)
                 python_number = isinstance(coefficients, (int, float, complex)) and not isinstance(coefficients, bool)
                 dtype = np.result_type(coefficients if python_number else coef.dtype, work.dtype)
@@ -248,7 +249,7 @@ class Part:
         aux = []
         for name in self.op.state.aux:
             if name == "segments":
-                flags = self._to_backend(*to_native(segments)[:2])
+                flags = self._on_device(self._to_backend(*to_native(segments)[:2]))
                 if flags.ndim != 1 or flags.shape[0] != n:
                     raise ValueError(f"segments must be a 1-D array of one flag per element along the scanned "
                                      f"axis ({n} here), got shape {tuple(flags.shape)}")
@@ -295,6 +296,14 @@ class Part:
             ensure_device()  # non-collective: an earlier bind_gpu, DISTSCAN_GPU or the launcher's local rank
             return cupy.asarray(arr)
         return arr.get()
+
+    def _on_device(self, arr):
+        """An auxiliary input (flags, coefficients) where the scan runs: on the GPU, an array of
+        another device copied to the current one (the input's: ``api._scan`` makes it current),
+        as ``cupy.asarray`` does (the kernels would read another GPU's memory); else as it is."""
+        if self.backend_name != "cuda" or current_device_id(arr) in (None, self.xp.cuda.runtime.getDevice()):
+            return arr
+        return self.xp.asarray(arr)
 
     def _to_native(self, arr):
         if self.native_backend == self.backend_name:

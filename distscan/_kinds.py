@@ -57,34 +57,45 @@ def plan_of(fields: tuple, comm, node_size) -> ScanPlan:
 
 class Kind:
     """What the common calls of one kind share: the resolved dtypes, backend and plans, for parts
-    that need no preparation (a contiguous 1-D array of the backend's own type and of the plan's
-    input dtype; ``out`` none, or of the same kind, shape and result dtype, apart from the
-    input; on the CPU, segment flags and coefficients as :meth:`aux` takes them).  Anything else
-    is resolved as a :class:`Part`.
+    that need no preparation (an array the backend's ``lean_arrays`` takes as it is: a contiguous
+    1-D array of the backend's own type on the current device, of the plan's input dtype; ``out``
+    none, or of the same kind, shape and result dtype, apart from the input; segment flags and
+    coefficients as :meth:`aux` takes them).  Anything else is resolved as a :class:`Part`.
 
     Assumption: a kind holds no array and nothing read from one, only what the types of a call's
     arguments fix (dtypes, operator, plans), so that a call in a row with other, mutated or
     differently laid out arrays is checked anew by :meth:`aux` and gives what a :class:`Part`
     gives.  Which kinds a rank holds never changes its collectives (distscan.dist.plan)."""
 
-    __slots__ = ("types", "be", "fields", "node_size", "plans", "aux_names")
+    __slots__ = ("types", "be", "lean", "fields", "node_size", "plans", "aux_names", "array_type", "gpu", "xp")
 
-    def __init__(self, part, node_size):
+    def __init__(self, part, node_size, x):
         self.types, self.be, self.node_size = part.types, part.be, node_size
+        self.lean = part.be.lean_arrays
         self.fields = part.plan_fields()
         self.plans: dict = {}  # id(comm) -> plan
         self.aux_names = part.op.state.aux if part.op.state is not None else ()
+        # flags and coefficient arrays must be of x's own array type (NumPy, or CuPy on the GPU)
+        self.array_type = type(x)
+        self.gpu = part.backend_name == "cuda"
+        self.xp = part.be.array_module() if self.aux_names else None
 
     def aux(self, x, out, options):
         """The auxiliary inputs of this call as the plan scans them (``()`` for a plain scan), or
         None where the call is not this kind's cheap case (it then takes the :class:`Part` route).
 
-        Segment flags: a NumPy bool array of ``x``'s shape, as it is (the loops take any layout).
-        Coefficients: a NumPy array of ``x``'s shape (cast to the accumulator dtype, as ``Part``
-        casts it, here before the exchange), or a Python number (as the read-only broadcast of
-        ``np.asarray(a).astype(acc)``, the values ``Part`` makes).  What the loops do not check
-        (a flag or coefficient per element) is checked here, on every call."""
-        if not self.be.lean_arrays(x, out, self.types):
+        Segment flags: a bool array of ``x``'s type and shape, as it is: the CPU's loops take
+        any layout, and the GPU's scan and reduction make them contiguous
+        (``backends/cuda/extended._aux_columns``), as ``Part`` does.
+        Coefficients: an array of ``x``'s type and shape (cast to the accumulator dtype, as
+        ``Part`` casts it, here before the exchange; on the GPU also made contiguous, as the
+        kernels read it), or a Python number (the values ``np.asarray(a).astype(acc)``, which
+        ``Part`` makes: on the CPU their read-only broadcast, on the GPU an array filled with it;
+        a complex number for a real accumulator goes the ``Part`` way).  On the GPU, flags and
+        coefficients on another device than ``x`` (which ``lean_arrays`` found current) go the
+        ``Part`` way, which copies them to ``x``'s device.  What the loops and kernels do not check
+        (a flag or coefficient per element, its device) is checked here, on every call."""
+        if not self.lean(x, out, self.types):
             return None
         if not self.aux_names:
             return ()
@@ -92,17 +103,29 @@ class Kind:
         for name in self.aux_names:
             if name == "segments":
                 flags = options["segments"]
-                if type(flags) is not np.ndarray or flags.dtype != np.bool_ or flags.shape != x.shape:
+                if type(flags) is not self.array_type or flags.dtype != np.bool_ or flags.shape != x.shape:
+                    return None
+                if self.gpu and flags.data.device_id != x.data.device_id:
                     return None
                 aux.append(flags)
                 continue
             a, acc = options["coefficients"], self.types.acc
-            if type(a) is np.ndarray:
+            if type(a) is self.array_type:
                 if a.shape != x.shape:
                     return None
-                aux.append(a if a.dtype == acc else a.astype(acc))
+                if self.gpu:
+                    if a.data.device_id != x.data.device_id:
+                        return None
+                    aux.append(self.xp.ascontiguousarray(a if a.dtype == acc else a.astype(acc)))
+                else:
+                    aux.append(a if a.dtype == acc else a.astype(acc))
             elif type(a) in (int, float, complex):
-                aux.append(np.broadcast_to(np.asarray(a).astype(acc), x.shape))
+                if not self.gpu:
+                    aux.append(np.broadcast_to(np.asarray(a).astype(acc), x.shape))
+                elif type(a) is complex and acc.kind != "c":
+                    return None
+                else:
+                    aux.append(self.xp.full(x.shape, np.asarray(a).astype(acc)[()], acc))
             else:
                 return None
         return tuple(aux)
@@ -117,10 +140,13 @@ class Kind:
 
 
 class Kinds:
-    """This rank's call kinds, by the raw arguments of a call (see :class:`Kind`)."""
+    """This rank's call kinds, by the raw arguments of a call (see :class:`Kind`).  ``get`` is
+    the dictionary's own (the API calls it with the key of :func:`kind_key`; an unhashable
+    argument raises TypeError there)."""
 
     def __init__(self):
         self._kinds: dict = {}
+        self.get = self._kinds.get
 
     def lookup(self, key):
         try:
@@ -131,15 +157,15 @@ class Kinds:
     def remember(self, key, x, part, node_size) -> None:
         """Remember the kind of a call resolved the long way, where later calls of it can take the
         cheap way (``x`` as given: of the plan's input dtype, in native byte order; the options of
-        a state scan on the CPU only, without ``include_initial``)."""
+        a state scan without ``include_initial``, their arrays of ``x``'s type)."""
         if (key is None or part.algorithm != "auto" or not part.distributed or part.scalar or part.wrap is not None
                 or getattr(x, "dtype", None) != part.types.input or len(part.work_shape) != 1
                 or part.types.rounds_inputs or part.backend_name != part.native_backend
-                or key[-1] is not None and (part.backend_name != "cpu" or part.include_initial
-                                            or not all(_kindable(k, v) for k, v in key[-1]))):
+                or key[-1] is not None and (part.backend_name not in ("cpu", "cuda") or part.include_initial
+                                            or not all(_kindable(k, v, type(x)) for k, v in key[-1]))):
             return
         try:
-            self._kinds[key] = Kind(part, node_size)
+            self._kinds[key] = Kind(part, node_size, x)
         except TypeError:  # an unhashable argument
             return
         if len(self._kinds) > MAX_PLANS:
@@ -165,8 +191,9 @@ def kind_key(x, op, exclusive, dtype, out, axis, strategy, hierarchy, backend, a
 _ARRAYS = ("segments", "coefficients")  # the options that hold arrays
 
 
-def _kindable(name, value) -> bool:
-    """Whether an option (as :func:`kind_key` keys it) can take the cheap way (:meth:`Kind.aux`)."""
+def _kindable(name, value, array_type) -> bool:
+    """Whether an option (as :func:`kind_key` keys it) can take the cheap way (:meth:`Kind.aux`):
+    arrays of the input's own type (NumPy, CuPy), coefficients also as Python numbers."""
     if name not in _ARRAYS or value[0] is type(None):
         return True
-    return value[0] is np.ndarray or name == "coefficients" and value[0] in (int, float, complex)
+    return value[0] is array_type or name == "coefficients" and value[0] in (int, float, complex)

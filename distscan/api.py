@@ -139,8 +139,8 @@ def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy
         try:
             key = kind_key(x, op, exclusive, dtype, out, axis, strategy, hierarchy, backend, algorithm, node_size,
                            options)
-            kind = KINDS.lookup(key)
-        except AttributeError:  # not an array: a list, a scalar
+            kind = KINDS.get(key)
+        except (AttributeError, TypeError):  # not an array (a list, a scalar), or an unhashable argument
             kind = None
         if kind is not None:
             aux = kind.aux(x, out, options)

@@ -51,7 +51,7 @@ from contextlib import contextmanager
 
 from . import hotpath, scratch
 from .device import DEVICE_INFO, SIDE_STREAMS, cp, require_cupy
-from .extended import EXT_PLANS
+from .extended import EXT_CALLS, EXT_PLANS
 from .general import NARROW_COLUMNS, array_module, lean_arrays, scan, scan_lean
 from .plans import ADD_PLANS, PLANS, error_depth, lookahead_min_bytes, module_key, tuning, uses_lookahead
 from .reductions import REDUCTIONS, combine, reduce
@@ -115,7 +115,7 @@ def clear_caches() -> None:
             cp.cuda.runtime.deviceSynchronize()
     hotpath.forget()
     scratch.forget()
-    for cache in (REDUCTIONS, PLANS, ADD_PLANS, EXT_PLANS, SIDE_STREAMS, DEVICE_INFO):
+    for cache in (REDUCTIONS, PLANS, ADD_PLANS, EXT_PLANS, EXT_CALLS, SIDE_STREAMS, DEVICE_INFO):
         cache.clear()
 
 
@@ -125,4 +125,5 @@ def stats() -> dict:
     return {"plans": len(PLANS) + len(EXT_PLANS), "hot-path entries": len(entries), "reductions": len(REDUCTIONS),
             "stream scratches": len(scratch.SCRATCHES), "captured scratches": len(scratch.CAPTURED),
             "graphs": sum(1 for e in entries for g in (e.graphs or {}).values() if g is not hotpath.SEEN_ONCE),
-            "kept results": sum(len(s.results.arrays) for s in scratch.SCRATCHES.values())}
+            "kept results": sum(len(s.results.arrays) for s in scratch.SCRATCHES.values()),
+            "extended entries": len(EXT_CALLS)}

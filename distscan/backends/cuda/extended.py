@@ -14,13 +14,16 @@ capture is refused (its seed and parameter are copied from the host).
 
 from __future__ import annotations
 
+import ctypes
+import threading
+
 import numpy as np
 
 from ..._dtypes import ScanTypes
 from ...ops import Op
 from . import compile as cc
-from .device import cp, device_info, refuse_in_capture, require_cupy
-from .launch import launch_shape
+from .device import cp, device_info, memset_async, refuse_in_capture, remember, require_cupy
+from .launch import ArgBlock, launch_shape
 from .plans import Plan, persistent_grid, setup_lead, status_words, uses_lookahead
 from .scratch import scratch_of
 from .settings import SETTINGS
@@ -126,15 +129,15 @@ def _columns(arrays, w):
 
 def _aux_columns(op: Op, aux, x, n: int, w: int):
     """``(xs, flags, cs)``: ``x`` as per-column 1-D views (:func:`_columns`), the segment flags as
-    one contiguous 1-D array (or None) and the coefficients as per-column views (or None), picked
-    out of ``aux`` by the operator's auxiliary input names."""
+    one contiguous 1-D array (or None) and the coefficients as per-column contiguous views (or
+    None), picked out of ``aux`` by the operator's auxiliary input names."""
     names = op.state.aux if op.state is not None else ()
     flags = next((a for name, a in zip(names, aux) if name == "segments"), None)
     coef = next((a for name, a in zip(names, aux) if name == "a"), None)
     if flags is not None:
         flags = cp.ascontiguousarray(flags.reshape(-1))
     xs = _columns([x], w)[0]
-    cs = _columns([cp.asarray(coef).reshape(n, -1)], w)[0] if coef is not None else None
+    cs = _columns([cp.ascontiguousarray(cp.asarray(coef).reshape(n, -1))], w)[0] if coef is not None else None
     return xs, flags, cs
 
 
@@ -152,61 +155,162 @@ def _device_bytes(row: np.ndarray):
     return cp.asarray(np.ascontiguousarray(row).reshape(-1).view(np.uint8))
 
 
+# What every scan_ext_kernel launch of one kind shares (ExtCall), by (device, input dtype, scan
+# types, operator, exclusive, reverse, device algorithm, SETTINGS.tuning, SETTINGS.lead).
+# Assumption: these fix everything an entry holds (the plan and kernel: ext_plan's key is a part
+# of this one; the host and kernel dtypes, where the auxiliary inputs are, whether the first
+# item is rewritten; the launch shapes by n, which lead_of reads SETTINGS.lead for); no array,
+# stream or scratch is kept in it but the scratch whose pointers its argument block holds,
+# compared by identity and generation on every launch.
+EXT_CALLS: dict = {}
+
+
+class ExtCall:
+    """One kind of extended scan (see EXT_CALLS): its plan and kernel, and scan_ext_kernel's 15
+    arguments as an :class:`ArgBlock` for cuLaunchKernel (CuPy's packing of them cost more host
+    time than the rest of the call).  The block is rewritten and launched under the entry's
+    lock (threads on several streams may share an entry), inside the stream scratch's lock."""
+
+    __slots__ = ("plan", "fn", "kernel_ptr", "launch", "kstate", "host_dtype", "flags_at", "coef_at", "zero_first",
+                 "args", "lock", "shapes", "scratch", "generation")
+
+    def __init__(self, plan, op: Op, types: ScanTypes, exclusive: bool):
+        self.plan = plan
+        self.fn = plan.funcs["ext_excl" if exclusive else "ext_incl"]
+        self.launch = getattr(cp.cuda.driver, "launchKernel", None)  # None: CuPy's launch
+        self.kernel_ptr = self.fn.kernel.ptr if self.launch is not None else 0
+        self.kstate = plan.kacc
+        self.host_dtype = np.dtype(types.state if op.state is not None else types.acc)
+        names = tuple(op.state.aux) if op.state is not None else ()
+        self.flags_at = names.index("segments") if "segments" in names else -1
+        self.coef_at = names.index("a") if "a" in names else -1
+        self.zero_first = exclusive and _first_is_identity(op, types)
+        u64, i64, i32 = ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32
+        self.args = ArgBlock(u64, u64, i64, u64, u64, u64, u64, u64, u64, i32, i64, u64, u64, i32, u64)
+        self.lock = threading.Lock()
+        self.shapes: dict = {}  # n -> (grid, dynamic shared memory, lead, num_tiles)
+        self.scratch, self.generation = None, -1  # the scratch whose pointers the block holds
+
+    def shape(self, n: int):
+        shape = self.shapes.get(n)
+        if shape is None:
+            if len(self.shapes) >= 64:
+                self.shapes.clear()
+            shape = self.shapes[n] = launch_shape(self.plan, n) + (-(-n // self.plan.tile),)
+        return shape
+
+    def run(self, scratch, grid, smem, stream_ptr, x, out, n, seed, total, lead, flags, coef, param) -> None:
+        """One launch (device pointers as ints, 0 for none), under ``scratch.lock`` and the
+        scratch prepared for it."""
+        vec = int((x | out) & 15 == 0)
+        cvec = int(coef != 0 and coef & 15 == 0)
+        if self.launch is None:
+            self.fn((grid,), (self.plan.threads,),
+                    (np.uint64(x), np.uint64(out), np.int64(n), scratch.words, scratch.subaggs, scratch.anchors,
+                     scratch.launch_state, np.uint64(seed), np.uint64(total), np.int32(vec), np.int64(lead),
+                     np.uint64(flags), np.uint64(coef), np.int32(cvec), np.uint64(param)),
+                    shared_mem=smem)
+            return
+        v = self.args.values
+        with self.lock:
+            if self.scratch is not scratch or self.generation != scratch.generation:
+                v[3].value, v[4].value = scratch.words.data.ptr, scratch.subaggs.data.ptr
+                v[5].value, v[6].value = scratch.anchors.data.ptr, scratch.launch_state.data.ptr
+                self.scratch, self.generation = scratch, scratch.generation
+            v[0].value, v[1].value, v[2].value, v[7].value, v[8].value = x, out, n, seed, total
+            v[9].value, v[10].value, v[11].value, v[12].value, v[13].value, v[14].value = (vec, lead, flags, coef,
+                                                                                             cvec, param)
+            self.launch(self.kernel_ptr, grid, 1, 1, self.plan.threads, 1, 1, smem, stream_ptr, self.args.ptr, 0)
+
+
+def _ext_call(key, dev_id, in_dtype, types: ScanTypes, op: Op, exclusive: bool, reverse: bool, device: str):
+    plan = ext_plan(dev_id, in_dtype, types, op, device, reverse)
+    return remember(EXT_CALLS, key, ExtCall(plan, op, types, exclusive), 4 * SETTINGS.max_stream_entries)
+
+
+def _one_column(a, n: int):
+    """A contiguous ``(n,)`` view of one column's ``(n,)`` or ``(n, 1)`` array (a copy if it is
+    not contiguous; a host array is copied to the device)."""
+    if type(a) is not cp.ndarray:
+        a = cp.asarray(a)
+    if a.ndim != 1:
+        a = a.reshape(n)
+    return a if a._c_contiguous else cp.ascontiguousarray(a)
+
+
 def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto",
          aux=(), reverse=False, initial=None):
-    """The backend's ``scan`` for reverse scans and state operators (see the module docstring)."""
-    require_cupy()
+    """The backend's ``scan`` for reverse scans and state operators (see the module docstring).
+
+    Results: a new array (never one handed out before: the caller may hold it), or ``out``."""
+    if cp is None:
+        require_cupy()
     _check_gpu(op)
     one_d = x.ndim == 1
-    if one_d:
-        x = x.reshape(-1, 1)
-    n, w = x.shape
-    result = out
-    out = cp.empty((n, w), types.result) if out is None or not out.flags.c_contiguous else out.reshape(n, w)
-    host_dtype = types.state if op.state is not None else types.acc
+    n, w = (x.shape[0], 1) if one_d else x.shape
     stream_ptr = cp.cuda.get_current_stream().ptr
     refuse_in_capture(stream_ptr, "a reverse scan, or a segmented, affine or compensated scan")
+    result = out
+    if out is not None and (out.dtype != types.result or out.size != n * w):  # the kernels would write past it
+        raise TypeError(f"out must hold {n * w} items of {types.result}, not {out.size} of {out.dtype}")
+    fresh = out is None or not out._c_contiguous  # else the kernels write into out itself
+    if fresh:
+        out = cp.empty((n,) if one_d else (n, w), types.result)
     if n == 0 or w == 0:
         total = None
         if want_total:
+            host_dtype = types.state if op.state is not None else types.acc
             total = np.array(seed, host_dtype).reshape(w) if seed is not None else _neutral_rows(op, types, w)
-        return _finish(result, out, one_d), total
-    x = cp.ascontiguousarray(x)
-    dev_id = x.device.id
-    plan = ext_plan(dev_id, x.dtype, types, op, _device(op, algorithm, n, x.dtype.itemsize, types.result.itemsize),
-                    reverse)
-    kstate = plan.kacc
-    seeds = None if seed is None else _restate(np.asarray(seed, host_dtype).reshape(w), kstate)
+        return _finish(result, out, one_d, fresh), total
+    if not x._c_contiguous:
+        x = cp.ascontiguousarray(x)
+    dev_id = x.data.device_id
+    device = _device(op, algorithm, n, x.itemsize, types.result.itemsize)
+    key = (dev_id, x.dtype, types, op, exclusive, reverse, device, SETTINGS.tuning, SETTINGS.lead)
+    ent = EXT_CALLS.get(key)
+    if ent is None:
+        ent = _ext_call(key, dev_id, x.dtype, types, op, exclusive, reverse, device)
+    kstate, plan = ent.kstate, ent.plan
+    k = kstate.itemsize
+    # seeds and projected initial values: one copy to the device each, a state per column
+    d_seeds = None if seed is None else _device_bytes(_restate(np.asarray(seed, ent.host_dtype).reshape(w), kstate))
     params = _param_rows(op, initial, kstate, w)
-    xs, flags, cs = _aux_columns(op, aux, x, n, w)
-    outs = out.reshape(-1) if w == 1 else cp.empty((w, n), types.result)
-    totals = cp.empty((w, kstate.itemsize), np.uint8) if want_total else None  # the kernels skip a null total
+    d_params = None if params is None else _device_bytes(params)
+    flags = aux[ent.flags_at] if 0 <= ent.flags_at < len(aux) else None
+    coef = aux[ent.coef_at] if 0 <= ent.coef_at < len(aux) else None
+    if w == 1:
+        xs, outs = (x if one_d else x.reshape(n)), (out if out.ndim == 1 else out.reshape(n))
+        cs = None if coef is None else _one_column(coef, n)
+    else:
+        xs, outs = cp.ascontiguousarray(x.T), cp.empty((w, n), types.result)
+        cs = None if coef is None else _columns([cp.ascontiguousarray(cp.asarray(coef).reshape(n, -1))], w)[0]
+    if flags is not None:
+        flags = _one_column(flags, n)
+    totals = cp.empty((w, k), np.uint8) if want_total else None  # the kernels skip a null total
     scratch = scratch_of(dev_id, stream_ptr)
-    fn = plan.funcs["ext_excl" if exclusive else "ext_incl"]
-    grid, smem, lead = launch_shape(plan, n)
-    num_tiles = -(-n // plan.tile)
-    for c in range(w):
-        xc, oc = (xs, outs) if w == 1 else (xs[c], outs[c])
-        cc_ = None if cs is None else (cs if w == 1 else cs[c])
-        d_seed = NULL if seeds is None else _device_bytes(seeds[c])
-        d_param = NULL if params is None else _device_bytes(params[c])
-        with scratch.lock:
-            scratch.prepare(num_tiles, plan.window, plan.k_words)
-            fn((grid,), (plan.threads,),
-               (xc, oc, np.int64(n), scratch.words, scratch.subaggs, scratch.anchors, scratch.launch_state, d_seed,
-                NULL if totals is None else totals[c], np.int32(int(xc.data.ptr % 16 == 0 and oc.data.ptr % 16 == 0)),
-                np.int64(lead),
-                NULL if flags is None else flags, NULL if cc_ is None else cc_,
-                np.int32(int(cc_ is not None and cc_.data.ptr % 16 == 0)), d_param),
-               shared_mem=smem)
+    grid, smem, lead, num_tiles = ent.shape(n)
+    x_ptr, out_ptr = xs.data.ptr, outs.data.ptr
+    flags_ptr = 0 if flags is None else flags.data.ptr
+    seed_ptr, total_ptr, param_ptr = (0 if a is None else a.data.ptr for a in (d_seeds, totals, d_params))
+    coef_ptr = 0 if cs is None else cs.data.ptr
+    step_x, step_out, step_coef = n * xs.itemsize, n * outs.itemsize, 0 if cs is None else n * cs.itemsize
+    with scratch.lock:
+        scratch.prepare(num_tiles, plan.window, plan.k_words)
+        for c in range(w):  # column c of the transposed copies: n items further on, its states k bytes on
+            ent.run(scratch, grid, smem, stream_ptr, x_ptr + c * step_x, out_ptr + c * step_out, n,
+                    seed_ptr and seed_ptr + c * k, total_ptr and total_ptr + c * k, lead, flags_ptr,
+                    coef_ptr and coef_ptr + c * step_coef, param_ptr and param_ptr + c * k)
     if w > 1:
         out[...] = outs.T
-    if exclusive and seed is None and params is None and _first_is_identity(op, types):
-        out[-1 if reverse else 0] = 0  # the identity, +0.0 (the kernels start from -0.0: launch.first_is_identity)
+    if ent.zero_first and seed is None and params is None:
+        # the identity, +0.0, as zero bytes (the kernels start from -0.0: launch.first_is_identity);
+        # out is C-contiguous (fresh, or the caller's own)
+        row = types.result.itemsize * w
+        memset_async(out.data.ptr + (n - 1 if reverse else 0) * row, 0, row, stream_ptr)
     total = None
     if want_total:
-        total = _restate(totals.get().view(kstate).reshape(w), np.dtype(host_dtype))
-    return _finish(result, out, one_d), total
+        total = _restate(totals.get().view(kstate).reshape(w), np.dtype(ent.host_dtype))
+    return _finish(result, out, one_d, fresh), total
 
 
 def _first_is_identity(op: Op, types: ScanTypes) -> bool:
@@ -222,9 +326,12 @@ def _neutral_rows(op: Op, types: ScanTypes, w: int) -> np.ndarray:
     return np.full(w, op.neutral(types.acc), types.acc)
 
 
-def _finish(result, out, one_d: bool):
-    if result is not None and result is not out and result.size:
-        result[...] = out.reshape(result.shape)
+def _finish(result, out, one_d: bool, fresh: bool):
+    """What the scan returns: ``out``, or the caller's array (``result``), which a ``fresh`` out
+    (the caller's was not contiguous) is copied into."""
+    if result is not None:
+        if fresh and result.size:
+            result[...] = out.reshape(result.shape)
         out = result
     return out.reshape(-1) if one_d and out.ndim == 2 else out
 
