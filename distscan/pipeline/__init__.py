@@ -10,7 +10,8 @@ rank succeeded (and, with ``verify``, after the independent check passed).
 that fills ``ctx.times`` and writes through ``ctx.writer``.  Both pipelines are
 one chunked skeleton (:mod:`distscan.pipeline.chunks`: positional reads and writes on
 thread pools overlapping the compute, one exchange, the offset applied on the
-way out) with a different compute step: :func:`run_cpu` (NumPy, used for every
+way out), for every scan (reverse, segmented, compensated and recurrences too), with a
+different compute step: :func:`run_cpu` (NumPy, used for every
 backend without a pipeline of its own) and :func:`run_cuda`
 (:mod:`distscan.pipeline.cuda`: host -> device, scan, device -> host).
 
@@ -33,7 +34,6 @@ from ..ops import get_op
 from .context import Context, Job, default_output, null_progress  # noqa: F401 - the pipeline's names
 from .cuda import run_auto, run_gpu
 from .finish import run_empty
-from .general import run_general
 from .host import run_cpu
 from .report import report as _report
 
@@ -112,7 +112,7 @@ def run(job: Job, comm=None, *, progress: Optional[Callable] = None, notice: Opt
                   t_start=t_start, aux_headers=aux_headers)
     if startup_s is not None:
         ctx.times["startup"] = startup_s
-    pipeline = run_empty if empty else run_general if job.general else PIPELINES.get(job.backend, run_cpu)
+    pipeline = run_empty if empty else PIPELINES.get(job.backend, run_cpu)
     t0 = time.perf_counter()
     writer = _io.NpyWriter(job.output, header.shape, types.result, comm=comm, force=job.force,
                            protect=(job.input,), notice=notice, fsync=job.fsync)

@@ -9,12 +9,22 @@ with several reads ahead of the compute and several writes in flight, so the wri
 bottleneck, are never idle.  Only the compute step differs between backends: an *engine*
 (:class:`CpuEngine` here, :class:`distscan.pipeline.cuda.GpuEngine` for CUDA) takes a
 chunk's input, forms its carry, scans it from a seed, adds an offset, and hands back host
-rows to write.  The chunking, the carries, the one exchange and the offsets are here:
+rows to write.  Every scan of the command takes this route: plain ones, and those that carry a
+state or run backwards (``--reverse``, ``--segments``, ``--compensated``, recurrences).
+
+Chunks go in scan order: first to last, or last to first under ``--reverse`` (each chunk is
+scanned last row first, and a chunk's carry is in that order); the rank whose offset is the
+identity is the first in scan order (the last rank in reverse: :attr:`ScanPlan.first`).  The
+auxiliary inputs of a state operator (segment flags, a recurrence's coefficients: ``Layout.aux``)
+are read on the same read pool for the same rows, and go with the chunk to the engine.  A state
+operator's carry is a state (segmented: (flag, value); affine: (a, b); compensated: (sum, error)),
+so its plan is ``reduce_then_scan``, and each chunk's scan is seeded with the state before it.
+The chunking, the carries, the one exchange and the offsets are here:
 
 *pass A*
-    every chunk is read; rank 0, whose offset is the identity, scans each chunk from the
-    running total and writes it at once.  The other ranks, when their part fits the memory
-    budget (*resident*), keep it: ``scan_then_add`` scans each chunk from the running total
+    every chunk is read; the first rank, whose offset is the identity, scans each chunk from the
+    running total (a state, for a state operator) and writes it at once.  The other ranks, when
+    their part fits the memory budget (*resident*), keep it: ``scan_then_add`` scans each chunk from the running total
     (the part's carry is its last value), ``reduce_then_scan`` keeps the input and forms each
     chunk's carry (:meth:`ScanPlan.local_carry`, combined with :meth:`ScanPlan.combine`;
     float products need these flagged carries, never the bare last value).  A part that does
@@ -23,7 +33,7 @@ rows to write.  The chunking, the carries, the one exchange and the offsets are 
 *exchange*
     one :meth:`ScanPlan.exchange` of the part's carry gives the offset, and agrees on any
     failure of pass A on every rank.
-*pass B* (ranks > 0)
+*pass B* (the other ranks)
     the offset is applied on the way out: ``add_offset`` on each kept chunk
     (``scan_then_add``), or a scan of each kept (or, streamed, re-read) chunk seeded with the
     offset and then the running total (``reduce_then_scan``), and the chunk is written.
@@ -38,55 +48,50 @@ main thread (``compute``), ``exscan`` the exchange (waiting for the other ranks 
 from __future__ import annotations
 
 import collections
-import os
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
-from .. import io as _io
 from ..dist.plan import ScanPlan
 from .context import phase
+from .files import IO_THREADS_ENV, READ_THREADS, WRITE_THREADS, Files, io_threads  # noqa: F401 - their names here too
 
 #: Bytes of input (or output, the larger) per chunk.
 CHUNK_BYTES = 16 << 20
 
-#: Threads reading the input, and chunks read ahead of the compute.
-READ_THREADS = 4
-
+#: Chunks read ahead of the compute.
 READ_AHEAD = 6
 
-#: Threads writing the output; writes in flight when the output is not held (a ring of buffers).
-WRITE_THREADS = 8
-
-#: ``DISTSCAN_IO_THREADS=READ,WRITE``: threads per rank for reads and writes instead of the above.
-IO_THREADS_ENV = "DISTSCAN_IO_THREADS"
-
-
-def io_threads(env=None) -> tuple:
-    """``(read threads, write threads)`` per rank: ``DISTSCAN_IO_THREADS`` or the defaults.
-
-    Raises
-    ------
-    ValueError
-        For a value that is not two positive integers (the message names the variable).
-    """
-    value = ((os.environ if env is None else env).get(IO_THREADS_ENV) or "").strip()
-    if not value:
-        return READ_THREADS, WRITE_THREADS
-    parts = value.split(",")
-    if len(parts) != 2 or not all(p.strip().isdigit() and 0 < int(p) <= 256 for p in parts):
-        raise ValueError(f"{IO_THREADS_ENV} must be READ,WRITE: two thread counts from 1 to 256, got {value!r}")
-    return int(parts[0]), int(parts[1])
-
+#: Writes in flight when the output is not held (a ring of buffers).
 WRITE_RING = 16
+
+
+@dataclass(frozen=True)
+class AuxInput:
+    """An auxiliary input of the operator, read chunk by chunk beside the rows: ``name`` is the
+    operator's (``"segments"``: one flag per row; ``"a"``: a recurrence's coefficients, the input's
+    shape), ``header`` its file's, ``dt`` the dtype the scan reads it in (bool flags; coefficients
+    in the accumulator dtype), as :class:`distscan._call.Part` makes the library's."""
+
+    name: str
+    header: object
+    dt: np.dtype
+
+    def shape(self, m: int) -> tuple:
+        """The shape of ``m`` rows of it: ``(m,)`` for a 1-D file, else ``(m, items per row)``."""
+        return (m,) if len(self.header.shape) == 1 else (m, self.header.row_items)
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of one row as the scan reads it."""
+        return self.header.row_items * self.dt.itemsize
 
 
 @dataclass
 class Layout:
-    """This rank's part and how it is cut: rows ``[start, stop)``, ``w`` elements per row."""
+    """This rank's part and how it is cut: rows ``[start, stop)``, ``w`` elements per row, and the
+    auxiliary inputs read with them."""
 
     start: int
     n: int
@@ -94,10 +99,27 @@ class Layout:
     in_dt: np.dtype     # native byte order
     out_dt: np.dtype
     chunk_rows: int
+    aux: tuple = ()     # AuxInput, in the order of the operator's auxiliary inputs
 
     @property
     def chunks(self) -> list:
         return [(lo, min(self.n, lo + self.chunk_rows)) for lo in range(0, self.n, self.chunk_rows)]
+
+
+def aux_inputs(ctx) -> tuple:
+    """The :class:`AuxInput` of the job's operator (segment flags, coefficients), in the order its
+    state names them; ``()`` for the operators that take none."""
+    state = ctx.op.state
+    if state is None or not state.aux:
+        return ()
+    flags, coef = ctx.aux_headers
+    files = {"segments": flags, "a": coef}
+    found = []
+    for name in state.aux:
+        if files.get(name) is None:
+            raise ValueError(f"the operator {ctx.op.name!r} needs its {name!r} input, which the job does not give")
+        found.append(AuxInput(name, files[name], np.dtype(bool) if name == "segments" else ctx.types.acc))
+    return tuple(found)
 
 
 def layout_for(ctx, chunk_bytes: int = 0) -> Layout:
@@ -106,7 +128,7 @@ def layout_for(ctx, chunk_bytes: int = 0) -> Layout:
     w = hdr.row_items
     out_dt = ctx.types.result
     return Layout(start=ctx.start, n=ctx.stop - ctx.start, w=w, in_dt=hdr.dtype.newbyteorder("="), out_dt=out_dt,
-                  chunk_rows=chunk_rows_for(hdr.row_bytes, w * out_dt.itemsize, chunk_bytes))
+                  chunk_rows=chunk_rows_for(hdr.row_bytes, w * out_dt.itemsize, chunk_bytes), aux=aux_inputs(ctx))
 
 
 def input_view(hdr, start: int, stop: int):
@@ -121,66 +143,6 @@ def chunk_rows_for(in_row_bytes: int, out_row_bytes: int, chunk_bytes: int = 0) 
     return max(1, (chunk_bytes or CHUNK_BYTES) // max(in_row_bytes, out_row_bytes, 1))
 
 
-class _Spans:
-    """First start and last end of the operations of one kind, and their busy time (thread-safe)."""
-
-    def __init__(self):
-        self.first, self.last, self.busy, self.bytes = None, None, 0.0, 0
-        self._lock = threading.Lock()
-
-    def add(self, t0: float, t1: float, nbytes: int) -> None:
-        with self._lock:
-            self.first = t0 if self.first is None else min(self.first, t0)
-            self.last = t1 if self.last is None else max(self.last, t1)
-            self.busy += t1 - t0
-            self.bytes += nbytes
-
-    @property
-    def wall(self) -> float:
-        return 0.0 if self.first is None else self.last - self.first
-
-
-class Files:
-    """This rank's reads of the input and writes of the output, on thread pools."""
-
-    def __init__(self, header, writer, layout: Layout):
-        self.hdr, self.writer, self.lay = header, writer, layout
-        self.f = _io.open_regular(header.path)
-        self.fd = self.f.fileno()
-        self.reads, self.writes = _Spans(), _Spans()
-        reads, writes = io_threads()
-        self._rpool = ThreadPoolExecutor(reads, thread_name_prefix="distscan-read")
-        self._wpool = ThreadPoolExecutor(writes, thread_name_prefix="distscan-write")
-
-    def read(self, lo: int, hi: int, buf: np.ndarray):
-        """A future of rows ``[lo, hi)`` of this part, read into ``buf`` (native byte order, ``(m, w)``)."""
-        return self._rpool.submit(self._read, lo, hi, buf)
-
-    def _read(self, lo, hi, buf):
-        t0 = time.perf_counter()
-        hdr, lay = self.hdr, self.lay
-        m = hi - lo
-        rows = buf[: m * hdr.row_bytes].view(hdr.dtype).reshape((m,) + tuple(hdr.shape[1:]))
-        rows = _io.read_rows(hdr, lay.start + lo, lay.start + hi, out=rows, fd=self.fd)
-        self.reads.add(t0, time.perf_counter(), m * hdr.row_bytes)
-        return rows.reshape(m, lay.w)
-
-    def write(self, lo: int, rows: np.ndarray):
-        """A future of the write of ``rows`` (host, ``(m, w)`` of the output dtype) at row ``lo`` of this part."""
-        return self._wpool.submit(self._write, lo, rows)
-
-    def _write(self, lo, rows):
-        t0 = time.perf_counter()
-        self.writer.write_rows(self.lay.start + lo, rows.reshape((rows.shape[0],) + tuple(self.hdr.shape[1:])))
-        self.writes.add(t0, time.perf_counter(), rows.nbytes)
-
-    def close(self) -> None:
-        """Wait for the operations under way; drop those not started."""
-        for pool in (self._rpool, self._wpool):
-            pool.shutdown(wait=True, cancel_futures=True)
-        self.f.close()
-
-
 class Done:
     """A result that is already there (the CPU's outputs), shaped like a future."""
 
@@ -192,16 +154,30 @@ class Done:
 
 
 def make_plan(job, ctx, backend, default_strategy: str) -> ScanPlan:
-    """The distributed scan of this job's rows (:mod:`distscan.dist.plan`), on ``backend``."""
+    """The distributed scan of this job's rows (:mod:`distscan.dist.plan`), on ``backend``.  A state
+    operator's plan takes ``reduce_then_scan`` whatever is asked (its carry is a state)."""
     hdr = ctx.header
     strategy = job.strategy if job.strategy not in (None, "auto") else default_strategy
     return ScanPlan(ctx.op, hdr.dtype.newbyteorder("="), dtype=job.dtype, exclusive=job.exclusive,
                     trailing=tuple(hdr.shape[1:]), comm=ctx.comm, backend=backend, strategy=strategy,
-                    hierarchy=job.hierarchy, algorithm=getattr(job, "algorithm", "auto"))
+                    hierarchy=job.hierarchy, algorithm=getattr(job, "algorithm", "auto"),
+                    reverse=bool(getattr(job, "reverse", False)))
 
 
-def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict) -> None:
+def initial_row(job, plan: ScanPlan):
+    """A recurrence's ``y[-1]`` (``job.initial``) as a row ``(w,)`` of the accumulator dtype, or None
+    for none and for 0, which :func:`distscan.linear_recurrence` takes as none too (``y[0] = b[0]``:
+    an infinite ``a[0]`` gives no NaN).  Projected by the operator on every chunk of every rank."""
+    initial = getattr(job, "initial", None)
+    if initial is None or not np.any(initial):
+        return None
+    return np.broadcast_to(np.asarray(initial).astype(plan.types.acc), (plan.w,)).copy()
+
+
+def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict, initial=None) -> None:
     """Pass A, the exchange, pass B and the last writes of this rank (see the module docstring).
+    ``initial``: :func:`initial_row` (the engine projects it; a value that seeds instead is the
+    first rank's first seed).
 
     Collective: raises the same exception on every rank when any rank fails (pass A's
     failures in the exchange, pass B's in the agreement that ends it).
@@ -211,14 +187,17 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict) -
         times.setdefault(k, 0.0)
     t_origin = ctx.t_start if getattr(ctx, "t_start", None) is not None else time.perf_counter()
     rank, size = ctx.rank, ctx.size
-    final_now = rank == 0           # rank 0's offset is the identity: its chunks are final at once
-    last = rank == size - 1
+    # The first rank in scan order (the last one in reverse) has the identity as its offset: its
+    # chunks are final at once.  The last one's carry is read by nobody.
+    final_now = rank == (size - 1 if plan.reverse else 0)
+    last = rank == (0 if plan.reverse else size - 1)
     resident = config["mode"] == "resident"
     strategy = plan.strategy
     flagged = plan.carries.flagged
     chunks = layout.chunks
     K = len(chunks)
-    in_row = ctx.header.row_bytes
+    order = list(range(K - 1, -1, -1)) if plan.reverse else list(range(K))  # scan order
+    in_row = ctx.header.row_bytes + sum(a.header.row_bytes for a in layout.aux)
     out_row = layout.w * layout.out_dt.itemsize
     two_pass = not final_now and not resident
     total_bytes = layout.n * (in_row * (2 if two_pass and not last else 1) + out_row)
@@ -226,7 +205,7 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict) -
     if hasattr(engine, "note"):
         engine.note = bar.note  # the engine's phases (a GPU starting) beside the bar
     ahead = getattr(engine, "read_ahead", READ_AHEAD)
-    files = Files(ctx.header, ctx.writer, layout)
+    files = None  # opened inside pass A: a file that fails to open on one rank is agreed in the exchange
     ready = collections.deque()     # chunks whose output is final, waiting for a write slot
     writing = collections.deque()   # (chunk, future) in write order
     compute = [0.0]
@@ -251,24 +230,25 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict) -
             rows = engine.output(k).result()
             writing.append((k, files.write(chunks[k][0], rows)))
 
+    def submit(k):
+        """Chunk ``k``'s reads: its rows and the same rows of every auxiliary input."""
+        lo, hi = chunks[k]
+        buf = engine.in_buffer(k)
+        bufs = [engine.aux_buffer(k, i) for i in range(len(layout.aux))]
+        return k, buf, files.read(lo, hi, buf), [(b, files.read_aux(i, lo, hi, b)) for i, b in enumerate(bufs)]
+
     def reads(ids):
         ids = list(ids)
-        queue = collections.deque()
-        nxt = 0
-        while nxt < len(ids) and len(queue) < ahead:
-            k = ids[nxt]
-            buf = engine.in_buffer(k)
-            queue.append((k, buf, files.read(*chunks[k], buf)))
-            nxt += 1
+        queue = collections.deque(submit(k) for k in ids[:ahead])
+        nxt = len(queue)
         while queue:
-            k, buf, fut = queue.popleft()
+            k, buf, fut, aux = queue.popleft()
             rows = fut.result()
+            aux = [(f.result(), b) for b, f in aux]
             bar.update((chunks[k][1] - chunks[k][0]) * in_row)
-            yield k, rows, buf
+            yield k, rows, buf, aux
             if nxt < len(ids):
-                k2 = ids[nxt]
-                buf2 = engine.in_buffer(k2)
-                queue.append((k2, buf2, files.read(*chunks[k2], buf2)))
+                queue.append(submit(ids[nxt]))
                 nxt += 1
 
     def timed(fn, *args):
@@ -280,14 +260,20 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict) -
 
     spans = {}
     error, offset = None, None
-    carry = plan.identity()
+    first_seed = plan.initial_seed(initial) if final_now else None
+    # An empty part with nothing to pass on sends no carry: the ranks after it start from no seed
+    # (an exclusive scan's first value is then the identity, not the neutral element).
+    carry = plan.identity() if layout.n or first_seed is not None else None
+    if flagged and first_seed is not None:
+        carry = plan.carries.of_values(initial)
     t_a = time.perf_counter()
     try:
         try:
-            running = None
+            running = first_seed
+            files = Files(ctx.header, ctx.writer, layout)
             if not (two_pass and last):
-                for k, rows, buf in reads(range(K)):
-                    engine.put(k, rows, buf)
+                for k, rows, buf, aux in reads(order):
+                    engine.put(k, rows, buf, aux)
                     if final_now:
                         if flagged and not last:
                             carry = plan.combine(carry, timed(engine.carry, k))  # before an in-place scan
@@ -304,7 +290,7 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict) -
                             carry = plan.combine(carry, timed(engine.carry, k))
                         engine.drop(k)
             if not flagged and running is not None and (final_now or strategy == "scan_then_add"):
-                carry = np.asarray(running, plan.types.acc).reshape(-1)
+                carry = np.asarray(running, plan.carries.dtype).reshape(-1)  # a value, or a state's row
         except Exception as exc:  # noqa: BLE001 - agreed in the exchange, raised on every rank
             error = exc
         spans["load"] = (t_a, time.perf_counter())
@@ -321,19 +307,18 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict) -
         t_b = time.perf_counter()
         with phase(ctx, "store"):
             if not final_now:
+                running = offset
                 if resident:
-                    running = offset
-                    for k in range(K):
+                    for i, k in enumerate(order):
                         if strategy == "scan_then_add":
                             timed(engine.add, k, offset)
                         else:
-                            running = timed(engine.scan, k, running, k < K - 1)
+                            running = timed(engine.scan, k, running, i < K - 1)
                         ready.append(k)
                         pump(block=True)
                 else:
-                    running = offset
-                    for k, rows, buf in reads(range(K)):
-                        engine.put(k, rows, buf)
+                    for k, rows, buf, aux in reads(order):
+                        engine.put(k, rows, buf, aux)
                         running = timed(engine.scan, k, running, True)
                         ready.append(k)
                         pump(block=True)
@@ -342,7 +327,8 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict) -
                 harvest(True)
         spans["store"] = (t_b, time.perf_counter())
     finally:
-        files.close()
+        if files is not None:
+            files.close()
         bar.done()
     times["compute"] += compute[0]
     times["read"] += files.reads.wall

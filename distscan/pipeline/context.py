@@ -68,11 +68,6 @@ class Job:
     coefficients: Optional[str] = None      # recurrence A.npy B.npy: y[i] = a[i] * y[i-1] + b[i], A here
     initial: Optional[float] = None         # recurrence --initial: y[-1]
 
-    @property
-    def general(self) -> bool:
-        """Whether the scan carries a state or runs backwards (:mod:`distscan.pipeline.general`)."""
-        return self.reverse or self.segments is not None or self.compensated or self.coefficients is not None
-
 
 @dataclass
 class Context:

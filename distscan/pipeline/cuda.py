@@ -11,7 +11,11 @@ Start-up off the critical path: CUDA starts on a thread (:class:`~distscan.pipel
 while the first chunks are read.  A chunk that is ready before the GPU is scans on the host when
 the result cannot depend on where it is computed (:func:`exact_anywhere`: integer sums, products,
 bitwise and logical scans; max and min); otherwise the engine waits for the GPU (reading on
-meanwhile), so that a file gives the same bytes on every run.
+meanwhile), so that a file gives the same bytes on every run.  The scans that carry a state
+(``--segments``, ``--compensated``, recurrences) always wait: the GPU's kernels associate a
+float state's steps by tiles, the host's loops one row after another, so their chunks never mix
+(a reverse plain scan follows the plain rule).  A chunk's auxiliary inputs go to the GPU with its
+rows (:class:`~distscan.pipeline.gpu_start.DeviceChunks`).
 
 Which GPU: :func:`distscan.gpus.device_or_host`.  Ranks beyond the GPUs of their node scan on the
 host unless ``DISTSCAN_ALLOW_SHARED_GPU=1``.  The choice is each rank's own and changes no
@@ -41,7 +45,8 @@ def exact_anywhere(op, types) -> bool:
     either as they come: the operators whose integer scans are exact in any association
     (:data:`distscan.dist.options.EXACT`, wrapping arithmetic included; not lcm, whose overflow
     is not associative, nor gcd, nor a declared operator), on integer and boolean accumulators;
-    and the operators that select an operand (max, min, fmax, fmin) in any dtype."""
+    and the operators that select an operand (max, min, fmax, fmin) in any dtype.  Never a state
+    operator (segmented, compensated, affine): those wait for the GPU."""
     return op.state is None and ((op.name in EXACT and types.acc.kind in "biu") or op.name in _SELECTING)
 
 
@@ -60,8 +65,8 @@ class GpuEngine(CpuEngine):
         self.first_gpu = self.last_gpu = None
         self._said = None
 
-    def configure(self, layout, plan, budget, *, final_now):
-        config = super().configure(layout, plan, budget, final_now=final_now)
+    def configure(self, layout, plan, budget, *, final_now, initial=None):
+        config = super().configure(layout, plan, budget, final_now=final_now, initial=initial)
         # A part held in memory is read ahead in full while the GPU starts (the reads are the
         # start-up's overlap); a streamed part keeps the skeleton's bounded ring.
         self.read_ahead = max(READ_AHEAD, len(layout.chunks)) if config["mode"] == "resident" else READ_AHEAD
@@ -97,12 +102,12 @@ class GpuEngine(CpuEngine):
         self.last_gpu = time.perf_counter()
         return result
 
-    def _carry_rows(self, x: np.ndarray):
-        return self._compute(lambda dev: dev.carry(x), lambda: super(GpuEngine, self)._carry_rows(x))
+    def _carry_rows(self, x: np.ndarray, aux=()):
+        return self._compute(lambda dev: dev.carry(x, aux), lambda: super(GpuEngine, self)._carry_rows(x, aux))
 
-    def _scan_rows(self, x: np.ndarray, seed, out: np.ndarray, want_total: bool):
-        return self._compute(lambda dev: dev.scan(x, seed, out, want_total),
-                             lambda: super(GpuEngine, self)._scan_rows(x, seed, out, want_total))
+    def _scan_rows(self, x: np.ndarray, seed, out: np.ndarray, want_total: bool, aux=()):
+        return self._compute(lambda dev: dev.scan(x, seed, out, want_total, aux, self.initial),
+                             lambda: super(GpuEngine, self)._scan_rows(x, seed, out, want_total, aux))
 
     def check(self) -> None:
         """``--backend cuda``: a GPU this rank was given must have started, even if every chunk went

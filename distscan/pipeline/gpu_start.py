@@ -7,10 +7,11 @@ reads run: the first chunk's read waits for no context, module load or allocatio
 its own or where CUDA failed to start (:attr:`GpuStart.why` says which).
 
 :class:`DeviceChunks` is that GPU seen from the pipeline: host rows in, host rows out.  Each call
-copies a chunk's rows to the device, runs the CUDA backend's seeded scan or reduction on them and
-copies the result back, on one stream, and returns when the result is on the host.  A chunk
+copies a chunk's rows (and the same rows of its auxiliary inputs: segment flags, coefficients,
+into slots of their own) to the device, runs the CUDA backend's seeded scan or reduction on them
+and copies the result back, on one stream, and returns when the result is on the host.  A chunk
 larger than the device slots (``--gpu-memory-limit``) goes through them in pieces, each seeded
-with the total of the pieces before it.
+with the total of the pieces before it in scan order (last piece first in reverse).
 
 Assumptions, each tested in tests/pipeline/test_gpu_engine.py (host stand-ins) and
 tests/gpu/test_command.py (a GPU):
@@ -18,9 +19,12 @@ tests/gpu/test_command.py (a GPU):
 - only the pipeline's main thread calls a :class:`DeviceChunks` once :meth:`GpuStart.ready` has
   returned it; the start thread never touches it after that (it publishes it last);
 - the chunk's host rows are not touched by anyone else during a call (the engine owns them);
-- carries, seeds and totals are host arrays in the accumulator dtype on both backends
-  (:mod:`distscan.backends`), so a chunk scanned on the GPU continues a prefix that the host
-  began, and the other way round.
+- carries, seeds and totals are host arrays in the accumulator dtype (a state operator's: its
+  state dtype) on both backends (:mod:`distscan.backends`), so a chunk scanned on the GPU
+  continues a prefix that the host began, and the other way round;
+- the auxiliary inputs come in the forms the plan scans (bool flags ``(m,)``, coefficients of
+  the accumulator dtype), C-contiguous rows of the engine's own buffers (registered once, like
+  the rows).
 """
 
 from __future__ import annotations
@@ -92,7 +96,7 @@ class DeviceChunks:
     backend = "cuda"  # the backend of the plan it runs
 
     def __init__(self, device_id: int, plan: ScanPlan, slot_rows: int, w: int, in_dt, out_dt,
-                 staging: str = DEFAULT_STAGING):
+                 staging: str = DEFAULT_STAGING, aux=()):
         import cupy
 
         self.cp = cupy
@@ -106,53 +110,75 @@ class DeviceChunks:
         with self.stream:
             self.d_in = cupy.empty((self.slot_rows, w), in_dt)
             self.d_out = cupy.empty((self.slot_rows, w), out_dt)
+            # the auxiliary inputs' slots (aux: (dtype, row shape) of each, as the plan scans them)
+            self.d_aux = [cupy.zeros((self.slot_rows,) + tuple(shape), dt) for dt, shape in aux]
             # The kernels' modules are compiled or loaded now, on this thread, at the slot's size
             # (the size picks the kernel): not on the first chunk.  The results are not read.
             self.d_in.fill(0)
-            plan.seeded_scan(self.d_in, None, out=self.d_out, want_total=True)
-            plan.local_carry(self.d_in)
+            plan.seeded_scan(self.d_in, None, out=self.d_out, want_total=True, aux=tuple(self.d_aux))
+            plan.local_carry(self.d_in, tuple(self.d_aux))
         self.stream.synchronize()
         self._events = {"h2d": [], "scan": [], "d2h": []}
 
     # -- one chunk --------------------------------------------------------------------------
 
-    def scan(self, x: np.ndarray, seed, out: np.ndarray, want_total: bool):
-        """``out`` = the scan of the host rows ``x`` from ``seed`` (``out`` may be ``x``); the total
-        (host, accumulator dtype) when ``want_total`` or when the chunk goes in several pieces."""
-        n = x.shape[0]
+    def _pieces(self, n: int) -> list:
+        """``(lo, hi)`` of the pieces of ``n`` rows that fit the slots, in scan order (last first in
+        reverse: the seed of a piece is the total of the pieces before it in that order)."""
+        pieces = [(lo, min(n, lo + self.slot_rows)) for lo in range(0, n, self.slot_rows)]
+        return pieces[::-1] if self.plan.reverse else pieces
+
+    def scan(self, x: np.ndarray, seed, out: np.ndarray, want_total: bool, aux=(), initial=None):
+        """``out`` = the scan of the host rows ``x`` (and their auxiliary inputs ``aux``, host arrays
+        of the plan's forms) from ``seed`` (``out`` may be ``x``); ``initial``: a projected initial
+        value; the total (host, accumulator dtype or state) when ``want_total`` or when the chunk
+        goes in several pieces."""
         total = seed
-        for lo in range(0, n, self.slot_rows):
-            hi = min(n, lo + self.slot_rows)
-            more = hi < n
-            total = self._piece(x[lo:hi], total, out[lo:hi], want_total or more)
+        pieces = self._pieces(x.shape[0])
+        for i, (lo, hi) in enumerate(pieces):
+            more = i < len(pieces) - 1
+            total = self._piece(x[lo:hi], total, out[lo:hi], want_total or more, [a[lo:hi] for a in aux], initial)
         return total if want_total else None
 
-    def carry(self, x: np.ndarray):
-        """The carry of the host rows ``x`` (:meth:`ScanPlan.local_carry`), combined over the pieces."""
+    def carry(self, x: np.ndarray, aux=()):
+        """The carry of the host rows ``x`` (:meth:`ScanPlan.local_carry`), combined over the pieces
+        in scan order."""
         cp = self.cp
         carry = None
         with cp.cuda.Device(self.id), self.stream:
-            for lo in range(0, x.shape[0], self.slot_rows):
-                piece = x[lo:lo + self.slot_rows]
+            for lo, hi in self._pieces(x.shape[0]):
+                piece = x[lo:hi]
                 d_in = self.d_in[: piece.shape[0]]
                 ev = self._mark()
                 self._copy(d_in.data.ptr, piece, 1)
+                d_aux = self._copy_aux([a[lo:hi] for a in aux])
                 ev2 = self._mark()
-                c = self.plan.local_carry(d_in)
+                c = self.plan.local_carry(d_in, d_aux)
                 self._events["h2d"].append((ev, ev2))
                 self._events["scan"].append((ev2, self._mark()))
                 carry = c if carry is None else self.plan.combine(carry, c)
         return carry
 
-    def _piece(self, x, seed, out, want_total):
+    def _copy_aux(self, pieces) -> tuple:
+        """The host pieces of the auxiliary inputs copied into their slots (on the stream)."""
+        out = []
+        for slot, piece in zip(self.d_aux, pieces):
+            d = slot[: piece.shape[0]]
+            self._copy(d.data.ptr, piece, 1)
+            out.append(d)
+        return tuple(out)
+
+    def _piece(self, x, seed, out, want_total, aux=(), initial=None):
         cp = self.cp
         m = x.shape[0]
         d_in, d_out = self.d_in[:m], self.d_out[:m]
         with cp.cuda.Device(self.id), self.stream:
             e0 = self._mark()
             self._copy(d_in.data.ptr, x, 1)
+            d_aux = self._copy_aux(aux)
             e1 = self._mark()
-            _, total = self.plan.seeded_scan(d_in, seed, out=d_out, want_total=want_total)
+            _, total = self.plan.seeded_scan(d_in, seed, out=d_out, want_total=want_total, aux=d_aux,
+                                             initial=initial)
             e2 = self._mark()
             self._copy(d_out.data.ptr, out, 2)
             e3 = self._mark()
@@ -298,8 +324,10 @@ def starter(ctx, job, layout, strategy: str, *, local: tuple, budget: Optional[i
     layout's chunk rows or fewer (``budget`` bytes of GPU memory; None: no limit).  ``required``
     (``--backend cuda``): no GPU visible at all is an error, not a host scan.  ``chunks_class`` and
     ``count`` stand in for :class:`DeviceChunks` and the CUDA device count (tests without a GPU)."""
-    slot_rows = slot_rows_for(layout.chunk_rows, layout.w * (layout.in_dt.itemsize + layout.out_dt.itemsize),
-                              budget)
+    aux_row = sum(a.row_bytes for a in layout.aux)  # the auxiliary inputs' slots beside the rows'
+    slot_rows = slot_rows_for(layout.chunk_rows,
+                              layout.w * (layout.in_dt.itemsize + layout.out_dt.itemsize) + aux_row, budget)
+    aux = tuple((a.dt, a.shape(1)[1:]) for a in layout.aux)
 
     def choose(visible: int):
         if required and visible < 1:
@@ -319,7 +347,8 @@ def starter(ctx, job, layout, strategy: str, *, local: tuple, budget: Optional[i
         # the host plan's.  The same operator and dtypes as the host plan: carries are the same.
         plan = ScanPlan(ctx.op, layout.in_dt, dtype=job.dtype, exclusive=job.exclusive,
                         trailing=tuple(ctx.header.shape[1:]), comm=None, backend=chunks_class.backend,
-                        strategy=strategy, algorithm=getattr(job, "algorithm", "auto"))
-        return chunks_class(device_id, plan, slot_rows, layout.w, layout.in_dt, layout.out_dt, staging)
+                        strategy=strategy, algorithm=getattr(job, "algorithm", "auto"),
+                        reverse=bool(getattr(job, "reverse", False)))
+        return chunks_class(device_id, plan, slot_rows, layout.w, layout.in_dt, layout.out_dt, staging, aux=aux)
 
     return GpuStart(choose, build, count=count)

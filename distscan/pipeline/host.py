@@ -18,6 +18,10 @@ class CpuEngine:
 
     Buffers come from free lists (reused, so the pages are touched once); a chunk's
     input is scanned in place where the result has the input's dtype (inclusive scans).
+    A chunk's auxiliary inputs (``layout.aux``) come with it, read in the file's dtype, and are
+    scanned in the form the plan reads them (bool flags, coefficients in the accumulator dtype:
+    converted into buffers of their own where the file holds another dtype); they are freed
+    once the chunk is scanned or dropped.
     """
 
     name = "cpu"
@@ -25,19 +29,29 @@ class CpuEngine:
     default_strategy = "scan_then_add"  # the add after the exchange is 10x cheaper than a scan (measured)
     read_ahead = chunks.READ_AHEAD      # chunks read ahead of the compute
 
-    def configure(self, layout: Layout, plan: ScanPlan, budget: int, *, final_now: bool) -> dict:
-        self.lay, self.plan = layout, plan
+    def configure(self, layout: Layout, plan: ScanPlan, budget: int, *, final_now: bool, initial=None) -> dict:
+        """Buffers, the mode (``resident`` if what this rank holds fits ``budget`` bytes, else
+        ``streamed``) and the write slots; ``initial``: a projected initial value
+        (:func:`distscan.pipeline.chunks.initial_row`), given to every chunk's scan."""
+        self.lay, self.plan, self.initial = layout, plan, initial
         self.in_place = (not plan.exclusive) and layout.in_dt == layout.out_dt
         self._in_bytes = max(layout.chunk_rows * layout.w * layout.in_dt.itemsize, 1)
         self._out_bytes = max(layout.chunk_rows * layout.w * layout.out_dt.itemsize, 1)
         self._free_in, self._free_out = [], []
+        # per auxiliary input: raw buffers (the file's dtype), converted ones (the scan's), sizes
+        self._free_aux = [([], []) for _ in layout.aux]
+        self._aux_bytes = [(max(layout.chunk_rows * a.header.row_bytes, 1), max(layout.chunk_rows * a.row_bytes, 1))
+                           for a in layout.aux]
         self.inp, self.out, self._own = {}, {}, {}
+        self.aux, self._aux_own = {}, {}
         n, w = layout.n, layout.w
         holds_output = final_now or plan.strategy == "scan_then_add" or self.in_place
         if holds_output and not self.in_place:
             held = n * w * layout.out_dt.itemsize  # rank 0: what waits for the disk, at worst all
         else:
             held = n * w * layout.in_dt.itemsize
+        if not final_now and plan.strategy == "reduce_then_scan":
+            held += n * sum(a.row_bytes for a in layout.aux)  # kept from the carry to the scan
         resident = held <= budget
         # Outputs in flight: all of a held part, else a ring of buffers reused as writes finish.
         self.out_slots = (1 << 62) if resident and holds_output else WRITE_RING
@@ -51,21 +65,55 @@ class CpuEngine:
     def in_buffer(self, k: int) -> np.ndarray:
         return self._take(self._free_in, self._in_bytes)
 
-    def put(self, k: int, rows: np.ndarray, buf: np.ndarray) -> None:
+    def aux_buffer(self, k: int, i: int) -> np.ndarray:
+        """A buffer for chunk ``k``'s rows of auxiliary input ``i``, in the file's dtype."""
+        return self._take(self._free_aux[i][0], self._aux_bytes[i][0])
+
+    def put(self, k: int, rows: np.ndarray, buf: np.ndarray, aux=()) -> None:
+        """Chunk ``k``'s rows (in ``buf``) and its auxiliary inputs ``[(rows, buffer), ...]``."""
         self.inp[k] = rows
         self._own[k] = (buf, self._free_in)
+        if self.lay.aux:
+            owned = []
+            self.aux[k] = tuple(self._scan_form(i, a, abuf, owned) for i, (a, abuf) in enumerate(aux))
+            self._aux_own[k] = owned
+
+    def _scan_form(self, i: int, rows: np.ndarray, buf: np.ndarray, owned: list) -> np.ndarray:
+        """Auxiliary input ``i``'s rows as the plan scans them (a flag integer != 0 is True; a
+        coefficient cast as NumPy casts it); the buffers it holds go into ``owned``."""
+        spec, (raw, conv) = self.lay.aux[i], self._free_aux[i]
+        shape = spec.shape(rows.shape[0])
+        if rows.dtype == spec.dt:
+            owned.append((buf, raw))
+            return rows.reshape(shape)
+        cbuf = self._take(conv, self._aux_bytes[i][1])
+        out = cbuf[: rows.size * spec.dt.itemsize].view(spec.dt).reshape(shape)
+        if spec.dt == np.bool_:
+            np.not_equal(rows.reshape(shape), 0, out=out)
+        else:
+            np.copyto(out, rows.reshape(shape), casting="unsafe")
+        raw.append(buf)  # the file's rows are no longer needed
+        owned.append((cbuf, conv))
+        return out
+
+    def _free_aux_of(self, k: int) -> None:
+        self.aux.pop(k, None)
+        for buf, free in self._aux_own.pop(k, ()):
+            free.append(buf)
 
     def carry(self, k: int):
-        return self._carry_rows(self.inp[k])
+        return self._carry_rows(self.inp[k], self.aux.get(k, ()))
 
     def scan(self, k: int, seed, want_total: bool):
         x = self.inp.pop(k)
+        aux = self.aux.get(k, ())
         if self.in_place:
             out = x
         else:
             obuf = self._take(self._free_out, self._out_bytes)
             out = obuf[: x.size * self.lay.out_dt.itemsize].view(self.lay.out_dt).reshape(x.shape)
-        total = self._scan_rows(x, seed, out, want_total)
+        total = self._scan_rows(x, seed, out, want_total, aux)
+        self._free_aux_of(k)
         if not self.in_place:
             self.done(k)  # the input's buffer
             self._own[k] = (obuf, self._free_out)
@@ -76,12 +124,13 @@ class CpuEngine:
         self.plan.add_offset(self.out[k], offset)
 
     # The compute of one chunk's host rows: NumPy here; the GPU engine sends them through a GPU.
-    def _carry_rows(self, x: np.ndarray):
-        return self.plan.local_carry(x)
+    def _carry_rows(self, x: np.ndarray, aux=()):
+        return self.plan.local_carry(x, aux)
 
-    def _scan_rows(self, x: np.ndarray, seed, out: np.ndarray, want_total: bool):
-        """``out`` (host rows, possibly ``x`` itself) = the scan of ``x`` from ``seed``; the total if wanted."""
-        return self.plan.seeded_scan(x, seed, out=out, want_total=want_total)[1]
+    def _scan_rows(self, x: np.ndarray, seed, out: np.ndarray, want_total: bool, aux=()):
+        """``out`` (host rows, possibly ``x`` itself) = the scan of ``x`` (and its auxiliary inputs
+        ``aux``) from ``seed``; the total if wanted."""
+        return self.plan.seeded_scan(x, seed, out=out, want_total=want_total, aux=aux, initial=self.initial)[1]
 
     def output(self, k: int):
         return Done(self.out.pop(k))
@@ -95,6 +144,7 @@ class CpuEngine:
     def drop(self, k: int) -> None:
         """Chunk ``k``'s input is no longer needed (pass 1 of a streamed part)."""
         self.inp.pop(k, None)
+        self._free_aux_of(k)
         self.done(k)
 
     def check(self) -> None:
@@ -107,9 +157,12 @@ class CpuEngine:
     def release(self) -> None:
         self._free_in.clear()
         self._free_out.clear()
+        self._free_aux.clear()
         self.inp.clear()
         self.out.clear()
         self._own.clear()
+        self.aux.clear()
+        self._aux_own.clear()
 
 
 def run_cpu(job: Job, ctx: Context) -> None:
@@ -133,11 +186,14 @@ def run_chunked(job: Job, ctx: Context, make_engine) -> None:
         with phase(ctx, "plan"):
             plan = chunks.make_plan(job, ctx, CpuEngine.backend, CpuEngine.default_strategy)
             layout = chunks.layout_for(ctx)
+            initial = chunks.initial_row(job, plan)
             engine = make_engine(layout, plan, local)
-            config = engine.configure(layout, plan, host_budget(job.memory_limit), final_now=ctx.rank == 0)
+            config = engine.configure(layout, plan, host_budget(job.memory_limit), final_now=plan.first,
+                                      initial=initial)
         ctx.host = {"mode": config["mode"], "strategy": plan.strategy, "chunk_rows": layout.chunk_rows,
-                    "engine": engine.name}
-        chunks.run_chunks(job, ctx, engine, plan, layout, config)
+                    "engine": engine.name, "reverse": plan.reverse,
+                    "aux_inputs": [a.name for a in layout.aux]}
+        chunks.run_chunks(job, ctx, engine, plan, layout, config, initial)
         with phase(ctx, "check"):
             engine.check()  # a failure that no chunk met (a GPU that --backend cuda asked for)
         engine.report(ctx)

@@ -1,9 +1,11 @@
 """The command's scans of issue 30 end to end: ``--reverse``, ``--segments FLAGS.npy``,
 ``--compensated``, the NaN-aware and other new ``--op`` names (with ``--verify``), and
-``distscan recurrence A.npy B.npy``, at 1 rank (in-process) and at 2 and 3 ranks (one mpiexec
-job per rank count, ``_mpi_run.CliBatches``), against sequential references: integers exactly,
-floats within stated bounds.  Failures end with one line, the same non-zero status on every
-rank, and no output left behind.
+``distscan recurrence A.npy B.npy``, at 1 rank (in-process) and at 2, 3 and 8 ranks (one mpiexec
+job per rank count, ``_mpi_run.CliBatches``; 8 ranks oversubscribed), against sequential
+references: integers exactly, floats within stated bounds, in the chunked pipeline's resident and
+streamed modes (``--memory-limit``: a part far larger than the budget is read twice, not refused).
+Failures end with one line, the same non-zero status on every rank, and no output left behind
+(a read of the segment flags that fails on the last rank alone, too).
 """
 
 import contextlib
@@ -92,6 +94,14 @@ GOOD = [
     ("recurrence", ["recurrence", "a.npy", "b.npy", "--initial", "2", "--segments", "flags.npy", "--reverse"],
      "b.reverse-segmented-recurrence.npy", _check_recurrence),
     ("compensated", ["exact.npy", "--compensated", "--verify"], "exact.compensated-cumsum.npy", _check_compensated),
+    # parts far larger than a 4 KB budget: streamed (the flags and coefficients read twice too)
+    ("streamed_rev_seg_sum", ["ints.npy", "--segments", "flags.npy", "--reverse", "--dtype", "int64",
+                              "--memory-limit", "4K"], "ints.reverse-segmented-cumsum.npy", _check_reverse_seg_sum),
+    ("streamed_recurrence", ["recurrence", "a.npy", "b.npy", "--initial", "2", "--segments", "flags.npy",
+                             "--reverse", "--memory-limit", "4K"], "b.reverse-segmented-recurrence.npy",
+     _check_recurrence),
+    ("streamed_compensated", ["exact.npy", "--compensated", "--memory-limit", "4K"], "exact.compensated-cumsum.npy",
+     _check_compensated),
     ("nansum", ["nans.npy", "--op", "nansum", "--verify"], "nans.scan-nansum.npy", _check_nansum),
     ("logaddexp", ["nans.npy", "--op", "logaddexp"], "nans.scan-logaddexp.npy", _check_logaddexp),
     ("gcd", ["g.npy", "--op", "gcd", "--verify"], "g.scan-gcd.npy", _check_gcd),
@@ -109,15 +119,31 @@ def _argv(folder, words):
     return [str(folder / w) if w.endswith(".npy") else w for w in words]
 
 
+# The last rank's reads of the segment flags fail (the others read theirs): agreed on every rank.
+FLAGS_READ_FAILS = """
+import distscan.pipeline.files as files
+if rank == size - 1:
+    def read_aux(self, *a, **k):
+        raise OSError("injected: flags unreadable")
+    patch(files.Files, "read_aux", read_aux)
+"""
+FLAGS_FAIL_WORDS = ["ints.npy", "--segments", "flags.npy", "--reverse"]
+
+
 @pytest.fixture(scope="module")
 def op_batches(tmp_path_factory):
-    b = CliBatches(tmp_path_factory, timeout=200)
-    for ranks in (2, 3):
+    b = CliBatches(tmp_path_factory, timeout=300)
+    for ranks in (2, 3, 8):
         for key, words, *_ in GOOD + BAD:
             def prepare(folder, words=words, ranks=ranks):
                 _data(folder, ranks)
                 return _argv(folder, words) + ["--quiet"], {}
             b.add(ranks, key, prepare)
+
+        def failing(folder, ranks=ranks):
+            _data(folder, ranks)
+            return _argv(folder, FLAGS_FAIL_WORDS) + ["--quiet"], {"setup": FLAGS_READ_FAILS}
+        b.add(ranks, "flags_read_fails", failing)
     return b
 
 
@@ -133,7 +159,7 @@ def _outputs(folder):
     return sorted(f for f in os.listdir(folder) if f.count(".") > 1 or f.endswith(".part"))
 
 
-@pytest.mark.parametrize("ranks", [1, 2, 3])
+@pytest.mark.parametrize("ranks", [1, 2, 3, 8])
 @pytest.mark.parametrize("key,words,name,check", GOOD, ids=[g[0] for g in GOOD])
 def test_scans_of_issue_30_match_references(tmp_path, op_batches, ranks, key, words, name, check):
     if ranks == 1:
@@ -145,7 +171,7 @@ def test_scans_of_issue_30_match_references(tmp_path, op_batches, ranks, key, wo
     check(_data(None, ranks), np.load(folder / name))
 
 
-@pytest.mark.parametrize("ranks", [1, 2, 3])
+@pytest.mark.parametrize("ranks", [1, 2, 3, 8])
 @pytest.mark.parametrize("key,words,message", BAD, ids=[b[0] for b in BAD])
 def test_bad_combinations_fail_cleanly(tmp_path, op_batches, ranks, key, words, message):
     if ranks == 1:
@@ -157,6 +183,16 @@ def test_bad_combinations_fail_cleanly(tmp_path, op_batches, ranks, key, words, 
     lines = [line for line in err.splitlines() if line.startswith("distscan: error")]
     assert len(lines) == 1 and message in lines[0], err  # rank 0 speaks for every rank
     assert _outputs(folder) == [], _outputs(folder)  # nothing published, no temporary file
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 8])
+def test_a_flags_read_failing_on_one_rank_fails_every_rank(op_batches, ranks):
+    folder, proc, _ = op_batches.get(ranks, "flags_read_fails")
+    assert proc.returncode == 1 and set(proc.codes) == {1}, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("distscan: error")]
+    assert len(lines) == 1 and f"rank {ranks - 1}" in lines[0] and "injected: flags unreadable" in lines[0], \
+        proc.stderr
+    assert _outputs(folder) == [], _outputs(folder)
 
 
 def test_default_output_names_of_the_new_scans():

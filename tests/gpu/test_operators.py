@@ -297,7 +297,8 @@ def test_declared_operators_on_the_gpu(rng):
 
 def test_the_command_runs_the_new_scans_on_the_gpu(tmp_path, rng):
     """``distscan --backend cuda`` with --reverse and --segments, and ``distscan recurrence``: the
-    general file route (distscan/pipeline/general.py) on the GPU gives the CPU route's file."""
+    chunked pipeline's GPU engine (distscan/pipeline/cuda.py: each chunk's flags and coefficients go
+    to the device with its rows) gives the CPU engine's file."""
     from distscan import cli
 
     n = 100_003
@@ -314,6 +315,53 @@ def test_the_command_runs_the_new_scans_on_the_gpu(tmp_path, rng):
             assert cli.main(argv + ["--backend", backend, "-o", str(out), "--quiet", "--force"]) == 0, words
             got[backend] = np.load(out)
         if got["cpu"].dtype.kind == "f":
+            np.testing.assert_allclose(got["cuda"], got["cpu"], rtol=0, atol=1e-12 * (np.abs(got["cpu"]).max() + 1))
+        else:
+            np.testing.assert_array_equal(got["cuda"], got["cpu"])
+
+
+def test_the_command_sends_state_chunks_and_their_flags_through_the_gpu_in_pieces(tmp_path, rng, monkeypatch):
+    """The command's state scans in many chunks (64 KB), each through the GPU in pieces
+    (``--gpu-memory-limit 32K``), reverse and forward: every chunk on the GPU (a state scan waits
+    for CUDA; the plain reverse sum may start on the host), flags and coefficients (float32 in the
+    file, float64 in the scan) on the device with their rows; the CPU engine's file (integers bit
+    for bit, recurrences within 1e-12 of the largest value), compensated sums within 2 ulp."""
+    import json
+
+    from distscan import cli
+    from distscan.pipeline import chunks
+
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 64 << 10)
+    n = 100_003
+    units = rng.integers(-2**20, 2**20, n)
+    np.save(tmp_path / "x.npy", rng.integers(-9, 9, (n, 2)).astype(np.int64))
+    np.save(tmp_path / "f.npy", (rng.random(n) < 0.001).astype(np.int8))
+    np.save(tmp_path / "a.npy", rng.uniform(-1, 1, n).astype(np.float32))
+    np.save(tmp_path / "b.npy", rng.standard_normal(n))
+    np.save(tmp_path / "e.npy", (units * 2.0**-12).astype(np.float32))
+    cases = [["x.npy", "--segments", "f.npy", "--reverse", "--exclusive"], ["x.npy", "--segments", "f.npy", "--op", "max"],
+             ["recurrence", "a.npy", "b.npy", "--initial", "1", "--segments", "f.npy", "--reverse"],
+             ["recurrence", "a.npy", "b.npy", "--initial", "0.5"], ["e.npy", "--compensated", "--reverse"],
+             ["x.npy", "--reverse"]]
+    for words in cases:
+        argv = [str(tmp_path / w) if w.endswith(".npy") else w for w in words]
+        got, reports = {}, {}
+        for backend, extra in (("cpu", []), ("cuda", ["--gpu-memory-limit", "32K"])):
+            out, rep = tmp_path / f"{backend}.npy", tmp_path / f"{backend}.json"
+            assert cli.main(argv + ["--backend", backend, "-o", str(out), "--report", str(rep), "--quiet", "--force"]
+                            + extra) == 0, words
+            got[backend] = np.load(out)
+            reports[backend] = json.loads(rep.read_text())
+        g = reports["cuda"]["gpu"]["per_rank"][0]
+        assert g["chunks_on_gpu"] + g["chunks_on_host"] > 5, (words, g)
+        if words != ["x.npy", "--reverse"]:
+            assert g["chunks_on_host"] == 0 and g["slot_rows"] < chunks.CHUNK_BYTES // 16, (words, g)
+        if "--compensated" in words:
+            exact = (np.cumsum(units[::-1])[::-1] * 2.0**-12).astype(np.float32)
+            for y in got.values():
+                ulps = np.abs(y.view(np.int32).astype(np.int64) - exact.view(np.int32).astype(np.int64))
+                assert ulps.max() <= 2, words
+        elif got["cpu"].dtype.kind == "f":
             np.testing.assert_allclose(got["cuda"], got["cpu"], rtol=0, atol=1e-12 * (np.abs(got["cpu"]).max() + 1))
         else:
             np.testing.assert_array_equal(got["cuda"], got["cpu"])
