@@ -99,8 +99,10 @@ def test_warm_calls_take_the_kind_and_give_the_long_ways_bits(n, rng, parts):
         out[...] = -7
         assert call(x, out=out) is out
         assert not parts, f"{name}: out= of the result dtype took the long way"
-        longway = call(_strided(x))
-        assert len(parts) == 1, name
+        strided = _strided(x)
+        longway = call(strided)
+        # one item's view is C-contiguous (CuPy ignores the stride of a length-1 axis): a lean array
+        assert len(parts) == (0 if strided.flags.c_contiguous else 1), name
         for got in (first, warm, out):
             _same(got, longway)
 
