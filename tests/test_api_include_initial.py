@@ -13,14 +13,9 @@ import pytest
 import distscan
 
 from tests.support.data import random_counts, rank_part
-from tests.support.ranks import all_ranks_ok
+from tests.support.ranks import SELF, all_ranks_ok
 from tests.support.seeds import shared_rng
 
-try:
-    from mpi4py import MPI
-    SELF = MPI.COMM_SELF  # references: the whole array on one rank, no communication
-except ImportError:  # pragma: no cover
-    SELF = None
 
 pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(300)]
 

@@ -22,17 +22,13 @@ from distscan import api
 from distscan._kinds import KINDS
 
 from tests.support.devices import require_gpu
+from tests.support.ranks import SELF
 
 cp = require_gpu()
 pytestmark = pytest.mark.gpu
 
 from distscan.backends import cuda as gpu  # noqa: E402
 
-try:
-    from mpi4py import MPI
-    SELF = MPI.COMM_SELF
-except ImportError:  # pragma: no cover
-    SELF = None
 
 SIZES = [1, 1000, 100_003]  # one item, one tile, many tiles with the look-back's lead
 

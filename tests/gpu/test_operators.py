@@ -18,6 +18,7 @@ from distscan._dtypes import scan_types
 from distscan.ops import affine, get_op, segmented
 
 from tests.support.devices import require_gpu
+from tests.support.ranks import SELF
 
 cp = require_gpu()
 pytestmark = pytest.mark.gpu
@@ -28,11 +29,6 @@ from distscan.backends.cuda import compile as cc  # noqa: E402
 from distscan.backends.cuda import extended  # noqa: E402
 from distscan.ops import compensated  # noqa: E402
 
-try:
-    from mpi4py import MPI
-    SELF = MPI.COMM_SELF
-except ImportError:  # pragma: no cover
-    SELF = None
 
 SIZES = [1, 31, 257, 8193, 100_003, (1 << 22) + 1]  # past 2^21 8-byte items: the look-ahead kernel
 LARGE = (1 << 23) + 5  # past the look-ahead threshold of 4-byte items

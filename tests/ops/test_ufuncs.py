@@ -15,15 +15,10 @@ import distscan
 from distscan.ops import get_op
 
 from tests.support.data import random_array, random_counts, rank_part
-from tests.support.ranks import all_ranks_ok
+from tests.support.ranks import SELF, all_ranks_ok
 from tests.support.reference import assert_within_sum_bound
 from tests.support.seeds import shared_rng
 
-try:
-    from mpi4py import MPI
-    SELF = MPI.COMM_SELF  # references: the whole array on one rank, no communication
-except ImportError:  # pragma: no cover
-    SELF = None
 
 pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(300)]
 

@@ -6,6 +6,13 @@ import os
 
 import pytest
 
+try:
+    from mpi4py import MPI
+
+    SELF = MPI.COMM_SELF  # one rank alone: references of the whole array, no communication
+except ImportError:  # pragma: no cover - the serial tests run without mpi4py too
+    SELF = None
+
 _RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")  # MPICH (hydra), Open MPI, PMIx launchers
 
 
