@@ -191,7 +191,8 @@ def test_the_first_call_of_a_process_inside_a_capture(dtype, n, exclusive, rng):
     if exclusive:
         want = np.concatenate([[0], want[:-1]]).astype(y.dtype)
     for _ in range(3):
-        y[...] = -1
+        with stream:  # on the replay's stream: a non-blocking stream does not wait for the default one
+            y[...] = -1
         graph.launch(stream)
         stream.synchronize()
         np.testing.assert_array_equal(cp.asnumpy(y), want)
