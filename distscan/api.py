@@ -143,7 +143,10 @@ def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy
         except (AttributeError, TypeError):  # not an array (a list, a scalar), or an unhashable argument
             kind = None
         if kind is not None:
-            aux = kind.aux(x, out, options)
+            try:
+                aux = kind.aux(x, out, options)
+            except Exception:  # noqa: BLE001 - the Part route below raises it on every rank (fail_exchange)
+                aux = None  # (a coefficient 2**70 that int64 cannot hold: before any collective)
             if aux is not None:
                 return kind.plan(group).run(x, out=out, timings=timings, fast=True, aux=aux)
     device = foreign_device(x)

@@ -296,3 +296,14 @@ def test_linear_recurrence_initial_zero_in_any_form(comm):
     decay = 0.5 ** np.arange(lo + 1, lo + len(b) + 1)
     scale = np.abs(want).max(initial=0) + 2  # the difference of two sums: absolute error of their size
     all_ranks_ok(comm, lambda: np.testing.assert_allclose(shifted - want, 2.0 * decay, rtol=0, atol=1e-13 * scale))
+
+
+def test_a_remembered_kind_whose_check_raises_on_one_rank_raises_on_every_rank(comm):
+    """A kind's cheap check runs before any collective: a coefficient that it cannot convert on one
+    rank only (2**70 for an int64 recurrence) must take the long way, which agrees on the failure,
+    rather than raise on that rank alone and leave the others in the exchange."""
+    b = np.arange(5, dtype=np.int64)
+    distscan.linear_recurrence(2, b, comm=comm)  # the kind (a Python int, int64 b) is remembered
+    a = 2**70 if comm.rank == 0 else 2
+    raises_everywhere(comm, OverflowError, "too large", lambda: distscan.linear_recurrence(a, b, comm=comm))
+    np.testing.assert_array_equal(distscan.linear_recurrence(2, b[:0], comm=comm), b[:0])

@@ -87,7 +87,7 @@ class NpyWriter:
         path = self.path
         for p in self.protect:
             if same_file(p, path):
-                raise ValueError(f"output {path} is the input file; choose another output name")
+                raise ValueError(f"output {path} is the input file {p} (an input of this job); choose another output name")
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.exists(folder):
             raise FileNotFoundError(f"output folder does not exist: {folder}")

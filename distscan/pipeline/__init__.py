@@ -45,8 +45,10 @@ PIPELINES: dict = {"cpu": run_cpu, "cuda": run_gpu, "auto": run_auto}
 def prepare(job: Job, comm=None) -> tuple:
     """Collective: read the headers on rank 0, resolve the operator and dtypes on every rank.
 
-    Returns ``(header, op, types, aux_headers)``; ``aux_headers`` are the headers of the segment
-    flags and of the coefficients (None where the job has none).  Raises the same exception on
+    Returns ``(header, op, types, aux_headers, dtype)``; ``aux_headers`` are the headers of the
+    segment flags and of the coefficients (None where the job has none); ``dtype`` the dtype every
+    plan of the job computes in (``dtype=`` of :class:`distscan.dist.plan.ScanPlan`: the job's, or
+    for a recurrence without one NumPy's type of ``a*b + b``, as :func:`distscan.linear_recurrence`).  Raises the same exception on
     every rank for a bad input, an unknown operator or dtype, an operator the dtype does not
     support, or flags and coefficients that do not match the input's rows.
     """
@@ -69,7 +71,7 @@ def prepare(job: Job, comm=None) -> tuple:
     if coef is not None and dtype is None:  # y = a*y + b in the dtype NumPy gives a*b + b
         dtype = np.result_type(coef.dtype, header.dtype)
     types = scan_types(op, header.dtype.newbyteorder("="), dtype)
-    return header, op, types, (flags, coef)
+    return header, op, types, (flags, coef), dtype
 
 
 def run(job: Job, comm=None, *, progress: Optional[Callable] = None, notice: Optional[Callable] = None,
@@ -103,19 +105,20 @@ def run(job: Job, comm=None, *, progress: Optional[Callable] = None, notice: Opt
     """
     t_start = time.perf_counter()
     progress = progress or null_progress
-    header, op, types, aux_headers = prepare(job, comm)
+    header, op, types, aux_headers, dtype = prepare(job, comm)
     size = 1 if comm is None else comm.Get_size()
     rank = 0 if comm is None else comm.Get_rank()
     empty = header.size == 0
     start, stop = (0, 0) if empty else _io.block_split(header.rows, size, rank)
     ctx = Context(comm=comm, header=header, op=op, types=types, start=start, stop=stop, progress=progress,
-                  t_start=t_start, aux_headers=aux_headers)
+                  t_start=t_start, aux_headers=aux_headers, dtype=dtype)
     if startup_s is not None:
         ctx.times["startup"] = startup_s
     pipeline = run_empty if empty else PIPELINES.get(job.backend, run_cpu)
     t0 = time.perf_counter()
     writer = _io.NpyWriter(job.output, header.shape, types.result, comm=comm, force=job.force,
-                           protect=(job.input,), notice=notice, fsync=job.fsync)
+                           protect=tuple(p for p in (job.input, job.segments, job.coefficients) if p is not None),
+                           notice=notice, fsync=job.fsync)
     with writer:
         ctx.times["open"] = time.perf_counter() - t0
         ctx.writer = writer

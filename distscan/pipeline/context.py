@@ -95,6 +95,7 @@ class Context:
     t_start: Optional[float] = None
     host: Optional[dict] = None                 # the chunked pipeline's mode and sizes
     aux_headers: tuple = (None, None)           # the headers of the segment flags and coefficients
+    dtype: Optional[object] = None              # the plans' dtype=: the job's, or a recurrence's a*b+b type
 
     @property
     def rank(self) -> int:

@@ -345,7 +345,7 @@ def starter(ctx, job, layout, strategy: str, *, local: tuple, budget: Optional[i
     def build(device_id: int) -> DeviceChunks:
         # comm=None: the device only runs the local steps (carries, seeded scans); the exchange is
         # the host plan's.  The same operator and dtypes as the host plan: carries are the same.
-        plan = ScanPlan(ctx.op, layout.in_dt, dtype=job.dtype, exclusive=job.exclusive,
+        plan = ScanPlan(ctx.op, layout.in_dt, dtype=ctx.dtype, exclusive=job.exclusive,
                         trailing=tuple(ctx.header.shape[1:]), comm=None, backend=chunks_class.backend,
                         strategy=strategy, algorithm=getattr(job, "algorithm", "auto"),
                         reverse=bool(getattr(job, "reverse", False)))

@@ -302,18 +302,32 @@ def test_the_command_runs_the_new_scans_on_the_gpu(tmp_path, rng):
     np.save(tmp_path / "f.npy", rng.random(n) < 0.01)
     np.save(tmp_path / "a.npy", rng.uniform(-1, 1, n))
     np.save(tmp_path / "b.npy", rng.standard_normal(n))
+    np.save(tmp_path / "a32.npy", rng.uniform(0.5, 1, n).astype(np.float32))  # with int64 b: float64 y
+    np.save(tmp_path / "xi.npy", rng.integers(-9, 9, n))
+    edges = rng.uniform(0.5, 1, n)
+    edges[[0, 1, 4095, 4096, 50_000, n - 1]] = [np.inf, 0.5, np.nan, np.inf, np.inf, np.nan]
+    np.save(tmp_path / "ae.npy", edges)
+    np.save(tmp_path / "bp.npy", rng.uniform(0.1, 1, n))  # positive: inf * y stays inf
     for words in (["x.npy", "--reverse", "--segments", "f.npy"], ["x.npy", "--op", "gcd"],
-                  ["recurrence", "a.npy", "b.npy", "--initial", "1", "--segments", "f.npy"]):
+                  ["recurrence", "a.npy", "b.npy", "--initial", "1", "--segments", "f.npy"],
+                  ["recurrence", "a32.npy", "xi.npy"], ["recurrence", "ae.npy", "bp.npy", "--segments", "f.npy"]):
         argv = [str(tmp_path / w) if w.endswith(".npy") else w for w in words]
         got = {}
         for backend in ("cpu", "cuda"):
             out = tmp_path / f"{backend}.npy"
             assert cli.main(argv + ["--backend", backend, "-o", str(out), "--quiet", "--force"]) == 0, words
             got[backend] = np.load(out)
-        if got["cpu"].dtype.kind == "f":
+        if "ae.npy" in words:  # infinities and NaNs where the library puts them (one process, on the host)
+            want = distscan.linear_recurrence(edges, np.load(tmp_path / "bp.npy"), segments=np.load(tmp_path / "f.npy"),
+                                              comm=SELF)
+            for y in got.values():
+                np.testing.assert_allclose(y, want, rtol=1e-12, equal_nan=True)
+        elif got["cpu"].dtype.kind == "f":
             np.testing.assert_allclose(got["cuda"], got["cpu"], rtol=0, atol=1e-12 * (np.abs(got["cpu"]).max() + 1))
         else:
             np.testing.assert_array_equal(got["cuda"], got["cpu"])
+        if "a32.npy" in words:
+            assert got["cuda"].dtype == np.float64
 
 
 def test_the_command_sends_state_chunks_and_their_flags_through_the_gpu_in_pieces(tmp_path, rng, monkeypatch):

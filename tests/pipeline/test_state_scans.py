@@ -27,6 +27,7 @@ from distscan.pipeline import chunks, files
 from distscan.pipeline.cuda import run_gpu
 
 from tests.support.host_gpu import HostChunks
+from tests.support.ranks import SELF
 from tests.support.reference import assert_within_sum_bound, recurrence_reference, segmented_reference
 
 pytestmark = [pytest.mark.anyranks, pytest.mark.manyranks, pytest.mark.timeout(300)]
@@ -57,6 +58,7 @@ def _data(n, seed=21):
         "ai": rng.integers(-1, 2, (n, 2)).astype(np.int64),
         "bi": rng.integers(-9, 9, (n, 2)).astype(np.int64),
         "exact": (rng.integers(-2**20, 2**20, n) * 2.0**-10).astype(np.float32),
+        "bint": rng.integers(-9, 9, n),  # int64 beside float32 coefficients: a float64 recurrence
     }
 
 
@@ -136,6 +138,10 @@ CASES = {
                                                                 comm=p["comm"], backend="cpu"),
                            lambda d, y: np.testing.assert_array_equal(
                                y, recurrence_reference(d["ai"], d["bi"], initial=3, segments=d["flags"]))),
+    "recurrence_mixed_dtypes": (dict(input="bint", coefficients="a32"),
+                                lambda p: distscan.linear_recurrence(p["a32"], p["bint"], comm=p["comm"],
+                                                                     backend="cpu"),
+                                lambda d, y: _recurrence_close(y, d["a32"], d["bint"], 0.0, None, False)),
     "compensated": (dict(input="exact", compensated=True),
                     lambda p: distscan.scan(p["exact"], compensated=True, comm=p["comm"], backend="cpu"),
                     lambda d, y: _two_ulp(y, d["exact"])),
@@ -291,4 +297,52 @@ def test_a_flags_read_that_fails_on_one_rank_fails_every_rank(shared_tmp_path, c
     comm.Barrier()
     assert not os.path.exists(job.output)
     assert [f for f in os.listdir(shared_tmp_path) if f.endswith(".part")] == []
+    comm.Barrier()
+
+
+@pytest.mark.parametrize("words", [dict(), dict(reverse=True), dict(segments="flags", reverse=True)],
+                         ids=["forward", "reverse", "reverse_segments"])
+def test_infinite_and_nan_coefficients_at_chunk_and_rank_edges(shared_tmp_path, comm, tiny_chunks, words):
+    """Coefficients inf and NaN on the first and last rows of every rank's part (at 2, 3 and 8 ranks)
+    and of chunks: the chunked carry takes its first chunk's carry as it is, as the library's carry of
+    the same rows (the affine identity combined with (inf, b) would give b = inf*0 + b = NaN). The
+    file equals the library's one-process call: the same infinities and NaNs, the finite values close."""
+    n = N
+    rng = np.random.default_rng(8)
+    d = _data(n)
+    a = rng.uniform(0.5, 1.0, n)
+    b = rng.uniform(0.1, 1.0, n)  # positive: inf * y stays inf, never inf * 0
+    edges = sorted({e for k in (2, 3, 8) for r in range(k) for e in block_split(n, k, r)} - {n})
+    a[[e for e in edges[1::2]]] = np.inf
+    a[[max(e - 1, 0) for e in edges[2::2]]] = np.nan
+    a[[255, 256, 511, 4000]] = [np.inf, np.nan, np.inf, np.nan]  # beside the tiny chunks' edges
+    d.update(a_edges=a, b_pos=b)
+    _save(comm, shared_tmp_path, d)
+    job = _job(shared_tmp_path, dict(input="b_pos", coefficients="a_edges", **words), backend="cpu")
+    pipeline.run(job, comm)
+    y = np.load(job.output)
+    want = distscan.linear_recurrence(a, b, reverse=bool(words.get("reverse")), comm=SELF,
+                                      segments=d["flags"] if "segments" in words else None)
+    assert np.isnan(want).any() and np.isfinite(want).any()  # (forward: infinities too)
+    assert np.isinf(want).any() or words
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(want))
+    np.testing.assert_allclose(y, want, rtol=1e-12, equal_nan=True)
+    comm.Barrier()
+
+
+@pytest.mark.parametrize("aux", ["segments", "coefficients"])
+def test_the_output_may_not_replace_an_auxiliary_input(shared_tmp_path, comm, aux):
+    """``-o`` naming the segment flags or the coefficients is refused like the input itself, on every
+    rank, and the file is left as it was."""
+    d = _data(64)
+    _save(comm, shared_tmp_path, d)
+    words = dict(input="bint", segments="flags") if aux == "segments" else dict(input="bint", coefficients="a32")
+    job = _job(shared_tmp_path, words, backend="cpu")
+    target = job.segments if aux == "segments" else job.coefficients
+    job.output = target
+    before = np.load(target)
+    with pytest.raises(ValueError, match="is the input file .* of this job"):
+        pipeline.run(job, comm)
+    comm.Barrier()
+    np.testing.assert_array_equal(np.load(target), before)
     comm.Barrier()
