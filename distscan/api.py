@@ -267,7 +267,8 @@ def linear_recurrence(a, b, *, initial=0, reverse=False, out=None, comm=None, ax
     again, from ``initial``: ``y[i] = a[i] * initial + b[i]`` (with ``reverse=True`` the flags
     still mark each run's first element in array order, and each run is run right to left).
     ``initial`` (the same on every rank) is a scalar or of the trailing shape; with
-    ``initial=0`` the first ``y`` is ``b`` itself (an infinite ``a`` there gives no NaN).
+    ``initial=0`` the first ``y`` is ``b`` itself: a zero contributes nothing, and an infinite
+    or NaN ``a`` times ``y == 0`` is 0, not NaN (docs/operators.md), wherever the array is split.
 
     Floats are not associative: the result is within a few ulp times the condition of the
     recurrence of a sequential float64 loop (tests/ops/__init__.py states the bounds).

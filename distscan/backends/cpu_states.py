@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ops.folds import affine_coef_code
 from ..ops.jit import array_type, base_combine, compile_loop
 
 # A NaN-aware base reads NaN as its identity (nancumsum's zero, nancumprod's one).
@@ -89,12 +90,12 @@ def scan(x, a, f, out, seed_a, seed_b, seed_flag, has_seed, init, has_init):
                     A = c
                     B = x[i, j]
                 else:
-                    B = c * B + x[i, j]
-                    A = c * A
+                    B = COEF_B * B + x[i, j]
+                    A = COEF_A * A
                     FLUSH_A
                 fresh = ENDS and start
                 if WRITE:
-                    out[i, j] = B + A * ini if has_init else B
+                    out[i, j] = B + COEF_I * ini if has_init else B
             As[j] = A
             Bs[j] = B
             freshes[j] = fresh
@@ -265,7 +266,11 @@ class Loops:
         elif self.kind == "affine":
             arguments = [rows, rows, flags, out, row, row, flags, "BOOL", row, "BOOL"]
             constants = {"STARTS": st.segments == "starts", "ENDS": st.segments == "ends", "FLAGS": st.segments != "",
-                         "FLUSH_A": _flush_subnormal(acc)}
+                         "FLUSH_A": _flush_subnormal(acc),
+                         # a zero contributes nothing, even times an infinite a (ops.state.affine_coef)
+                         "COEF_B": affine_coef_code("c", "B") if acc.kind in "fc" else "c",
+                         "COEF_A": affine_coef_code("c", "A") if acc.kind in "fc" else "c",
+                         "COEF_I": affine_coef_code("A", "ini") if acc.kind in "fc" else "A"}
             base = None
         else:
             arguments = [rows, out, row, row, "BOOL", row]

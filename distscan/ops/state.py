@@ -36,6 +36,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .folds import (AFFINE_ENDS_FOLD, AFFINE_FOLD, AFFINE_STARTS_FOLD, COMPENSATED_FOLD, SEGMENTED_ENDS_FOLD,
+                    SEGMENTED_FOLD)
 from .jit import array_type, base_combine, compile_loop
 
 
@@ -121,7 +123,7 @@ class Segmented(State):
     def __init__(self, base, ends: bool = False):
         self.base, self.ends = base, bool(ends)
         self.kind = "segmented_ends" if ends else "segmented"
-        self.FOLD = _SEGMENTED_ENDS_FOLD if ends else _SEGMENTED_FOLD
+        self.FOLD = SEGMENTED_ENDS_FOLD if ends else SEGMENTED_FOLD
 
     def key(self) -> tuple:
         return (self.kind, self.base)
@@ -170,6 +172,22 @@ class Segmented(State):
         return base_combine(self.base)
 
 
+def affine_coef(a, y):
+    """What multiplies ``y`` in an affine map's ``a*y`` (``y``: an earlier value, or the product of
+    earlier coefficients): ``a``, but a zero where ``y == 0`` and ``a`` is infinite or NaN.  A zero
+    contributes nothing, whatever multiplies it, as ``initial=0`` contributes nothing to the first
+    ``y`` and a zero coefficient ends what came before: so the identity ``(1, 0)`` is exact on the
+    left of any map (carries start from it, GPU kernels pad with it), and a recurrence's result does
+    not depend on where ranks, chunks or tiles split it (but where ``+inf`` and ``-inf`` meet, or an
+    infinite ``a`` meets a ``y`` that cancels to zero).  A finite ``a`` gives IEEE's product, signed
+    zeros included.  The same rule in the CPU loops (:func:`.folds.affine_coef_code`) and the
+    kernels (``AffineCoef`` in ``kernels/util/states.cuh``)."""
+    a = np.asarray(a)
+    with np.errstate(invalid="ignore"):
+        drop = (np.asarray(y) == 0) & ~np.isfinite(a)
+    return np.where(drop, np.zeros((), a.dtype), a) if drop.any() else a
+
+
 class Affine(State):
     """Maps ``y -> a*y + b`` composed in scan order: ``(a1, b1) . (a2, b2) = (a2*a1, a2*b1 + b2)``.
     The input is ``b``, the auxiliary input ``a``.  With segments, a segment's first element
@@ -187,7 +205,7 @@ class Affine(State):
         self.segments = segments
         self.aux = ("a", "segments") if segments else ("a",)
         self.kind = "affine" + (f"_{segments}" if segments else "")
-        self.FOLD = {"": _AFFINE_FOLD, "starts": _AFFINE_STARTS_FOLD, "ends": _AFFINE_ENDS_FOLD}[segments]
+        self.FOLD = {"": AFFINE_FOLD, "starts": AFFINE_STARTS_FOLD, "ends": AFFINE_ENDS_FOLD}[segments]
 
     def key(self) -> tuple:
         return (self.kind,)
@@ -211,7 +229,7 @@ class Affine(State):
     def combine(self, s, t) -> np.ndarray:
         out = np.empty(np.broadcast(s, t).shape, s.dtype)
         with np.errstate(all="ignore"):
-            a, b = t["a"] * s["a"], t["a"] * s["b"] + t["b"]
+            a, b = affine_coef(t["a"], s["a"]) * s["a"], affine_coef(t["a"], s["b"]) * s["b"] + t["b"]
         if self.segments == "starts":
             fresh = t["flag"]
             out["flag"] = s["flag"] | t["flag"]
@@ -235,8 +253,9 @@ class Affine(State):
     def project(self, s, init=None):
         if init is None:
             return s["b"]
+        init = np.asarray(init, s["b"].dtype)
         with np.errstate(all="ignore"):
-            return s["b"] + s["a"] * np.asarray(init, s["b"].dtype)
+            return s["b"] + affine_coef(s["a"], init) * init
 
     def neutral(self, value) -> np.ndarray:
         s = np.zeros((), self.dtype(value))
@@ -264,7 +283,7 @@ class Compensated(State):
     def __init__(self, base):
         self.base = base
         self.kind = "compensated"
-        self.FOLD = _COMPENSATED_FOLD
+        self.FOLD = COMPENSATED_FOLD
 
     def key(self) -> tuple:
         return (self.kind, self.base)
@@ -300,119 +319,3 @@ class Compensated(State):
         s = np.zeros(np.shape(initial), self.dtype(value))
         s["s"] = initial
         return s
-
-
-# The folds, in numba: the combines above on scalars, element by element in scan order.
-_SEGMENTED_FOLD = '''
-def fold(stack, out):
-    k, w = stack.shape
-    for j in range(w):
-        v = stack[0, j].value
-        f = stack[0, j].flag
-        for i in range(1, k):
-            t = stack[i, j]
-            if t.flag:
-                v = t.value
-                f = True
-            else:
-                v = base(v, t.value)
-        out[j].value = v
-        out[j].flag = f
-'''
-
-_SEGMENTED_ENDS_FOLD = '''
-def fold(stack, out):
-    k, w = stack.shape
-    for j in range(w):
-        v = stack[0, j].value
-        inner = stack[0, j].inner
-        end = stack[0, j].end
-        for i in range(1, k):
-            t = stack[i, j]
-            if t.inner or end:
-                v = t.value
-            else:
-                v = base(v, t.value)
-            inner = inner or end or t.inner
-            end = t.end
-        out[j].value = v
-        out[j].inner = inner
-        out[j].end = end
-'''
-
-_AFFINE_FOLD = '''
-def fold(stack, out):
-    k, w = stack.shape
-    for j in range(w):
-        a = stack[0, j].a
-        b = stack[0, j].b
-        for i in range(1, k):
-            t = stack[i, j]
-            b = t.a * b + t.b
-            a = t.a * a
-        out[j].a = a
-        out[j].b = b
-'''
-
-_AFFINE_STARTS_FOLD = '''
-def fold(stack, out):
-    k, w = stack.shape
-    for j in range(w):
-        a = stack[0, j].a
-        b = stack[0, j].b
-        f = stack[0, j].flag
-        for i in range(1, k):
-            t = stack[i, j]
-            if t.flag:
-                a = t.a
-                b = t.b
-                f = True
-            else:
-                b = t.a * b + t.b
-                a = t.a * a
-        out[j].a = a
-        out[j].b = b
-        out[j].flag = f
-'''
-
-_AFFINE_ENDS_FOLD = '''
-def fold(stack, out):
-    k, w = stack.shape
-    for j in range(w):
-        a = stack[0, j].a
-        b = stack[0, j].b
-        inner = stack[0, j].inner
-        end = stack[0, j].end
-        for i in range(1, k):
-            t = stack[i, j]
-            if t.inner or end:
-                a = t.a
-                b = t.b
-            else:
-                b = t.a * b + t.b
-                a = t.a * a
-            inner = inner or end or t.inner
-            end = t.end
-        out[j].a = a
-        out[j].b = b
-        out[j].inner = inner
-        out[j].end = end
-'''
-
-_COMPENSATED_FOLD = '''
-def fold(stack, out):
-    k, w = stack.shape
-    for j in range(w):
-        s = stack[0, j].s
-        e = stack[0, j].e
-        for i in range(1, k):
-            t = stack[i, j]
-            hi = s + t.s
-            bb = hi - s
-            lo = (s - (hi - bb)) + (t.s - bb)
-            lo = lo + (e + t.e)
-            s = hi + lo
-            e = lo - (s - hi)
-        out[j].s = s
-        out[j].e = e
-'''

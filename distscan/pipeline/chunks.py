@@ -266,15 +266,6 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict, i
     carry = plan.identity() if layout.n or first_seed is not None else None
     if flagged and first_seed is not None:
         carry = plan.carries.of_values(initial)
-    # The first chunk's carry is taken as it is, not combined with the identity: an affine state's
-    # identity (1, 0) combined with (inf, b) gives b = inf*0 + b = NaN where the library's carry of
-    # the same rows keeps b.  The identity stays the carry only where no chunk's carry is folded in.
-    placeholder = carry if carry is not None and not (flagged and first_seed is not None) else None
-
-    def fold(carry, chunk_carry):
-        if carry is placeholder and placeholder is not None:
-            return np.array(chunk_carry)  # a copy: the engine's buffers are reused
-        return plan.combine(carry, chunk_carry)
     t_a = time.perf_counter()
     try:
         try:
@@ -285,7 +276,7 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict, i
                     engine.put(k, rows, buf, aux)
                     if final_now:
                         if flagged and not last:
-                            carry = fold(carry, timed(engine.carry, k))  # before an in-place scan
+                            carry = plan.combine(carry, timed(engine.carry, k))  # before an in-place scan
                         running = timed(engine.scan, k, running, True)
                         ready.append(k)
                         pump(block=not resident)
@@ -293,10 +284,10 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict, i
                         if strategy == "scan_then_add":
                             running = timed(engine.scan, k, running, True)
                         elif not last:
-                            carry = fold(carry, timed(engine.carry, k))
+                            carry = plan.combine(carry, timed(engine.carry, k))
                     else:
                         if not last:
-                            carry = fold(carry, timed(engine.carry, k))
+                            carry = plan.combine(carry, timed(engine.carry, k))
                         engine.drop(k)
             if not flagged and running is not None and (final_now or strategy == "scan_then_add"):
                 carry = np.asarray(running, plan.carries.dtype).reshape(-1)  # a value, or a state's row

@@ -136,16 +136,39 @@ struct SegmentedEnds : StateOpBase {
 // ---- linear recurrences: affine maps y -> a*y + b ---------------------------------------
 // t o s, s earlier: (t.a * s.a, t.a * s.b + t.b), in the value type's own arithmetic (integers
 // wrap; complex products round each part as NumPy does).
-template <typename V> __device__ __forceinline__ V compose_a(V sa, V ta) { return Wrap<V>::mul(ta, sa); }
+//
+// A zero contributes nothing, whatever multiplies it: a later coefficient that is infinite or
+// NaN times an earlier zero (y = 0, or a product of coefficients that a zero coefficient ended)
+// is 0, not IEEE's NaN (the rule of distscan/ops/state.py's affine_coef, of the CPU loops and of
+// linear_recurrence's docs).  It makes the identity (1, -0.0) exact on the left of every map, as
+// the kernels pad with it (lane 0, a thread's first item, tile 0 without a seed), and keeps a
+// result from depending on where it is split.  For a finite coefficient the product is IEEE's,
+// signed zeros included; integers have no infinities.
+template <typename V> struct AffineCoef {
+    static __device__ __forceinline__ V of(V a, V) { return a; }
+};
+template <> struct AffineCoef<float> {
+    static __device__ __forceinline__ float of(float a, float y) { return (y == 0.0f && !isfinite(a)) ? 0.0f : a; }
+};
+template <> struct AffineCoef<double> {
+    static __device__ __forceinline__ double of(double a, double y) { return (y == 0.0 && !isfinite(a)) ? 0.0 : a; }
+};
+template <typename R> struct AffineCoef<Complex<R> > {
+    static __device__ __forceinline__ Complex<R> of(Complex<R> a, Complex<R> y) {
+        if (y.re == R(0) && y.im == R(0) && !(isfinite(a.re) && isfinite(a.im))) a.re = a.im = R(0);
+        return a;
+    }
+};
+template <typename V> __device__ __forceinline__ V compose_a(V sa, V ta) { return Wrap<V>::mul(AffineCoef<V>::of(ta, sa), sa); }
 template <typename V> __device__ __forceinline__ V compose_b(V sb, V ta, V tb) {
-    return Wrap<V>::add(Wrap<V>::mul(ta, sb), tb);
+    return Wrap<V>::add(Wrap<V>::mul(AffineCoef<V>::of(ta, sb), sb), tb);
 }
 
 struct AffineBase : StateOpBase {
     static constexpr int AUX = 2;  // the coefficients (and the flags, with segments)
     template <typename TOut, typename S> static __device__ __forceinline__ TOut project(const S &s, const S &p, bool has) {
         typedef typename S::Value V;
-        return Convert<TOut, V>::apply(has ? Wrap<V>::add(s.b, Wrap<V>::mul(s.a, p.b)) : s.b);
+        return Convert<TOut, V>::apply(has ? Wrap<V>::add(s.b, Wrap<V>::mul(AffineCoef<V>::of(s.a, p.b), p.b)) : s.b);
     }
     template <typename TOut, typename S> static __device__ __forceinline__ TOut first(const S &p, bool has) {
         typedef typename S::Value V;

@@ -189,6 +189,33 @@ def test_linear_recurrence_matches_the_cpu(dtype, n, rng):
     _close(got, ref, dtype, np.abs(ref).max(initial=1) * np.ones(n))
 
 
+@pytest.mark.parametrize("n", SIZES[:5])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_an_infinite_or_nan_coefficient_times_a_zero_is_zero_in_every_lane_thread_and_tile(dtype, n, rng):
+    """The zero rule of distscan.ops.state.affine_coef in the kernels: where an infinite or NaN
+    ``a`` meets a zero (``y``, the identity the kernels pad lanes, threads' first items and tile 0
+    with, a product of coefficients ended by a zero), the sequential loop's result bit for bit
+    (NaN where it gives NaN): an infinite ``a[0]`` without an initial gives ``b[0]``, one at any
+    lane, item or tile start gives inf, never a padding's NaN.  Integer-valued data: exact in any
+    association."""
+    from tests.ops.test_recurrences import zero_rule_case
+    from tests.support.reference import recurrence_reference
+
+    a, b = zero_rule_case(rng, n, dtype)
+    edges = np.array([0, 1, 31, 32, 255, 256, 1023, 1024, 4095, 4096, 8191, 8192, 65535, 65536, n - 1])
+    edges = edges[edges < n]
+    for segments in (None, rng.random(n) < 0.05):
+        for reverse in (False, True):
+            for initial in (0, 2):
+                x = a.copy()
+                x[edges] = np.inf
+                x[n - 1 if reverse else 0] = np.inf
+                want = recurrence_reference(x, b, initial=initial, reverse=reverse, segments=segments).astype(dtype)
+                got = _gpu(distscan.linear_recurrence, x, b, reverse=reverse, initial=initial,
+                           segments=None if segments is None else cp.asarray(segments))
+                np.testing.assert_array_equal(cp.asnumpy(got), want)
+
+
 @pytest.mark.parametrize("n", SIZES)
 def test_compensated_float32_within_2_ulp(n, rng):
     _compensated_within_2_ulp(n, rng)
@@ -321,11 +348,7 @@ def test_the_command_runs_the_new_scans_on_the_gpu(tmp_path, rng):
             assert got["cuda"].dtype == np.float64
 
 
-@pytest.mark.parametrize("backend", ["cpu", pytest.param("cuda", marks=pytest.mark.xfail(strict=True, reason=(
-    "known GPU bug (H200, 2026-11-23, 4391700): the kernels start a scan with no seed from the affine "
-    "identity (1, 0), so an infinite or NaN a[0] gives y[0] = inf*0 + b[0] = NaN where the documented "
-    "result (linear_recurrence: 'with initial=0 the first y is b itself') and the CPU give b[0]; the NaN "
-    "then runs on to the next segment start")))])
+@pytest.mark.parametrize("backend", ["cpu", "cuda"])
 def test_the_command_keeps_infinite_and_nan_coefficients_where_the_library_does(tmp_path, rng, backend):
     """A recurrence whose coefficients are infinite or NaN on the first row and beside chunk edges,
     with segments: the file equals the library's one-process call on the host (the same infinities

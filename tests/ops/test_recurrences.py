@@ -62,3 +62,36 @@ def test_linear_recurrence_with_a_scalar_decay_and_near_one(comm):
         y = distscan.linear_recurrence(a, rank_part(b, counts, comm), comm=comm)
         ref = rank_part(recurrence_reference(np.full(n, a), b), counts, comm)
         all_ranks_ok(comm, lambda: np.testing.assert_allclose(y, ref, rtol=0, atol=1e-9 * (np.abs(ref).max(initial=0) + 1)))
+
+
+def zero_rule_case(rng, n, dtype="float64"):
+    """Coefficients and values for the zero rule (distscan.ops.state.affine_coef): ``a`` of 0, 1,
+    inf and NaN, ``b`` of 0, 1 and 2, so that ``y`` is an integer (exact in any association),
+    never negative (no cancellation to zero) and often exactly 0 just before an infinite or NaN
+    ``a`` (once infinite, ``y`` stays so, or NaN, to the next segment start)."""
+    a = rng.choice(np.array([0, 1, np.inf, np.nan]), n, p=[0.2, 0.76, 0.02, 0.02]).astype(dtype)
+    b = rng.choice(np.array([0, 0, 0, 1, 2]), n).astype(dtype)
+    return a, b
+
+
+@pytest.mark.manyranks
+@pytest.mark.parametrize("reverse", [False, True])
+def test_an_infinite_or_nan_coefficient_times_a_zero_is_zero_however_the_ranks_split_it(reverse, comm):
+    """A zero y, or a product of coefficients that a zero coefficient ended, contributes nothing,
+    even times an infinite or NaN ``a`` (IEEE gives NaN): the sequential loop with that rule, bit for
+    bit (NaN where it gives NaN), however the ranks split the array, with an initial value and
+    segments; an infinite ``a[0]`` without an initial gives ``b[0]``."""
+    rng = shared_rng(comm)
+    for trial in range(8):
+        counts = random_counts(rng, comm.size, 30)
+        n = int(counts.sum())
+        a, b = zero_rule_case(rng, n)
+        if n:
+            a[n - 1 if reverse else 0] = np.inf
+        segments = rng.random(n) < 0.1 if trial % 3 else None
+        initial = 2.0 if trial % 4 == 3 else 0
+        f = None if segments is None else rank_part(segments, counts, comm)
+        y = distscan.linear_recurrence(rank_part(a, counts, comm), rank_part(b, counts, comm), initial=initial,
+                                       reverse=reverse, segments=f, comm=comm)
+        ref = rank_part(recurrence_reference(a, b, initial=initial, reverse=reverse, segments=segments), counts, comm)
+        all_ranks_ok(comm, lambda: np.testing.assert_array_equal(y, ref))

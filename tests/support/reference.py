@@ -332,7 +332,8 @@ def segmented_reference(g, flags, op, *, exclusive=False, initial=None, reverse=
 
 def recurrence_reference(a, b, *, initial=0, reverse=False, segments=None):
     """``y[i] = a[i] y[i-1] + b[i]`` by a sequential loop in float64 (complex128; exact for
-    integers, which wrap as NumPy's arithmetic does)."""
+    integers, which wrap as NumPy's arithmetic does); an infinite or NaN ``a[i]`` times
+    ``y[i-1] == 0`` is 0."""
     kind = np.result_type(a, b).kind
     wide = {"f": np.float64, "c": np.complex128}.get(kind, np.result_type(a, b))
     a = np.broadcast_to(a, b.shape).astype(wide)
@@ -345,11 +346,13 @@ def recurrence_reference(a, b, *, initial=0, reverse=False, segments=None):
         ends = starts
     y = np.empty_like(b)
     prev = None
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
         for i in order:
             restart = prev is None or (not reverse and starts[i])
             p = np.asarray(initial, wide) if restart else prev
-            y[i] = a[i] * p + b[i] if (restart and np.any(initial)) or not restart else b[i]
+            # a zero contributes nothing, even times an infinite or NaN a (ops.state.affine_coef)
+            coef = np.where((p == 0) & ~np.isfinite(a[i]), 0, a[i])
+            y[i] = coef * p + b[i] if (restart and np.any(initial)) or not restart else b[i]
             prev = y[i]
             if ends[i]:
                 prev = None
