@@ -1,0 +1,152 @@
+"""Which tile shape and reduction lead make the state scans fastest on this GPU?
+
+    PYTHONPATH=$PWD python3 benchmarks/sweep_state_tiles.py OUT.json [--log2n 27] [--reps 11]
+
+Segmented scans and linear recurrences run on the look-back kernel (their flags and
+coefficients have no place in the look-ahead kernel's ring), with the tile shape
+``compile.choose_tuning`` picks by the size of the state (8 bytes: SegState<float>,
+AffState<float>; 16 bytes: SegState<long long>, AffState<double>) and the reduction lead
+``plans.setup_lead`` picks by bytes per item.  Both were measured for plain sums, not for states:
+this sweeps shapes (threads, items per thread, blocks per SM) and leads (auto, none, halved,
+doubled) per state scan, through the API with ``cuda.overrides(tuning=, lead=)``, and prints
+GB/s over each scan's bytes per element (as bench_operators.py counts them) and the fraction of
+the same run's device-to-device copy.
+
+Timing: harness.events_interleaved with ``hide_host`` (the kernels' own time: the overrides'
+host work is hidden), every variant of one scan in turn within each repetition, L2 flushed,
+median of --reps.  Every variant's result is checked against the default's first (integers bit
+for bit, floats within 1e-5 of the largest value).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import cupy as cp  # noqa: E402
+
+import distscan  # noqa: E402
+from distscan.backends import cuda  # noqa: E402
+from harness import events_interleaved  # noqa: E402
+from mpi4py import MPI  # noqa: E402
+
+SELF = MPI.COMM_SELF
+
+# (threads, items, window, min_blocks): the default first, by the state's size
+SHAPES = {
+    8: [None, (256, 32, 1024, 2), (128, 32, 1024, 4), (512, 16, 1024, 2), (256, 8, 1024, 4), (128, 16, 1024, 6)],
+    16: [None, (256, 16, 1024, 1), (128, 16, 1024, 2), (128, 8, 1024, 4), (512, 8, 1024, 1), (256, 8, 1024, 2)],
+}
+LEADS = [None, 0, "half", "double"]
+
+
+def cases(n):
+    rs = cp.random.RandomState(7)
+    x = rs.standard_normal(n, dtype=cp.float32)
+    xi = rs.randint(-1000, 1000, n).astype(cp.int64)
+    flags = rs.random_sample(n) < 1e-3
+    a32 = rs.uniform(0.5, 1.0, n).astype(cp.float32)
+    a64, b64 = a32.astype(cp.float64), x.astype(cp.float64)
+    y, yi, y64 = cp.empty_like(x), cp.empty_like(xi), cp.empty_like(b64)
+    return [
+        ("segmented sum f32", 9, 8, lambda: distscan.cumsum(x, segments=flags, out=y, comm=SELF), y),
+        ("segmented sum i64", 17, 16, lambda: distscan.cumsum(xi, segments=flags, out=yi, comm=SELF), yi),
+        ("recurrence f32", 12, 8, lambda: distscan.linear_recurrence(a32, x, out=y, comm=SELF), y),
+        ("recurrence f64", 24, 16, lambda: distscan.linear_recurrence(a64, b64, out=y64, comm=SELF), y64),
+    ]
+
+
+def module_keys(n):
+    """The extended modules of every case and shape, to compile in parallel processes first."""
+    from distscan._call import call_op
+    from distscan._dtypes import scan_types
+    from distscan.backends.cuda import extended
+
+    keys = []
+    for kw, dt, size in [({"segments": 1}, "float32", 8), ({"segments": 1}, "int64", 16),
+                         ({"coefficients": 1}, "float32", 8), ({"coefficients": 1}, "float64", 16)]:
+        op = call_op("sum", segments=kw.get("segments"), coefficients=kw.get("coefficients"))
+        dt = np.dtype(dt)
+        types = scan_types(op, dt)
+        for shape in SHAPES[size]:
+            with cuda.overrides(tuning=shape):
+                device = extended._device(op, "auto", n, dt.itemsize, types.result.itemsize)
+                keys.append(extended.ext_module_key(dt, types, op, device, False))
+    return keys
+
+
+def variant(call, tuning, lead):
+    def run():
+        with cuda.overrides(tuning=tuning, lead=lead):
+            call()
+    return run
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out")
+    ap.add_argument("--log2n", type=int, default=27)
+    ap.add_argument("--reps", type=int, default=11)
+    a = ap.parse_args()
+    n = 1 << a.log2n
+    from distscan.backends.cuda import compile as cc
+    from distscan.backends.cuda import extended
+
+    t0 = time.perf_counter()
+    cc.precompile(module_keys(n))
+    print(f"kernels compiled in {time.perf_counter() - t0:.0f} s", flush=True)
+
+    x = cp.empty(n, cp.float32)
+    y = cp.empty_like(x)
+    copy = {"copy": lambda: cp.cuda.runtime.memcpyAsync(y.data.ptr, x.data.ptr, x.nbytes, 3,
+                                                        cp.cuda.get_current_stream().ptr)}
+    copy_gbs = 8 * n / events_interleaved(copy, a.reps)["copy"] / 1e9
+    rows = []
+    for name, bytes_per, state_size, call, out in cases(n):
+        call()
+        want = cp.asnumpy(out).copy()
+        lead0 = list(extended.EXT_PLANS.values())[-1].lead  # the default plan's, made by the call above
+        impls = {}
+        t0 = time.perf_counter()
+        for shape in SHAPES[state_size]:
+            for lead in LEADS:
+                if lead in ("half", "double"):
+                    if not lead0:
+                        continue
+                    lead_v = max(1, lead0 // 2) if lead == "half" else 2 * lead0
+                else:
+                    lead_v = lead
+                label = f"{shape or 'default'} lead={lead_v if lead_v is not None else f'auto({lead0})'}"
+                fn = variant(call, shape, lead_v)
+                fn()
+                got = cp.asnumpy(out)
+                if want.dtype.kind == "i":
+                    assert np.array_equal(got, want), f"{name} {label}: differs"
+                else:
+                    assert np.allclose(got, want, rtol=0, atol=1e-5 * (np.abs(want).max() + 1)), f"{name} {label}"
+                impls[label] = fn
+        print(f"{name}: {len(impls)} variants compiled and checked in {time.perf_counter() - t0:.0f} s", flush=True)
+        med = events_interleaved(impls, a.reps, hide_host=True)
+        for label, t in med.items():
+            gbs = bytes_per * n / t / 1e9
+            rows.append({"scan": name, "variant": label, "ms": t * 1e3, "gbs": gbs, "of_copy": gbs / copy_gbs})
+    dev = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    print(f"\n{dev}, 2^{a.log2n}, copy {copy_gbs:.0f} GB/s, {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC")
+    print(f"| scan | variant (threads, items, window, min blocks) | ms | GB/s | of copy |\n|---|---|---|---|---|")
+    for r in sorted(rows, key=lambda r: (r["scan"], -r["gbs"])):
+        print(f"| {r['scan']} | {r['variant']} | {r['ms']:.3f} | {r['gbs']:.0f} | {r['of_copy']:.3f} |")
+    Path(a.out).write_text(json.dumps({"device": dev, "log2n": a.log2n, "copy_gbs": copy_gbs, "rows": rows},
+                                      indent=1))
+
+
+if __name__ == "__main__":
+    main()
