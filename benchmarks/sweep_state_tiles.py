@@ -7,8 +7,8 @@ coefficients have no place in the look-ahead kernel's ring), with the tile shape
 ``compile.choose_tuning`` picks by the size of the state (8 bytes: SegState<float>,
 AffState<float>; 16 bytes: SegState<long long>, AffState<double>) and the reduction lead
 ``plans.setup_lead`` picks by bytes per item.  Both were measured for plain sums, not for states:
-this sweeps shapes (threads, items per thread, blocks per SM) and leads (auto, none, halved,
-doubled) per state scan, through the API with ``cuda.overrides(tuning=, lead=)``, and prints
+this sweeps shapes (threads, items per thread, blocks per SM) and leads (auto, none, and 0.5, 2
+and 4 times the default plan's) per state scan, through the API with ``cuda.overrides(tuning=, lead=)``, and prints
 GB/s over each scan's bytes per element (as bench_operators.py counts them) and the fraction of
 the same run's device-to-device copy.
 
@@ -41,27 +41,37 @@ from mpi4py import MPI  # noqa: E402
 
 SELF = MPI.COMM_SELF
 
-# (threads, items, window, min_blocks): the default first, by the state's size
+# (threads, items, window, min_blocks): the default first, then the value sizes' shapes that were
+# the default before 2026-11-23 (256, 16, 3 | 256, 8, 1), then others, by the state's size
 SHAPES = {
-    8: [None, (256, 32, 1024, 2), (128, 32, 1024, 4), (512, 16, 1024, 2), (256, 8, 1024, 4), (128, 16, 1024, 6)],
-    16: [None, (256, 16, 1024, 1), (128, 16, 1024, 2), (128, 8, 1024, 4), (512, 8, 1024, 1), (256, 8, 1024, 2)],
+    8: [None, (256, 16, 1024, 3), (128, 32, 1024, 4), (128, 16, 1024, 6), (256, 32, 1024, 2)],
+    16: [None, (256, 8, 1024, 1), (128, 16, 1024, 2), (128, 8, 1024, 4), (256, 16, 1024, 1)],
 }
-LEADS = [None, 0, "half", "double"]
+# the reduction lead: the default plan's (auto), none, and multiples of the default's
+LEADS = [None, 0, 0.5, 2, 4]
 
 
 def cases(n):
+    """(name, bytes per element, size class of the state, the call, its output)."""
     rs = cp.random.RandomState(7)
     x = rs.standard_normal(n, dtype=cp.float32)
     xi = rs.randint(-1000, 1000, n).astype(cp.int64)
     flags = rs.random_sample(n) < 1e-3
     a32 = rs.uniform(0.5, 1.0, n).astype(cp.float32)
     a64, b64 = a32.astype(cp.float64), x.astype(cp.float64)
-    y, yi, y64 = cp.empty_like(x), cp.empty_like(xi), cp.empty_like(b64)
+    a_c = (a32 * cp.exp(1j * rs.uniform(0, 6.28, n))).astype(cp.complex64)
+    b_c = (x + 1j * x[::-1]).astype(cp.complex64)
+    y, yi, y64, y_c = cp.empty_like(x), cp.empty_like(xi), cp.empty_like(b64), cp.empty_like(b_c)
     return [
         ("segmented sum f32", 9, 8, lambda: distscan.cumsum(x, segments=flags, out=y, comm=SELF), y),
+        ("segmented sum f32 reverse", 9, 8, lambda: distscan.cumsum(x, segments=flags, reverse=True, out=y,
+                                                                    comm=SELF), y),
         ("segmented sum i64", 17, 16, lambda: distscan.cumsum(xi, segments=flags, out=yi, comm=SELF), yi),
         ("recurrence f32", 12, 8, lambda: distscan.linear_recurrence(a32, x, out=y, comm=SELF), y),
+        ("recurrence f32 segments", 13, 16, lambda: distscan.linear_recurrence(a32, x, segments=flags, out=y,
+                                                                               comm=SELF), y),
         ("recurrence f64", 24, 16, lambda: distscan.linear_recurrence(a64, b64, out=y64, comm=SELF), y64),
+        ("recurrence c64", 24, 16, lambda: distscan.linear_recurrence(a_c, b_c, out=y_c, comm=SELF), y_c),
     ]
 
 
@@ -72,15 +82,18 @@ def module_keys(n):
     from distscan.backends.cuda import extended
 
     keys = []
-    for kw, dt, size in [({"segments": 1}, "float32", 8), ({"segments": 1}, "int64", 16),
-                         ({"coefficients": 1}, "float32", 8), ({"coefficients": 1}, "float64", 16)]:
-        op = call_op("sum", segments=kw.get("segments"), coefficients=kw.get("coefficients"))
+    for kw, dt, size in [({"segments": 1}, "float32", 8), ({"segments": 1, "reverse": True}, "float32", 8),
+                         ({"segments": 1}, "int64", 16), ({"coefficients": 1}, "float32", 8),
+                         ({"coefficients": 1, "segments": 1}, "float32", 16), ({"coefficients": 1}, "float64", 16),
+                         ({"coefficients": 1}, "complex64", 16)]:
+        reverse = kw.get("reverse", False)
+        op = call_op("sum", segments=kw.get("segments"), coefficients=kw.get("coefficients"), reverse=reverse)
         dt = np.dtype(dt)
         types = scan_types(op, dt)
         for shape in SHAPES[size]:
             with cuda.overrides(tuning=shape):
                 device = extended._device(op, "auto", n, dt.itemsize, types.result.itemsize)
-                keys.append(extended.ext_module_key(dt, types, op, device, False))
+                keys.append(extended.ext_module_key(dt, types, op, device, reverse))
     return keys
 
 
@@ -115,17 +128,15 @@ def main():
         call()
         want = cp.asnumpy(out).copy()
         lead0 = list(extended.EXT_PLANS.values())[-1].lead  # the default plan's, made by the call above
+        print(f"{name}: the default plan's lead {lead0}", flush=True)
         impls = {}
         t0 = time.perf_counter()
         for shape in SHAPES[state_size]:
             for lead in LEADS:
-                if lead in ("half", "double"):
-                    if not lead0:
-                        continue
-                    lead_v = max(1, lead0 // 2) if lead == "half" else 2 * lead0
-                else:
-                    lead_v = lead
-                label = f"{shape or 'default'} lead={lead_v if lead_v is not None else f'auto({lead0})'}"
+                if lead and not lead0:
+                    continue
+                lead_v = None if lead is None else 0 if lead == 0 else max(1, round(lead * lead0))
+                label = f"{shape or 'default'} lead={lead_v if lead_v is not None else 'auto'}"
                 fn = variant(call, shape, lead_v)
                 fn()
                 got = cp.asnumpy(out)

@@ -187,8 +187,9 @@ def _lane_stride(itemsize: int, items: int, swizzle: bool = False) -> int:
 
 
 def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "coarsened",
-                  device: str = DEFAULT_DEVICE) -> Tuning:
-    """Tile shape for one combination of item sizes.
+                  device: str = DEFAULT_DEVICE, state: str = "") -> Tuning:
+    """Tile shape for one combination of item sizes (``state``: the state kind of a state
+    operator, distscan.ops.state; "" for values).
 
     ``override`` (a ``Tuning`` or a tuple) replaces the choice; its ITEMS is still
     raised, if needed, so that ITEMS*itemsize is a multiple of 16 bytes.
@@ -213,6 +214,19 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
             # for 8-byte items the best of 8 shapes on the H200 ("fifth pass") and of 7 on the
             # H100 ("seventh pass"); two blocks' 7 unpadded stages of 16 KB fill an SM's 228 KB
             threads, items, min_blocks = 128, (32 if s_acc <= 4 else 16 if s_acc <= 8 else 8), 2
+    elif state.split("_")[0] in ("segmented", "affine") and s_acc <= 16:
+        # Scans with flags or coefficients (the look-back; kernels/tile/tile_agent.cuh's load_aux):
+        # 128-thread blocks, more of them per SM.  Measured on the H200 at 2^27
+        # (benchmarks/sweep_state_tiles.py; RESULTS.md, "State scans' tiles"), as a ratio to
+        # copy against (256, 16, 3) | (256, 8, 1), the value sizes' shapes: segmented float32
+        # 0.75 against 0.59, recurrence float32 0.67 against 0.57 (the best of 6 shapes each, 32
+        # items for segments, 16 for the maps' two products per combine), and for 16-byte
+        # states segmented int64 0.69 against 0.41, recurrence float64 0.57 against 0.47.
+        window = 1024
+        if s_acc <= 8:
+            threads, items, min_blocks = (128, 32, 4) if state.startswith("segmented") else (128, 16, 6)
+        else:
+            threads, items, min_blocks = 128, 16, 2
     else:
         window = 1024
         if s_acc <= 4:  # 8192-item tiles: measured 2490 GB/s vs 2120 with 4096 (H100, 2^29 int32)

@@ -24,7 +24,7 @@ from ...ops import Op
 from . import compile as cc
 from .device import cp, device_info, memset_async, refuse_in_capture, remember, require_cupy
 from .launch import ArgBlock, launch_shape
-from .plans import Plan, persistent_grid, setup_lead, status_words, uses_lookahead
+from .plans import STATE_LEAD_SHARE, Plan, persistent_grid, setup_lead, status_words, uses_lookahead
 from .scratch import scratch_of
 from .settings import SETTINGS
 
@@ -68,7 +68,8 @@ def _restate(rows, dtype: np.dtype) -> np.ndarray:
 
 def ext_module_key(in_dtype, types: ScanTypes, op: Op, device: str, reverse: bool) -> cc.ModuleKey:
     """The compile key of the extended module (no GPU needed: tests compile its names with nvcc)."""
-    tuning = cc.choose_tuning(in_dtype, kernel_state(op, types), types.result, SETTINGS.tuning, "coarsened", device)
+    tuning = cc.choose_tuning(in_dtype, kernel_state(op, types), types.result, SETTINGS.tuning, "coarsened", device,
+                              struct_state(op))
     return cc.ModuleKey(np.dtype(in_dtype), cc.kernel_acc_dtype(types.acc), np.dtype(types.result), op.functor,
                         tuning, "coarsened", device, ext=True, state=struct_state(op), reverse=reverse,
                         source=op.source)
@@ -101,7 +102,7 @@ def ext_plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, device: str, rever
         if plan.la_grid == 0:
             raise RuntimeError(f"the look-ahead kernel needs {smem} bytes of shared memory per block, more than "
                                f"GPU {dev_id} gives")
-    setup_lead(plan, dev_id, "auto")
+    setup_lead(plan, dev_id, "auto", STATE_LEAD_SHARE if op.state is not None and op.state.aux else 1.0)
     EXT_PLANS[key] = plan
     return plan
 

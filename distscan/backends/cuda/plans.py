@@ -113,18 +113,24 @@ LEAD_SECONDS = 3.75e-6
 LEAD_PER_SM = 1.5
 LEAD_L2_SHARE = 0.5
 LEAD_MIN_LEADS = 3
+# Scans with flags or coefficients do more work per item (a state's combine, its auxiliary loads),
+# so a tile's bytes take longer than LEAD_SECONDS to stream and re-read: a quarter of the lead
+# (H200, 2^27: 275 tiles of 2048 items against 1102, recurrence float32 0.67 of copy against 0.63;
+# segmented float32 and int64 at their best with 275, float64 recurrences with none; RESULTS.md).
+STATE_LEAD_SHARE = 0.25
 
 
-def setup_lead(plan: Plan, dev_id: int, algorithm: str) -> None:
-    """plan.lead: the reduction lead of an "auto" look-back plan (0: one tile per block)."""
+def setup_lead(plan: Plan, dev_id: int, algorithm: str, share: float = 1.0) -> None:
+    """plan.lead: the reduction lead of an "auto" look-back plan (0: one tile per block); ``share``
+    of the time-based lead (STATE_LEAD_SHARE for state scans)."""
     plan.lead = 0
     if algorithm != "auto" or plan.device != "lookback":
         return
     info = device_info(dev_id)
     if info["dram_bw"]:
-        lead = round(LEAD_SECONDS * info["dram_bw"] / (plan.tile * (plan.in_size + plan.out_size)))
+        lead = round(share * LEAD_SECONDS * info["dram_bw"] / (plan.tile * (plan.in_size + plan.out_size)))
     else:
-        lead = round(LEAD_PER_SM * info["sms"])
+        lead = round(share * LEAD_PER_SM * info["sms"])
     fit = int(LEAD_L2_SHARE * info["l2"]) // (plan.tile * (2 * plan.in_size + plan.out_size))
     plan.lead = max(1, min(lead, fit))
 
