@@ -148,12 +148,6 @@ class Kinds:
         self._kinds: dict = {}
         self.get = self._kinds.get
 
-    def lookup(self, key):
-        try:
-            return self._kinds.get(key)
-        except TypeError:  # an unhashable argument
-            return None
-
     def remember(self, key, x, part, node_size) -> None:
         """Remember the kind of a call resolved the long way, where later calls of it can take the
         cheap way (``x`` as given: of the plan's input dtype, in native byte order; the options of

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..ops.folds import affine_coef_code
 from ..ops.jit import array_type, base_combine, compile_loop
+from .cpu_state_loops import AFFINE, COMPENSATED, SEGMENTED
 
 # A NaN-aware base reads NaN as its identity (nancumsum's zero, nancumprod's one).
 _NAN_LIFT = {"nansum": "b = 0 if b != b else b", "nanprod": "b = 1 if b != b else b"}
@@ -28,111 +29,6 @@ _NAN_LIFT = {"nansum": "b = 0 if b != b else b", "nanprod": "b = 1 if b != b els
 # (numba keeps them in registers: a 1-D recurrence runs at half the time of np.cumsum; states
 # kept in arrays across the columns of each row took 2.7 times as long), so a block's columns
 # share the cache lines they lie on.
-_SEGMENTED = '''
-def scan(x, f, out, seed_v, seed_flag, has_seed, init, has_init, first):
-    n, w = x.shape
-    accs = seed_v.copy()
-    # forwards nothing before the first row is "fresh"; in reverse, also a seed that ends a segment
-    freshes = np.empty(w, np.bool_)
-    for j in range(w):
-        freshes[j] = (not has_seed) or (ENDS and seed_flag[j])
-    rows = max(1, 65536 // w)
-    for r0 in range(0, n, rows):
-        r1 = min(n, r0 + rows)
-        for j in range(w):
-            acc = accs[j]
-            fresh = freshes[j]
-            ini = init[j]
-            for i in range(r0, r1):
-                start = f[i]
-                b = x[i, j]
-                LIFT
-                begin = (not ENDS and start) or fresh
-                if EXCLUSIVE and WRITE:
-                    if begin:
-                        out[i, j] = first[j]
-                    elif has_init:
-                        out[i, j] = base(ini, acc)
-                    else:
-                        out[i, j] = acc
-                if begin:
-                    acc = b
-                else:
-                    acc = base(acc, b)
-                fresh = ENDS and start
-                if not EXCLUSIVE and WRITE:
-                    out[i, j] = base(ini, acc) if has_init else acc
-            accs[j] = acc
-            freshes[j] = fresh
-    return accs
-'''
-
-_AFFINE = '''
-def scan(x, a, f, out, seed_a, seed_b, seed_flag, has_seed, init, has_init):
-    n, w = x.shape
-    As = seed_a.copy()
-    Bs = seed_b.copy()
-    freshes = np.empty(w, np.bool_)
-    for j in range(w):
-        freshes[j] = (not has_seed) or (ENDS and seed_flag[j])
-    rows = max(1, 65536 // w)
-    for r0 in range(0, n, rows):
-        r1 = min(n, r0 + rows)
-        for j in range(w):
-            A = As[j]
-            B = Bs[j]
-            fresh = freshes[j]
-            ini = init[j]
-            for i in range(r0, r1):
-                start = f[i] if FLAGS else False
-                c = a[i, j]
-                if (STARTS and start) or fresh:
-                    A = c
-                    B = x[i, j]
-                else:
-                    B = COEF_B * B + x[i, j]
-                    A = COEF_A * A
-                    FLUSH_A
-                fresh = ENDS and start
-                if WRITE:
-                    out[i, j] = B + COEF_I * ini if has_init else B
-            As[j] = A
-            Bs[j] = B
-            freshes[j] = fresh
-    return As, Bs
-'''
-
-_COMPENSATED = '''
-def scan(x, out, seed_s, seed_e, has_seed, first):
-    n, w = x.shape
-    ss = seed_s.copy()
-    es = seed_e.copy()
-    rows = max(1, 65536 // w)
-    for r0 in range(0, n, rows):
-        r1 = min(n, r0 + rows)
-        for j in range(w):
-            s = ss[j]
-            e = es[j]
-            for i in range(r0, r1):
-                if EXCLUSIVE and WRITE:
-                    out[i, j] = s if has_seed or i > 0 else first[j]
-                b = x[i, j]
-                LIFT
-                hi = s + b
-                bb = hi - s
-                lo = (s - (hi - bb)) + (b - bb)
-                lo = lo + e
-                total = hi + lo
-                e = lo - (total - hi)
-                s = total
-                if not EXCLUSIVE and WRITE:
-                    out[i, j] = s
-            ss[j] = s
-            es[j] = e
-    return ss, es
-'''
-
-
 _DECLARED = '''
 def scan(x, out, seed, has_seed, first):
     n, w = x.shape
@@ -213,7 +109,7 @@ def _constant(value, w: int, dtype) -> np.ndarray:
 
 
 # The state kinds whose loops are below (a declared operator's are its own: _declared).
-_TEMPLATES = {"segmented": _SEGMENTED, "affine": _AFFINE, "compensated": _COMPENSATED}
+_TEMPLATES = {"segmented": SEGMENTED, "affine": AFFINE, "compensated": COMPENSATED}
 
 
 def _flush_subnormal(acc: np.dtype) -> str:

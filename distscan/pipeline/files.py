@@ -95,9 +95,8 @@ class Files:
     def read_aux(self, i: int, lo: int, hi: int, buf: np.ndarray):
         """A future of rows ``[lo, hi)`` of auxiliary input ``i``, read into ``buf`` (native byte order,
         the file's dtype, shape ``(m,)`` for a 1-D file, else ``(m, items per row)``)."""
-        hdr = self.lay.aux[i].header
-        shape = (hi - lo,) if len(hdr.shape) == 1 else (hi - lo, hdr.row_items)
-        return self._rpool.submit(self._read, hdr, self.aux_fds[i], lo, hi, buf, shape)
+        aux = self.lay.aux[i]
+        return self._rpool.submit(self._read, aux.header, self.aux_fds[i], lo, hi, buf, aux.shape(hi - lo))
 
     def _read(self, hdr, fd, lo, hi, buf, shape):
         t0 = time.perf_counter()

@@ -121,25 +121,33 @@ def _device(op: Op, algorithm: str, n: int, in_size: int, out_size: int) -> str:
     return "lookback"
 
 
-def _columns(arrays, w):
-    """Per-column contiguous 1-D views of ``(n, w)`` arrays (a transposed copy when w > 1)."""
-    if w == 1:
-        return [a.reshape(-1) for a in arrays]
-    return [cp.ascontiguousarray(a.T) for a in arrays]
+def aux_places(op: Op) -> tuple:
+    """Where the segment flags and the coefficients sit in a call's ``aux`` (-1: absent), by the
+    operator's auxiliary input names."""
+    names = tuple(op.state.aux) if op.state is not None else ()
+    return (names.index("segments") if "segments" in names else -1), (names.index("a") if "a" in names else -1)
 
 
-def _aux_columns(op: Op, aux, x, n: int, w: int):
-    """``(xs, flags, cs)``: ``x`` as per-column 1-D views (:func:`_columns`), the segment flags as
-    one contiguous 1-D array (or None) and the coefficients as per-column contiguous views (or
-    None), picked out of ``aux`` by the operator's auxiliary input names."""
-    names = op.state.aux if op.state is not None else ()
-    flags = next((a for name, a in zip(names, aux) if name == "segments"), None)
-    coef = next((a for name, a in zip(names, aux) if name == "a"), None)
-    if flags is not None:
-        flags = cp.ascontiguousarray(flags.reshape(-1))
-    xs = _columns([x], w)[0]
-    cs = _columns([cp.ascontiguousarray(cp.asarray(coef).reshape(n, -1))], w)[0] if coef is not None else None
-    return xs, flags, cs
+def _one_column(a, n: int):
+    """A contiguous ``(n,)`` view of one column's ``(n,)`` or ``(n, 1)`` array (a copy if it is
+    not contiguous; a host array is copied to the device)."""
+    if type(a) is not cp.ndarray:
+        a = cp.asarray(a)
+    if a.ndim != 1:
+        a = a.reshape(n)
+    return a if a._c_contiguous else cp.ascontiguousarray(a)
+
+
+def _aux_views(aux, places: tuple, n: int, w: int):
+    """``(flags, cs)``: the segment flags as one contiguous ``(n,)`` array, and the coefficients as
+    one contiguous ``(n,)`` array for one column or a transposed ``(w, n)`` copy for ``w`` (each
+    None where the call has none), on the device."""
+    flags_at, coef_at = places
+    flags = aux[flags_at] if 0 <= flags_at < len(aux) else None
+    coef = aux[coef_at] if 0 <= coef_at < len(aux) else None
+    if coef is not None:
+        coef = _one_column(coef, n) if w == 1 else cp.ascontiguousarray(cp.asarray(coef).reshape(n, -1).T)
+    return (None if flags is None else _one_column(flags, n)), coef
 
 
 def _param_rows(op: Op, initial, kstate: np.dtype, w: int):
@@ -172,7 +180,7 @@ class ExtCall:
     time than the rest of the call).  The block is rewritten and launched under the entry's
     lock (threads on several streams may share an entry), inside the stream scratch's lock."""
 
-    __slots__ = ("plan", "fn", "kernel_ptr", "launch", "kstate", "host_dtype", "flags_at", "coef_at", "zero_first",
+    __slots__ = ("plan", "fn", "kernel_ptr", "launch", "kstate", "host_dtype", "aux_places", "zero_first",
                  "args", "lock", "shapes", "scratch", "generation")
 
     def __init__(self, plan, op: Op, types: ScanTypes, exclusive: bool):
@@ -182,9 +190,7 @@ class ExtCall:
         self.kernel_ptr = self.fn.kernel.ptr if self.launch is not None else 0
         self.kstate = plan.kacc
         self.host_dtype = np.dtype(types.state if op.state is not None else types.acc)
-        names = tuple(op.state.aux) if op.state is not None else ()
-        self.flags_at = names.index("segments") if "segments" in names else -1
-        self.coef_at = names.index("a") if "a" in names else -1
+        self.aux_places = aux_places(op)
         self.zero_first = exclusive and _first_is_identity(op, types)
         u64, i64, i32 = ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32
         self.args = ArgBlock(u64, u64, i64, u64, u64, u64, u64, u64, u64, i32, i64, u64, u64, i32, u64)
@@ -229,16 +235,6 @@ def _ext_call(key, dev_id, in_dtype, types: ScanTypes, op: Op, exclusive: bool, 
     return remember(EXT_CALLS, key, ExtCall(plan, op, types, exclusive), 4 * SETTINGS.max_stream_entries)
 
 
-def _one_column(a, n: int):
-    """A contiguous ``(n,)`` view of one column's ``(n,)`` or ``(n, 1)`` array (a copy if it is
-    not contiguous; a host array is copied to the device)."""
-    if type(a) is not cp.ndarray:
-        a = cp.asarray(a)
-    if a.ndim != 1:
-        a = a.reshape(n)
-    return a if a._c_contiguous else cp.ascontiguousarray(a)
-
-
 def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto",
          aux=(), reverse=False, initial=None):
     """The backend's ``scan`` for reverse scans and state operators (see the module docstring).
@@ -277,16 +273,11 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     d_seeds = None if seed is None else _device_bytes(_restate(np.asarray(seed, ent.host_dtype).reshape(w), kstate))
     params = _param_rows(op, initial, kstate, w)
     d_params = None if params is None else _device_bytes(params)
-    flags = aux[ent.flags_at] if 0 <= ent.flags_at < len(aux) else None
-    coef = aux[ent.coef_at] if 0 <= ent.coef_at < len(aux) else None
+    flags, cs = _aux_views(aux, ent.aux_places, n, w)
     if w == 1:
         xs, outs = (x if one_d else x.reshape(n)), (out if out.ndim == 1 else out.reshape(n))
-        cs = None if coef is None else _one_column(coef, n)
     else:
         xs, outs = cp.ascontiguousarray(x.T), cp.empty((w, n), types.result)
-        cs = None if coef is None else _columns([cp.ascontiguousarray(cp.asarray(coef).reshape(n, -1))], w)[0]
-    if flags is not None:
-        flags = _one_column(flags, n)
     totals = cp.empty((w, k), np.uint8) if want_total else None  # the kernels skip a null total
     scratch = scratch_of(dev_id, stream_ptr)
     grid, smem, lead, num_tiles = ent.shape(n)
@@ -351,7 +342,8 @@ def reduce(x, op: Op, types: ScanTypes, aux=(), reverse: bool = False) -> np.nda
     dev_id = x.device.id
     plan = ext_plan(dev_id, x.dtype, types, op, "lookback", reverse)
     kstate = plan.kacc
-    xs, flags, cs = _aux_columns(op, aux, x, n, w)
+    xs = x.reshape(n) if w == 1 else cp.ascontiguousarray(x.T)
+    flags, cs = _aux_views(aux, aux_places(op), n, w)
     num_tiles = -(-n // plan.tile)
     # enough blocks to keep every SM's loads in flight; each folds a contiguous run of tiles
     grid = int(min(num_tiles, 4 * device_info(dev_id)["sms"]))

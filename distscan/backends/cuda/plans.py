@@ -114,10 +114,13 @@ LEAD_PER_SM = 1.5
 LEAD_L2_SHARE = 0.5
 LEAD_MIN_LEADS = 3
 # Scans with flags or coefficients do more work per item (a state's combine, its auxiliary loads),
-# so a tile's bytes take longer than LEAD_SECONDS to stream and re-read: a quarter of the lead
-# (H200, 2^27: 275 tiles of 2048 items against 1102, recurrence float32 0.67 of copy against 0.63;
-# segmented float32 and int64 at their best with 275, float64 recurrences with none; RESULTS.md).
-STATE_LEAD_SHARE = 0.25
+# and a shorter lead keeps their re-read tiles in L2: half the lead.  Measured at 2^27 with the
+# state shapes of compile.choose_tuning (benchmarks/sweep_state_tiles.py; RESULTS.md, "State
+# scans' tiles"), as a ratio to copy with a quarter | a half | the whole lead: H100 segmented
+# float32 0.85 | 0.84 | 0.87 (4096-item tiles) and reversed 0.87 | 0.89 | 0.89, int64 0.84 | 0.88 |
+# 0.84, recurrence float32 0.79 | 0.86 | 0.82 (2048-item tiles); H200 segmented float32 - | 0.75 |
+# 0.73, int64 - | 0.69 | 0.68, recurrence float32 0.67 | 0.63 | 0.63 (a quarter better there).
+STATE_LEAD_SHARE = 0.5
 
 
 def setup_lead(plan: Plan, dev_id: int, algorithm: str, share: float = 1.0) -> None:
