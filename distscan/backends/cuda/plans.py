@@ -127,7 +127,7 @@ def setup_lead(plan: Plan, dev_id: int, algorithm: str, share: float = 1.0) -> N
     """plan.lead: the reduction lead of an "auto" look-back plan (0: one tile per block); ``share``
     of the time-based lead (STATE_LEAD_SHARE for state scans)."""
     plan.lead = 0
-    if algorithm != "auto" or plan.device != "lookback":
+    if algorithm != "auto" or plan.device != "lookback" or share == 0:
         return
     info = device_info(dev_id)
     if info["dram_bw"]:
