@@ -17,6 +17,7 @@ import json
 import os
 import sys
 import tempfile
+import traceback
 
 import numpy as np
 from mpi4py import MPI
@@ -171,8 +172,13 @@ def main():
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
     if "--cupy" in sys.argv:
-        import cupy
-        cupy.cuda.Device(rank % cupy.cuda.runtime.getDeviceCount()).use()
+        try:
+            import cupy
+            cupy.cuda.Device(rank % cupy.cuda.runtime.getDeviceCount()).use()
+        except Exception:  # noqa: BLE001 - a rank that cannot start ends the job, rather than leave the
+            traceback.print_exc()  # others waiting in a collective (MPI_Finalize at exit would wait too)
+            sys.stderr.flush()
+            comm.Abort(1)
     records = []
     with tempfile.TemporaryDirectory() as tmp:
         for k, call in enumerate(scenario["calls"]):
