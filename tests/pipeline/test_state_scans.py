@@ -59,6 +59,9 @@ def _data(n, seed=21):
         "bi": rng.integers(-9, 9, (n, 2)).astype(np.int64),
         "exact": (rng.integers(-2**20, 2**20, n) * 2.0**-10).astype(np.float32),
         "bint": rng.integers(-9, 9, n),  # int64 beside float32 coefficients: a float64 recurrence
+        # the zero rule (ops.state.affine_coef): a of 0, 1, inf and NaN, b of 0, 1 and 2 (exact)
+        "az": rng.choice(np.array([0, 1, np.inf, np.nan]), n, p=[0.2, 0.76, 0.02, 0.02]),
+        "bz": rng.choice(np.array([0.0, 0, 0, 1, 2]), n),
     }
 
 
@@ -142,6 +145,16 @@ CASES = {
                                 lambda p: distscan.linear_recurrence(p["a32"], p["bint"], comm=p["comm"],
                                                                      backend="cpu"),
                                 lambda d, y: _recurrence_close(y, d["a32"], d["bint"], 0.0, None, False)),
+    "recurrence_zero_rule": (dict(input="bz", coefficients="az", segments="flags"),
+                             lambda p: distscan.linear_recurrence(p["az"], p["bz"], segments=p["flags"],
+                                                                  comm=p["comm"], backend="cpu"),
+                             lambda d, y: np.testing.assert_array_equal(
+                                 y, recurrence_reference(d["az"], d["bz"], segments=d["flags"]))),
+    "recurrence_zero_rule_reverse": (dict(input="bz", coefficients="az", reverse=True, initial=2.0),
+                                     lambda p: distscan.linear_recurrence(p["az"], p["bz"], initial=2.0, reverse=True,
+                                                                          comm=p["comm"], backend="cpu"),
+                                     lambda d, y: np.testing.assert_array_equal(
+                                         y, recurrence_reference(d["az"], d["bz"], initial=2.0, reverse=True))),
     "compensated": (dict(input="exact", compensated=True),
                     lambda p: distscan.scan(p["exact"], compensated=True, comm=p["comm"], backend="cpu"),
                     lambda d, y: _two_ulp(y, d["exact"])),
@@ -229,7 +242,8 @@ def test_more_ranks_than_rows(shared_tmp_path, comm, tiny_chunks, name):
 
 
 @pytest.mark.parametrize("name", ["reverse_sum", "reverse_float_sum", "reverse_segments", "exclusive_segments_max",
-                                  "recurrence_reverse_initial", "integer_recurrence", "compensated"])
+                                  "recurrence_reverse_initial", "integer_recurrence", "recurrence_zero_rule",
+                                  "compensated"])
 @pytest.mark.parametrize("limit", [None, "1K"], ids=["resident", "streamed"])
 def test_state_scans_through_the_gpu_engine(shared_tmp_path, comm, tiny_chunks, monkeypatch, name, limit):
     """The GPU engine (its host stand-in) in pieces of a "1K" GPU memory limit: the auxiliary inputs
