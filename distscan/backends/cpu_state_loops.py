@@ -1,6 +1,6 @@
 """The sequential loops of the state scans on the CPU, as numba code (templates whose upper-case
 names :class:`distscan.backends.cpu_states.Loops` replaces by constants and code: which kind of
-segments, whether it writes, the NaN lift, the affine zero rule).  Arguments as
+segments, whether it writes, the NaN lift, the affine zero rule and subnormal flush).  Arguments as
 :mod:`distscan.backends.cpu_states` states them; each returns the state after the last row."""
 
 SEGMENTED = '''
@@ -48,8 +48,12 @@ def scan(x, a, f, out, seed_a, seed_b, seed_flag, has_seed, init, has_init):
     As = seed_a.copy()
     Bs = seed_b.copy()
     freshes = np.empty(w, np.bool_)
+    flushes = np.zeros(w, np.bool_)  # A is a flushed subnormal (FLUSH_A), not a zero that a zero coefficient made
     for j in range(w):
         freshes[j] = (not has_seed) or (ENDS and seed_flag[j])
+        A = As[j]
+        FLUSH_SEED
+        As[j] = A
     rows = max(1, 65536 // w)
     for r0 in range(0, n, rows):
         r1 = min(n, r0 + rows)
@@ -57,6 +61,7 @@ def scan(x, a, f, out, seed_a, seed_b, seed_flag, has_seed, init, has_init):
             A = As[j]
             B = Bs[j]
             fresh = freshes[j]
+            flushed = flushes[j]
             ini = init[j]
             for i in range(r0, r1):
                 start = f[i] if FLAGS else False
@@ -64,16 +69,22 @@ def scan(x, a, f, out, seed_a, seed_b, seed_flag, has_seed, init, has_init):
                 if (STARTS and start) or fresh:
                     A = c
                     B = x[i, j]
+                    flushed = False
                 else:
                     B = COEF_B * B + x[i, j]
-                    A = COEF_A * A
-                    FLUSH_A
+                    UPDATE_A
                 fresh = ENDS and start
                 if WRITE:
                     out[i, j] = B + COEF_I * ini if has_init else B
             As[j] = A
             Bs[j] = B
             freshes[j] = fresh
+            flushes[j] = flushed
+    for j in range(w):
+        A = As[j]
+        flushed = flushes[j]
+        UNFLUSH
+        As[j] = A
     return As, Bs
 '''
 

@@ -112,19 +112,45 @@ def _constant(value, w: int, dtype) -> np.ndarray:
 _TEMPLATES = {"segmented": SEGMENTED, "affine": AFFINE, "compensated": COMPENSATED}
 
 
-def _flush_subnormal(acc: np.dtype) -> str:
-    """The affine loop's product of coefficients ``A`` set to zero once it is subnormal (real floats).
+def _affine_code(acc: np.dtype) -> dict:
+    """The affine loop's code for the accumulator dtype: the zero rule (:func:`.folds.affine_coef_code`:
+    a zero contributes nothing, even times an infinite or NaN coefficient) and, for real floats,
+    the flush of the product of coefficients ``A`` to zero once it is subnormal.
 
     ``A`` only scales what came before the part (``A * initial``, ``A * seed`` in a carry): once
-    below the smallest normal number its part of a result is below every float's resolution but
-    that of results themselves as small.  Left alone it is often stuck there (the smallest subnormal
-    times any ``c`` in (0.5, 1) rounds back to itself: a discount factor, a filter's pole), and every
-    multiplication by a subnormal costs about 100 cycles on many x86 CPUs (measured: 2^24 float64
-    with ``a`` in (0.5, 1): 583 ms against 63 ms with ``a`` near 1, on the 2-core VM)."""
-    if acc.kind != "f":
-        return "pass"
-    tiny = float(np.finfo(acc).tiny)
-    return f"if -{tiny!r} < A < {tiny!r}:\n                        A = A * 0.0"
+    below the smallest normal number its part of a result is below the resolution of results
+    unless ``initial`` or the seed is very large.  Left alone it is often stuck there (the smallest
+    subnormal times any ``c`` in (0.5, 1) rounds back to itself: a discount factor, a filter's
+    pole), and every multiplication by a subnormal costs about 100 cycles on many x86 CPUs
+    (measured: 2^24 float64 with ``a`` in (0.5, 1): 583 ms against 63 ms with ``a`` near 1, on the
+    2-core VM).  A flushed ``A`` is not a zero that a zero coefficient made: the loop remembers it
+    (``flushed``), so an infinite or NaN coefficient, or ``initial``, still meets a nonzero ``A``
+    (the smallest subnormal of its sign: ±inf or NaN, as the product of the subnormal itself),
+    and a carry leaves with that subnormal, which the next chunk's loop flushes again."""
+    if acc.kind not in "fc":
+        return {"COEF_B": "c", "UPDATE_A": "A = c * A", "COEF_I": "A", "FLUSH_SEED": "pass", "UNFLUSH": "pass"}
+    rule = {"COEF_B": affine_coef_code("c", "B")}
+    if acc.kind == "c":
+        return dict(rule, UPDATE_A=f"A = {affine_coef_code('c', 'A')} * A", COEF_I=affine_coef_code("A", "ini"),
+                    FLUSH_SEED="pass", UNFLUSH="pass")
+    normal, sub = f"np.{acc.name}({float(np.finfo(acc).tiny)!r})", f"np.{acc.name}({float(np.finfo(acc).smallest_subnormal)!r})"
+    pad = "\n" + " " * 20
+    update = pad.join([
+        "if flushed and not np.isfinite(c):",
+        f"    A = c * np.copysign({sub}, A)",
+        "    flushed = False",
+        "else:",
+        f"    A = {affine_coef_code('c', 'A')} * A",
+        "    if c == 0:",
+        "        flushed = False",
+        f"    elif A != 0 and -{normal} < A < {normal}:",
+        "        A = A * 0.0",
+        "        flushed = True"])
+    return dict(rule, UPDATE_A=update,
+                COEF_I=f"(np.copysign({sub}, A) if flushed and not np.isfinite(ini) else {affine_coef_code('A', 'ini')})",
+                FLUSH_SEED=("\n" + " " * 8).join([f"if A != 0 and -{normal} < A < {normal}:",
+                                                   "    A = A * 0.0", "    flushes[j] = True"]),
+                UNFLUSH=("\n" + " " * 8).join(["if flushed:", f"    A = np.copysign({sub}, A)"]))
 
 
 class Loops:
@@ -162,11 +188,7 @@ class Loops:
         elif self.kind == "affine":
             arguments = [rows, rows, flags, out, row, row, flags, "BOOL", row, "BOOL"]
             constants = {"STARTS": st.segments == "starts", "ENDS": st.segments == "ends", "FLAGS": st.segments != "",
-                         "FLUSH_A": _flush_subnormal(acc),
-                         # a zero contributes nothing, even times an infinite a (ops.state.affine_coef)
-                         "COEF_B": affine_coef_code("c", "B") if acc.kind in "fc" else "c",
-                         "COEF_A": affine_coef_code("c", "A") if acc.kind in "fc" else "c",
-                         "COEF_I": affine_coef_code("A", "ini") if acc.kind in "fc" else "A"}
+                         **_affine_code(acc)}
             base = None
         else:
             arguments = [rows, out, row, row, "BOOL", row]
