@@ -46,7 +46,7 @@ from .._dtypes import scan_types
 from ..backends import get_backend
 from ..ops import Op, get_op
 
-__all__ = ["ScanPlan", "fail_exchange", "resolve_strategy", "resolve_algorithm", "resolve_hierarchy"]
+__all__ = ["ScanPlan", "resolve_strategy", "resolve_algorithm", "resolve_hierarchy"]
 
 
 class ScanPlan:
@@ -78,7 +78,7 @@ class ScanPlan:
     ------
     ValueError, TypeError
         Unknown names, or an operator the dtype does not support.  Raised locally: callers
-        that build plans on every rank agree on such failures through :func:`fail_exchange`.
+        that build plans on every rank agree on such failures through :func:`distscan.dist.exchange.fail_exchange`.
     """
 
     def __init__(self, op, input_dtype, *, dtype=None, out_dtype=None, exclusive=False, trailing=(), comm=None,
@@ -164,7 +164,7 @@ class ScanPlan:
             else:
                 with timer.phase("scan"):
                     out, _ = self.be.scan(rows, self.op, self.types, exclusive=self.exclusive,
-                                          seed=self._initial_seed(initial), out=out, algorithm=self.algorithm,
+                                          seed=self.initial_seed(initial), out=out, algorithm=self.algorithm,
                                           **(general or {}))
             return out if finish is None else finish(out)
         carry, n, last, loops, seed = None, 0, self.last, None, None
@@ -181,7 +181,7 @@ class ScanPlan:
                 if loops is not None:
                     rows = loops.rows(rows)  # the one conversion to the accumulator dtype
                 if self.first and initial is not None:
-                    seed = self._initial_seed(initial)
+                    seed = self.initial_seed(initial)
                 if self.strategy == "reduce_then_scan":
                     with timer.phase("reduce"):
                         if n and not last:  # the last rank's carry is never read
@@ -273,13 +273,6 @@ class ScanPlan:
         if not (self.reverse or aux or self.op.state is not None):
             return None
         return {"aux": aux, "reverse": self.reverse, "initial": initial if self.projects else None}
-
-    def _initial_seed(self, initial):
-        """What ``initial`` seeds the first rank's scan with: the value (plain), the state of it
-        (compensated), nothing (projected on every rank instead)."""
-        if initial is None or self.projects:
-            return None
-        return initial if self.op.state is None else self.carries.of_values(initial)
 
     def _initial_salt(self, initial) -> int:
         """Projected ``initial`` values are every rank's own: a rank whose value differs changes the
@@ -393,18 +386,13 @@ class ScanPlan:
                             want_total=want_total, algorithm=self.algorithm, **(general or {}))
 
     def initial_seed(self, initial):
-        """The seed ``initial`` gives the first chunk of the first rank (None: none)."""
-        return self._initial_seed(initial)
+        """What ``initial`` seeds the first rank's scan (its first chunk) with: the value (plain), the
+        state of it (compensated), nothing (None: projected on every rank instead)."""
+        if initial is None or self.projects:
+            return None
+        return initial if self.op.state is None else self.carries.of_values(initial)
 
     def add_offset(self, out, offset) -> None:
         """``out[i] = offset op out[i]`` in place (``scan_then_add``'s finish)."""
         if offset is not None:
             self.be.combine(out, self.op, self.types, offset)
-
-
-def fail_exchange(comm, error: BaseException, *, what="scan arguments") -> None:
-    """Take part in a plan's exchange from a rank that could not build the plan: the record says
-    "failed", so every rank raises the agreed error (this one too)."""
-    st = exchange.status(True, 0, 0, empty=True)
-    exchange.exchange(st, np.zeros(1, np.uint8), lambda a, b: a, comm)
-    raise_agreed(comm, error)
