@@ -25,10 +25,10 @@ from .cpu_state_loops import AFFINE, COMPENSATED, SEGMENTED
 # A NaN-aware base reads NaN as its identity (nancumsum's zero, nancumprod's one).
 _NAN_LIFT = {"nansum": "b = 0 if b != b else b", "nanprod": "b = 1 if b != b else b"}
 
-# Each loop walks blocks of ROWS rows, and in a block each column with its state in scalars
-# (numba keeps them in registers: a 1-D recurrence runs at half the time of np.cumsum; states
-# kept in arrays across the columns of each row took 2.7 times as long), so a block's columns
-# share the cache lines they lie on.
+# Each loop (here and in backends/cpu_state_loops.py) walks blocks of rows, and in a block each
+# column with its state in scalars (numba keeps them in registers: a 1-D recurrence runs at half
+# the time of np.cumsum; states kept in arrays across the columns of each row took 2.7 times as
+# long), so a block's columns share the cache lines they lie on.
 _DECLARED = '''
 def scan(x, out, seed, has_seed, first):
     n, w = x.shape
@@ -108,7 +108,7 @@ def _constant(value, w: int, dtype) -> np.ndarray:
     return row
 
 
-# The state kinds whose loops are below (a declared operator's are its own: _declared).
+# The state kinds' loops (backends/cpu_state_loops.py; a declared operator's are its own: _declared).
 _TEMPLATES = {"segmented": SEGMENTED, "affine": AFFINE, "compensated": COMPENSATED}
 
 

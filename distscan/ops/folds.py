@@ -12,6 +12,11 @@ def affine_coef_code(a: str, y: str) -> str:
     return f"({a} if {y} != 0 or np.isfinite({a}) else {y} - {y})"
 
 
+def _with_zero_rule(fold: str) -> str:
+    """An affine fold whose ``t.a`` multiplies ``b`` (AFFINE_COEF) and ``a`` (AFFINE_COEF_A) by the rule."""
+    return fold.replace("AFFINE_COEF_A", affine_coef_code("t.a", "a")).replace("AFFINE_COEF", affine_coef_code("t.a", "b"))
+
+
 SEGMENTED_FOLD = '''
 def fold(stack, out):
     k, w = stack.shape
@@ -49,7 +54,7 @@ def fold(stack, out):
         out[j].end = end
 '''
 
-AFFINE_FOLD = '''
+AFFINE_FOLD = _with_zero_rule('''
 def fold(stack, out):
     k, w = stack.shape
     for j in range(w):
@@ -61,9 +66,9 @@ def fold(stack, out):
             a = AFFINE_COEF_A * a
         out[j].a = a
         out[j].b = b
-'''.replace("AFFINE_COEF_A", affine_coef_code("t.a", "a")).replace("AFFINE_COEF", affine_coef_code("t.a", "b"))
+''')
 
-AFFINE_STARTS_FOLD = '''
+AFFINE_STARTS_FOLD = _with_zero_rule('''
 def fold(stack, out):
     k, w = stack.shape
     for j in range(w):
@@ -82,9 +87,9 @@ def fold(stack, out):
         out[j].a = a
         out[j].b = b
         out[j].flag = f
-'''.replace("AFFINE_COEF_A", affine_coef_code("t.a", "a")).replace("AFFINE_COEF", affine_coef_code("t.a", "b"))
+''')
 
-AFFINE_ENDS_FOLD = '''
+AFFINE_ENDS_FOLD = _with_zero_rule('''
 def fold(stack, out):
     k, w = stack.shape
     for j in range(w):
@@ -106,7 +111,7 @@ def fold(stack, out):
         out[j].b = b
         out[j].inner = inner
         out[j].end = end
-'''.replace("AFFINE_COEF_A", affine_coef_code("t.a", "a")).replace("AFFINE_COEF", affine_coef_code("t.a", "b"))
+''')
 
 COMPENSATED_FOLD = '''
 def fold(stack, out):
