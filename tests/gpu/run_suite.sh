@@ -2,7 +2,7 @@
 # The whole GPU suite in one call of under 600 s: four pytest runs at once on the one GPU (or on
 # all visible GPUs: the multi-GPU tests pick theirs), then the two tests that allocate past 2^31
 # items alone.  Four runs beside those two ran an H100 (80 GB) out of memory (2026-11-23,
-# benchmarks/logs/gpu-tests.txt); without them the four fit.  Measured with the two inside the
+# benchmarks/logs/gpu-tests.txt), which the four alone should not (not yet tried).  Measured with the two inside the
 # operators run (this script not yet run as it is): H200 313 s, H100 540 s.
 #
 #   bash tests/gpu/run_suite.sh OUT_DIR      (from the repository root; OUT_DIR gets one log per run)
