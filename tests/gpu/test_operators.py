@@ -17,8 +17,10 @@ import distscan
 from distscan._dtypes import scan_types
 from distscan.ops import affine, get_op, segmented
 
+from tests.support.data import zero_rule_case
 from tests.support.devices import require_gpu
 from tests.support.ranks import SELF
+from tests.support.reference import recurrence_reference
 
 cp = require_gpu()
 pytestmark = pytest.mark.gpu
@@ -198,9 +200,6 @@ def test_an_infinite_or_nan_coefficient_times_a_zero_is_zero_in_every_lane_threa
     (NaN where it gives NaN): an infinite ``a[0]`` without an initial gives ``b[0]``, one at any
     lane, item or tile start gives inf, never a padding's NaN.  Integer-valued data: exact in any
     association."""
-    from tests.ops.test_recurrences import zero_rule_case
-    from tests.support.reference import recurrence_reference
-
     a, b = zero_rule_case(rng, n, dtype)
     edges = np.array([0, 1, 31, 32, 255, 256, 1023, 1024, 4095, 4096, 8191, 8192, 65535, 65536, n - 1])
     edges = edges[edges < n]

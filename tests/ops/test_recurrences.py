@@ -14,7 +14,7 @@ import pytest
 
 import distscan
 
-from tests.support.data import random_array, random_counts, rank_part
+from tests.support.data import random_array, random_counts, rank_part, zero_rule_case
 from tests.support.ranks import all_ranks_ok
 from tests.support.reference import assert_within_sum_bound, recurrence_reference
 from tests.support.seeds import shared_rng
@@ -62,16 +62,6 @@ def test_linear_recurrence_with_a_scalar_decay_and_near_one(comm):
         y = distscan.linear_recurrence(a, rank_part(b, counts, comm), comm=comm)
         ref = rank_part(recurrence_reference(np.full(n, a), b), counts, comm)
         all_ranks_ok(comm, lambda: np.testing.assert_allclose(y, ref, rtol=0, atol=1e-9 * (np.abs(ref).max(initial=0) + 1)))
-
-
-def zero_rule_case(rng, n, dtype="float64"):
-    """Coefficients and values for the zero rule (distscan.ops.state.affine_coef): ``a`` of 0, 1,
-    inf and NaN, ``b`` of 0, 1 and 2, so that ``y`` is an integer (exact in any association),
-    never negative (no cancellation to zero) and often exactly 0 just before an infinite or NaN
-    ``a`` (once infinite, ``y`` stays so, or NaN, to the next segment start)."""
-    a = rng.choice(np.array([0, 1, np.inf, np.nan]), n, p=[0.2, 0.76, 0.02, 0.02]).astype(dtype)
-    b = rng.choice(np.array([0, 0, 0, 1, 2]), n).astype(dtype)
-    return a, b
 
 
 @pytest.mark.manyranks

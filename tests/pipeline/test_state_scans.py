@@ -26,6 +26,7 @@ from distscan.io import block_split
 from distscan.pipeline import chunks, files
 from distscan.pipeline.cuda import run_gpu
 
+from tests.support.data import zero_rule_case
 from tests.support.host_gpu import HostChunks
 from tests.support.ranks import SELF
 from tests.support.reference import assert_within_sum_bound, recurrence_reference, segmented_reference
@@ -48,6 +49,7 @@ def _data(n, seed=21):
     flags = rng.random(n) < 0.0007  # about 14 segments over 20,011 rows: across chunks and ranks
     if n > 1000:
         flags[[1, 85, 86, 170, n // 2, n - 1]] = True  # at and beside chunk boundaries, and the last row
+    az, bz = zero_rule_case(rng, n)  # the zero rule (ops.state.affine_coef)
     return {
         "ints": rng.integers(-50, 50, (n, 3)).astype(np.int32),
         "floats": rng.standard_normal(n),
@@ -59,9 +61,7 @@ def _data(n, seed=21):
         "bi": rng.integers(-9, 9, (n, 2)).astype(np.int64),
         "exact": (rng.integers(-2**20, 2**20, n) * 2.0**-10).astype(np.float32),
         "bint": rng.integers(-9, 9, n),  # int64 beside float32 coefficients: a float64 recurrence
-        # the zero rule (ops.state.affine_coef): a of 0, 1, inf and NaN, b of 0, 1 and 2 (exact)
-        "az": rng.choice(np.array([0, 1, np.inf, np.nan]), n, p=[0.2, 0.76, 0.02, 0.02]),
-        "bz": rng.choice(np.array([0.0, 0, 0, 1, 2]), n),
+        "az": az, "bz": bz,
     }
 
 

@@ -19,6 +19,16 @@ def random_array(rng, n, dtype, trailing=()):
     return rng.standard_normal(shape).astype(dtype)
 
 
+def zero_rule_case(rng, n, dtype="float64"):
+    """Coefficients and values for the zero rule (distscan.ops.state.affine_coef: tests/ops/test_recurrences.py, tests/pipeline/test_state_scans.py, tests/gpu/test_operators.py): ``a`` of 0, 1,
+    inf and NaN, ``b`` of 0, 1 and 2, so that ``y`` is an integer (exact in any association),
+    never negative (no cancellation to zero) and often exactly 0 just before an infinite or NaN
+    ``a`` (once infinite, ``y`` stays so, or NaN, to the next segment start)."""
+    a = rng.choice(np.array([0, 1, np.inf, np.nan]), n, p=[0.2, 0.76, 0.02, 0.02]).astype(dtype)
+    b = rng.choice(np.array([0, 0, 0, 1, 2]), n).astype(dtype)
+    return a, b
+
+
 def random_counts(rng, size, max_rows=30, empty=0.25):
     """Random row counts of ``size`` ranks, up to ``max_rows`` each, a share ``empty`` of them (about)
     set to zero: uneven parts, empty ones among them, so that runs cross rank boundaries anywhere."""

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The whole GPU suite in one call of under 600 s: four pytest runs at once on the one GPU (or on
+# all visible GPUs: the multi-GPU tests pick theirs), then the two tests that allocate past 2^31
+# items alone.  Four runs beside those two ran an H100 (80 GB) out of memory (2026-11-23,
+# benchmarks/logs/gpu-tests.txt), which the four alone should not (not yet tried).  Measured with the two inside the
+# operators run (this script not yet run as it is): H200 313 s, H100 540 s.
+#
+#   bash tests/gpu/run_suite.sh OUT_DIR      (from the repository root; OUT_DIR gets one log per run)
+#
+# Prints the sha1 of distscan/ and kernels/ (what benchmarks/logs/gpu-tests.txt records) and the
+# pytest summary of every run; exits non-zero if any run failed.
+set -u
+out=${1:?usage: bash tests/gpu/run_suite.sh OUT_DIR}
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1 DISTSCAN_PROGRESS=0 PYTHONPATH=${PYTHONPATH:-$PWD}
+date -u
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+(cd distscan && find . ../kernels -type f \( -name '*.py' -o -name '*.cu*' \) | LC_ALL=C sort | xargs sha1sum | sha1sum)
+P="python3 -m pytest -q -p no:cacheprovider -rfEs --timeout 500"
+G=tests/gpu
+BIG="past_2_to_the_31_items or look_ahead_sizes_of_4_byte_items"
+run() {  # name, then pytest's arguments
+    local name=$1; shift
+    timeout 560 $P "$@" > "$out/suite-$name.txt" 2>&1
+    echo "exit $?" >> "$out/suite-$name.txt"
+}
+run kernels $G/test_kernels_lead.py $G/test_kernels_lookahead.py $G/test_kernels_lookback.py &
+run operators $G/test_operators.py -k "not ($BIG)" &
+run command $G/test_command.py $G/test_mpi.py $G/test_kinds.py $G/test_promises.py $G/test_ranks_differ.py &
+run api $G/test_scan.py $G/test_hotpath.py $G/test_launches.py $G/test_algorithms.py $G/test_numpy_semantics.py &
+wait
+run big $G/test_operators.py -k "$BIG"
+date -u
+status=0
+for f in "$out"/suite-*.txt; do
+    echo "== $f"
+    grep -E "passed|failed|FAILED|ERROR|SKIPPED|exit" "$f" | tail -12
+    grep -q "^exit 0$" "$f" || status=1
+done
+exit $status
