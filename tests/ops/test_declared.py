@@ -78,14 +78,21 @@ def test_declared_operators_across_ranks(name, reverse, comm):
 @pytest.mark.parametrize("name", sorted(DECLARED))
 def test_declared_reduce_is_the_last_item_of_the_scan(name, comm):
     """reduce() of a declared operator: its total, projected (the identity's projection when the
-    whole array is empty), the same on every rank."""
+    whole array is empty), the same on every rank. A declared ufunc reduces as NumPy's
+    ``ufunc.reduce``, from the identity: np.hypot.reduce([-1.5]) is 1.5, where the scan's first
+    item is -1.5 as it is (ufunc.accumulate)."""
     rng = shared_rng(comm)
     counts = random_counts(rng, comm.size, 50)
     n = int(counts.sum())
     g = rng.integers(0, 30, n) if name == "affine2" else rng.standard_normal(n)
     total = distscan.reduce(rank_part(g, counts, comm), DECLARED[name], comm=comm)
     if n:
-        all_ranks_ok(comm, lambda: np.testing.assert_allclose(total, _declared_reference(name, g)[-1], rtol=1e-12))
+        want = np.hypot.reduce(g) if name == "hypot" else _declared_reference(name, g)[-1]
+        all_ranks_ok(comm, lambda: np.testing.assert_allclose(total, want, rtol=1e-12))
+    if name == "hypot":  # one negative item, on the last rank: the case a random draw seldom makes
+        one = np.array([-1.5]) if comm.rank == comm.size - 1 else np.empty(0)
+        single = distscan.reduce(one, DECLARED[name], comm=comm)
+        all_ranks_ok(comm, lambda: np.testing.assert_array_equal(single, np.hypot.reduce([-1.5])))
     ffill = distscan.Operator("ffill", lambda a, b: np.where(np.isnan(b), a, b), identity=np.nan, kinds="f")
     gaps = np.where(rng.random(n) < 0.7, np.nan, g.astype(float))
     last = gaps[~np.isnan(gaps)][-1] if np.any(~np.isnan(gaps)) else np.nan
