@@ -110,6 +110,7 @@ def scan(x, out, seed_s, seed_e, has_seed, first):
                 lo = lo + e
                 total = hi + lo
                 e = lo - (total - hi)
+                OVERFLOW
                 s = total
                 if not EXCLUSIVE and WRITE:
                     out[i, j] = s

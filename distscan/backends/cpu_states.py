@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops.folds import affine_coef_code
+from ..ops.folds import affine_coef_code, compensated_overflow_code
 from ..ops.jit import array_type, base_combine, compile_loop
 from .cpu_state_loops import AFFINE, COMPENSATED, SEGMENTED
 
@@ -192,7 +192,8 @@ class Loops:
             base = None
         else:
             arguments = [rows, out, row, row, "BOOL", row]
-            constants = {"LIFT": _NAN_LIFT.get(st.base.name, "pass")}
+            constants = {"LIFT": _NAN_LIFT.get(st.base.name, "pass"),
+                         "OVERFLOW": compensated_overflow_code(acc, "total", "e").replace("\n", "\n" + " " * 16)}
             base = None
             self.first = _constant(st.base.identity(acc), w, acc)
             self.neutral_s = _constant(self.neutral["s"], w, acc)

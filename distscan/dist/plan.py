@@ -32,6 +32,7 @@ Pipelines that work in chunks call the steps themselves: :meth:`local_carry` per
 from __future__ import annotations
 
 import math
+import zlib
 from typing import Optional
 
 import numpy as np
@@ -159,6 +160,7 @@ class ScanPlan:
         if self.size == 1:
             if error is not None:
                 raise error
+            given = out
             if fast and timings is None and general is None:
                 out = self.be.scan_lean(rows, self.op, self.types, self.exclusive, out, initial)
             else:
@@ -166,7 +168,10 @@ class ScanPlan:
                     out, _ = self.be.scan(rows, self.op, self.types, exclusive=self.exclusive,
                                           seed=self.initial_seed(initial), out=out, algorithm=self.algorithm,
                                           **(general or {}))
-            return out if finish is None else finish(out)
+            if finish is not None:
+                return finish(out)
+            # the caller's out itself, as NumPy's out= returns it (a backend may return a view of it)
+            return given if given is not None else out
         carry, n, last, loops, seed = None, 0, self.last, None, None
         seeds_initial = self.first and initial is not None and not self.projects
         if error is None:
@@ -204,7 +209,7 @@ class ScanPlan:
         may_fail = finish_may_fail or (loops is None and self._finish_may_fail(fast))
         with timer.phase("exscan"):
             agreed, offset, _ = self._exchange(carry, error, n, what, extra, False, may_fail, last,
-                                               salt=self._initial_salt(initial))
+                                               initial_field=self._initial_field(initial))
         if not self.first:
             seed = offset
         with (collectively(self.comm) if agreed.agree_after else NULL):
@@ -274,12 +279,16 @@ class ScanPlan:
             return None
         return {"aux": aux, "reverse": self.reverse, "initial": initial if self.projects else None}
 
-    def _initial_salt(self, initial) -> int:
+    def _initial_field(self, initial) -> dict:
         """Projected ``initial`` values are every rank's own: a rank whose value differs changes the
-        fingerprint it sends, so that all raise instead of projecting different values."""
+        fingerprint it sends (the field's), so that all raise, naming it, instead of projecting
+        different values.  ``{}`` where ``initial`` is the first rank's alone (or none)."""
         if initial is None or not self.projects:
-            return 0
-        return fingerprint({"initial": np.asarray(initial).tobytes()})
+            return {}
+        value = np.asarray(initial)
+        shown = (repr(value.reshape(-1)[0].item()) if value.size == 1 else np.array2string(value) if value.size <= 8
+                 else f"an array of shape {value.shape}")
+        return {"initial": shown, "_bytes": value.tobytes()}
 
     def _finish_may_fail(self, fast: bool) -> bool:
         """Whether this rank's finish (the seeded scan or the add) may raise, so that every rank
@@ -346,10 +355,13 @@ class ScanPlan:
         agreed, seed, total = self._exchange(carry, error, rows, what, extra, want_total, False)
         return (seed, total, agreed.rows) if want_total else seed
 
-    def _exchange(self, carry, error, rows, what, extra, want_total, agree_after, unread=False, salt=0):
+    def _exchange(self, carry, error, rows, what, extra, want_total, agree_after, unread=False, initial_field=None):
         """``(Status, seed, total)``; ``agree_after``: this rank's work after the exchange may
         fail (the Status then tells every rank to agree after it); ``unread``: no rank reads this
-        rank's carry (the last rank's, without ``want_total``), so a missing one is not flagged."""
+        rank's carry (the last rank's, without ``want_total``), so a missing one is not flagged;
+        ``initial_field``: :meth:`_initial_field`, compared with the arguments."""
+        initial_field = initial_field or {}
+        salt = zlib.crc32(initial_field["_bytes"]) ^ fingerprint(initial_field) if initial_field else 0
         h = exchange
         flags = h.AGREE_AFTER if agree_after else 0
         if error is not None:
@@ -370,7 +382,7 @@ class ScanPlan:
         if agreed.failed:
             raise_agreed(self.comm, error if error is not None else ex.error)
         if not agreed.agreed:
-            raise_mismatch(self.comm, what, {**self.fields, **(extra or {}), "_rows": rows})
+            raise_mismatch(self.comm, what, {**self.fields, **(extra or {}), **initial_field, "_rows": rows})
         if self.carries.flagged:
             return agreed, self.carries.value(offset), self.carries.value(total)
         return agreed, offset, total

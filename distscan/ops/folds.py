@@ -53,9 +53,31 @@ s = hi + lo
 e = lo - (s - hi)
 """
 
+
+def compensated_overflow_code(value, total: str, err: str) -> str:
+    """numba lines that follow a compensated step (``hi`` the rounded sum of the sums, ``total``
+    and ``err`` the renormalised sum and error): where ``hi`` is infinite or NaN (an overflow, or
+    an infinity or NaN among the parts) the sum is ``hi``, IEEE's, and the error 0: TwoSum's error
+    of an infinite sum is NaN (``inf - inf``), which would turn the sum into NaN.  Per component
+    of a complex ``value`` dtype; in that dtype (no widening)."""
+    import numpy as np
+
+    value = np.dtype(value)
+    if value.kind != "c":
+        return f"if not np.isfinite(hi):\n    {total} = hi\n    {err} = np.{value.name}(0)\n"
+    part = np.dtype(value.char.lower()).name
+    return (f"if not (np.isfinite(hi.real) and np.isfinite(hi.imag)):\n"
+            f"    fr = np.isfinite(hi.real)\n    fi = np.isfinite(hi.imag)\n"
+            f"    {err} = np.{value.name}(complex({err}.real if fr else np.{part}(0), {err}.imag if fi else np.{part}(0)))\n"
+            f"    {total} = np.{value.name}(complex({total}.real if fr else hi.real, {total}.imag if fi else hi.imag))\n")
+
+
+def compensated_fold(value) -> str:
+    """The compensated state's fold for states over ``value`` (its overflow code is typed)."""
+    return _fold(("s", "e"), _COMPENSATED + compensated_overflow_code(value, "s", "e"))
+
 SEGMENTED_FOLD = _fold(("value",), _SEGMENTED, "starts")
 SEGMENTED_ENDS_FOLD = _fold(("value",), _SEGMENTED, "ends")
 AFFINE_FOLD = _fold(("a", "b"), _AFFINE)
 AFFINE_STARTS_FOLD = _fold(("a", "b"), _AFFINE, "starts")
 AFFINE_ENDS_FOLD = _fold(("a", "b"), _AFFINE, "ends")
-COMPENSATED_FOLD = _fold(("s", "e"), _COMPENSATED)
