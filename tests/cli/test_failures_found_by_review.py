@@ -1,16 +1,15 @@
-"""Known bugs of the ``distscan`` command found by adversarial testing, each a strict xfail that
-turns into a failure (XPASS) once fixed, so that the mark is removed with the fix.  Repro scripts:
-``.bugs/`` of the branch that added them (not committed).
+"""Failures of the ``distscan`` command found by adversarial review (branch adv-cli), fixed; each
+test failed before its fix:
 
-- ``--report`` onto the ``--segments`` flags or a recurrence's coefficients overwrites that input
-  (docs/command.md: "The input is never overwritten"; ``distscan.cli._check_report_path`` compares
+- ``--report`` onto the ``--segments`` flags or a recurrence's coefficients overwrote that input
+  (docs/command.md: "The input is never overwritten"; ``distscan.cli._check_report_path`` compared
   the report with the main input and the output only).
-- A header whose trailing dimensions multiply past 2**63 with no data is taken for an empty array:
-  exit 0 and a published output that promises the whole array (``NpyHeader.row_items`` in
-  distscan/io/npy.py: ``np.prod(..., dtype=np.int64)`` wraps to 0).
-- SIGINT reaching a rank after ``MPI_Init`` but before ``cli.main`` installs its watcher (argument
-  parsing, the environment's allgather, the two ``Dup``s) leaves that rank in ``MPI_Finalize`` with
-  a traceback while the others wait in the allgather: the job hangs.
+- A header whose trailing dimensions multiply past 2**63 with no data was taken for an empty array:
+  exit 0 and a published output that promises the whole array (``NpyHeader.row_items``:
+  ``np.prod(..., dtype=np.int64)`` wrapped to 0).
+- SIGINT reaching a rank after ``MPI_Init`` but before ``cli.main`` installed its watcher (argument
+  parsing, the environment's allgather, the two ``Dup``s) left that rank in ``MPI_Finalize`` with a
+  traceback while the others waited in the allgather: the job hung.
 """
 
 import io
@@ -31,7 +30,6 @@ pytestmark = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: --report overwrites the --segments flags file (an input)")
 def test_report_onto_the_segment_flags_is_refused(tmp_path, capsys):
     np.save(tmp_path / "a.npy", np.arange(20))
     np.save(tmp_path / "f.npy", np.arange(20) % 3 == 0)
@@ -44,7 +42,6 @@ def test_report_onto_the_segment_flags_is_refused(tmp_path, capsys):
     assert files_and_sizes(tmp_path) == before and leftover_temps(tmp_path) == []
 
 
-@pytest.mark.xfail(strict=True, reason="bug: --report overwrites a recurrence's coefficient file A (an input)")
 def test_report_onto_the_coefficients_is_refused(tmp_path, capsys):
     np.save(tmp_path / "b.npy", np.arange(20.0))
     np.save(tmp_path / "A.npy", np.full(20, 0.5))
@@ -64,8 +61,6 @@ def _header_only(path, shape, descr="|i1"):
     path.write_bytes(buf.getvalue())
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a header of (3, 2**32, 2**32) with no data is taken as empty "
-                                       "(np.prod int64 wraps to 0): exit 0 and an output np.load cannot read")
 def test_a_header_whose_row_size_overflows_int64_is_refused(tmp_path, capsys):
     _header_only(tmp_path / "in.npy", (3, 2**32, 2**32))
     before = files_and_sizes(tmp_path)
@@ -87,8 +82,6 @@ raise SystemExit(cli.main(sys.argv[1:]))
 """
 
 
-@pytest.mark.xfail(strict=True, reason="bug: SIGINT to one rank before cli.main's signal watcher is installed "
-                                       "hangs the job (that rank in MPI_Finalize, the others in allgather)")
 def test_sigint_to_one_rank_while_it_starts_ends_the_job(tmp_path):
     np.save(tmp_path / "in.npy", np.arange(100))
     script = tmp_path / "early_sigint.py"
