@@ -56,7 +56,7 @@ class Inputs:
         self.g, self.counts = g, counts
         lo = int(counts[:rank].sum())
         self.lo, self.hi = lo, lo + int(counts[rank])
-        self.part = np.ascontiguousarray(g[self.lo:self.hi])  # a fresh allocation
+        self.part = g[self.lo:self.hi].copy()  # a fresh allocation, not a view of the model's g
 
 
 def _reference(kind, g, flags):
@@ -81,7 +81,8 @@ def _reference(kind, g, flags):
     if kind == "nancumsum":
         return np.nancumsum(g)
     if kind == "include_initial":
-        return np.cumulative_sum(g, include_initial=True)
+        c = np.cumsum(g)  # np.cumulative_sum(g, include_initial=True), which NumPy < 2.1 lacks
+        return np.concatenate([np.zeros(1, c.dtype), c])
     raise ValueError(kind)
 
 
