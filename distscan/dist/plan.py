@@ -32,7 +32,6 @@ Pipelines that work in chunks call the steps themselves: :meth:`local_carry` per
 from __future__ import annotations
 
 import math
-import zlib
 from typing import Optional
 
 import numpy as np
@@ -361,7 +360,7 @@ class ScanPlan:
         rank's carry (the last rank's, without ``want_total``), so a missing one is not flagged;
         ``initial_field``: :meth:`_initial_field`, compared with the arguments."""
         initial_field = initial_field or {}
-        salt = zlib.crc32(initial_field["_bytes"]) ^ fingerprint(initial_field) if initial_field else 0
+        salt = fingerprint({"initial": initial_field["_bytes"]}) if initial_field else 0
         h = exchange
         flags = h.AGREE_AFTER if agree_after else 0
         if error is not None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import textwrap
 
+import numpy as np
+
 
 def affine_coef_code(a: str, y: str) -> str:
     """numba code of what multiplies ``y`` (an earlier value, or product of coefficients) in
@@ -60,16 +62,14 @@ def compensated_overflow_code(value, total: str, err: str) -> str:
     an infinity or NaN among the parts) the sum is ``hi``, IEEE's, and the error 0: TwoSum's error
     of an infinite sum is NaN (``inf - inf``), which would turn the sum into NaN.  Per component
     of a complex ``value`` dtype; in that dtype (no widening)."""
-    import numpy as np
-
     value = np.dtype(value)
     if value.kind != "c":
         return f"if not np.isfinite(hi):\n    {total} = hi\n    {err} = np.{value.name}(0)\n"
-    part = np.dtype(value.char.lower()).name
-    return (f"if not (np.isfinite(hi.real) and np.isfinite(hi.imag)):\n"
-            f"    fr = np.isfinite(hi.real)\n    fi = np.isfinite(hi.imag)\n"
-            f"    {err} = np.{value.name}(complex({err}.real if fr else np.{part}(0), {err}.imag if fi else np.{part}(0)))\n"
-            f"    {total} = np.{value.name}(complex({total}.real if fr else hi.real, {total}.imag if fi else hi.imag))\n")
+    kind, zero = value.name, f"np.{np.dtype(value.char.lower()).name}(0)"
+    return ("if not (np.isfinite(hi.real) and np.isfinite(hi.imag)):\n"
+            "    fr = np.isfinite(hi.real)\n    fi = np.isfinite(hi.imag)\n"
+            f"    {err} = np.{kind}(complex({err}.real if fr else {zero}, {err}.imag if fi else {zero}))\n"
+            f"    {total} = np.{kind}(complex({total}.real if fr else hi.real, {total}.imag if fi else hi.imag))\n")
 
 
 def compensated_fold(value) -> str:

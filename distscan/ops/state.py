@@ -311,16 +311,15 @@ class Compensated(State):
 
     def combine(self, s, t) -> np.ndarray:
         out = np.empty(np.broadcast(s, t).shape, s.dtype)
-        parts = (np.real, np.imag) if s["s"].dtype.kind == "c" else (lambda v: v,)
         with np.errstate(all="ignore"):
-            if len(parts) == 1:
+            if out["s"].dtype.kind != "c":
                 out["s"], out["e"] = _compensated_join(s["s"], s["e"], t["s"], t["e"])
-            else:  # per component
-                total, err = np.empty(out.shape, out["s"].dtype), np.empty(out.shape, out["e"].dtype)
-                for part in parts:
-                    part(total)[...], part(err)[...] = _compensated_join(part(s["s"]), part(s["e"]), part(t["s"]),
-                                                                         part(t["e"]))
-                out["s"], out["e"] = total, err
+                return out
+            total, err = np.empty(out.shape, out["s"].dtype), np.empty(out.shape, out["e"].dtype)
+            for part in (np.real, np.imag):  # per component, as the kernels' Complex join
+                part(total)[...], part(err)[...] = _compensated_join(part(s["s"]), part(s["e"]), part(t["s"]),
+                                                                     part(t["e"]))
+        out["s"], out["e"] = total, err
         return out
 
     def fold_code(self, dtype) -> str:

@@ -127,7 +127,7 @@ class CpuEngine:
             out = x
         else:
             obuf = self._take(self._free_out, self._out_bytes)
-            out = obuf[: x.size * self.lay.out_dt.itemsize].view(self.lay.out_dt).reshape(x.shape)
+            out = self._out_view(obuf, x)
         total = self._scan_rows(x, seed, out, want_total, aux)
         self._free_aux_of(k)
         if not self.in_place:
@@ -135,6 +135,10 @@ class CpuEngine:
             self._own[k] = (obuf, self._free_out)
         self.out[k] = out
         return total
+
+    def _out_view(self, obuf: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """The output rows of chunk rows ``x`` in the output buffer ``obuf``."""
+        return obuf[: x.size * self.lay.out_dt.itemsize].view(self.lay.out_dt).reshape(x.shape)
 
     def add(self, k: int, offset) -> None:
         self.plan.add_offset(self.out[k], offset)
@@ -148,7 +152,7 @@ class CpuEngine:
         x = self.inp[k]
         obuf = self._take(self._free_out, self._out_bytes)
         self._out_of[k] = obuf
-        self.out[k] = obuf[: x.size * self.lay.out_dt.itemsize].view(self.lay.out_dt).reshape(x.shape)
+        self.out[k] = self._out_view(obuf, x)
         return self._scan_rows(x, seed, self.out[k], True, self.aux.get(k, ()))
 
     def rescan(self, k: int, seed, want_total: bool):
@@ -203,7 +207,7 @@ class CpuEngine:
         self._own.clear()
         self.aux.clear()
         self._aux_own.clear()
-        getattr(self, "_out_of", {}).clear()
+        self._out_of.clear()
 
 
 def run_cpu(job: Job, ctx: Context) -> None:
