@@ -20,40 +20,10 @@ import numpy as np
 
 from ..ops.folds import affine_coef_code, compensated_overflow_code
 from ..ops.jit import array_type, base_combine, compile_loop
-from .cpu_state_loops import AFFINE, COMPENSATED, SEGMENTED
+from .cpu_state_loops import AFFINE, COMPENSATED, DECLARED, SEGMENTED
 
 # A NaN-aware base reads NaN as its identity (nancumsum's zero, nancumprod's one).
 _NAN_LIFT = {"nansum": "b = 0 if b != b else b", "nanprod": "b = 1 if b != b else b"}
-
-# Each loop (here and in backends/cpu_state_loops.py) walks blocks of rows, and in a block each
-# column with its state in scalars (numba keeps them in registers: a 1-D recurrence runs at half
-# the time of np.cumsum; states kept in arrays across the columns of each row took 2.7 times as
-# long), so a block's columns share the cache lines they lie on.
-_DECLARED = '''
-def scan(x, out, seed, has_seed, first):
-    n, w = x.shape
-    accs = seed.copy()
-    rows = max(1, 65536 // w)
-    for r0 in range(0, n, rows):
-        r1 = min(n, r0 + rows)
-        for j in range(w):
-            acc = accs[j]
-            fresh = (not has_seed) and r0 == 0
-            for i in range(r0, r1):
-                b = x[i, j]
-                if EXCLUSIVE and WRITE:
-                    out[i, j] = first[j] if fresh else acc
-                if fresh:
-                    acc = b
-                else:
-                    acc = base(acc, b)
-                fresh = False
-                if not EXCLUSIVE and WRITE:
-                    out[i, j] = acc
-            accs[j] = acc
-    return accs
-'''
-
 
 def _doubling(states, combine):
     """The inclusive scan of ``states`` ``(n, w)`` along axis 0 by log2(n) vectorised steps of
@@ -75,7 +45,7 @@ def _declared(x, op, types, exclusive, seed, out, write):
     first = np.full(w, op.identity(types.acc), types.state) if st.fields is None else None
     if st.fields is None and op.scalar is not None and not isinstance(op.scalar, np.ufunc):
         try:
-            fn = compile_loop(_DECLARED, "scan", op.scalar, EXCLUSIVE=exclusive, WRITE=write)
+            fn = compile_loop(DECLARED, "scan", op.scalar, EXCLUSIVE=exclusive, WRITE=write)
             seed_row = np.ascontiguousarray(seed if has_seed else first, types.state).reshape(w)
             return fn(np.ascontiguousarray(x, types.state), out if write else np.empty((0, w), types.state),
                       seed_row, has_seed, first)
@@ -133,7 +103,8 @@ def _affine_code(acc: np.dtype) -> dict:
     if acc.kind == "c":
         return dict(rule, UPDATE_A=f"A = {affine_coef_code('c', 'A')} * A", COEF_I=affine_coef_code("A", "ini"),
                     FLUSH_SEED="pass", UNFLUSH="pass")
-    normal, sub = f"np.{acc.name}({float(np.finfo(acc).tiny)!r})", f"np.{acc.name}({float(np.finfo(acc).smallest_subnormal)!r})"
+    finfo = np.finfo(acc)
+    normal, sub = f"np.{acc.name}({float(finfo.tiny)!r})", f"np.{acc.name}({float(finfo.smallest_subnormal)!r})"
     pad = "\n" + " " * 20
     update = pad.join([
         "if flushed and not np.isfinite(c):",
@@ -147,7 +118,8 @@ def _affine_code(acc: np.dtype) -> dict:
         "        A = A * 0.0",
         "        flushed = True"])
     return dict(rule, UPDATE_A=update,
-                COEF_I=f"(np.copysign({sub}, A) if flushed and not np.isfinite(ini) else {affine_coef_code('A', 'ini')})",
+                COEF_I=(f"(np.copysign({sub}, A) if flushed and not np.isfinite(ini) "
+                        f"else {affine_coef_code('A', 'ini')})"),
                 FLUSH_SEED=("\n" + " " * 8).join([f"if A != 0 and -{normal} < A < {normal}:",
                                                    "    A = A * 0.0", "    flushes[j] = True"]),
                 UNFLUSH=("\n" + " " * 8).join(["if flushed:", f"    A = np.copysign({sub}, A)"]))
