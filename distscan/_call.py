@@ -42,7 +42,9 @@ def normalize_axis(axis, ndim: int):
     return int(axis) % ndim
 
 
-def _initial_row(initial, types: ScanTypes, w: int):
+def _initial_row(initial, types: ScanTypes, trailing: tuple):
+    """``initial`` as one row of ``w = prod(trailing)`` accumulator items: a scalar, or an array that
+    broadcasts to the trailing shape (or, as before it was read so, to the flattened row)."""
     if initial is None:
         return None
     row = np.asarray(initial)
@@ -50,10 +52,13 @@ def _initial_row(initial, types: ScanTypes, w: int):
         row = row != 0  # logical scans read any number as a truth value
     elif row.dtype.kind == "c" and types.acc.kind != "c":
         raise TypeError(f"initial value {initial!r} is complex but the scan computes in {types.acc}")
-    try:
-        return np.broadcast_to(row.astype(types.acc), (w,)).copy()
-    except ValueError:
-        raise ValueError(f"initial must be a scalar or match the trailing shape; got shape {row.shape}") from None
+    row = row.astype(types.acc)
+    for shape in (trailing, (math.prod(trailing),)):
+        try:
+            return np.broadcast_to(row, shape).reshape(-1).copy()
+        except ValueError:
+            continue
+    raise ValueError(f"initial must be a scalar or match the trailing shape {trailing}; got shape {row.shape}")
 
 
 def _unwrap(x, op: Op):
@@ -195,7 +200,7 @@ class Part:
             work = self.xp.moveaxis(work, ax, 0)
         self.work_shape = tuple(int(s) for s in work.shape)
         self.trailing = self.work_shape[1:]
-        self.initial = _initial_row(initial, self.types, math.prod(self.trailing))
+        self.initial = _initial_row(initial, self.types, self.trailing)
         self.rows = _as_rows(work)
         self.aux = self._aux(segments, coef)
         if getattr(self.op, "check", False):  # a declared operator in debug mode: test it on this input

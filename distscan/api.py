@@ -21,7 +21,7 @@ from ._arrays import foreign_device
 from ._call import BACKENDS, Part
 from ._kinds import KINDS, kind_key
 from .dist.agree import default_comm
-from .dist.plan import fail_exchange
+from .dist.exchange import fail_exchange
 
 __all__ = ["scan", "cumsum", "cumprod", "cummax", "cummin", "nancumsum", "nancumprod", "cumulative_sum",
            "cumulative_prod", "linear_recurrence", "exclusive_scan", "reduce", "BACKENDS"]

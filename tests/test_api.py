@@ -160,6 +160,27 @@ def test_initial_per_column_and_broadcast(comm):
         distscan.cumsum(x, initial=np.array([1, 2]), comm=comm)
 
 
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_initial_of_a_trailing_shape_of_two_axes(axis, comm):
+    """``initial`` of the shape without the scanned axis (two axes here), or one that broadcasts to
+    it, for plain scans and recurrences; the flattened row is still taken."""
+    rng = np.random.default_rng(7)
+    x = rng.integers(-5, 5, (4, 3, 2)).astype(np.float64)
+    rest = x.shape[:axis] + x.shape[axis + 1:]
+    ini = rng.integers(-5, 5, rest).astype(np.float64)
+    want = np.cumsum(np.concatenate([np.expand_dims(ini, axis), x], axis), axis)
+    want = np.delete(want, 0, axis)
+    for given in (ini, ini.reshape(-1)):
+        np.testing.assert_array_equal(distscan.cumsum(x, axis=axis, initial=given, comm=comm), want)
+    last = rng.integers(-5, 5, rest[-1:]).astype(np.float64)  # broadcasts over the other axis
+    np.testing.assert_array_equal(distscan.cumsum(x, axis=axis, initial=last, comm=comm),
+                                  np.delete(np.cumsum(np.concatenate(
+                                      [np.expand_dims(np.broadcast_to(last, rest), axis), x], axis), axis), 0, axis))
+    if axis == 0:  # a recurrence with a = 1 is the same sum
+        y = distscan.linear_recurrence(np.ones_like(x), x, initial=ini, comm=comm)
+        np.testing.assert_array_equal(y, want)
+
+
 def test_out_argument(comm):
     x = np.arange(12, dtype=np.int32).reshape(6, 2)
     out = np.full((6, 2), -7, np.int64)

@@ -11,6 +11,7 @@ import pytest
 
 import distscan
 
+from tests.support.ranks import SELF
 from tests.support.reference import Ref, assert_matches
 from tests.support.two_modes import NAMED, Ctx, assert_is_out, check_scan, ops_for
 
@@ -174,3 +175,17 @@ def test_bad_out_on_one_rank_raises_everywhere(ctx):
     res = ctx.run(lambda: distscan.cumsum(part, out=out, comm=ctx.comm))
     want = np.cumsum(np.tile(part, ctx.size if ctx.distributed else 1))[4 * ctx.rank:4 * ctx.rank + 4]
     ctx.check(lambda: np.testing.assert_array_equal(res, want.astype(out.dtype)))
+
+
+@pytest.mark.parametrize("kwargs", [{"reverse": True}, {"timings": {}}, {"op": "nansum", "reverse": True}],
+                         ids=["reverse", "timings", "nansum-reverse"])
+def test_out_is_returned_on_every_call(kwargs):
+    """NumPy's out= returns out itself (``np.cumsum(x, out=o) is o``), and distscan's first call does:
+    so must the second and third of the same kind.  One rank (COMM_SELF) at any launch size."""
+    results = []
+    for _ in range(3):
+        x = np.arange(1.0, 5.0)
+        out = np.zeros(4)
+        y = distscan.scan(x, out=out, comm=SELF, **{"op": "sum", **kwargs})
+        results.append(y is out)
+    assert results == [True, True, True]

@@ -18,42 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops.folds import affine_coef_code
+from ..ops.folds import affine_coef_code, compensated_overflow_code
 from ..ops.jit import array_type, base_combine, compile_loop
-from .cpu_state_loops import AFFINE, COMPENSATED, SEGMENTED
+from .cpu_state_loops import AFFINE, COMPENSATED, DECLARED, SEGMENTED
 
 # A NaN-aware base reads NaN as its identity (nancumsum's zero, nancumprod's one).
 _NAN_LIFT = {"nansum": "b = 0 if b != b else b", "nanprod": "b = 1 if b != b else b"}
-
-# Each loop walks blocks of ROWS rows, and in a block each column with its state in scalars
-# (numba keeps them in registers: a 1-D recurrence runs at half the time of np.cumsum; states
-# kept in arrays across the columns of each row took 2.7 times as long), so a block's columns
-# share the cache lines they lie on.
-_DECLARED = '''
-def scan(x, out, seed, has_seed, first):
-    n, w = x.shape
-    accs = seed.copy()
-    rows = max(1, 65536 // w)
-    for r0 in range(0, n, rows):
-        r1 = min(n, r0 + rows)
-        for j in range(w):
-            acc = accs[j]
-            fresh = (not has_seed) and r0 == 0
-            for i in range(r0, r1):
-                b = x[i, j]
-                if EXCLUSIVE and WRITE:
-                    out[i, j] = first[j] if fresh else acc
-                if fresh:
-                    acc = b
-                else:
-                    acc = base(acc, b)
-                fresh = False
-                if not EXCLUSIVE and WRITE:
-                    out[i, j] = acc
-            accs[j] = acc
-    return accs
-'''
-
 
 def _doubling(states, combine):
     """The inclusive scan of ``states`` ``(n, w)`` along axis 0 by log2(n) vectorised steps of
@@ -75,7 +45,7 @@ def _declared(x, op, types, exclusive, seed, out, write):
     first = np.full(w, op.identity(types.acc), types.state) if st.fields is None else None
     if st.fields is None and op.scalar is not None and not isinstance(op.scalar, np.ufunc):
         try:
-            fn = compile_loop(_DECLARED, "scan", op.scalar, EXCLUSIVE=exclusive, WRITE=write)
+            fn = compile_loop(DECLARED, "scan", op.scalar, EXCLUSIVE=exclusive, WRITE=write)
             seed_row = np.ascontiguousarray(seed if has_seed else first, types.state).reshape(w)
             return fn(np.ascontiguousarray(x, types.state), out if write else np.empty((0, w), types.state),
                       seed_row, has_seed, first)
@@ -108,23 +78,51 @@ def _constant(value, w: int, dtype) -> np.ndarray:
     return row
 
 
-# The state kinds whose loops are below (a declared operator's are its own: _declared).
+# The state kinds' loops (backends/cpu_state_loops.py; a declared operator's are its own: _declared).
 _TEMPLATES = {"segmented": SEGMENTED, "affine": AFFINE, "compensated": COMPENSATED}
 
 
-def _flush_subnormal(acc: np.dtype) -> str:
-    """The affine loop's product of coefficients ``A`` set to zero once it is subnormal (real floats).
+def _affine_code(acc: np.dtype) -> dict:
+    """The affine loop's code for the accumulator dtype: the zero rule (:func:`.folds.affine_coef_code`:
+    a zero contributes nothing, even times an infinite or NaN coefficient) and, for real floats,
+    the flush of the product of coefficients ``A`` to zero once it is subnormal.
 
     ``A`` only scales what came before the part (``A * initial``, ``A * seed`` in a carry): once
-    below the smallest normal number its part of a result is below every float's resolution but
-    that of results themselves as small.  Left alone it is often stuck there (the smallest subnormal
-    times any ``c`` in (0.5, 1) rounds back to itself: a discount factor, a filter's pole), and every
-    multiplication by a subnormal costs about 100 cycles on many x86 CPUs (measured: 2^24 float64
-    with ``a`` in (0.5, 1): 583 ms against 63 ms with ``a`` near 1, on the 2-core VM)."""
-    if acc.kind != "f":
-        return "pass"
-    tiny = float(np.finfo(acc).tiny)
-    return f"if -{tiny!r} < A < {tiny!r}:\n                        A = A * 0.0"
+    below the smallest normal number its part of a result is below the resolution of results
+    unless ``initial`` or the seed is very large.  Left alone it is often stuck there (the smallest
+    subnormal times any ``c`` in (0.5, 1) rounds back to itself: a discount factor, a filter's
+    pole), and every multiplication by a subnormal costs about 100 cycles on many x86 CPUs
+    (measured: 2^24 float64 with ``a`` in (0.5, 1): 583 ms against 63 ms with ``a`` near 1, on the
+    2-core VM).  A flushed ``A`` is not a zero that a zero coefficient made: the loop remembers it
+    (``flushed``), so an infinite or NaN coefficient, or ``initial``, still meets a nonzero ``A``
+    (the smallest subnormal of its sign: ±inf or NaN, as the product of the subnormal itself),
+    and a carry leaves with that subnormal, which the next chunk's loop flushes again."""
+    if acc.kind not in "fc":
+        return {"COEF_B": "c", "UPDATE_A": "A = c * A", "COEF_I": "A", "FLUSH_SEED": "pass", "UNFLUSH": "pass"}
+    rule = {"COEF_B": affine_coef_code("c", "B")}
+    if acc.kind == "c":
+        return dict(rule, UPDATE_A=f"A = {affine_coef_code('c', 'A')} * A", COEF_I=affine_coef_code("A", "ini"),
+                    FLUSH_SEED="pass", UNFLUSH="pass")
+    finfo = np.finfo(acc)
+    normal, sub = f"np.{acc.name}({float(finfo.tiny)!r})", f"np.{acc.name}({float(finfo.smallest_subnormal)!r})"
+    pad = "\n" + " " * 20
+    update = pad.join([
+        "if flushed and not np.isfinite(c):",
+        f"    A = c * np.copysign({sub}, A)",
+        "    flushed = False",
+        "else:",
+        f"    A = {affine_coef_code('c', 'A')} * A",
+        "    if c == 0:",
+        "        flushed = False",
+        f"    elif A != 0 and -{normal} < A < {normal}:",
+        "        A = A * 0.0",
+        "        flushed = True"])
+    return dict(rule, UPDATE_A=update,
+                COEF_I=(f"(np.copysign({sub}, A) if flushed and not np.isfinite(ini) "
+                        f"else {affine_coef_code('A', 'ini')})"),
+                FLUSH_SEED=("\n" + " " * 8).join([f"if A != 0 and -{normal} < A < {normal}:",
+                                                   "    A = A * 0.0", "    flushes[j] = True"]),
+                UNFLUSH=("\n" + " " * 8).join(["if flushed:", f"    A = np.copysign({sub}, A)"]))
 
 
 class Loops:
@@ -162,15 +160,12 @@ class Loops:
         elif self.kind == "affine":
             arguments = [rows, rows, flags, out, row, row, flags, "BOOL", row, "BOOL"]
             constants = {"STARTS": st.segments == "starts", "ENDS": st.segments == "ends", "FLAGS": st.segments != "",
-                         "FLUSH_A": _flush_subnormal(acc),
-                         # a zero contributes nothing, even times an infinite a (ops.state.affine_coef)
-                         "COEF_B": affine_coef_code("c", "B") if acc.kind in "fc" else "c",
-                         "COEF_A": affine_coef_code("c", "A") if acc.kind in "fc" else "c",
-                         "COEF_I": affine_coef_code("A", "ini") if acc.kind in "fc" else "A"}
+                         **_affine_code(acc)}
             base = None
         else:
             arguments = [rows, out, row, row, "BOOL", row]
-            constants = {"LIFT": _NAN_LIFT.get(st.base.name, "pass")}
+            constants = {"LIFT": _NAN_LIFT.get(st.base.name, "pass"),
+                         "OVERFLOW": compensated_overflow_code(acc, "total", "e").replace("\n", "\n" + " " * 16)}
             base = None
             self.first = _constant(st.base.identity(acc), w, acc)
             self.neutral_s = _constant(self.neutral["s"], w, acc)

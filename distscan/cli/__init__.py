@@ -58,9 +58,10 @@ def _human(n: float) -> str:
     return f"{n:.1f} TB"  # pragma: no cover
 
 
-def _check_report_path(path: str, input_path: str, output_path: str) -> None:
-    if same_file(path, input_path) or same_file(path, output_path):
-        raise ValueError(f"--report {path} would overwrite the input or output file")
+def _check_report_path(path: str, output_path: str, inputs) -> None:
+    """``inputs``: every file the job reads (the input, segment flags, coefficients)."""
+    if same_file(path, output_path) or any(same_file(path, f) for f in inputs if f is not None):
+        raise ValueError(f"--report {path} would overwrite an input or the output file")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"report folder does not exist: {folder}")
@@ -155,7 +156,8 @@ def _run(args, comm, rank: int) -> dict:
         args.input, args.op, args.exclusive, reverse=args.reverse, segmented=args.segments is not None,
         compensated=args.compensated, recurrence=coefficients is not None)
     if args.report:
-        decide_on_root(comm, lambda: _check_report_path(args.report, args.input, output))
+        reads = (args.input, args.segments, coefficients)
+        decide_on_root(comm, lambda: _check_report_path(args.report, output, reads))
     job = pipeline.Job(input=args.input, output=output, op=args.op, exclusive=args.exclusive, dtype=args.dtype,
                        backend=args.backend, strategy=args.strategy, hierarchy=args.hierarchy,
                        algorithm=args.algorithm, force=args.force, verify=args.verify, gpu=args.gpu,
@@ -221,6 +223,20 @@ def main(argv=None) -> int:
     world = MPI.COMM_WORLD if MPI is not None else None
     rank = world.Get_rank() if world is not None else 0
     size = world.Get_size() if world is not None else 1
+
+    def abort(code):
+        if world is not None:
+            abort_job(code)
+        os._exit(code)
+
+    # The signal watcher is up before the first collective (the environment's allgather, the
+    # communicators' Dup): a rank interrupted there ends every rank, not only itself.
+    with Interrupts(rank, size, abort):
+        return _main(argv, world, rank, abort)
+
+
+def _main(argv, world, rank: int, abort) -> int:
+    """:func:`main` once MPI is up and the signal watcher installed."""
     words = list(sys.argv[1:] if argv is None else argv)
     recurrence = bool(words) and words[0] == "recurrence"  # distscan recurrence A.npy B.npy
     parser = build_recurrence_parser(rank) if recurrence else build_parser(rank)
@@ -246,30 +262,24 @@ def main(argv=None) -> int:
             sys.stderr.flush()
         return EXIT_ERROR
 
-    def abort(code):
-        if world is not None:
-            abort_job(code)
-        os._exit(code)
-
     # Two private communicators: one for the work, one only for the final status agreement,
     # so a rank that failed alone can never have its status matched with a collective of the work.
     comm, status_comm = (world.Dup(), world.Dup()) if world is not None else (None, None)
     code, error = EXIT_OK, None
-    with Interrupts(rank, size, abort):
-        try:
-            # Overflow to inf in a float product is the defined result (as in NumPy): no warnings
-            # from every rank on the console.
-            with np.errstate(all="ignore"):
-                _run(args, comm, rank)
-        except KeyboardInterrupt:  # only when the watcher could not be installed (not the main thread)
-            sys.stderr.write(f"distscan: error: interrupted on rank {rank}; aborting\n")
-            sys.stderr.flush()
-            abort(130)
-        except VerificationError as exc:
-            code, error = EXIT_VERIFY, exc
-        except Exception as exc:  # noqa: BLE001 - one line, same status on every rank
-            code, error = EXIT_ERROR, exc
-        hi, lo = final_agreement(status_comm, code, final_timeout) if status_comm is not None else (code, code)
+    try:
+        # Overflow to inf in a float product is the defined result (as in NumPy): no warnings
+        # from every rank on the console.
+        with np.errstate(all="ignore"):
+            _run(args, comm, rank)
+    except KeyboardInterrupt:  # only when the watcher could not be installed (not the main thread)
+        sys.stderr.write(f"distscan: error: interrupted on rank {rank}; aborting\n")
+        sys.stderr.flush()
+        abort(130)
+    except VerificationError as exc:
+        code, error = EXIT_VERIFY, exc
+    except Exception as exc:  # noqa: BLE001 - one line, same status on every rank
+        code, error = EXIT_ERROR, exc
+    hi, lo = final_agreement(status_comm, code, final_timeout) if status_comm is not None else (code, code)
     if error is not None and args.debug:
         sys.stderr.write(f"distscan: rank {rank} traceback:\n{''.join(traceback.format_exception(error))}")
     if hi == lo:

@@ -96,9 +96,13 @@ def _algorithm_arg(text: str) -> str:
 
 def _dtype_arg(text: str) -> str:
     try:
-        return np.dtype(text).name
+        dt = np.dtype(text)
     except TypeError:
         raise argparse.ArgumentTypeError(f"unknown dtype {text!r} (e.g. int64, float32, uint8)") from None
+    if dt.kind not in "biufc" or dt.names is not None or dt.subdtype is not None:
+        # a string, record, datetime or object dtype: a usage error (exit 2), not a failure later
+        raise argparse.ArgumentTypeError(f"--dtype {text!r} is not a numeric dtype (e.g. int64, float32, uint8)")
+    return dt.name
 
 
 def _gpu_arg(text: str) -> str:

@@ -37,6 +37,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from .agree import raise_agreed
 from .nodes import fold, gather, node_offsets, resolve_method
 
 # A record is RECORD_BYTES long on every rank whatever happens, so that ranks whose arguments
@@ -361,3 +362,11 @@ def exclusive_prefix(total: np.ndarray, combine: Combine, comm, method: str = "a
     """This rank's offset alone: ``total[0] . ... . total[rank-1]`` (None on the first rank)."""
     _, offset, _ = exchange(status(False, 0, 0), total, combine, comm, method, node_size)
     return offset
+
+
+def fail_exchange(comm, error: BaseException, *, what="scan arguments") -> None:
+    """Take part in a plan's exchange from a rank that could not build the plan: the record says
+    "failed", so every rank raises the agreed error (this one too)."""
+    st = status(True, 0, 0, empty=True)
+    exchange(st, np.zeros(1, np.uint8), lambda a, b: a, comm)
+    raise_agreed(comm, error)

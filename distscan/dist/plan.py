@@ -46,7 +46,7 @@ from .._dtypes import scan_types
 from ..backends import get_backend
 from ..ops import Op, get_op
 
-__all__ = ["ScanPlan", "fail_exchange", "resolve_strategy", "resolve_algorithm", "resolve_hierarchy"]
+__all__ = ["ScanPlan", "resolve_strategy", "resolve_algorithm", "resolve_hierarchy"]
 
 
 class ScanPlan:
@@ -78,7 +78,7 @@ class ScanPlan:
     ------
     ValueError, TypeError
         Unknown names, or an operator the dtype does not support.  Raised locally: callers
-        that build plans on every rank agree on such failures through :func:`fail_exchange`.
+        that build plans on every rank agree on such failures through :func:`distscan.dist.exchange.fail_exchange`.
     """
 
     def __init__(self, op, input_dtype, *, dtype=None, out_dtype=None, exclusive=False, trailing=(), comm=None,
@@ -159,14 +159,18 @@ class ScanPlan:
         if self.size == 1:
             if error is not None:
                 raise error
+            given = out
             if fast and timings is None and general is None:
                 out = self.be.scan_lean(rows, self.op, self.types, self.exclusive, out, initial)
             else:
                 with timer.phase("scan"):
                     out, _ = self.be.scan(rows, self.op, self.types, exclusive=self.exclusive,
-                                          seed=self._initial_seed(initial), out=out, algorithm=self.algorithm,
+                                          seed=self.initial_seed(initial), out=out, algorithm=self.algorithm,
                                           **(general or {}))
-            return out if finish is None else finish(out)
+            if finish is not None:
+                return finish(out)
+            # the caller's out itself, as NumPy's out= returns it (a backend may return a view of it)
+            return given if given is not None else out
         carry, n, last, loops, seed = None, 0, self.last, None, None
         seeds_initial = self.first and initial is not None and not self.projects
         if error is None:
@@ -181,7 +185,7 @@ class ScanPlan:
                 if loops is not None:
                     rows = loops.rows(rows)  # the one conversion to the accumulator dtype
                 if self.first and initial is not None:
-                    seed = self._initial_seed(initial)
+                    seed = self.initial_seed(initial)
                 if self.strategy == "reduce_then_scan":
                     with timer.phase("reduce"):
                         if n and not last:  # the last rank's carry is never read
@@ -204,7 +208,7 @@ class ScanPlan:
         may_fail = finish_may_fail or (loops is None and self._finish_may_fail(fast))
         with timer.phase("exscan"):
             agreed, offset, _ = self._exchange(carry, error, n, what, extra, False, may_fail, last,
-                                               salt=self._initial_salt(initial))
+                                               initial_field=self._initial_field(initial))
         if not self.first:
             seed = offset
         with (collectively(self.comm) if agreed.agree_after else NULL):
@@ -274,19 +278,16 @@ class ScanPlan:
             return None
         return {"aux": aux, "reverse": self.reverse, "initial": initial if self.projects else None}
 
-    def _initial_seed(self, initial):
-        """What ``initial`` seeds the first rank's scan with: the value (plain), the state of it
-        (compensated), nothing (projected on every rank instead)."""
-        if initial is None or self.projects:
-            return None
-        return initial if self.op.state is None else self.carries.of_values(initial)
-
-    def _initial_salt(self, initial) -> int:
+    def _initial_field(self, initial) -> dict:
         """Projected ``initial`` values are every rank's own: a rank whose value differs changes the
-        fingerprint it sends, so that all raise instead of projecting different values."""
+        fingerprint it sends (the field's), so that all raise, naming it, instead of projecting
+        different values.  ``{}`` where ``initial`` is the first rank's alone (or none)."""
         if initial is None or not self.projects:
-            return 0
-        return fingerprint({"initial": np.asarray(initial).tobytes()})
+            return {}
+        value = np.asarray(initial)
+        shown = (repr(value.reshape(-1)[0].item()) if value.size == 1 else np.array2string(value) if value.size <= 8
+                 else f"an array of shape {value.shape}")
+        return {"initial": shown, "_bytes": value.tobytes()}
 
     def _finish_may_fail(self, fast: bool) -> bool:
         """Whether this rank's finish (the seeded scan or the add) may raise, so that every rank
@@ -353,10 +354,13 @@ class ScanPlan:
         agreed, seed, total = self._exchange(carry, error, rows, what, extra, want_total, False)
         return (seed, total, agreed.rows) if want_total else seed
 
-    def _exchange(self, carry, error, rows, what, extra, want_total, agree_after, unread=False, salt=0):
+    def _exchange(self, carry, error, rows, what, extra, want_total, agree_after, unread=False, initial_field=None):
         """``(Status, seed, total)``; ``agree_after``: this rank's work after the exchange may
         fail (the Status then tells every rank to agree after it); ``unread``: no rank reads this
-        rank's carry (the last rank's, without ``want_total``), so a missing one is not flagged."""
+        rank's carry (the last rank's, without ``want_total``), so a missing one is not flagged;
+        ``initial_field``: :meth:`_initial_field`, compared with the arguments."""
+        initial_field = initial_field or {}
+        salt = fingerprint({"initial": initial_field["_bytes"]}) if initial_field else 0
         h = exchange
         flags = h.AGREE_AFTER if agree_after else 0
         if error is not None:
@@ -377,7 +381,7 @@ class ScanPlan:
         if agreed.failed:
             raise_agreed(self.comm, error if error is not None else ex.error)
         if not agreed.agreed:
-            raise_mismatch(self.comm, what, {**self.fields, **(extra or {}), "_rows": rows})
+            raise_mismatch(self.comm, what, {**self.fields, **(extra or {}), **initial_field, "_rows": rows})
         if self.carries.flagged:
             return agreed, self.carries.value(offset), self.carries.value(total)
         return agreed, offset, total
@@ -393,18 +397,13 @@ class ScanPlan:
                             want_total=want_total, algorithm=self.algorithm, **(general or {}))
 
     def initial_seed(self, initial):
-        """The seed ``initial`` gives the first chunk of the first rank (None: none)."""
-        return self._initial_seed(initial)
+        """What ``initial`` seeds the first rank's scan (its first chunk) with: the value (plain), the
+        state of it (compensated), nothing (None: projected on every rank instead)."""
+        if initial is None or self.projects:
+            return None
+        return initial if self.op.state is None else self.carries.of_values(initial)
 
     def add_offset(self, out, offset) -> None:
         """``out[i] = offset op out[i]`` in place (``scan_then_add``'s finish)."""
         if offset is not None:
             self.be.combine(out, self.op, self.types, offset)
-
-
-def fail_exchange(comm, error: BaseException, *, what="scan arguments") -> None:
-    """Take part in a plan's exchange from a rank that could not build the plan: the record says
-    "failed", so every rank raises the agreed error (this one too)."""
-    st = exchange.status(True, 0, 0, empty=True)
-    exchange.exchange(st, np.zeros(1, np.uint8), lambda a, b: a, comm)
-    raise_agreed(comm, error)

@@ -12,6 +12,7 @@ writing of the data lies in :mod:`distscan.io`.
 from __future__ import annotations
 
 import io as _pyio
+import math
 import os
 import stat as _stat
 from dataclasses import dataclass
@@ -57,7 +58,7 @@ class NpyHeader:
     @property
     def row_items(self) -> int:
         """Elements per row (product of the trailing dimensions)."""
-        return int(np.prod(self.shape[1:], dtype=np.int64)) if len(self.shape) > 1 else 1
+        return math.prod(int(d) for d in self.shape[1:])  # Python ints: a huge shape cannot wrap to 0
 
     @property
     def row_bytes(self) -> int:
@@ -229,6 +230,9 @@ def read_header(path) -> NpyHeader:
         raise ValueError(f"{path} is stored in Fortran (column-major) order; distscan needs C order along "
                          "axis 0 (re-save it with numpy.save(path, numpy.ascontiguousarray(a)))")
     header = NpyHeader(path=path, shape=tuple(shape), dtype=dtype, offset=offset, version=version)
+    if header.nbytes >= 1 << 63:  # beyond any file's size and any index of int64
+        raise ValueError(f"{path} promises {'x'.join(map(str, shape))} {dtype}: {header.nbytes} bytes, more "
+                         "than any file can hold")
     if file_size < offset + header.nbytes:
         raise ValueError(f"{path} is truncated: the header promises {header.nbytes} bytes of data "
                          f"({'x'.join(map(str, shape)) or '()'} {dtype}) but the file holds only "

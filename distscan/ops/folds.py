@@ -4,6 +4,10 @@ carries of ranks, nodes and chunks).  ``base(a, b)`` is a segmented scan's plain
 
 from __future__ import annotations
 
+import textwrap
+
+import numpy as np
+
 
 def affine_coef_code(a: str, y: str) -> str:
     """numba code of what multiplies ``y`` (an earlier value, or product of coefficients) in
@@ -12,116 +16,68 @@ def affine_coef_code(a: str, y: str) -> str:
     return f"({a} if {y} != 0 or np.isfinite({a}) else {y} - {y})"
 
 
-SEGMENTED_FOLD = '''
-def fold(stack, out):
-    k, w = stack.shape
-    for j in range(w):
-        v = stack[0, j].value
-        f = stack[0, j].flag
-        for i in range(1, k):
-            t = stack[i, j]
-            if t.flag:
-                v = t.value
-                f = True
-            else:
-                v = base(v, t.value)
-        out[j].value = v
-        out[j].flag = f
-'''
+def _fold(fields: tuple, combine: str, segments: str = "") -> str:
+    """numba code of ``fold(stack, out)``: the state ``fields`` (locals of the same names) folded
+    over the stack's rows with ``combine`` (lines that fold row ``t`` into the locals), and, for a
+    segmented state, its flags: ``starts`` (a row with ``flag`` starts afresh) or ``ends`` (a row
+    after an ``end``, or one with an ``inner`` start, starts afresh)."""
+    flags = {"": (), "starts": ("flag",), "ends": ("inner", "end")}[segments]
+    combine = textwrap.dedent(combine).strip() + "\n"
+    fresh = "".join(f"{f} = t.{f}\n" for f in fields)
+    if segments == "starts":
+        step = f"if t.flag:\n{_in(fresh)}    flag = True\nelse:\n{_in(combine)}"
+    elif segments == "ends":
+        step = f"if t.inner or end:\n{_in(fresh)}else:\n{_in(combine)}inner = inner or end or t.inner\nend = t.end\n"
+    else:
+        step = combine
+    names = fields + flags
+    first = "".join(f"{f} = stack[0, j].{f}\n" for f in names)
+    last = "".join(f"out[j].{f} = {f}\n" for f in names)
+    loop = f"{first}for i in range(1, k):\n    t = stack[i, j]\n{_in(step)}{last}"
+    return f"def fold(stack, out):\n    k, w = stack.shape\n    for j in range(w):\n{_in(loop, 8)}"
 
-SEGMENTED_ENDS_FOLD = '''
-def fold(stack, out):
-    k, w = stack.shape
-    for j in range(w):
-        v = stack[0, j].value
-        inner = stack[0, j].inner
-        end = stack[0, j].end
-        for i in range(1, k):
-            t = stack[i, j]
-            if t.inner or end:
-                v = t.value
-            else:
-                v = base(v, t.value)
-            inner = inner or end or t.inner
-            end = t.end
-        out[j].value = v
-        out[j].inner = inner
-        out[j].end = end
-'''
 
-AFFINE_FOLD = '''
-def fold(stack, out):
-    k, w = stack.shape
-    for j in range(w):
-        a = stack[0, j].a
-        b = stack[0, j].b
-        for i in range(1, k):
-            t = stack[i, j]
-            b = AFFINE_COEF * b + t.b
-            a = AFFINE_COEF_A * a
-        out[j].a = a
-        out[j].b = b
-'''.replace("AFFINE_COEF_A", affine_coef_code("t.a", "a")).replace("AFFINE_COEF", affine_coef_code("t.a", "b"))
+def _in(lines: str, by: int = 4) -> str:
+    return textwrap.indent(lines, " " * by)
 
-AFFINE_STARTS_FOLD = '''
-def fold(stack, out):
-    k, w = stack.shape
-    for j in range(w):
-        a = stack[0, j].a
-        b = stack[0, j].b
-        f = stack[0, j].flag
-        for i in range(1, k):
-            t = stack[i, j]
-            if t.flag:
-                a = t.a
-                b = t.b
-                f = True
-            else:
-                b = AFFINE_COEF * b + t.b
-                a = AFFINE_COEF_A * a
-        out[j].a = a
-        out[j].b = b
-        out[j].flag = f
-'''.replace("AFFINE_COEF_A", affine_coef_code("t.a", "a")).replace("AFFINE_COEF", affine_coef_code("t.a", "b"))
 
-AFFINE_ENDS_FOLD = '''
-def fold(stack, out):
-    k, w = stack.shape
-    for j in range(w):
-        a = stack[0, j].a
-        b = stack[0, j].b
-        inner = stack[0, j].inner
-        end = stack[0, j].end
-        for i in range(1, k):
-            t = stack[i, j]
-            if t.inner or end:
-                a = t.a
-                b = t.b
-            else:
-                b = AFFINE_COEF * b + t.b
-                a = AFFINE_COEF_A * a
-            inner = inner or end or t.inner
-            end = t.end
-        out[j].a = a
-        out[j].b = b
-        out[j].inner = inner
-        out[j].end = end
-'''.replace("AFFINE_COEF_A", affine_coef_code("t.a", "a")).replace("AFFINE_COEF", affine_coef_code("t.a", "b"))
+# The lines that fold row t into the locals: a segmented scan's value (``base`` is its plain
+# operator), an affine map (t after the maps before: a <- t.a * a, b <- t.a * b + t.b, by the
+# zero rule), a compensated sum (s, e) (TwoSum of the sums, errors added).
+_SEGMENTED = "value = base(value, t.value)"
+_AFFINE = f"b = {affine_coef_code('t.a', 'b')} * b + t.b\na = {affine_coef_code('t.a', 'a')} * a"
+_COMPENSATED = """
+hi = s + t.s
+bb = hi - s
+lo = (s - (hi - bb)) + (t.s - bb)
+lo = lo + (e + t.e)
+s = hi + lo
+e = lo - (s - hi)
+"""
 
-COMPENSATED_FOLD = '''
-def fold(stack, out):
-    k, w = stack.shape
-    for j in range(w):
-        s = stack[0, j].s
-        e = stack[0, j].e
-        for i in range(1, k):
-            t = stack[i, j]
-            hi = s + t.s
-            bb = hi - s
-            lo = (s - (hi - bb)) + (t.s - bb)
-            lo = lo + (e + t.e)
-            s = hi + lo
-            e = lo - (s - hi)
-        out[j].s = s
-        out[j].e = e
-'''
+
+def compensated_overflow_code(value, total: str, err: str) -> str:
+    """numba lines that follow a compensated step (``hi`` the rounded sum of the sums, ``total``
+    and ``err`` the renormalised sum and error): where ``hi`` is infinite or NaN (an overflow, or
+    an infinity or NaN among the parts) the sum is ``hi``, IEEE's, and the error 0: TwoSum's error
+    of an infinite sum is NaN (``inf - inf``), which would turn the sum into NaN.  Per component
+    of a complex ``value`` dtype; in that dtype (no widening)."""
+    value = np.dtype(value)
+    if value.kind != "c":
+        return f"if not np.isfinite(hi):\n    {total} = hi\n    {err} = np.{value.name}(0)\n"
+    kind, zero = value.name, f"np.{np.dtype(value.char.lower()).name}(0)"
+    return ("if not (np.isfinite(hi.real) and np.isfinite(hi.imag)):\n"
+            "    fr = np.isfinite(hi.real)\n    fi = np.isfinite(hi.imag)\n"
+            f"    {err} = np.{kind}(complex({err}.real if fr else {zero}, {err}.imag if fi else {zero}))\n"
+            f"    {total} = np.{kind}(complex({total}.real if fr else hi.real, {total}.imag if fi else hi.imag))\n")
+
+
+def compensated_fold(value) -> str:
+    """The compensated state's fold for states over ``value`` (its overflow code is typed)."""
+    return _fold(("s", "e"), _COMPENSATED + compensated_overflow_code(value, "s", "e"))
+
+SEGMENTED_FOLD = _fold(("value",), _SEGMENTED, "starts")
+SEGMENTED_ENDS_FOLD = _fold(("value",), _SEGMENTED, "ends")
+AFFINE_FOLD = _fold(("a", "b"), _AFFINE)
+AFFINE_STARTS_FOLD = _fold(("a", "b"), _AFFINE, "starts")
+AFFINE_ENDS_FOLD = _fold(("a", "b"), _AFFINE, "ends")

@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .folds import (AFFINE_ENDS_FOLD, AFFINE_FOLD, AFFINE_STARTS_FOLD, COMPENSATED_FOLD, SEGMENTED_ENDS_FOLD,
-                    SEGMENTED_FOLD)
+from .folds import (AFFINE_ENDS_FOLD, AFFINE_FOLD, AFFINE_STARTS_FOLD, SEGMENTED_ENDS_FOLD, SEGMENTED_FOLD,
+                    compensated_fold)
 from .jit import array_type, base_combine, compile_loop
 
 
@@ -101,8 +101,12 @@ class State:
         fn = folds.get(dtype)
         if fn is None:
             signature = f"{array_type(dtype, 2)}, {array_type(dtype, 1, writes=True)}"
-            fn = folds[dtype] = compile_loop(self.FOLD, "fold", self._base_combine(), signature=signature)
+            fn = folds[dtype] = compile_loop(self.fold_code(dtype), "fold", self._base_combine(), signature=signature)
         return fn
+
+    def fold_code(self, dtype) -> str:
+        """The numba code of the fold of states of ``dtype``."""
+        return self.FOLD
 
     def _base_combine(self):
         return None
@@ -272,18 +276,27 @@ def two_sum(a, b):
     return s, e
 
 
+def _compensated_join(s, e, ts, te):
+    """``(sum, error)`` of (s, e) then (ts, te), real arrays: TwoSum of the sums plus both errors,
+    renormalised; where the sum is infinite or NaN, that sum and error 0 (TwoSum's error of an
+    infinite sum is NaN: ``folds.compensated_overflow_code``)."""
+    hi, lo = two_sum(s, ts)
+    lo = lo + (e + te)
+    total = hi + lo
+    finite = np.isfinite(hi)
+    return np.where(finite, total, hi), np.where(finite, lo - (total - hi), 0).astype(hi.dtype, copy=False)
+
+
 class Compensated(State):
     """A float sum as (sum, error): every combination is TwoSum of the sums plus both errors,
     renormalised (FastTwoSum) so that ``sum`` is ``sum + error`` rounded: the prefix sums of a
     double-length accumulator, rounded once.  ``base`` is ``sum`` or ``nansum`` (NaN as 0)."""
 
     initial_mode = "seed"
-    FOLD = None
 
     def __init__(self, base):
         self.base = base
         self.kind = "compensated"
-        self.FOLD = COMPENSATED_FOLD
 
     def key(self) -> tuple:
         return (self.kind, self.base)
@@ -299,12 +312,18 @@ class Compensated(State):
     def combine(self, s, t) -> np.ndarray:
         out = np.empty(np.broadcast(s, t).shape, s.dtype)
         with np.errstate(all="ignore"):
-            hi, lo = two_sum(s["s"], t["s"])
-            lo = lo + (s["e"] + t["e"])
-            total = hi + lo
-            out["s"] = total
-            out["e"] = lo - (total - hi)
+            if out["s"].dtype.kind != "c":
+                out["s"], out["e"] = _compensated_join(s["s"], s["e"], t["s"], t["e"])
+                return out
+            total, err = np.empty(out.shape, out["s"].dtype), np.empty(out.shape, out["e"].dtype)
+            for part in (np.real, np.imag):  # per component, as the kernels' Complex join
+                part(total)[...], part(err)[...] = _compensated_join(part(s["s"]), part(s["e"]), part(t["s"]),
+                                                                     part(t["e"]))
+        out["s"], out["e"] = total, err
         return out
+
+    def fold_code(self, dtype) -> str:
+        return compensated_fold(np.dtype(dtype)["s"])
 
     def project(self, s, init=None):
         return s["s"]

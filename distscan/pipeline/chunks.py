@@ -192,6 +192,9 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict, i
     final_now = rank == (size - 1 if plan.reverse else 0)
     last = rank == (0 if plan.reverse else size - 1)
     resident = config["mode"] == "resident"
+    prescan = resident and config.get("prescan", False)
+    settled_at = []  # a prescanned part: the running state after each chunk, in scan order
+    rescanned = 0
     strategy = plan.strategy
     flagged = plan.carries.flagged
     chunks = layout.chunks
@@ -283,13 +286,16 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict, i
                     elif resident:
                         if strategy == "scan_then_add":
                             running = timed(engine.scan, k, running, True)
+                        elif prescan:
+                            running = timed(engine.prescan, k, running)
+                            settled_at.append(np.array(running))
                         elif not last:
                             carry = plan.combine(carry, timed(engine.carry, k))
                     else:
                         if not last:
                             carry = plan.combine(carry, timed(engine.carry, k))
                         engine.drop(k)
-            if not flagged and running is not None and (final_now or strategy == "scan_then_add"):
+            if not flagged and running is not None and (final_now or strategy == "scan_then_add" or prescan):
                 carry = np.asarray(running, plan.carries.dtype).reshape(-1)  # a value, or a state's row
         except Exception as exc:  # noqa: BLE001 - agreed in the exchange, raised on every rank
             error = exc
@@ -308,10 +314,20 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict, i
         with phase(ctx, "store"):
             if not final_now:
                 running = offset
+                # A prescanned chunk after which the running state has the bytes the prescan's had
+                # (no offset at all, a segment that started, a product of coefficients that
+                # vanished) leaves every later chunk as the prescan wrote it.
+                settled = offset is None
                 if resident:
                     for i, k in enumerate(order):
                         if strategy == "scan_then_add":
                             timed(engine.add, k, offset)
+                        elif prescan:
+                            if not settled:
+                                running = timed(engine.rescan, k, running, i < K - 1)
+                                rescanned += 1
+                                settled = i < K - 1 and _same_bytes(running, settled_at[i])
+                            engine.settle(k)
                         else:
                             running = timed(engine.scan, k, running, i < K - 1)
                         ready.append(k)
@@ -337,5 +353,18 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict, i
         if sp.first is not None:
             spans[name] = (sp.first, sp.last)
     ctx.spans.update({k: (a - t_origin, b - t_origin) for k, (a, b) in spans.items()})
+    if prescan and isinstance(getattr(ctx, "host", None), dict):
+        ctx.host["rescanned"] = rescanned  # of the part's chunks, after the exchange
     times["read_busy"] = files.reads.busy
     times["write_busy"] = files.writes.busy
+
+
+def _same_bytes(a, b) -> bool:
+    """Whether two running states (value or state rows) hold the same bytes, field by field (a
+    state's padding bytes are whatever its buffer held)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.names is None:
+        return a.tobytes() == b.tobytes()
+    return all(_same_bytes(a[name], b[name]) for name in a.dtype.names)

@@ -54,6 +54,9 @@ class GpuEngine(CpuEngine):
     """:class:`CpuEngine` whose chunks are computed on the GPU of ``start`` once it is up."""
 
     name = "cuda"
+    # A chunk may be computed on the host or the GPU, which need not give the same bits (float
+    # states): a prescan's output and a rescan's could differ.  Not prescanned.
+    prescans = False
 
     def __init__(self, start: GpuStart, *, required: bool, exact: bool, note=None):
         self.start = start

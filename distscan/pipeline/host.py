@@ -28,6 +28,10 @@ class CpuEngine:
     backend = "cpu"
     default_strategy = "scan_then_add"  # the add after the exchange is 10x cheaper than a scan (measured)
     read_ahead = chunks.READ_AHEAD      # chunks read ahead of the compute
+    # Whether a part may be prescanned (configure).  Assumption: a chunk's scan is a function of
+    # its rows, auxiliary rows, the seed's bytes and the projected initial alone (the host's
+    # loops are), so a rescan from a seed of the same bytes as the prescan's writes the same output.
+    prescans = True
 
     def configure(self, layout: Layout, plan: ScanPlan, budget: int, *, final_now: bool, initial=None) -> dict:
         """Buffers, the mode (``resident`` if what this rank holds fits ``budget`` bytes, else
@@ -44,19 +48,31 @@ class CpuEngine:
                            for a in layout.aux]
         self.inp, self.out, self._own = {}, {}, {}
         self.aux, self._aux_own = {}, {}
+        self._out_of = {}  # a prescanned chunk's own output buffer, until it settles
         n, w = layout.n, layout.w
+        aux_bytes = n * sum(a.row_bytes for a in layout.aux)
         holds_output = final_now or plan.strategy == "scan_then_add" or self.in_place
         if holds_output and not self.in_place:
             held = n * w * layout.out_dt.itemsize  # rank 0: what waits for the disk, at worst all
         else:
             held = n * w * layout.in_dt.itemsize
         if not final_now and plan.strategy == "reduce_then_scan":
-            held += n * sum(a.row_bytes for a in layout.aux)  # kept from the carry to the scan
+            held += aux_bytes  # kept from the carry to the scan
+        # A rank after the first whose scan has flags or coefficients scans its part before the
+        # exchange (prescan) when input, auxiliary inputs and output all fit: after the exchange
+        # it rescans chunks only until its running state is the one the prescan had (a segment
+        # started, or the coefficients' product vanished; see chunks.run_chunks).
+        prescan_held = n * w * (layout.in_dt.itemsize + layout.out_dt.itemsize) + aux_bytes
+        prescan = (self.prescans and not final_now and plan.strategy == "reduce_then_scan" and n > 0
+                   and plan.op.state is not None and bool(plan.op.state.aux) and not plan.carries.flagged
+                   and prescan_held <= budget)
+        if prescan:
+            held, holds_output = prescan_held, True
         resident = held <= budget
         # Outputs in flight: all of a held part, else a ring of buffers reused as writes finish.
         self.out_slots = (1 << 62) if resident and holds_output else WRITE_RING
         return {"mode": "resident" if resident else "streamed", "chunk_rows": layout.chunk_rows,
-                "held_bytes": held if resident else 0}
+                "held_bytes": held if resident else 0, "prescan": prescan}
 
     @staticmethod
     def _take(free: list, nbytes: int) -> np.ndarray:
@@ -111,7 +127,7 @@ class CpuEngine:
             out = x
         else:
             obuf = self._take(self._free_out, self._out_bytes)
-            out = obuf[: x.size * self.lay.out_dt.itemsize].view(self.lay.out_dt).reshape(x.shape)
+            out = self._out_view(obuf, x)
         total = self._scan_rows(x, seed, out, want_total, aux)
         self._free_aux_of(k)
         if not self.in_place:
@@ -120,8 +136,36 @@ class CpuEngine:
         self.out[k] = out
         return total
 
+    def _out_view(self, obuf: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """The output rows of chunk rows ``x`` in the output buffer ``obuf``."""
+        return obuf[: x.size * self.lay.out_dt.itemsize].view(self.lay.out_dt).reshape(x.shape)
+
     def add(self, k: int, offset) -> None:
         self.plan.add_offset(self.out[k], offset)
+
+    # A prescanned part (configure's "prescan"): each chunk is scanned into an output buffer of its
+    # own before the exchange, keeping its input and auxiliary inputs for a rescan from the true
+    # seed after it, until settle() frees them.
+    def prescan(self, k: int, seed):
+        """Chunk ``k`` scanned from ``seed`` (the running state of this part, None at its start)
+        into its own output; its total (the running state after it)."""
+        x = self.inp[k]
+        obuf = self._take(self._free_out, self._out_bytes)
+        self._out_of[k] = obuf
+        self.out[k] = self._out_view(obuf, x)
+        return self._scan_rows(x, seed, self.out[k], True, self.aux.get(k, ()))
+
+    def rescan(self, k: int, seed, want_total: bool):
+        """Prescanned chunk ``k`` scanned again from ``seed``, into the same output."""
+        return self._scan_rows(self.inp[k], seed, self.out[k], want_total, self.aux.get(k, ()))
+
+    def settle(self, k: int) -> None:
+        """Prescanned chunk ``k``'s output is final: its inputs' buffers are free, its output's
+        is freed once written (:meth:`done`)."""
+        self.inp.pop(k, None)
+        self._free_aux_of(k)
+        self.done(k)
+        self._own[k] = (self._out_of.pop(k), self._free_out)
 
     # The compute of one chunk's host rows: NumPy here; the GPU engine sends them through a GPU.
     def _carry_rows(self, x: np.ndarray, aux=()):
@@ -163,6 +207,7 @@ class CpuEngine:
         self._own.clear()
         self.aux.clear()
         self._aux_own.clear()
+        self._out_of.clear()
 
 
 def run_cpu(job: Job, ctx: Context) -> None:
@@ -190,7 +235,8 @@ def run_chunked(job: Job, ctx: Context, make_engine) -> None:
             engine = make_engine(layout, plan, local)
             config = engine.configure(layout, plan, host_budget(job.memory_limit), final_now=plan.first,
                                       initial=initial)
-        ctx.host = {"mode": config["mode"], "strategy": plan.strategy, "chunk_rows": layout.chunk_rows,
+        ctx.host = {"mode": config["mode"], "prescan": config["prescan"], "strategy": plan.strategy,
+                    "chunk_rows": layout.chunk_rows,
                     "engine": engine.name, "reverse": plan.reverse,
                     "aux_inputs": [a.name for a in layout.aux]}
         chunks.run_chunks(job, ctx, engine, plan, layout, config, initial)

@@ -29,6 +29,7 @@ from ..dist.agree import DistScanError
 from ..ops import get_op
 from .. import io as _io
 from .every_row import PIECE_ROWS, check_every_row, isnan
+from .saturation import Seq, find_events, rep_reduce
 
 TOLERANCE_DOC = ("float sums: |got - ref| <= 16*eps*sqrt(k)*sum(|x|) + eps_out*|ref| + the smallest subnormal; "
                  "float products: |got - ref| <= (4*k*eps + eps_out)*|ref| + the smallest subnormal; "
@@ -68,35 +69,6 @@ def _sample_rows(start: int, stop: int, rank: int, count: int) -> np.ndarray:
 
 def _real(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.empty(0, dtype).real.dtype)
-
-
-class _Seq:
-    """What NumPy's sequential scan in the accumulator dtype gives once it has left the finite range.
-
-    Per column: ``sat`` (bool) with ``val`` (the saturated value: +-inf for an
-    overflow, then following the later inputs exactly as float arithmetic does:
-    ``inf + -inf = nan``, ``inf * -2 = -inf``, ``inf * 0 = nan``), and ``lost``
-    (bool): the prefix passed through the subnormal range of a product, or a
-    complex prefix may have overflowed, so no bound holds and the row is skipped.
-    """
-
-    def __init__(self, w, ref):
-        self.sat = np.zeros(w, bool)
-        self.val = np.zeros(w, ref)
-        self.lost = np.zeros(w, bool)
-
-    def copy(self):
-        c = _Seq.__new__(_Seq)
-        c.sat, c.val, c.lost = self.sat.copy(), self.val.copy(), self.lost.copy()
-        return c
-
-
-def _rep(op, a):
-    """Representatives whose exact combination is what a saturated value meets: sums keep only
-    the non-finite inputs, products only signs, zeros, infinities and nans (no overflow possible)."""
-    if op.name == "sum":
-        return np.where(np.isfinite(a), np.zeros((), a.dtype), a)
-    return np.where(np.isinf(a), a, np.sign(a))
 
 
 def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclusive: bool,
@@ -187,9 +159,9 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
     #    (overflow to inf, a product through the subnormals), found from the exact prefixes;
     #    the state at each sampled row (from this slice alone) and at its end, then across ranks.
     states, prefixes, abs_prefixes = [], [], []
-    local_end, rep_total, problem = _Seq(w, ref), np.full(w, op.identity(ref), ref), None
+    local_end, rep_total, problem = Seq(w, ref), np.full(w, op.identity(ref), ref), None
     try:
-        st = _Seq(w, ref)
+        st = Seq(w, ref)
         big = float(np.finfo(types.acc).max) if floaty else 0.0
         tiny = float(np.finfo(types.acc).tiny) if floaty else 0.0
         run, run_abs = carry.copy(), carry_abs.copy()
@@ -204,12 +176,12 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
                     flag = mag0 + ab > big / 2
                 flag &= ~st.sat & ~st.lost
                 if st.sat.any():
-                    st.val = np.where(st.sat, op.ufunc(st.val, _rep_reduce(op, pieces(a, b_), ref, w)), st.val)
+                    st.val = np.where(st.sat, op.ufunc(st.val, rep_reduce(op, pieces(a, b_), ref, w)), st.val)
                 if flag.any():
                     if cplx:
                         st.lost |= flag
                     else:
-                        _find_events(op, pieces(a, b_), run, flag, st, big, tiny, ref, w)
+                        find_events(op, pieces(a, b_), run, flag, st, big, tiny, ref, w)
             run = op.ufunc(run, r).astype(ref)
             run_abs = run_abs + ab
             if k < len(rows):
@@ -220,7 +192,7 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
     except Exception as exc:  # noqa: BLE001
         problem = f"cannot compute the reference: {type(exc).__name__}: {exc}"
 
-    incoming = _Seq(w, ref)
+    incoming = Seq(w, ref)
     if floaty:
         mine = (local_end.sat, local_end.val, local_end.lost)
         gathered = [mine] if comm is None else comm.allgather(mine)
@@ -228,7 +200,7 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
         reps = None
         if any_sat:  # the same decision on every rank: a saturated value meets later slices' inputs
             try:
-                rep_total = _rep_reduce(op, pieces(0, n), ref, w)
+                rep_total = rep_reduce(op, pieces(0, n), ref, w)
             except Exception as exc:  # noqa: BLE001
                 problem = problem or f"cannot compute the reference: {exc}"
             reps = [rep_total] if comm is None else comm.allgather(rep_total)
@@ -241,7 +213,7 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
         if incoming.sat.any() and problem is None:
             run_rep = incoming.val.copy()
             for k_, (a_, b_, *_rest) in enumerate(seg[:len(rows)]):
-                run_rep = op.ufunc(run_rep, _rep_reduce(op, pieces(a_, b_), ref, w))
+                run_rep = op.ufunc(run_rep, rep_reduce(op, pieces(a_, b_), ref, w))
                 states[k_].val = np.where(incoming.sat, run_rep, states[k_].val)
                 states[k_].sat |= incoming.sat
         for s_k in states:
@@ -356,46 +328,3 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
         "tolerance": "exact" if not floaty else TOLERANCE_DOC,
         "summary": text,
     }
-
-
-def _rep_reduce(op, pieces, ref, w):
-    acc = np.full(w, op.identity(ref), ref)
-    for piece in pieces:
-        acc = op.ufunc(acc, op.ufunc.reduce(_rep(op, piece.astype(ref)), axis=0)).astype(ref)
-    return acc
-
-
-def _find_events(op, pieces, run, flag, st, big, tiny, ref, w):
-    """In the columns ``flag``, walk the exact prefixes (a cumulative sum or product in the wide
-    dtype, from ``run``) and mark the first row where the accumulator dtype would overflow (then
-    saturated: +-inf, continued with the later inputs' representatives) or, for products, go
-    subnormal (then ``lost``)."""
-    cur = run.copy()
-    newly = np.zeros(w, bool)
-    ident = np.asarray(op.identity(ref), ref)
-    for piece in pieces:
-        p = piece.astype(ref)
-        if not len(p):
-            continue
-        if newly.any():  # saturated in an earlier piece of this segment: meets this piece's inputs
-            st.val = np.where(newly, op.ufunc(st.val, op.ufunc.reduce(_rep(op, p), axis=0)), st.val)
-        pref = op.ufunc(cur, op.ufunc.accumulate(p, axis=0))
-        mag = np.abs(pref)
-        over = mag > big
-        under = (mag < tiny) & (mag != 0) if op.name == "prod" else np.zeros_like(over)
-        event = (over | under) & flag & ~st.sat & ~st.lost
-        if event.any():
-            first = np.argmax(event, axis=0)
-            rows = np.arange(len(p))
-            for c in np.nonzero(event.any(axis=0))[0]:
-                j = int(first[c])
-                if under[j, c] and not over[j, c]:
-                    st.lost[c] = True
-                    continue
-                val = np.asarray(np.copysign(np.inf, pref[j, c].real), ref)
-                after = np.where(rows > j, p[:, c], ident)
-                st.val[c] = op.ufunc(val, op.ufunc.reduce(_rep(op, after), axis=0))
-                st.sat[c] = True
-                newly[c] = True
-        cur = pref[-1].copy()
-    return st

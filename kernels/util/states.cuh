@@ -258,8 +258,16 @@ struct AffineEnds : AffineBase {
 // ---- compensated sums: (sum, error) by TwoSum, renormalised ------------------------------
 // No product appears, so nothing can be contracted into an FMA; the compiler keeps IEEE
 // addition order (no fast-math), as the NumPy formulas do.
+// Where the sum of the sums is infinite or NaN (an overflow, or an infinity or NaN among the
+// parts) it is the result, with error 0: TwoSum's error of an infinite sum is NaN (inf - inf),
+// which would turn the sum into NaN (as distscan.ops.state and the CPU loops do).
 template <typename R> __device__ __forceinline__ void two_sum_renorm(R &s, R &e, R ts, R te) {
     const R hi = s + ts;
+    if (!isfinite(hi)) {
+        s = hi;
+        e = R(0);
+        return;
+    }
     const R bb = hi - s;
     R lo = (s - (hi - bb)) + (ts - bb);
     lo = lo + (e + te);

@@ -80,3 +80,14 @@ def test_gpu_options_with_the_cpu_backend_are_refused(tmp_path, capsys, flags):
     err = capsys.readouterr().err
     assert "needs --backend cuda or auto" in err and err.count("distscan: error:") == 1
     assert files_in(tmp_path) == ["in.npy"]
+
+
+@pytest.mark.parametrize("dtype", ["S3", "i4,i4", "M8", "O", "U2", "(2,)f8"])
+def test_a_dtype_that_is_not_numeric_is_a_usage_error(tmp_path, capsys, dtype):
+    """A string, record, datetime, object or subarray --dtype: exit 2 naming what was typed (it
+    once passed the parser and failed later with exit 1, naming NumPy's 'bytes24' or 'void64')."""
+    inp = input_npy(tmp_path)
+    assert cli.main([inp, "--dtype", dtype]) == 2
+    err = capsys.readouterr().err
+    assert f"--dtype {dtype!r} is not a numeric dtype" in err and err.count("distscan: error:") == 1
+    assert files_in(tmp_path) == ["in.npy"]

@@ -16,7 +16,7 @@ import distscan
 from distscan import DistScanError
 from distscan.backends import cpu as cpu_backend
 
-from tests.support.ranks import raises_everywhere
+from tests.support.ranks import all_ranks_ok, raises_everywhere
 
 pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(120)]
 
@@ -211,3 +211,21 @@ def test_declared_combine_raising_in_the_exchange_is_agreed(method, comm, monkey
                                       [comm.rank + 1] if comm.size <= 10 else distscan.cumsum(ones, comm=comm))
     finally:
         _kinds.PLANS.clear()
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("call", ["linear_recurrence", "segments"])
+def test_initial_differing_across_ranks_is_named(call, comm):
+    """docs/api.md: arguments that must agree are checked in the exchange, and every rank raises the
+    same ValueError naming the difference."""
+    initial = float(comm.rank + 1)
+    if call == "linear_recurrence":
+        fn = lambda: distscan.linear_recurrence(0.5, np.ones(3), initial=initial, comm=comm)  # noqa: E731
+    else:
+        fn = lambda: distscan.cumsum(np.ones(3), segments=np.zeros(3, bool), initial=initial, comm=comm)  # noqa: E731
+    message = raises_everywhere(comm, ValueError, "differs across ranks", fn)
+
+    def check():
+        assert "initial" in message, message
+
+    all_ranks_ok(comm, check)

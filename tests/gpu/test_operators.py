@@ -220,6 +220,28 @@ def test_compensated_float32_within_2_ulp(n, rng):
     _compensated_within_2_ulp(n, rng)
 
 
+@pytest.mark.parametrize("n", SIZES)
+def test_compensated_sums_that_overflow_or_meet_infinities_are_numpys(n, rng):
+    """An infinite sum of the sums is the result, error 0 (TwoSum's error of it, inf - inf, would
+    make it NaN): float32 sums that overflow, and infinities and a NaN in the input, at every lane,
+    thread and tile edge, forwards and reversed, as NumPy's cumsum gives them (bit for bit).
+    The large items have one sign: with both, a tile's own sum may overflow to -inf where the
+    sequential sum is already +inf, and inf + -inf is NaN in any parallel grouping (docs/api.md)."""
+    x = rng.uniform(1e37, 3e38, n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    y[rng.integers(0, n, 3)] = np.float32(np.inf)
+    y[rng.integers(0, n, 1)] = -np.float32(np.inf)
+    for data in (x, -x, y):
+        for reverse in (False, True):
+            order = slice(None, None, -1) if reverse else slice(None)
+            with np.errstate(all="ignore"):
+                want = np.cumsum(data[order])[order]  # float32: an overflow stays infinite
+            got = cp.asnumpy(_gpu(distscan.cumsum, data, compensated=True, reverse=reverse))
+            inf = ~np.isfinite(want)
+            np.testing.assert_array_equal(got[inf], want[inf])
+            np.testing.assert_array_equal(np.isfinite(got), ~inf)
+
+
 def test_look_ahead_sizes_of_4_byte_items(rng):
     """Reverse sums, NaN-aware sums and compensated sums of float32 past 2^23 items (the
     look-ahead kernel, mirrored), and a segmented sum there (the look-back with its lead)."""

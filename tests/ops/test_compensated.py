@@ -55,3 +55,16 @@ def _assert_le(values, bound):
 def test_compensated_refuses_integers_on_every_rank(comm):
     with pytest.raises((TypeError, distscan.DistScanError), match="compensated sum|not defined"):
         distscan.cumsum(np.arange(3), compensated=True, comm=comm)
+
+
+@pytest.mark.parametrize("first", [[np.inf, 1.0], [1.0, -np.inf], [1e308, 1e308]])
+def test_compensated_sum_of_infinities_is_infinite(first, comm):
+    """docs/operators.md: a compensated prefix is "as exact as a double-length sum rounded once";
+    the results equal NumPy's on the concatenated array, where an infinite sum is inf, never NaN
+    (TwoSum's error of an infinite sum, inf - inf, once made it NaN; found by review)."""
+    parts = [np.array(first)] + [np.array([1.0, 2.0])] * (comm.size - 1)
+    g = np.concatenate(parts)
+    with np.errstate(all="ignore"):
+        expected = np.cumsum(g)[2 * comm.rank:2 * comm.rank + 2]
+        got = distscan.cumsum(parts[comm.rank], compensated=True, comm=comm)
+    all_ranks_ok(comm, lambda: np.testing.assert_array_equal(got, expected))

@@ -85,3 +85,30 @@ def test_an_infinite_or_nan_coefficient_times_a_zero_is_zero_however_the_ranks_s
                                        reverse=reverse, segments=f, comm=comm)
         ref = rank_part(recurrence_reference(a, b, initial=initial, reverse=reverse, segments=segments), counts, comm)
         all_ranks_ok(comm, lambda: np.testing.assert_array_equal(y, ref))
+
+
+@pytest.mark.manyranks
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_flushed_subnormal_product_is_not_a_zero_the_rule_drops(dtype, comm):
+    """The CPU loop flushes a subnormal product of coefficients to zero (a speed measure); an
+    infinite or NaN coefficient after it still meets a nonzero product: ±inf or NaN as the
+    sequential loop gives, never the zero rule's 0 (a review found [1, 0, 0] for a = [1, 1e-310,
+    inf], b = 0, initial=1).  Results below the smallest normal may be flushed; the others equal
+    the sequential loop's, however the ranks split the array."""
+    rng = shared_rng(comm)
+    tiny = np.finfo(dtype).tiny
+    for trial in range(6):
+        counts = random_counts(rng, comm.size, 6, empty=0.2)
+        counts[rng.integers(comm.size)] += 6
+        n = int(counts.sum())
+        a = np.ones(n, dtype)
+        k = rng.integers(1, n - 2)
+        a[k] = tiny * 2.0**-3  # the product turns subnormal here...
+        a[k + 1 + rng.integers(0, n - k - 1)] = [np.inf, -np.inf, np.nan][trial % 3]  # ...and meets this
+        b = np.zeros(n, dtype)
+        y = distscan.linear_recurrence(rank_part(a, counts, comm), rank_part(b, counts, comm), initial=1.0,
+                                       comm=comm)
+        ref = rank_part(recurrence_reference(a, b, initial=1.0).astype(dtype), counts, comm)
+        small = np.abs(ref) < tiny  # flushed or not: both are within the flush's promise
+        all_ranks_ok(comm, lambda: (np.testing.assert_array_equal(y[~small], ref[~small]),
+                                    np.testing.assert_array_equal(np.abs(y[small]) < tiny, True)))

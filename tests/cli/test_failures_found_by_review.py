@@ -1,0 +1,93 @@
+"""Failures of the ``distscan`` command found by adversarial review (branch adv-cli), fixed; each
+test failed before its fix:
+
+- ``--report`` onto the ``--segments`` flags or a recurrence's coefficients overwrote that input
+  (docs/command.md: "The input is never overwritten"; ``distscan.cli._check_report_path`` compared
+  the report with the main input and the output only).
+- A header whose trailing dimensions multiply past 2**63 with no data was taken for an empty array:
+  exit 0 and a published output that promises the whole array (``NpyHeader.row_items``:
+  ``np.prod(..., dtype=np.int64)`` wrapped to 0).
+- SIGINT reaching a rank after ``MPI_Init`` but before ``cli.main`` installed its watcher (argument
+  parsing, the environment's allgather, the two ``Dup``s) left that rank in ``MPI_Finalize`` with a
+  traceback while the others waited in the allgather: the job hung.
+"""
+
+import io
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from tests.support.command import assert_one_error_line, cli_in_process
+from tests.support.files import leftover_temps
+from tests.support.launch import files_and_sizes, run_mpi
+
+pytestmark = [
+    pytest.mark.timeout(120),
+    pytest.mark.skipif(bool(os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")),
+                       reason="launches mpiexec itself; run it from a serial pytest"),
+]
+
+
+def test_report_onto_the_segment_flags_is_refused(tmp_path, capsys):
+    np.save(tmp_path / "a.npy", np.arange(20))
+    np.save(tmp_path / "f.npy", np.arange(20) % 3 == 0)
+    before = files_and_sizes(tmp_path)
+    proc = cli_in_process(capsys, tmp_path / "a.npy", "--segments", tmp_path / "f.npy", "--report",
+                          tmp_path / "f.npy", "-o", tmp_path / "o.npy", "--backend", "cpu", "--quiet")
+    assert (tmp_path / "f.npy").read_bytes()[:6] == b"\x93NUMPY", "the flags file was overwritten by the report"
+    assert np.array_equal(np.load(tmp_path / "f.npy"), np.arange(20) % 3 == 0)
+    assert_one_error_line(proc, "overwrite")
+    assert files_and_sizes(tmp_path) == before and leftover_temps(tmp_path) == []
+
+
+def test_report_onto_the_coefficients_is_refused(tmp_path, capsys):
+    np.save(tmp_path / "b.npy", np.arange(20.0))
+    np.save(tmp_path / "A.npy", np.full(20, 0.5))
+    before = files_and_sizes(tmp_path)
+    proc = cli_in_process(capsys, "recurrence", tmp_path / "A.npy", tmp_path / "b.npy", "--report",
+                          tmp_path / "A.npy", "-o", tmp_path / "y.npy", "--backend", "cpu", "--quiet")
+    assert (tmp_path / "A.npy").read_bytes()[:6] == b"\x93NUMPY", "the coefficient file was overwritten by the report"
+    assert np.array_equal(np.load(tmp_path / "A.npy"), np.full(20, 0.5))
+    assert_one_error_line(proc, "overwrite")
+    assert files_and_sizes(tmp_path) == before and leftover_temps(tmp_path) == []
+
+
+def _header_only(path, shape, descr="|i1"):
+    from numpy.lib import format as npformat
+    buf = io.BytesIO()
+    npformat.write_array_header_1_0(buf, {"descr": descr, "fortran_order": False, "shape": shape})
+    path.write_bytes(buf.getvalue())
+
+
+def test_a_header_whose_row_size_overflows_int64_is_refused(tmp_path, capsys):
+    _header_only(tmp_path / "in.npy", (3, 2**32, 2**32))
+    before = files_and_sizes(tmp_path)
+    proc = cli_in_process(capsys, tmp_path / "in.npy", "-o", tmp_path / "o.npy", "--backend", "cpu")
+    assert_one_error_line(proc, "in.npy")
+    assert files_and_sizes(tmp_path) == before and leftover_temps(tmp_path) == []
+
+
+SIGINT_IN_THE_WINDOW = """
+import os, signal, sys
+from distscan import cli
+orig = cli.build_parser
+def build_parser(rank):
+    if rank == 1:
+        os.kill(os.getpid(), signal.SIGINT)   # ^C reaches rank 1 while it parses its arguments
+    return orig(rank)
+cli.build_parser = build_parser
+raise SystemExit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_sigint_to_one_rank_while_it_starts_ends_the_job(tmp_path):
+    np.save(tmp_path / "in.npy", np.arange(100))
+    script = tmp_path / "early_sigint.py"
+    script.write_text(SIGINT_IN_THE_WINDOW)
+    proc = run_mpi(2, [sys.executable, script, tmp_path / "in.npy", "-o", tmp_path / "o.npy", "--backend", "cpu"],
+                   timeout=20)  # a hang fails the test (the process group is killed)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "o.npy").exists() and leftover_temps(tmp_path) == []
