@@ -261,6 +261,10 @@ struct AffineEnds : AffineBase {
 // Where the sum of the sums is infinite or NaN (an overflow, or an infinity or NaN among the
 // parts) it is the result, with error 0: TwoSum's error of an infinite sum is NaN (inf - inf),
 // which would turn the sum into NaN (as distscan.ops.state and the CPU loops do).
+// The check costs time on the chain of dependent additions (H200, 2^27, GPU time against the
+// plain sum, benchmarks/ab_compensated.py, 2026-11-23): float32 1.84x without it, 2.08x as a
+// branch, 1.99x as selects; float64 2.09x, 2.25x, 2.30x.  So float takes the selects (bit for bit
+// the same results) and the other types the branch.
 template <typename R> __device__ __forceinline__ void two_sum_renorm(R &s, R &e, R ts, R te) {
     const R hi = s + ts;
     if (!isfinite(hi)) {
@@ -274,6 +278,17 @@ template <typename R> __device__ __forceinline__ void two_sum_renorm(R &s, R &e,
     const R total = hi + lo;
     e = lo - (total - hi);
     s = total;
+}
+__device__ __forceinline__ void two_sum_renorm(float &s, float &e, float ts, float te) {
+    const float hi = s + ts;
+    const bool finite = isfinite(hi);
+    const float bb = hi - s;
+    float lo = (s - (hi - bb)) + (ts - bb);
+    lo = lo + (e + te);
+    const float total = hi + lo;
+    const float err = lo - (total - hi);
+    s = finite ? total : hi;
+    e = finite ? err : 0.0f;
 }
 template <typename V> struct CompensatedMath {
     static __device__ __forceinline__ void join(V &s, V &e, V ts, V te) { two_sum_renorm(s, e, ts, te); }
