@@ -42,7 +42,7 @@ def normalize_axis(axis, ndim: int):
     return int(axis) % ndim
 
 
-def _initial_row(initial, types: ScanTypes, trailing: tuple):
+def initial_row(initial, types: ScanTypes, trailing: tuple):
     """``initial`` as one row of ``w = prod(trailing)`` accumulator items: a scalar, or an array that
     broadcasts to the trailing shape (or, as before it was read so, to the flattened row)."""
     if initial is None:
@@ -200,7 +200,7 @@ class Part:
             work = self.xp.moveaxis(work, ax, 0)
         self.work_shape = tuple(int(s) for s in work.shape)
         self.trailing = self.work_shape[1:]
-        self.initial = _initial_row(initial, self.types, self.trailing)
+        self.initial = initial_row(initial, self.types, self.trailing)
         self.rows = _as_rows(work)
         self.aux = self._aux(segments, coef)
         if getattr(self.op, "check", False):  # a declared operator in debug mode: test it on this input

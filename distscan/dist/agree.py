@@ -196,7 +196,11 @@ def raise_mismatch(comm, what, fields):
     detail = _who_has([c.get(name) for c in compared])
     hint = ""
     if name == "dtype":
-        empty = [r for r, v in enumerate(values) if v.get("_rows") == 0]
+        # the hint names the empty parts whose dtype is not the one every non-empty part has
+        # (with no such one dtype, a hint about empty parts would be a guess)
+        full = {c.get("dtype") for c, v in zip(compared, values) if v.get("_rows") != 0}
+        empty = [r for r, (c, v) in enumerate(zip(compared, values))
+                 if v.get("_rows") == 0 and len(full) == 1 and c.get("dtype") not in full]
         if empty:
             hint = (f" (rank{'s' if len(empty) > 1 else ''} {_ranges(empty)} "
                     f"{'have' if len(empty) > 1 else 'has'} an empty part: build it with the dtype of "

@@ -107,6 +107,9 @@ def remove_stale_temps(path: str) -> list:
 
 def check_replaceable(path: str, force: bool, what: str = "output") -> None:
     """Raise unless ``path`` is absent, or (with ``force``) a regular file or a link to one / to nothing."""
+    if path.endswith(os.sep) or (os.altsep and path.endswith(os.altsep)):
+        # 'sub/' names a folder even when none exists: the rename onto it would fail after the scan
+        raise IsADirectoryError(f"{what} path names a directory (it ends in {path[-1]!r}): {path}; give a file name")
     try:
         lst = os.lstat(path)
     except FileNotFoundError:

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _call
 from ..dist.plan import ScanPlan
 from .context import phase
 from .files import IO_THREADS_ENV, READ_THREADS, WRITE_THREADS, Files, io_threads  # noqa: F401 - their names here too
@@ -171,7 +172,7 @@ def initial_row(job, plan: ScanPlan):
     initial = getattr(job, "initial", None)
     if initial is None or not np.any(initial):
         return None
-    return np.broadcast_to(np.asarray(initial).astype(plan.types.acc), (plan.w,)).copy()
+    return _call.initial_row(initial, plan.types, plan.trailing)
 
 
 def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict, initial=None) -> None:

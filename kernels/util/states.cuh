@@ -147,12 +147,11 @@ struct SegmentedEnds : StateOpBase {
 template <typename V> struct AffineCoef {
     static __device__ __forceinline__ V of(V a, V) { return a; }
 };
-template <> struct AffineCoef<float> {
-    static __device__ __forceinline__ float of(float a, float y) { return (y == 0.0f && !isfinite(a)) ? 0.0f : a; }
+template <typename R> struct AffineCoefReal {
+    static __device__ __forceinline__ R of(R a, R y) { return (y == R(0) && !isfinite(a)) ? R(0) : a; }
 };
-template <> struct AffineCoef<double> {
-    static __device__ __forceinline__ double of(double a, double y) { return (y == 0.0 && !isfinite(a)) ? 0.0 : a; }
-};
+template <> struct AffineCoef<float> : AffineCoefReal<float> {};
+template <> struct AffineCoef<double> : AffineCoefReal<double> {};
 template <typename R> struct AffineCoef<Complex<R> > {
     static __device__ __forceinline__ Complex<R> of(Complex<R> a, Complex<R> y) {
         if (y.re == R(0) && y.im == R(0) && !(isfinite(a.re) && isfinite(a.im))) a.re = a.im = R(0);

@@ -54,6 +54,17 @@ def test_report_onto_the_coefficients_is_refused(tmp_path, capsys):
     assert files_and_sizes(tmp_path) == before and leftover_temps(tmp_path) == []
 
 
+@pytest.mark.parametrize("flag", ["-o", "--report"])
+def test_an_output_named_as_a_folder_is_refused_before_the_scan(tmp_path, capsys, flag):
+    np.save(tmp_path / "a.npy", np.arange(20))
+    before = files_and_sizes(tmp_path)
+    args = ["-o", str(tmp_path / "sub") + os.sep] if flag == "-o" else \
+        ["-o", tmp_path / "o.npy", "--report", str(tmp_path / "r") + os.sep]
+    proc = cli_in_process(capsys, tmp_path / "a.npy", *args, "--backend", "cpu", "--quiet")
+    assert_one_error_line(proc, "names a directory", "give a file name")
+    assert files_and_sizes(tmp_path) == before and leftover_temps(tmp_path) == []
+
+
 def _header_only(path, shape, descr="|i1"):
     from numpy.lib import format as npformat
     buf = io.BytesIO()
@@ -91,3 +102,32 @@ def test_sigint_to_one_rank_while_it_starts_ends_the_job(tmp_path):
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "o.npy").exists() and leftover_temps(tmp_path) == []
+
+
+class _InterruptedImport:
+    """A meta path finder that raises KeyboardInterrupt on importing one module (^C during imports)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def find_spec(self, name, path=None, target=None):
+        if name == self.name:
+            raise KeyboardInterrupt
+        return None
+
+
+@pytest.mark.parametrize("rank", [None, "2"])
+def test_an_interrupt_while_the_command_loads_is_one_line(monkeypatch, capsys, rank):
+    """^C to mpiexec while the ranks import NumPy and MPI (before the signal watcher) printed a
+    traceback of KeyboardInterrupt per rank; now one line each and status 130 (128 + SIGINT)."""
+    import distscan.__main__ as entry
+    monkeypatch.delitem(sys.modules, "distscan.cli", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [_InterruptedImport("distscan.cli")] + sys.meta_path)
+    for var in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"):
+        monkeypatch.delenv(var, raising=False)
+    if rank is not None:
+        monkeypatch.setenv("PMI_RANK", rank)
+    assert entry.run() == 130
+    err = capsys.readouterr().err
+    where = f"rank {rank}: " if rank else ""
+    assert err == f"distscan: error: {where}interrupted by SIGINT while starting; nothing was published\n"

@@ -98,6 +98,18 @@ def test_dtype_mismatch_from_an_empty_part_is_named(comm):
     assert "rank 1 has float64" in msg and "int64" in msg and "empty part" in msg
 
 
+@pytest.mark.mpi(min_size=3)
+def test_the_empty_part_hint_names_only_the_empty_parts_of_another_dtype(comm):
+    """Rank 1's empty part has the right dtype, rank 2's non-empty part the wrong one: the hint
+    about empty parts would blame rank 1 for nothing, so there is none."""
+    part = np.empty(0, np.int64) if comm.rank == 1 else np.arange(3, dtype=np.int32 if comm.rank == 2 else np.int64)
+    with pytest.raises(ValueError) as info:
+        distscan.cumsum(part, comm=comm)
+    msg = str(info.value)
+    assert msg.startswith("dtype differs across ranks: ") and "rank 2 has int32" in msg
+    assert "empty part" not in msg
+
+
 @pytest.mark.mpi(min_size=2)
 def test_operator_mismatch_is_named(comm):
     with pytest.raises(ValueError, match=r"operator differs across ranks: .*rank 0 has sum.*prod"):

@@ -107,5 +107,15 @@ def refuse_in_capture(stream_ptr: int, what: str) -> None:
                            "capture cannot give; call it outside the capture")
 
 
+def reduction_columns(x):
+    """``(x as (n, w) columns, n, w)`` for a reduction.  Where it holds items, a stream that is
+    capturing a graph is refused: a reduction copies its result to the host."""
+    x = x.reshape(-1, 1) if x.ndim == 1 else x
+    n, w = x.shape
+    if n and w:
+        refuse_in_capture(cp.cuda.get_current_stream().ptr, "a reduction (and so a scan across ranks)")
+    return x, n, w
+
+
 def memset_async(ptr: int, value: int, nbytes: int, stream_ptr: int) -> None:
     cp.cuda.runtime.memsetAsync(ptr, value, nbytes, stream_ptr)

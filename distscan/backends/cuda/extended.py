@@ -22,7 +22,7 @@ import numpy as np
 from ..._dtypes import ScanTypes
 from ...ops import Op
 from . import compile as cc
-from .device import cp, device_info, memset_async, refuse_in_capture, remember, require_cupy
+from .device import cp, device_info, memset_async, reduction_columns, refuse_in_capture, remember, require_cupy
 from .launch import ArgBlock, launch_shape
 from .plans import STATE_LEAD_SHARE, Plan, persistent_grid, setup_lead, status_words, uses_lookahead
 from .scratch import scratch_of
@@ -342,12 +342,9 @@ def reduce(x, op: Op, types: ScanTypes, aux=(), reverse: bool = False) -> np.nda
     """The carry of a part in scan order: the ordered reduction of its states, ``(w,)`` host states."""
     require_cupy()
     _check_gpu(op)
-    if x.ndim == 1:
-        x = x.reshape(-1, 1)
-    n, w = x.shape
+    x, n, w = reduction_columns(x)
     if n == 0 or w == 0:
         return _neutral_rows(op, types, w)
-    refuse_in_capture(cp.cuda.get_current_stream().ptr, "a reduction (and so a scan across ranks)")
     x = cp.ascontiguousarray(x)
     dev_id = x.device.id
     plan = ext_plan(dev_id, x.dtype, types, op, "lookback", reverse)

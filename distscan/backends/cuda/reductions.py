@@ -11,7 +11,7 @@ import numpy as np
 from ..._dtypes import ScanTypes
 from ...ops import Op
 from . import extended
-from .device import cp, device_info, refuse_in_capture, remember, require_cupy, stream_key
+from .device import cp, device_info, reduction_columns, remember, require_cupy, stream_key
 from .hotpath import NOT_FAST
 from .launch import ArgBlock, identity_row
 from .plans import Plan, add_plan, persistent_grid, plan_of
@@ -98,12 +98,9 @@ def reduce(x, op: Op, types: ScanTypes, aux=(), reverse: bool = False) -> np.nda
     if op.state is not None:
         return extended.reduce(x, op, types, aux, reverse)
     cp = require_cupy()
-    if x.ndim == 1:
-        x = x.reshape(-1, 1)
-    n, w = x.shape
+    x, n, w = reduction_columns(x)
     if n == 0 or w == 0:
         return identity_row(op, types, w)
-    refuse_in_capture(cp.cuda.get_current_stream().ptr, "a reduction (and so a scan across ranks)")
     if w == 1 and x._c_contiguous:
         total = _reduce_1d(x.reshape(-1), op, types)
         if total is not None:
