@@ -16,8 +16,6 @@ last row (the part's carry).
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from ..ops.folds import affine_coef_code, compensated_overflow_code
@@ -257,7 +255,6 @@ def _segment_fields(state, seed, flags, ends: bool) -> None:
 
 
 _LOOPS: dict = {}
-_LOOPS_LOCK = threading.Lock()
 
 
 def loops(op, types, exclusive: bool, w: int):
@@ -268,12 +265,9 @@ def loops(op, types, exclusive: bool, w: int):
     key = (op, types, bool(exclusive), w)
     found = _LOOPS.get(key)
     if found is None:
-        with _LOOPS_LOCK:  # a thread that meets another making them (the command's warm-up) waits
-            found = _LOOPS.get(key)
-            if found is None:
-                found = _LOOPS[key] = Loops(op, types, exclusive, w)
-                if len(_LOOPS) > 256:
-                    _LOOPS.pop(next(iter(_LOOPS)))
+        found = _LOOPS[key] = Loops(op, types, exclusive, w)
+        if len(_LOOPS) > 256:
+            _LOOPS.pop(next(iter(_LOOPS)))
     return found
 
 

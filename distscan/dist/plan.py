@@ -32,7 +32,6 @@ Pipelines that work in chunks call the steps themselves: :meth:`local_carry` per
 from __future__ import annotations
 
 import math
-import threading
 from typing import Optional
 
 import numpy as np
@@ -131,8 +130,7 @@ class ScanPlan:
                       and self.op.name in EXACT and self.types.acc.kind in "biu" and self.types.input.kind in "biu"
                       and self.types.result == self.types.acc and not self.exclusive and not self.reverse)
         self._floats = self.types.acc.kind in "fc"
-        self._loops = None  # a state scan's loops, made in the first run (_prepare) or by warm()
-        self._loops_lock = threading.Lock()  # warm()'s thread and the first run make them once
+        self._loops = None  # a state scan's loops, made in the first run (_prepare)
 
     # -- the whole call ---------------------------------------------------------------------
 
@@ -267,27 +265,11 @@ class ScanPlan:
         has none (declared operators, the GPU's)."""
         loops = self._loops
         if loops is None:
-            with self._loops_lock:  # a run meeting warm()'s thread waits for its loops
-                loops = self._loops
-                if loops is None:
-                    self.carries.prepare(self.w)
-                    prepare = getattr(self.be, "prepare", None)
-                    loops = prepare(self.op, self.types, self.exclusive, self.w) if prepare is not None else None
-                    self._loops = loops if loops is not None else False
+            self.carries.prepare(self.w)
+            prepare = getattr(self.be, "prepare", None)
+            loops = prepare(self.op, self.types, self.exclusive, self.w) if prepare is not None else None
+            self._loops = loops if loops is not None else False
         return loops or None
-
-    def warm(self) -> None:
-        """Make a state scan's loops now, on the caller's thread: the command starts it on a thread
-        of its own while its first chunks are read (numba's import, first dispatch and cached
-        loops take ~0.4 s in every rank, whatever the file's size).  Nothing is collective here.
-        A failure is left for the first run, which makes the loops again and agrees on it; until
-        then nothing is kept (``_loops`` stays None)."""
-        if self.op.state is None:
-            return
-        try:
-            self._prepare()
-        except Exception:  # noqa: BLE001 - the first run raises it, agreed
-            pass
 
     def _general(self, aux, initial) -> Optional[dict]:
         """The backend keywords of a reverse, state or projected scan (None: a plain forward one,

@@ -34,8 +34,6 @@ element, as plain scans do (``initial_mode = "seed"``).
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from .folds import (AFFINE_ENDS_FOLD, AFFINE_FOLD, AFFINE_STARTS_FOLD, SEGMENTED_ENDS_FOLD, SEGMENTED_FOLD,
@@ -64,9 +62,6 @@ def c_struct(*fields) -> np.dtype:
 def _flags_like(flags, shape) -> np.ndarray:
     """Per-row flags broadcast over a part's columns."""
     return np.broadcast_to(np.asarray(flags, bool).reshape((-1,) + (1,) * (len(shape) - 1)), shape)
-
-
-_FOLDS_LOCK = threading.RLock()  # one fold compiling at a time (its base may fold too)
 
 
 class State:
@@ -105,12 +100,8 @@ class State:
         folds = self.__dict__.setdefault("_folds", {})
         fn = folds.get(dtype)
         if fn is None:
-            with _FOLDS_LOCK:  # a thread that meets another compiling it (the command's warm-up) waits
-                fn = folds.get(dtype)
-                if fn is None:
-                    signature = f"{array_type(dtype, 2)}, {array_type(dtype, 1, writes=True)}"
-                    fn = folds[dtype] = compile_loop(self.fold_code(dtype), "fold", self._base_combine(),
-                                                     signature=signature)
+            signature = f"{array_type(dtype, 2)}, {array_type(dtype, 1, writes=True)}"
+            fn = folds[dtype] = compile_loop(self.fold_code(dtype), "fold", self._base_combine(), signature=signature)
         return fn
 
     def fold_code(self, dtype) -> str:

@@ -3,8 +3,6 @@ step (:class:`CpuEngine`)."""
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from . import chunks
@@ -228,20 +226,13 @@ def run_chunked(job: Job, ctx: Context, make_engine) -> None:
     # The node position is for the GPU engines; --backend cpu is every rank's (the command line),
     # so every rank skips this collective alike.
     local = None if job.backend == "cpu" else node_position(ctx.comm)
-    engine = warming = None
+    engine = None
     try:
         with phase(ctx, "plan"):
             plan = chunks.make_plan(job, ctx, CpuEngine.backend, CpuEngine.default_strategy)
             layout = chunks.layout_for(ctx)
             initial = chunks.initial_row(job, plan)
             engine = make_engine(layout, plan, local)
-            if type(engine) is CpuEngine:
-                # A state scan's loops (numba: ~0.4 s in every rank, whatever the size) are made on
-                # a thread while the first chunks are read; the first scan waits for them (their
-                # locks).  Nothing collective runs there; a failure is the first scan's, agreed as
-                # ever.  Not beside a GPU engine, whose CUDA start would share the GIL with it.
-                warming = threading.Thread(target=plan.warm, name="distscan-warm", daemon=True)
-                warming.start()
             config = engine.configure(layout, plan, host_budget(job.memory_limit), final_now=plan.first,
                                       initial=initial)
         ctx.host = {"mode": config["mode"], "prescan": config["prescan"], "strategy": plan.strategy,
@@ -253,8 +244,6 @@ def run_chunked(job: Job, ctx: Context, make_engine) -> None:
             engine.check()  # a failure that no chunk met (a GPU that --backend cuda asked for)
         engine.report(ctx)
     finally:
-        if warming is not None:
-            warming.join()  # a job that failed early does not exit with numba compiling on a thread
         if engine is not None:
             engine.release()
     ctx.times["scan"] = ctx.times.pop("compute")
