@@ -116,14 +116,15 @@ def _in_memory(src: str, name: str, base, signature: str = ""):
     scope = {"np": np, "numba": nb, "base": nb.njit(base) if callable(base) else None}
     exec(compile(_SIGNATURE_HELPERS + src, f"<distscan {name}>", "exec"), scope)  # noqa: S102 - our own templates
     if signature:
-        return nb.njit(eval(signature, scope))(scope[name])  # noqa: S307 - our own signature code
-    return nb.njit(scope[name])
+        return nb.njit(eval(signature, scope), nogil=True)(scope[name])  # noqa: S307 - our own signature code
+    return nb.njit(nogil=True)(scope[name])
 
 
 def _cached(src: str, name: str, base, signature: str = ""):
     """The loop from a module of its own in the cache folder, compiled with numba's disk cache."""
     sig = f"({signature}), " if signature else ""
-    body = src.replace(f"def {name}(", f"@numba.njit({sig}cache=True)\ndef {name}(", 1)
+    # nogil: the pipeline's I/O threads read and write beside a loop (NumPy's own loops let them)
+    body = src.replace(f"def {name}(", f"@numba.njit({sig}cache=True, nogil=True)\ndef {name}(", 1)
     module = "import numpy as np\nimport numba\n\n"
     if signature:
         module += _SIGNATURE_HELPERS
@@ -149,7 +150,7 @@ def _cached(src: str, name: str, base, signature: str = ""):
             spec.loader.exec_module(mod)
         return getattr(mod, name)
     except OSError:  # a folder that cannot be written: compile in memory, every process anew
-        scope_src = module.replace("@numba.njit(cache=True)\n", "@numba.njit\n").replace(", cache=True)", ")")
+        scope_src = module.replace("@numba.njit(cache=True)\n", "@numba.njit\n").replace("cache=True, ", "")
         scope = {}
         exec(compile(scope_src, f"<distscan {name}>", "exec"), scope)  # noqa: S102 - our own templates
         return scope[name]
