@@ -22,15 +22,9 @@ import cupy as cp
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import events_interleaved  # noqa: E402
+from harness import SELF, events_interleaved  # noqa: E402
 
 import distscan  # noqa: E402
-
-try:
-    from mpi4py import MPI
-    SELF = MPI.COMM_SELF
-except ImportError:  # pragma: no cover
-    SELF = None
 
 
 def main():

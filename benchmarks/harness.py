@@ -7,6 +7,7 @@
                          hidden behind a sleep on the GPU)
 ``wall_per_call``        a loop of calls and one synchronisation: host cost included
 ``make_cub``             CUB's inclusive sum through cuda.compute (None and why when missing)
+``SELF``                 MPI.COMM_SELF (None without mpi4py): one-rank calls without COMM_WORLD's agreement
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ try:
     import cupy as cp
 except ImportError:  # plots and reports need no GPU
     cp = None
+
+try:
+    from mpi4py import MPI
+    SELF = MPI.COMM_SELF
+except ImportError:  # pragma: no cover
+    SELF = None
 
 
 def events_median(fn, reps, warm=3):

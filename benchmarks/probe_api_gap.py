@@ -27,13 +27,7 @@ import time
 import cupy as cp
 
 import distscan
-from harness import gpu_sleep
-
-try:
-    from mpi4py import MPI
-    SELF = MPI.COMM_SELF
-except ImportError:  # pragma: no cover
-    SELF = None
+from harness import SELF, gpu_sleep
 
 
 def calls_for(n):
