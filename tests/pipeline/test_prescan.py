@@ -156,3 +156,56 @@ def test_a_part_too_large_for_both_buffers_is_not_prescanned(shared_tmp_path, co
     assert not any(r.get("prescan") for r in report["pipeline"]["per_rank"])
     assert CpuEngine.prescans  # the class default the test above relies on
     comm.Barrier()
+
+
+def test_a_prescanned_part_is_written_before_the_exchange_and_rescans_rewrite(shared_tmp_path, comm, tiny_chunks,
+                                                                           monkeypatch):
+    """A prescanned chunk is written at once ("speculative": the temporary output is published only
+    when all agree); after the exchange only the rescanned chunks are written again, each after
+    its first write.  Without that every write of a rank after the first waited for the exchange,
+    which waits for the slowest rank's whole scan (VM, 2 ranks, 2^27 float32 recurrence: the
+    command's total 1.58 s -> 1.28 s, medians of 4)."""
+    from distscan.dist.plan import ScanPlan
+    from distscan.pipeline import files as files_mod
+
+    rng = shared_rng(comm)
+    if comm.rank == 0:
+        np.save(f"{shared_tmp_path}/b.npy", rng.standard_normal(N))
+        np.save(f"{shared_tmp_path}/a.npy", rng.uniform(0.5, 1.0, N))
+        np.save(f"{shared_tmp_path}/flags.npy", np.zeros(N, bool))
+    comm.Barrier()
+    exchanged, writes = [False], []
+    real_write, real_exchange = files_mod.Files.write, ScanPlan.exchange
+
+    def write(self, lo, rows):
+        writes.append((lo, exchanged[0]))
+        return real_write(self, lo, rows)
+
+    def exchange(self, *args, **kwargs):
+        exchanged[0] = True
+        return real_exchange(self, *args, **kwargs)
+
+    monkeypatch.setattr(files_mod.Files, "write", write)
+    monkeypatch.setattr(ScanPlan, "exchange", exchange)
+    report = pipeline.run(_run(shared_tmp_path, "recurrence", {}, "out"), comm)
+    facts = report["pipeline"]["per_rank"][comm.rank]
+    lo, hi = block_split(N, comm.size, comm.rank)
+    n_chunks = -(-(hi - lo) // ROWS)
+    starts = [w[0] for w in writes]
+    problems = []  # agreed before asserting: a rank that failed alone would leave the others waiting
+    if sorted(set(starts)) != [ROWS * i for i in range(n_chunks)]:
+        problems.append(f"rank {comm.rank} wrote {starts}")
+    if facts.get("prescan"):
+        if not any(not w[1] for w in writes):
+            problems.append(f"rank {comm.rank}: no chunk of a prescanned part was written before the exchange")
+        twice = [s for s in set(starts) if starts.count(s) == 2]
+        if any(starts.count(s) > 2 for s in starts) or len(twice) > facts["rescanned"]:
+            problems.append(f"rank {comm.rank}: writes {writes} for {facts}")
+    elif len(starts) != n_chunks:
+        problems.append(f"rank {comm.rank}: {len(starts)} writes of {n_chunks} chunks")
+    problems = sum(comm.allgather(problems), [])
+    assert not problems, problems
+    want = recurrence_reference(np.load(f"{shared_tmp_path}/a.npy"), np.load(f"{shared_tmp_path}/b.npy"))
+    got = np.load(f"{shared_tmp_path}/out.npy")
+    assert np.max(np.abs(got - want)) <= 8 * N * np.finfo(float).eps * (np.abs(want).max() + 1)
+    comm.Barrier()
