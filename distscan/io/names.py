@@ -110,6 +110,16 @@ def check_replaceable(path: str, force: bool, what: str = "output") -> None:
     if path.endswith(os.sep) or (os.altsep and path.endswith(os.altsep)):
         # 'sub/' names a folder even when none exists: the rename onto it would fail after the scan
         raise IsADirectoryError(f"{what} path names a directory (it ends in {path[-1]!r}): {path}; give a file name")
+    if os.path.basename(path) in (os.curdir, os.pardir):
+        raise IsADirectoryError(f"{what} path names a directory (it ends in {os.path.basename(path)!r}): {path}; "
+                                "give a file name")
+    # The folder as typed, as the final rename will resolve it ('missing/../o.npy' needs 'missing',
+    # which os.path.abspath would fold away)
+    folder = os.path.dirname(path) or os.curdir
+    if not os.path.isdir(folder):
+        if os.path.exists(folder):
+            raise NotADirectoryError(f"{what} folder is not a directory: {folder}")
+        raise FileNotFoundError(f"{what} folder does not exist: {folder}")
     try:
         lst = os.lstat(path)
     except FileNotFoundError:

@@ -28,6 +28,7 @@ import importlib.util
 import os
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -120,6 +121,9 @@ def _in_memory(src: str, name: str, base, signature: str = ""):
     return nb.njit(nogil=True)(scope[name])
 
 
+_MODULES_LOCK = threading.Lock()  # the loop modules of this process, made one at a time
+
+
 def _cached(src: str, name: str, base, signature: str = ""):
     """The loop from a module of its own in the cache folder, compiled with numba's disk cache."""
     sig = f"({signature}), " if signature else ""
@@ -142,12 +146,17 @@ def _cached(src: str, name: str, base, signature: str = ""):
                 f.write(module)
             os.replace(tmp, path)
         modname = f"distscan_loop_{digest}"
-        mod = sys.modules.get(modname)
-        if mod is None:
-            spec = importlib.util.spec_from_file_location(modname, path)
-            mod = importlib.util.module_from_spec(spec)
-            sys.modules[modname] = mod  # numba's cached code names its module: it must be importable
-            spec.loader.exec_module(mod)
+        with _MODULES_LOCK:  # a thread must not take a module another is still running (compiling)
+            mod = sys.modules.get(modname)
+            if mod is None:
+                spec = importlib.util.spec_from_file_location(modname, path)
+                mod = importlib.util.module_from_spec(spec)
+                sys.modules[modname] = mod  # numba's cached code names its module: it must be importable
+                try:
+                    spec.loader.exec_module(mod)
+                except BaseException:
+                    del sys.modules[modname]  # a failed compile leaves nothing a later call would trust
+                    raise
         return getattr(mod, name)
     except OSError:  # a folder that cannot be written: compile in memory, every process anew
         scope_src = module.replace("@numba.njit(cache=True)\n", "@numba.njit\n").replace("cache=True, ", "")

@@ -10,6 +10,12 @@ test failed before its fix:
 - SIGINT reaching a rank after ``MPI_Init`` but before ``cli.main`` installed its watcher (argument
   parsing, the environment's allgather, the two ``Dup``s) left that rank in ``MPI_Finalize`` with a
   traceback while the others waited in the allgather: the job hung.
+- ``-o sub/`` (a folder name that does not exist) ran the whole scan, then failed in the rename with
+  a raw OS error naming the temporary file (``os.path.abspath`` drops the slash, so the folder check
+  passed); so did ``-o missing/.``, ``out.npy/.``, ``missing/..`` and ``missing/../o.npy`` (the
+  folder check took the absolute path, which folds them away, while the rename takes the path as
+  typed).  The same for ``--report``.
+- ^C while the ranks imported NumPy and MPI (before the watcher) printed a traceback per rank.
 """
 
 import io
@@ -63,6 +69,24 @@ def test_an_output_named_as_a_folder_is_refused_before_the_scan(tmp_path, capsys
     proc = cli_in_process(capsys, tmp_path / "a.npy", *args, "--backend", "cpu", "--quiet")
     assert_one_error_line(proc, "names a directory", "give a file name")
     assert files_and_sizes(tmp_path) == before and leftover_temps(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", ["missing/.", "out.npy/.", "missing/..", "missing/../o.npy"])
+@pytest.mark.parametrize("flag", ["-o", "--report"])
+def test_an_output_through_a_missing_folder_or_a_dot_is_refused_before_the_scan(tmp_path, capsys, monkeypatch,
+                                                                             flag, name):
+    """'-o missing/.' passed check_replaceable (it looks at a trailing separator only, and the folder
+    check at os.path.abspath, which folds 'missing/.' away): the scan ran, then the rename onto the
+    raw path failed with '[Errno 2] No such file or directory: ...part -> missing/.'."""
+    monkeypatch.chdir(tmp_path)
+    np.save(tmp_path / "a.npy", np.arange(20))
+    before = files_and_sizes(tmp_path)
+    args = ["-o", name] if flag == "-o" else ["-o", "o.npy", "--report", name.replace("o.npy", "r.json")]
+    proc = cli_in_process(capsys, "a.npy", *args, "--backend", "cpu", "--quiet")
+    line = assert_one_error_line(proc)
+    assert "Errno" not in line and ".part" not in line, line
+    assert files_and_sizes(tmp_path) == before and leftover_temps(tmp_path) == []
+    assert leftover_temps(tmp_path.parent) == []
 
 
 def _header_only(path, shape, descr="|i1"):
