@@ -264,30 +264,34 @@ struct AffineEnds : AffineBase {
 // plain sum, benchmarks/ab_compensated.py, 2026-11-23): float32 1.84x without it, 2.08x as a
 // branch, 1.99x as selects; float64 2.09x, 2.25x, 2.30x.  So float takes the selects (bit for bit
 // the same results) and the other types the branch.
+template <typename R> struct FiniteBySelects {  // how two_sum_renorm tests for an infinite sum
+    static constexpr bool value = false;
+};
+template <> struct FiniteBySelects<float> {
+    static constexpr bool value = true;
+};
 template <typename R> __device__ __forceinline__ void two_sum_renorm(R &s, R &e, R ts, R te) {
     const R hi = s + ts;
-    if (!isfinite(hi)) {
-        s = hi;
-        e = R(0);
-        return;
+    const bool finite = isfinite(hi);
+    if constexpr (!FiniteBySelects<R>::value) {
+        if (!finite) {
+            s = hi;
+            e = R(0);
+            return;
+        }
     }
     const R bb = hi - s;
     R lo = (s - (hi - bb)) + (ts - bb);
     lo = lo + (e + te);
     const R total = hi + lo;
-    e = lo - (total - hi);
-    s = total;
-}
-__device__ __forceinline__ void two_sum_renorm(float &s, float &e, float ts, float te) {
-    const float hi = s + ts;
-    const bool finite = isfinite(hi);
-    const float bb = hi - s;
-    float lo = (s - (hi - bb)) + (ts - bb);
-    lo = lo + (e + te);
-    const float total = hi + lo;
-    const float err = lo - (total - hi);
-    s = finite ? total : hi;
-    e = finite ? err : 0.0f;
+    const R err = lo - (total - hi);
+    if constexpr (FiniteBySelects<R>::value) {
+        s = finite ? total : hi;
+        e = finite ? err : R(0);
+    } else {
+        e = err;
+        s = total;
+    }
 }
 template <typename V> struct CompensatedMath {
     static __device__ __forceinline__ void join(V &s, V &e, V ts, V te) { two_sum_renorm(s, e, ts, te); }
