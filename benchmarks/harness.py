@@ -60,7 +60,7 @@ extern "C" __global__ void gpu_sleep(long long cycles) {
     _SLEEP((1,), (1,), (cp.int64(int(microseconds) * 2000),))  # SM clocks <= 2 GHz: at least that long
 
 
-def events_interleaved(impls: dict, reps, warm=3, hide_host=False):
+def events_interleaved(impls: dict, reps, warm=3, hide_host=False, sleep_us=2000):
     """``{name: median seconds}`` of one call of each implementation between two events, the
     implementations taken in turn within every repetition, so that a drift of the host or the
     GPU (clocks, other load) falls on all of them alike, and in a new random order every
@@ -69,10 +69,10 @@ def events_interleaved(impls: dict, reps, warm=3, hide_host=False):
     each call the L2 is flushed
     (a write of twice its size, then a synchronisation): otherwise a call that fits in L2 would
     find there what the implementation before it left (its own input and output, or the other
-    one's output to write back), and the order would favour some.  ``hide_host``: a 2 ms sleep
-    on the GPU after the flush, before the first event, so that what the host does before its
-    launches (argument checks, plans, allocations) happens while the GPU sleeps: the time is the
-    GPU's alone (host work past 2 ms would still show)."""
+    one's output to write back), and the order would favour some.  ``hide_host``: a sleep of
+    ``sleep_us`` (2 ms) on the GPU after the flush, before the first event, so that what the host
+    does before its launches (argument checks, plans, allocations) happens while the GPU sleeps:
+    the time is the GPU's alone (host work past the sleep would still show)."""
     for fn in impls.values():
         for _ in range(warm):
             fn()
@@ -87,7 +87,7 @@ def events_interleaved(impls: dict, reps, warm=3, hide_host=False):
             scrub.fill(0)
             stream.synchronize()
             if hide_host:
-                gpu_sleep(2000)
+                gpu_sleep(sleep_us)
             start.record()
             fn()
             stop.record()

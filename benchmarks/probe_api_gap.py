@@ -27,7 +27,7 @@ import time
 import cupy as cp
 
 import distscan
-from harness import SELF, gpu_sleep
+from harness import SELF, events_interleaved, gpu_sleep
 
 
 def calls_for(n):
@@ -45,21 +45,10 @@ def calls_for(n):
     }
 
 
-def timed(fn, reps, sleep_us, scrub):
-    stream = cp.cuda.get_current_stream()
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    out = []
-    for _ in range(reps):
-        scrub.fill(0)
-        stream.synchronize()
-        if sleep_us:
-            gpu_sleep(sleep_us)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        out.append(cp.cuda.get_elapsed_time(start, stop) * 1e3)
-    return statistics.median(out)
+def timed(fn, reps, sleep_us):
+    """µs of one call between events (harness.events_interleaved), behind a GPU sleep of ``sleep_us``
+    (0: none, the host's work before the launch shows)."""
+    return events_interleaved({"call": fn}, reps, warm=0, hide_host=sleep_us > 0, sleep_us=sleep_us)["call"] * 1e6
 
 
 def host_time(fn, reps):
@@ -79,14 +68,13 @@ def main():
     ap.add_argument("--log2n", default="16,27")
     ap.add_argument("--reps", type=int, default=9)
     a = ap.parse_args()
-    scrub = cp.empty(2 * cp.cuda.Device().attributes["L2CacheSize"], cp.uint8)
     rows, gaps = [], []
     for lg in (int(s) for s in a.log2n.split(",")):
         for name, fn in calls_for(1 << lg).items():
             for _ in range(3):
                 fn()
             h = host_time(fn, a.reps)
-            api, short, gpu = (timed(fn, a.reps, s, scrub) for s in (0, 150, 2000))
+            api, short, gpu = (timed(fn, a.reps, s) for s in (0, 150, 2000))
             rows.append((lg, name, h, api, short, gpu))
             gaps.append((api - gpu, lg, name, fn))
     for lg, name, fn in [(g[1], g[2], g[3]) for g in sorted(gaps, key=lambda g: -g[0])[:2]]:
