@@ -211,27 +211,15 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict, i
     ahead = getattr(engine, "read_ahead", READ_AHEAD)
     files = None  # opened inside pass A: a file that fails to open on one rank is agreed in the exchange
     ready = collections.deque()     # chunks whose output is final, waiting for a write slot
-    writing = collections.deque()   # (chunk, future, speculative) in write order
-    # A prescanned part writes each chunk's prescan at once ("speculative": the temporary output is
-    # published only when every rank agrees, so provisional bytes are safe there); after the
-    # exchange, the chunks that are rescanned are written again, each once its first write is done.
-    speculative = collections.deque()  # prescanned chunks waiting for a write slot
-    spec_written = set()            # prescanned chunks whose speculative write is done
-    settled_now = set()             # prescanned chunks settled (their output buffer freed once written)
-    counted = set()                 # chunks whose output bytes the progress bar has counted
+    writing = collections.deque()   # (chunk, future) in write order
     compute = [0.0]
 
     def harvest(block: bool) -> None:
         while writing and (writing[0][1].done() or block):
-            k, fut, spec = writing.popleft()
+            k, fut = writing.popleft()
             fut.result()  # raises the write's error
-            if not spec or k in settled_now:
-                engine.done(k)  # a prescanned chunk's input stays until it is settled
-            if spec:
-                spec_written.add(k)
-            if k not in counted:
-                counted.add(k)
-                bar.update(chunks[k][1] * out_row - chunks[k][0] * out_row)
+            engine.done(k)
+            bar.update(chunks[k][1] * out_row - chunks[k][0] * out_row)
             block = False
 
     def pump(block: bool) -> None:
@@ -244,22 +232,7 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict, i
                 continue
             k = ready.popleft()
             rows = engine.output(k).result()
-            writing.append((k, files.write(chunks[k][0], rows), False))
-
-    def pump_speculative() -> None:
-        harvest(False)
-        while speculative and len(writing) < engine.out_slots:
-            k = speculative.popleft()
-            writing.append((k, files.write(chunks[k][0], engine.prescanned(k)), True))
-
-    def withdraw(k) -> None:
-        """Prescanned chunk ``k`` is to be rescanned: its speculative write is dropped if not yet
-        submitted, else waited for (a rescan must not change rows that a write is reading, and
-        its own write must land after that one)."""
-        if k in speculative:
-            speculative.remove(k)
-        while any(w[0] == k for w in writing):
-            harvest(True)
+            writing.append((k, files.write(chunks[k][0], rows)))
 
     def submit(k):
         """Chunk ``k``'s reads: its rows and the same rows of every auxiliary input."""
@@ -317,8 +290,6 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict, i
                         elif prescan:
                             running = timed(engine.prescan, k, running)
                             settled_at.append(np.array(running))
-                            speculative.append(k)
-                            pump_speculative()
                         elif not last:
                             carry = plan.combine(carry, timed(engine.carry, k))
                     else:
@@ -353,22 +324,11 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict, i
                         if strategy == "scan_then_add":
                             timed(engine.add, k, offset)
                         elif prescan:
-                            written = False
                             if not settled:
-                                withdraw(k)
                                 running = timed(engine.rescan, k, running, i < K - 1)
                                 rescanned += 1
                                 settled = i < K - 1 and _same_bytes(running, settled_at[i])
-                            elif k in speculative:
-                                speculative.remove(k)  # written below as any final chunk
-                            else:
-                                written = True  # the speculative write is the final one
-                            engine.settle(k, written)
-                            settled_now.add(k)
-                            if written:
-                                if k in spec_written:
-                                    engine.done(k)  # its write is done: the output buffer is free
-                                continue
+                            engine.settle(k)
                         else:
                             running = timed(engine.scan, k, running, i < K - 1)
                         ready.append(k)

@@ -159,21 +159,13 @@ class CpuEngine:
         """Prescanned chunk ``k`` scanned again from ``seed``, into the same output."""
         return self._scan_rows(self.inp[k], seed, self.out[k], want_total, self.aux.get(k, ()))
 
-    def prescanned(self, k: int) -> np.ndarray:
-        """Prescanned chunk ``k``'s output rows as they are now (a speculative write's; kept for a
-        rescan into them, so not handed over as :meth:`output` does)."""
-        return self.out[k]
-
-    def settle(self, k: int, written: bool = False) -> None:
+    def settle(self, k: int) -> None:
         """Prescanned chunk ``k``'s output is final: its inputs' buffers are free, its output's
-        is freed once written (:meth:`done`).  ``written``: its speculative write is the final
-        one, so :meth:`output` will not be asked for it."""
+        is freed once written (:meth:`done`)."""
         self.inp.pop(k, None)
         self._free_aux_of(k)
         self.done(k)
         self._own[k] = (self._out_of.pop(k), self._free_out)
-        if written:
-            self.out.pop(k, None)
 
     # The compute of one chunk's host rows: NumPy here; the GPU engine sends them through a GPU.
     def _carry_rows(self, x: np.ndarray, aux=()):
