@@ -13,11 +13,16 @@ Setup (the older tree as a package of another name, in an ignored folder):
         .old/distscan_old/backends/__init__.py
 Run:
     PYTHONPATH=$PWD python benchmarks/ab_api.py OUT.json [--old .old] [--sizes 16] [--rounds 9]
+
+Several older trees at once (a bisection in one process): give ``--old`` once per folder, each
+folder holding one package named ``distscan_<tag>`` (made as above, renamed to that name); the
+columns are then named by tag, and each ratio is the current call's against that tree's.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import random
 import statistics
@@ -49,13 +54,16 @@ def per_call(fn, calls):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("json_out")
-    ap.add_argument("--old", default=".old")
+    ap.add_argument("--old", action="append", help="folder holding one distscan_<tag> package (repeatable)")
     ap.add_argument("--sizes", default="16")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--calls", type=int, default=500)
     a = ap.parse_args()
-    sys.path.insert(0, a.old)
-    import distscan_old
+    olds = {}
+    for folder in a.old or [".old"]:
+        (pkg,) = [p.name for p in Path(folder).iterdir() if p.name.startswith("distscan_") and p.is_dir()]
+        sys.path.insert(0, folder)
+        olds[pkg.removeprefix("distscan_")] = importlib.import_module(pkg)
 
     rows = []
     rnd = random.Random(7)
@@ -65,9 +73,10 @@ def main():
             x = cp.asarray(np.random.default_rng(log2n).integers(-9, 9, n).astype(dtype))
             y = cp.empty_like(x)
             impls = {"new out=": lambda: distscan.cumsum(x, dtype=x.dtype, out=y),
-                     "new": lambda: distscan.cumsum(x, dtype=x.dtype),
-                     "old out=": lambda: distscan_old.cumsum(x, dtype=x.dtype, out=y),
-                     "old": lambda: distscan_old.cumsum(x, dtype=x.dtype)}
+                     "new": lambda: distscan.cumsum(x, dtype=x.dtype)}
+            for tag, mod in olds.items():
+                impls[f"{tag} out="] = lambda mod=mod: mod.cumsum(x, dtype=x.dtype, out=y)
+                impls[tag] = lambda mod=mod: mod.cumsum(x, dtype=x.dtype)
             cub, why = make_cub(x, y, n)
             if cub is not None:
                 impls["cub"] = cub
@@ -88,11 +97,14 @@ def main():
     Path(a.json_out).write_text(json.dumps({"gpu": gpu, "rows": rows}, indent=1))
     names = [k for k in rows[0] if k not in ("dtype", "log2n", "cub_error")]
     print(f"{gpu}: us per call (loops of {a.calls}, median of {a.rounds} rounds)")
-    print("dtype    N     " + "".join(f"{k:>10s}" for k in names) + "   new/old  new out=/old out=  new/cub")
+    print("dtype    N     " + "".join(f"{k:>14s}" for k in names))
     for r in rows:
-        ratios = f"{r['new'] / r['old']:9.2f}  {r['new out='] / r['old out=']:15.2f}"
-        ratios += f"  {r['new'] / r['cub']:7.2f}" if "cub" in r else ""
-        print(f"{r['dtype']:8s} 2^{r['log2n']:<3d}" + "".join(f"{r[k] * 1e6:10.2f}" for k in names) + "   " + ratios)
+        print(f"{r['dtype']:8s} 2^{r['log2n']:<3d}" + "".join(f"{r[k] * 1e6:14.2f}" for k in names))
+    print("new against each (new/tag, new out=/tag out=), and new/cub:")
+    for r in rows:
+        ratios = "".join(f"  {t}: {r['new'] / r[t]:.2f} {r['new out='] / r[t + ' out=']:.2f}" for t in olds)
+        ratios += f"  cub: {r['new'] / r['cub']:.2f}" if "cub" in r else ""
+        print(f"{r['dtype']:8s} 2^{r['log2n']:<3d}" + ratios)
 
 
 if __name__ == "__main__":
