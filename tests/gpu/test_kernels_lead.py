@@ -25,6 +25,7 @@ from tests.support.devices import require_gpu
 cp = require_gpu()
 pytestmark = pytest.mark.gpu
 
+import distscan  # noqa: E402
 from distscan._dtypes import scan_types  # noqa: E402
 from distscan.backends.cuda import compile as cc  # noqa: E402
 from distscan.backends import cuda as gpu  # noqa: E402
@@ -125,6 +126,36 @@ def test_size_rule():
         if dt == np.int32:  # (one dtype: each other algorithm is one more module to compile)
             for alg in ("lookback", "lookahead", "domino", "kogge_stone"):
                 assert gpu.plans.plan_of(dev, t.input, t, op, alg).lead == 0
+
+
+def test_costly_operators_take_the_plain_lookback():
+    """"auto" scans logaddexp and logaddexp2 with the look-back without a lead at every size (the
+    look-ahead and the lead apply the operator a third time per item: plans.COSTLY_FUNCTORS), the
+    reverse scans too; the sum keeps its look-ahead and lead.  Results of the sizes that took the
+    look-ahead before (2^26 bytes moved and more) against NumPy's float64 accumulate."""
+    dev = cp.cuda.Device().id
+    for name, dt in (("logaddexp", np.float32), ("logaddexp2", np.float64)):
+        op = OPS[name]
+        t = scan_types(op, np.dtype(dt))
+        plan = gpu.plans.plan_of(dev, t.input, t, op, "auto")
+        assert gpu.plans.costly(op) and plan.lead == 0 and plan.large_key is None
+        assert gpu.plans.large_plan(plan) is plan and plan.device == "lookback"
+    total = scan_types(OPS["sum"], np.dtype(np.float32))
+    assert not gpu.plans.costly(OPS["sum"])
+    assert gpu.plans.plan_of(dev, total.input, total, OPS["sum"], "auto").large_key is not None
+    rng = seeded_rng()
+    n = (1 << 23) + 5  # 64 MiB moved in float32: the look-ahead's size before
+    for dt, rtol in ((np.float32, 2e-5), (np.float64, 1e-12)):
+        x = (rng.standard_normal(n) * 3).astype(dt)
+        want = np.logaddexp.accumulate(x.astype(np.float64))
+        want_rev = np.logaddexp.accumulate(x[::-1].astype(np.float64))[::-1]
+        d = cp.asarray(x)
+        got = cp.asnumpy(distscan.scan(d, np.logaddexp)).astype(np.float64)
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+        got = cp.asnumpy(distscan.scan(d, np.logaddexp, reverse=True)).astype(np.float64)
+        np.testing.assert_allclose(got, want_rev, rtol=rtol, atol=rtol)
+        ext = [p for k, p in gpu.EXT_PLANS.items() if k[4] == "LogAddExp" and k[1] == np.dtype(dt)]
+        assert ext and all(p.device == "lookback" and p.lead == 0 for p in ext)  # the reverse scan's plans
 
 
 def test_counter_accounting_with_and_without_lead(lead):

@@ -24,7 +24,7 @@ from ...ops import Op
 from . import compile as cc
 from .device import cp, device_info, memset_async, reduction_columns, refuse_in_capture, remember, require_cupy
 from .launch import ArgBlock, launch_shape
-from .plans import STATE_LEAD_SHARE, Plan, persistent_grid, setup_lead, status_words, uses_lookahead
+from .plans import STATE_LEAD_SHARE, Plan, costly, persistent_grid, setup_lead, status_words, uses_lookahead
 from .scratch import scratch_of
 from .settings import SETTINGS
 
@@ -111,7 +111,10 @@ def _lead_share(op: Op, kstate: np.dtype) -> float:
     """The share of the time-based reduction lead a plan takes: none for affine maps of 16 bytes or
     more (float64, complex64: H200 at 2^27, 2321 and 1978 GB/s without a lead against 2124 and 1704
     with half; H100 0.68 and 0.61 of copy against 0.71 and 0.57), plans.STATE_LEAD_SHARE for the
-    other scans with flags or coefficients, all of it otherwise."""
+    other scans with flags or coefficients, none for costly operators (plans.costly), all of it
+    otherwise."""
+    if costly(op):
+        return 0.0
     if op.state is None or not op.state.aux:
         return 1.0
     return 0.0 if op.state.kind.startswith("affine") and kstate.itemsize >= 16 else STATE_LEAD_SHARE
@@ -119,14 +122,14 @@ def _lead_share(op: Op, kstate: np.dtype) -> float:
 
 def _device(op: Op, algorithm: str, n: int, in_size: int, out_size: int) -> str:
     """The device algorithm: the look-back for operators with auxiliary inputs (the look-ahead's
-    ring stages items only), else as the plain scan chooses."""
+    ring stages items only) and for costly ones (plans.costly), else as the plain scan chooses."""
     if algorithm not in ("auto", "lookback", "lookahead"):
         raise ValueError(f"algorithm={algorithm!r} is for plain forward scans; reverse scans and segmented, "
                          "affine and compensated scans take 'auto', 'lookback' or 'lookahead'")
     aux = op.state is not None and len(op.state.aux) > 0
     if algorithm == "lookahead" and not aux:
         return "lookahead"
-    if algorithm == "auto" and not aux and uses_lookahead(n, in_size, out_size):
+    if algorithm == "auto" and not aux and not costly(op) and uses_lookahead(n, in_size, out_size):
         return "lookahead"
     return "lookback"
 

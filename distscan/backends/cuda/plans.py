@@ -75,6 +75,24 @@ LOOKAHEAD_MIN_BYTES = 1 << 26
 LOOKAHEAD_MIN_BYTES_WIDE = 1 << 25  # items of 8 bytes or more
 
 
+# Operators whose application costs far more than moving an item (logaddexp: an exp and a log1p
+# each).  The look-ahead kernel applies the operator about three times per item (the reduction of
+# the tiles ahead, the thread's scan, the prefix added at the store), and so does the look-back
+# with a reduction lead; the plain look-back (no lead) twice.  For sums that is free (all run at
+# copy speed); for these it is the time.  So "auto" scans them with the plain look-back at every
+# size.  Measured, H200, 2^27, GPU time (benchmarks/RESULTS.md, "Costly operators: the look-back
+# without a lead"): logaddexp float32 676 GB/s with the look-ahead against 1635 with the plain
+# look-back (torch.logcumsumexp 1047), float64 206 against 599 (torch 335).  The compensated sum
+# is not one of them: float32 alike both ways, float64 1811 against 1070 GB/s (its look-ahead wins).
+COSTLY_FUNCTORS = frozenset({"LogAddExp", "LogAddExp2"})
+
+
+def costly(op: Op) -> bool:
+    """Whether "auto" scans ``op`` with the plain look-back (no look-ahead, no lead):
+    :data:`COSTLY_FUNCTORS`."""
+    return op.functor in COSTLY_FUNCTORS
+
+
 def lookahead_min_bytes(in_size: int, out_size: int) -> int:
     """Bytes moved from which "auto" scans items of these sizes with the look-ahead kernel."""
     return LOOKAHEAD_MIN_BYTES_WIDE if in_size >= 8 or out_size >= 8 else LOOKAHEAD_MIN_BYTES
@@ -163,8 +181,8 @@ def plan_of(dev_id: int, in_dtype, types: ScanTypes, op: Op, algorithm: str = "a
         plan.identity_k = kacc.type(op.neutral(types.acc))
         plan.device = device
         _setup_lookahead(plan, dev_id, in_dtype, types.result)
-        setup_lead(plan, dev_id, algorithm)
-        plan.large_key = (dev_id, in_dtype, types, op) if algorithm == "auto" else None
+        setup_lead(plan, dev_id, algorithm, 0.0 if costly(op) else 1.0)
+        plan.large_key = (dev_id, in_dtype, types, op) if algorithm == "auto" and not costly(op) else None
         plan.large = None
         plan.reduce_grid = None
         PLANS[key] = plan
