@@ -29,7 +29,7 @@ import distscan  # noqa: E402
 from distscan._dtypes import scan_types  # noqa: E402
 from distscan.backends.cuda import compile as cc  # noqa: E402
 from distscan.backends import cuda as gpu  # noqa: E402
-from distscan.ops import OPS  # noqa: E402
+from distscan.ops import ALL_OPS, OPS  # noqa: E402
 from tests.support.kernel_cases import (TABLE, TABLE_IDS, as_bytes, assert_bitwise_lookback,  # noqa: E402
                                         assert_deterministic_while_racing, assert_int8_sum_is_lookback, kernel_data)
 from tests.support.seeds import seeded_rng  # noqa: E402
@@ -135,7 +135,7 @@ def test_costly_operators_take_the_plain_lookback():
     look-ahead before (2^26 bytes moved and more) against NumPy's float64 accumulate."""
     dev = cp.cuda.Device().id
     for name, dt in (("logaddexp", np.float32), ("logaddexp2", np.float64)):
-        op = OPS[name]
+        op = ALL_OPS[name]
         t = scan_types(op, np.dtype(dt))
         plan = gpu.plans.plan_of(dev, t.input, t, op, "auto")
         assert gpu.plans.costly(op) and plan.lead == 0 and plan.large_key is None
