@@ -129,12 +129,12 @@ def test_size_rule():
 
 
 def test_costly_operators_take_the_plain_lookback():
-    """"auto" scans logaddexp and logaddexp2 with the look-back without a lead at every size (the
+    """"auto" scans logaddexp, logaddexp2, gcd and lcm with the look-back without a lead at every size (the
     look-ahead and the lead apply the operator a third time per item: plans.COSTLY_FUNCTORS), the
     reverse scans too; the sum keeps its look-ahead and lead.  Results of the sizes that took the
     look-ahead before (2^26 bytes moved and more) against NumPy's float64 accumulate."""
     dev = cp.cuda.Device().id
-    for name, dt in (("logaddexp", np.float32), ("logaddexp2", np.float64)):
+    for name, dt in (("logaddexp", np.float32), ("logaddexp2", np.float64), ("gcd", np.int64), ("lcm", np.int32)):
         op = ALL_OPS[name]
         t = scan_types(op, np.dtype(dt))
         plan = gpu.plans.plan_of(dev, t.input, t, op, "auto")
@@ -156,6 +156,9 @@ def test_costly_operators_take_the_plain_lookback():
         np.testing.assert_allclose(got, want_rev, rtol=rtol, atol=rtol)
         ext = [p for k, p in gpu.EXT_PLANS.items() if k[4] == "LogAddExp" and k[1] == np.dtype(dt)]
         assert ext and all(p.device == "lookback" and p.lead == 0 for p in ext)  # the reverse scan's plans
+    g = (6 * rng.integers(1, 1000, n)).astype(np.int64)
+    g[n // 2] = 4  # the running gcd falls from 6 to 2 half way
+    np.testing.assert_array_equal(cp.asnumpy(distscan.scan(cp.asarray(g), np.gcd)), np.gcd.accumulate(g))
 
 
 def test_counter_accounting_with_and_without_lead(lead):

@@ -76,15 +76,18 @@ LOOKAHEAD_MIN_BYTES_WIDE = 1 << 25  # items of 8 bytes or more
 
 
 # Operators whose application costs far more than moving an item (logaddexp: an exp and a log1p
-# each).  The look-ahead kernel applies the operator about three times per item (the reduction of
-# the tiles ahead, the thread's scan, the prefix added at the store), and so does the look-back
-# with a reduction lead; the plain look-back (no lead) twice.  For sums that is free (all run at
-# copy speed); for these it is the time.  So "auto" scans them with the plain look-back at every
-# size.  Measured, H200, 2^27, GPU time (benchmarks/RESULTS.md, "Costly operators: the look-back
-# without a lead"): logaddexp float32 676 GB/s with the look-ahead against 1635 with the plain
-# look-back (torch.logcumsumexp 1047), float64 206 against 599 (torch 335).  The compensated sum
-# is not one of them: float32 alike both ways, float64 1811 against 1070 GB/s (its look-ahead wins).
-COSTLY_FUNCTORS = frozenset({"LogAddExp", "LogAddExp2"})
+# each; gcd and lcm: Euclid's loop).  The look-ahead kernel applies the operator about three times
+# per item (the reduction of the tiles ahead, the thread's scan, the prefix added at the store), and
+# so does the look-back with a reduction lead; the plain look-back (no lead) twice.  For sums that
+# is free (all run at copy speed); for these it is the time.  So "auto" scans them with the plain
+# look-back at every size.  Measured, H200, 2^27, GPU time (benchmarks/RESULTS.md, "Costly
+# operators: the look-back without a lead"): logaddexp float32 676 GB/s with the look-ahead against
+# 1635 with the plain look-back (torch.logcumsumexp 1047), float64 206 against 599 (torch 335);
+# gcd int64 (gcds of 6) 481 against 1286.  lcm is gcd's loop plus a division and a product: listed
+# with it.  Not listed: the compensated sum (float32 alike both ways; float64 1811 against 1070
+# GB/s: its look-ahead wins), max and min (float32 2730 against 2960: the plain look-back 8 %
+# faster at 2^27, but their lead was tuned at smaller sizes, not measured for this).
+COSTLY_FUNCTORS = frozenset({"LogAddExp", "LogAddExp2", "Gcd", "Lcm"})
 
 
 def costly(op: Op) -> bool:
