@@ -62,10 +62,8 @@ def _check_report_path(path: str, output_path: str, inputs) -> None:
     """``inputs``: every file the job reads (the input, segment flags, coefficients)."""
     if same_file(path, output_path) or any(same_file(path, f) for f in inputs if f is not None):
         raise ValueError(f"--report {path} would overwrite an input or the output file")
+    check_replaceable(path, True, "--report")  # also the folder, as typed: missing or not a directory
     folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"report folder does not exist: {folder}")
-    check_replaceable(path, True, "--report")
     if not os.access(folder, os.W_OK):
         raise PermissionError(f"cannot write the report into {folder} (permission denied)")
 

@@ -88,12 +88,8 @@ class NpyWriter:
         for p in self.protect:
             if same_file(p, path):
                 raise ValueError(f"output {path} is the input file {p} (an input of this job); choose another output name")
+        check_replaceable(path, self.force)  # also the folder, as typed: missing or not a directory
         folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.exists(folder):
-            raise FileNotFoundError(f"output folder does not exist: {folder}")
-        if not os.path.isdir(folder):
-            raise NotADirectoryError(f"output folder is not a directory: {folder}")
-        check_replaceable(path, self.force)
         try:
             temp, fd = create_temp(path, notice=self.notice)
         except PermissionError:
