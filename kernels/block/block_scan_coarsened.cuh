@@ -5,6 +5,7 @@
 // Work: n ops in the runs + 32*5 - 31 per warp + WARPS per thread; depth: ITEMS + 5 + WARPS.
 #pragma once
 #include "../warp/warp_scan.cuh"
+#include "block_scan_runs.cuh"
 
 namespace distscan {
 
@@ -31,18 +32,13 @@ struct BlockScanCoarsened {
     // lane's exclusive prefix within its warp.
     template <int ITEMS>
     static __device__ __forceinline__ T scan_up(TempStorage &tmp, T (&items)[ITEMS]) {
-#pragma unroll
-        for (int i = 1; i < ITEMS; ++i) items[i] = Op::template apply<T>(items[i - 1], items[i]);
-        return warp_part(tmp, items[ITEMS - 1]);
+        return warp_part(tmp, runs_inclusive<T, Op, ITEMS>(items));
     }
 
     // The block aggregate alone: the same association as scan()'s, the items untouched.
     template <int ITEMS>
     static __device__ __forceinline__ void reduce_up(TempStorage &tmp, const T (&items)[ITEMS]) {
-        T run = items[0];
-#pragma unroll
-        for (int i = 1; i < ITEMS; ++i) run = Op::template apply<T>(run, items[i]);
-        warp_part(tmp, run);
+        warp_part(tmp, run_total<T, Op, ITEMS>(items));
     }
 
     // scan_up(scan_tmp, items) and reduce_up(red_tmp, red) of two tiles at once, each bit for bit
@@ -52,14 +48,28 @@ struct BlockScanCoarsened {
     template <int ITEMS>
     static __device__ __forceinline__ T scan_up_reduce_up(TempStorage &scan_tmp, T (&items)[ITEMS],
                                                           TempStorage &red_tmp, const T (&red)[ITEMS]) {
-        T run = red[0];
+        T scan_total, run;
+        if constexpr (Op::RUN_STATE) {  // both runs' states, the items kept as lifted (runs_inclusive)
+            typename Op::template Run<T> a = Op::template run_begin<T>(items[0]);
+            typename Op::template Run<T> b = Op::template run_begin<T>(red[0]);
 #pragma unroll
-        for (int i = 1; i < ITEMS; ++i) {
-            items[i] = Op::template apply<T>(items[i - 1], items[i]);
-            run = Op::template apply<T>(run, red[i]);
+            for (int i = 1; i < ITEMS; ++i) {
+                Op::template run_add<T>(a, items[i]);
+                Op::template run_add<T>(b, red[i]);
+            }
+            scan_total = Op::template run_value<T>(a);
+            run = Op::template run_value<T>(b);
+        } else {
+            run = red[0];
+#pragma unroll
+            for (int i = 1; i < ITEMS; ++i) {
+                items[i] = Op::template apply<T>(items[i - 1], items[i]);
+                run = Op::template apply<T>(run, red[i]);
+            }
+            scan_total = items[ITEMS - 1];
         }
         const int lane = threadIdx.x & 31;
-        T scan_total = items[ITEMS - 1], lane_exclusive;
+        T lane_exclusive;
         warp_inclusive_scan_pair<T, Op>(scan_total, run, lane, lane_exclusive);
         if (lane == 31) {
             scan_tmp.warp_totals[threadIdx.x >> 5] = scan_total;

@@ -6,12 +6,35 @@
 
 namespace distscan {
 
-// items[] becomes the inclusive scan of the thread's run; returns the run total.
+// The thread's run total, the items untouched: applications in order, or the operator's run
+// state (Op::RUN_STATE, operators.cuh).
+template <typename T, typename Op, int ITEMS>
+__device__ __forceinline__ T run_total(const T (&items)[ITEMS]) {
+    if constexpr (Op::RUN_STATE) {
+        typename Op::template Run<T> r = Op::template run_begin<T>(items[0]);
+#pragma unroll
+        for (int i = 1; i < ITEMS; ++i) Op::template run_add<T>(r, items[i]);
+        return Op::template run_value<T>(r);
+    } else {
+        T run = items[0];
+#pragma unroll
+        for (int i = 1; i < ITEMS; ++i) run = Op::template apply<T>(run, items[i]);
+        return run;
+    }
+}
+
+// items[] becomes the inclusive scan of the thread's run; returns the run total.  An operator
+// with a run state keeps its items as lifted: the store scans them from the thread's prefix
+// (tile_agent.cuh), one pass where prefix-then-fold would be two.
 template <typename T, typename Op, int ITEMS>
 __device__ __forceinline__ T runs_inclusive(T (&items)[ITEMS]) {
+    if constexpr (Op::RUN_STATE) {
+        return run_total<T, Op, ITEMS>(items);
+    } else {
 #pragma unroll
-    for (int i = 1; i < ITEMS; ++i) items[i] = Op::template apply<T>(items[i - 1], items[i]);
-    return items[ITEMS - 1];
+        for (int i = 1; i < ITEMS; ++i) items[i] = Op::template apply<T>(items[i - 1], items[i]);
+        return items[ITEMS - 1];
+    }
 }
 
 // From the inclusive scan of the run totals in shared memory: the block aggregate, and

@@ -221,14 +221,25 @@ struct TileAgent {
         int valid;
         const i64 seg_base = segment(n, tile, warp, valid);
         TOut out[ITEMS];
+        if constexpr (Op::RUN_STATE) {  // items as lifted (block_scan_runs.cuh): scanned here from the prefix
+            typename Op::template Run<TAcc> r = Op::template run_begin<TAcc>(prefix);
 #pragma unroll
-        for (int i = 0; i < ITEMS; ++i) {
-            TAcc v;
-            if (EXCLUSIVE)
-                v = (i == 0) ? prefix : Op::template apply<TAcc>(prefix, items[i - 1]);
-            else
-                v = Op::template apply<TAcc>(prefix, items[i]);
-            out[run_item(i)] = output(v, ex, (starts >> i) & 1u);
+            for (int i = 0; i < ITEMS; ++i) {
+                if (!EXCLUSIVE) Op::template run_add<TAcc>(r, items[i]);
+                const TAcc v = (EXCLUSIVE && i == 0) ? prefix : Op::template run_value<TAcc>(r);
+                out[run_item(i)] = output(v, ex, (starts >> i) & 1u);
+                if (EXCLUSIVE) Op::template run_add<TAcc>(r, items[i]);
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < ITEMS; ++i) {
+                TAcc v;
+                if (EXCLUSIVE)
+                    v = (i == 0) ? prefix : Op::template apply<TAcc>(prefix, items[i - 1]);
+                else
+                    v = Op::template apply<TAcc>(prefix, items[i]);
+                out[run_item(i)] = output(v, ex, (starts >> i) & 1u);
+            }
         }
         OutIO::regs_to_smem(smem, run_lane(lane), out);
         __syncwarp();

@@ -15,6 +15,17 @@
 //                a state's several operations): the look-ahead kernel then runs its two tiles'
 //                per-thread chains interleaved (agent_lookahead.cuh).  False for the sums and
 //                the other one-instruction operators, whose kernels stay as measured.
+//   RUN_STATE    a thread scans its run of items in a state of the operator's own (Run<T>),
+//                cheaper per item than applications (logaddexp below; the compensated sum,
+//                states.cuh).  Such an operator also has
+//                  template <typename T> struct Run;        the run's state
+//                  run_begin<T>(T p)                        the state of the value p
+//                  run_add<T>(Run<T> &r, T x)               r becomes r op x, where x is a
+//                                                           lifted item or the identity
+//                  run_value<T>(const Run<T> &r)            r as a value
+//                The block scans then total a thread's run and leave its items as lifted
+//                (block_scan_runs.cuh); the store scans them again from the thread's prefix
+//                (tile_agent.cuh).  The same results up to rounding, in a fixed association.
 // The kernels always pass the earlier operand first.
 //
 // Bit-exactness notes:
@@ -123,6 +134,7 @@ struct OpBase {
     static constexpr int AUX = 0;
     static constexpr bool STATE = false;
     static constexpr bool INTERLEAVE = false;
+    static constexpr bool RUN_STATE = false;
     template <typename TAcc, typename TIn> static __device__ __forceinline__ TAcc lift(TIn x) {
         return Convert<TAcc, TIn>::apply(x);
     }
@@ -254,19 +266,78 @@ template <> struct LogMath<float> {
     static __device__ __forceinline__ float log1p_(float x) { return log1pf(x); }
     static __device__ __forceinline__ float exp_(float x) { return expf(x); }
     static __device__ __forceinline__ float exp2_(float x) { return exp2f(x); }
+    static __device__ __forceinline__ float log_(float x) { return logf(x); }
+    static __device__ __forceinline__ float log2_(float x) { return log2f(x); }
 };
 template <> struct LogMath<double> {
     static __device__ __forceinline__ double log1p_(double x) { return log1p(x); }
     static __device__ __forceinline__ double exp_(double x) { return exp(x); }
     static __device__ __forceinline__ double exp2_(double x) { return exp2(x); }
+    static __device__ __forceinline__ double log_(double x) { return log(x); }
+    static __device__ __forceinline__ double log2_(double x) { return log2(x); }
 };
+
+// The exp and log of a thread's logaddexp run (below).  Their arguments are bounded: exp's is
+// -|x - m| <= 0 and log's s in [1, items + 1].  So float takes the hardware's approximations
+// (MUFU.EX2 and MUFU.LG2, a multiply each): __expf's error of 2 + 1.2|k| ulp on exp(k) weighs
+// exp(k)|k| <= 1/e of an ulp of s, and __logf's on s >= 1 is within 2^-21.4 absolute -- against
+// the result's own rounding, the same order as npy_logaddexp's on a log1p near 0.  (The accurate
+// expf and logf cost ~10 and ~20 instructions on the run's chain.)  Double has no
+// approximations: the accurate functions.
+template <typename T, bool BASE2> struct RunExpLog {
+    static __device__ __forceinline__ T exp_(T k) { return BASE2 ? LogMath<T>::exp2_(k) : LogMath<T>::exp_(k); }
+    static __device__ __forceinline__ T log_(T s) { return BASE2 ? LogMath<T>::log2_(s) : LogMath<T>::log_(s); }
+};
+template <bool BASE2> struct RunExpLog<float, BASE2> {
+    static __device__ __forceinline__ float exp_(float k) { return BASE2 ? exp2f(k) : __expf(k); }
+    static __device__ __forceinline__ float log_(float s) { return BASE2 ? __log2f(s) : __logf(s); }
+};
+
+// A thread's run of logaddexp (BASE2: logaddexp2) as an online (max, sum of exp) pair: the value
+// m + log(s), where s is the sum of exp(x - m) over the run's items and m the largest so far.
+// An item costs one exp (of -|x - m|: the larger of the two scales by 1) to add, and one log to
+// read out, where two applications cost two exps and two log1ps (H200, 2^27, float32: 1633 GB/s
+// with applications, benchmarks/RESULTS.md "Costly operators").  s >= 1 (the largest item adds
+// exp(0)), so the log never meets 0 nor underflow.  Infinities and NaN as npy_logaddexp: the same
+// infinity twice adds 1 (its d = inf - inf is NaN), -inf adds nothing, NaN makes m NaN.
+template <typename T, bool BASE2> struct LogSumExpRun {
+    T m;
+    T s;
+    static __device__ __forceinline__ LogSumExpRun begin(T p) {
+        LogSumExpRun r;
+        r.m = p;
+        r.s = T(1);
+        return r;
+    }
+    __device__ __forceinline__ void add(T x) {
+        const T d = x - m;
+        const bool up = d > T(0);
+        const T k = up ? -d : d;
+        const T t = (x == m) ? T(1) : RunExpLog<T, BASE2>::exp_(k);
+        s = up ? s * t + T(1) : s + t;
+        m = (up || x != x) ? x : m;
+    }
+    __device__ __forceinline__ T value() const { return m + RunExpLog<T, BASE2>::log_(s); }
+};
+
+// RUN_STATE's members for an operator whose Run<T> has begin, add and value (above).
+template <template <typename> class RunOf> struct RunByMembers {
+    static constexpr bool RUN_STATE = true;
+    template <typename T> static __device__ __forceinline__ RunOf<T> run_begin(T p) { return RunOf<T>::begin(p); }
+    template <typename T> static __device__ __forceinline__ void run_add(RunOf<T> &r, T x) { r.add(x); }
+    template <typename T> static __device__ __forceinline__ T run_value(const RunOf<T> &r) { return r.value(); }
+};
+template <typename T> using LogAddExpRun = LogSumExpRun<T, false>;
+template <typename T> using LogAddExp2Run = LogSumExpRun<T, true>;
 
 // npy_logaddexp: a == b gives a + log(2) (also for -inf and +inf); otherwise the larger plus
 // log1p(exp(-|a - b|)); NaN gives a - b.  One exp and one log1p of the same arguments as the
 // branches of npy_logaddexp (so the same bits), selected rather than branched to: the branches
 // diverged on random data and doubled the SASS per application (1108 branches in the float
 // look-ahead kernel; an application ~100 instructions with its two paths, ~50 as selects).
-struct LogAddExp : OpBase {
+struct LogAddExp : OpBase, RunByMembers<LogAddExpRun> {
+    using RunByMembers<LogAddExpRun>::RUN_STATE;
+    template <typename T> using Run = LogAddExpRun<T>;
     static constexpr bool INTERLEAVE = true;
     template <typename T> static __device__ __forceinline__ T identity() { return Limits<T>::lowest(); }  // -inf
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
@@ -276,7 +347,9 @@ struct LogAddExp : OpBase {
         return (a == b) ? a + T(0.693147180559945309417232121458176568) : (d == d ? r : d);
     }
 };
-struct LogAddExp2 : OpBase {
+struct LogAddExp2 : OpBase, RunByMembers<LogAddExp2Run> {
+    using RunByMembers<LogAddExp2Run>::RUN_STATE;
+    template <typename T> using Run = LogAddExp2Run<T>;
     static constexpr bool INTERLEAVE = true;
     template <typename T> static __device__ __forceinline__ T identity() { return Limits<T>::lowest(); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) {

@@ -60,6 +60,7 @@ struct StateOpBase {
     static constexpr bool COMMUTATIVE = false;
     static constexpr bool STATE = true;
     static constexpr bool INTERLEAVE = true;
+    static constexpr bool RUN_STATE = false;
     template <typename S> static __device__ __forceinline__ bool fresh(const S &, bool) { return false; }
 };
 
@@ -303,9 +304,62 @@ template <typename R> struct CompensatedMath<Complex<R> > {
     }
 };
 
+// A thread's run of a compensated sum (RUN_STATE, operators.cuh), Neumaier's way: the plain
+// running sum s, and e, the sum of TwoSum's exact errors of its additions (a run's items are
+// lifted inputs, whose own error is 0: not added).  Its dependent chain is one addition per
+// item, where two_sum_renorm's is seven; the value renormalises (s + e, its TwoSum error) once
+// per read, and the store reads only its sum.  Where s is infinite or NaN it is the value,
+// error 0, as two_sum_renorm's rule.
+template <typename R> __device__ __forceinline__ void neumaier_add(R &s, R &e, R x) {
+    const R t = s + x;
+    const R bb = t - s;
+    e = e + ((s - (t - bb)) + (x - bb));
+    s = t;
+}
+template <typename R> __device__ __forceinline__ void neumaier_value(R s, R e, R &vs, R &ve) {
+    const R total = s + e;
+    const R bb = total - s;
+    const R err = (s - (total - bb)) + (e - bb);
+    vs = isfinite(s) ? total : s;
+    ve = isfinite(total) ? err : R(0);
+}
+template <typename V> struct NeumaierMath {
+    static __device__ __forceinline__ void add(V &s, V &e, V x) { neumaier_add(s, e, x); }
+    static __device__ __forceinline__ void value(V s, V e, V &vs, V &ve) { neumaier_value(s, e, vs, ve); }
+};
+template <typename R> struct NeumaierMath<Complex<R> > {
+    static __device__ __forceinline__ void add(Complex<R> &s, Complex<R> &e, Complex<R> x) {
+        neumaier_add(s.re, e.re, x.re);
+        neumaier_add(s.im, e.im, x.im);
+    }
+    static __device__ __forceinline__ void value(Complex<R> s, Complex<R> e, Complex<R> &vs, Complex<R> &ve) {
+        neumaier_value(s.re, e.re, vs.re, ve.re);
+        neumaier_value(s.im, e.im, vs.im, ve.im);
+    }
+};
+
 template <typename Base>
 struct Compensated : StateOpBase {
     static constexpr int AUX = 0;
+    static constexpr bool RUN_STATE = true;
+    template <typename S> struct Run {
+        typename S::Value s;
+        typename S::Value e;
+    };
+    template <typename S> static __device__ __forceinline__ Run<S> run_begin(S p) {
+        Run<S> r;
+        r.s = p.s;
+        r.e = p.e;
+        return r;
+    }
+    template <typename S> static __device__ __forceinline__ void run_add(Run<S> &r, S x) {
+        NeumaierMath<typename S::Value>::add(r.s, r.e, x.s);  // x lifted: x.e == 0
+    }
+    template <typename S> static __device__ __forceinline__ S run_value(const Run<S> &r) {
+        S v;
+        NeumaierMath<typename S::Value>::value(r.s, r.e, v.s, v.e);
+        return v;
+    }
     template <typename S> static __device__ __forceinline__ S identity() {
         typedef typename S::Value V;
         S s;

@@ -133,6 +133,46 @@ def test_new_functors_match_the_cpu(name, dtype, n, rng):
         _close(got, ref, dtype, np.abs(np.nan_to_num(ref)).max(initial=1))
 
 
+@pytest.mark.parametrize("name,dtype,algorithm", [("logaddexp", "float32", "auto"), ("logaddexp", "float32", "lookahead"),
+                                                  ("logaddexp2", "float64", "auto")])
+def test_logaddexp_runs_meet_infinities_nan_and_wide_spreads(name, dtype, algorithm, rng):
+    """A thread's run of logaddexp is scanned as a (max, sum of exp) pair (kernels/util/operators.cuh,
+    LogSumExpRun), not by applications: runs of -inf (the identity), repeated values, +inf, a NaN,
+    and neighbours 2000 apart (whose exp underflows) at every lane, thread and tile edge, inclusive
+    and exclusive, forwards and reversed, on the look-back and the look-ahead (whose reduction totals
+    the runs too), against NumPy's float64 accumulate: non-finite results exactly, the others
+    within 4e-6 (float32) or 1e-13 (float64) of 1 + |result|."""
+    ufunc = getattr(np, name)
+    n = 3 * 4096 + 77
+    x = rng.standard_normal(n) * 3
+    kind = rng.integers(0, 8, n)
+    x[kind == 1] = -np.inf
+    x[kind == 2] = 1000.0 * rng.choice([-1.0, 1.0], int((kind == 2).sum()))
+    x[1:][kind[1:] == 3] = x[:-1][kind[1:] == 3]  # repeats (of the value before the repeat)
+    x[:300] = -np.inf  # a whole first tile's worth of lanes at the identity
+    x = x.astype(dtype)
+    with_inf, with_nan = x.copy(), x.copy()
+    with_inf[n // 2] = np.inf
+    with_nan[n // 3] = np.nan
+    bound = 4e-6 if dtype == "float32" else 1e-13
+    for data in (x, with_inf, with_nan):
+        for reverse in (False, True):
+            for exclusive in (False, True):
+                order = slice(None, None, -1) if reverse else slice(None)
+                with np.errstate(all="ignore"):
+                    want = ufunc.accumulate(data[order].astype(np.float64))
+                if exclusive:
+                    want = np.concatenate([[-np.inf], want[:-1]])
+                want = want[order]
+                got = cp.asnumpy(distscan.scan(cp.asarray(data), name, reverse=reverse, exclusive=exclusive,
+                                               algorithm=algorithm, comm=SELF)).astype(np.float64)
+                where = (reverse, exclusive, data is x)
+                finite = np.isfinite(want)
+                np.testing.assert_array_equal(got[~finite], want[~finite], err_msg=str(where))
+                err = np.abs(got[finite] - want[finite]) / (1 + np.abs(want[finite]))
+                assert err.max(initial=0) <= bound, (where, err.max(), np.flatnonzero(finite)[err.argmax()])
+
+
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("opname,dtype", [("sum", "int32"), ("sum", "float32"), ("sum", "float64"), ("max", "int64"),
                                           ("prod", "complex64"), ("bitwise_xor", "uint8"), ("min", "float16")])
@@ -243,8 +283,9 @@ def test_compensated_sums_that_overflow_or_meet_infinities_are_numpys(n, rng):
 
 
 def test_look_ahead_sizes_of_4_byte_items(rng):
-    """Reverse sums, NaN-aware sums and compensated sums of float32 past 2^23 items (the
-    look-ahead kernel, mirrored), and a segmented sum there (the look-back with its lead)."""
+    """Reverse sums and NaN-aware sums of float32 past 2^23 items (the look-ahead kernel,
+    mirrored), a segmented sum there (the look-back with its lead), and compensated sums on both
+    kernels ("auto" takes the look-back for them: extended._device)."""
     x = rng.standard_normal(LARGE).astype(np.float32)
     x[rng.random(LARGE) < 0.01] = np.nan
     for name, kw in [("nansum", dict(reverse=True)), ("nansum", {}), ("nanmax", dict(reverse=True))]:
@@ -257,18 +298,26 @@ def test_look_ahead_sizes_of_4_byte_items(rng):
         got = _gpu(distscan.cumsum, x, **{k: (cp.asarray(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()})
         _close(got, ref, np.float32, float(np.sum(np.abs(x))) + 1)
     _compensated_within_2_ulp(LARGE, rng)
+    _compensated_within_2_ulp(LARGE, rng, algorithm="lookahead")
+    devices = {p.device for k, p in gpu.EXT_PLANS.items() if k[4].startswith("Compensated") and k[1] == np.float32}
+    assert devices == {"lookback", "lookahead"}, devices
 
 
-def _compensated_within_2_ulp(n, rng):
+def _compensated_within_2_ulp(n, rng, **kw):
     k = rng.integers(-2**20, 2**20, n) * (2 ** rng.integers(0, 24, n))
     x = (k * 2.0**-12).astype(np.float32)
     units = (x.astype(np.float64) * 2**12).astype(np.int64)
     for reverse in (False, True):
         order = slice(None, None, -1) if reverse else slice(None)
         exact = np.cumsum(units[order])[order].astype(np.float64) * 2.0**-12
-        got = cp.asnumpy(_gpu(distscan.cumsum, x, compensated=True, reverse=reverse))
+        got = cp.asnumpy(_gpu(distscan.cumsum, x, compensated=True, reverse=reverse, **kw))
         ulps = np.abs(got.view(np.int32).astype(np.int64) - exact.astype(np.float32).view(np.int32).astype(np.int64))
         assert ulps.max(initial=0) <= 2
+    # exclusive: the store's run state (kernels/util/states.cuh, Compensated::Run) reads before it adds
+    exact = np.concatenate([[0], np.cumsum(units)[:-1]]).astype(np.float64) * 2.0**-12
+    got = cp.asnumpy(_gpu(distscan.cumsum, x, compensated=True, exclusive=True, **kw))
+    ulps = np.abs(got.view(np.int32).astype(np.int64) - exact.astype(np.float32).view(np.int32).astype(np.int64))
+    assert ulps.max(initial=0) <= 2
 
 
 def test_columns_views_out_and_include_initial(rng):

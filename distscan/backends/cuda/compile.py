@@ -227,6 +227,14 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
             threads, items, min_blocks = (128, 32, 4) if state.startswith("segmented") else (128, 16, 6)
         else:
             threads, items, min_blocks = 128, 16, 2
+    elif state == "compensated" and s_acc <= 16:
+        # The compensated sum (its runs in the run state, Neumaier's: kernels/util/states.cuh) on
+        # the look-back, as "auto" runs it (extended._device): 128 threads of 32 items, 4 blocks an
+        # SM.  Measured on the H200 at 2^27 (benchmarks/sweep_costly_tiles.py; RESULTS.md, "Run
+        # states"), time over the plain cumsum's of the dtype: float32 1.25 against 1.69 with the
+        # 8-byte values' (256, 16, 3) and 1.58 with the look-ahead; float64 1.45 (no lead) against
+        # 3.27 with (256, 8, 1) and 2.30 with the look-ahead (the best of 10 shapes each).
+        window, threads, items, min_blocks = 1024, 128, 32, 4
     else:
         window = 1024
         if s_acc <= 4:  # 8192-item tiles: measured 2490 GB/s vs 2120 with 4096 (H100, 2^29 int32)

@@ -110,26 +110,36 @@ def ext_plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, device: str, rever
 def _lead_share(op: Op, kstate: np.dtype) -> float:
     """The share of the time-based reduction lead a plan takes: none for affine maps of 16 bytes or
     more (float64, complex64: H200 at 2^27, 2321 and 1978 GB/s without a lead against 2124 and 1704
-    with half; H100 0.68 and 0.61 of copy against 0.71 and 0.57), plans.STATE_LEAD_SHARE for the
-    other scans with flags or coefficients, none for costly operators (plans.costly), all of it
-    otherwise."""
+    with half; H100 0.68 and 0.61 of copy against 0.71 and 0.57), nor for compensated sums of 16 bytes
+    or more (float64: 765 us without against 808 us with it; float32 keeps it, 355 us against 401:
+    benchmarks/sweep_costly_tiles.py, H200, 2^27), plans.STATE_LEAD_SHARE for the other scans with
+    flags or coefficients, none for costly operators (plans.costly), all of it otherwise."""
     if costly(op):
         return 0.0
+    wide = kstate.itemsize >= 16
     if op.state is None or not op.state.aux:
-        return 1.0
-    return 0.0 if op.state.kind.startswith("affine") and kstate.itemsize >= 16 else STATE_LEAD_SHARE
+        return 0.0 if _compensated(op) and wide else 1.0
+    return 0.0 if op.state.kind.startswith("affine") and wide else STATE_LEAD_SHARE
+
+
+def _compensated(op: Op) -> bool:
+    return op.state is not None and op.state.kind == "compensated"
 
 
 def _device(op: Op, algorithm: str, n: int, in_size: int, out_size: int) -> str:
     """The device algorithm: the look-back for operators with auxiliary inputs (the look-ahead's
-    ring stages items only) and for costly ones (plans.costly), else as the plain scan chooses."""
+    ring stages items only), for costly ones (plans.costly) and for compensated sums of states up
+    to 16 bytes (their look-back shape, compile.choose_tuning, beats the look-ahead: float32 1.25
+    against 1.58 times the plain sum's time, float64 1.45 against 2.30), else as the plain scan
+    chooses."""
     if algorithm not in ("auto", "lookback", "lookahead"):
         raise ValueError(f"algorithm={algorithm!r} is for plain forward scans; reverse scans and segmented, "
                          "affine and compensated scans take 'auto', 'lookback' or 'lookahead'")
     aux = op.state is not None and len(op.state.aux) > 0
     if algorithm == "lookahead" and not aux:
         return "lookahead"
-    if algorithm == "auto" and not aux and not costly(op) and uses_lookahead(n, in_size, out_size):
+    look_back = costly(op) or (_compensated(op) and in_size <= 8 and out_size <= 8)
+    if algorithm == "auto" and not aux and not look_back and uses_lookahead(n, in_size, out_size):
         return "lookahead"
     return "lookback"
 

@@ -1,0 +1,161 @@
+"""Which device algorithm and tile shape suit the scans whose operator is costly, now that a
+thread scans its run in the operator's run state (kernels/util/operators.cuh, RUN_STATE)?
+
+    PYTHONPATH=$PWD python3 benchmarks/sweep_costly_tiles.py [--log2n 27] [--reps 11] [--json OUT]
+
+Question: the tile shapes of ``compile.choose_tuning`` were measured for sums (one instruction an
+application) and for the segmented and affine states.  logaddexp and the compensated sum spend
+tens of instructions an item; their run state keeps the items as loaded (no second array of
+states: a compensated item's error is the constant 0), so longer runs, which spread the warp's
+and the block's applications over more items, may now fit.  Each scan is timed with
+``algorithm="lookback"`` and ``"lookahead"`` on its default shape and on the shapes below
+(``cuda.overrides(tuning=)``), beside the plain sum of the same dtype on its default (the compensated
+sum's target is at most 1.15x its time: issue 30), and with the look-back's reduction lead off
+(``lead=0``).
+
+Timing: harness.events_interleaved with ``hide_host`` (GPU time; L2 flushed; every variant of a
+scan in turn each repetition, in a new random order), median of --reps.  Every variant's result
+is checked first against the default's: within 1e-5 (float32) or 1e-12 (float64) of 1 + |value|.
+Modules are compiled first, in parallel processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import cupy as cp  # noqa: E402
+
+import distscan  # noqa: E402
+from distscan.backends import cuda  # noqa: E402
+from harness import SELF, events_interleaved  # noqa: E402
+
+# (device, (threads, items, window, min blocks[, stages, depth, behind])): None is the default shape
+SHAPES = {
+    "lookback": [None, (256, 32, 1024, 2), (128, 32, 1024, 4), (512, 16, 1024, 2), (256, 64, 1024, 1),
+                 (128, 32, 1024, 6), (64, 32, 1024, 8), (128, 64, 1024, 2), (256, 32, 1024, 3), (128, 16, 1024, 8)],
+    "lookahead": [None, (64, 32, 1024, 3, 9, 7, 2), (128, 32, 1024, 1, 7, 5, 2), (64, 32, 1024, 2, 7, 5, 2)],
+}
+
+
+def fits(device, shape, dt) -> bool:
+    """Whether a look-ahead shape's ring fits one block's shared memory (227 KB)."""
+    from distscan.backends.cuda import compile as cc
+
+    return device != "lookahead" or shape is None or cc.Tuning(*shape).lookahead_smem(dt, dt) <= 227 * 1024
+
+
+def cases(n):
+    """(name, bytes per element, the call given algorithm=, its output, its operator, dtype)."""
+    from distscan.ops import ALL_OPS, compensated, get_op
+
+    rs = cp.random.RandomState(11)
+    x32 = rs.standard_normal(n, dtype=cp.float32)
+    x64 = x32.astype(cp.float64)
+    y32, y64 = cp.empty_like(x32), cp.empty_like(x64)
+    comp = compensated(get_op("sum"))
+    return [
+        ("cumsum f32", 8, lambda alg: distscan.cumsum(x32, out=y32, algorithm=alg, comm=SELF), y32,
+         ALL_OPS["sum"], "float32"),
+        ("cumsum f64", 16, lambda alg: distscan.cumsum(x64, out=y64, algorithm=alg, comm=SELF), y64,
+         ALL_OPS["sum"], "float64"),
+        ("compensated f32", 8, lambda alg: distscan.cumsum(x32, compensated=True, out=y32, algorithm=alg, comm=SELF),
+         y32, comp, "float32"),
+        ("compensated f64", 16, lambda alg: distscan.cumsum(x64, compensated=True, out=y64, algorithm=alg, comm=SELF),
+         y64, comp, "float64"),
+        ("logcumsumexp f32", 8, lambda alg: distscan.scan(x32, np.logaddexp, out=y32, algorithm=alg, comm=SELF), y32,
+         ALL_OPS["logaddexp"], "float32"),
+        ("logcumsumexp f64", 16, lambda alg: distscan.scan(x64, np.logaddexp, out=y64, algorithm=alg, comm=SELF), y64,
+         ALL_OPS["logaddexp"], "float64"),
+    ]
+
+
+def module_keys(n):
+    from distscan._dtypes import scan_types
+    from distscan.backends.cuda import extended
+    from distscan.backends.cuda import plans
+
+    keys = []
+    for name, _, _, _, op, dt in cases(n):
+        dt = np.dtype(dt)
+        types = scan_types(op, dt)
+        for device, shapes in SHAPES.items():
+            for shape in shapes:
+                if not fits(device, shape, dt):
+                    continue
+                with cuda.overrides(tuning=shape):
+                    if op.state is not None:
+                        keys.append(extended.ext_module_key(dt, types, op, device, False))
+                    else:
+                        keys.append(plans.module_key(dt, types, op, device))
+    return keys
+
+
+def variant(call, device, shape, lead=None):
+    def run():
+        with cuda.overrides(tuning=shape, lead=lead):
+            call(device)
+    return run
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--log2n", type=int, default=27)
+    ap.add_argument("--reps", type=int, default=11)
+    ap.add_argument("--json")
+    ap.add_argument("--scans", help="comma-separated names of the rows to run (default: all)")
+    a = ap.parse_args()
+    n = 1 << a.log2n
+    from distscan.backends.cuda import compile as cc
+
+    t0 = time.perf_counter()
+    cc.precompile(module_keys(n))
+    print(f"# kernels compiled in {time.perf_counter() - t0:.0f} s", flush=True)
+    rows = []
+    base = {}
+    for name, bpe, call, out, _, dt in cases(n):
+        if a.scans and name not in a.scans.split(",") and not name.startswith("cumsum"):
+            continue
+        call("auto")
+        want = out.copy()
+        tol = 1e-5 if dt == "float32" else 1e-12
+        impls = {"auto": lambda call=call: call("auto")}
+        for device, shapes in SHAPES.items():
+            for shape in shapes if not name.startswith("cumsum") else []:
+                if not fits(device, shape, np.dtype(dt)):
+                    continue
+                for lead in (None, 0) if device == "lookback" else (None,):
+                    label = f"{device} {shape[:4] if shape else 'default'}" + (" lead 0" if lead == 0 else "")
+                    fn = variant(call, device, shape, lead)
+                    fn()
+                    bad = float(cp.max(cp.abs(out.astype(cp.float64) - want) / (1 + cp.abs(want))))
+                    if not bad <= tol:
+                        print(f"# {name} {label}: DIFFERS by {bad:.1e}", flush=True)
+                        continue
+                    impls[label] = fn
+        med = events_interleaved(impls, a.reps, hide_host=True)
+        if name.startswith("cumsum"):
+            base[dt] = med["auto"]
+        for label, t in med.items():
+            rows.append({"scan": name, "variant": label, "us": t * 1e6, "gbs": bpe * n / t / 1e9,
+                         "over_cumsum": t / base[dt]})
+        print(f"# {name}: done", flush=True)
+    dev = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    print(f"{dev}, 2^{a.log2n} items, GPU time (median of {a.reps}); x cumsum: time over the cumsum's of the dtype")
+    print(f"{'scan':<18} {'variant':<40} {'us':>9} {'GB/s':>7} {'x cumsum':>9}")
+    for r in sorted(rows, key=lambda r: (r["scan"], r["us"])):
+        print(f"{r['scan']:<18} {r['variant']:<40} {r['us']:>9.1f} {r['gbs']:>7.0f} {r['over_cumsum']:>9.3f}")
+    if a.json:
+        Path(a.json).write_text(json.dumps({"gpu": dev, "log2n": a.log2n, "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
