@@ -84,9 +84,10 @@ LOOKAHEAD_MIN_BYTES_WIDE = 1 << 25  # items of 8 bytes or more
 # operators: the look-back without a lead"): logaddexp float32 676 GB/s with the look-ahead against
 # 1635 with the plain look-back (torch.logcumsumexp 1047), float64 206 against 599 (torch 335);
 # gcd int64 (gcds of 6) 481 against 1286.  lcm is gcd's loop plus a division and a product: listed
-# with it.  Not listed: the compensated sum (float32 alike both ways; float64 1811 against 1070
-# GB/s: its look-ahead wins), max and min (float32 2730 against 2960: the plain look-back 8 %
-# faster at 2^27, but their lead was tuned at smaller sizes, not measured for this).
+# with it.  Not listed: the compensated sum (on the look-back since its runs are summed Neumaier's
+# way, with a shape and a lead of its own: extended._device, compile.choose_tuning), max and min
+# (float32 2730 against 2960: the plain look-back 8 % faster at 2^27, but their lead was tuned at
+# smaller sizes, not measured for this).
 COSTLY_FUNCTORS = frozenset({"LogAddExp", "LogAddExp2", "Gcd", "Lcm"})
 
 
