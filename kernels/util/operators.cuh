@@ -320,9 +320,11 @@ template <typename T, bool BASE2> struct LogSumExpRun {
     __device__ __forceinline__ T value() const { return m + RunExpLog<T, BASE2>::log_(s); }
 };
 
-// RUN_STATE's members for an operator whose Run<T> has begin, add and value (above).
-template <template <typename> class RunOf> struct RunByMembers {
+// OpBase with RUN_STATE's members, for an operator whose run state RunOf<T> has begin, add and
+// value (above).
+template <template <typename> class RunOf> struct RunByMembers : OpBase {
     static constexpr bool RUN_STATE = true;
+    template <typename T> using Run = RunOf<T>;
     template <typename T> static __device__ __forceinline__ RunOf<T> run_begin(T p) { return RunOf<T>::begin(p); }
     template <typename T> static __device__ __forceinline__ void run_add(RunOf<T> &r, T x) { r.add(x); }
     template <typename T> static __device__ __forceinline__ T run_value(const RunOf<T> &r) { return r.value(); }
@@ -335,9 +337,7 @@ template <typename T> using LogAddExp2Run = LogSumExpRun<T, true>;
 // branches of npy_logaddexp (so the same bits), selected rather than branched to: the branches
 // diverged on random data and doubled the SASS per application (1108 branches in the float
 // look-ahead kernel; an application ~100 instructions with its two paths, ~50 as selects).
-struct LogAddExp : OpBase, RunByMembers<LogAddExpRun> {
-    using RunByMembers<LogAddExpRun>::RUN_STATE;
-    template <typename T> using Run = LogAddExpRun<T>;
+struct LogAddExp : RunByMembers<LogAddExpRun> {
     static constexpr bool INTERLEAVE = true;
     template <typename T> static __device__ __forceinline__ T identity() { return Limits<T>::lowest(); }  // -inf
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
@@ -347,9 +347,7 @@ struct LogAddExp : OpBase, RunByMembers<LogAddExpRun> {
         return (a == b) ? a + T(0.693147180559945309417232121458176568) : (d == d ? r : d);
     }
 };
-struct LogAddExp2 : OpBase, RunByMembers<LogAddExp2Run> {
-    using RunByMembers<LogAddExp2Run>::RUN_STATE;
-    template <typename T> using Run = LogAddExp2Run<T>;
+struct LogAddExp2 : RunByMembers<LogAddExp2Run> {
     static constexpr bool INTERLEAVE = true;
     template <typename T> static __device__ __forceinline__ T identity() { return Limits<T>::lowest(); }
     template <typename T> static __device__ __forceinline__ T apply(T a, T b) {
