@@ -53,49 +53,54 @@ def fits(device, shape, dt) -> bool:
     return device != "lookahead" or shape is None or cc.Tuning(*shape).lookahead_smem(dt, dt) <= 227 * 1024
 
 
-def cases(n):
-    """(name, bytes per element, the call given algorithm=, its output, its operator, dtype)."""
-    from distscan.ops import ALL_OPS, compensated, get_op
+# (name, bytes per element, operator, dtype): the plain sums are their dtype's baseline, timed on
+# their default shape only
+ROWS = [("cumsum f32", 8, "sum", "float32"), ("cumsum f64", 16, "sum", "float64"),
+        ("compensated f32", 8, "compensated", "float32"), ("compensated f64", 16, "compensated", "float64"),
+        ("logcumsumexp f32", 8, "logaddexp", "float32"), ("logcumsumexp f64", 16, "logaddexp", "float64")]
 
+
+def operator(kind):
+    from distscan.ops import compensated, get_op
+
+    return compensated(get_op("sum")) if kind == "compensated" else get_op(kind)
+
+
+def calls(n):
+    """{dtype: (input, output)} of seeded data, and the call of a row given algorithm=."""
     rs = cp.random.RandomState(11)
     x32 = rs.standard_normal(n, dtype=cp.float32)
     x64 = x32.astype(cp.float64)
-    y32, y64 = cp.empty_like(x32), cp.empty_like(x64)
-    comp = compensated(get_op("sum"))
-    return [
-        ("cumsum f32", 8, lambda alg: distscan.cumsum(x32, out=y32, algorithm=alg, comm=SELF), y32,
-         ALL_OPS["sum"], "float32"),
-        ("cumsum f64", 16, lambda alg: distscan.cumsum(x64, out=y64, algorithm=alg, comm=SELF), y64,
-         ALL_OPS["sum"], "float64"),
-        ("compensated f32", 8, lambda alg: distscan.cumsum(x32, compensated=True, out=y32, algorithm=alg, comm=SELF),
-         y32, comp, "float32"),
-        ("compensated f64", 16, lambda alg: distscan.cumsum(x64, compensated=True, out=y64, algorithm=alg, comm=SELF),
-         y64, comp, "float64"),
-        ("logcumsumexp f32", 8, lambda alg: distscan.scan(x32, np.logaddexp, out=y32, algorithm=alg, comm=SELF), y32,
-         ALL_OPS["logaddexp"], "float32"),
-        ("logcumsumexp f64", 16, lambda alg: distscan.scan(x64, np.logaddexp, out=y64, algorithm=alg, comm=SELF), y64,
-         ALL_OPS["logaddexp"], "float64"),
-    ]
+    data = {"float32": (x32, cp.empty_like(x32)), "float64": (x64, cp.empty_like(x64))}
+
+    def call(kind, dt):
+        x, y = data[dt]
+        if kind == "compensated":
+            return lambda alg: distscan.cumsum(x, compensated=True, out=y, algorithm=alg, comm=SELF)
+        return lambda alg: distscan.scan(x, kind, out=y, algorithm=alg, comm=SELF)
+
+    return data, call
 
 
-def module_keys(n):
+def module_keys(rows):
+    """The modules of the rows' variants, to compile in parallel processes first."""
     from distscan._dtypes import scan_types
     from distscan.backends.cuda import extended
     from distscan.backends.cuda import plans
 
     keys = []
-    for name, _, _, _, op, dt in cases(n):
-        dt = np.dtype(dt)
+    for name, _, kind, dt in rows:
+        op, dt = operator(kind), np.dtype(dt)
         types = scan_types(op, dt)
         for device, shapes in SHAPES.items():
-            for shape in shapes:
+            for shape in shapes if kind != "sum" else [None]:
                 if not fits(device, shape, dt):
                     continue
                 with cuda.overrides(tuning=shape):
                     if op.state is not None:
                         keys.append(extended.ext_module_key(dt, types, op, device, False))
                     else:
-                        keys.append(plans.module_key(dt, types, op, device))
+                        keys.append(plans.module_key(dt, types, op, device if kind != "sum" else "auto"))
     return keys
 
 
@@ -116,20 +121,21 @@ def main():
     n = 1 << a.log2n
     from distscan.backends.cuda import compile as cc
 
+    chosen = [r for r in ROWS if not a.scans or r[0] in a.scans.split(",") or r[2] == "sum"]
     t0 = time.perf_counter()
-    cc.precompile(module_keys(n))
+    cc.precompile(module_keys(chosen))
     print(f"# kernels compiled in {time.perf_counter() - t0:.0f} s", flush=True)
+    data, call_of = calls(n)
     rows = []
     base = {}
-    for name, bpe, call, out, _, dt in cases(n):
-        if a.scans and name not in a.scans.split(",") and not name.startswith("cumsum"):
-            continue
+    for name, bpe, kind, dt in chosen:
+        call, out = call_of(kind, dt), data[dt][1]
         call("auto")
         want = out.copy()
         tol = 1e-5 if dt == "float32" else 1e-12
         impls = {"auto": lambda call=call: call("auto")}
         for device, shapes in SHAPES.items():
-            for shape in shapes if not name.startswith("cumsum") else []:
+            for shape in shapes if kind != "sum" else []:
                 if not fits(device, shape, np.dtype(dt)):
                     continue
                 for lead in (None, 0) if device == "lookback" else (None,):
@@ -142,7 +148,7 @@ def main():
                         continue
                     impls[label] = fn
         med = events_interleaved(impls, a.reps, hide_host=True)
-        if name.startswith("cumsum"):
+        if kind == "sum":
             base[dt] = med["auto"]
         for label, t in med.items():
             rows.append({"scan": name, "variant": label, "us": t * 1e6, "gbs": bpe * n / t / 1e9,
