@@ -90,6 +90,11 @@ struct TileAgent {
         TIn raw[ITEMS];
         const int src = run_lane(lane);
         InIO::smem_to_regs(smem, src, raw);
+        if (valid == 32 * ITEMS) {  // a whole segment (every one but the last): no item to test
+#pragma unroll
+            for (int i = 0; i < ITEMS; ++i) items[i] = Op::template lift<TAcc, TIn>(raw[run_item(i)]);
+            return;
+        }
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
             const int k = run_item(i);
@@ -163,10 +168,11 @@ struct TileAgent {
         const int src = run_lane(lane);
         InIO::smem_to_regs(smem, src, raw);
         starts = 0u;
+        const bool whole = valid == 32 * ITEMS;  // every segment but the last: no item to test
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
             const int k = run_item(i);
-            if (src * ITEMS + k < valid) {
+            if (whole || src * ITEMS + k < valid) {
                 const bool flag = aux.f.flags[k] != 0;
                 starts |= (flag ? 1u : 0u) << i;
                 items[i] = Op::template lift<TAcc, TIn>(raw[k], flag, ex.coef != 0 ? aux.c.coef[k] : TCoef());

@@ -1,0 +1,92 @@
+"""Issue 30's scans at one size, for A/B runs of kernel variants (one process per tree).
+
+    PYTHONPATH=TREE python3 benchmarks/ab_scans.py LABEL [--log2n 27] [--reps 11] [--scans a,b] [--nocheck]
+
+Question: did a change to kernels/ make a scan faster or slower?  Run it once per tree, each
+with its own PYTHONPATH, in one device call (the same machine), alternating the trees over two
+rounds or more, so that a drift of the machine shows.  Every scan runs with ``algorithm="auto"``
+(the plan a user gets), GPU time only (``harness.events_interleaved`` with the host hidden, the
+scans of one tree interleaved), median of --reps.  Each result is checked first against CuPy or
+a float64 loop on the GPU (``--nocheck``: a timing-only variant that is knowingly wrong).
+Prints one line per scan: LABEL, scan, GB/s over its bytes per item, and the check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import cupy as cp
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import SELF, events_interleaved  # noqa: E402
+
+import distscan  # noqa: E402
+
+
+def _scans(n: int) -> dict:
+    """{name: (bytes per item, call, output, reference or None)}"""
+    rs = cp.random.RandomState(7)
+    x32 = rs.standard_normal(n, dtype=cp.float32)
+    x64 = x32.astype(cp.float64)
+    xnan = x32.copy()
+    xnan[rs.random_sample(n) < 0.01] = cp.nan
+    flags = rs.random_sample(n) < 1e-3
+    coef = rs.uniform(0.5, 1.0, n).astype(cp.float32)
+    y32, y64 = cp.empty_like(x32), cp.empty_like(x64)
+    seg_ref = None
+
+    def segmented_ref():
+        total = cp.cumsum(x64)
+        starts = cp.flatnonzero(flags)
+        before = cp.zeros(n, cp.float64)  # the running sum just before each segment's start
+        before[starts] = total[starts] - x64[starts]
+        idx = cp.asarray(np.maximum.accumulate(np.where(cp.asnumpy(flags), np.arange(n), 0)))
+        return total - cp.where(flags[0] | (idx > 0), before[idx], 0.0)
+
+    return {
+        "cumsum f32": (8, lambda: distscan.cumsum(x32, out=y32, comm=SELF), y32, lambda: cp.cumsum(x64)),
+        "cumsum f64": (16, lambda: distscan.cumsum(x64, out=y64, comm=SELF), y64, lambda: cp.cumsum(x64)),
+        "nancumsum f32": (8, lambda: distscan.nancumsum(xnan, out=y32, comm=SELF), y32,
+                          lambda: cp.cumsum(cp.nan_to_num(xnan.astype(cp.float64), nan=0.0))),
+        "reverse cumsum f32": (8, lambda: distscan.cumsum(x32, reverse=True, out=y32, comm=SELF), y32,
+                               lambda: cp.cumsum(x64[::-1])[::-1]),
+        "segmented sum f32": (9, lambda: distscan.cumsum(x32, segments=flags, out=y32, comm=SELF), y32,
+                              segmented_ref),
+        "recurrence f32": (12, lambda: distscan.linear_recurrence(coef, x32, out=y32, comm=SELF), y32, None),
+        "compensated f32": (8, lambda: distscan.cumsum(x32, compensated=True, out=y32, comm=SELF), y32,
+                            lambda: cp.cumsum(x64)),
+        "cummax f32": (8, lambda: distscan.cummax(x32, out=y32, comm=SELF), y32,
+                       lambda: cp.asarray(np.maximum.accumulate(cp.asnumpy(x64)))),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("label")
+    ap.add_argument("--log2n", type=int, default=27)
+    ap.add_argument("--reps", type=int, default=11)
+    ap.add_argument("--scans", help="comma-separated names (default: all)")
+    ap.add_argument("--nocheck", action="store_true")
+    a = ap.parse_args()
+    n = 1 << a.log2n
+    table = _scans(n)
+    names = a.scans.split(",") if a.scans else list(table)
+    for name in names:
+        bpe, fn, out, ref = table[name]
+        fn()
+        check = "unchecked"
+        if ref is not None and not a.nocheck:
+            want = ref()
+            # float32 sums of N(0, 1) items: within 1e-4 of the largest |prefix| plus 1
+            bad = float(cp.max(cp.abs(out.astype(cp.float64) - want))) / (1 + float(cp.max(cp.abs(want))))
+            check = f"{bad:.1e}"
+            assert bad <= 1e-4, f"{a.label}: {name} differs by {bad:.1e}"
+        t = events_interleaved({name: fn}, a.reps, hide_host=True)[name]
+        print(f"{a.label:<10} {name:<20} {bpe * n / t / 1e9:8.0f} GB/s  ({check})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
