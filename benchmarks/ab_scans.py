@@ -36,15 +36,20 @@ def _scans(n: int) -> dict:
     flags = rs.random_sample(n) < 1e-3
     coef = rs.uniform(0.5, 1.0, n).astype(cp.float32)
     y32, y64 = cp.empty_like(x32), cp.empty_like(x64)
-    seg_ref = None
+    coef64 = coef.astype(cp.float64)
+    coefc = (coef * cp.exp(1j * rs.uniform(-0.1, 0.1, n))).astype(cp.complex64)  # |a| in (0.5, 1)
+    xc = (x32 + 1j * x32[::-1]).astype(cp.complex64)
+    yc = cp.empty_like(xc)
+    xi = rs.randint(-2**30, 2**30, n, dtype=cp.int64)
+    yi = cp.empty_like(xi)
 
-    def segmented_ref():
-        total = cp.cumsum(x64)
+    def segmented_ref(x):
+        total = cp.cumsum(x)
         starts = cp.flatnonzero(flags)
-        before = cp.zeros(n, cp.float64)  # the running sum just before each segment's start
-        before[starts] = total[starts] - x64[starts]
+        before = cp.zeros_like(total)  # the running sum just before each segment's start
+        before[starts] = total[starts] - x[starts]
         idx = cp.asarray(np.maximum.accumulate(np.where(cp.asnumpy(flags), np.arange(n), 0)))
-        return total - cp.where(flags[0] | (idx > 0), before[idx], 0.0)
+        return total - cp.where(flags[0] | (idx > 0), before[idx], 0)
 
     return {
         "cumsum f32": (8, lambda: distscan.cumsum(x32, out=y32, comm=SELF), y32, lambda: cp.cumsum(x64)),
@@ -54,13 +59,33 @@ def _scans(n: int) -> dict:
         "reverse cumsum f32": (8, lambda: distscan.cumsum(x32, reverse=True, out=y32, comm=SELF), y32,
                                lambda: cp.cumsum(x64[::-1])[::-1]),
         "segmented sum f32": (9, lambda: distscan.cumsum(x32, segments=flags, out=y32, comm=SELF), y32,
-                              segmented_ref),
-        "recurrence f32": (12, lambda: distscan.linear_recurrence(coef, x32, out=y32, comm=SELF), y32, None),
+                              lambda: segmented_ref(x64)),
+        "segmented sum i64": (17, lambda: distscan.cumsum(xi, segments=flags, out=yi, comm=SELF), yi,
+                              lambda: segmented_ref(xi)),
+        "recurrence f32": (12, lambda: distscan.linear_recurrence(coef, x32, out=y32, comm=SELF), y32,
+                           lambda: _recurrence_prefix(coef, x32)),
+        "recurrence f64": (24, lambda: distscan.linear_recurrence(coef64, x64, out=y64, comm=SELF), y64,
+                           lambda: _recurrence_prefix(coef64, x64)),
+        "recurrence c64": (24, lambda: distscan.linear_recurrence(coefc, xc, out=yc, comm=SELF), yc,
+                           lambda: _recurrence_prefix(coefc, xc)),
         "compensated f32": (8, lambda: distscan.cumsum(x32, compensated=True, out=y32, comm=SELF), y32,
                             lambda: cp.cumsum(x64)),
         "cummax f32": (8, lambda: distscan.cummax(x32, out=y32, comm=SELF), y32,
                        lambda: cp.asarray(np.maximum.accumulate(cp.asnumpy(x64)))),
     }
+
+
+PREFIX = 1 << 16  # the items a host loop checks of a recurrence
+
+
+def _recurrence_prefix(a, b):
+    """y[i] = a[i] y[i-1] + b[i] over the first PREFIX items, in double (complex) precision."""
+    a, b = cp.asnumpy(a[:PREFIX]).astype(np.complex128), cp.asnumpy(b[:PREFIX]).astype(np.complex128)
+    y, acc = np.empty(PREFIX, np.complex128), 0j
+    for i in range(PREFIX):
+        acc = a[i] * acc + b[i]
+        y[i] = acc
+    return cp.asarray(y)
 
 
 def main():
@@ -80,8 +105,12 @@ def main():
         check = "unchecked"
         if ref is not None and not a.nocheck:
             want = ref()
-            # float32 sums of N(0, 1) items: within 1e-4 of the largest |prefix| plus 1
-            bad = float(cp.max(cp.abs(out.astype(cp.float64) - want))) / (1 + float(cp.max(cp.abs(want))))
+            got = out[:len(want)]
+            # float32 sums of N(0, 1) items: within 1e-4 of the largest |prefix| plus 1; integers exact
+            if out.dtype.kind == "i":
+                bad = float(cp.count_nonzero(got != want))
+            else:
+                bad = float(cp.max(cp.abs(got.astype(want.dtype) - want))) / (1 + float(cp.max(cp.abs(want))))
             check = f"{bad:.1e}"
             assert bad <= 1e-4, f"{a.label}: {name} differs by {bad:.1e}"
         t = events_interleaved({name: fn}, a.reps, hide_host=True)[name]
