@@ -274,11 +274,14 @@ def plot(data, png):
 
     rows = [r for r in data["rows"] if r["log2n"] == max(x["log2n"] for x in data["rows"])]
     names = [r["scan"] for r in rows]
-    series = ["distscan", "torch", "torch (flip)", "torch (cumsum of flags + gather)", "jax", "cub"]
+    # the rows' own distscan scan (NaN-aware: nancumsum; compensated: the compensated sum), and
+    # the plain cumsum those two rows time beside it
+    own = ("distscan", "distscan nancumsum", "distscan compensated")
+    series = ["distscan", "distscan cumsum", "torch", "torch (flip)", "torch (cumsum of flags + gather)", "jax", "cub"]
     fig, ax = plt.subplots(figsize=(11, 5))
-    width = 0.14
+    width = 0.12
     for k, s in enumerate(series):
-        vals = [r.get(s, 0.0) for r in rows]
+        vals = [next((r[o] for o in own if o in r), 0.0) if s == "distscan" else r.get(s, 0.0) for r in rows]
         ax.bar(np.arange(len(rows)) + k * width, vals, width, label=s)
     ax.axhline(rows[0]["copy_gbs"], color="k", lw=0.8, ls="--", label="copy")
     ax.set_xticks(np.arange(len(rows)) + 2 * width)
