@@ -1,0 +1,133 @@
+"""Issue 30's scans spread over several GPUs against their bytes' 3-pass floor.
+
+    mpirun -n 2 python3 benchmarks/bench_multi_gpu_operators.py OUT.json [--log2n 28] [--reps 9]
+
+Question: does a reverse, segmented, recurrence, logcumsumexp, NaN-aware or compensated scan
+over k GPUs (one rank each, the array split in equal parts) keep the plain sum's share of its
+floor?  Each rank scans 2^log2n items of its own on its GPU through ``distscan`` (CuPy arrays,
+``out=``, the default strategy); only carries travel between ranks.
+
+Floor: a distributed scan must read its inputs twice (the reduction that gives the rank's
+total, then the scan) and write its output once: 3 passes, (2 * input bytes + output bytes)
+per item, at the same run's device-to-device copy bandwidth of each GPU (read + write counted,
+as ``bench_multi_gpu.py``'s ``copy``).  Time: the wall time of one call, the maximum over the
+ranks (barrier before, device synchronised after), median of --reps, the scans taken in turn in a
+new random order each repetition (``bench_multi_gpu._timed_interleaved``).  Each scan is checked
+first at 2^16 items per rank against NumPy (or a float64 loop) on the gathered array.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_multi_gpu import REPO, _copy_gbs, _timed_interleaved  # noqa: E402
+
+sys.path.insert(0, str(REPO))
+
+
+def _cases(cp, n, rank):
+    """{name: (input bytes, output bytes, call, check(global inputs) -> reference)}: each
+    call scans this rank's part; inputs per rank from a seed of its own."""
+    import distscan
+
+    rs = cp.random.RandomState(100 + rank)
+    x = rs.standard_normal(n, dtype=cp.float32)
+    xnan = x.copy()
+    xnan[rs.random_sample(n) < 0.01] = cp.nan
+    flags = rs.random_sample(n) < 1e-3
+    a = rs.uniform(0.5, 1.0, n).astype(cp.float32)
+    y = cp.empty_like(x)
+    return {
+        "cumsum f32": (4, 4, lambda c: distscan.cumsum(x, out=y, comm=c), (x,),
+                       lambda g: np.cumsum(g[0].astype(np.float64))),
+        "reverse cumsum f32": (4, 4, lambda c: distscan.cumsum(x, reverse=True, out=y, comm=c), (x,),
+                               lambda g: np.cumsum(g[0][::-1].astype(np.float64))[::-1]),
+        "segmented sum f32": (5, 4, lambda c: distscan.cumsum(x, segments=flags, out=y, comm=c), (x, flags),
+                              lambda g: _segmented(g[0].astype(np.float64), g[1])),
+        "recurrence f32": (8, 4, lambda c: distscan.linear_recurrence(a, x, out=y, comm=c), (a, x),
+                           lambda g: _recurrence(g[0], g[1])),
+        "logcumsumexp f32": (4, 4, lambda c: distscan.scan(x, np.logaddexp, out=y, comm=c), (x,),
+                             lambda g: np.logaddexp.accumulate(g[0].astype(np.float64))),
+        "nancumsum f32": (4, 4, lambda c: distscan.nancumsum(xnan, out=y, comm=c), (xnan,),
+                          lambda g: np.nancumsum(g[0].astype(np.float64))),
+        "compensated f32": (4, 4, lambda c: distscan.cumsum(x, compensated=True, out=y, comm=c), (x,),
+                            lambda g: np.cumsum(g[0].astype(np.float64))),
+    }, y
+
+
+def _segmented(x, flags):
+    out, acc = np.empty_like(x), 0.0
+    for i in range(len(x)):
+        acc = x[i] if flags[i] else acc + x[i]
+        out[i] = acc
+    return out
+
+
+def _recurrence(a, b):
+    out, acc = np.empty(len(a)), 0.0
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    for i in range(len(a)):
+        acc = a[i] * acc + b[i]
+        out[i] = acc
+    return out
+
+
+def main():
+    from mpi4py import MPI
+    import cupy as cp
+
+    from distscan.gpus import bind_gpu
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("json_out")
+    ap.add_argument("--log2n", type=int, default=28)
+    ap.add_argument("--reps", type=int, default=9)
+    a = ap.parse_args()
+    world = MPI.COMM_WORLD
+    rank, size = world.Get_rank(), world.Get_size()
+    bind_gpu(world)
+
+    # the check: 2^16 items per rank, the gathered result against NumPy on the gathered inputs
+    small, y = _cases(cp, 1 << 16, rank)
+    checks = {}
+    for name, (_, _, call, inputs, ref) in small.items():
+        call(world)
+        parts = world.gather(([cp.asnumpy(v) for v in inputs], cp.asnumpy(y)), root=0)
+        if rank == 0:
+            got = np.concatenate([p[1] for p in parts]).astype(np.float64)
+            want = ref([np.concatenate([p[0][k] for p in parts]) for k in range(len(inputs))])
+            bad = float(np.max(np.abs(got - want) / (1 + np.abs(want))))
+            checks[name] = bad
+            assert bad <= 1e-4, f"{name}: off by {bad:.1e} on {size} ranks"
+    n = 1 << a.log2n
+    cases, _ = _cases(cp, n, rank)
+    src, dst = cp.empty(n, cp.float32), cp.empty(n, cp.float32)
+    copy = world.allreduce(_copy_gbs(cp, src, dst, 9), op=MPI.MIN)  # read + write GB/s per GPU
+    del src, dst
+    timed = _timed_interleaved({k: (lambda c=v[2]: c(world)) for k, v in cases.items()}, world, cp, a.reps)
+    rows = []
+    for name, (b_in, b_out, *_rest) in cases.items():
+        t = timed[name][0]
+        floor = (2 * b_in + b_out) * n / (copy * 1e9)
+        rows.append({"scan": name, "bytes_in": b_in, "bytes_out": b_out, "seconds": t, "floor_seconds": floor,
+                     "of_floor": floor / t, "check": checks.get(name)})
+    if rank == 0:
+        gpu = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+        Path(a.json_out).write_text(json.dumps({"gpu": gpu, "ranks": size, "log2n": a.log2n, "copy_gbs": copy,
+                                                "rows": rows}, indent=1))
+        print(f"{size} x {gpu}, 2^{a.log2n} items per GPU, copy {copy:.0f} GB/s per GPU; 3-pass floor = "
+              f"(2 x input + output bytes) / copy; median of {a.reps}")
+        print(f"{'scan':<20}{'ms':>9}{'floor ms':>10}{'of floor':>10}  check")
+        for r in rows:
+            print(f"{r['scan']:<20}{r['seconds'] * 1e3:9.2f}{r['floor_seconds'] * 1e3:10.2f}{r['of_floor']:10.3f}"
+                  f"  {r['check']:.1e}")
+
+
+if __name__ == "__main__":
+    main()
