@@ -146,8 +146,14 @@ def test_command_on_gpus_exact(tmp_path, ranks, gpus, case):
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
     r = json.loads(rep.read_text())
-    # integers may start on the host while CUDA starts; every rank with a GPU of its own used it
-    assert r["backend"]["used"] in ("cuda", "cuda+cpu")
+    # Integer sums give the same bytes on the host and the GPU, so a rank's chunks go to the host
+    # while its CUDA starts (GpuEngine.exact): a part of a few MB may be done before CUDA is up,
+    # and "cpu" is then a right answer.  --backend cuda still makes every rank given a GPU wait for
+    # its start and fail if it failed (GpuEngine.check), which the return code above covers.
+    # test_command_float_sums_on_gpus is the one whose chunks must all go to the GPUs.
+    assert r["backend"]["used"] in ("cuda", "cuda+cpu", "cpu")
+    for g in r["gpu"]["per_rank"]:
+        assert g["device"] is not None and "did not" not in g["why"], g
     assert {g["mode"] for g in r["pipeline"]["per_rank"]} <= {mode, "resident"}
     if limit:
         assert all(g["slot_rows"] * a[:1].nbytes * 2 <= 4 << 20 for g in r["gpu"]["per_rank"]
@@ -159,3 +165,31 @@ def test_command_on_gpus_exact(tmp_path, ranks, gpus, case):
         assert t[phase] >= 0, phase
     if any(g["chunks_on_gpu"] for g in r["gpu"]["per_rank"]):
         assert t["h2d"] > 0 and t["d2h"] > 0
+
+
+@pytest.mark.parametrize("ranks,gpus", [(2, 2), (4, 2)], ids=["2r2g", "4r2g"])
+def test_command_float_sums_on_gpus(tmp_path, ranks, gpus):
+    """Float sums wait for the GPU (a chunk's bits must not depend on where it ran): every chunk of
+    every rank goes to a GPU, one rank per GPU or two sharing one, held in memory or streamed."""
+    _need(gpus)
+    rng = np.random.default_rng(ranks)
+    a = rng.standard_normal((2_000_003, 2)).astype(np.float32)
+    inp, out, rep = tmp_path / "in.npy", tmp_path / "out.npy", tmp_path / "r.json"
+    np.save(inp, a)
+    # |error| <= 64 eps times the running sum of magnitudes (a generous multiple of the kernels' depth)
+    bound = 64 * np.finfo(np.float32).eps * np.cumsum(np.abs(a.astype(np.float64)), axis=0)
+    want = np.cumsum(a.astype(np.float64), axis=0)
+    for limits in ([], ["--memory-limit", "4M", "--gpu-memory-limit", "2M"]):
+        args = [inp, "-o", out, "--backend", "cuda", "--report", rep, "--quiet", "--force", *limits]
+        env = _env(gpus, DISTSCAN_ALLOW_SHARED_GPU="1" if ranks > gpus else "0")
+        proc = run_mpi(ranks, _distscan(*args), timeout=T, env=env)
+        assert proc.returncode == 0, proc.stderr
+        got = np.load(out)
+        assert got.dtype == np.float32 and got.shape == a.shape
+        assert np.all(np.abs(got - want) <= bound), limits
+        r = json.loads(rep.read_text())
+        assert r["backend"]["used"] == "cuda", r["backend"]
+        per_rank = r["gpu"]["per_rank"]
+        assert sorted({g["device"] for g in per_rank}) == list(range(gpus)), per_rank
+        assert all(g["chunks_on_host"] == 0 and g["chunks_on_gpu"] > 0 for g in per_rank), per_rank
+        assert r["times_s"]["h2d"] > 0 and r["times_s"]["d2h"] > 0
