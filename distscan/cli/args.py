@@ -205,7 +205,8 @@ def _shared_options(p, default_name: str) -> None:
                         "most); a smaller limit sends each chunk through the GPU in pieces")
     p.add_argument("--memory-limit", metavar="SIZE", type=_size_arg,
                    help="host memory a rank may hold, e.g. 4G (default: half the available memory, split "
-                        "between the ranks of a node); a larger slice is read twice instead of held")
+                        "between the ranks of a node); a larger slice is read twice instead of held, in chunks that "
+                        "shrink to fit the limit")
 
 
 def _output_options(p) -> None:

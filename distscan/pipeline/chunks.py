@@ -67,6 +67,10 @@ READ_AHEAD = 6
 #: Writes in flight when the output is not held (a ring of buffers).
 WRITE_RING = 16
 
+#: The least a chunk shrinks to under a small ``--memory-limit`` (:func:`layout_for`): below it
+#: each chunk's fixed costs (a read, a write, a scan call) would outweigh its bytes.
+MIN_CHUNK_BYTES = 64 << 10
+
 
 @dataclass(frozen=True)
 class AuxInput:
@@ -123,13 +127,24 @@ def aux_inputs(ctx) -> tuple:
     return tuple(found)
 
 
-def layout_for(ctx, chunk_bytes: int = 0) -> Layout:
-    """This rank's :class:`Layout` in host chunks of about ``chunk_bytes`` (default :data:`CHUNK_BYTES`)."""
+def layout_for(ctx, chunk_bytes: int = 0, budget: int = 0) -> Layout:
+    """This rank's :class:`Layout` in host chunks of about ``chunk_bytes`` (default :data:`CHUNK_BYTES`).
+
+    ``budget``: the host bytes this rank may hold (``--memory-limit``).  A streamed part keeps
+    :data:`READ_AHEAD` chunks of input (with their auxiliary rows) and :data:`WRITE_RING` chunks
+    of output in flight, so the chunks shrink until that ring fits the budget, down to
+    :data:`MIN_CHUNK_BYTES` (a budget smaller than 22 such chunks is exceeded by the ring)."""
     hdr = ctx.header
     w = hdr.row_items
     out_dt = ctx.types.result
+    aux = aux_inputs(ctx)
+    in_row, out_row = hdr.row_bytes, w * out_dt.itemsize
+    rows = chunk_rows_for(in_row, out_row, chunk_bytes)
+    if budget:
+        ring_row = READ_AHEAD * (in_row + sum(a.header.row_bytes + a.row_bytes for a in aux)) + WRITE_RING * out_row
+        rows = min(rows, max(budget // max(ring_row, 1), chunk_rows_for(in_row, out_row, MIN_CHUNK_BYTES)))
     return Layout(start=ctx.start, n=ctx.stop - ctx.start, w=w, in_dt=hdr.dtype.newbyteorder("="), out_dt=out_dt,
-                  chunk_rows=chunk_rows_for(hdr.row_bytes, w * out_dt.itemsize, chunk_bytes), aux=aux_inputs(ctx))
+                  chunk_rows=rows, aux=aux)
 
 
 def input_view(hdr, start: int, stop: int):

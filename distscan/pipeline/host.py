@@ -230,11 +230,11 @@ def run_chunked(job: Job, ctx: Context, make_engine) -> None:
     try:
         with phase(ctx, "plan"):
             plan = chunks.make_plan(job, ctx, CpuEngine.backend, CpuEngine.default_strategy)
-            layout = chunks.layout_for(ctx)
+            budget = host_budget(job.memory_limit)
+            layout = chunks.layout_for(ctx, budget=budget)
             initial = chunks.initial_row(job, plan)
             engine = make_engine(layout, plan, local)
-            config = engine.configure(layout, plan, host_budget(job.memory_limit), final_now=plan.first,
-                                      initial=initial)
+            config = engine.configure(layout, plan, budget, final_now=plan.first, initial=initial)
         ctx.host = {"mode": config["mode"], "prescan": config["prescan"], "strategy": plan.strategy,
                     "chunk_rows": layout.chunk_rows,
                     "engine": engine.name, "reverse": plan.reverse,

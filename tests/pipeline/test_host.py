@@ -167,3 +167,32 @@ def test_fsync_only_when_asked(tmp_path, monkeypatch, fsync):
     pipeline.run(pipeline.Job(input=inp, output=out, force=True, fsync=fsync))
     np.testing.assert_array_equal(np.load(out), np.cumsum(a))
     assert (len(calls) >= 2) if fsync else (calls == [])  # the file, then the folder
+
+
+@pytest.mark.parametrize("segmented", [False, True], ids=["plain", "segmented"])
+def test_a_small_memory_limit_shrinks_the_chunks_to_fit_it(tmp_path, monkeypatch, segmented):
+    """``--memory-limit`` bounds what a streamed rank holds: READ_AHEAD chunks of input (with their
+    segment flags, read and converted) and WRITE_RING chunks of output fit in it, the chunks
+    shrinking down to MIN_CHUNK_BYTES; without a limit (a share of the memory) they keep CHUNK_BYTES."""
+    monkeypatch.setattr(_flow, "CHUNK_BYTES", 16 << 20)
+    monkeypatch.setattr(_flow, "READ_AHEAD", 6)
+    monkeypatch.setattr(_flow, "WRITE_RING", 16)
+    rng = np.random.default_rng(11)
+    a = rng.integers(-1000, 1000, (300_007, 2)).astype(np.int32)  # 8-byte rows in, 16-byte rows out
+    flags = rng.random(a.shape[0]) < 0.001
+    inp, out, seg = str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), str(tmp_path / "f.npy")
+    np.save(inp, a)
+    np.save(seg, flags)
+    ring_row = 6 * (8 + (2 if segmented else 0)) + 16 * 16  # flags: one byte read, one converted
+    floor_rows = (64 << 10) // 16
+    want = (reference_scan(a, "sum") if not segmented else
+            np.concatenate([np.cumsum(s, axis=0, dtype=np.int64) for s in np.split(a, np.flatnonzero(flags))]))
+    for limit, rows in (("4M", (4 << 20) // ring_row), ("1M", max((1 << 20) // ring_row, floor_rows)),
+                        (None, (16 << 20) // 16)):
+        job = pipeline.Job(input=inp, output=out, force=True, memory_limit=limit, segments=seg if segmented else None)
+        report = pipeline.run(job)
+        np.testing.assert_array_equal(np.load(out), want)
+        mine = report["pipeline"]["per_rank"][0]
+        assert mine["chunk_rows"] == rows, (limit, mine)
+        if limit == "4M":
+            assert mine["mode"] == "streamed" and rows * ring_row <= 4 << 20
