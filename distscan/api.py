@@ -69,8 +69,12 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
         ``reverse=True``).  Not with ``exclusive=True``.
     compensated : bool
         Float and complex sums only: carry each prefix as (sum, error) pairs (TwoSum), within
-        tiles and between tiles, GPUs and ranks, so that each result is the exactly rounded
-        value of a double-length sum (float32: within 2 ulp of the correctly rounded prefix).
+        tiles and between tiles, GPUs and ranks: a double-length sum, rounded once.  Where a
+        double word holds every sum of consecutive items exactly (items multiples of one power
+        of two, sums within 48 bits of it for float32, 106 for float64), each result is the
+        exact prefix correctly rounded; in general each is within 2 ulp plus
+        ``4 m u**2 sum|x|`` of the exact prefix of ``m`` items (``u = eps/2``), where a plain
+        sum's bound is ``m u sum|x|`` (docs/operators.md).
     dtype : dtype, optional
         Result dtype; the input is cast to it first, as in NumPy.  Default follows
         NumPy (``cumsum`` of int32 is int64; logical operators give bool).

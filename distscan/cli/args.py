@@ -148,7 +148,7 @@ def build_parser(rank: int = 0) -> argparse.ArgumentParser:
     p.add_argument("--exclusive", action="store_true",
                    help="exclusive scan: element i combines the elements before i (the first is the identity)")
     p.add_argument("--compensated", action="store_true",
-                   help="float sums carried as (sum, error) pairs: within a few ulp of the exact prefix sums")
+                   help="float sums carried as (sum, error) pairs, rounded once (docs/operators.md gives the bound)")
     _shared_options(p, "INPUT.cumsum.npy")
     p.add_argument("--strategy", choices=("auto", "reduce_then_scan", "scan_then_add"), default="auto",
                    help="distributed scan shape: reduce_then_scan (3N bytes) or scan_then_add (4N); default auto")

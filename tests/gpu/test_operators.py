@@ -20,7 +20,7 @@ from distscan.ops import affine, get_op, segmented
 from tests.support.data import zero_rule_case
 from tests.support.devices import require_gpu
 from tests.support.ranks import SELF
-from tests.support.reference import recurrence_reference
+from tests.support.reference import assert_compensated, compensated_case, recurrence_reference
 
 cp = require_gpu()
 pytestmark = pytest.mark.gpu
@@ -256,8 +256,8 @@ def test_an_infinite_or_nan_coefficient_times_a_zero_is_zero_in_every_lane_threa
 
 
 @pytest.mark.parametrize("n", SIZES)
-def test_compensated_float32_within_2_ulp(n, rng):
-    _compensated_within_2_ulp(n, rng)
+def test_compensated_float32_sums_are_correctly_rounded_or_within_the_bound(n, rng):
+    _compensated_checked(n, rng)
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -297,27 +297,21 @@ def test_look_ahead_sizes_of_4_byte_items(rng):
         ref = _cpu(distscan.cumsum, x, **kw)
         got = _gpu(distscan.cumsum, x, **{k: (cp.asarray(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()})
         _close(got, ref, np.float32, float(np.sum(np.abs(x))) + 1)
-    _compensated_within_2_ulp(LARGE, rng)
-    _compensated_within_2_ulp(LARGE, rng, algorithm="lookahead")
+    _compensated_checked(LARGE, rng)
+    _compensated_checked(LARGE, rng, algorithm="lookahead")
     devices = {p.device for k, p in gpu.EXT_PLANS.items() if k[4].startswith("Compensated") and k[1] == np.float32}
     assert devices == {"lookback", "lookahead"}, devices
 
 
-def _compensated_within_2_ulp(n, rng, **kw):
-    k = rng.integers(-2**20, 2**20, n) * (2 ** rng.integers(0, 24, n))
-    x = (k * 2.0**-12).astype(np.float32)
-    units = (x.astype(np.float64) * 2**12).astype(np.int64)
-    for reverse in (False, True):
-        order = slice(None, None, -1) if reverse else slice(None)
-        exact = np.cumsum(units[order])[order].astype(np.float64) * 2.0**-12
-        got = cp.asnumpy(_gpu(distscan.cumsum, x, compensated=True, reverse=reverse, **kw))
-        ulps = np.abs(got.view(np.int32).astype(np.int64) - exact.astype(np.float32).view(np.int32).astype(np.int64))
-        assert ulps.max(initial=0) <= 2
-    # exclusive: the store's run state (kernels/util/states.cuh, Compensated::Run) reads before it adds
-    exact = np.concatenate([[0], np.cumsum(units)[:-1]]).astype(np.float64) * 2.0**-12
-    got = cp.asnumpy(_gpu(distscan.cumsum, x, compensated=True, exclusive=True, **kw))
-    ulps = np.abs(got.view(np.int32).astype(np.int64) - exact.astype(np.float32).view(np.int32).astype(np.int64))
-    assert ulps.max(initial=0) <= 2
+def _compensated_checked(n, rng, **kw):
+    """Correctly rounded where every prefix fits a double word, within the general bound where the
+    prefixes pass it (tests.support.reference.assert_compensated), forwards, reversed and exclusive
+    (the store's run state, kernels/util/states.cuh's Compensated::Run, reads before it adds)."""
+    for wide in (False, True):
+        x, units = compensated_case(rng, n, wide=wide)
+        for reverse, exclusive in ((False, False), (True, False), (False, True), (True, True)):
+            got = cp.asnumpy(_gpu(distscan.cumsum, x, compensated=True, reverse=reverse, exclusive=exclusive, **kw))
+            assert_compensated(got, x, units, reverse=reverse, exclusive=exclusive, exact=not wide)
 
 
 def test_columns_views_out_and_include_initial(rng):
@@ -444,7 +438,7 @@ def test_the_command_sends_state_chunks_and_their_flags_through_the_gpu_in_piece
     (``--gpu-memory-limit 32K``), reverse and forward: every chunk on the GPU (a state scan waits
     for CUDA; the plain reverse sum may start on the host), flags and coefficients (float32 in the
     file, float64 in the scan) on the device with their rows; the CPU engine's file (integers bit
-    for bit, recurrences within 1e-12 of the largest value), compensated sums within 2 ulp."""
+    for bit, recurrences within 1e-12 of the largest value), compensated sums correctly rounded."""
     import json
 
     from distscan import cli
@@ -476,10 +470,8 @@ def test_the_command_sends_state_chunks_and_their_flags_through_the_gpu_in_piece
         if words != ["x.npy", "--reverse"]:
             assert g["chunks_on_host"] == 0 and g["slot_rows"] < chunks.CHUNK_BYTES // 16, (words, g)
         if "--compensated" in words:
-            exact = (np.cumsum(units[::-1])[::-1] * 2.0**-12).astype(np.float32)
-            for y in got.values():
-                ulps = np.abs(y.view(np.int32).astype(np.int64) - exact.view(np.int32).astype(np.int64))
-                assert ulps.max() <= 2, words
+            for y in got.values():  # every prefix below 2^38 units: a double word holds it exactly
+                assert_compensated(y, np.load(tmp_path / "e.npy"), units, reverse=True, exact=True)
         elif got["cpu"].dtype.kind == "f":
             np.testing.assert_allclose(got["cuda"], got["cpu"], rtol=0, atol=1e-12 * (np.abs(got["cpu"]).max() + 1))
         else:

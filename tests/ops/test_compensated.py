@@ -1,6 +1,7 @@
 """Compensated sums across ranks (``compensated=True``, distscan.ops.state's Compensated: double-word
-TwoSum carries): float32 prefix sums within 2 ulp of the correctly rounded ones, forwards and in
-reverse; integers refused on every rank.
+TwoSum carries): float32 prefix sums correctly rounded where a double word holds every prefix,
+within the general bound (docs/operators.md) where it does not, forwards, reversed and exclusive;
+integers refused on every rank.
 
 Written for any rank count (serially and under mpiexec, tests/run.sh).
 """
@@ -13,43 +14,29 @@ import pytest
 import distscan
 
 from tests.support.data import random_counts, rank_part
+from tests.support.reference import assert_compensated, compensated_case
 from tests.support.ranks import all_ranks_ok
 from tests.support.seeds import shared_rng
 
 pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(300)]
 
 
-def _ulps(result, exact):
-    """Distance in float32 ulps between ``result`` and the float64 ``exact`` rounded to float32."""
-    r = np.asarray(result, np.float32)
-    e = np.asarray(exact, np.float64).astype(np.float32)
-    return np.abs(r.view(np.int32).astype(np.int64) - e.view(np.int32).astype(np.int64))
-
-
 @pytest.mark.manyranks
-def test_compensated_float32_sums_are_within_2_ulp(comm):
-    """Inputs that are multiples of 2^-12 of wildly different sizes: their exact prefix sums are
-    integers times 2^-12 (exact in int64), rounded once to float32 for the reference."""
+@pytest.mark.parametrize("wide", [False, True], ids=["double_word", "wide"])
+def test_compensated_float32_sums_are_correctly_rounded_or_within_the_bound(wide, comm):
+    """Items that are multiples of 2^-12 of wildly different sizes (their exact prefix sums are
+    integers in that unit, exact in int64): correctly rounded where every prefix fits a double
+    word, within the general bound where the prefixes pass it (tests.support.reference's
+    compensated_case and assert_compensated), forwards, reversed and exclusive."""
     rng = shared_rng(comm)
-    for reverse in (False, True):
+    for reverse, exclusive in ((False, False), (True, False), (False, True), (True, True)):
         counts = random_counts(rng, comm.size, 500)
-        n = int(counts.sum())
-        k = rng.integers(-2**20, 2**20, n) * (2 ** rng.integers(0, 30, n))  # |x| up to 2^38 units
-        small = rng.random(n) < 0.3  # small terms among the large ones: what a plain sum loses
-        k[small] = rng.integers(-50, 50, int(small.sum()))
-        g = (k * 2.0**-12).astype(np.float32)
-        units = (g.astype(np.float64) * 2**12).astype(np.int64)  # exact: g holds these multiples
-        order = slice(None, None, -1) if reverse else slice(None)
-        exact = (np.cumsum(units[order])[order]).astype(np.float64) * 2.0**-12
-        y = distscan.cumsum(rank_part(g, counts, comm), compensated=True, reverse=reverse, comm=comm)
-        plain = distscan.cumsum(rank_part(g, counts, comm), reverse=reverse, comm=comm)
-        mine = rank_part(exact, counts, comm)
-        all_ranks_ok(comm, lambda: _assert_le(_ulps(y, mine), 2))
-        assert y.dtype == np.float32 and plain.dtype == np.float32
-
-
-def _assert_le(values, bound):
-    assert values.size == 0 or values.max() <= bound, values.max()
+        g, units = compensated_case(rng, int(counts.sum()), wide=wide)
+        y = distscan.cumsum(rank_part(g, counts, comm), compensated=True, reverse=reverse, exclusive=exclusive,
+                            comm=comm)
+        mine = slice(int(counts[:comm.rank].sum()), int(counts[:comm.rank + 1].sum()))
+        all_ranks_ok(comm, lambda: assert_compensated(y, g, units, reverse=reverse, exclusive=exclusive,
+                                                      exact=not wide, rows=mine))
 
 
 def test_compensated_refuses_integers_on_every_rank(comm):

@@ -8,7 +8,7 @@ its host stand-in (``tests.support.host_gpu.HostChunks``, in pieces of a small
 
 Compared with a sequential NumPy reference on the whole array (integers bit for bit; float sums
 within ``8 n eps sum|x|``; recurrences with ``|a| <= 1`` within ``8 n eps max|y|``; compensated
-float32 sums within 2 ulp of the correctly rounded prefix sums: tests/ops/__init__.py's bounds) and
+float32 sums correctly rounded, their every prefix held by a double word: tests/ops/__init__.py's bounds) and
 with the library's call on the same parts (:func:`distscan.scan`, :func:`distscan.linear_recurrence`):
 integers bit for bit; floats bit for bit on the first rank in scan order (its chunks continue one
 sequential scan, as the library's call of its part does) and within the bounds above on the others
@@ -29,7 +29,8 @@ from distscan.pipeline.cuda import run_gpu
 from tests.support.data import zero_rule_case
 from tests.support.host_gpu import HostChunks
 from tests.support.ranks import SELF
-from tests.support.reference import assert_within_sum_bound, recurrence_reference, segmented_reference
+from tests.support.reference import (assert_compensated, assert_within_sum_bound, recurrence_reference,
+                                     segmented_reference)
 
 pytestmark = [pytest.mark.anyranks, pytest.mark.manyranks, pytest.mark.timeout(300)]
 
@@ -75,10 +76,9 @@ def _reverse_exclusive_float(x):
     return np.concatenate([y[1:], [0.0]])
 
 
-def _two_ulp(y, x, reverse=False):
-    exact = np.cumsum(x[::-1].astype(np.float64))[::-1] if reverse else np.cumsum(x.astype(np.float64))
-    rounded = exact.astype(np.float32)
-    assert np.all(np.abs(y.astype(np.float64) - rounded) <= 2 * np.spacing(np.abs(rounded)))
+def _correctly_rounded(y, x, reverse=False):
+    """Every prefix of ``x`` (multiples of 2^-10 below 2^10, a few thousand rows) fits a double word."""
+    assert_compensated(y, x, (x.astype(np.float64) * 2.0**12).astype(np.int64), reverse=reverse, exact=True)
 
 
 # name: (job keywords (files by name), library call (part, flags slice of the data) -> result, check(d, y))
@@ -157,11 +157,11 @@ CASES = {
                                          y, recurrence_reference(d["az"], d["bz"], initial=2.0, reverse=True))),
     "compensated": (dict(input="exact", compensated=True),
                     lambda p: distscan.scan(p["exact"], compensated=True, comm=p["comm"], backend="cpu"),
-                    lambda d, y: _two_ulp(y, d["exact"])),
+                    lambda d, y: _correctly_rounded(y, d["exact"])),
     "compensated_reverse": (dict(input="exact", compensated=True, reverse=True),
                             lambda p: distscan.scan(p["exact"], compensated=True, reverse=True, comm=p["comm"],
                                                     backend="cpu"),
-                            lambda d, y: _two_ulp(y, d["exact"], reverse=True)),
+                            lambda d, y: _correctly_rounded(y, d["exact"], reverse=True)),
 }
 
 

@@ -357,3 +357,69 @@ def recurrence_reference(a, b, *, initial=0, reverse=False, segments=None):
             if ends[i]:
                 prev = None
     return y
+
+
+# Compensated float32 sums (compensated=True: (sum, error) carries, distscan.ops.state.Compensated).
+# Items are multiples of 2^-12, so their exact prefix sums are integers in that unit (int64).
+COMPENSATED_UNIT_LOG2 = -12
+
+
+def compensated_case(rng, n, *, wide=False):
+    """``(x, units)``: float32 items of wildly different sizes and both signs, and ``x`` in units of
+    2^-12 (exact).
+
+    Not ``wide``: items from 2^-12 to 2^22 whose every prefix sum, from either end, stays below
+    2^46 units, so that a double word (two float32, 48 bits) holds each prefix exactly; a plain
+    float32 sum loses the small items.  ``wide``: items up to 2^31 (2^43 units), whose prefix
+    sums pass 2^48 units: past a double word, into :func:`assert_compensated`'s general bound."""
+    mantissa = rng.integers(-2**20, 2**20, n) if wide else rng.integers(-2**10, 2**10, n)
+    shift = rng.integers(0, 24 if wide else 25, n)
+    if not wide:
+        # scale the largest items down until every prefix fits (a random walk of n items of up
+        # to 2^34 units passes 2^46 now and then for n in the millions)
+        peak = max(_largest_prefix(mantissa << shift), 1)
+        shift = np.maximum(shift - max(int(np.ceil(np.log2(peak))) - 45, 0), 0)
+    units = mantissa << shift
+    x = (units * 2.0**COMPENSATED_UNIT_LOG2).astype(np.float32)
+    return x, (x.astype(np.float64) * 2.0**-COMPENSATED_UNIT_LOG2).astype(np.int64)
+
+
+def _largest_prefix(units):
+    forward = np.abs(np.cumsum(units)).max(initial=0)
+    return int(max(forward, np.abs(np.cumsum(units[::-1])).max(initial=0)))
+
+
+def assert_compensated(got, x, units, *, reverse=False, exclusive=False, exact=False, rows=slice(None)):
+    """A compensated float32 prefix sum against the exact one, ``S`` (an int64 sum of ``units``).
+
+    Every result is within 2 ulp of ``S`` rounded to float32, plus ``4 m u^2 sum|x|`` over the
+    ``m`` items of the prefix (``u = 2^-24``): each combine of two double words errs by at most
+    about ``2 u^2`` times the magnitudes it adds, and an item takes part in at most ``m``
+    combines on its way into a prefix of ``m`` items, in any association (docs/operators.md).
+    With ``exact`` (every prefix fits a double word: :func:`compensated_case`), each result is
+    ``S`` correctly rounded, bit for bit.  ``got`` holds the ``rows`` of the whole array (a rank's
+    part), ``x`` and ``units`` the whole array."""
+    order = slice(None, None, -1) if reverse else slice(None)
+    prefix = np.cumsum(units[order])[order]
+    magnitude = np.cumsum(np.abs(x[order].astype(np.float64)))[order]
+    items = np.arange(1, len(units) + 1)[order]
+    if exclusive:  # each element gets the prefix before it (the identity first)
+        pad = np.zeros(1, np.int64)
+        prefix = np.concatenate([pad, prefix[:-1]] if not reverse else [prefix[1:], pad])
+        magnitude = np.concatenate([[0.0], magnitude[:-1]] if not reverse else [magnitude[1:], [0.0]])
+        items = items - 1
+    prefix, magnitude, items = prefix[rows], magnitude[rows], items[rows]
+    rounded = (prefix.astype(np.float64) * 2.0**COMPENSATED_UNIT_LOG2).astype(np.float32)
+    got = np.asarray(got)
+    assert got.dtype == np.float32 and got.shape == rounded.shape
+    if exact:
+        bad = np.flatnonzero(got.view(np.int32) != rounded.view(np.int32))
+        assert bad.size == 0, (f"{bad.size} results not correctly rounded, first at {bad[0]}: "
+                               f"{got[bad[0]]!r} != {rounded[bad[0]]!r}")
+        return
+    u = 2.0**-24
+    error = np.abs(got.astype(np.float64) - prefix.astype(np.float64) * 2.0**COMPENSATED_UNIT_LOG2)
+    bound = 2 * np.spacing(np.abs(rounded)).astype(np.float64) + 4 * items * u * u * magnitude
+    over = np.flatnonzero(error > bound)
+    assert over.size == 0, (f"{over.size} results past the bound, first at {over[0]}: error "
+                            f"{error[over[0]]!r} > {bound[over[0]]!r}")
