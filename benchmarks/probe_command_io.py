@@ -9,7 +9,8 @@ Which of these costs what on this machine?
 
 - start-up, each a fresh process (median of 3): the interpreter, NumPy, ``distscan.cli``, CuPy's
   import, the CUDA context, distscan's first GPU scan (its module from CuPy's disk cache, warmed
-  once before), and the launcher with 1, 2 and 8 ranks running ``from mpi4py import MPI``;
+  once before; alone, it starts MPI too: compare the "MPI +" pair), and the launcher with 1, 2
+  and 8 ranks running ``from mpi4py import MPI``;
 - positional reads of a page-cached file of ``--gib`` GiB in 16 MiB chunks on T threads into
   fresh pageable buffers, a reused ring of pageable buffers, a ring of pinned buffers
   (``cupyx.empty_pinned``) and a ring of pageable buffers registered with ``cudaHostRegister``;
@@ -63,6 +64,11 @@ def startup(launcher, py):
         "import cupy": [py, "-c", "import cupy"],
         "cupy + CUDA context": [py, "-c", "import cupy; cupy.cuda.Device(0).use(); cupy.empty(1)"],
         "cupy + context + first distscan scan": [py, "-c", first_scan],
+        # the command's case: MPI is up before the GPU starts (distscan.cumsum without comm= would
+        # otherwise start it: MPI_Init inside the first scan)
+        "MPI + cupy + context": [py, "-c", "from mpi4py import MPI; import cupy; cupy.cuda.Device(0).use(); "
+                                 "cupy.empty(1)"],
+        "MPI + cupy + context + first distscan scan": [py, "-c", "from mpi4py import MPI; " + first_scan],
     }
     out = {name: _wall(cmd, env) for name, cmd in cases.items()}
     for n in (1, 2, 8):
