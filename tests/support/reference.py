@@ -394,7 +394,7 @@ def assert_compensated(got, x, units, *, reverse=False, exclusive=False, exact=F
 
     Every result is within 2 ulp of ``S`` rounded to float32, plus ``4 m u^2 sum|x|`` over the
     ``m`` items of the prefix (``u = 2^-24``): each combine of two double words errs by at most
-    about ``2 u^2`` times the magnitudes it adds, and an item takes part in at most ``m``
+    about ``3 u^2`` times the magnitudes it adds, and an item takes part in at most ``m``
     combines on its way into a prefix of ``m`` items, in any association (docs/operators.md).
     With ``exact`` (every prefix fits a double word: :func:`compensated_case`), each result is
     ``S`` correctly rounded, bit for bit.  ``got`` holds the ``rows`` of the whole array (a rank's
