@@ -69,12 +69,13 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
         ``reverse=True``).  Not with ``exclusive=True``.
     compensated : bool
         Float and complex sums only: carry each prefix as (sum, error) pairs (TwoSum), within
-        tiles and between tiles, GPUs and ranks: a double-length sum, rounded once.  Where a
-        double word holds every sum of consecutive items exactly (items multiples of one power
-        of two, sums within 48 bits of it for float32, 106 for float64), each result is the
-        exact prefix correctly rounded; in general each is within 2 ulp plus
-        ``4 m u**2 sum|x|`` of the exact prefix of ``m`` items (``u = eps/2``), where a plain
-        sum's bound is ``m u sum|x|`` (docs/operators.md).
+        tiles and between tiles, GPUs and ranks: a double-length sum, rounded once.  Where the
+        items are multiples of one power of two ``2**k`` and every sum of consecutive items is
+        below ``2**(k + 40)`` (float32; ``2**(k + 98)`` for float64), each result is the exact
+        prefix correctly rounded; in general each is within 2 ulp plus
+        ``(3 m + R**2) u**2 sum|x|`` of the exact prefix of ``m`` items (``u = eps/2``; ``R``
+        the items a GPU thread sums alone, at most 32; 0 on the CPU), where a plain sum's bound
+        is ``m u sum|x|`` (docs/operators.md).
     dtype : dtype, optional
         Result dtype; the input is cast to it first, as in NumPy.  Default follows
         NumPy (``cumsum`` of int32 is int64; logical operators give bool).

@@ -304,9 +304,10 @@ def test_look_ahead_sizes_of_4_byte_items(rng):
 
 
 def _compensated_checked(n, rng, **kw):
-    """Correctly rounded where every prefix fits a double word, within the general bound where the
-    prefixes pass it (tests.support.reference.assert_compensated), forwards, reversed and exclusive
-    (the store's run state, kernels/util/states.cuh's Compensated::Run, reads before it adds)."""
+    """Correctly rounded where every sum of consecutive items is below 2^40 units, within the
+    general bound where the prefixes pass it (tests.support.reference.assert_compensated),
+    forwards, reversed and exclusive (the store's run state, kernels/util/states.cuh's
+    Compensated::Run, reads before it adds)."""
     for wide in (False, True):
         x, units = compensated_case(rng, n, wide=wide)
         for reverse, exclusive in ((False, False), (True, False), (False, True), (True, True)):
@@ -470,7 +471,7 @@ def test_the_command_sends_state_chunks_and_their_flags_through_the_gpu_in_piece
         if words != ["x.npy", "--reverse"]:
             assert g["chunks_on_host"] == 0 and g["slot_rows"] < chunks.CHUNK_BYTES // 16, (words, g)
         if "--compensated" in words:
-            for y in got.values():  # every prefix below 2^38 units: a double word holds it exactly
+            for y in got.values():  # every sum below 2^37 units: correctly rounded
                 assert_compensated(y, np.load(tmp_path / "e.npy"), units, reverse=True, exact=True)
         elif got["cpu"].dtype.kind == "f":
             np.testing.assert_allclose(got["cuda"], got["cpu"], rtol=0, atol=1e-12 * (np.abs(got["cpu"]).max() + 1))

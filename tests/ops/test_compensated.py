@@ -1,7 +1,7 @@
 """Compensated sums across ranks (``compensated=True``, distscan.ops.state's Compensated: double-word
-TwoSum carries): float32 prefix sums correctly rounded where a double word holds every prefix,
-within the general bound (docs/operators.md) where it does not, forwards, reversed and exclusive;
-integers refused on every rank.
+TwoSum carries): float32 prefix sums correctly rounded where every sum of consecutive items is
+below 2^40 units, within the general bound (docs/operators.md) where it does not, forwards,
+reversed and exclusive; integers refused on every rank.
 
 Written for any rank count (serially and under mpiexec, tests/run.sh).
 """
@@ -25,8 +25,8 @@ pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(300)]
 @pytest.mark.parametrize("wide", [False, True], ids=["double_word", "wide"])
 def test_compensated_float32_sums_are_correctly_rounded_or_within_the_bound(wide, comm):
     """Items that are multiples of 2^-12 of wildly different sizes (their exact prefix sums are
-    integers in that unit, exact in int64): correctly rounded where every prefix fits a double
-    word, within the general bound where the prefixes pass it (tests.support.reference's
+    integers in that unit, exact in int64): correctly rounded where every sum of consecutive
+    items is below 2^40 units, within the general bound where the prefixes pass it (tests.support.reference's
     compensated_case and assert_compensated), forwards, reversed and exclusive."""
     rng = shared_rng(comm)
     for reverse, exclusive in ((False, False), (True, False), (False, True), (True, True)):

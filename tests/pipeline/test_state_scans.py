@@ -8,7 +8,7 @@ its host stand-in (``tests.support.host_gpu.HostChunks``, in pieces of a small
 
 Compared with a sequential NumPy reference on the whole array (integers bit for bit; float sums
 within ``8 n eps sum|x|``; recurrences with ``|a| <= 1`` within ``8 n eps max|y|``; compensated
-float32 sums correctly rounded, their every prefix held by a double word: tests/ops/__init__.py's bounds) and
+float32 sums correctly rounded, their sums far below 2^40 units: tests/ops/__init__.py's bounds) and
 with the library's call on the same parts (:func:`distscan.scan`, :func:`distscan.linear_recurrence`):
 integers bit for bit; floats bit for bit on the first rank in scan order (its chunks continue one
 sequential scan, as the library's call of its part does) and within the bounds above on the others
@@ -77,7 +77,7 @@ def _reverse_exclusive_float(x):
 
 
 def _correctly_rounded(y, x, reverse=False):
-    """Every prefix of ``x`` (multiples of 2^-10 below 2^10, a few thousand rows) fits a double word."""
+    """``x``: multiples of 2^-10 below 2^10, a few thousand rows: every sum far below 2^40 units."""
     assert_compensated(y, x, (x.astype(np.float64) * 2.0**12).astype(np.int64), reverse=reverse, exact=True)
 
 
