@@ -471,8 +471,9 @@ def test_the_command_sends_state_chunks_and_their_flags_through_the_gpu_in_piece
         if words != ["x.npy", "--reverse"]:
             assert g["chunks_on_host"] == 0 and g["slot_rows"] < chunks.CHUNK_BYTES // 16, (words, g)
         if "--compensated" in words:
+            e = np.load(tmp_path / "e.npy")
             for y in got.values():  # every sum below 2^37 units: correctly rounded
-                assert_compensated(y, np.load(tmp_path / "e.npy"), units, reverse=True, exact=True)
+                assert_compensated(y, e, units, reverse=True, exact=True)
         elif got["cpu"].dtype.kind == "f":
             np.testing.assert_allclose(got["cuda"], got["cpu"], rtol=0, atol=1e-12 * (np.abs(got["cpu"]).max() + 1))
         else:

@@ -15,5 +15,4 @@ float64 reference (the worst case of a sum of n terms in any association:
 ``tests.support.reference.assert_within_sum_bound``); linear recurrences within ``8 n eps max|y|``
 of a float64 (complex128) sequential loop for ``|a| <= 1``; compensated float32 sums correctly
 rounded where every sum of consecutive items is below 2^40 units, else within 2 ulp plus
-``(3 m + R^2) u^2 sum|x|``
-(``tests.support.reference.assert_compensated``, docs/operators.md)."""
+``(3 m + R^2) u^2 sum|x|`` (``tests.support.reference.assert_compensated``, docs/operators.md)."""

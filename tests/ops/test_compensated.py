@@ -26,8 +26,9 @@ pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(300)]
 def test_compensated_float32_sums_are_correctly_rounded_or_within_the_bound(wide, comm):
     """Items that are multiples of 2^-12 of wildly different sizes (their exact prefix sums are
     integers in that unit, exact in int64): correctly rounded where every sum of consecutive
-    items is below 2^40 units, within the general bound where the prefixes pass it (tests.support.reference's
-    compensated_case and assert_compensated), forwards, reversed and exclusive."""
+    items is below 2^40 units, within the general bound where the prefixes pass it
+    (tests.support.reference's compensated_case and assert_compensated), forwards, reversed and
+    exclusive."""
     rng = shared_rng(comm)
     for reverse, exclusive in ((False, False), (True, False), (False, True), (True, True)):
         counts = random_counts(rng, comm.size, 500)

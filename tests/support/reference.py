@@ -370,8 +370,9 @@ def compensated_case(rng, n, *, wide=False):
 
     Not ``wide``: items from 2^-12 up to 2^22 whose every prefix sum, from either end, stays
     below 2^38 units (every sum of consecutive items below 2^39), inside docs/operators.md's
-    2^40 where the result is correctly rounded; a plain float32 sum loses the small items.  ``wide``: items up to 2^31 (2^43 units), whose prefix
-    sums pass 2^48 units: past a double word, into :func:`assert_compensated`'s general bound."""
+    2^40 where the result is correctly rounded; a plain float32 sum loses the small items.
+    ``wide``: items up to 2^31 (2^43 units), whose prefix sums pass 2^48 units: past a double
+    word, into :func:`assert_compensated`'s general bound."""
     mantissa = rng.integers(-2**20, 2**20, n) if wide else rng.integers(-2**10, 2**10, n)
     shift = rng.integers(0, 24 if wide else 25, n)
     if not wide:
@@ -399,17 +400,14 @@ def assert_compensated(got, x, units, *, reverse=False, exclusive=False, exact=F
     ``m`` items, in any association, and a thread's run (Neumaier's sum) adds ``R^2 u^2``
     times its magnitudes at most (docs/operators.md).
     With ``exact`` (every sum of consecutive items below 2^40 units: :func:`compensated_case`),
-    each result is ``S`` correctly rounded, bit for bit.  ``got`` holds the ``rows`` of the whole array (a rank's
-    part), ``x`` and ``units`` the whole array."""
+    each result is ``S`` correctly rounded, bit for bit.  ``got`` holds the ``rows`` of the whole
+    array (a rank's part), ``x`` and ``units`` the whole array."""
     order = slice(None, None, -1) if reverse else slice(None)
     prefix = np.cumsum(units[order])[order]
     magnitude = np.cumsum(np.abs(x[order].astype(np.float64)))[order]
     items = np.arange(1, len(units) + 1)[order]
-    if exclusive:  # each element gets the prefix before it (the identity first)
-        pad = np.zeros(1, np.int64)
-        prefix = np.concatenate([pad, prefix[:-1]] if not reverse else [prefix[1:], pad])
-        magnitude = np.concatenate([[0.0], magnitude[:-1]] if not reverse else [magnitude[1:], [0.0]])
-        items = items - 1
+    if exclusive:  # each element gets the prefix before it: the inclusive one less the element
+        prefix, magnitude, items = prefix - units, magnitude - np.abs(x.astype(np.float64)), items - 1
     prefix, magnitude, items = prefix[rows], magnitude[rows], items[rows]
     rounded = (prefix.astype(np.float64) * 2.0**COMPENSATED_UNIT_LOG2).astype(np.float32)
     got = np.asarray(got)
