@@ -67,7 +67,8 @@ class Kind:
     differently laid out arrays is checked anew by :meth:`aux` and gives what a :class:`Part`
     gives.  Which kinds a rank holds never changes its collectives (distscan.dist.plan)."""
 
-    __slots__ = ("types", "be", "lean", "fields", "node_size", "plans", "aux_names", "array_type", "gpu", "xp")
+    __slots__ = ("types", "be", "lean", "fields", "node_size", "plans", "aux_names", "array_type", "gpu", "xp",
+                 "plain", "single")
 
     def __init__(self, part, node_size, x):
         self.types, self.be, self.node_size = part.types, part.be, node_size
@@ -79,6 +80,33 @@ class Kind:
         self.array_type = type(x)
         self.gpu = part.backend_name == "cuda"
         self.xp = part.be.array_module() if self.aux_names else None
+        # a plain forward scan (no state, no auxiliary inputs): one rank runs the plan's lean case
+        self.plain = part.op.state is None and not part.reverse
+        self.single = None  # that case (ScanPlan.one_rank), made at the first call on one rank
+
+    def run(self, x, out, options, group, timings):
+        """The call the cheap way: on one rank, untimed, a plain scan is the plan's lean case
+        (:meth:`ScanPlan.one_rank`: what its ``run(fast=True)`` does there, straight from here);
+        any other call of the kind is the plan's :meth:`ScanPlan.run` with ``fast=True``.
+        :data:`NOT_THIS_KIND` where the arrays are not this kind's cheap case (the caller then
+        resolves a :class:`Part`)."""
+        if not self.aux_names:
+            if not self.lean(x, out, self.types):
+                return NOT_THIS_KIND
+            if group is None and timings is None and self.plain:
+                single = self.single
+                if single is None:
+                    single = self.single = self.plan(None).one_rank()
+                return single(x, out)
+            aux = ()
+        else:
+            try:
+                aux = self.aux(x, out, options)
+            except Exception:  # noqa: BLE001 - the Part route raises it on every rank (fail_exchange)
+                return NOT_THIS_KIND  # (a coefficient 2**70 that int64 cannot hold: before any collective)
+            if aux is None:
+                return NOT_THIS_KIND
+        return self.plan(group).run(x, out=out, timings=timings, fast=True, aux=aux)
 
     def aux(self, x, out, options):
         """The auxiliary inputs of this call as the plan scans them (``()`` for a plain scan), or
@@ -139,10 +167,14 @@ class Kind:
         return plan
 
 
+# What Kind.run returns for arrays that are not its kind's cheap case.
+NOT_THIS_KIND = object()
+
+
 class Kinds:
     """This rank's call kinds, by the raw arguments of a call (see :class:`Kind`).  ``get`` is
-    the dictionary's own (the API calls it with the key of :func:`kind_key`; an unhashable
-    argument raises TypeError there)."""
+    the dictionary's own (the API calls it with the key :func:`distscan.api._scan` makes; an
+    unhashable argument raises TypeError there)."""
 
     def __init__(self):
         self._kinds: dict = {}
@@ -172,21 +204,18 @@ class Kinds:
 KINDS = Kinds()
 
 
-def kind_key(x, op, exclusive, dtype, out, axis, strategy, hierarchy, backend, algorithm, node_size, options=None):
-    """The raw arguments that fix a call's kind (AttributeError for a part without a dtype); the
-    options of :func:`distscan.scan` and ``linear_recurrence`` by their values, and their arrays
+def options_key(options):
+    """The options of :func:`distscan.scan` and ``linear_recurrence`` in a call kind's key (the
+    last field of the key :func:`distscan.api._scan` makes): by their values, and their arrays
     (flags, coefficients) by type and dtype (a Python number by its type)."""
-    if options is not None:
-        options = tuple((k, (type(v), getattr(v, "dtype", None)) if k in _ARRAYS else v) for k, v in options.items())
-    return (type(x), x.dtype, type(out), None if out is None else out.dtype, op, exclusive, dtype, axis, strategy,
-            hierarchy, backend, algorithm, node_size, options)
+    return tuple((k, (type(v), getattr(v, "dtype", None)) if k in _ARRAYS else v) for k, v in options.items())
 
 
 _ARRAYS = ("segments", "coefficients")  # the options that hold arrays
 
 
 def _kindable(name, value, array_type) -> bool:
-    """Whether an option (as :func:`kind_key` keys it) can take the cheap way (:meth:`Kind.aux`):
+    """Whether an option (as :func:`options_key` keys it) can take the cheap way (:meth:`Kind.aux`):
     arrays of the input's own type (NumPy, CuPy), coefficients also as Python numbers."""
     if name not in _ARRAYS or value[0] is type(None):
         return True

@@ -19,7 +19,7 @@ import numpy as np
 
 from ._arrays import foreign_device
 from ._call import BACKENDS, Part
-from ._kinds import KINDS, kind_key
+from ._kinds import KINDS, NOT_THIS_KIND, options_key
 from .dist.agree import default_comm
 from .dist.exchange import fail_exchange
 
@@ -142,18 +142,17 @@ def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy
     key = None
     if initial is None:
         try:
-            key = kind_key(x, op, exclusive, dtype, out, axis, strategy, hierarchy, backend, algorithm, node_size,
-                           options)
+            # The raw arguments that fix a call's kind (AttributeError for a part without a dtype),
+            # built here rather than in a function: the common call's host time shows every call.
+            key = (type(x), x.dtype, type(out), None if out is None else out.dtype, op, exclusive, dtype, axis,
+                   strategy, hierarchy, backend, algorithm, node_size, None if options is None else options_key(options))
             kind = KINDS.get(key)
         except (AttributeError, TypeError):  # not an array (a list, a scalar), or an unhashable argument
             kind = None
         if kind is not None:
-            try:
-                aux = kind.aux(x, out, options)
-            except Exception:  # noqa: BLE001 - the Part route below raises it on every rank (fail_exchange)
-                aux = None  # (a coefficient 2**70 that int64 cannot hold: before any collective)
-            if aux is not None:
-                return kind.plan(group).run(x, out=out, timings=timings, fast=True, aux=aux)
+            result = kind.run(x, out, options, group, timings)
+            if result is not NOT_THIS_KIND:
+                return result
     device = foreign_device(x)
     if device is not None:  # run where the data is: its device made current for the whole call
         with device:

@@ -25,22 +25,22 @@ they travel through MPI.
 ``combine(y, op, types, offset)``
     In place, ``y[i] = offset op y[i]`` for every row; ``offset`` is a host array ``(w,)``.
 
-``fast_scan(x, op, types, exclusive, out)`` (optional)
-    The API's single-rank hot path: ``scan(x, op, types, exclusive=exclusive, out=out)[0]``
-    for a contiguous 1-D ``x`` and an ``out`` (or None) of its kind and shape, of
-    ``types.result``, not overlapping it; None for any other call, which then takes the
-    general path.  Only a backend whose per-call host cost matters has one (``cuda``).
-
 ``lean_arrays(x, out, types)``
-    Whether the distributed lean call (``ScanPlan.call_1d``: one collective, the backend's
-    ``reduce`` and ``scan`` with nothing around them) takes these arrays: a contiguous 1-D
-    ``x`` of the backend's type (``cuda``: on the current device), and an ``out`` it can
-    write (contiguous, of ``x``'s shape and ``types.result``, not overlapping ``x``; ``cpu``:
-    writable too, since the lean call writes it after the exchange).
+    Whether the plan's lean call (``ScanPlan.run(fast=True)``: the backend's ``reduce`` and
+    ``scan`` with nothing around them) takes these arrays: a contiguous 1-D ``x`` of the
+    backend's type (``cuda``: on the current device), and an ``out`` it can write (contiguous,
+    of ``x``'s shape and ``types.result``, not overlapping ``x``; ``cpu``: writable too, since
+    the lean call writes it after the exchange).
 
-``scan_lean(x, op, types, exclusive, out, seed=None)`` (GPU backends)
+``scan_lean(x, op, types, exclusive, out, seed=None)``
     ``scan(x, ..., seed=seed, out=out)[0]`` for arrays ``lean_arrays`` accepted, without
     checking them again: the lean call's seeded scan.
+
+``lean_scanner(op, types, exclusive)``
+    ``scan_lean`` without a seed as a function of ``(x, out)``, made once per plan
+    (``ScanPlan.one_rank``): the single-rank call of the API runs it straight from its call
+    kind, so each backend puts as little as it can between the call and its kernel.  It holds
+    no array and nothing read from one.
 
 ``prepare(op, types, exclusive, w)`` (optional; ``cpu``)
     A state operator's loops for one plan, made once (compiled, constant rows), or None:

@@ -58,6 +58,19 @@ def scan_lean(x, op: Op, types: ScanTypes, exclusive: bool, out=None, seed=None)
     return op.ufunc.accumulate(out, out=out)
 
 
+def lean_scanner(op: Op, types: ScanTypes, exclusive: bool):
+    """:func:`scan_lean` without a seed as a function of ``(x, out)``, made once per plan
+    (``ScanPlan.one_rank``): for an inclusive scan in the result dtype, NumPy's accumulate
+    itself, with nothing between the call and it; ``out`` (when given) is what it returns."""
+    if exclusive or types.acc != types.result or op.nan_lift or op.state is not None:
+        return lambda x, out: scan_lean(x, op, types, exclusive, out)
+    accumulate, acc = op.ufunc.accumulate, types.acc
+
+    def run(x, out):
+        return accumulate(x, dtype=acc, out=out) if x.size else scan_lean(x, op, types, exclusive, out)
+    return run
+
+
 def _identity_row(op: Op, types: ScanTypes, w: int) -> np.ndarray:
     """What an empty prefix gives (an exclusive scan's first row, an empty part's total)."""
     return np.full(w, op.identity(types.acc), dtype=types.acc)

@@ -161,7 +161,8 @@ class ScanPlan:
                 raise error
             given = out
             if fast and timings is None and general is None:
-                out = self.be.scan_lean(rows, self.op, self.types, self.exclusive, out, initial)
+                out = (self.one_rank()(rows, out) if initial is None
+                       else self.be.scan_lean(rows, self.op, self.types, self.exclusive, out, initial))
             else:
                 with timer.phase("scan"):
                     out, _ = self.be.scan(rows, self.op, self.types, exclusive=self.exclusive,
@@ -229,6 +230,16 @@ class ScanPlan:
             if finish is not None:
                 out = finish(out)
         return out
+
+    def one_rank(self):
+        """:meth:`run`'s case of one rank, ``fast``, untimed, a plain forward scan without
+        ``initial``, as a function of ``(rows, out)`` (the backend's ``lean_scanner``, made once):
+        the API's common call runs it from its call kind (``distscan._kinds.Kind.run``)."""
+        if self._one_rank is None:
+            self._one_rank = self.be.lean_scanner(self.op, self.types, self.exclusive)
+        return self._one_rank
+
+    _one_rank = None
 
     def _scan_then_add(self, rows, out):
         """The lean call (``fast``) of an exact operator (:data:`EXACT`) on integers, as the bare

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import distscan
-from distscan._kinds import PLANS
+from distscan._kinds import KINDS, PLANS
+from distscan.backends import cpu
 
 from tests.support.ranks import all_ranks_ok
 from tests.support.reference import reference_scan
@@ -76,6 +77,36 @@ def test_lean_calls_give_the_general_answer(comm):
                     got = distscan.scan(part, opname, comm=comm)
                     ref = distscan.scan(part, opname, comm=comm, out=np.empty(n, got.dtype))  # general path
                     all_ranks_ok(comm, lambda: np.testing.assert_array_equal(got, ref))
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "gcd", "logical_xor"])
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_one_rank_calls_run_the_plans_lean_case(comm, op, exclusive, monkeypatch):
+    """Calls on one rank of a remembered kind run the plan's lean case (``ScanPlan.one_rank``),
+    made once and shared by the kind's calls with and without ``out=``; they give what the plan's
+    ``run`` gives (with ``timings=``), NumPy's first items of gcd (signs kept) included, return
+    the caller's ``out`` itself, and never write a result handed out before."""
+    made = []
+    real = cpu.lean_scanner
+    monkeypatch.setattr(cpu, "lean_scanner", lambda *args: made.append(args) or real(*args))
+    KINDS.clear()
+    PLANS.clear()
+    one = comm.Split(comm.rank)  # a communicator of one rank, on every rank
+    rng = np.random.default_rng(11 + comm.rank)
+    x = rng.integers(-60, 60, 1001)
+    x[0] = -abs(x[0]) - 1
+    kw = {"exclusive": exclusive, "comm": one}
+    results = [distscan.scan(x, op, **kw) for _ in range(4)]  # the first the long way
+    out = np.full(x.shape, 7, results[0].dtype)
+    got = distscan.scan(x, op, out=out, **kw)
+    timed = distscan.scan(x, op, timings={}, **kw)  # ScanPlan.run, not the kind's straight case
+    assert len(made) == 1  # one plan, its lean case made once
+    ref = reference_scan(x, op, exclusive=exclusive)
+    for r in results + [got, timed]:
+        np.testing.assert_array_equal(r, ref)
+    assert got is out
+    assert len({id(r) for r in results}) == 4  # every call its own result
+    one.Free()
 
 
 @pytest.mark.mpi(min_size=2)

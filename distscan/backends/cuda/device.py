@@ -69,20 +69,21 @@ def runtime_function(name: str):
         return None
 
 
-_capture_status = runtime_function("streamIsCapturing")
+# cudaStreamIsCapturing (the hot path calls it inline: is_capturing says what it means)
+stream_capture_status = runtime_function("streamIsCapturing")
 
 
 def graphs_available() -> bool:
     """Whether this CuPy can tell a capturing stream (and so whether the hot path may make graphs)."""
-    return _capture_status is not None
+    return stream_capture_status is not None
 
 
 def is_capturing(stream_ptr: int) -> bool:
     """Whether the stream records into a graph (someone's capture) rather than runs."""
-    if _capture_status is None:  # a CuPy without the query cannot capture either
+    if stream_capture_status is None:  # a CuPy without the query cannot capture either
         return False
     try:
-        return _capture_status(stream_ptr) != 0
+        return stream_capture_status(stream_ptr) != 0
     except Exception:  # noqa: BLE001 - e.g. the legacy stream while another stream captures:
         return True    # the plain launch reports what CUDA thinks of that
 

@@ -87,6 +87,23 @@ def scan_lean(x, op: Op, types: ScanTypes, exclusive: bool, out, seed=None):
     return result if out is None else out
 
 
+def lean_scanner(op: Op, types: ScanTypes, exclusive: bool):
+    """:func:`scan_lean` without a seed as a function of ``(x, out)``, made once per plan
+    (``ScanPlan.one_rank``): the hot path straight from the call, and the first item written
+    back only for the operators that need it (gcd, lcm); ``out`` (when given) is what it
+    returns.  It holds no array and nothing read from one: the hot path checks its cache and
+    the stream on every call."""
+    raw_first = op.core.raw_first
+
+    def run(x, out):
+        if x.size:
+            r = scan_fast(x, op, types, exclusive, out, "auto")
+            if r is not None:
+                return _raw_first(x, r, op, False, exclusive=exclusive) if raw_first else r
+        return scan_lean(x, op, types, exclusive, out)
+    return run
+
+
 def _raw_first(x, result, op: Op, seeded: bool, reverse: bool = False, exclusive: bool = False):
     """NumPy's accumulate copies its first item; the kernels combine it with the identity, which
     for gcd and lcm drops its sign (``gcd(0, -4) == 4``): write it back where nothing came before

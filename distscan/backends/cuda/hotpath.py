@@ -12,7 +12,7 @@ import numpy as np
 from ..._carry import zero_absorbs
 from ..._dtypes import ScanTypes
 from .dependent import DependentLaunch, available as dependent_available
-from .device import cp, current_device, device_info, graphs_available, is_capturing, memset_async, remember
+from .device import cp, current_device, device_info, graphs_available, memset_async, remember, stream_capture_status
 from .device import runtime_function
 from .device import PER_THREAD_STREAM, stream_key
 from .launch import ArgBlock, first_is_identity, launch_shape
@@ -203,8 +203,14 @@ def scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
     None; None when the call must take the general path."""
     dev_id = x.data.device_id
     stream_ptr = cp.cuda.get_current_stream().ptr
-    if is_capturing(stream_ptr):
-        return None  # a caller's graph records this launch: the general path gives it words of its own
+    # is_capturing(stream_ptr), inline (each Python call shows in a small call's host time): a
+    # caller's graph records this launch, and the general path gives it words of its own
+    if stream_capture_status is not None:
+        try:
+            if stream_capture_status(stream_ptr) != 0:
+                return None
+        except Exception:  # noqa: BLE001 - e.g. the legacy stream while another stream captures
+            return None
     stream = stream_ptr if stream_ptr != PER_THREAD_STREAM else stream_key(stream_ptr)
     n = x.size
     in_size, out_size = x.itemsize, types.result.itemsize
