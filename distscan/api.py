@@ -145,7 +145,8 @@ def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy
             # The raw arguments that fix a call's kind (AttributeError for a part without a dtype),
             # built here rather than in a function: the common call's host time shows every call.
             key = (type(x), x.dtype, type(out), None if out is None else out.dtype, op, exclusive, dtype, axis,
-                   strategy, hierarchy, backend, algorithm, node_size, None if options is None else options_key(options))
+                   strategy, hierarchy, backend, algorithm, node_size,
+                   None if options is None else options_key(options))
             kind = KINDS.get(key)
         except (AttributeError, TypeError):  # not an array (a list, a scalar), or an unhashable argument
             kind = None
@@ -191,43 +192,28 @@ def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy
 # Named scans and the global reduction
 # ---------------------------------------------------------------------------
 
-def _named_scan(x, op, exclusive, initial, dtype, out, comm, axis, kwargs):
-    """``scan(x, op, ...)`` for the named scans, without passing ten keywords on (their cost shows
-    in a loop of small calls: benchmarks/RESULTS.md, "Issue 10, eleventh pass")."""
-    if kwargs:
-        return scan(x, op, exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis, **kwargs)
-    return _scan(x, op, exclusive, initial, dtype, out, default_comm(comm), axis, "auto", "auto", "auto", None, None,
-                 "auto")
+def _named_scan(name: str, op: str, doc: str):
+    """The named scan ``name`` of ``op`` (``cumsum`` is ``_named_scan("cumsum", "sum", ...)``):
+    ``scan(x, op, ...)`` that goes to :func:`_scan` itself, one Python call fewer and without
+    passing ten keywords on (each shows in a loop of small calls: benchmarks/RESULTS.md, "Issue
+    10, eleventh pass")."""
+    def named(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, **kwargs):
+        if kwargs:
+            return scan(x, op, exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis,
+                        **kwargs)
+        return _scan(x, op, exclusive, initial, dtype, out, default_comm(comm), axis, "auto", "auto", "auto", None,
+                     None, "auto")
+    named.__name__ = named.__qualname__ = name
+    named.__doc__ = doc + "; see :func:`scan`."
+    return named
 
 
-def cumsum(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, **kwargs):
-    """Cumulative sum of the distributed array; see :func:`scan`."""
-    return _named_scan(x, "sum", exclusive, initial, dtype, out, comm, axis, kwargs)
-
-
-def cumprod(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, **kwargs):
-    """Cumulative product of the distributed array; see :func:`scan`."""
-    return _named_scan(x, "prod", exclusive, initial, dtype, out, comm, axis, kwargs)
-
-
-def cummax(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, **kwargs):
-    """Running maximum (NaN propagates, as in ``numpy.maximum.accumulate``); see :func:`scan`."""
-    return _named_scan(x, "max", exclusive, initial, dtype, out, comm, axis, kwargs)
-
-
-def cummin(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, **kwargs):
-    """Running minimum (NaN propagates, as in ``numpy.minimum.accumulate``); see :func:`scan`."""
-    return _named_scan(x, "min", exclusive, initial, dtype, out, comm, axis, kwargs)
-
-
-def nancumsum(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, **kwargs):
-    """Cumulative sum with NaN counted as zero, as ``numpy.nancumsum``; see :func:`scan`."""
-    return _named_scan(x, "nansum", exclusive, initial, dtype, out, comm, axis, kwargs)
-
-
-def nancumprod(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, **kwargs):
-    """Cumulative product with NaN counted as one, as ``numpy.nancumprod``; see :func:`scan`."""
-    return _named_scan(x, "nanprod", exclusive, initial, dtype, out, comm, axis, kwargs)
+cumsum = _named_scan("cumsum", "sum", "Cumulative sum of the distributed array")
+cumprod = _named_scan("cumprod", "prod", "Cumulative product of the distributed array")
+cummax = _named_scan("cummax", "max", "Running maximum (NaN propagates, as in ``numpy.maximum.accumulate``)")
+cummin = _named_scan("cummin", "min", "Running minimum (NaN propagates, as in ``numpy.minimum.accumulate``)")
+nancumsum = _named_scan("nancumsum", "nansum", "Cumulative sum with NaN counted as zero, as ``numpy.nancumsum``")
+nancumprod = _named_scan("nancumprod", "nanprod", "Cumulative product with NaN counted as one, as ``numpy.nancumprod``")
 
 
 def _cumulative(x, op, axis, dtype, include_initial, comm, kwargs):
