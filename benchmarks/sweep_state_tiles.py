@@ -1,6 +1,11 @@
 """Which tile shape and reduction lead make the state scans fastest on this GPU?
 
-    PYTHONPATH=$PWD python3 benchmarks/sweep_state_tiles.py OUT.json [--log2n 27] [--reps 11]
+    PYTHONPATH=$PWD python3 benchmarks/sweep_state_tiles.py OUT.json [--log2n 27] [--reps 11] [--device lookahead]
+
+``--device lookahead`` sweeps the look-ahead kernel's shapes (threads, items, window, blocks per
+SM, stages, depth, behind) instead, whose ring stages the flags and coefficients beside the items
+(kernels/agent/agent_lookahead.cuh), each scan with ``algorithm="lookahead"`` against its default
+("auto": the look-back with its lead) in the same repetitions.
 
 Segmented scans and linear recurrences run on the look-back kernel (their flags and
 coefficients have no place in the look-ahead kernel's ring), with the tile shape
@@ -49,6 +54,13 @@ SHAPES = {
 }
 # the reduction lead: the default plan's (auto), none, and multiples of the default's
 LEADS = [None, 0, 0.5, 2, 4]
+# --device lookahead: (threads, items, window, min_blocks, stages, depth, behind), the default first
+LOOKAHEAD_SHAPES = {
+    8: [None, (128, 16, 1024, 3, 4, 2, 2), (64, 16, 1024, 4, 6, 4, 2), (128, 32, 1024, 1, 5, 3, 2),
+        (64, 32, 1024, 2, 6, 4, 2), (128, 16, 1024, 2, 8, 6, 2)],
+    16: [None, (64, 16, 1024, 2, 6, 4, 2), (64, 16, 1024, 3, 4, 2, 2), (128, 16, 1024, 1, 7, 5, 2),
+         (64, 32, 1024, 1, 5, 3, 2)],
+}
 
 
 def cases(n):
@@ -62,20 +74,36 @@ def cases(n):
     a_c = (a32 * cp.exp(1j * rs.uniform(0, 6.28, n))).astype(cp.complex64)
     b_c = (x + 1j * x[::-1]).astype(cp.complex64)
     y, yi, y64, y_c = cp.empty_like(x), cp.empty_like(xi), cp.empty_like(b64), cp.empty_like(b_c)
-    return [
-        ("segmented sum f32", 9, 8, lambda: distscan.cumsum(x, segments=flags, out=y, comm=SELF), y),
-        ("segmented sum f32 reverse", 9, 8, lambda: distscan.cumsum(x, segments=flags, reverse=True, out=y,
-                                                                    comm=SELF), y),
-        ("segmented sum i64", 17, 16, lambda: distscan.cumsum(xi, segments=flags, out=yi, comm=SELF), yi),
-        ("recurrence f32", 12, 8, lambda: distscan.linear_recurrence(a32, x, out=y, comm=SELF), y),
-        ("recurrence f32 segments", 13, 16, lambda: distscan.linear_recurrence(a32, x, segments=flags, out=y,
-                                                                               comm=SELF), y),
-        ("recurrence f64", 24, 16, lambda: distscan.linear_recurrence(a64, b64, out=y64, comm=SELF), y64),
-        ("recurrence c64", 24, 16, lambda: distscan.linear_recurrence(a_c, b_c, out=y_c, comm=SELF), y_c),
+    return [  # each call takes algorithm=
+        ("segmented sum f32", 9, 8, lambda alg: distscan.cumsum(x, segments=flags, out=y, comm=SELF, algorithm=alg),
+         y),
+        ("segmented sum f32 reverse", 9, 8, lambda alg: distscan.cumsum(x, segments=flags, reverse=True, out=y,
+                                                                        comm=SELF, algorithm=alg), y),
+        ("segmented sum i64", 17, 16, lambda alg: distscan.cumsum(xi, segments=flags, out=yi, comm=SELF,
+                                                                  algorithm=alg), yi),
+        ("recurrence f32", 12, 8, lambda alg: distscan.linear_recurrence(a32, x, out=y, comm=SELF, algorithm=alg), y),
+        ("recurrence f32 segments", 13, 16, lambda alg: distscan.linear_recurrence(a32, x, segments=flags, out=y,
+                                                                                   comm=SELF, algorithm=alg), y),
+        ("recurrence f64", 24, 16, lambda alg: distscan.linear_recurrence(a64, b64, out=y64, comm=SELF,
+                                                                          algorithm=alg), y64),
+        ("recurrence c64", 24, 16, lambda alg: distscan.linear_recurrence(a_c, b_c, out=y_c, comm=SELF,
+                                                                          algorithm=alg), y_c),
     ]
 
 
-def module_keys(n):
+def fits(shape, dt, op) -> bool:
+    """Whether a look-ahead shape's ring fits one block's shared memory (227 KB)."""
+    from distscan._dtypes import scan_types
+    from distscan.backends.cuda import compile as cc
+    from distscan.backends.cuda import extended
+
+    types = scan_types(op, dt)
+    t = cc.choose_tuning(dt, extended.kernel_state(op, types), types.result, shape, "coarsened", "lookahead",
+                         extended.struct_state(op))
+    return t.lookahead_smem(dt, types.result, extended.staged_aux(op, types)) <= 227 * 1024
+
+
+def module_keys(n, device="auto"):
     """The extended modules of every case and shape, to compile in parallel processes first."""
     from distscan._call import call_op
     from distscan._dtypes import scan_types
@@ -90,17 +118,21 @@ def module_keys(n):
         op = call_op("sum", segments=kw.get("segments"), coefficients=kw.get("coefficients"), reverse=reverse)
         dt = np.dtype(dt)
         types = scan_types(op, dt)
-        for shape in SHAPES[size]:
+        keys.append(extended.ext_module_key(dt, types, op, extended._device(op, "auto", n, dt.itemsize,
+                                                                            types.result.itemsize), reverse))
+        for shape in SHAPES[size] if device == "auto" else LOOKAHEAD_SHAPES[size]:
+            if device == "lookahead" and not fits(shape, dt, op):
+                continue
             with cuda.overrides(tuning=shape):
-                device = extended._device(op, "auto", n, dt.itemsize, types.result.itemsize)
-                keys.append(extended.ext_module_key(dt, types, op, device, reverse))
+                dev = extended._device(op, device, n, dt.itemsize, types.result.itemsize)
+                keys.append(extended.ext_module_key(dt, types, op, dev, reverse))
     return keys
 
 
-def variant(call, tuning, lead):
+def variant(call, tuning, lead, algorithm="auto"):
     def run():
         with cuda.overrides(tuning=tuning, lead=lead):
-            call()
+            call(algorithm)
     return run
 
 
@@ -109,13 +141,15 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--log2n", type=int, default=27)
     ap.add_argument("--reps", type=int, default=11)
+    ap.add_argument("--device", choices=("auto", "lookahead"), default="auto")
+    ap.add_argument("--scans", help="comma-separated names of the scans to run (default: all)")
     a = ap.parse_args()
     n = 1 << a.log2n
     from distscan.backends.cuda import compile as cc
     from distscan.backends.cuda import extended
 
     t0 = time.perf_counter()
-    cc.precompile(module_keys(n))
+    cc.precompile(module_keys(n, a.device))
     print(f"kernels compiled in {time.perf_counter() - t0:.0f} s", flush=True)
 
     x = cp.empty(n, cp.float32)
@@ -125,26 +159,34 @@ def main():
     copy_gbs = 8 * n / events_interleaved(copy, a.reps)["copy"] / 1e9
     rows = []
     for name, bytes_per, state_size, call, out in cases(n):
-        call()
+        if a.scans and name not in a.scans.split(","):
+            continue
+        call("auto")
         want = cp.asnumpy(out).copy()
         lead0 = list(extended.EXT_PLANS.values())[-1].lead  # the default plan's, made by the call above
         print(f"{name}: the default plan's lead {lead0}", flush=True)
         impls = {}
         t0 = time.perf_counter()
-        for shape in SHAPES[state_size]:
-            for lead in LEADS:
-                if lead and not lead0:
-                    continue
-                lead_v = None if lead is None else 0 if lead == 0 else max(1, round(lead * lead0))
-                label = f"{shape or 'default'} lead={lead_v if lead_v is not None else 'auto'}"
-                fn = variant(call, shape, lead_v)
+        if a.device == "auto":
+            variants = [(f"{shape or 'default'} lead={lead_v if lead_v is not None else 'auto'}", shape, lead_v, "auto")
+                        for shape in SHAPES[state_size] for lead in LEADS if not (lead and not lead0)
+                        for lead_v in [None if lead is None else 0 if lead == 0 else max(1, round(lead * lead0))]]
+        else:
+            variants = [("auto (default)", None, None, "auto")] + [
+                (f"lookahead {shape or 'default'}", shape, None, "lookahead") for shape in LOOKAHEAD_SHAPES[state_size]]
+        for label, shape, lead_v, algorithm in variants:
+            fn = variant(call, shape, lead_v, algorithm)
+            try:
                 fn()
-                got = cp.asnumpy(out)
-                if want.dtype.kind == "i":
-                    assert np.array_equal(got, want), f"{name} {label}: differs"
-                else:
-                    assert np.allclose(got, want, rtol=0, atol=1e-5 * (np.abs(want).max() + 1)), f"{name} {label}"
-                impls[label] = fn
+            except RuntimeError as exc:  # a ring that does not fit this GPU
+                print(f"{name} {label}: {exc}", flush=True)
+                continue
+            got = cp.asnumpy(out)
+            if want.dtype.kind == "i":
+                assert np.array_equal(got, want), f"{name} {label}: differs"
+            else:
+                assert np.allclose(got, want, rtol=0, atol=1e-5 * (np.abs(want).max() + 1)), f"{name} {label}"
+            impls[label] = fn
         print(f"{name}: {len(impls)} variants compiled and checked in {time.perf_counter() - t0:.0f} s", flush=True)
         med = events_interleaved(impls, a.reps, hide_host=True)
         for label, t in med.items():

@@ -115,19 +115,19 @@ __global__ void __launch_bounds__(Policy::LAUNCH_THREADS, Policy::MIN_BLOCKS)
                   "DEVICE_LOOKAHEAD takes a LookaheadPolicy, the other device algorithms a TilePolicy");
     const bool has_seed = d_seed != 0;
     const TAcc seed = has_seed ? *d_seed : Op::template identity<TAcc>();
+    Extra<TAcc> ex;
+    ex.flags = d_flags;
+    ex.coef = d_coef;
+    ex.coef_vector_ok = coef_vector_ok != 0;
+    ex.has_param = d_param != 0;
+    ex.param = ex.has_param ? *d_param : Op::template identity<TAcc>();
     if constexpr (DEVICE == DEVICE_LOOKAHEAD) {
         TileState st = TileState::begin(d_aggregates, d_subaggs, d_anchors, d_launch,
                                         (u64)((n + Policy::TILE_ITEMS - 1) / Policy::TILE_ITEMS) + gridDim.x);
         AgentLookahead<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, REVERSE>::run(d_in, d_out, n, st, seed, has_seed,
-                                                                             d_total, vector_ok != 0);
+                                                                             d_total, vector_ok != 0, ex);
         if ((int)(threadIdx.x >> 5) == Policy::WARPS) st.retire();
     } else {
-        Extra<TAcc> ex;
-        ex.flags = d_flags;
-        ex.coef = d_coef;
-        ex.coef_vector_ok = coef_vector_ok != 0;
-        ex.has_param = d_param != 0;
-        ex.param = ex.has_param ? *d_param : Op::template identity<TAcc>();
         TileState st = TileState::begin(d_aggregates, d_subaggs, d_anchors, d_launch, gridDim.x);
         AgentScan<TIn, TAcc, TOut, Op, EXCLUSIVE, DEVICE, Policy, REVERSE>::consume(
             d_in, d_out, n, st, seed, has_seed, d_total, vector_ok != 0, lead, ex);

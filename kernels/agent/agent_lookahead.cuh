@@ -50,13 +50,28 @@
 
 namespace distscan {
 
+// Bytes of a warp's staged slice of an auxiliary input of type T (0 where it is not staged, so
+// that plain operators never instantiate its I/O: its ITEMS need not be a multiple of 16 bytes).
+template <typename T, int ITEMS, bool STAGED> struct StagedSliceBytes {
+    static constexpr int value = 0;
+};
+template <typename T, int ITEMS> struct StagedSliceBytes<T, ITEMS, true> {
+    static constexpr int value = WarpTileIO<T, ITEMS, true>::WARP_BYTES;
+};
+
 // Policy: a LookaheadPolicy (agent_policy.cuh): the tile shape, STAGES, DEPTH and BEHIND.
-// REVERSE: a suffix scan (tile_agent.cuh).  Operators with auxiliary inputs are not taken here
-// (their inputs are not staged in the ring): the host runs them with the look-back.
+// REVERSE: a suffix scan (tile_agent.cuh).
+//
+// AUXILIARY INPUTS (state operators with segment flags or coefficients: util/states.cuh).  A
+// tile's flags and coefficients travel with its items: each warp's slice of a stage holds its
+// segment of the items, then of the flags (1 byte an item), then of the coefficients, loaded by
+// the same cp.async group and read back with the same swizzled lanes, so that the reduction of
+// t_k and the scan of t_{k-DEPTH} lift their states from shared memory alone.  On the look-back
+// with its reduction lead these inputs were read twice, the second time from L2, whose third
+// pass per item is that kernel's ceiling (0.84 of copy on the H200, WHY above).
 template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, typename Policy,
           bool REVERSE = false>
 struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, REVERSE> {
-    static_assert(Op::AUX == 0, "the look-ahead ring stages items only");
     static constexpr int STAGES = Policy::STAGES, DEPTH = Policy::DEPTH, BEHIND = Policy::BEHIND;
     static_assert(DEPTH >= 1 && STAGES >= DEPTH + 1, "STAGES - DEPTH stages must be left for loads in flight");
     // The service warp publishes the window words (SUB, ANCHOR) a tile completes BEHIND
@@ -67,8 +82,16 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
     // 0.99 of copy against 0.93-0.98; benchmarks/RESULTS.md, "Issue 10, eighth pass").
     static_assert(BEHIND >= 1 && BEHIND <= DEPTH, "a tile's window words must be published within DEPTH iterations");
     typedef TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, REVERSE> Tile;  // unpadded stages
+    typedef typename Tile::TCoef TCoef;
+    static constexpr bool STAGE_FLAGS = Op::AUX >= 1, STAGE_COEF = Op::AUX >= 2;
+    static_assert(!STAGE_FLAGS || Policy::ITEMS % 16 == 0, "staged flags need 16-byte runs: ITEMS a multiple of 16");
+    typedef WarpTileIO<unsigned char, Policy::ITEMS, true> FlagIO;  // instantiated only where STAGE_FLAGS
+    typedef WarpTileIO<TCoef, Policy::ITEMS, true> CoefIO;          // only where STAGE_COEF
+    // A data warp's slice of a stage: its items (staged in, then its output staged out), its flags, its coefficients
+    static constexpr int FLAG_OFFSET = Tile::IO_BYTES;
+    static constexpr int COEF_OFFSET = FLAG_OFFSET + StagedSliceBytes<unsigned char, Policy::ITEMS, STAGE_FLAGS>::value;
     // Policy::WARPS data warps, each with its slice of every stage; warp Policy::WARPS is the service warp
-    static constexpr int WARP_STAGE_BYTES = Tile::IO_BYTES;
+    static constexpr int WARP_STAGE_BYTES = COEF_OFFSET + StagedSliceBytes<TCoef, Policy::ITEMS, STAGE_COEF>::value;
     static constexpr int STAGE_BYTES = Policy::WARPS * WARP_STAGE_BYTES;
     static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;  // dynamic shared memory per block
     static constexpr int LOADS = STAGES - DEPTH;             // tiles whose loads are in flight
@@ -94,28 +117,57 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
         }
     };
 
-    // The warp's segment of tile `id` into its slice of a stage: one cp.async group per
-    // tile, empty past the end, so that every wait counts the same groups.
+    // The warp's segment of tile `id` (and of its flags and coefficients) into its slice of a
+    // stage: one cp.async group per tile, empty past the end, so that every wait counts the
+    // same groups.  flags_vector_ok: ex.flags is 16-byte aligned (ex.coef_vector_ok: ex.coef).
     static __device__ __forceinline__ void issue_loads(const TIn *d_in, i64 n, i64 id, i64 num_tiles, bool vector_ok,
-                                                       char *slice, int warp, int lane) {
+                                                       char *slice, int warp, int lane, const Extra<TAcc> &ex,
+                                                       bool flags_vector_ok) {
         if (id < num_tiles) {
             int valid;
             const i64 seg = Tile::segment(n, id, warp, valid);
             Tile::InIO::load_to_smem_async(d_in + seg, valid, vector_ok, slice, lane);
+            if constexpr (STAGE_FLAGS) {
+                if (ex.flags != 0)
+                    FlagIO::load_to_smem_async(ex.flags + seg, valid, flags_vector_ok, slice + FLAG_OFFSET, lane);
+            }
+            if constexpr (STAGE_COEF) {
+                if (ex.coef != 0)
+                    CoefIO::load_to_smem_async(reinterpret_cast<const TCoef *>(ex.coef) + seg, valid,
+                                               ex.coef_vector_ok, slice + COEF_OFFSET, lane);
+            }
         }
         cp_async_commit();
     }
 
-    // The warp's part of staged tile `id`, in the accumulator type.
+    // The warp's part of staged tile `id`, in the accumulator type; with auxiliary inputs,
+    // lifted with its flags and coefficients (`starts`: Tile::lift_aux's).
     static __device__ __forceinline__ void stage_items(const char *slice, i64 n, i64 id, int warp, int lane,
-                                                       TAcc (&items)[Policy::ITEMS]) {
+                                                       const Extra<TAcc> &ex, TAcc (&items)[Policy::ITEMS],
+                                                       unsigned &starts) {
         int valid;
         Tile::segment(n, id, warp, valid);
-        Tile::staged_items(slice, lane, valid, items);
+        if constexpr (STAGE_FLAGS) {
+            typename Tile::AuxRun aux;
+            const int src = Tile::run_lane(lane);  // the lane whose run this lane lifts, as staged_items
+            if (ex.flags != 0) {
+                FlagIO::smem_to_regs(slice + FLAG_OFFSET, src, aux.f.flags);
+            } else {
+#pragma unroll
+                for (int k = 0; k < Policy::ITEMS; ++k) aux.f.flags[k] = 0;
+            }
+            if constexpr (STAGE_COEF) {
+                if (ex.coef != 0) CoefIO::smem_to_regs(slice + COEF_OFFSET, src, aux.c.coef);
+            }
+            Tile::lift_aux(slice, lane, valid, ex, aux, items, starts);
+        } else {
+            Tile::staged_items(slice, lane, valid, items);
+        }
     }
 
     static __device__ __forceinline__ void run(const TIn *d_in, TOut *d_out, i64 n, TileState &st, TAcc seed,
-                                               bool has_seed, TAcc *d_total, bool vector_ok) {
+                                               bool has_seed, TAcc *d_total, bool vector_ok,
+                                               const Extra<TAcc> &ex = no_extra<TAcc>()) {
         static_assert(Policy::BLOCK_ALGO == BLOCK_COARSENED,
                       "the look-ahead splits the coarsened block scan at its barrier");
         // Aligned to 128 bytes whatever the static size above it: the swizzle (tile_io.cuh)
@@ -132,6 +184,7 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
         const bool leader = service && lane == 0;
         const i64 num_tiles = (n + Policy::TILE_ITEMS - 1) / Policy::TILE_ITEMS;
         char *my_slices = s_stages + warp * WARP_STAGE_BYTES;  // + stage * STAGE_BYTES (data warps)
+        const bool flags_vector_ok = (reinterpret_cast<unsigned long long>(ex.flags) & 15) == 0;
 
         Claims claims;
         if (leader) {
@@ -144,7 +197,8 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
         if (!service) {
 #pragma unroll
             for (int k = 0; k < LOADS; ++k)
-                issue_loads(d_in, n, s_ids[k], num_tiles, vector_ok, my_slices + k * STAGE_BYTES, warp, lane);
+                issue_loads(d_in, n, s_ids[k], num_tiles, vector_ok, my_slices + k * STAGE_BYTES, warp, lane, ex,
+                            flags_vector_ok);
         }
 
         PrefixPoll<TAcc, Op, Policy::WINDOW> poll;  // the service warp's: the prefix of the next tile to scan
@@ -161,27 +215,28 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
             char *scan_slice = my_slices + ((k + LOADS) % STAGES) * STAGE_BYTES;  // = stage (k - DEPTH) % STAGES
 
             TAcc items[Policy::ITEMS], lane_exclusive;
+            unsigned starts = 0u, red_starts;  // the scanned items' segment flags (Tile::lift_aux)
             if (Op::INTERLEAVE && !service && t_scan >= 0 && t_red < num_tiles) {
                 // The steady state of operators with long chains (operators.cuh, INTERLEAVE): both
                 // halves in one block, so that the scan's and the reduction's chains overlap (the
                 // loads of t_red are waited for first: issued LOADS - 1 iterations ago, they are in
                 // by then when the chains are the bound).  Same values, bit for bit.
                 TAcc red[Policy::ITEMS];
-                stage_items(scan_slice, n, t_scan, warp, lane, items);
+                stage_items(scan_slice, n, t_scan, warp, lane, ex, items, starts);
                 cp_async_wait<LOADS - 1>();
                 __syncwarp();
-                stage_items(my_slices + (k % STAGES) * STAGE_BYTES, n, t_red, warp, lane, red);
+                stage_items(my_slices + (k % STAGES) * STAGE_BYTES, n, t_red, warp, lane, ex, red, red_starts);
                 lane_exclusive = Tile::BScan::scan_up_reduce_up(s_scn[par], items, s_red[par], red);
             } else if (!service) {
                 if (t_scan >= 0) {
-                    stage_items(scan_slice, n, t_scan, warp, lane, items);
+                    stage_items(scan_slice, n, t_scan, warp, lane, ex, items, starts);
                     lane_exclusive = Tile::BScan::scan_up(s_scn[par], items);
                 }
                 if (t_red < num_tiles) {
                     TAcc red[Policy::ITEMS];
                     cp_async_wait<LOADS - 1>();
                     __syncwarp();
-                    stage_items(my_slices + (k % STAGES) * STAGE_BYTES, n, t_red, warp, lane, red);
+                    stage_items(my_slices + (k % STAGES) * STAGE_BYTES, n, t_red, warp, lane, ex, red, red_starts);
                     Tile::BScan::reduce_up(s_red[par], red);
                 }
             }
@@ -202,7 +257,7 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
                 const TAcc thread_exclusive = Tile::BScan::scan_down(s_scn[par], lane_exclusive, aggregate);
                 if (threadIdx.x == 0) tile_total<TAcc, Op>(t_scan, num_tiles, prefix, aggregate, d_total);
                 Tile::store(d_out, n, t_scan, vector_ok, scan_slice, warp, lane,
-                            Op::template apply<TAcc>(prefix, thread_exclusive), items);
+                            Op::template apply<TAcc>(prefix, thread_exclusive), items, ex, starts);
             }
             if (service) {
                 if (t_behind < num_tiles)
@@ -216,7 +271,8 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
             }
             if (!service) {
                 __syncwarp();  // every lane past reading the stage the store went through
-                issue_loads(d_in, n, s_ids[(k + LOADS) % IDS], num_tiles, vector_ok, scan_slice, warp, lane);
+                issue_loads(d_in, n, s_ids[(k + LOADS) % IDS], num_tiles, vector_ok, scan_slice, warp, lane, ex,
+                            flags_vector_ok);
             }
         }
     }

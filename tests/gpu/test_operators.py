@@ -53,8 +53,6 @@ def _precompiled():
         in_dt = np.dtype(dt)
         for reverse in directions:
             for device in ("lookback", "lookahead"):
-                if device == "lookahead" and op.state is not None and op.state.aux:
-                    continue
                 keys.add(extended.ext_module_key(in_dt, scan_types(op, in_dt), op, device, reverse))
 
     for name, dt in [("nansum", "float32"), ("nanprod", "float64"), ("nanmax", "float32"), ("nanmin", "float64"),
@@ -301,6 +299,54 @@ def test_look_ahead_sizes_of_4_byte_items(rng):
     _compensated_checked(LARGE, rng, algorithm="lookahead")
     devices = {p.device for k, p in gpu.EXT_PLANS.items() if k[4].startswith("Compensated") and k[1] == np.float32}
     assert devices == {"lookback", "lookahead"}, devices
+
+
+# One tile shape for both kernels (the look-ahead's ring: 6 stages, depth 4), so that their
+# association, and so their results, are the same bit for bit (kernels/agent/agent_lookahead.cuh)
+SHARED_SHAPE = (128, 16, 1024, 2, 6, 4, 2)
+
+
+@pytest.mark.parametrize("n", [1, 31, 2049, 2048 * 53 + 777, (1 << 21) + 3])
+def test_the_look_ahead_ring_stages_flags_and_coefficients(n, rng):
+    """Segmented scans and linear recurrences on the look-ahead kernel (flags and coefficients
+    staged in its ring beside the items) give the look-back's results bit for bit at the same tile
+    shape: forwards and reversed, inclusive and exclusive, with ``initial``, partial last tiles,
+    flags and coefficients at offsets that are not 16-byte aligned (the ring's scalar loads), and a
+    segment flag on every tile's and warp's first item."""
+    x32 = rng.standard_normal(n + 1).astype(np.float32)
+    xi = rng.integers(-2**40, 2**40, n + 1)
+    flags = rng.random(n + 1) < 0.01
+    flags[::2048] = True
+    flags[::512] |= rng.random(flags[::512].shape) < 0.5
+    a32 = rng.uniform(-1, 1, n + 1).astype(np.float32)
+    a_c = (a32 * np.exp(1j * rng.uniform(0, 6.28, n + 1))).astype(np.complex64)
+    d = {k: cp.asarray(v) for k, v in dict(x32=x32, xi=xi, flags=flags, a32=a32, a_c=a_c,
+                                            b_c=(x32 + 1j * x32[::-1]).astype(np.complex64)).items()}
+    calls = []
+    for off in (0, 1):  # 1: every array a view one item on (flags 1 byte, coefficients 4 or 8 off)
+        v = {k: a[off:off + n] for k, a in d.items()}
+        for reverse in (False, True):
+            calls += [
+                lambda alg, v=v, r=reverse: distscan.cumsum(v["x32"], segments=v["flags"], reverse=r, comm=SELF,
+                                                            algorithm=alg),
+                lambda alg, v=v, r=reverse: distscan.scan(v["xi"], "max", segments=v["flags"], reverse=r,
+                                                          exclusive=True, initial=-5, comm=SELF, algorithm=alg),
+                lambda alg, v=v, r=reverse: distscan.linear_recurrence(v["a32"], v["x32"], reverse=r, comm=SELF,
+                                                                       algorithm=alg),
+                lambda alg, v=v, r=reverse: distscan.linear_recurrence(v["a_c"], v["b_c"], segments=v["flags"],
+                                                                       initial=0.5, reverse=r, comm=SELF,
+                                                                       algorithm=alg),
+                lambda alg, v=v, r=reverse: distscan.linear_recurrence(v["a32"].astype(cp.float64),
+                                                                       v["x32"].astype(cp.float64), reverse=r,
+                                                                       comm=SELF, algorithm=alg),
+            ]
+    with gpu.overrides(tuning=SHARED_SHAPE):
+        for i, call in enumerate(calls):
+            back = cp.asnumpy(call("lookback"))
+            ahead = cp.asnumpy(call("lookahead"))
+            np.testing.assert_array_equal(ahead, back, err_msg=f"call {i}")
+    devices = {p.device for k, p in gpu.EXT_PLANS.items() if k[4].startswith(("Segmented", "Affine"))}
+    assert "lookahead" in devices, devices
 
 
 def _compensated_checked(n, rng, **kw):

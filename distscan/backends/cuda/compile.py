@@ -130,10 +130,13 @@ class Tuning:
         (LOOKAHEAD_SERVICE_THREADS in kernels/agent/agent_policy.cuh)."""
         return self.block_threads + (32 if device == "lookahead" else 0)
 
-    def lookahead_smem(self, in_dtype, out_dtype) -> int:
-        """Dynamic shared memory of the look-ahead kernel (AgentLookahead::SMEM_BYTES)."""
+    def lookahead_smem(self, in_dtype, out_dtype, aux: tuple = ()) -> int:
+        """Dynamic shared memory of the look-ahead kernel (AgentLookahead::SMEM_BYTES); ``aux``: the
+        bytes per item of the auxiliary inputs its ring stages beside the items (flags,
+        coefficients: ``extended.staged_aux``)."""
         stride = max(_lane_stride(np.dtype(in_dtype).itemsize, self.items, swizzle=True),
                      _lane_stride(np.dtype(out_dtype).itemsize, self.items, swizzle=True))
+        stride += sum(_lane_stride(size, self.items, swizzle=True) for size in aux)
         return self.stages * (self.block_threads // 32) * 32 * stride
 
 
@@ -201,6 +204,13 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
         threads, items, window, min_blocks, stages, depth, behind = (t.block_threads, t.items, t.window, t.min_blocks,
                                                                      t.stages, t.depth, t.behind)
         behind = min(behind, depth)  # an override's depth below the default publication distance
+    elif device == "lookahead" and state.split("_")[0] in ("segmented", "affine"):
+        # flags and coefficients staged in the ring beside the items (kernels/agent/agent_lookahead.cuh):
+        # runs of 16 items (the flags' 16-byte vectors), fewer stages than the plain sums' so
+        # that two blocks' rings fit an SM with the coefficients in them; 16-byte states one
+        # block an SM (two spill: 168 registers a thread)
+        window, threads, items = 1024, 128, 16
+        min_blocks, stages, depth = (2, 6, 4) if s_acc <= 8 else (1, 5, 3)
     elif device == "lookahead":  # persistent blocks, shared memory for STAGES tiles each
         window = 1024
         if max(s_in, s_acc, s_out) <= 4:

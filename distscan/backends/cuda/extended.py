@@ -93,7 +93,7 @@ def ext_plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, device: str, rever
     plan.device, plan.identity_k, plan.large_key, plan.large, plan.reduce_grid = device, None, None, None, None
     plan.la_smem = plan.la_grid = 0
     if device == "lookahead":
-        smem = tuning.lookahead_smem(in_dtype, types.result)
+        smem = tuning.lookahead_smem(in_dtype, types.result, staged_aux(op, types))
         for role in ("ext_incl", "ext_excl"):
             plan.funcs[role].max_dynamic_shared_size_bytes = smem
         plan.la_smem = smem
@@ -105,6 +105,18 @@ def ext_plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, device: str, rever
     setup_lead(plan, dev_id, "auto", _lead_share(op, kstate))
     EXT_PLANS[key] = plan
     return plan
+
+
+def staged_aux(op: Op, types: ScanTypes) -> tuple:
+    """Bytes per item of what the look-ahead kernel's ring stages beside the items: by the kernel
+    functor's AUX (kernels/util/states.cuh), the flags of a segmented scan (1), the flags and the
+    coefficients (of the kernel's value dtype) of an affine one, nothing for the others."""
+    kind = struct_state(op).split("_")[0]
+    if kind == "segmented":
+        return (1,)
+    if kind == "affine":
+        return (1, cc.kernel_acc_dtype(types.acc).itemsize)
+    return ()
 
 
 def _lead_share(op: Op, kstate: np.dtype) -> float:
@@ -127,21 +139,24 @@ def _compensated(op: Op) -> bool:
 
 
 def _device(op: Op, algorithm: str, n: int, in_size: int, out_size: int) -> str:
-    """The device algorithm: the look-back for operators with auxiliary inputs (the look-ahead's
-    ring stages items only), for costly ones (plans.costly) and for compensated sums of states up
-    to 16 bytes (their look-back shape, compile.choose_tuning, beats the look-ahead: float32 1.25
-    against 1.58 times the plain sum's time, float64 1.45 against 2.30), else as the plain scan
-    chooses."""
+    """The device algorithm a named one asks for; for "auto", the look-back for operators with
+    auxiliary inputs (AUX_LOOKAHEAD), for costly ones (plans.costly) and for compensated sums of
+    states up to 16 bytes (their look-back shape, compile.choose_tuning, beats the look-ahead:
+    float32 1.25 against 1.58 times the plain sum's time, float64 1.45 against 2.30), else as the
+    plain scan chooses."""
     if algorithm not in ("auto", "lookback", "lookahead"):
         raise ValueError(f"algorithm={algorithm!r} is for plain forward scans; reverse scans and segmented, "
                          "affine and compensated scans take 'auto', 'lookback' or 'lookahead'")
+    if algorithm != "auto":
+        return algorithm
     aux = op.state is not None and len(op.state.aux) > 0
-    if algorithm == "lookahead" and not aux:
-        return "lookahead"
-    look_back = costly(op) or (_compensated(op) and in_size <= 8 and out_size <= 8)
-    if algorithm == "auto" and not aux and not look_back and uses_lookahead(n, in_size, out_size):
-        return "lookahead"
-    return "lookback"
+    look_back = costly(op) or (_compensated(op) and in_size <= 8 and out_size <= 8) or (aux and not AUX_LOOKAHEAD)
+    return "lookahead" if not look_back and uses_lookahead(n, in_size, out_size) else "lookback"
+
+
+# Whether "auto" takes the look-ahead kernel for scans with flags or coefficients from the sizes
+# where the plain scan does (its ring stages them beside the items: agent_lookahead.cuh).
+AUX_LOOKAHEAD = False
 
 
 def aux_places(op: Op) -> tuple:
