@@ -7,8 +7,8 @@ SM, stages, depth, behind) instead, whose ring stages the flags and coefficients
 (kernels/agent/agent_lookahead.cuh), each scan with ``algorithm="lookahead"`` against its default
 ("auto": the look-back with its lead) in the same repetitions.
 
-Segmented scans and linear recurrences run on the look-back kernel (their flags and
-coefficients have no place in the look-ahead kernel's ring), with the tile shape
+"auto" runs segmented scans and linear recurrences on the look-back kernel (faster than the
+look-ahead for them: RESULTS.md, "Flags and coefficients in the look-ahead kernel's ring"), with the tile shape
 ``compile.choose_tuning`` picks by the size of the state (8 bytes: SegState<float>,
 AffState<float>; 16 bytes: SegState<long long>, AffState<double>) and the reduction lead
 ``plans.setup_lead`` picks by bytes per item.  Both were measured for plain sums, not for states:
