@@ -8,8 +8,9 @@ scan reads its tiles mirrored, a state operator's accumulator is the C struct of
 (host states: :mod:`distscan.ops.state`, the same layout).  Operators with auxiliary inputs
 (segment flags, coefficients) run on the look-back with its reduction lead (on the look-ahead,
 whose ring stages them too, only when it is named: it is slower for them); the others (reverse
-plain scans, compensated sums) on the look-ahead kernel from the sizes where the plain scan does.  None of this path is taken by the hot path or captured into graphs: a call inside a
-capture is refused (its seed and parameter are copied from the host).
+plain scans, compensated sums) on the look-ahead kernel from the sizes where the plain scan does.
+None of this path is taken by the hot path or captured into graphs: a call inside a capture is
+refused (its seed and parameter are copied from the host).
 """
 
 from __future__ import annotations
