@@ -27,14 +27,18 @@ fails (agreed on every rank); with ``auto`` it scans on the host and the report 
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..dist.options import EXACT
 from .chunks import READ_AHEAD
 from .context import parse_bytes
-from .gpu_start import DeviceChunks, GpuStart, gpu_visible, staging_from_env, starter  # noqa: F401
+from .gpu_env import gpu_visible, staging_from_env
 from .host import CpuEngine, run_chunked
+
+if TYPE_CHECKING:
+    from .gpu_start import GpuStart
 
 #: The operators that select one of their operands: exact in any association, in any dtype.
 _SELECTING = frozenset({"max", "min", "nanmax", "nanmin"})
@@ -155,7 +159,10 @@ HOST_SCAN_S_PER_ELEMENT = 3e-9
 
 
 def engine_for(job, ctx, layout, plan, local: tuple, *, required: bool, **stand_ins):
-    """This rank's GPU engine, CUDA started now on its own thread (``stand_ins``: see :func:`starter`)."""
+    """This rank's GPU engine, CUDA started now on its own thread (``stand_ins``: see
+    :func:`~distscan.pipeline.gpu_start.starter`)."""
+    from .gpu_start import starter  # CUDA's start-up code loads only on a rank that takes its GPU
+
     budget = parse_bytes(job.gpu_memory_limit) if job.gpu_memory_limit else None
     start = starter(ctx, job, layout, plan.strategy, local=local, budget=budget, staging=staging_from_env(),
                     required=required, **stand_ins)
