@@ -22,6 +22,9 @@ host unless ``DISTSCAN_ALLOW_SHARED_GPU=1``.  The choice is each rank's own and 
 collective: every rank runs the same chunked pipeline, and carries are host arrays whichever
 processor made them.  With ``--backend cuda`` a rank that was given a GPU and could not start it
 fails (agreed on every rank); with ``auto`` it scans on the host and the report says why.
+Once every chunk of a rank is scanned, a start still under way is cancelled
+(:meth:`GpuEngine.computed`): it ends at its next step instead of making buffers and loading
+modules that no chunk will use.
 """
 
 from __future__ import annotations
@@ -116,9 +119,15 @@ class GpuEngine(CpuEngine):
         return self._compute(lambda dev: dev.scan(x, seed, out, want_total, aux, self.initial),
                              lambda: super(GpuEngine, self)._scan_rows(x, seed, out, want_total, aux))
 
+    def computed(self) -> None:
+        """Every chunk is scanned: a GPU still starting is not needed, its start ends at its next
+        checkpoint (:meth:`~distscan.pipeline.gpu_start.GpuStart.cancel`) while the writes drain."""
+        self.start.cancel()
+
     def check(self) -> None:
-        """``--backend cuda``: a GPU this rank was given must have started, even if every chunk went
-        to the host while it started (waits for the start to end)."""
+        """``--backend cuda``: a GPU this rank was given must have started (its context up), even if
+        every chunk went to the host while it started (waits for the start to end, which a cancel
+        brings to its first checkpoint after the context)."""
         if self.required:
             self.start.wait()
             self._raise_if_required()
