@@ -24,7 +24,7 @@ from .dist.plan import ScanPlan
 from .gpus import ensure_device
 from ._dtypes import ScanTypes, scan_types
 from .backends import get_backend
-from .ops import Op, affine, check_associative, compensated as compensated_op, get_op, segmented
+from .ops import Op, get_op
 
 BACKENDS = ("auto", "cpu", "cuda")
 
@@ -108,16 +108,19 @@ def _as_rows(x):
 def call_op(op, *, segments=None, compensated=False, coefficients=None, reverse=False) -> Op:
     """The operator of a call: ``op``, made segmented, compensated or affine by the call's options."""
     base = get_op(op)
+    if not compensated and coefficients is None and segments is None:
+        return base
+    from .ops import derive  # deferred: the state operators load only for a call that makes one
     if compensated:
         if coefficients is not None:
             raise ValueError("compensated=True is for sums, not linear recurrences")
         if segments is not None:
             raise ValueError("compensated=True and segments= together are not supported")
-        base = compensated_op(base)
+        base = derive.compensated(base)
     if coefficients is not None:
-        return affine(segments is not None, reverse)
+        return derive.affine(segments is not None, reverse)
     if segments is not None:
-        return segmented(base, reverse)
+        return derive.segmented(base, reverse)
     return base
 
 
@@ -204,6 +207,7 @@ class Part:
         self.rows = _as_rows(work)
         self.aux = self._aux(segments, coef)
         if getattr(self.op, "check", False):  # a declared operator in debug mode: test it on this input
+            from .ops.declared import check_associative  # loaded already: the operator was declared there
             sample = self.rows[:64]
             check_associative(self.op, sample.get() if hasattr(sample, "get") else sample, self.types.acc)
         # include_initial: the first rank in scan order (every rank, scanning another axis) holds one

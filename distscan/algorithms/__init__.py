@@ -80,11 +80,17 @@ from typing import Callable
 
 import numpy as np
 
-from .counts import OpCount, count_device, count_ops  # noqa: F401
-from .flows import (TILE_SCANS, blelloch, blelloch_exclusive, brent_kung, coarsened, domino,  # noqa: F401
-                    hierarchical, kogge_stone, kogge_stone_double_buffer, lookahead, lookback)
+from .._lazy import lazy_names
 from .names import (ALGORITHMS, BLOCK_LEVEL, DEFAULT_DEVICE, DEFAULT_TILE, DEVICE_LEVEL, ITEMS,  # noqa: F401
                     SUB_WINDOW, WINDOW, levels, resolve_algorithm)
+
+# The data flows (flows.py) and their counts (counts.py) load on first use: distscan's own scans
+# need only the names, so the command's start-up does not compile or run them.
+__getattr__, __dir__ = lazy_names(__name__, {
+    **dict.fromkeys(("OpCount", "count_device", "count_ops"), ".counts"),
+    **dict.fromkeys(("TILE_SCANS", "blelloch", "blelloch_exclusive", "brent_kung", "coarsened", "domino",
+                     "hierarchical", "kogge_stone", "kogge_stone_double_buffer", "lookahead", "lookback"), ".flows")})
+
 
 __all__ = [
     "ALGORITHMS", "BLOCK_LEVEL", "DEVICE_LEVEL", "DEFAULT_DEVICE", "DEFAULT_TILE",
@@ -99,16 +105,13 @@ def _auto(x, ufunc, identity, *, block=1024) -> np.ndarray:
     return ufunc.accumulate(x, axis=0, dtype=x.dtype) if x.shape[0] else x.copy()
 
 
-_FUNCTIONS = {
-    "auto": _auto, "kogge_stone": kogge_stone, "kogge_stone_double_buffer": kogge_stone_double_buffer,
-    "brent_kung": brent_kung, "blelloch": blelloch, "coarsened": coarsened,
-    "hierarchical": hierarchical, "domino": domino, "lookback": lookback, "lookahead": lookahead,
-}
-
-
 def get_algorithm(name) -> Callable:
     """The inclusive-scan function of an algorithm name (``auto``: ``ufunc.accumulate``)."""
-    return _FUNCTIONS[resolve_algorithm(name)]
+    name = resolve_algorithm(name)
+    if name == "auto":
+        return _auto
+    from . import flows  # loaded on first use (above); every other name is a function there
+    return getattr(flows, name)
 
 
 def scan(name, x, ufunc, identity, *, exclusive=False, block=1024) -> np.ndarray:
@@ -118,12 +121,14 @@ def scan(name, x, ufunc, identity, *, exclusive=False, block=1024) -> np.ndarray
     row), except Blelloch, whose scan is exclusive by nature (:func:`blelloch_exclusive`).
     """
     name = resolve_algorithm(name)
+    inclusive = get_algorithm(name)
     if not exclusive:
-        return _FUNCTIONS[name](x, ufunc, identity, block=block)
+        return inclusive(x, ufunc, identity, block=block)
     if name == "blelloch":
+        from .flows import blelloch_exclusive  # as in get_algorithm
         return blelloch_exclusive(x, ufunc, identity, block=block)
     out = np.empty_like(x)
     if x.shape[0]:
         out[0] = identity
-        out[1:] = _FUNCTIONS[name](x[:-1], ufunc, identity, block=block)
+        out[1:] = inclusive(x[:-1], ufunc, identity, block=block)
     return out

@@ -20,7 +20,6 @@ from ..ops import Op
 from .. import algorithms
 from .._carry import lifted, zero_absorbs
 from .absorb import absorb_zeros
-from . import cpu_states
 
 name = "cpu"
 
@@ -162,6 +161,7 @@ def _state_scan(x, aux, op: Op, types: ScanTypes, exclusive, seed, out, want_tot
         out = np.empty(x.shape, types.result)
     state_out = out if out.dtype == types.acc else np.empty(x.shape, types.acc)
     rows = x if x.ndim == 2 else x.reshape(x.shape[0], 1)
+    from . import cpu_states  # deferred: the state operators' loops load only where one is scanned
     total = cpu_states.scan(rows, aux, op, types, exclusive=exclusive, seed=seed, out=state_out.reshape(rows.shape),
                             initial=initial, reverse=reverse, want_total=want_total)
     if state_out is not out:
@@ -213,6 +213,7 @@ def reduce(x, op: Op, types: ScanTypes, aux=(), reverse=False) -> np.ndarray:
     # zeros into a +0.0 carry, where the sequential sum of the whole array keeps -0.0.
     acc = types.acc
     if op.state is not None:
+        from . import cpu_states  # as in _state_scan
         return cpu_states.reduce(x, aux, op, types, reverse)
     # NaN-aware: NaN left out (where=), as nansum leaves it out
     where = ~np.isnan(x) if op.nan_lift and x.dtype.kind in "fc" else True
@@ -230,6 +231,9 @@ def reduce(x, op: Op, types: ScanTypes, aux=(), reverse=False) -> np.ndarray:
 def prepare(op: Op, types: ScanTypes, exclusive: bool, w: int):
     """A state operator's compiled loops for a plan's scans of ``w`` columns, made now
     (:class:`distscan.backends.cpu_states.Loops`); None for the operators that have none."""
+    if op.state is None:
+        return None  # without loading the state loops (cpu_states.loops says the same)
+    from . import cpu_states  # as in _state_scan
     return cpu_states.loops(op, types, exclusive, w)
 
 

@@ -19,7 +19,6 @@ import os
 for _blas in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_blas, "1")
 
-import json
 import math
 import sys
 import time
@@ -31,9 +30,8 @@ from ..dist.agree import abort_job, decide_on_root
 from .. import pipeline
 from ..io import check_replaceable, same_file
 from ..pipeline.chunks import io_threads
-from ..pipeline.gpu_start import staging_from_env
+from ..pipeline.gpu_env import staging_from_env
 from ..pipeline.progress import NullProgress, Progress, check_env_value, choose_mode
-from ..pipeline.verify import VerificationError
 from .args import build_parser, build_recurrence_parser
 from .signals import EXIT_ERROR, EXIT_OK, EXIT_USAGE, EXIT_VERIFY, Interrupts, final_agreement, launched_ranks
 
@@ -105,6 +103,8 @@ def _check_env(env=None) -> float:
 
 
 def _report_writer(report: dict):
+    import json  # deferred: only --report writes JSON
+
     def write(f):
         json.dump(report, f, indent=2)
         f.write("\n")
@@ -137,6 +137,12 @@ def gpu_summary(report: dict) -> str:
     parts.append(f"host->device {t.get('h2d', 0):.3f} s, device->host {t.get('d2h', 0):.3f} s "
                  "(GPU busy time, max over ranks)")
     return "; ".join(parts)
+
+
+def _failed_check(exc: BaseException) -> bool:
+    """Whether ``exc`` is ``--verify``'s verdict (exit status 3) rather than an error."""
+    from ..pipeline.verify import VerificationError  # deferred: loaded by --verify runs only
+    return isinstance(exc, VerificationError)
 
 
 def _say(text: str, stream=None) -> None:
@@ -273,10 +279,8 @@ def _main(argv, world, rank: int, abort) -> int:
         sys.stderr.write(f"distscan: error: interrupted on rank {rank}; aborting\n")
         sys.stderr.flush()
         abort(130)
-    except VerificationError as exc:
-        code, error = EXIT_VERIFY, exc
     except Exception as exc:  # noqa: BLE001 - one line, same status on every rank
-        code, error = EXIT_ERROR, exc
+        code, error = (EXIT_VERIFY if args.verify and _failed_check(exc) else EXIT_ERROR), exc
     hi, lo = final_agreement(status_comm, code, final_timeout) if status_comm is not None else (code, code)
     if error is not None and args.debug:
         sys.stderr.write(f"distscan: rank {rank} traceback:\n{''.join(traceback.format_exception(error))}")

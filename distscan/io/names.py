@@ -8,7 +8,6 @@ import errno
 import hashlib
 import os
 import re
-import socket
 import stat as _stat
 
 
@@ -23,7 +22,8 @@ def _hash8(text: str) -> str:
 
 
 def _host_tag() -> str:
-    return _hash8(socket.gethostname())
+    # socket.gethostname()'s name (both are the kernel's node name), without loading socket at start-up
+    return _hash8(os.uname().nodename)
 
 
 def temp_name_for(path: str, pid: int = None) -> str:

@@ -11,8 +11,13 @@ the GPU kernels, the CPU backend, the carries between ranks and nodes, and the f
 
 from __future__ import annotations
 
+from .._lazy import lazy_names
 from .table import ALL_OPS, OPS, Op, get_op, known_associative  # noqa: F401
-from .derive import affine, compensated, segmented  # noqa: F401
-from .declared import Operator, check_associative  # noqa: F401
+
+# The state operators (derive.py, state.py) and declared ones (declared.py) load on first use: a
+# plain scan, and the command's start-up, need only the table.
+__getattr__, __dir__ = lazy_names(__name__, {
+    **dict.fromkeys(("affine", "compensated", "segmented"), ".derive"),
+    **dict.fromkeys(("Operator", "check_associative"), ".declared")})
 
 __all__ = ["Op", "OPS", "get_op", "Operator"]

@@ -27,7 +27,6 @@ import hashlib
 import importlib.util
 import os
 import sys
-import tempfile
 import threading
 from pathlib import Path
 
@@ -140,6 +139,7 @@ def _cached(src: str, name: str, base, signature: str = ""):
     path = folder / f"loop_{digest}.py"
     try:
         if not path.exists():
+            import tempfile  # deferred: only a loop's first compile writes a file (tempfile loads shutil, random)
             folder.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
             with os.fdopen(fd, "w") as f:

@@ -32,14 +32,24 @@ from .._call import call_op
 from .._dtypes import scan_types
 from ..ops import get_op
 from .context import Context, Job, default_output, null_progress  # noqa: F401 - the pipeline's names
-from .cuda import run_auto, run_gpu
 from .finish import run_empty
 from .host import run_cpu
 from .report import report as _report
 
+
+def _gpu_pipeline(name: str) -> Callable:
+    """The pipeline ``name`` of :mod:`distscan.pipeline.cuda`, that module loaded when a run calls
+    it: not at the command's start-up, nor ever under ``--backend cpu``."""
+    def run_pipeline(job: Job, ctx: Context) -> None:
+        from . import cuda  # deferred: the GPU pipeline's code is for runs that may use a GPU
+        getattr(cuda, name)(job, ctx)
+    run_pipeline.__name__ = run_pipeline.__qualname__ = name
+    return run_pipeline
+
+
 #: backend name -> pipeline function.  ``auto``: each rank takes its GPU where one is visible and
 #: its part is large enough, else the host (:func:`distscan.pipeline.cuda.run_auto`).
-PIPELINES: dict = {"cpu": run_cpu, "cuda": run_gpu, "auto": run_auto}
+PIPELINES: dict = {"cpu": run_cpu, "cuda": _gpu_pipeline("run_gpu"), "auto": _gpu_pipeline("run_auto")}
 
 
 def prepare(job: Job, comm=None) -> tuple:

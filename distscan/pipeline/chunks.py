@@ -354,6 +354,7 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict, i
                         running = timed(engine.scan, k, running, True)
                         ready.append(k)
                         pump(block=True)
+            engine.computed()  # no chunk will ask for the engine again: the writes alone remain
             pump(block=True)
             while writing:
                 harvest(True)

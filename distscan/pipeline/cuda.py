@@ -22,19 +22,26 @@ host unless ``DISTSCAN_ALLOW_SHARED_GPU=1``.  The choice is each rank's own and 
 collective: every rank runs the same chunked pipeline, and carries are host arrays whichever
 processor made them.  With ``--backend cuda`` a rank that was given a GPU and could not start it
 fails (agreed on every rank); with ``auto`` it scans on the host and the report says why.
+Once every chunk of a rank is scanned, a start still under way is cancelled
+(:meth:`GpuEngine.computed`): it ends at its next step instead of making buffers and loading
+modules that no chunk will use.
 """
 
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..dist.options import EXACT
 from .chunks import READ_AHEAD
 from .context import parse_bytes
-from .gpu_start import DeviceChunks, GpuStart, gpu_visible, staging_from_env, starter  # noqa: F401
+from .gpu_env import gpu_visible, staging_from_env
 from .host import CpuEngine, run_chunked
+
+if TYPE_CHECKING:
+    from .gpu_start import GpuStart
 
 #: The operators that select one of their operands: exact in any association, in any dtype.
 _SELECTING = frozenset({"max", "min", "nanmax", "nanmin"})
@@ -112,9 +119,15 @@ class GpuEngine(CpuEngine):
         return self._compute(lambda dev: dev.scan(x, seed, out, want_total, aux, self.initial),
                              lambda: super(GpuEngine, self)._scan_rows(x, seed, out, want_total, aux))
 
+    def computed(self) -> None:
+        """Every chunk is scanned: a GPU still starting is not needed, its start ends at its next
+        checkpoint (:meth:`~distscan.pipeline.gpu_start.GpuStart.cancel`) while the writes drain."""
+        self.start.cancel()
+
     def check(self) -> None:
-        """``--backend cuda``: a GPU this rank was given must have started, even if every chunk went
-        to the host while it started (waits for the start to end)."""
+        """``--backend cuda``: a GPU this rank was given must have started (its context up), even if
+        every chunk went to the host while it started (waits for the start to end, which a cancel
+        brings to its first checkpoint after the context)."""
         if self.required:
             self.start.wait()
             self._raise_if_required()
@@ -155,7 +168,10 @@ HOST_SCAN_S_PER_ELEMENT = 3e-9
 
 
 def engine_for(job, ctx, layout, plan, local: tuple, *, required: bool, **stand_ins):
-    """This rank's GPU engine, CUDA started now on its own thread (``stand_ins``: see :func:`starter`)."""
+    """This rank's GPU engine, CUDA started now on its own thread (``stand_ins``: see
+    :func:`~distscan.pipeline.gpu_start.starter`)."""
+    from .gpu_start import starter  # CUDA's start-up code loads only on a rank that takes its GPU
+
     budget = parse_bytes(job.gpu_memory_limit) if job.gpu_memory_limit else None
     start = starter(ctx, job, layout, plan.strategy, local=local, budget=budget, staging=staging_from_env(),
                     required=required, **stand_ins)

@@ -8,7 +8,6 @@ import time
 from .. import io as _io
 from .chunks import input_view
 from .context import Context, Job, phase
-from .verify import VerificationError, verify
 
 
 def finish(job: Job, ctx: Context) -> None:
@@ -17,6 +16,7 @@ def finish(job: Job, ctx: Context) -> None:
     ctx.writer.close()
     ctx.times["write"] = ctx.times.get("write", 0.0) + time.perf_counter() - t0
     if job.verify:
+        from .verify import verify  # the check loads only for --verify
         t0 = time.perf_counter()
         local = input_view(ctx.header, ctx.start, ctx.stop)
         # a compensated sum is checked as the sum it is (its bound is the plain sum's, and more)
@@ -51,6 +51,7 @@ def run_empty(job: Job, ctx: Context) -> None:
         if ctx.comm is not None and ctx.size > 1:
             problem = ctx.comm.bcast(problem, root=0)
         if problem is not None:
+            from .verify import VerificationError  # as in finish: only for --verify
             raise VerificationError(f"verification failed: {problem}")
         ctx.verify_summary = {
             "passed": True, "checked_rows": 0, "skipped_rows": 0, "every_row_checked": True,

@@ -4,7 +4,10 @@
 the kernels' modules, a stream and two chunk slots on the device) while the pipeline's first
 reads run: the first chunk's read waits for no context, module load or allocation.
 :meth:`GpuStart.ready` is None until the GPU is up, and for good on a rank that has no GPU of
-its own or where CUDA failed to start (:attr:`GpuStart.why` says which).
+its own or where CUDA failed to start (:attr:`GpuStart.why` says which).  Once every chunk is
+scanned (the host takes integer chunks while CUDA starts), the engine cancels a start still under
+way (:meth:`GpuStart.cancel`): it ends at its next checkpoint, so the run waits at most for the
+step in progress, not for the buffers and kernels' modules of a GPU that no chunk will use.
 
 :class:`DeviceChunks` is that GPU seen from the pipeline: host rows in, host rows out.  Each call
 copies a chunk's rows (and the same rows of its auxiliary inputs: segment flags, coefficients,
@@ -18,6 +21,15 @@ tests/gpu/test_command.py (a GPU):
 
 - only the pipeline's main thread calls a :class:`DeviceChunks` once :meth:`GpuStart.ready` has
   returned it; the start thread never touches it after that (it publishes it last);
+- after :meth:`GpuStart.cancel` returns, the start publishes no device: a device it finishes
+  meanwhile is closed on the start thread and never published, so every device is closed once,
+  by whoever holds it (that thread, or :meth:`GpuStart.close` for a published one);
+- the checkpoints lie between the start's steps (before the CuPy import, before the context, and
+  in :class:`DeviceChunks` once the context is up, before its stream and buffers), never inside a
+  CUDA call, which a cancel cannot cut short; a start that ends at one has made nothing on the
+  device that a close would have to free (the context stays with the process, as it would);
+- under ``must_start`` (``--backend cuda``) a cancel does not end the start before its context is
+  up: a GPU the rank was given that cannot start still fails the run;
 - the chunk's host rows are not touched by anyone else during a call (the engine owns them);
 - carries, seeds and totals are host arrays in the accumulator dtype (a state operator's: its
   state dtype) on both backends (:mod:`distscan.backends`), so a chunk scanned on the GPU
@@ -29,8 +41,6 @@ tests/gpu/test_command.py (a GPU):
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import threading
 import time
 from typing import Callable, Optional
@@ -39,54 +49,7 @@ import numpy as np
 
 from ..dist.plan import ScanPlan
 from ..gpus import device_or_host
-
-#: ``DISTSCAN_GPU_STAGING``: how host rows reach the GPU.  ``register`` (default): each host buffer
-#: page-locked once (``cudaHostRegister``), then copied directly; ``pageable``: copies from the
-#: buffers as they are (the driver stages them).  Measured on the H200 host (2026-11-23,
-#: benchmarks/probe_command_io.py): registering 16 MiB 0.73 ms, then 54.5 GB/s each way, against
-#: 7.3 GB/s (to the device) and 13.7 GB/s (back) from pageable memory.
-STAGING_ENV = "DISTSCAN_GPU_STAGING"
-STAGINGS = ("pageable", "register")
-DEFAULT_STAGING = "register"
-
-
-def staging_from_env(env=None) -> str:
-    """The ``DISTSCAN_GPU_STAGING`` value, checked (``ValueError`` names the variable)."""
-    value = ((os.environ if env is None else env).get(STAGING_ENV) or "").strip().lower()
-    if not value:
-        return DEFAULT_STAGING
-    if value not in STAGINGS:
-        raise ValueError(f"{STAGING_ENV} must be one of {', '.join(STAGINGS)}, got {value!r}")
-    return value
-
-
-def gpu_visible(env=None) -> tuple:
-    """``(likely, why)``: whether this process will probably find a GPU, asked without starting CUDA
-    (what ``--backend auto`` looks at: CuPy importable, an NVIDIA driver loaded, and
-    ``CUDA_VISIBLE_DEVICES`` not empty).  A wrong guess costs nothing but time: the rank then
-    scans on the host and the report says why."""
-    env = os.environ if env is None else env
-    visible = env.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None and visible.strip() in ("", "-1", "none", "NoDevFiles"):
-        return False, f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU"
-    if not (os.path.exists("/dev/nvidiactl") or os.path.exists("/proc/driver/nvidia/version")):
-        return False, "no NVIDIA driver on this node"
-    if importlib.util.find_spec("cupy") is None:
-        return False, "CuPy is not installed (pip install 'distscan[gpu]')"
-    return True, "a GPU is visible"
-
-
-def gpu_count_guess(env=None) -> Optional[int]:
-    """How many GPUs this process would see, without starting CUDA (None: cannot tell):
-    ``CUDA_VISIBLE_DEVICES``' entries, else the driver's GPUs in ``/proc/driver/nvidia/gpus``."""
-    env = os.environ if env is None else env
-    visible = env.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        return len([v for v in visible.split(",") if v.strip() and v.strip() != "-1"])
-    try:
-        return len(os.listdir("/proc/driver/nvidia/gpus"))
-    except OSError:
-        return None
+from .gpu_env import DEFAULT_STAGING, gpu_count_guess
 
 
 class DeviceChunks:
@@ -96,7 +59,7 @@ class DeviceChunks:
     backend = "cuda"  # the backend of the plan it runs
 
     def __init__(self, device_id: int, plan: ScanPlan, slot_rows: int, w: int, in_dt, out_dt,
-                 staging: str = DEFAULT_STAGING, aux=()):
+                 staging: str = DEFAULT_STAGING, aux=(), checkpoint: Callable[[], None] = lambda: None):
         import cupy
 
         self.cp = cupy
@@ -104,7 +67,8 @@ class DeviceChunks:
         self.plan = plan
         self.staging = staging
         self._registered = {}  # host buffer address -> bytes, page-locked by us (staging="register")
-        cupy.cuda.Device(device_id).use()
+        cupy.cuda.Device(device_id).use()  # the context
+        checkpoint()  # a cancelled start ends here (GpuStart): nothing of ours is on the device yet
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self.slot_rows = max(1, int(slot_rows))
         with self.stream:
@@ -228,25 +192,37 @@ class DeviceChunks:
             self.cp.get_default_memory_pool().free_all_blocks()
 
 
+class _Stopped(Exception):
+    """Raised at a checkpoint of a cancelled start: the start ends there, with no device."""
+
+
 class GpuStart:
     """CUDA started on a thread of its own; see the module docstring.
 
     ``choose(visible)`` -> ``(Binding or None, why)`` picks this rank's GPU once the device count is
-    known (:func:`distscan.gpus.device_or_host`); ``build(device_id)`` makes the
-    :class:`DeviceChunks` on the start thread.
+    known (:func:`distscan.gpus.device_or_host`); ``build(device_id, checkpoint)`` makes the
+    :class:`DeviceChunks` on the start thread, calling ``checkpoint()`` once its context is up and
+    before it makes anything on the device.  :meth:`cancel` (no chunk will ask for the GPU) stops
+    the start at its next checkpoint: before the CuPy import, after it, or at ``build``'s; with
+    ``must_start`` (``--backend cuda``: a GPU the rank was given must start) not before the
+    context is up, so that a GPU that cannot start still fails the run.
     """
 
     def __init__(self, choose: Callable, build: Callable, *, count: Optional[Callable[[], int]] = None,
-                 host_only: Optional[str] = None):
+                 host_only: Optional[str] = None, must_start: bool = False):
         self._choose, self._build = choose, build
         self._count = count or _device_count
+        self._must_start = must_start
         self._chunks = None
         self.binding = None
         self.error: Optional[BaseException] = None
         self.why = "CUDA is starting"
+        self.stopped = False  # cancelled, and ended at a checkpoint (or closed what it made) without a device
         self.t0 = time.perf_counter()
         self.t1 = None
         self._done = threading.Event()
+        self._cancel = threading.Event()
+        self._publish = threading.Lock()  # publishing a device and cancelling: one first, then not the other
         self._thread = None
         if host_only is not None:  # known without CUDA: this rank has no GPU of its own
             self.why, self.t1 = host_only, self.t0
@@ -255,12 +231,30 @@ class GpuStart:
         self._thread = threading.Thread(target=self._run, name="distscan-gpu-start", daemon=True)
         self._thread.start()
 
+    def _checkpoint(self, where: str = "before the device buffers", context_up: bool = True) -> None:
+        """Between two steps of the start: end it here if it was cancelled (and, under ``must_start``,
+        its context is up)."""
+        if self._cancel.is_set() and (context_up or not self._must_start):
+            raise _Stopped(where)
+
     def _run(self) -> None:
         try:
+            self._checkpoint("before the CuPy import", context_up=False)
             binding, why = self._choose(self._count())
             self.binding, self.why = binding, why
             if binding is not None:
-                self._chunks = self._build(binding.device)  # published last: see the assumptions
+                self._checkpoint("before the context", context_up=False)
+                chunks = self._build(binding.device, self._checkpoint)
+                with self._publish:
+                    if not self._cancel.is_set():
+                        self._chunks, chunks = chunks, None  # published last: see the assumptions
+                if chunks is not None:  # made after a cancel: never published, so released here, once
+                    chunks.close()
+                    raise _Stopped("after making its device, which it closed unused")
+        except _Stopped as stop:
+            self.stopped = True
+            gpu = self.why if self.binding is not None else "CUDA"
+            self.why = f"{gpu}: not used, every chunk was scanned before it was up (its start stopped {stop})"
         except BaseException as exc:  # noqa: BLE001 - kept, raised where the engine must have the GPU
             self.error = exc
             if isinstance(exc, ImportError):
@@ -284,12 +278,21 @@ class GpuStart:
     def done(self) -> bool:
         return self._done.is_set()
 
+    def cancel(self) -> None:
+        """No chunk will ask for the GPU: the start ends at its next checkpoint, and publishes no device
+        after this returns (one already published stays, for :meth:`close`)."""
+        with self._publish:
+            self._cancel.set()
+
     def close(self) -> None:
-        """Wait for the start to end (a thread inside CUDA cannot be cut short) and free the GPU's part."""
+        """Cancel the start, wait for its thread (one inside a CUDA call cannot be cut short: it stops
+        at the checkpoint after it) and free the GPU's part, once."""
+        self.cancel()
         if self._thread is not None:
             self._thread.join()
-        if self._chunks is not None:
-            self._chunks.close()
+        chunks, self._chunks = self._chunks, None
+        if chunks is not None:
+            chunks.close()
 
 
 def _device_count() -> int:
@@ -342,13 +345,14 @@ def starter(ctx, job, layout, strategy: str, *, local: tuple, budget: Optional[i
         if binding is None:
             return GpuStart(choose, None, count=count, host_only=why)
 
-    def build(device_id: int) -> DeviceChunks:
+    def build(device_id: int, checkpoint: Callable[[], None]) -> DeviceChunks:
         # comm=None: the device only runs the local steps (carries, seeded scans); the exchange is
         # the host plan's.  The same operator and dtypes as the host plan: carries are the same.
         plan = ScanPlan(ctx.op, layout.in_dt, dtype=ctx.dtype, exclusive=job.exclusive,
                         trailing=tuple(ctx.header.shape[1:]), comm=None, backend=chunks_class.backend,
                         strategy=strategy, algorithm=getattr(job, "algorithm", "auto"),
                         reverse=bool(getattr(job, "reverse", False)))
-        return chunks_class(device_id, plan, slot_rows, layout.w, layout.in_dt, layout.out_dt, staging, aux=aux)
+        return chunks_class(device_id, plan, slot_rows, layout.w, layout.in_dt, layout.out_dt, staging, aux=aux,
+                            checkpoint=checkpoint)
 
-    return GpuStart(choose, build, count=count)
+    return GpuStart(choose, build, count=count, must_start=required)

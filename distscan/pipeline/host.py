@@ -191,6 +191,9 @@ class CpuEngine:
         self._free_aux_of(k)
         self.done(k)
 
+    def computed(self) -> None:
+        """Every chunk is scanned (only writes remain): nothing to let go of on the host."""
+
     def check(self) -> None:
         """Raise what went wrong outside the chunks (nothing, on the host)."""
 

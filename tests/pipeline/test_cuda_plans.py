@@ -1,9 +1,11 @@
-"""The GPU file pipeline's sizes and settings (distscan.pipeline.gpu_start), which need no GPU."""
+"""The GPU file pipeline's sizes and settings (distscan.pipeline.gpu_start, distscan.pipeline.gpu_env),
+which need no GPU."""
 
 import pytest
 
 from distscan.pipeline.context import parse_bytes
-from distscan.pipeline.gpu_start import gpu_visible, slot_rows_for, staging_from_env
+from distscan.pipeline.gpu_env import gpu_visible, staging_from_env
+from distscan.pipeline.gpu_start import slot_rows_for
 
 
 def test_parse_bytes_and_slots():

@@ -8,10 +8,13 @@ at any rank count, with ranks that differ:
 - ranks beyond the GPUs of their node scan on the host; sharing is asked for;
 - ``--backend cuda`` and a GPU that does not start on one rank: the same error on every rank,
   nothing published; ``auto``: that rank scans on the host and the report says why;
+- an integer run whose chunks all scanned on the host while CUDA started cancels the start: it
+  ends at its next step, not after the buffers and modules, and the bytes are the same;
 - calls in a row leave no thread and no GPU state behind.
 """
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -81,6 +84,9 @@ class SlowStart:
     def wait(self):
         self.asked = max(self.asked, self.after)
         return self.chunks_obj
+
+    def cancel(self):
+        pass
 
     def close(self):
         self.chunks_obj.close()
@@ -195,6 +201,48 @@ def test_a_gpu_that_fails_to_start_on_one_rank(shared_tmp_path, comm, small_chun
         last = report["gpu"]["per_rank"][-1]
         assert last["chunks_on_gpu"] == 0 and "injected" in last["why"]
         assert report["backend"]["ranks"]["cpu"][-1] == comm.size - 1
+    comm.Barrier()
+
+
+@pytest.mark.parametrize("backend,stop", [("cuda", "before the device buffers"), ("auto", "before the context")])
+def test_an_integer_run_cancels_a_start_that_no_chunk_used(shared_tmp_path, comm, small_chunks, stand_in,
+                                                           monkeypatch, rng, backend, stop):
+    """"The CuPy import" lasts until every chunk is scanned (on the host: integers do not wait); the
+    buffers and modules after it would take 20 s.  The run does not wait for them: the start ends at
+    its next checkpoint (``--backend cuda``: once its context is up), nothing is made, and the
+    output is the one a GPU that started at once gives."""
+    a = rng.integers(-1000, 1000, 50_011).astype(np.int64)
+    inp, out = _files(comm, shared_tmp_path, a)
+    monkeypatch.setattr(gpu_pipeline, "AUTO_MIN_HOST_SCAN_S", 0.0)
+    job = pipeline.Job(input=inp, output=out, backend=backend, force=True)
+
+    def runner(count):
+        if backend == "cuda":
+            return lambda j, c: run_gpu(j, c, chunks_class=HostChunks, count=count)
+        return lambda j, c: run_auto(j, c, visible=lambda: (True, "stand-in"), chunks_class=HostChunks, count=count)
+
+    _run(comm, job, runner(lambda: MANY))  # CUDA up at once
+    at_once = np.load(out)
+    comm.Barrier()
+    HostChunks.made.clear()
+    monkeypatch.setattr(HostChunks, "START_S", 20.0)
+    scanned = threading.Event()
+
+    def count():  # on the start thread: "the CuPy import", under way until every chunk is scanned
+        if threading.current_thread().name == "distscan-gpu-start":
+            assert scanned.wait(30)
+        return MANY
+
+    computed = GpuEngine.computed
+    monkeypatch.setattr(GpuEngine, "computed", lambda engine: (computed(engine), scanned.set()))
+    t0 = time.perf_counter()
+    report = _run(comm, job, runner(count))
+    assert time.perf_counter() - t0 < 10
+    mine = report["gpu"]["per_rank"][comm.rank]
+    assert mine["chunks_on_gpu"] == 0 and mine["chunks_on_host"] > 0 and mine["why"].endswith(f"stopped {stop})")
+    assert HostChunks.made == []
+    np.testing.assert_array_equal(np.load(out), at_once)
+    np.testing.assert_array_equal(at_once, np.cumsum(a))
     comm.Barrier()
 
 

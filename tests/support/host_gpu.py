@@ -5,7 +5,9 @@
 there piece by piece, and copied back, so the engine's chunking, the pieces of a small
 ``--gpu-memory-limit``, the carries handed between host and "device" chunks and the report run
 end to end.  ``HostChunks.START_S`` makes the start take that long (the host scans the first
-chunks meanwhile); ``HostChunks.FAIL`` makes it fail.
+chunks meanwhile); ``HostChunks.FAIL`` makes it fail.  As ``DeviceChunks``, it calls its
+``checkpoint`` once its "context" is up (where ``FAIL`` is raised), before its buffers and the
+``START_S`` of its "modules": a cancelled start ends there and makes nothing.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ class HostChunks:
     FAIL = None          # an exception to raise while "CUDA" starts
     made = []            # every instance, for the tests to look at
 
-    def __init__(self, device_id, plan, slot_rows, w, in_dt, out_dt, staging, aux=()):
+    def __init__(self, device_id, plan, slot_rows, w, in_dt, out_dt, staging, aux=(), checkpoint=lambda: None):
         if self.FAIL is not None:
             raise self.FAIL
+        checkpoint()
         time.sleep(self.START_S)
         self.id, self.plan, self.staging = device_id, plan, staging
         self.slot_rows = max(1, int(slot_rows))
