@@ -58,6 +58,8 @@ def _scans(n: int) -> dict:
                           lambda: cp.cumsum(cp.nan_to_num(xnan.astype(cp.float64), nan=0.0))),
         "reverse cumsum f32": (8, lambda: distscan.cumsum(x32, reverse=True, out=y32, comm=SELF), y32,
                                lambda: cp.cumsum(x64[::-1])[::-1]),
+        "reverse cumsum f64": (16, lambda: distscan.cumsum(x64, reverse=True, out=y64, comm=SELF), y64,
+                               lambda: cp.cumsum(x64[::-1])[::-1]),
         "segmented sum f32": (9, lambda: distscan.cumsum(x32, segments=flags, out=y32, comm=SELF), y32,
                               lambda: segmented_ref(x64)),
         "segmented sum i64": (17, lambda: distscan.cumsum(xi, segments=flags, out=yi, comm=SELF), yi,

@@ -185,7 +185,7 @@ def affine_coef(a, y):
     not depend on where ranks, chunks or tiles split it (but where ``+inf`` and ``-inf`` meet, or an
     infinite ``a`` meets a ``y`` that cancels to zero).  A finite ``a`` gives IEEE's product, signed
     zeros included.  The same rule in the CPU loops (:func:`.folds.affine_coef_code`) and the
-    kernels (``AffineCoef`` in ``kernels/util/states.cuh``)."""
+    kernels (``AffineMul`` in ``kernels/util/states.cuh``)."""
     a = np.asarray(a)
     with np.errstate(invalid="ignore"):
         drop = (np.asarray(y) == 0) & ~np.isfinite(a)

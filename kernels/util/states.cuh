@@ -145,30 +145,61 @@ struct SegmentedEnds : StateOpBase {
 // the kernels pad with it (lane 0, a thread's first item, tile 0 without a seed), and keeps a
 // result from depending on where it is split.  For a finite coefficient the product is IEEE's,
 // signed zeros included; integers have no infinities.
-template <typename V> struct AffineCoef {
-    static __device__ __forceinline__ V of(V a, V) { return a; }
+//
+// a*y and a*y + b by the rule.  The rule's test sits beside the product, not before it: the
+// product starts as soon as y is known, the test (y == 0 and a not finite; a is known early)
+// alongside, and a select picks the rule's value after.  Choosing the coefficient first put the
+// test, and a branch (C++'s && short-circuits), before every multiply of a run's dependent chain
+// (ncu: the recurrences are bound by that latency).  The bits are the coefficient-first form's:
+// for y = +-0, 0*y is y itself and 0*y + b is y + b, and the FMA is the contraction nvcc made of it.
+template <typename V> struct AffineMul {  // integers: no infinities, no rule
+    static __device__ __forceinline__ V mul(V a, V y) { return Wrap<V>::mul(a, y); }
+    static __device__ __forceinline__ V mul_add(V a, V y, V b) { return Wrap<V>::add(Wrap<V>::mul(a, y), b); }
 };
-template <typename R> struct AffineCoefReal {
-    static __device__ __forceinline__ R of(R a, R y) { return (y == R(0) && !isfinite(a)) ? R(0) : a; }
-};
-template <> struct AffineCoef<float> : AffineCoefReal<float> {};
-template <> struct AffineCoef<double> : AffineCoefReal<double> {};
-template <typename R> struct AffineCoef<Complex<R> > {
-    static __device__ __forceinline__ Complex<R> of(Complex<R> a, Complex<R> y) {
-        if (y.re == R(0) && y.im == R(0) && !(isfinite(a.re) && isfinite(a.im))) a.re = a.im = R(0);
-        return a;
+template <typename R> struct AffineMulReal {
+    static __device__ __forceinline__ bool zero_rule(R a, R y) { return (y == R(0)) & !isfinite(a); }
+    static __device__ __forceinline__ R mul(R a, R y) {
+        const R p = Rounded<R>::mul(a, y);
+        return zero_rule(a, y) ? y : p;
+    }
+    static __device__ __forceinline__ R mul_add(R a, R y, R b) {
+        const R p = Rounded<R>::fma(a, y, b);
+        const R z = Rounded<R>::add(y, b);
+        return zero_rule(a, y) ? z : p;
     }
 };
-template <typename V> __device__ __forceinline__ V compose_a(V sa, V ta) { return Wrap<V>::mul(AffineCoef<V>::of(ta, sa), sa); }
-template <typename V> __device__ __forceinline__ V compose_b(V sb, V ta, V tb) {
-    return Wrap<V>::add(Wrap<V>::mul(AffineCoef<V>::of(ta, sb), sb), tb);
-}
+template <> struct AffineMul<float> : AffineMulReal<float> {};
+template <> struct AffineMul<double> : AffineMulReal<double> {};
+template <typename R> struct AffineMul<Complex<R> > {
+    typedef Complex<R> C;
+    static __device__ __forceinline__ bool zero_rule(C a, C y) {
+        return (y.re == R(0)) & (y.im == R(0)) & !(isfinite(a.re) & isfinite(a.im));
+    }
+    // 0*y of Wrap's complex product, for y = (+-0, +-0): (y.re - y.im, y.im + y.re)
+    static __device__ __forceinline__ C zero_times(C y) {
+        C z;
+        z.re = Rounded<R>::sub(y.re, y.im);
+        z.im = Rounded<R>::add(y.im, y.re);
+        return z;
+    }
+    static __device__ __forceinline__ C mul(C a, C y) {
+        const C p = Wrap<C>::mul(a, y);
+        return zero_rule(a, y) ? zero_times(y) : p;
+    }
+    static __device__ __forceinline__ C mul_add(C a, C y, C b) {
+        const C p = Wrap<C>::add(Wrap<C>::mul(a, y), b);
+        const C z = Wrap<C>::add(zero_times(y), b);
+        return zero_rule(a, y) ? z : p;
+    }
+};
+template <typename V> __device__ __forceinline__ V compose_a(V sa, V ta) { return AffineMul<V>::mul(ta, sa); }
+template <typename V> __device__ __forceinline__ V compose_b(V sb, V ta, V tb) { return AffineMul<V>::mul_add(ta, sb, tb); }
 
 struct AffineBase : StateOpBase {
     static constexpr int AUX = 2;  // the coefficients (and the flags, with segments)
     template <typename TOut, typename S> static __device__ __forceinline__ TOut project(const S &s, const S &p, bool has) {
         typedef typename S::Value V;
-        return Convert<TOut, V>::apply(has ? Wrap<V>::add(s.b, Wrap<V>::mul(AffineCoef<V>::of(s.a, p.b), p.b)) : s.b);
+        return Convert<TOut, V>::apply(has ? AffineMul<V>::mul_add(s.a, p.b, s.b) : s.b);
     }
     template <typename TOut, typename S> static __device__ __forceinline__ TOut first(const S &p, bool has) {
         typedef typename S::Value V;
