@@ -160,7 +160,9 @@ class GpuEngine(CpuEngine):
 #: than this.  Measured on the H200 host (2026-11-23, benchmarks/RESULTS.md, "The command"): CUDA's
 #: start beside the reads (CuPy import, context, the kernels' modules) took 1.2-1.9 s, and the GPU
 #: engine was slower than the host's at 2^29 int64 and float32 on 1, 2 and 8 ranks, where the
-#: host's scan of a part takes at most 1.7 s.
+#: host's scan of a part takes at most 1.7 s.  On 2×H200 (2026-11-24, 2^29 and 2^30 int64 and
+#: float32) cuda at 8 ranks took 1.09-1.33× the time of cpu at 8 ranks, whose pipeline is at the
+#: floor's reads and writes once it runs: the GPU adds its start and saves nothing there.
 AUTO_MIN_HOST_SCAN_S = 2.0
 #: The host's scan per element, for that estimate (``np.cumsum`` on the H200 host: 2.4 ns int64,
 #: 3.1 ns float32, with the reads and writes running beside it).

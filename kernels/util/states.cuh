@@ -150,7 +150,8 @@ struct SegmentedEnds : StateOpBase {
 // product starts as soon as y is known, the test (y == 0 and a not finite; a is known early)
 // alongside, and a select picks the rule's value after.  Choosing the coefficient first put the
 // test, and a branch (C++'s && short-circuits), before every multiply of a run's dependent chain
-// (ncu: the recurrences are bound by that latency).  The bits are the coefficient-first form's:
+// (the PTX shows it; ncu puts the recurrences' stalls on the block barrier and the tile's loads
+// first and on such fixed-latency waits third: RESULTS.md).  The bits are the coefficient-first form's:
 // for y = +-0, 0*y is y itself and 0*y + b is y + b, and the FMA is the contraction nvcc made of it.
 template <typename V> struct AffineMul {  // integers: no infinities, no rule
     static __device__ __forceinline__ V mul(V a, V y) { return Wrap<V>::mul(a, y); }
