@@ -9,6 +9,10 @@ scanned (the host takes integer chunks while CUDA starts), the engine cancels a 
 way (:meth:`GpuStart.cancel`): it ends at its next checkpoint, so the run waits at most for the
 step in progress, not for the buffers and kernels' modules of a GPU that no chunk will use.
 
+:attr:`GpuStart.steps` notes when each step ended (the CuPy import with the device count, the
+context, the buffers and modules), which the report gives per rank: a start slowed beside the
+pipeline's I/O shows which step took the time.
+
 :class:`DeviceChunks` is that GPU seen from the pipeline: host rows in, host rows out.  Each call
 copies a chunk's rows (and the same rows of its auxiliary inputs: segment flags, coefficients,
 into slots of their own) to the device, runs the CUDA backend's seeded scan or reduction on them
@@ -220,6 +224,10 @@ class GpuStart:
         self.stopped = False  # cancelled, and ended at a checkpoint (or closed what it made) without a device
         self.t0 = time.perf_counter()
         self.t1 = None
+        # The end of each step reached, in seconds after t0 ("import": CuPy and the device count;
+        # "context": the device's context up; "modules": its stream, buffers and kernels' modules):
+        # where a slow start spends its time, for the report.  Written by the start thread only.
+        self.steps: dict = {}
         self._done = threading.Event()
         self._cancel = threading.Event()
         self._publish = threading.Lock()  # publishing a device and cancelling: one first, then not the other
@@ -237,14 +245,24 @@ class GpuStart:
         if self._cancel.is_set() and (context_up or not self._must_start):
             raise _Stopped(where)
 
+    def _step(self, name: str) -> None:
+        self.steps[name] = time.perf_counter() - self.t0
+
+    def _context_up(self) -> None:
+        """``build``'s checkpoint, called once the context is up: noted, then a checkpoint."""
+        self._step("context")
+        self._checkpoint()
+
     def _run(self) -> None:
         try:
             self._checkpoint("before the CuPy import", context_up=False)
             binding, why = self._choose(self._count())
+            self._step("import")
             self.binding, self.why = binding, why
             if binding is not None:
                 self._checkpoint("before the context", context_up=False)
-                chunks = self._build(binding.device, self._checkpoint)
+                chunks = self._build(binding.device, self._context_up)
+                self._step("modules")
                 with self._publish:
                     if not self._cancel.is_set():
                         self._chunks, chunks = chunks, None  # published last: see the assumptions
