@@ -236,6 +236,8 @@ class GpuStart:
             self.why, self.t1 = host_only, self.t0
             self._done.set()
             return
+        if count is None:
+            _import_cupy_here()
         self._thread = threading.Thread(target=self._run, name="distscan-gpu-start", daemon=True)
         self._thread.start()
 
@@ -311,6 +313,18 @@ class GpuStart:
         chunks, self._chunks = self._chunks, None
         if chunks is not None:
             chunks.close()
+
+
+def _import_cupy_here() -> None:
+    """CuPy's import on the caller's thread, before the pipeline's I/O threads start: on the start
+    thread beside them it took 2.2 s against 0.22 s in a quiet process (one H200 host, 2^29 int64
+    scanned on the host, 2026-11-24: benchmarks/RESULTS.md, "Where CUDA's start waits"), its many
+    small file reads each waiting for the GIL.  The context and the kernels' modules (C calls, 0.16 s)
+    stay on the start thread, beside the reads.  A failed import is met again there and reported."""
+    try:
+        import cupy  # noqa: F401
+    except Exception:  # noqa: BLE001 - the start thread imports it again and says why
+        pass
 
 
 def _device_count() -> int:
