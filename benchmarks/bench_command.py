@@ -115,6 +115,11 @@ def _config(text: str) -> tuple:
     return parts[0], int(parts[1]), parts[2] if len(parts) > 2 else ""
 
 
+def _config_env(env: dict, extra: str) -> dict:
+    """``env`` with a configuration's ``VAR=VALUE[+VAR=VALUE...]`` (its third field) set."""
+    return dict(env, **dict(kv.split("=", 1) for kv in extra.split("+") if kv))
+
+
 def _label(backend: str, ranks: int, extra: str) -> str:
     return f"distscan {backend} {ranks} rank{'s' if ranks > 1 else ''}" + (f" {extra}" if extra else "")
 
@@ -230,13 +235,17 @@ def main(argv=None) -> int:
         report = os.path.join(folder, "bench_command_report.json")
         entry = {"input": inp, "bytes": nbytes, "dtype": str(np.load(inp, mmap_mode="r").dtype),
                  "elements": int(np.load(inp, mmap_mode="r").shape[0]), "numpy": [], "floor": [], "commands": []}
+
+        def command(backend: str, ranks: int) -> list:
+            return launcher + ["-n", str(ranks), py, "-m", "distscan", inp, "-o", out, "--force",
+                               "--backend", backend, "--report", report, "--quiet"] + shlex.split(a.extra)
+
         try:
             if a.warm:
                 for backend, ranks, extra in configs:
-                    cmd = launcher + ["-n", str(ranks), py, "-m", "distscan", inp, "-o", out, "--force",
-                                      "--backend", backend, "--quiet"] + shlex.split(a.extra)
-                    wall, _ = _timed(cmd, env=dict(env, **dict(kv.split("=", 1) for kv in extra.split("+") if kv)))
+                    wall, _ = _timed(command(backend, ranks), env=_config_env(env, extra))
                     os.remove(out)
+                    os.remove(report)
                     print(f"# warm-up {_label(backend, ranks, extra)}: {wall:.2f} s (not counted)", flush=True)
             for rep in range(a.reps):
                 if not a.skip_numpy:
@@ -252,10 +261,7 @@ def main(argv=None) -> int:
                 entry["floor"].append({"wall": wall, "read": r, "write": w})
                 print(f"# floor: {wall:.2f} s (read {r:.2f} s, write {w:.2f} s)", flush=True)
                 for backend, ranks, extra in configs:
-                    cmd = launcher + ["-n", str(ranks), py, "-m", "distscan", inp, "-o", out, "--force",
-                                      "--backend", backend, "--report", report, "--quiet"] + shlex.split(a.extra)
-                    run_env = dict(env, **dict(kv.split("=", 1) for kv in extra.split("+") if kv))
-                    wall, _ = _timed(cmd, env=run_env)
+                    wall, _ = _timed(command(backend, ranks), env=_config_env(env, extra))
                     with open(report) as f:
                         rep_json = json.load(f)
                     checked = check_output(inp, out) if rep == 0 else "checked in the first repetition"

@@ -30,7 +30,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_command import _config, _floor_source, _size, _timed, make_input  # noqa: E402
+from bench_command import _config, _config_env, _floor_source, _size, _timed, make_input  # noqa: E402
 
 SCANS = ("plain", "reverse", "segments", "recurrence")
 
@@ -146,7 +146,7 @@ def main(argv=None) -> int:
                 row["numpy"], _ = _timed([py, "-c", code])
                 os.remove(out)
             for backend, ranks, extra in configs:
-                run_env = dict(env, **dict(kv.split("=", 1) for kv in extra.split("+") if kv))
+                run_env = _config_env(env, extra)
                 wall, _ = _timed(launcher + ["-n", str(ranks), py] + command(scan, files, out, backend, report),
                                  env=run_env)
                 with open(report) as f:
