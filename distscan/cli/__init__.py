@@ -133,7 +133,9 @@ def gpu_summary(report: dict) -> str:
     if on_gpu or on_host:
         parts.append(f"chunks {on_gpu} on GPU, {on_host} on the host")
     if t.get("context") is not None:
-        parts.append(f"CUDA start {t['context']:.3f} s (beside the reads)")
+        slowest = max(ranks, key=lambda g: g.get("context_s") or 0.0, default={})
+        steps = ", ".join(f"{k} {v:.2f}" for k, v in (slowest.get("start_steps_s") or {}).items())
+        parts.append(f"CUDA start {t['context']:.3f} s (beside the reads{'; its steps ended at ' + steps + ' s' if steps else ''})")
     parts.append(f"host->device {t.get('h2d', 0):.3f} s, device->host {t.get('d2h', 0):.3f} s "
                  "(GPU busy time, max over ranks)")
     return "; ".join(parts)

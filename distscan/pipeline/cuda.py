@@ -141,6 +141,8 @@ class GpuEngine(CpuEngine):
                    "shared": bool(s.binding is not None and s.binding.shared),
                    "chunks_on_gpu": self.chunks["gpu"], "chunks_on_host": self.chunks["host"],
                    "waited_for_gpu_s": round(self.waited, 6), "context_s": None if s.t1 is None else s.t1 - s.t0,
+                   # s.steps once: a published mapping, never changed (a start not waited for may publish another)
+                   "start_steps_s": {k: round(v, 6) for k, v in s.steps.items()},
                    "staging": None if dev is None else dev.staging, "slot_rows": None if dev is None else dev.slot_rows}
         if s.t1 is not None:
             ctx.spans["context"] = (s.t0 - origin, s.t1 - origin)

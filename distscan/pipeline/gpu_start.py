@@ -1,13 +1,18 @@
 """A rank's GPU for the file pipeline, started off the critical path, and the chunks it scans.
 
-:class:`GpuStart` brings CUDA up on a thread of its own (the CuPy import, the device's context,
-the kernels' modules, a stream and two chunk slots on the device) while the pipeline's first
-reads run: the first chunk's read waits for no context, module load or allocation.
+:class:`GpuStart` imports CuPy on the caller's thread (0.2 s; beside the pipeline's threads it took
+ten times as long, :func:`_import_cupy_here`), then brings CUDA up on a thread of its own (the
+device's context, the kernels' modules, a stream and two chunk slots on the device) while the
+pipeline's first reads run: the first chunk's read waits for no context, module load or allocation.
 :meth:`GpuStart.ready` is None until the GPU is up, and for good on a rank that has no GPU of
 its own or where CUDA failed to start (:attr:`GpuStart.why` says which).  Once every chunk is
 scanned (the host takes integer chunks while CUDA starts), the engine cancels a start still under
 way (:meth:`GpuStart.cancel`): it ends at its next checkpoint, so the run waits at most for the
 step in progress, not for the buffers and kernels' modules of a GPU that no chunk will use.
+
+:attr:`GpuStart.steps` notes when each step ended (the CuPy import with the device count, the
+context, the buffers and modules), which the report gives per rank: a start slowed beside the
+pipeline's I/O shows which step took the time.
 
 :class:`DeviceChunks` is that GPU seen from the pipeline: host rows in, host rows out.  Each call
 copies a chunk's rows (and the same rows of its auxiliary inputs: segment flags, coefficients,
@@ -43,7 +48,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Optional
+from types import MappingProxyType
+from typing import Callable, Mapping, Optional
 
 import numpy as np
 
@@ -220,6 +226,13 @@ class GpuStart:
         self.stopped = False  # cancelled, and ended at a checkpoint (or closed what it made) without a device
         self.t0 = time.perf_counter()
         self.t1 = None
+        # The end of each step reached, in seconds after t0 ("import": CuPy and the device count;
+        # "context": the device's context up; "modules": its stream, buffers and kernels' modules):
+        # where a slow start spends its time, for the report.  The start thread publishes a new
+        # read-only mapping at each step and never changes one it published, so a reader (the
+        # report, while a start the engine did not wait for still runs) iterates a mapping that
+        # no thread changes.
+        self.steps: Mapping[str, float] = MappingProxyType({})
         self._done = threading.Event()
         self._cancel = threading.Event()
         self._publish = threading.Lock()  # publishing a device and cancelling: one first, then not the other
@@ -228,6 +241,8 @@ class GpuStart:
             self.why, self.t1 = host_only, self.t0
             self._done.set()
             return
+        if count is None:
+            _import_cupy_here()
         self._thread = threading.Thread(target=self._run, name="distscan-gpu-start", daemon=True)
         self._thread.start()
 
@@ -237,14 +252,24 @@ class GpuStart:
         if self._cancel.is_set() and (context_up or not self._must_start):
             raise _Stopped(where)
 
+    def _step(self, name: str) -> None:
+        self.steps = MappingProxyType({**self.steps, name: time.perf_counter() - self.t0})
+
+    def _context_up(self) -> None:
+        """``build``'s checkpoint, called once the context is up: noted, then a checkpoint."""
+        self._step("context")
+        self._checkpoint()
+
     def _run(self) -> None:
         try:
             self._checkpoint("before the CuPy import", context_up=False)
             binding, why = self._choose(self._count())
+            self._step("import")
             self.binding, self.why = binding, why
             if binding is not None:
                 self._checkpoint("before the context", context_up=False)
-                chunks = self._build(binding.device, self._checkpoint)
+                chunks = self._build(binding.device, self._context_up)
+                self._step("modules")
                 with self._publish:
                     if not self._cancel.is_set():
                         self._chunks, chunks = chunks, None  # published last: see the assumptions
@@ -293,6 +318,18 @@ class GpuStart:
         chunks, self._chunks = self._chunks, None
         if chunks is not None:
             chunks.close()
+
+
+def _import_cupy_here() -> None:
+    """CuPy's import on the caller's thread, before the pipeline's I/O threads start: on the start
+    thread beside them it took 2.2 s against 0.22 s in a quiet process (one H200 host, 2^29 int64
+    scanned on the host, 2026-11-24: benchmarks/RESULTS.md, "Where CUDA's start waits"), its many
+    small file reads each waiting for the GIL.  The context and the kernels' modules (C calls, 0.16 s)
+    stay on the start thread, beside the reads.  A failed import is met again there and reported."""
+    try:
+        import cupy  # noqa: F401
+    except Exception:  # noqa: BLE001 - the start thread imports it again and says why
+        pass
 
 
 def _device_count() -> int:

@@ -84,7 +84,10 @@ def report(job: Job, ctx: Context) -> dict:
         **({"pipeline": {"per_rank": hosts}} if any(h is not None for h in hosts) else {}),
         **({"gpu": {"per_rank": gpus,
                     "note": "per rank: its GPU (None: it scanned on the host) and why, chunks on each, the "
-                            "CUDA start (context_s, spans.context), the wait for it; times h2d, scan, d2h: "
+                            "CUDA start (context_s, spans.context) and the end of each of its steps reached, "
+                            "in seconds after it began (start_steps_s: import = CuPy and the device count, "
+                            "context = the device's context, modules = its buffers and kernels), the wait "
+                            "for it; times h2d, scan, d2h: "
                             "GPU busy time (CUDA events), max over ranks"}}
            if any(g is not None for g in gpus) else {}),
     }

@@ -75,6 +75,9 @@ def test_float_sums_run_on_the_gpu_and_repeat_bitwise(tmp_path, dtype, shape, li
         for g in r["gpu"]["per_rank"]:
             assert g["device"] == 0 and g["chunks_on_host"] == 0 and g["chunks_on_gpu"] > 0, g
             assert g["staging"] == staging
+            steps = g["start_steps_s"]  # every step of a real CUDA start, in order, within it
+            assert list(steps) == ["import", "context", "modules"], steps
+            assert 0 <= steps["import"] <= steps["context"] <= steps["modules"] <= g["context_s"] + 1e-6, g
             if limit:
                 assert g["slot_rows"] * a[:1].nbytes * 2 <= 2 * 1024 ** 2
         t = r["times_s"]

@@ -72,6 +72,7 @@ class SlowStart:
     def __init__(self, chunks, after):
         self.chunks_obj, self.after, self.asked = chunks, after, 0
         self.binding, self.error, self.why, self.t0, self.t1 = None, None, "GPU 0 (stand-in)", 0.0, None
+        self.steps = {}  # GpuStart.steps: none timed here
 
     @property
     def done(self):
@@ -147,6 +148,8 @@ def test_float_sums_wait_for_the_gpu_and_give_the_same_bytes(shared_tmp_path, co
         mine = report["gpu"]["per_rank"][comm.rank]
         assert mine["chunks_on_host"] == 0 and mine["chunks_on_gpu"] > 0, mine
         assert report["backend"]["used"] == "cuda" and report["times_s"]["context"] >= delay * 0.9
+        steps = mine["start_steps_s"]  # where the start's time went, step by step
+        assert list(steps) == ["import", "context", "modules"] and steps["modules"] <= mine["context_s"] + 1e-6
         results.append(np.load(out))
         comm.Barrier()
     np.testing.assert_array_equal(results[0], results[1])

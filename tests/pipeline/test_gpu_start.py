@@ -80,6 +80,9 @@ def test_a_cancelled_start_publishes_no_device_and_releases_nothing_twice(hold, 
     assert start.stopped and start.error is None and start.why.endswith(f"(its start stopped {stop})"), start.why
     # a device finished after the cancel is closed once, on the start thread; none is made earlier
     assert [d.closes for d in made] == ([1] if hold == "modules" else [])
+    # the steps reached, in order, and no other
+    reached = {"import": ["import"], "context": ["import", "context"], "modules": ["import", "context", "modules"]}
+    assert list(start.steps) == reached[hold] and sorted(start.steps.values()) == list(start.steps.values())
     assert contexts == ([] if hold == "import" else [0])
     start.close()
     start.close()
@@ -90,6 +93,8 @@ def test_a_published_device_is_closed_once_whatever_the_cancels():
     start, _, made, _ = _start()
     device = start.wait()
     assert device is made[0] and start.ready() is device and not start.stopped
+    assert list(start.steps) == ["import", "context", "modules"]
+    assert 0 <= start.steps["import"] <= start.steps["context"] <= start.steps["modules"] <= start.t1 - start.t0
     start.cancel()  # too late to stop anything: the device stays published until close
     assert start.ready() is device
     start.close()
@@ -121,6 +126,23 @@ def test_must_start_makes_the_context_before_it_stops(fail):
     assert start.wait() is None and contexts == [0] and made == []
     if fail is None:
         assert start.stopped and start.error is None and "stopped before the device buffers" in start.why
+        assert list(start.steps) == ["import", "context"]
     else:
         assert not start.stopped and start.error is fail and "CUDA did not start: injected" in start.why
+        assert list(start.steps) == ["import"]  # the context failed: not reached
+    start.close()
+
+
+def test_the_steps_a_reader_holds_never_change():
+    """The report reads ``steps`` while a start it did not wait for still runs: the mapping it holds
+    is never changed by the start thread (each step publishes a new one), and it is read-only."""
+    start, held, _, _ = _start("modules")
+    assert held.entered.wait(10)
+    seen = start.steps  # taken while the start is inside its last step
+    assert list(seen) == ["import", "context"]
+    held.go.set()
+    assert start.wait() is not None
+    assert list(seen) == ["import", "context"] and list(start.steps) == ["import", "context", "modules"]
+    with pytest.raises(TypeError):
+        seen["modules"] = 0.0  # read-only
     start.close()
