@@ -4,6 +4,8 @@
 ten times as long, :func:`_import_cupy_here`), then brings CUDA up on a thread of its own (the
 device's context, the kernels' modules, a stream and two chunk slots on the device) while the
 pipeline's first reads run: the first chunk's read waits for no context, module load or allocation.
+While a start runs, the interpreter's switch interval is short (:class:`_ShortSwitchInterval`), so
+that its many returns from C calls do not each wait 5 ms for the GIL held by the pipeline's threads.
 :meth:`GpuStart.ready` is None until the GPU is up, and for good on a rank that has no GPU of
 its own or where CUDA failed to start (:attr:`GpuStart.why` says which).  Once every chunk is
 scanned (the host takes integer chunks while CUDA starts), the engine cancels a start still under
@@ -46,6 +48,7 @@ tests/gpu/test_command.py (a GPU):
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from types import MappingProxyType
@@ -244,7 +247,12 @@ class GpuStart:
         if count is None:
             _import_cupy_here()
         self._thread = threading.Thread(target=self._run, name="distscan-gpu-start", daemon=True)
-        self._thread.start()
+        _SHORT_SWITCH.enter()  # left by the thread when it ends (_run), or here if it never starts
+        try:
+            self._thread.start()
+        except BaseException:
+            _SHORT_SWITCH.leave()
+            raise
 
     def _checkpoint(self, where: str = "before the device buffers", context_up: bool = True) -> None:
         """Between two steps of the start: end it here if it was cancelled (and, under ``must_start``,
@@ -288,6 +296,7 @@ class GpuStart:
                 self.why = f"CUDA did not start: {' '.join(str(exc).split()) or type(exc).__name__}"
         finally:
             self.t1 = time.perf_counter()
+            _SHORT_SWITCH.leave()
             self._done.set()
 
     def ready(self) -> Optional[DeviceChunks]:
@@ -318,6 +327,52 @@ class GpuStart:
         chunks, self._chunks = self._chunks, None
         if chunks is not None:
             chunks.close()
+
+
+class _ShortSwitchInterval:
+    """The interpreter's switch interval shortened while a GPU start runs.
+
+    Why: beside a rank's host pipeline (an integer file's chunks scanned on the host while CUDA
+    starts) the start thread's kernels' modules step took 1.1-1.7 s against 0.03 s quiet.  That step
+    is CuPy's Python around many short C calls and cache-file reads; after each, the thread asks for
+    the GIL again, and a pipeline thread holding it gives it up only at the switch interval (5 ms by
+    default).  With 0.5 ms the step took 0.55-0.85 s and the command 0.1-0.4 s less; float files,
+    whose host threads wait for the GPU, moved within noise (H100 host, 2^29 items, 2026-11-25:
+    benchmarks/RESULTS.md, "The GIL's switch interval beside CUDA's start").
+
+    The interval is the process's, so it is counted: shortened when the first running start
+    begins, given back when the last one ends, and only if it is still ours (a value the user set
+    meanwhile is theirs and stays).  Never lengthened: an interval already at or below ours stays.
+    """
+
+    SHORT_S = 0.0005
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._running = 0
+        self._saved: Optional[float] = None  # the interval found when the first running start began
+        self._ours: Optional[float] = None  # the interval we set (None: we left it as it was)
+
+    def enter(self) -> None:
+        with self._lock:
+            if self._running == 0:
+                self._saved = sys.getswitchinterval()
+                self._ours = None
+                if self._saved > self.SHORT_S:
+                    sys.setswitchinterval(self.SHORT_S)
+                    self._ours = sys.getswitchinterval()  # as the interpreter stores it (whole µs)
+            self._running += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self._running -= 1
+            if self._running == 0:
+                if self._ours is not None and sys.getswitchinterval() == self._ours:
+                    sys.setswitchinterval(self._saved)
+                self._saved = self._ours = None
+
+
+_SHORT_SWITCH = _ShortSwitchInterval()
 
 
 def _import_cupy_here() -> None:

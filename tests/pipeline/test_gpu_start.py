@@ -6,16 +6,22 @@ buffers and modules), each held by the test where a real one would be inside a C
   it finished after the cancel once, on its thread; ``close()`` then releases nothing twice;
 - ``close()`` after a cancel waits only for the step under way, not for the steps after it;
 - under ``must_start`` (``--backend cuda``) the start makes its context before it stops, so a
-  GPU that cannot start still says so.
+  GPU that cannot start still says so;
+- the process's switch interval is short while a start runs and given back when the last one
+  ends, however it ends, unless the user set another meanwhile.
 """
 
+import sys
 import threading
 import time
 
 import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from distscan.gpus import Binding
-from distscan.pipeline.gpu_start import GpuStart
+from distscan.pipeline.gpu_start import GpuStart, _ShortSwitchInterval
 
 BINDING = Binding(device=0, visible=1, local_rank=0, local_size=1, source="local rank", shared=False)
 
@@ -146,3 +152,113 @@ def test_the_steps_a_reader_holds_never_change():
     with pytest.raises(TypeError):
         seen["modules"] = 0.0  # read-only
     start.close()
+
+
+# -- the switch interval while a start runs (gpu_start._ShortSwitchInterval) ----------------------
+
+
+@pytest.fixture
+def interval():
+    """The process's switch interval, given back after the test whatever it did."""
+    before = sys.getswitchinterval()
+    yield before
+    sys.setswitchinterval(before)
+
+
+def test_the_switch_interval_is_short_while_a_start_runs_and_given_back(interval):
+    start, held, _, _ = _start("modules")
+    assert held.entered.wait(10)
+    assert sys.getswitchinterval() == pytest.approx(_ShortSwitchInterval.SHORT_S)
+    held.go.set()
+    assert start.wait() is not None
+    assert sys.getswitchinterval() == interval  # given back before wait() returns
+    start.close()
+
+
+@pytest.mark.parametrize("how", ["cancelled", "failed"])
+def test_a_start_that_ends_without_a_device_gives_the_interval_back(interval, how):
+    start, held, _, _ = _start("context", fail=RuntimeError("injected") if how == "failed" else None)
+    assert held.entered.wait(10)
+    if how == "cancelled":
+        start.cancel()
+    held.go.set()
+    assert start.wait() is None and sys.getswitchinterval() == interval
+    start.close()
+
+
+def test_overlapping_starts_give_the_interval_back_when_the_last_ends(interval):
+    (a, held_a, _, _), (b, held_b, _, _) = _start("modules"), _start("modules")
+    assert held_a.entered.wait(10) and held_b.entered.wait(10)
+    held_a.go.set()
+    a.wait()
+    assert sys.getswitchinterval() == pytest.approx(_ShortSwitchInterval.SHORT_S)  # b still runs
+    held_b.go.set()
+    b.wait()
+    assert sys.getswitchinterval() == interval
+    a.close()
+    b.close()
+
+
+@pytest.mark.parametrize("theirs", [0.002, 0.0001])
+def test_an_interval_the_user_sets_while_a_start_runs_is_kept(interval, theirs):
+    start, held, _, _ = _start("modules")
+    assert held.entered.wait(10)
+    sys.setswitchinterval(theirs)
+    held.go.set()
+    start.wait()
+    assert sys.getswitchinterval() == pytest.approx(theirs)
+    start.close()
+
+
+def test_a_rank_without_a_gpu_of_its_own_leaves_the_interval(interval):
+    start = GpuStart(lambda visible: (None, "no GPU"), None, host_only="rank 2 of 2 on a node with 1 GPU")
+    assert start.done and sys.getswitchinterval() == interval
+
+
+class SwitchIntervalMachine(RuleBasedStateMachine):
+    """Starts that begin and end in any order, and a user who sets the interval at any moment: while
+    a start runs the interval is the shorter of ours and the one found (unless the user set one
+    since); once none runs it is the one found, or the user's last."""
+
+    def __init__(self):
+        super().__init__()
+        self.before = sys.getswitchinterval()
+        self.short = _ShortSwitchInterval()
+        self.running = 0
+        self.expected_after = self.before  # what the interval must be once no start runs
+        self.user_set = False  # the user set one while starts ran
+
+    @rule()
+    def begin(self):
+        if self.running == 0:
+            self.expected_after, self.user_set = sys.getswitchinterval(), False
+        self.short.enter()
+        self.running += 1
+
+    @precondition(lambda self: self.running > 0)
+    @rule()
+    def end(self):
+        self.short.leave()
+        self.running -= 1
+
+    @rule(value=st.sampled_from([0.0001, 0.001, 0.005, 0.02]))
+    def user_sets(self, value):
+        sys.setswitchinterval(value)
+        if self.running:
+            self.user_set = True
+        self.expected_after = value
+
+    @invariant()
+    def interval_is_as_promised(self):
+        now = sys.getswitchinterval()
+        if self.running and not self.user_set:
+            assert now == pytest.approx(min(self.expected_after, _ShortSwitchInterval.SHORT_S))
+        else:
+            assert now == pytest.approx(self.expected_after)
+
+    def teardown(self):
+        sys.setswitchinterval(self.before)
+
+
+SwitchIntervalMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=20, deadline=None)
+test_the_switch_interval_under_any_order_of_starts_and_user_changes = SwitchIntervalMachine.TestCase
