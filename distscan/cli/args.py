@@ -192,7 +192,9 @@ def _shared_options(p, default_name: str) -> None:
                    help="result dtype (input cast to it first, as numpy.cumsum(dtype=...)); default as NumPy")
     p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
                    help="where each rank scans its chunks: auto (default): its GPU where one is visible and the "
-                        "host would take longer to scan its part than CUDA takes to start (about 2 s), else the "
+                        "host would take longer to scan its part than CUDA takes to start and repay (about 2 s for "
+                        "integer sums, max and min, whose chunks run on the host meanwhile; 1.5 s for float sums "
+                        "and state scans, which wait for the GPU), else the "
                         "host; cuda: its GPU (ranks beyond the GPUs of a node scan on the host); cpu: the host. "
                         "CUDA starts while the first chunks are read. The summary and --report say what ran "
                         "where, and why")

@@ -159,13 +159,20 @@ class GpuEngine(CpuEngine):
 
 
 #: ``--backend auto`` starts a rank's GPU only where the host's scan of its part would take longer
-#: than this.  Measured on the H200 host (2026-11-23, benchmarks/RESULTS.md, "The command"): CUDA's
-#: start beside the reads (CuPy import, context, the kernels' modules) took 1.2-1.9 s, and the GPU
-#: engine was slower than the host's at 2^29 int64 and float32 on 1, 2 and 8 ranks, where the
-#: host's scan of a part takes at most 1.7 s.  On 2×H200 (2026-11-24, 2^29 and 2^30 int64 and
-#: float32) cuda at 8 ranks took 1.09-1.33× the time of cpu at 8 ranks, whose pipeline is at the
-#: floor's reads and writes once it runs: the GPU adds its start and saves nothing there.
+#: than this, for a scan whose chunks run on the host while CUDA starts (:func:`exact_anywhere`:
+#: integer sums, max, min...).  Measured on the H200 host (2026-11-23, benchmarks/RESULTS.md, "The
+#: command"): CUDA's start beside the reads took 1.2-1.9 s, and the GPU engine was slower than the
+#: host's at 2^29 int64 on 1, 2 and 8 ranks.  On 2×H200 (2026-11-24, 2^29 and 2^30 int64 and
+#: float32) cuda at 8 ranks took 1.09-1.33× the time of cpu at 8 ranks.  Again with CuPy imported
+#: first and the short switch interval (one H200 host under MPICH, 2026-11-25, best of 2, 1 rank:
+#: "The GPU engine against the host's at the same rank count"): int64 cuda 2.34 s against cpu 1.80
+#: s at 2^29 (estimate 1.6 s) and 3.98 against 3.60 s at 2^30 (2.6 s): the GPU still saves nothing.
 AUTO_MIN_HOST_SCAN_S = 2.0
+#: The same for a scan whose chunks wait for the GPU (float sums and products, state scans): the
+#: host's sequential float scan is the slow one there.  Same run: float32 cuda 1.96 s against cpu
+#: 2.22 s at 2^29 (estimate 1.61 s) and 2.75 against 4.99 s at 2^30; smaller parts were not
+#: measured, so the threshold sits just below the measured win.
+AUTO_MIN_HOST_SCAN_WAITING_S = 1.5
 #: The host's scan per element, for that estimate (``np.cumsum`` on the H200 host: 2.4 ns int64,
 #: 3.1 ns float32, with the reads and writes running beside it).
 HOST_SCAN_S_PER_ELEMENT = 3e-9
@@ -197,9 +204,12 @@ def run_auto(job, ctx, *, visible=gpu_visible, **stand_ins) -> None:
     def make(layout, plan, local):
         likely, why = visible()
         host_s = layout.n * layout.w * HOST_SCAN_S_PER_ELEMENT
-        if likely and host_s < AUTO_MIN_HOST_SCAN_S:
+        waits = not exact_anywhere(ctx.op, ctx.types)  # its chunks wait for the GPU
+        least = AUTO_MIN_HOST_SCAN_WAITING_S if waits else AUTO_MIN_HOST_SCAN_S
+        if likely and host_s < least:
             likely, why = False, (f"a GPU is visible, but the host scans this rank's part in about {host_s:.2f} s, "
-                                  f"less than CUDA takes to start ({AUTO_MIN_HOST_SCAN_S} s)")
+                                  f"less than CUDA takes to start and repay ({least} s for a scan whose chunks "
+                                  f"{'wait for the GPU' if waits else 'run on the host while it starts'})")
         ctx.backend_why = f"auto: {why}"
         if not likely:
             return CpuEngine()

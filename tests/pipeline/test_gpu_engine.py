@@ -189,6 +189,7 @@ def test_a_gpu_that_fails_to_start_on_one_rank(shared_tmp_path, comm, small_chun
     if comm.rank == comm.size - 1:
         monkeypatch.setattr(HostChunks, "FAIL", RuntimeError("injected: CUDA driver too old"))
     monkeypatch.setattr(gpu_pipeline, "AUTO_MIN_HOST_SCAN_S", 0.0)
+    monkeypatch.setattr(gpu_pipeline, "AUTO_MIN_HOST_SCAN_WAITING_S", 0.0)
     job = pipeline.Job(input=inp, output=out, backend=backend, force=True)
     runner = {"cuda": lambda j, c: run_gpu(j, c, chunks_class=HostChunks, count=lambda: MANY),
               "auto": lambda j, c: run_auto(j, c, visible=lambda: (True, "stand-in"), chunks_class=HostChunks,
@@ -217,6 +218,7 @@ def test_an_integer_run_cancels_a_start_that_no_chunk_used(shared_tmp_path, comm
     a = rng.integers(-1000, 1000, 50_011).astype(np.int64)
     inp, out = _files(comm, shared_tmp_path, a)
     monkeypatch.setattr(gpu_pipeline, "AUTO_MIN_HOST_SCAN_S", 0.0)
+    monkeypatch.setattr(gpu_pipeline, "AUTO_MIN_HOST_SCAN_WAITING_S", 0.0)
     job = pipeline.Job(input=inp, output=out, backend=backend, force=True)
 
     def runner(count):
@@ -263,12 +265,39 @@ def test_auto_takes_the_host_where_no_gpu_is_seen_or_the_part_is_small(shared_tm
         np.testing.assert_array_equal(np.load(out), np.cumsum(a))
         comm.Barrier()
     monkeypatch.setattr(gpu_pipeline, "AUTO_MIN_HOST_SCAN_S", 0.0)
+    monkeypatch.setattr(gpu_pipeline, "AUTO_MIN_HOST_SCAN_WAITING_S", 0.0)
     monkeypatch.setattr(HostChunks, "START_S", 0.05)
     job = pipeline.Job(input=inp, output=out, op="sum", dtype="float64", backend="auto", force=True)
     report = _run(comm, job, lambda j, c: run_auto(j, c, visible=lambda: (True, "a GPU is visible"),
                                                    chunks_class=HostChunks, count=lambda: MANY))
     assert report["backend"]["used"] == "cuda" and report["backend"]["why"] == "auto: a GPU is visible"
     comm.Barrier()
+
+
+@pytest.mark.parametrize("exact_s,waiting_s", [(1.0, 0.0), (0.0, 1.0)])
+def test_auto_weighs_a_part_by_whether_its_chunks_wait_for_the_gpu(shared_tmp_path, comm, stand_in, monkeypatch,
+                                                                    exact_s, waiting_s):
+    """The same part: an integer sum (its chunks run on the host while CUDA starts) is held to
+    AUTO_MIN_HOST_SCAN_S, a float sum (they wait for the GPU) to AUTO_MIN_HOST_SCAN_WAITING_S; the
+    reason names the threshold taken."""
+    a = np.arange(5_000, dtype=np.int64)
+    inp, out = _files(comm, shared_tmp_path, a)
+    monkeypatch.setattr(gpu_pipeline, "AUTO_MIN_HOST_SCAN_S", exact_s)
+    monkeypatch.setattr(gpu_pipeline, "AUTO_MIN_HOST_SCAN_WAITING_S", waiting_s)
+    monkeypatch.setattr(HostChunks, "START_S", 0.05)
+    for dtype, threshold, waits in (("int64", exact_s, "run on the host while it starts"),
+                                    ("float64", waiting_s, "wait for the GPU")):
+        job = pipeline.Job(input=inp, output=out, op="sum", dtype=dtype, backend="auto", force=True)
+        report = _run(comm, job, lambda j, c: run_auto(j, c, visible=lambda: (True, "a GPU is visible"),
+                                                       chunks_class=HostChunks, count=lambda: MANY))
+        if threshold:
+            assert report["backend"]["used"] == "cpu" and f"({threshold} s for a scan whose chunks {waits})" \
+                in report["backend"]["why"], report["backend"]["why"]
+            assert "gpu" not in report
+        else:  # the GPU engine ran (an integer part may still have been scanned on the host while it started)
+            assert report["backend"]["why"] == "auto: a GPU is visible" and "gpu" in report, report["backend"]
+        np.testing.assert_array_equal(np.load(out), np.cumsum(a, dtype=dtype))
+        comm.Barrier()
 
 
 def test_calls_in_a_row_leave_no_thread_and_close_their_gpu(shared_tmp_path, comm, small_chunks, stand_in, rng):
