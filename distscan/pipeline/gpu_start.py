@@ -337,12 +337,14 @@ class _ShortSwitchInterval:
     is CuPy's Python around many short C calls and cache-file reads; after each, the thread asks for
     the GIL again, and a pipeline thread holding it gives it up only at the switch interval (5 ms by
     default).  With 0.5 ms the step took 0.55-0.85 s and the command 0.1-0.4 s less; float files,
-    whose host threads wait for the GPU, moved within noise (H100 host, 2^29 items, 2026-11-25:
-    benchmarks/RESULTS.md, "The GIL's switch interval beside CUDA's start").
+    whose host threads wait for the GPU, moved within noise (2^29 items, 2026-11-25: a sitecustomize
+    on the H100 host, then this code against the tree before it on the H200 host; benchmarks/
+    RESULTS.md, "The GIL's switch interval beside CUDA's start").
 
     The interval is the process's, so it is counted: shortened when the first running start
     begins, given back when the last one ends, and only if it is still ours (a value the user set
-    meanwhile is theirs and stays).  Never lengthened: an interval already at or below ours stays.
+    meanwhile, other than ours, is theirs and stays).  Never lengthened: an interval already at or
+    below ours stays.
     """
 
     SHORT_S = 0.0005
