@@ -5,7 +5,7 @@ where a GPU is visible).  A rank reads, holds and writes its rows exactly as the
 does (:mod:`distscan.pipeline.chunks`, :class:`distscan.pipeline.host.CpuEngine`: positional
 reads and writes on thread pools, the same residency rule, one exchange); only the compute of a
 chunk differs: host rows -> device -> the CUDA backend's seeded scan or reduction -> host rows
-(:class:`distscan.pipeline.gpu_start.DeviceChunks`).
+(:class:`distscan.pipeline.device_chunks.DeviceChunks`).
 
 Start-up off the critical path: CUDA starts on a thread (:class:`~distscan.pipeline.gpu_start.GpuStart`)
 while the first chunks are read.  A chunk that is ready before the GPU is scans on the host when
@@ -15,7 +15,7 @@ meanwhile), so that a file gives the same bytes on every run.  The scans that ca
 (``--segments``, ``--compensated``, recurrences) always wait: the GPU's kernels associate a
 float state's steps by tiles, the host's loops one row after another, so their chunks never mix
 (a reverse plain scan follows the plain rule).  A chunk's auxiliary inputs go to the GPU with its
-rows (:class:`~distscan.pipeline.gpu_start.DeviceChunks`).
+rows (:class:`~distscan.pipeline.device_chunks.DeviceChunks`).
 
 Which GPU: :func:`distscan.gpus.device_or_host`.  Ranks beyond the GPUs of their node scan on the
 host unless ``DISTSCAN_ALLOW_SHARED_GPU=1``.  The choice is each rank's own and changes no

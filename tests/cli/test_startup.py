@@ -9,6 +9,7 @@ import numpy as np
 
 # Modules that neither ``import distscan.cli`` nor a plain ``--backend cpu`` run may load.
 DEFERRED = ("distscan.pipeline.verify", "distscan.pipeline.cuda", "distscan.pipeline.gpu_start",
+            "distscan.pipeline.device_chunks",
             "distscan.ops.state", "distscan.ops.declared", "distscan.ops.jit", "distscan.backends.cpu_states",
             "distscan.algorithms.flows", "distscan.algorithms.counts", "numba", "cupy", "json", "socket", "tempfile")
 

@@ -1,6 +1,6 @@
 """A GPU stand-in for the file pipeline's GPU engine (distscan.pipeline.cuda) on machines without one.
 
-:class:`HostChunks` has :class:`distscan.pipeline.gpu_start.DeviceChunks`'s calls, computed with the
+:class:`HostChunks` has :class:`distscan.pipeline.device_chunks.DeviceChunks`'s calls, computed with the
 ``cpu`` backend: the chunk's rows are copied into slot arrays (as they would be to the device), scanned
 there piece by piece, and copied back, so the engine's chunking, the pieces of a small
 ``--gpu-memory-limit``, the carries handed between host and "device" chunks and the report run
