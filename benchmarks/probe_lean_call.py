@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""How close could a small integer ``cumsum`` get to the bare pipeline while keeping the agreement?
+
+    mpiexec -n K python benchmarks/probe_lean_call.py [--n 1000] [--calls 3000] [--rounds 7]
+
+Question (issue 30's exchange target: a 1000-element call ≤ 1.3× the bare ``np.cumsum`` +
+``MPI_Exscan`` + add): of distscan's time over the bare pipeline, how much is the exchange's
+protocol (a 64-byte record per rank gathered, so that every rank learns every failure and
+argument mismatch), and how much is the Python layers around it?  Per call, µs, median of
+``--rounds`` rounds of ``--calls`` back-to-back calls with ``out=``, int64:
+
+- ``bare``: ``np.cumsum(x, out=out)``, ``Exscan`` of the last element, the offset added (rank > 0);
+- ``protocol``: what distscan's lean integer call does, inlined in one function: the checks on
+  ``x`` and ``out`` (``backends.cpu.lean_arrays``'s), the scan into ``out``, the 64-byte record
+  (flags, fingerprint, rows, carry), ``Allgather``, the agreed-bytes comparison, the fold of the
+  carries before this rank (one ``accumulate``) and the add;
+- ``distscan``: ``distscan.cumsum(x, comm=comm, out=out)``.
+
+``protocol`` is a floor for any distscan path that keeps the one-collective agreement: what a
+fused path per call kind could reach, against what the layered call costs now.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from mpi4py import MPI
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import distscan  # noqa: E402
+
+RECORD_BYTES = 64
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--calls", type=int, default=3000)
+    ap.add_argument("--rounds", type=int, default=7)
+    a = ap.parse_args()
+    comm = MPI.COMM_WORLD
+    rank, size = comm.rank, comm.size
+    x = np.random.default_rng(rank).integers(-100, 100, a.n).astype(np.int64)
+    out = np.empty_like(x)
+    ref = np.cumsum(np.concatenate(comm.allgather(x)))[rank * a.n:(rank + 1) * a.n]
+
+    send, recv = np.zeros(1, np.int64), np.zeros(1, np.int64)
+
+    def bare():
+        np.cumsum(x, out=out)
+        send[0] = out[-1]
+        comm.Exscan(send, recv, op=MPI.SUM)
+        if rank:
+            np.add(out, recv[0], out=out)
+
+    rec = np.zeros(RECORD_BYTES, np.uint8)
+    recs = np.zeros((size, RECORD_BYTES), np.uint8)
+    st, mine = rec[:24].view(np.int64), rec[24:32].view(np.int64)
+    carries = recs[:, 24:32].view(np.int64).reshape(size)
+    fingerprint = 0x5EED
+    agreed = np.array([0, fingerprint], np.int64).tobytes() * size
+    accumulate = np.add.accumulate
+
+    def protocol():
+        if type(x) is not np.ndarray or x.ndim != 1 or not x.flags.c_contiguous or x.dtype != out.dtype:
+            raise TypeError
+        f = out.flags
+        if not (f.c_contiguous and f.writeable) or np.may_share_memory(x, out):
+            raise TypeError
+        accumulate(x, out=out)
+        st[0], st[1], st[2] = 0, fingerprint, x.shape[0]
+        mine[0] = out[-1]
+        comm.Allgather(rec, recs)
+        if recs[:, :16].tobytes() != agreed:
+            raise RuntimeError("a rank failed or differs")
+        if rank:
+            np.add(out, accumulate(carries[:rank])[-1], out=out)
+
+    def call():
+        distscan.cumsum(x, comm=comm, out=out)
+
+    runs = {"bare": bare, "protocol": protocol, "distscan": call}
+    for name, fn in runs.items():  # each checked once, and warm
+        out[...] = 0
+        for _ in range(50):
+            fn()
+        assert np.array_equal(out, ref), name
+    times = {name: [] for name in runs}
+    for _ in range(a.rounds):
+        for name, fn in runs.items():  # interleaved, so that a slow moment hits all three
+            comm.Barrier()
+            t0 = time.perf_counter()
+            for _ in range(a.calls):
+                fn()
+            dt = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
+            times[name].append(dt / a.calls * 1e6)
+    if rank == 0:
+        med = {k: statistics.median(v) for k, v in times.items()}
+        print(f"{size} ranks, {MPI.Get_library_version().splitlines()[0].strip()}, {a.n} int64 a rank, "
+              f"µs per call, median of {a.rounds} rounds of {a.calls} (min):")
+        for k, v in times.items():
+            print(f"  {k:<10}{med[k]:8.2f} ({min(v):.2f})   × bare {med[k] / med['bare']:.2f}")
+        print(f"  distscan over the protocol: {med['distscan'] - med['protocol']:.2f} µs; "
+              f"the protocol over bare: {med['protocol'] - med['bare']:.2f} µs")
+
+
+if __name__ == "__main__":
+    main()
