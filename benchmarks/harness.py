@@ -6,6 +6,8 @@
                          ``hide_host``, the GPU's time alone (the host's work before the launch
                          hidden behind a sleep on the GPU)
 ``wall_per_call``        a loop of calls and one synchronisation: host cost included
+``ranks_interleaved``    µs per call of several host calls over MPI ranks, in turn within every
+                         round (the slowest rank's loop, after a barrier)
 ``make_cub``             CUB's inclusive sum through cuda.compute (None and why when missing)
 ``SELF``                 MPI.COMM_SELF (None without mpi4py): one-rank calls without COMM_WORLD's agreement
 """
@@ -109,6 +111,25 @@ def wall_per_call(fn, reps=2000, warm=50):
         best.append((time.perf_counter() - t0) / reps)
     return statistics.median(best)
 
+
+
+def ranks_interleaved(comm, cases: dict, calls: int, rounds: int, warm: int = 50) -> dict:
+    """µs per call of each of ``cases`` (name -> function of no arguments, collective), one loop of
+    ``calls`` each in turn within every one of ``rounds`` rounds (so that a slow moment hits all of
+    them), after ``warm`` untimed calls and a barrier; the slowest rank's time.  Name -> the rounds'
+    figures."""
+    times = {name: [] for name in cases}
+    for _ in range(rounds):
+        for name, fn in cases.items():
+            for _ in range(warm):
+                fn()
+            comm.Barrier()
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            dt = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
+            times[name].append(dt / calls * 1e6)
+    return times
 
 
 def make_cub(x, y, n):

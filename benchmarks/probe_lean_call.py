@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +33,7 @@ from mpi4py import MPI
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import distscan  # noqa: E402
+from harness import ranks_interleaved  # noqa: E402
 
 RECORD_BYTES = 64
 
@@ -91,15 +91,7 @@ def main() -> None:
         for _ in range(50):
             fn()
         assert np.array_equal(out, ref), name
-    times = {name: [] for name in runs}
-    for _ in range(a.rounds):
-        for name, fn in runs.items():  # interleaved, so that a slow moment hits all three
-            comm.Barrier()
-            t0 = time.perf_counter()
-            for _ in range(a.calls):
-                fn()
-            dt = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
-            times[name].append(dt / a.calls * 1e6)
+    times = ranks_interleaved(comm, runs, a.calls, a.rounds, warm=0)  # interleaved: a slow moment hits all three
     if rank == 0:
         med = {k: statistics.median(v) for k, v in times.items()}
         print(f"{size} ranks, {MPI.Get_library_version().splitlines()[0].strip()}, {a.n} int64 a rank, "

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import numpy as np
+from harness import ranks_interleaved
 from mpi4py import MPI
 
 
@@ -48,17 +48,7 @@ def main() -> None:
         "bare pipeline (cumsum + Exscan + add)": bare,
         "Exscan + Allreduce 8 B": lambda: (comm.Exscan(one, got), comm.Allreduce(one, got)),
     }
-    times = {k: [] for k in cases}
-    for _ in range(a.rounds):
-        for name, fn in cases.items():
-            for _ in range(50):
-                fn()
-            comm.Barrier()
-            t = time.perf_counter()
-            for _ in range(a.calls):
-                fn()
-            dt = comm.allreduce(time.perf_counter() - t, op=MPI.MAX)
-            times[name].append(dt / a.calls * 1e6)
+    times = ranks_interleaved(comm, cases, a.calls, a.rounds)
     if comm.rank == 0:
         print(f"{p} ranks, {MPI.Get_library_version().splitlines()[0]}, {a.calls} calls x {a.rounds} rounds, "
               "us per call, median (min):")
