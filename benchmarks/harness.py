@@ -112,7 +112,6 @@ def wall_per_call(fn, reps=2000, warm=50):
     return statistics.median(best)
 
 
-
 def ranks_interleaved(comm, cases: dict, calls: int, rounds: int, warm: int = 50) -> dict:
     """µs per call of each of ``cases`` (name -> function of no arguments, collective), one loop of
     ``calls`` each in turn within every one of ``rounds`` rounds (so that a slow moment hits all of

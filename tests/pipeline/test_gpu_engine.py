@@ -179,6 +179,13 @@ def test_ranks_beyond_the_gpus_scan_on_the_host(shared_tmp_path, comm, small_chu
     comm.Barrier()
 
 
+def _auto_takes_any_part(monkeypatch):
+    """auto's thresholds at 0 s: a visible (stand-in) GPU takes a part of any size, whether its
+    chunks wait for the GPU or not."""
+    monkeypatch.setattr(gpu_pipeline, "AUTO_MIN_HOST_SCAN_S", 0.0)
+    monkeypatch.setattr(gpu_pipeline, "AUTO_MIN_HOST_SCAN_WAITING_S", 0.0)
+
+
 @pytest.mark.parametrize("backend", ["cuda", "auto"])
 def test_a_gpu_that_fails_to_start_on_one_rank(shared_tmp_path, comm, small_chunks, stand_in, monkeypatch,
                                                backend):
@@ -188,8 +195,7 @@ def test_a_gpu_that_fails_to_start_on_one_rank(shared_tmp_path, comm, small_chun
     inp, out = _files(comm, shared_tmp_path, a)
     if comm.rank == comm.size - 1:
         monkeypatch.setattr(HostChunks, "FAIL", RuntimeError("injected: CUDA driver too old"))
-    monkeypatch.setattr(gpu_pipeline, "AUTO_MIN_HOST_SCAN_S", 0.0)
-    monkeypatch.setattr(gpu_pipeline, "AUTO_MIN_HOST_SCAN_WAITING_S", 0.0)
+    _auto_takes_any_part(monkeypatch)
     job = pipeline.Job(input=inp, output=out, backend=backend, force=True)
     runner = {"cuda": lambda j, c: run_gpu(j, c, chunks_class=HostChunks, count=lambda: MANY),
               "auto": lambda j, c: run_auto(j, c, visible=lambda: (True, "stand-in"), chunks_class=HostChunks,
@@ -217,8 +223,7 @@ def test_an_integer_run_cancels_a_start_that_no_chunk_used(shared_tmp_path, comm
     output is the one a GPU that started at once gives."""
     a = rng.integers(-1000, 1000, 50_011).astype(np.int64)
     inp, out = _files(comm, shared_tmp_path, a)
-    monkeypatch.setattr(gpu_pipeline, "AUTO_MIN_HOST_SCAN_S", 0.0)
-    monkeypatch.setattr(gpu_pipeline, "AUTO_MIN_HOST_SCAN_WAITING_S", 0.0)
+    _auto_takes_any_part(monkeypatch)
     job = pipeline.Job(input=inp, output=out, backend=backend, force=True)
 
     def runner(count):
@@ -264,8 +269,7 @@ def test_auto_takes_the_host_where_no_gpu_is_seen_or_the_part_is_small(shared_tm
         assert "gpu" not in report and HostChunks.made == []
         np.testing.assert_array_equal(np.load(out), np.cumsum(a))
         comm.Barrier()
-    monkeypatch.setattr(gpu_pipeline, "AUTO_MIN_HOST_SCAN_S", 0.0)
-    monkeypatch.setattr(gpu_pipeline, "AUTO_MIN_HOST_SCAN_WAITING_S", 0.0)
+    _auto_takes_any_part(monkeypatch)
     monkeypatch.setattr(HostChunks, "START_S", 0.05)
     job = pipeline.Job(input=inp, output=out, op="sum", dtype="float64", backend="auto", force=True)
     report = _run(comm, job, lambda j, c: run_auto(j, c, visible=lambda: (True, "a GPU is visible"),
