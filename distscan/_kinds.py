@@ -68,7 +68,7 @@ class Kind:
     gives.  Which kinds a rank holds never changes its collectives (distscan.dist.plan)."""
 
     __slots__ = ("types", "be", "lean", "fields", "node_size", "plans", "aux_names", "array_type", "gpu", "xp",
-                 "plain", "single")
+                 "plain", "single", "lean_calls")
 
     def __init__(self, part, node_size, x):
         self.types, self.be, self.node_size = part.types, part.be, node_size
@@ -83,21 +83,36 @@ class Kind:
         # a plain forward scan (no state, no auxiliary inputs): one rank runs the plan's lean case
         self.plain = part.op.state is None and not part.reverse
         self.single = None  # that case (ScanPlan.one_rank), made at the first call on one rank
+        # id(comm) -> (comm, its plan's lean_call), for a plain untimed call on many ranks
+        self.lean_calls: dict = {}
 
     def run(self, x, out, options, group, timings):
         """The call the cheap way: on one rank, untimed, a plain scan is the plan's lean case
         (:meth:`ScanPlan.one_rank`: what its ``run(fast=True)`` does there, straight from here);
-        any other call of the kind is the plan's :meth:`ScanPlan.run` with ``fast=True``.
-        :data:`NOT_THIS_KIND` where the arrays are not this kind's cheap case (the caller then
-        resolves a :class:`Part`)."""
+        on many ranks, where the plan has one, its lean call (:meth:`ScanPlan.lean_call`: the
+        same collectives as ``run(fast=True)``); any other call of the kind is the plan's
+        :meth:`ScanPlan.run` with ``fast=True``.  :data:`NOT_THIS_KIND` where the arrays are not
+        this kind's cheap case (the caller then resolves a :class:`Part`)."""
         if not self.aux_names:
             if not self.lean(x, out, self.types):
                 return NOT_THIS_KIND
-            if group is None and timings is None and self.plain:
-                single = self.single
-                if single is None:
-                    single = self.single = self.plan(None).one_rank()
-                return single(x, out)
+            if timings is None and self.plain:
+                if group is None:
+                    single = self.single
+                    if single is None:
+                        single = self.single = self.plan(None).one_rank()
+                    return single(x, out)
+                found = self.lean_calls.get(id(group))
+                if found is not None and found[0] is group:
+                    return found[1](x, out)
+                plan = self.plan(group)
+                result = plan.run(x, out=out, fast=True)
+                call = plan.lean_call()  # once the exchange has resolved its method (the first call's)
+                if call is not None:
+                    self.lean_calls[id(group)] = (group, call)
+                    if len(self.lean_calls) > 8:
+                        self.lean_calls.pop(next(iter(self.lean_calls)))
+                return result
             aux = ()
         else:
             try:

@@ -56,6 +56,7 @@ FAILED, BIG, EMPTY, AGREE_AFTER, MISMATCH = 1, 2, 4, 8, 16  # bits of FLAGS (MIS
 # EMPTY: the rank's carry holds nothing (no rows, no initial value): ranks after it fold
 # nothing in for it, and a rank with only EMPTY ranks before it gets the offset None.
 STATUS_BYTES = 8 * 3
+STATUS_HEAD = 16  # the flags and the fingerprint: what the common call compares (the rows go unread)
 RECORD_BYTES = 64
 INLINE_BYTES = RECORD_BYTES - STATUS_BYTES
 
@@ -193,10 +194,17 @@ class Exchange:
         if inline and carry is not None:
             self.mine[...] = carry
         self.comm.Allgather(self.rec, self.recs)
+        return self.read(fingerprint, carry, want_total)
+
+    def read(self, fingerprint: int, carry, want_total: bool):
+        """What the records gathered into :attr:`recs` say: ``(Status, offset, total)`` as
+        :meth:`__call__` (after its ``Allgather``, or after the one a plan's lean call makes with
+        this exchange's buffers: ``ScanPlan.lean_call``)."""
+        inline = self.inline
         agreed = self._agreed.get(fingerprint)
         if agreed is None:
             agreed = self._agreed[fingerprint] = np.array([0, fingerprint], np.int64).tobytes() * self.size
-        if inline and self.recs[:, :16].tobytes() == agreed and self.resolved == "flat":
+        if inline and self.recs[:, :STATUS_HEAD].tobytes() == agreed and self.resolved == "flat":
             # the common call: nobody failed, flagged anything or differs (the rows go unread)
             carries = self.carries[::-1] if self.reverse else self.carries
             place = self.place

@@ -37,6 +37,7 @@ from typing import Optional
 import numpy as np
 
 from . import exchange
+from .lean import LeanCalls
 from .nodes import node_size_override
 from .options import (EXACT, NULL, STRATEGY_ALIASES, UNTIMED, Timer, resolve_algorithm, resolve_hierarchy,
                       resolve_strategy)
@@ -49,7 +50,7 @@ from ..ops import Op, get_op
 __all__ = ["ScanPlan", "resolve_strategy", "resolve_algorithm", "resolve_hierarchy"]
 
 
-class ScanPlan:
+class ScanPlan(LeanCalls):
     """A distributed scan of one kind, ready to run on any rows of that kind.
 
     Parameters
@@ -231,43 +232,6 @@ class ScanPlan:
                 out = finish(out)
         return out
 
-    def one_rank(self):
-        """:meth:`run`'s case of one rank, ``fast``, untimed, a plain forward scan without
-        ``initial``, as a function of ``(rows, out)`` (the backend's ``lean_scanner``, made once):
-        the API's common call runs it from its call kind (``distscan._kinds.Kind.run``)."""
-        if self._one_rank is None:
-            self._one_rank = self.be.lean_scanner(self.op, self.types, self.exclusive)
-        return self._one_rank
-
-    _one_rank = None
-
-    def _scan_then_add(self, rows, out):
-        """The lean call (``fast``) of an exact operator (:data:`EXACT`) on integers, as the bare
-        ``cumsum`` + ``Exscan`` + add: this rank's scan, its last element as the carry, the
-        exchange, ``offset op out`` in place (2N bytes on the first rank, 4N on the others).
-
-        Assumptions.  The carry is the total a reduce gives (exact operator), so ranks on the
-        general route send the same.  The add cannot raise on any rank: integer ufuncs set no
-        floating-point flag and warn of nothing (overflow wraps), and ``out`` (the caller's,
-        writable: ``lean_arrays``; or allocated here) exists before the exchange.  So this rank
-        asks for no agreement after it, and joins one when another rank asked for it."""
-        error, carry, n = None, None, 0
-        try:
-            n = rows.shape[0]
-            out = self.op.ufunc.accumulate(rows, dtype=self.types.acc, out=out)
-            if n:
-                carry = out[-1:]
-        except Exception as exc:  # noqa: BLE001 - agreed in the exchange, then raised on every rank
-            error = exc
-        agreed, offset, _ = self._exchange(carry, error, n, "scan arguments", None, False, False, self.last)
-        if agreed.agree_after:
-            with collectively(self.comm):
-                if offset is not None and n:
-                    self.op.ufunc(offset, out, out=out)
-        elif offset is not None and n:
-            self.op.ufunc(offset, out, out=out)
-        return out
-
     def _prepare(self):
         """What a state scan's plan makes once, in its first run and before its exchange (a failure,
         a compile that fails, is agreed in that exchange like any other): the carries' fold
@@ -389,10 +353,15 @@ class ScanPlan:
                                               guarded=self.op.runs_user_code)
         agreed, offset, total = ex(flags, 0 if error is not None else self.fingerprint ^ salt, rows,
                                    None if error is not None else carry, want_total=want_total)
+        return self._checked(agreed, offset, total, error, what, extra, initial_field, rows)
+
+    def _checked(self, agreed, offset, total, error, what, extra, initial_field, rows):
+        """What the exchange agreed, or the agreed exception raised on every rank (a failure on
+        some rank, or arguments that differ); carries as seed values."""
         if agreed.failed:
-            raise_agreed(self.comm, error if error is not None else ex.error)
+            raise_agreed(self.comm, error if error is not None else self._exchanger.error)
         if not agreed.agreed:
-            raise_mismatch(self.comm, what, {**self.fields, **(extra or {}), **initial_field, "_rows": rows})
+            raise_mismatch(self.comm, what, {**self.fields, **(extra or {}), **(initial_field or {}), "_rows": rows})
         if self.carries.flagged:
             return agreed, self.carries.value(offset), self.carries.value(total)
         return agreed, offset, total

@@ -1,0 +1,227 @@
+"""The lean distributed integer call (``ScanPlan.lean_call``, run from a call kind): the common
+``cumsum`` of a contiguous integer part on many ranks, fused into one function over the
+exchange's buffers.  Its promise: the collectives and results of the general route
+(``ScanPlan.run(fast=True)``), whatever the other ranks pass in the same call.
+
+Each test warms the lean call on every rank first (it exists from the second call of a kind), then
+lets ranks differ call by call: an empty part, a part of another dtype, a list, a strided view, a
+read-only ``out=``, another operator, a cold kind on one rank, and calls on two communicators in
+turn.  Every call equals NumPy on the concatenation, or raises the same exception on every rank;
+the call after it works.  Hypothesis draws the rank-by-rank sequences.
+
+Runs serially and under ``mpiexec -n K python -m pytest --with-mpi``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import distscan
+from distscan import _kinds
+
+from tests.dist.test_plan import Counting, _count
+from tests.support.ranks import all_ranks_ok
+from tests.support.reference import reference_scan
+from tests.support.seeds import shared_rng
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(300)]
+
+N = 40  # rows a rank holds in a regular call
+
+
+def _lean_calls(comm) -> int:
+    """How many call kinds of this process hold a lean call for ``comm``."""
+    return sum(1 for kind in _kinds.KINDS._kinds.values() if id(comm) in kind.lean_calls)
+
+
+def _regular(comm, seed, dtype=np.int64):
+    """Every rank's contiguous part of one global array and this rank's share of its cumsum."""
+    rng = np.random.default_rng(seed)
+    g = rng.integers(-2**40, 2**40, N * comm.size).astype(dtype)
+    lo = N * comm.rank
+    return g[lo:lo + N].copy(), np.cumsum(g)[lo:lo + N]
+
+
+def _same_outcome(comm, fn):
+    """``fn()``'s value, or the exception's type and message, checked alike on every rank."""
+    try:
+        outcome = ("ok", fn())
+    except Exception as exc:  # noqa: BLE001 - compared across ranks below
+        outcome = ("raised", f"{type(exc).__name__}: {exc}")
+    seen = comm.allgather(outcome if outcome[0] == "raised" else ("ok",))
+    all_ranks_ok(comm, lambda: _alike(seen))
+    return outcome
+
+
+def _alike(seen):
+    assert len(set(seen)) == 1, seen
+
+
+@pytest.mark.mpi(min_size=2)
+def test_the_lean_call_is_taken_and_makes_one_collective(comm):
+    _kinds.KINDS.clear()
+    c = Counting(comm)
+    x, ref = _regular(comm, 1)
+    out = np.empty_like(x)
+    for _ in range(2):  # the first call resolves the exchange; its lean call exists after it
+        distscan.cumsum(x, comm=c, out=out)
+    assert _lean_calls(c) == 1
+    for seed in range(3):
+        x, ref = _regular(comm, seed)
+        made = _count(c, lambda: distscan.cumsum(x, comm=c, out=out))
+        assert made == ["Allgather"], made
+        all_ranks_ok(comm, lambda: np.testing.assert_array_equal(out, ref))
+        y = distscan.cumsum(x, comm=c)  # out=None: a new array
+        all_ranks_ok(comm, lambda: np.testing.assert_array_equal(y, ref))
+
+
+# What one rank may pass beside warm lean calls on the others: (name, part from (x, g-slice), out).
+def _odd_part(kind, x, rank, size):
+    if kind == "empty":
+        return x[:0], None
+    if kind == "int32":  # another dtype: the arguments differ, every rank raises
+        return x.astype(np.int32), None
+    if kind == "list":
+        return x.tolist(), None
+    if kind == "strided":
+        s = np.zeros(2 * len(x), x.dtype)
+        s[::2] = x
+        return s[::2], None
+    if kind == "readonly out":  # refused before the exchange on this rank: every rank raises
+        out = np.empty_like(x)
+        out.flags.writeable = False
+        return x, out
+    if kind == "int32 out":  # cast into out after the scan (wrapping): this rank asks for an agreement after it
+        return x, np.empty(len(x), np.int32)
+    if kind == "aliased out":  # out is x itself: NumPy's answer, through a buffer
+        return x, x
+    raise AssertionError(kind)
+
+
+ODD = ["empty", "int32", "list", "strided", "readonly out", "int32 out", "aliased out"]
+
+
+def _one_call(comm, seed, odd_rank, kind):
+    """One call where ``odd_rank`` passes its part as ``kind`` and the others a warm lean call's."""
+    x, _ = _regular(comm, seed)
+    rng = np.random.default_rng(seed)
+    g = rng.integers(-2**40, 2**40, N * comm.size).astype(np.int64)
+    parts = [g[N * r:N * (r + 1)] for r in range(comm.size)]
+    out = np.empty_like(x)
+    if kind == "empty":
+        parts[odd_rank] = parts[odd_rank][:0]
+    if comm.rank == odd_rank:
+        part, given_out = _odd_part(kind, x, comm.rank, comm.size)
+    else:
+        part, given_out = x, out
+    ref_all = np.cumsum(np.concatenate(parts))
+    lo = sum(len(p) for p in parts[:comm.rank])
+    ref = ref_all[lo:lo + len(parts[comm.rank])]
+    outcome = _same_outcome(comm, lambda: distscan.cumsum(part, comm=comm, out=given_out))
+    must_fail = kind in ("int32", "readonly out")
+    all_ranks_ok(comm, lambda: _check(outcome, ref, must_fail, kind))
+
+
+def _check(outcome, ref, must_fail, kind):
+    status, value = outcome
+    assert (status == "raised") == must_fail, (kind, outcome)
+    if status == "ok":
+        value = np.asarray(value)
+        np.testing.assert_array_equal(value, ref.astype(value.dtype), err_msg=kind)
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("kind", ODD)
+def test_one_rank_differs_beside_warm_lean_calls(comm, kind):
+    """Each rank in turn passes an odd part beside the others' lean calls; the next call is lean again."""
+    _kinds.KINDS.clear()
+    x, ref = _regular(comm, 7)
+    out = np.empty_like(x)
+    for _ in range(2):
+        distscan.cumsum(x, comm=comm, out=out)
+    for odd_rank in range(comm.size):
+        _one_call(comm, 10 + odd_rank, odd_rank, kind)
+        x, ref = _regular(comm, 20 + odd_rank)
+        distscan.cumsum(x, comm=comm, out=out)
+        all_ranks_ok(comm, lambda: np.testing.assert_array_equal(out, ref))
+    assert _lean_calls(comm) >= 1
+
+
+@pytest.mark.mpi(min_size=2)
+def test_a_cold_rank_beside_warm_ones(comm):
+    """Only the last rank forgets its kinds (and plans) between calls: it takes the general route
+    (a Part, run without ``fast``) while the others run their lean calls."""
+    _kinds.KINDS.clear()
+    x, _ = _regular(comm, 3)
+    for _ in range(2):
+        distscan.cumsum(x, comm=comm)
+    for seed in range(4):
+        if comm.rank == comm.size - 1:
+            _kinds.KINDS.clear()
+            _kinds.PLANS.clear()
+        x, ref = _regular(comm, 30 + seed)
+        y = distscan.cumsum(x, comm=comm)
+        all_ranks_ok(comm, lambda: np.testing.assert_array_equal(y, ref))
+
+
+@pytest.mark.mpi(min_size=2)
+def test_two_communicators_in_turn(comm):
+    """Lean calls on a communicator and its duplicate, in turn, then on a new duplicate made after
+    the first is freed (which may reuse its id): each call uses its own communicator's exchange."""
+    _kinds.KINDS.clear()
+    a = comm.Dup()
+    b = comm.Dup()
+    try:
+        for seed in range(4):
+            for c in (a, b, a):
+                x, ref = _regular(comm, 40 + seed)
+                y = distscan.cumsum(x, comm=c)
+                all_ranks_ok(comm, lambda: np.testing.assert_array_equal(y, ref))
+        a.Free()
+        a = comm.Dup()
+        for seed in range(3):
+            x, ref = _regular(comm, 50 + seed)
+            y = distscan.cumsum(x, comm=a)
+            all_ranks_ok(comm, lambda: np.testing.assert_array_equal(y, ref))
+    finally:
+        a.Free()
+        b.Free()
+
+
+@pytest.mark.mpi(min_size=2)
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_drawn_sequences_of_calls(comm, data):
+    """Sequences of calls in which every rank draws its own part kind, operator and dtype (drawn
+    alike on every rank: hypothesis is derandomized and the draws are the same), integers exact."""
+    kinds = ["lean", "lean", "lean", "empty", "int32", "list", "strided", "int32 out", "aliased out",
+             "readonly out", "max"]
+    calls = data.draw(st.lists(st.lists(st.sampled_from(kinds), min_size=comm.size, max_size=comm.size),
+                               min_size=3, max_size=8))
+    seed = shared_rng(comm).integers(2**31)
+    for i, per_rank in enumerate(calls):
+        _drawn_call(comm, int(seed) + i, per_rank)
+
+
+def _drawn_call(comm, seed, per_rank):
+    rng = np.random.default_rng(seed)
+    counts = [0 if k == "empty" else int(n) for k, n in zip(per_rank, rng.integers(1, 60, comm.size))]
+    g = rng.integers(-2**40, 2**40, sum(counts))
+    mine = per_rank[comm.rank]
+    lo = sum(counts[:comm.rank])
+    x = g[lo:lo + counts[comm.rank]].copy()
+    op = "max" if "max" in per_rank else "sum"  # max on every rank, or a mismatch where only some
+    my_op = "max" if mine == "max" else "sum"
+    if mine in ("lean", "max", "empty"):
+        part, out = x, np.empty_like(x)
+    else:
+        part, out = _odd_part(mine, x, comm.rank, comm.size)
+    must_fail = any(k in ("int32", "readonly out") for k in per_rank) or op != "sum" and per_rank.count("max") < comm.size
+    ref = reference_scan(g, op)[lo:lo + counts[comm.rank]]
+    outcome = _same_outcome(comm, lambda: distscan.scan(part, my_op, comm=comm, out=out))
+    all_ranks_ok(comm, lambda: _check(outcome, ref, must_fail, str(per_rank)))
