@@ -126,7 +126,7 @@ class LeanCalls:
             allgather(rec, recs)
             if heads.tobytes() == all_agreed:
                 if place:
-                    combine(fold(carries[:place], axis=0), out, out=out)
+                    combine(fold(carries[:place], axis=0, dtype=acc), out, out=out)
                 return out
             agreed, offset, _ = self._checked(*ex.read(fp, None, False), None, "scan arguments", None, None, n)
             return self._then_add(agreed, offset, out, n)
