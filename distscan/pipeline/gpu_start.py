@@ -229,8 +229,10 @@ def _import_cupy_here() -> None:
     """CuPy's import on the caller's thread, before the pipeline's I/O threads start: on the start
     thread beside them it took 2.2 s against 0.22 s in a quiet process (one H200 host, 2^29 int64
     scanned on the host, 2026-11-24: benchmarks/RESULTS.md, "Where CUDA's start waits"), its many
-    small file reads each waiting for the GIL.  The context and the kernels' modules (C calls, 0.16 s)
-    stay on the start thread, beside the reads.  A failed import is met again there and reported."""
+    small file reads each waiting for the GIL.  The context and the kernels' modules stay on the
+    start thread, beside the reads (their step took 0.7 s there at 2^29 int64 with the short switch
+    interval, against 1.7 s without: RESULTS.md, "The GIL's switch interval beside CUDA's start").
+    A failed import is met again there and reported."""
     try:
         import cupy  # noqa: F401
     except Exception:  # noqa: BLE001 - the start thread imports it again and says why
