@@ -68,7 +68,7 @@ class Kind:
     gives.  Which kinds a rank holds never changes its collectives (distscan.dist.plan)."""
 
     __slots__ = ("types", "be", "lean", "fields", "node_size", "plans", "aux_names", "array_type", "gpu", "xp",
-                 "plain", "single", "lean_calls")
+                 "plain", "single")
 
     def __init__(self, part, node_size, x):
         self.types, self.be, self.node_size = part.types, part.be, node_size
@@ -83,8 +83,6 @@ class Kind:
         # a plain forward scan (no state, no auxiliary inputs): one rank runs the plan's lean case
         self.plain = part.op.state is None and not part.reverse
         self.single = None  # that case (ScanPlan.one_rank), made at the first call on one rank
-        # id(comm) -> (comm, its plan's lean_call), for a plain untimed call on many ranks
-        self.lean_calls: dict = {}
 
     def run(self, x, out, options, group, timings):
         """The call the cheap way: on one rank, untimed, a plain scan is the plan's lean case
@@ -111,16 +109,12 @@ class Kind:
                 return NOT_THIS_KIND
         if group is None or timings is not None:
             return self.plan(group).run(x, out=out, timings=timings, fast=True, aux=aux)
-        found = self.lean_calls.get(id(group))
-        if found is not None and found[0] is group:
-            return found[1](x, out, aux)
+        plan = self.plans.get(id(group))  # self.plan(group) inlined: this is every warm call's path
+        if plan is not None and plan.comm is group and plan.lean_run is not None:
+            return plan.lean_run(x, out, aux)
         plan = self.plan(group)
         result = plan.run(x, out=out, fast=True, aux=aux)
-        call = plan.lean_call()  # once the exchange has resolved its method (the first call's)
-        if call is not None:
-            self.lean_calls[id(group)] = (group, call)
-            if len(self.lean_calls) > 8:
-                self.lean_calls.pop(next(iter(self.lean_calls)))
+        plan.lean_call()  # made once the exchange has resolved its method (the first call's)
         return result
 
     def aux(self, x, out, options):

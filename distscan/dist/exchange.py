@@ -201,10 +201,8 @@ class Exchange:
         :meth:`__call__` (after its ``Allgather``, or after the one a plan's lean call makes with
         this exchange's buffers: ``ScanPlan.lean_call``)."""
         inline = self.inline
-        agreed = self._agreed.get(fingerprint)
-        if agreed is None:
-            agreed = self._agreed[fingerprint] = np.array([0, fingerprint], np.int64).tobytes() * self.size
-        if inline and self.recs[:, :STATUS_HEAD].tobytes() == agreed and self.resolved == "flat":
+        if inline and self.recs[:, :STATUS_HEAD].tobytes() == self.agreed_heads(fingerprint) \
+                and self.resolved == "flat":
             # the common call: nobody failed, flagged anything or differs (the rows go unread)
             carries = self.carries[::-1] if self.reverse else self.carries
             place = self.place
@@ -217,6 +215,14 @@ class Exchange:
         if status.failed or not status.agreed:
             return status, None, None
         return self._slow(status, carry, want_total)
+
+    def agreed_heads(self, fingerprint: int) -> bytes:
+        """The first :data:`STATUS_HEAD` bytes of every rank's record, in rank order, when every rank
+        agreed with nothing flagged: flags 0 and this fingerprint (made once per fingerprint)."""
+        agreed = self._agreed.get(fingerprint)
+        if agreed is None:
+            agreed = self._agreed[fingerprint] = np.array([0, fingerprint], np.int64).tobytes() * self.size
+        return agreed
 
     def _slow(self, status: Status, carry, want_total: bool):
         """The exchange once every rank agrees, when something is flagged, a carry is too big to

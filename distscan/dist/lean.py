@@ -63,9 +63,13 @@ class LeanCalls:
             self.op.ufunc(offset, out, out=out)
         return out
 
+    #: The plan's lean call once :meth:`lean_call` has made it (None before).
+    lean_run = None
+
     def lean_call(self):
-        """The call of a kind on many ranks, untimed, as one function of ``(rows, out, aux)`` (made
-        once per plan and communicator; the API's call kind runs it: ``distscan._kinds.Kind.run``):
+        """The call of a kind on many ranks, untimed, as one function of ``(rows, out, aux)``, kept
+        in :attr:`lean_run` (made once per plan, and so per communicator; the API's call kind runs it:
+        ``distscan._kinds.Kind.run``):
 
         - the exact integer call (:meth:`_scan_then_add`) and a CPU state scan by its prepared
           loops (segmented scans, recurrences, compensated sums: ``run(fast=True)``'s route
@@ -83,6 +87,12 @@ class LeanCalls:
         a rank that asked for an agreement after its finish) is read by the general code
         (:meth:`Exchange.read`, then :meth:`_checked`, then the general finish).  A part it does
         not take (empty, or one whose local work raises) goes the general way from the start."""
+        if self.lean_run is None:
+            self.lean_run = self._new_lean_call()
+        return self.lean_run
+
+    def _new_lean_call(self):
+        """:meth:`lean_call`'s function, or None while the exchange is not resolved."""
         ex = self._exchanger
         if self.size == 1 or ex is None or ex.resolved is None:
             return None
@@ -99,8 +109,7 @@ class LeanCalls:
         """What a fused call writes and reads of the exchange ``ex``: its buffers, the status words
         every rank sends when all is well (flags 0, this plan's fingerprint) and ``Allgather``."""
         fp = self.fingerprint
-        heads = ex.recs[:, :STATUS_HEAD]
-        return fp, heads, np.array([0, fp], np.int64).tobytes() * self.size, self.comm.Allgather
+        return fp, ex.recs[:, :STATUS_HEAD], ex.agreed_heads(fp), self.comm.Allgather
 
     def _fused_scan_then_add(self, ex):
         """:meth:`_scan_then_add` as one function (:meth:`lean_call`)."""
@@ -147,10 +156,10 @@ class LeanCalls:
 
         def call(rows, out, aux):
             n = rows.shape[0]
+            if not n:  # the general way, which flags an empty part
+                return run(rows, out=out, fast=True, aux=aux)
             given = out
             try:
-                if not n:
-                    raise LookupError  # the general way: an empty part is flagged
                 if out is None:
                     out = np.empty(rows.shape, result)
                 x = loops.rows(rows)

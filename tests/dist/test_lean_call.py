@@ -36,7 +36,13 @@ N = 40  # rows a rank holds in a regular call
 
 def _lean_calls(comm) -> int:
     """How many call kinds of this process hold a lean call for ``comm``."""
-    return sum(1 for kind in _kinds.KINDS._kinds.values() if id(comm) in kind.lean_calls)
+    return sum(1 for kind in _kinds.KINDS._kinds.values() if _lean_of(kind, comm) is not None)
+
+
+def _lean_of(kind, comm):
+    """The lean call of ``kind``'s plan on ``comm`` (None: no plan there, or no lean call yet)."""
+    plan = kind.plans.get(id(comm))
+    return None if plan is None or plan.comm is not comm else plan.lean_run
 
 
 def _regular(comm, seed, dtype=np.int64):
@@ -299,7 +305,7 @@ def _check_close(outcome, ref, must_fail, what):
 def _fused(comm) -> int:
     """How many call kinds of this process hold a fused state call for ``comm``."""
     return sum(1 for kind in _kinds.KINDS._kinds.values()
-               if id(comm) in kind.lean_calls and "_fused_state_scan" in kind.lean_calls[id(comm)][1].__qualname__)
+               if "_fused_state_scan" in getattr(_lean_of(kind, comm), "__qualname__", ""))
 
 
 @pytest.mark.mpi(min_size=2)
