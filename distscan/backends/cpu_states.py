@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops.folds import affine_coef_code, compensated_overflow_code
-from ..ops.jit import array_type, base_combine, compile_loop
-from .cpu_state_loops import AFFINE, COMPENSATED, DECLARED, SEGMENTED
+from ..ops.jit import array_type, base_combine, compile_loop, scalar_type
+from .cpu_state_loops import AFFINE, AFFINE_ONE, COMPENSATED, COMPENSATED_ONE, DECLARED, SEGMENTED, SEGMENTED_ONE
 
 # A NaN-aware base reads NaN as its identity (nancumsum's zero, nancumprod's one).
 _NAN_LIFT = {"nansum": "b = 0 if b != b else b", "nanprod": "b = 1 if b != b else b"}
@@ -80,6 +80,7 @@ def _constant(value, w: int, dtype) -> np.ndarray:
 
 # The state kinds' loops (backends/cpu_state_loops.py; a declared operator's are its own: _declared).
 _TEMPLATES = {"segmented": SEGMENTED, "affine": AFFINE, "compensated": COMPENSATED}
+_ONE_COLUMN = {"segmented": SEGMENTED_ONE, "affine": AFFINE_ONE, "compensated": COMPENSATED_ONE}
 
 
 def _affine_code(acc: np.dtype) -> dict:
@@ -105,8 +106,7 @@ def _affine_code(acc: np.dtype) -> dict:
                     FLUSH_SEED="pass", UNFLUSH="pass")
     finfo = np.finfo(acc)
     normal, sub = f"np.{acc.name}({float(finfo.tiny)!r})", f"np.{acc.name}({float(finfo.smallest_subnormal)!r})"
-    pad = "\n" + " " * 20
-    update = pad.join([
+    update = "\n".join([
         "if flushed and not np.isfinite(c):",
         f"    A = c * np.copysign({sub}, A)",
         "    flushed = False",
@@ -120,9 +120,9 @@ def _affine_code(acc: np.dtype) -> dict:
     return dict(rule, UPDATE_A=update,
                 COEF_I=(f"(np.copysign({sub}, A) if flushed and not np.isfinite(ini) "
                         f"else {affine_coef_code('A', 'ini')})"),
-                FLUSH_SEED=("\n" + " " * 8).join([f"if A != 0 and -{normal} < A < {normal}:",
-                                                   "    A = A * 0.0", "    flushes[j] = True"]),
-                UNFLUSH=("\n" + " " * 8).join(["if flushed:", f"    A = np.copysign({sub}, A)"]))
+                FLUSH_SEED="\n".join([f"if A != 0 and -{normal} < A < {normal}:", "    A = A * 0.0",
+                                       "    flushed = True"]),
+                UNFLUSH="\n".join(["if flushed:", f"    A = np.copysign({sub}, A)"]))
 
 
 class Loops:
@@ -152,20 +152,25 @@ class Loops:
         self.neutral = np.full(w, st.neutral(acc), self.dtype)
         rows, row, flags = array_type(acc, 2), array_type(acc, 1), array_type(bool, 1)
         out = array_type(acc, 2, writes=True)
+        # one column: the seed, initial and start values as scalars of the accumulator dtype
+        # (cpu_state_loops: a loop that allocates and boxes no array); more: rows of w
+        self.one = w == 1
+        value = scalar_type(acc) if self.one else row
+        seed_flag = "BOOL" if self.one else flags
         if self.kind == "segmented":
-            arguments = [rows, flags, out, row, flags, "BOOL", row, "BOOL", row]
+            arguments = [rows, flags, out, value, seed_flag, "BOOL", value, "BOOL", value]
             constants = {"ENDS": st.ends, "LIFT": _NAN_LIFT.get(st.base.name, "pass")}
             base = base_combine(st.base)
             self.first = _constant(st.base.identity(acc), w, acc)
         elif self.kind == "affine":
-            arguments = [rows, rows, flags, out, row, row, flags, "BOOL", row, "BOOL"]
+            arguments = [rows, rows, flags, out, value, value, seed_flag, "BOOL", value, "BOOL"]
             constants = {"STARTS": st.segments == "starts", "ENDS": st.segments == "ends", "FLAGS": st.segments != "",
                          **_affine_code(acc)}
             base = None
         else:
-            arguments = [rows, out, row, row, "BOOL", row]
+            arguments = [rows, out, value, value, "BOOL", value]
             constants = {"LIFT": _NAN_LIFT.get(st.base.name, "pass"),
-                         "OVERFLOW": compensated_overflow_code(acc, "total", "e").replace("\n", "\n" + " " * 16)}
+                         "OVERFLOW": compensated_overflow_code(acc, "total", "e")}
             base = None
             self.first = _constant(st.base.identity(acc), w, acc)
             self.neutral_s = _constant(self.neutral["s"], w, acc)
@@ -174,8 +179,13 @@ class Loops:
         carry, scan = dict(constants, WRITE=False), dict(constants, WRITE=True)
         if self.kind != "affine":  # affine scans are inclusive only
             carry["EXCLUSIVE"], scan["EXCLUSIVE"] = False, bool(exclusive)
-        self._carry = compile_loop(_TEMPLATES[self.kind], "scan", base, signature, **carry)
-        self._scan = compile_loop(_TEMPLATES[self.kind], "scan", base, signature, **scan)
+        template = (_ONE_COLUMN if self.one else _TEMPLATES)[self.kind]
+        self._carry = compile_loop(template, "scan", base, signature, **carry)
+        self._scan = compile_loop(template, "scan", base, signature, **scan)
+        if self.one:  # the rows above as the scalars the one-column loops take
+            self.zero = acc.type(0)
+            self.first1 = self.first[0] if self.kind != "affine" else None
+            self.neutral1 = (self.neutral_s[0], self.neutral_e[0]) if self.kind == "compensated" else None
 
     def rows(self, x) -> np.ndarray:
         """``x`` (a part ``(n,)`` or ``(n, w)``) as the loops read it: ``(n, w)`` of the accumulator
@@ -216,6 +226,8 @@ class Loops:
         if has_init:  # a row of the accumulator dtype as the plan gives it; anything else converted
             init = initial if getattr(initial, "dtype", None) == self.acc and initial.shape == (w,) else \
                 np.broadcast_to(np.asarray(initial, self.acc).reshape(-1), (w,))
+        if self.one:  # the loop's rows as scalars (one column: Loops.__init__)
+            return self._run_one(fn, x, flags, coef, seed, out, init[0], has_init, want_state)
         state = np.empty(w, self.dtype) if want_state else None
         if self.kind == "segmented":
             ends = self.state.ends
@@ -237,6 +249,35 @@ class Loops:
         else:
             s, e = fn(x, out, seed["s"] if has_seed else self.neutral_s, seed["e"] if has_seed else self.neutral_e,
                       has_seed, self.first)
+            if want_state:
+                state["s"], state["e"] = s, e
+        return state
+
+    def _run_one(self, fn, x, flags, coef, seed, out, ini, has_init, want_state):
+        """:meth:`_run`'s loop call for one column: the seed's fields and ``ini`` as scalars of
+        their dtypes (numba takes exactly those), the state returned as a row of one."""
+        has_seed = seed is not None
+        s0 = seed[0] if has_seed else None  # the seed row's one state (a NumPy record)
+        state = np.empty(1, self.dtype) if want_state else None
+        if self.kind == "segmented":
+            ends = self.state.ends
+            value = fn(x, flags, out, s0["value"] if has_seed else self.zero,
+                       bool(s0["end" if ends else "flag"]) if has_seed else False, has_seed, ini, has_init,
+                       ini if has_init else self.first1)
+            if want_state:
+                state["value"] = value
+                _segment_fields(state, seed, flags, ends)
+        elif self.kind == "affine":
+            ends = self.state.segments == "ends"
+            a, b = fn(x, coef, flags, out, s0["a"] if has_seed else self.zero, s0["b"] if has_seed else self.zero,
+                      bool(s0["end"]) if has_seed and ends else False, has_seed, ini, has_init)
+            if want_state:
+                state["a"], state["b"] = a, b
+                if self.state.segments:
+                    _segment_fields(state, seed, flags, ends)
+        else:
+            s, e = fn(x, out, s0["s"] if has_seed else self.neutral1[0], s0["e"] if has_seed else self.neutral1[1],
+                      has_seed, self.first1)
             if want_state:
                 state["s"], state["e"] = s, e
         return state

@@ -85,10 +85,20 @@ def array_type(dtype, ndim: int, writes: bool = False) -> str:
     return f"_array({code}, {ndim}, {not writes})"
 
 
+def scalar_type(dtype) -> str:
+    """An argument's or a result's type in a loop's ``signature``: a scalar of ``dtype`` (exactly:
+    the caller passes that dtype's scalars, which numba takes without compiling again)."""
+    return f"_scalar({np.dtype(dtype).str!r})"
+
+
 # What a signature's code may call (see array_type); the cached modules define the same.
 _SIGNATURE_HELPERS = '''
 def _array(dtype, ndim, readonly):
     return numba.types.Array(numba.from_dtype(np.dtype(dtype)), ndim, "A", readonly=readonly, aligned=False)
+
+
+def _scalar(dtype):
+    return numba.from_dtype(np.dtype(dtype))
 
 
 BOOL = numba.types.boolean
@@ -105,10 +115,24 @@ def compile_loop(template: str, name: str, base=None, signature: str = "", **con
     if fn is None:
         src = template
         for k, v in sorted(constants.items(), key=lambda kv: -len(kv[0])):  # longest first: no partial names
-            src = src.replace(k, str(v))  # code (a string) or a Python constant
+            src = _substitute(src, k, str(v))  # code (a string) or a Python constant
         fn = _cached(src, name, base, signature) if not callable(base) else _in_memory(src, name, base, signature)
         _COMPILED[key] = fn
     return fn
+
+
+def _substitute(src: str, name: str, code: str) -> str:
+    """``src`` with ``name`` replaced by ``code``; code of several lines goes on at the indentation
+    of each line it lands on (a constant's lines are written relative to its first), so that one
+    constant fits templates that nest it at different depths."""
+    if "\n" not in code:
+        return src.replace(name, code)
+    lines = src.split("\n")
+    for k, line in enumerate(lines):
+        if name in line:
+            indent = line[:len(line) - len(line.lstrip())]
+            lines[k] = line.replace(name, code.replace("\n", "\n" + indent))
+    return "\n".join(lines)
 
 
 def _in_memory(src: str, name: str, base, signature: str = ""):

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from distscan._call import call_op
 from distscan._dtypes import scan_types
@@ -117,3 +119,84 @@ def test_declared_operators_have_no_prepared_loops():
     types = scan_types(absmax, np.dtype(np.float64))
     assert cpu.prepare(absmax, types, False, 1) is None
     assert cpu.prepare(call_op("sum"), scan_types(call_op("sum"), np.dtype(np.int64)), False, 1) is None
+
+
+# The one-column loops (cpu_state_loops.*_ONE: scalars in, scalars out) share their bodies with the
+# w-column ones; each column of a w-column scan must be the one-column scan of that column, bit for
+# bit, whatever the seed, initial, direction and values (the affine flush of subnormal products,
+# infinite and NaN coefficients, overflowing compensated sums).
+ONE_COLUMN_CASES = OPS + [("segments", "prod", "int64", True), ("segments", "nanmax", "float64", False),
+                          ("affine segments", "sum", "float64", False), ("affine", "sum", "float32", True),
+                          ("compensated", "sum", "complex128", True), ("compensated", "nansum", "float32", False)]
+
+
+def _values(rng, acc, shape, regime):
+    if acc.kind in "iub":
+        return rng.integers(-9, 9, shape).astype(acc)
+    x = rng.standard_normal(shape)
+    if acc.kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    if regime == "extremes":  # overflow, infinities and NaN among ordinary values
+        pick = rng.random(shape)
+        x = np.where(pick < 0.1, np.inf, np.where(pick < 0.15, np.nan, np.where(pick < 0.3, 1e308, x)))
+    return x.astype(acc)
+
+
+def _coefficients(rng, acc, shape, regime):
+    if regime == "tiny":  # products that turn subnormal (the flush), and zeros
+        c = rng.uniform(1e-30, 1e-20, shape) * (rng.random(shape) < 0.9)
+    elif regime == "extremes":  # infinite and NaN coefficients beside zero maps (the zero rule)
+        pick = rng.random(shape)
+        c = np.where(pick < 0.1, np.inf, np.where(pick < 0.15, np.nan, np.where(pick < 0.3, 0.0,
+                                                                                rng.uniform(0.5, 1, shape))))
+    else:
+        c = rng.uniform(0.5, 1.0, shape)
+    return c.astype(acc)
+
+
+def _bits(a):
+    """``a``'s bytes, every NaN as one NaN: a NaN's sign and payload are not part of a result
+    (x86 makes an invalid operation's NaN negative; which NaN a product keeps is the compiler's)."""
+    a = np.array(a)
+    if a.dtype.kind in "fc":
+        a[np.isnan(a)] = np.nan
+    return a.tobytes()
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(case=st.sampled_from(ONE_COLUMN_CASES), exclusive=st.booleans(), seeded=st.booleans(),
+       with_initial=st.booleans(), regime=st.sampled_from(["plain", "tiny", "extremes"]),
+       n=st.integers(1, 40), seed=st.integers(0, 2**31))
+def test_one_column_loops_are_the_w_column_loops_bit_for_bit(case, exclusive, seeded, with_initial, regime, n, seed):
+    kind, base, dtype, reverse = case
+    op, types = _case(kind, base, dtype, reverse)
+    exclusive = exclusive and not kind.startswith("affine")  # affine scans are inclusive only
+    acc, w = np.dtype(types.acc), 3
+    wide, one = cpu.prepare(op, types, exclusive, w), cpu.prepare(op, types, exclusive, 1)
+    assert one.one and not wide.one
+    rng = np.random.default_rng(seed)
+    with np.errstate(all="ignore"):
+        x = _values(rng, acc, (n + 5, w), regime)
+        flags = rng.random(n + 5) < 0.2
+        coef = _coefficients(rng, acc, (n + 5, w), regime)
+        aux = {"segments": (flags,), "affine": (coef,), "affine segments": (coef, flags), "compensated": ()}[kind]
+        initial = _values(rng, acc, (w,), "plain") if with_initial else None
+        # the seed: the carry of 5 rows before (in scan order), as the exchange would give it
+        head, body = (slice(n, n + 5), slice(0, n)) if reverse else (slice(0, 5), slice(5, n + 5))
+        seed_row = wide.carry(x[head], tuple(a[head] for a in aux), reverse) if seeded else None
+        out = np.empty((n, w), acc)
+        total = wide.scan(x[body], tuple(a[body] for a in aux), seed=seed_row, out=out, initial=initial,
+                          reverse=reverse, want_total=True)
+        carry = wide.carry(x[body], tuple(a[body] for a in aux), reverse)
+        for j in range(w):
+            col = (lambda a: a[body] if a.ndim == 1 else a[body, j:j + 1])
+            out1 = np.empty((n, 1), acc)
+            total1 = one.scan(col(x), tuple(col(a) for a in aux), seed=None if seed_row is None else seed_row[j:j + 1],
+                              out=out1, initial=None if initial is None else initial[j:j + 1], reverse=reverse,
+                              want_total=True)
+            carry1 = one.carry(col(x), tuple(col(a) for a in aux), reverse)
+            assert _bits(out1[:, 0]) == _bits(out[:, j]), (j, out1[:, 0], out[:, j])
+            for name in types.state.names:
+                assert _bits(total1[name]) == _bits(total[name][j:j + 1]), (name, j)
+                assert _bits(carry1[name]) == _bits(carry[name][j:j + 1]), (name, j)
+    assert [len(one._carry.signatures), len(one._scan.signatures)] == [1, 1]  # scalars of the exact dtypes
