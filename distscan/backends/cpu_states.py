@@ -227,7 +227,9 @@ class Loops:
             init = initial if getattr(initial, "dtype", None) == self.acc and initial.shape == (w,) else \
                 np.broadcast_to(np.asarray(initial, self.acc).reshape(-1), (w,))
         if self.one:  # the loop's rows as scalars (one column: Loops.__init__)
-            return self._run_one(fn, x, flags, coef, seed, out, init[0], has_init, want_state)
+            state = np.empty(1, self.dtype) if want_state else None
+            self._run_one(fn, x, flags, coef, seed, out, init[0], has_init, state)
+            return state
         state = np.empty(w, self.dtype) if want_state else None
         if self.kind == "segmented":
             ends = self.state.ends
@@ -253,34 +255,64 @@ class Loops:
                 state["s"], state["e"] = s, e
         return state
 
-    def _run_one(self, fn, x, flags, coef, seed, out, ini, has_init, want_state):
-        """:meth:`_run`'s loop call for one column: the seed's fields and ``ini`` as scalars of
-        their dtypes (numba takes exactly those), the state returned as a row of one."""
+    def _run_one(self, fn, x, flags, coef, seed, out, ini, has_init, dest) -> None:
+        """:meth:`_run`'s loop call for one column: the seed's fields (a state row of one, or None)
+        and ``ini`` as scalars of their dtypes (numba takes exactly those); the state after the
+        last row written into ``dest`` (a state row of one) where it is not None."""
         has_seed = seed is not None
-        s0 = seed[0] if has_seed else None  # the seed row's one state (a NumPy record)
-        state = np.empty(1, self.dtype) if want_state else None
         if self.kind == "segmented":
             ends = self.state.ends
-            value = fn(x, flags, out, s0["value"] if has_seed else self.zero,
-                       bool(s0["end" if ends else "flag"]) if has_seed else False, has_seed, ini, has_init,
+            value = fn(x, flags, out, seed["value"][0] if has_seed else self.zero,
+                       bool(seed["end" if ends else "flag"][0]) if has_seed else False, has_seed, ini, has_init,
                        ini if has_init else self.first1)
-            if want_state:
-                state["value"] = value
-                _segment_fields(state, seed, flags, ends)
+            if dest is not None:
+                dest["value"] = value
+                _segment_fields(dest, seed, flags, ends)
         elif self.kind == "affine":
             ends = self.state.segments == "ends"
-            a, b = fn(x, coef, flags, out, s0["a"] if has_seed else self.zero, s0["b"] if has_seed else self.zero,
-                      bool(s0["end"]) if has_seed and ends else False, has_seed, ini, has_init)
-            if want_state:
-                state["a"], state["b"] = a, b
+            a, b = fn(x, coef, flags, out, seed["a"][0] if has_seed else self.zero,
+                      seed["b"][0] if has_seed else self.zero, bool(seed["end"][0]) if has_seed and ends else False,
+                      has_seed, ini, has_init)
+            if dest is not None:
+                dest["a"], dest["b"] = a, b
                 if self.state.segments:
-                    _segment_fields(state, seed, flags, ends)
+                    _segment_fields(dest, seed, flags, ends)
         else:
-            s, e = fn(x, out, s0["s"] if has_seed else self.neutral1[0], s0["e"] if has_seed else self.neutral1[1],
-                      has_seed, self.first1)
-            if want_state:
-                state["s"], state["e"] = s, e
-        return state
+            s, e = fn(x, out, seed["s"][0] if has_seed else self.neutral1[0],
+                      seed["e"][0] if has_seed else self.neutral1[1], has_seed, self.first1)
+            if dest is not None:
+                dest["s"], dest["e"] = s, e
+
+    def fused(self, reverse: bool, record):
+        """For a plan's fused calls on many ranks (:mod:`distscan.dist.lean`), where ``w`` is 1:
+        ``carry(x, aux)``, :meth:`carry` written into ``record`` (a state row of one: the
+        exchange's own record), and ``scan(x, aux, seed, out)``, :meth:`scan` from ``seed`` (a
+        state row of one, or None) into ``out``; ``x`` from :meth:`rows` with at least one row,
+        ``aux`` as :meth:`carry` takes them, no ``initial``.  The same loop calls as those
+        methods make, without their checks of what such calls never pass."""
+        names = self.state.aux
+        at_flags = names.index("segments") if "segments" in names else None
+        affine, falses, empty, zero = self.kind == "affine", self.falses, self.empty, self.zero
+
+        def views(x, aux):
+            flags = falses if at_flags is None else aux[at_flags]
+            coef = None
+            if affine:
+                coef = aux[0] if aux[0].ndim == 2 else aux[0].reshape(x.shape[0], 1)
+            if reverse:  # the same loop over mirrored views
+                x, coef = x[::-1], None if coef is None else coef[::-1]
+                flags = flags if at_flags is None else flags[::-1]
+            return x, flags, coef
+
+        def carry(x, aux):
+            x, flags, coef = views(x, aux)
+            self._run_one(self._carry, x, flags, coef, None, empty, zero, False, record)
+
+        def scan(x, aux, seed, out):
+            x, flags, coef = views(x, aux)
+            out = out.reshape(x.shape)
+            self._run_one(self._scan, x, flags, coef, seed, out[::-1] if reverse else out, zero, False, None)
+        return carry, scan
 
 
 def _segment_fields(state, seed, flags, ends: bool) -> None:

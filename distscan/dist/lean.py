@@ -154,6 +154,10 @@ class LeanCalls:
         place, run = ex.place, self.run
         fp, heads, all_agreed, allgather = self._record(ex)
 
+        # a fused call's part is 1-D (no trailing shape): one column, whose loops' calls can skip
+        # their checks and write the carry straight into this rank's record
+        carry_into_record, scan_from = loops.fused(reverse, mine)
+
         def call(rows, out, aux):
             n = rows.shape[0]
             if not n:  # the general way, which flags an empty part
@@ -163,16 +167,16 @@ class LeanCalls:
                 if out is None:
                     out = np.empty(rows.shape, result)
                 x = loops.rows(rows)
-                carry = None if last else loops.carry(x, aux, reverse)
+                if not last:
+                    carry_into_record(x, aux)
             except Exception:  # noqa: BLE001 - the general way prepares again, and agrees on a failure
                 return run(rows, out=given, fast=True, aux=aux)
             st[0], st[1], st[2] = 0, fp, n
-            if carry is not None:
-                mine[...] = carry
             allgather(rec, recs)
             if heads.tobytes() == all_agreed:
-                loops.scan(x, aux, seed=fold(carries[:place]) if place else None, out=out, reverse=reverse)
+                scan_from(x, aux, fold(carries[:place]) if place else None, out)
                 return out
+            carry = None if last else mine  # (read by the exchange's general reading only where it is not inline)
             agreed, offset, _ = self._checked(*ex.read(fp, carry, False), None, "scan arguments", None, None, n)
             with (collectively(self.comm) if agreed.agree_after else NULL):
                 loops.scan(x, aux, seed=offset, out=out, reverse=reverse)

@@ -153,15 +153,15 @@ def test_a_failure_of_the_state_loops_before_the_exchange_is_agreed(where, comm,
 
         monkeypatch.setattr(cpu, "prepare", failing)
     else:
-        distscan.cumsum(x, segments=f, comm=comm)
-        real = cpu_states.Loops.carry
+        distscan.cumsum(x, segments=f, comm=comm)  # warm: the next call is the plan's fused lean call
+        real = cpu_states.Loops._run_one  # the one-column loops' call, of the fused call and of carry()
 
-        def failing(self, *args, **kwargs):
-            if comm.rank == victim:
+        def failing(self, fn, *args, **kwargs):
+            if comm.rank == victim and fn is self._carry:
                 raise MemoryError("injected: carry")
-            return real(self, *args, **kwargs)
+            return real(self, fn, *args, **kwargs)
 
-        monkeypatch.setattr(cpu_states.Loops, "carry", failing)
+        monkeypatch.setattr(cpu_states.Loops, "_run_one", failing)
     msg = raises_everywhere(comm, MemoryError, "injected", lambda: distscan.cumsum(x, segments=f, comm=comm))
     assert msg.startswith(f"rank {victim}:"), msg
     monkeypatch.undo()
