@@ -149,7 +149,7 @@ class LeanCalls:
         finish cannot fail (their assumption: ``distscan.backends.cpu_states.Loops``), so this rank
         asks for no agreement after it, and joins one when another rank asked for it."""
         loops, reverse, last, result = self._loops, self.reverse, self.last, self.types.result
-        rec, recs, st, mine, fold = ex.rec, ex.recs, ex.st, ex.mine, ex.fold
+        rec, recs, st, mine = ex.rec, ex.recs, ex.st, ex.mine
         carries = ex.carries[::-1] if reverse else ex.carries  # scan order
         place, run = ex.place, self.run
         fp, heads, all_agreed, allgather = self._record(ex)
@@ -157,6 +157,21 @@ class LeanCalls:
         # a fused call's part is 1-D (no trailing shape): one column, whose loops' calls can skip
         # their checks and write the carry straight into this rank's record
         carry_into_record, scan_from = loops.fused(reverse, mine)
+        # The seed: Carry.fold of the carries before this rank, without its frames.  One carry is
+        # the seed as it lies in the gathered records (read by the scan before the next exchange
+        # writes them); more go through the state's compiled fold, Carry.fold's own (a numba loop
+        # raises no floating-point error: the exchange's quiet wrapper has nothing to catch there).
+        fold_states, state_dtype = self.carries.state.fold_for(self.carries.dtype), self.carries.dtype
+        if place > 1:
+            before = carries[:place]
+
+            def seed_before():
+                seed = np.empty(1, state_dtype)
+                fold_states(before, seed)
+                return seed
+        else:
+            first = carries[0] if place else None
+            seed_before = lambda: first  # noqa: E731
 
         def call(rows, out, aux):
             n = rows.shape[0]
@@ -174,7 +189,7 @@ class LeanCalls:
             st[0], st[1], st[2] = 0, fp, n
             allgather(rec, recs)
             if heads.tobytes() == all_agreed:
-                scan_from(x, aux, fold(carries[:place]) if place else None, out)
+                scan_from(x, aux, seed_before(), out)
                 return out
             carry = None if last else mine  # (read by the exchange's general reading only where it is not inline)
             agreed, offset, _ = self._checked(*ex.read(fp, carry, False), None, "scan arguments", None, None, n)
