@@ -122,12 +122,16 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
     DistScanError
         Any other failure on some rank (e.g. out of device memory), raised on all.
     """
-    options = None
-    if reverse or segments is not None or include_initial or compensated:
-        options = {"reverse": reverse, "segments": segments, "include_initial": include_initial,
-                   "compensated": compensated}
     return _scan(x, op, exclusive, initial, dtype, out, default_comm(comm), axis, strategy, hierarchy, backend,
-                 timings, node_size, algorithm, options)
+                 timings, node_size, algorithm, _options(reverse, segments, include_initial, compensated))
+
+
+def _options(reverse, segments, include_initial, compensated):
+    """:func:`scan`'s state options as :func:`_scan` takes them: None for a plain scan."""
+    if reverse or segments is not None or include_initial or compensated:
+        return {"reverse": reverse, "segments": segments, "include_initial": include_initial,
+                "compensated": compensated}
+    return None
 
 
 def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy, backend, timings, node_size,
@@ -197,12 +201,14 @@ def _named_scan(name: str, op: str, doc: str):
     ``scan(x, op, ...)`` that goes to :func:`_scan` itself, one Python call fewer and without
     passing ten keywords on (each shows in a loop of small calls: benchmarks/RESULTS.md, "Issue
     10, eleventh pass")."""
-    def named(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, **kwargs):
+    def named(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, reverse=False,
+              segments=None, **kwargs):
         if kwargs:
             return scan(x, op, exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis,
-                        **kwargs)
+                        reverse=reverse, segments=segments, **kwargs)
+        # reverse= and segments= alone (the common state scans) go straight on as well
         return _scan(x, op, exclusive, initial, dtype, out, default_comm(comm), axis, "auto", "auto", "auto", None,
-                     None, "auto")
+                     None, "auto", _options(reverse, segments, False, False))
     named.__name__ = named.__qualname__ = name
     named.__doc__ = doc + "; see :func:`scan`."
     return named
