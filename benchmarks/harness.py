@@ -19,6 +19,8 @@ import statistics
 import sys
 import time
 
+import numpy as np
+
 try:
     import cupy as cp
 except ImportError:  # plots and reports need no GPU
@@ -129,6 +131,27 @@ def ranks_interleaved(comm, cases: dict, calls: int, rounds: int, warm: int = 50
             dt = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
             times[name].append(dt / calls * 1e6)
     return times
+
+
+def checked_per_call(comm, cases: dict, out, ref, calls: int, rounds: int) -> dict:
+    """:func:`ranks_interleaved` of ``cases``, each first checked: ``out`` zeroed, 50 calls, then
+    ``out`` must equal ``ref`` (which also warms each)."""
+    for name, fn in cases.items():
+        out[...] = 0
+        for _ in range(50):
+            fn()
+        assert np.array_equal(out, ref), name
+    return ranks_interleaved(comm, cases, calls, rounds, warm=0)  # interleaved: a slow moment hits all
+
+
+def print_per_call(times: dict, base: str, header: str) -> dict:
+    """Each case's median µs per call (its fastest round) and its ratio to ``base``'s, under ``header``."""
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(header)
+    width = max(len(k) for k in times) + 2
+    for k, v in times.items():
+        print(f"  {k:<{width}}{med[k]:8.2f} ({min(v):.2f})   × {base} {med[k] / med[base]:.2f}")
+    return med
 
 
 def make_cub(x, y, n):

@@ -23,7 +23,6 @@ fused path per call kind could reach, against what the layered call costs now.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
@@ -33,7 +32,7 @@ from mpi4py import MPI
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import distscan  # noqa: E402
-from harness import ranks_interleaved  # noqa: E402
+from harness import checked_per_call, print_per_call  # noqa: E402
 
 RECORD_BYTES = 64
 
@@ -86,21 +85,12 @@ def main() -> None:
         distscan.cumsum(x, comm=comm, out=out)
 
     runs = {"bare": bare, "protocol": protocol, "distscan": call}
-    for name, fn in runs.items():  # each checked once, and warm
-        out[...] = 0
-        for _ in range(50):
-            fn()
-        assert np.array_equal(out, ref), name
-    times = ranks_interleaved(comm, runs, a.calls, a.rounds, warm=0)  # interleaved: a slow moment hits all three
+    times = checked_per_call(comm, runs, out, ref, a.calls, a.rounds)
     if rank == 0:
-        med = {k: statistics.median(v) for k, v in times.items()}
-        print(f"{size} ranks, {MPI.Get_library_version().splitlines()[0].strip()}, {a.n} int64 a rank, "
-              f"µs per call, median of {a.rounds} rounds of {a.calls} (min):")
-        for k, v in times.items():
-            print(f"  {k:<10}{med[k]:8.2f} ({min(v):.2f})   × bare {med[k] / med['bare']:.2f}")
+        med = print_per_call(times, "bare", f"{size} ranks, {MPI.Get_library_version().splitlines()[0].strip()}, "
+                             f"{a.n} int64 a rank, µs per call, median of {a.rounds} rounds of {a.calls} (min):")
         print(f"  distscan over the protocol: {med['distscan'] - med['protocol']:.2f} µs; "
               f"the protocol over bare: {med['protocol'] - med['bare']:.2f} µs")
-
 
 if __name__ == "__main__":
     main()

@@ -26,7 +26,6 @@ count amplifies, and only less of it helps.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -38,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import distscan  # noqa: E402
 from bench_exchange import _loops, _seg_op  # noqa: E402
-from harness import ranks_interleaved  # noqa: E402
+from harness import checked_per_call, print_per_call  # noqa: E402
 
 RECORD_BYTES = 64
 
@@ -126,21 +125,13 @@ def main() -> None:
 
     runs = {"own": own, "protocol": protocol_with(0.0), "protocol+busy": protocol_with(a.busy * 1e-6),
             "distscan": call}
-    for name, fn in runs.items():  # each checked once, and warm
-        out[...] = 0
-        for _ in range(50):
-            fn()
-        assert np.array_equal(out, ref), name
-    times = ranks_interleaved(comm, runs, a.calls, a.rounds, warm=0)
+    times = checked_per_call(comm, runs, out, ref, a.calls, a.rounds)
     if rank == 0:
-        med = {k: statistics.median(v) for k, v in times.items()}
-        print(f"{size} ranks, {MPI.Get_library_version().splitlines()[0].strip()}, {a.n} int64 a rank, 1 % flags, "
-              f"busy {a.busy} µs twice; µs per call, median of {a.rounds} rounds of {a.calls} (min):")
-        for k, v in times.items():
-            print(f"  {k:<14}{med[k]:8.2f} ({min(v):.2f})   × own {med[k] / med['own']:.2f}")
+        med = print_per_call(times, "own", f"{size} ranks, {MPI.Get_library_version().splitlines()[0].strip()}, "
+                             f"{a.n} int64 a rank, 1 % flags, busy {a.busy} µs twice; µs per call, median of "
+                             f"{a.rounds} rounds of {a.calls} (min):")
         print(f"  distscan over the protocol: {med['distscan'] - med['protocol']:.2f} µs; busy's cost: "
               f"{med['protocol+busy'] - med['protocol']:.2f} µs for {2 * a.busy:.1f} µs of local work")
-
 
 if __name__ == "__main__":
     main()
