@@ -81,7 +81,8 @@ def check(scan: str, files: dict, out: str) -> str:
         if not np.array_equal(o, numpy_scan(scan, files)):
             raise AssertionError(f"{scan}: output differs from NumPy")
         return "every element exact"
-    import distscan
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from any folder
+    import distscan  # the reference: this checkout's (a config's PYTHONPATH only reaches the commands)
     n = o.shape[0]
     starts = np.unique(np.concatenate([[0, n - 4096], np.random.default_rng(3).integers(0, n - 4096, 12)]))
     want = distscan.linear_recurrence(np.load(files["coef"]), np.load(files["values_f"]), dtype=np.float64)
