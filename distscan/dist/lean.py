@@ -162,16 +162,14 @@ class LeanCalls:
         # writes them); more go through the state's compiled fold, Carry.fold's own (a numba loop
         # raises no floating-point error: the exchange's quiet wrapper has nothing to catch there).
         fold_states, state_dtype = self.carries.state.fold_for(self.carries.dtype), self.carries.dtype
-        if place > 1:
-            before = carries[:place]
+        before = carries[:place]
 
-            def seed_before():
-                seed = np.empty(1, state_dtype)
-                fold_states(before, seed)
-                return seed
-        else:
-            first = carries[0] if place else None
-            seed_before = lambda: first  # noqa: E731
+        def seed_before():
+            if place <= 1:
+                return before[0] if place else None
+            seed = np.empty(1, state_dtype)
+            fold_states(before, seed)
+            return seed
 
         def call(rows, out, aux):
             n = rows.shape[0]
