@@ -139,7 +139,11 @@ class Loops:
     length: the loops do not check bounds), ``out`` writable of ``x``'s shape in the accumulator
     dtype, the seed the exchange gave (a state row, or None), ``initial`` None or a row ``(w,)``
     of the accumulator dtype.  numba's loops set no floating-point flags and issue no warnings;
-    around them there are only views, field reads and allocations of ``w`` items.
+    around them there are only views, field reads and allocations of ``w`` items.  For one column
+    the loops take scalars, compiled for exactly the accumulator dtype's (and bools): they are
+    given only NumPy scalars read from state rows of the plan's dtype, the constants made here
+    (``zero``, ``first1``, ``neutral1``) and Python bools, never a Python number that numba would
+    type otherwise (a float for a float32 loop would raise "no matching definition").
     """
 
     def __init__(self, op, types, exclusive: bool, w: int):
