@@ -287,36 +287,69 @@ class Loops:
             if dest is not None:
                 dest["s"], dest["e"] = s, e
 
-    def fused(self, reverse: bool, record):
+    def fused(self, reverse: bool, record, last: bool):
         """For a plan's fused calls on many ranks (:mod:`distscan.dist.lean`), where ``w`` is 1:
-        ``carry(x, aux)``, :meth:`carry` written into ``record`` (a state row of one: the
-        exchange's own record), and ``scan(x, aux, seed, out)``, :meth:`scan` from ``seed`` (a
-        state row of one, or None) into ``out``; ``x`` from :meth:`rows` with at least one row,
-        ``aux`` as :meth:`carry` takes them, no ``initial``.  The same loop calls as those
-        methods make, without their checks of what such calls never pass."""
+        ``before(x, aux, out)``, made before the exchange, puts this part's carry (:meth:`carry`'s)
+        into ``record`` (a state row of one: the exchange's own record), and ``after(x, aux, seed,
+        out)`` leaves in ``out`` what :meth:`scan` from ``seed`` (a state row of one, or None)
+        gives; ``x`` from :meth:`rows` with at least one row, ``aux`` as :meth:`carry` takes them,
+        ``out`` apart from ``x``, no ``initial``; ``last``: no rank reads this rank's carry.  The
+        same loop calls as those methods make, without their checks of what such calls never pass.
+
+        A segmented scan is scanned before the exchange from no seed (its state after the last row
+        is the carry: the same loop) and after it only up to where the seed stops mattering: the
+        first row that starts afresh (forwards a flagged row; in scan order of a reverse scan the
+        row after a flagged one, or the first row where the seed ends a segment).  Past it both
+        scans restart alike, so ``out`` holds :meth:`scan`'s bits; a small part is one pass, not
+        two (a carry pass, then the seeded scan)."""
         names = self.state.aux
         at_flags = names.index("segments") if "segments" in names else None
         affine, falses, empty, zero = self.kind == "affine", self.falses, self.empty, self.zero
 
-        def views(x, aux):
+        def views(x, aux, out):
             flags = falses if at_flags is None else aux[at_flags]
             coef = None
             if affine:
                 coef = aux[0] if aux[0].ndim == 2 else aux[0].reshape(x.shape[0], 1)
-            if reverse:  # the same loop over mirrored views
-                x, coef = x[::-1], None if coef is None else coef[::-1]
-                flags = flags if at_flags is None else flags[::-1]
-            return x, flags, coef
-
-        def carry(x, aux):
-            x, flags, coef = views(x, aux)
-            self._run_one(self._carry, x, flags, coef, None, empty, zero, False, record)
-
-        def scan(x, aux, seed, out):
-            x, flags, coef = views(x, aux)
             out = out.reshape(x.shape)
-            self._run_one(self._scan, x, flags, coef, seed, out[::-1] if reverse else out, zero, False, None)
-        return carry, scan
+            if reverse:  # the same loop over mirrored views
+                x, out, coef = x[::-1], out[::-1], None if coef is None else coef[::-1]
+                flags = flags if at_flags is None else flags[::-1]
+            return x, flags, coef, out
+
+        if self.kind == "segmented":
+            ends = self.state.ends
+
+            def before(x, aux, out):
+                x, flags, _, out = views(x, aux, out)
+                self._run_one(self._scan, x, flags, None, None, out, zero, False, record)
+
+            def after(x, aux, seed, out):
+                if seed is None:
+                    return
+                x, flags, _, out = views(x, aux, out)
+                first = int(flags.argmax())  # the first flagged row in scan order (0 if none)
+                if not flags[first]:
+                    fresh = x.shape[0]
+                elif ends:
+                    fresh = first + 1
+                else:
+                    fresh = first
+                if ends and seed["end"][0]:  # the seed ends a segment: the first row starts one
+                    fresh = 0
+                if fresh:
+                    self._run_one(self._scan, x[:fresh], flags[:fresh], None, seed, out[:fresh], zero, False, None)
+            return before, after
+
+        def before(x, aux, out):
+            if not last:
+                x, flags, coef, _ = views(x, aux, out)
+                self._run_one(self._carry, x, flags, coef, None, empty, zero, False, record)
+
+        def after(x, aux, seed, out):
+            x, flags, coef, out = views(x, aux, out)
+            self._run_one(self._scan, x, flags, coef, seed, out, zero, False, None)
+        return before, after
 
 
 def _segment_fields(state, seed, flags, ends: bool) -> None:

@@ -144,9 +144,10 @@ class LeanCalls:
     def _fused_state_scan(self, ex):
         """``run(fast=True)``'s route for a CPU state scan by its prepared loops (forward or reverse,
         no ``initial``: the call kinds' case) as one function (:meth:`lean_call`): the part's
-        carry (not on the last rank in scan order, whose carry no rank reads), the exchange, the
-        scan seeded with the fold of the carries before this rank in scan order.  The loops'
-        finish cannot fail (their assumption: ``distscan.backends.cpu_states.Loops``), so this rank
+        carry (not on the last rank in scan order, whose carry no rank reads; a segmented scan's
+        is its scan from no seed), the exchange, the scan seeded with the fold of the carries
+        before this rank in scan order (a segmented scan's: up to where the seed stops mattering,
+        ``Loops.fused``).  The loops' finish cannot fail (their assumption: ``distscan.backends.cpu_states.Loops``), so this rank
         asks for no agreement after it, and joins one when another rank asked for it."""
         loops, reverse, last, result = self._loops, self.reverse, self.last, self.types.result
         rec, recs, st, mine = ex.rec, ex.recs, ex.st, ex.mine
@@ -156,7 +157,7 @@ class LeanCalls:
 
         # a fused call's part is 1-D (no trailing shape): one column, whose loops' calls can skip
         # their checks and write the carry straight into this rank's record
-        carry_into_record, scan_from = loops.fused(reverse, mine)
+        before_exchange, after_exchange = loops.fused(reverse, mine, last)
         # The seed: Carry.fold of the carries before this rank, without its frames.  One carry is
         # the seed as it lies in the gathered records (read by the scan before the next exchange
         # writes them); more go through the state's compiled fold, Carry.fold's own (a numba loop
@@ -180,14 +181,13 @@ class LeanCalls:
                 if out is None:
                     out = np.empty(rows.shape, result)
                 x = loops.rows(rows)
-                if not last:
-                    carry_into_record(x, aux)
+                before_exchange(x, aux, out)
             except Exception:  # noqa: BLE001 - the general way prepares again, and agrees on a failure
                 return run(rows, out=given, fast=True, aux=aux)
             st[0], st[1], st[2] = 0, fp, n
             allgather(rec, recs)
             if heads.tobytes() == all_agreed:
-                scan_from(x, aux, seed_before(), out)
+                after_exchange(x, aux, seed_before(), out)
                 return out
             carry = None if last else mine  # (read by the exchange's general reading only where it is not inline)
             agreed, offset, _ = self._checked(*ex.read(fp, carry, False), None, "scan arguments", None, None, n)

@@ -343,6 +343,47 @@ def test_one_rank_differs_beside_fused_state_calls(comm, name, odd):
         _state_call(comm, name, 20 + odd_rank, counts)
 
 
+# A fused segmented call scans its part before the exchange from no seed and after it only up to
+# the first row that starts afresh (cpu_states.Loops.fused): flags where that row is the first, the
+# last, past the end, every row, and parts of one row, forwards and in reverse, inclusive and
+# exclusive, each rank's pattern in turn.
+FLAG_PATTERNS = ["none", "first", "last", "middle", "all", "second to last"]
+SEGMENTED_CALLS = {
+    "sum": dict(op="sum"), "reverse max": dict(op="max", reverse=True), "exclusive sum": dict(op="sum", exclusive=True),
+    "exclusive reverse sum": dict(op="sum", exclusive=True, reverse=True),
+}
+
+
+def _flags(pattern, n):
+    f = np.zeros(n, bool)
+    if n:
+        where = {"none": [], "first": [0], "last": [n - 1], "middle": [n // 2], "all": list(range(n)),
+                 "second to last": [max(0, n - 2)]}[pattern]
+        f[where] = True
+    return f
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("call", sorted(SEGMENTED_CALLS))
+@pytest.mark.parametrize("n", [1, 2, 7])
+def test_the_fused_segmented_finish_stops_where_the_seed_does(comm, call, n):
+    kw = SEGMENTED_CALLS[call]
+    _kinds.KINDS.clear()
+    rng = np.random.default_rng(n)
+    x = rng.integers(-9, 9, n * comm.size)
+    for shift in range(len(FLAG_PATTERNS)):
+        f = np.concatenate([_flags(FLAG_PATTERNS[(r + shift) % len(FLAG_PATTERNS)], n) for r in range(comm.size)])
+        ref = segmented_reference(x, f, kw["op"], exclusive=kw.get("exclusive", False),
+                                  reverse=kw.get("reverse", False))[comm.rank * n:(comm.rank + 1) * n]
+        part, flags = x[comm.rank * n:(comm.rank + 1) * n].copy(), f[comm.rank * n:(comm.rank + 1) * n].copy()
+        for _ in range(3):  # cold, then warm (the fused call from the second)
+            out = np.full(n, 99, np.int64)
+            y = distscan.scan(part, kw["op"], segments=flags, exclusive=kw.get("exclusive", False),
+                              reverse=kw.get("reverse", False), out=out, comm=comm)
+            all_ranks_ok(comm, lambda: np.testing.assert_array_equal(y, ref, err_msg=f"{call} shift {shift}"))
+    assert _fused(comm) == 1
+
+
 @pytest.mark.mpi(min_size=2)
 @pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int32", "int64", "uint64"])
 @pytest.mark.parametrize("op", ["sum", "prod", "max", "min", "bitwise_xor", "logical_or", "logical_and"])
