@@ -296,9 +296,9 @@ class Loops:
         ``out`` apart from ``x``, no ``initial``; ``last``: no rank reads this rank's carry.  The
         same loop calls as those methods make, without their checks of what such calls never pass.
 
-        A segmented scan is scanned before the exchange from no seed (its state after the last row
-        is the carry: the same loop) and after it only up to where the seed stops mattering: the
-        first row that starts afresh (forwards a flagged row; in scan order of a reverse scan the
+        A segmented scan (a recurrence with segments too) is scanned before the exchange from no seed
+        (its state after the last row is the carry: the same loop) and after it only up to where
+        the seed stops mattering: the first row that starts afresh (forwards a flagged row; in scan order of a reverse scan the
         row after a flagged one, or the first row where the seed ends a segment).  Past it both
         scans restart alike, so ``out`` holds :meth:`scan`'s bits; a small part is one pass, not
         two (a carry pass, then the seeded scan)."""
@@ -317,17 +317,17 @@ class Loops:
                 flags = flags if at_flags is None else flags[::-1]
             return x, flags, coef, out
 
-        if self.kind == "segmented":
-            ends = self.state.ends
+        if self.kind == "segmented" or affine and self.state.segments:
+            ends = self.state.ends if self.kind == "segmented" else self.state.segments == "ends"
 
             def before(x, aux, out):
-                x, flags, _, out = views(x, aux, out)
-                self._run_one(self._scan, x, flags, None, None, out, zero, False, record)
+                x, flags, coef, out = views(x, aux, out)
+                self._run_one(self._scan, x, flags, coef, None, out, zero, False, record)
 
             def after(x, aux, seed, out):
                 if seed is None:
                     return
-                x, flags, _, out = views(x, aux, out)
+                x, flags, coef, out = views(x, aux, out)
                 first = int(flags.argmax())  # the first flagged row in scan order (0 if none)
                 if not flags[first]:
                     fresh = x.shape[0]
@@ -338,7 +338,8 @@ class Loops:
                 if ends and seed["end"][0]:  # the seed ends a segment: the first row starts one
                     fresh = 0
                 if fresh:
-                    self._run_one(self._scan, x[:fresh], flags[:fresh], None, seed, out[:fresh], zero, False, None)
+                    self._run_one(self._scan, x[:fresh], flags[:fresh], None if coef is None else coef[:fresh], seed,
+                                  out[:fresh], zero, False, None)
             return before, after
 
         def before(x, aux, out):

@@ -346,11 +346,24 @@ def test_one_rank_differs_beside_fused_state_calls(comm, name, odd):
 # A fused segmented call scans its part before the exchange from no seed and after it only up to
 # the first row that starts afresh (cpu_states.Loops.fused): flags where that row is the first, the
 # last, past the end, every row, and parts of one row, forwards and in reverse, inclusive and
-# exclusive, each rank's pattern in turn.
+# exclusive, segmented scans and recurrences with segments, each rank's pattern in turn.
 FLAG_PATTERNS = ["none", "first", "last", "middle", "all", "second to last"]
-SEGMENTED_CALLS = {
-    "sum": dict(op="sum"), "reverse max": dict(op="max", reverse=True), "exclusive sum": dict(op="sum", exclusive=True),
-    "exclusive reverse sum": dict(op="sum", exclusive=True, reverse=True),
+SEGMENTED_CALLS = {  # name: (call on this rank's x, a, flags and out; reference of the global arrays)
+    "sum": (lambda x, a, f, out, c: distscan.cumsum(x, segments=f, out=out, comm=c),
+            lambda x, a, f: segmented_reference(x, f, "sum")),
+    "reverse max": (lambda x, a, f, out, c: distscan.cummax(x, segments=f, reverse=True, out=out, comm=c),
+                    lambda x, a, f: segmented_reference(x, f, "max", reverse=True)),
+    "exclusive sum": (lambda x, a, f, out, c: distscan.scan(x, "sum", segments=f, exclusive=True, out=out, comm=c),
+                      lambda x, a, f: segmented_reference(x, f, "sum", exclusive=True)),
+    "exclusive reverse sum": (
+        lambda x, a, f, out, c: distscan.scan(x, "sum", segments=f, exclusive=True, reverse=True, out=out, comm=c),
+        lambda x, a, f: segmented_reference(x, f, "sum", exclusive=True, reverse=True)),
+    # recurrences with segments (floats: x in eighths, a in {1/4, 1/2, 1}, so that every value is exact)
+    "recurrence": (lambda x, a, f, out, c: distscan.linear_recurrence(a, x / 8.0, segments=f, out=out, comm=c),
+                   lambda x, a, f: recurrence_reference(a, x / 8.0, segments=f)),
+    "reverse recurrence": (
+        lambda x, a, f, out, c: distscan.linear_recurrence(a, x / 8.0, segments=f, reverse=True, out=out, comm=c),
+        lambda x, a, f: recurrence_reference(a, x / 8.0, segments=f, reverse=True)),
 }
 
 
@@ -367,19 +380,17 @@ def _flags(pattern, n):
 @pytest.mark.parametrize("call", sorted(SEGMENTED_CALLS))
 @pytest.mark.parametrize("n", [1, 2, 7])
 def test_the_fused_segmented_finish_stops_where_the_seed_does(comm, call, n):
-    kw = SEGMENTED_CALLS[call]
+    run, reference = SEGMENTED_CALLS[call]
     _kinds.KINDS.clear()
     rng = np.random.default_rng(n)
-    x = rng.integers(-9, 9, n * comm.size)
+    x, a = rng.integers(-9, 9, n * comm.size), rng.choice([0.25, 0.5, 1.0], n * comm.size)
+    mine = slice(comm.rank * n, (comm.rank + 1) * n)
     for shift in range(len(FLAG_PATTERNS)):
         f = np.concatenate([_flags(FLAG_PATTERNS[(r + shift) % len(FLAG_PATTERNS)], n) for r in range(comm.size)])
-        ref = segmented_reference(x, f, kw["op"], exclusive=kw.get("exclusive", False),
-                                  reverse=kw.get("reverse", False))[comm.rank * n:(comm.rank + 1) * n]
-        part, flags = x[comm.rank * n:(comm.rank + 1) * n].copy(), f[comm.rank * n:(comm.rank + 1) * n].copy()
+        ref = reference(x, a, f)[mine]
         for _ in range(3):  # cold, then warm (the fused call from the second)
-            out = np.full(n, 99, np.int64)
-            y = distscan.scan(part, kw["op"], segments=flags, exclusive=kw.get("exclusive", False),
-                              reverse=kw.get("reverse", False), out=out, comm=comm)
+            out = np.full(n, 99, ref.dtype)
+            y = run(x[mine].copy(), a[mine].copy(), f[mine].copy(), out, comm)
             all_ranks_ok(comm, lambda: np.testing.assert_array_equal(y, ref, err_msg=f"{call} shift {shift}"))
     assert _fused(comm) == 1
 
