@@ -279,12 +279,10 @@ def linear_recurrence(a, b, *, initial=0, reverse=False, out=None, comm=None, ax
         initial = None
     options = {"reverse": reverse, "segments": segments, "coefficients": a}
     comm = default_comm(comm)
-    if not kwargs:  # the common call: scan()'s defaults, without looking each one up
-        return _scan(b, "sum", False, initial, dtype, out, comm, axis, "auto", "auto", "auto", None, None, "auto",
-                     options)
-    unknown = set(kwargs) - {"strategy", "hierarchy", "backend", "timings", "node_size", "algorithm"}
-    if unknown:
-        raise TypeError(f"linear_recurrence() got unexpected keyword arguments {sorted(unknown)}")
+    if kwargs:
+        unknown = set(kwargs) - {"strategy", "hierarchy", "backend", "timings", "node_size", "algorithm"}
+        if unknown:
+            raise TypeError(f"linear_recurrence() got unexpected keyword arguments {sorted(unknown)}")
     return _scan(b, "sum", False, initial, dtype, out, comm, axis, kwargs.get("strategy", "auto"),
                  kwargs.get("hierarchy", "auto"), kwargs.get("backend", "auto"), kwargs.get("timings"),
                  kwargs.get("node_size"), kwargs.get("algorithm", "auto"), options)

@@ -215,16 +215,7 @@ class Loops:
             if not want_state:
                 return None
             return seed.copy() if has_seed else self.neutral.copy()
-        flags, coef = self.falses, None
-        for name, a in zip(self.state.aux, aux):
-            if name == "segments":
-                flags = a
-            else:
-                coef = a if a.ndim == 2 else a.reshape(n, 1)
-        if reverse:  # the same loop over mirrored views
-            x, out = x[::-1], out[::-1]
-            flags = flags if flags is self.falses else flags[::-1]
-            coef = None if coef is None else coef[::-1]
+        x, flags, coef, out = self._inputs(x, aux, out, reverse)
         has_init = initial is not None and self.projects
         init = self.zeros
         if has_init:  # a row of the accumulator dtype as the plan gives it; anything else converted
@@ -258,6 +249,22 @@ class Loops:
             if want_state:
                 state["s"], state["e"] = s, e
         return state
+
+    def _inputs(self, x, aux, out, reverse: bool):
+        """What the loops read of a call: ``x``, the flags and the coefficients of ``aux`` (the
+        constant falses and None where the state has none; coefficients ``(n, w)``) and ``out``,
+        each mirrored for a reverse scan (the same loop over mirrored views)."""
+        flags, coef = self.falses, None
+        for name, a in zip(self.state.aux, aux):
+            if name == "segments":
+                flags = a
+            else:
+                coef = a if a.ndim == 2 else a.reshape(x.shape[0], 1)
+        if reverse:
+            x, out = x[::-1], out[::-1]
+            flags = flags if flags is self.falses else flags[::-1]
+            coef = None if coef is None else coef[::-1]
+        return x, flags, coef, out
 
     def _run_one(self, fn, x, flags, coef, seed, out, ini, has_init, dest) -> None:
         """:meth:`_run`'s loop call for one column: the seed's fields (a state row of one, or None)
@@ -302,32 +309,19 @@ class Loops:
         row after a flagged one, or the first row where the seed ends a segment).  Past it both
         scans restart alike, so ``out`` holds :meth:`scan`'s bits; a small part is one pass, not
         two (a carry pass, then the seeded scan)."""
-        names = self.state.aux
-        at_flags = names.index("segments") if "segments" in names else None
-        affine, falses, empty, zero = self.kind == "affine", self.falses, self.empty, self.zero
+        empty, zero = self.empty, self.zero
 
-        def views(x, aux, out):
-            flags = falses if at_flags is None else aux[at_flags]
-            coef = None
-            if affine:
-                coef = aux[0] if aux[0].ndim == 2 else aux[0].reshape(x.shape[0], 1)
-            out = out.reshape(x.shape)
-            if reverse:  # the same loop over mirrored views
-                x, out, coef = x[::-1], out[::-1], None if coef is None else coef[::-1]
-                flags = flags if at_flags is None else flags[::-1]
-            return x, flags, coef, out
-
-        if self.kind == "segmented" or affine and self.state.segments:
+        if self.kind == "segmented" or self.kind == "affine" and self.state.segments:
             ends = self.state.ends if self.kind == "segmented" else self.state.segments == "ends"
 
             def before(x, aux, out):
-                x, flags, coef, out = views(x, aux, out)
+                x, flags, coef, out = self._inputs(x, aux, out.reshape(x.shape), reverse)
                 self._run_one(self._scan, x, flags, coef, None, out, zero, False, record)
 
             def after(x, aux, seed, out):
                 if seed is None:
                     return
-                x, flags, coef, out = views(x, aux, out)
+                x, flags, coef, out = self._inputs(x, aux, out.reshape(x.shape), reverse)
                 first = int(flags.argmax())  # the first flagged row in scan order (0 if none)
                 if not flags[first]:
                     fresh = x.shape[0]
@@ -344,11 +338,11 @@ class Loops:
 
         def before(x, aux, out):
             if not last:
-                x, flags, coef, _ = views(x, aux, out)
+                x, flags, coef, _ = self._inputs(x, aux, empty, reverse)
                 self._run_one(self._carry, x, flags, coef, None, empty, zero, False, record)
 
         def after(x, aux, seed, out):
-            x, flags, coef, out = views(x, aux, out)
+            x, flags, coef, out = self._inputs(x, aux, out.reshape(x.shape), reverse)
             self._run_one(self._scan, x, flags, coef, seed, out, zero, False, None)
         return before, after
 
