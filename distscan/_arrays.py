@@ -125,3 +125,16 @@ def foreign_device(x):
         return None
     cupy = _need_cupy()
     return None if int(dev_id) == cupy.cuda.runtime.getDevice() else cupy.cuda.Device(int(dev_id))
+
+
+# np.may_share_memory without its __array_function__ dispatch (the arrays here are plain ndarrays,
+# which the dispatch would hand to this same function; it is most of the check's time).
+ndarrays_may_share_memory = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
+
+
+def may_overlap(a, b) -> bool:
+    """Whether two arrays of one backend may share memory (bounds only: cheap and safe)."""
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and ndarrays_may_share_memory(a, b)
+    import cupy
+    return isinstance(b, cupy.ndarray) and cupy.may_share_memory(a, b)

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from ._arrays import as_is, current_device_id, to_native
+from ._arrays import as_is, current_device_id, may_overlap, to_native
 from ._kinds import plan_of
 from .dist.options import resolve_algorithm, resolve_hierarchy, resolve_strategy
 from .dist.plan import ScanPlan
@@ -77,14 +77,6 @@ def _unwrap(x, op: Op):
     if isinstance(x, np.matrix):
         return np.asarray(x), np.asmatrix
     return np.asarray(x), None
-
-
-def may_overlap(a, b) -> bool:
-    """Whether two arrays of one backend may share memory (bounds only: cheap and safe)."""
-    if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and np.may_share_memory(a, b)
-    import cupy
-    return isinstance(b, cupy.ndarray) and cupy.may_share_memory(a, b)
 
 
 def _need_cupy_backend():
@@ -224,11 +216,13 @@ class Part:
                 raise ValueError(f"out is on GPU {current_device_id(out_native)}, the input on GPU "
                                  f"{current_device_id(native)}: pass an out on the input's device")
             self.out_native = out_native
-            # Write straight into the caller's array when the layouts agree and it does not
-            # overlap the input (NumPy's scans give the same answer for any overlap).
+            # Write straight into the caller's array when the layouts agree and it overlaps
+            # neither the input nor the flags and coefficients (NumPy's scans give the same answer
+            # for any overlap; a scan may read an input after it wrote the output: a segmented
+            # part's finish, another tile's items).
             if (self.distributed and self.backend_name == self.native_backend and out_native.flags.c_contiguous
                     and out_native.dtype == self.types.result and not self.scalar
-                    and not may_overlap(out_native, native)):
+                    and not any(may_overlap(out_native, a) for a in (native, *self.aux))):
                 out_rows = out_native.reshape(self.rows.shape[0] + self.extra, self.rows.shape[1])
         self.direct_out = out_rows is not None
         self.full = None  # with include_initial: the rows and the extra one

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._arrays import may_overlap
 from .dist.plan import ScanPlan
 
 # Plans and call kinds kept at most; the oldest go first (they are only this rank's shortcuts).
@@ -130,7 +131,10 @@ class Kind:
         ``Part`` makes: on the CPU their read-only broadcast, on the GPU an array filled with it;
         a complex number for a real accumulator goes the ``Part`` way).  On the GPU, flags and
         coefficients on another device than ``x`` (which ``lean_arrays`` found current) go the
-        ``Part`` way, which copies them to ``x``'s device.  What the loops and kernels do not check
+        ``Part`` way, which copies them to ``x``'s device, and so does an ``out`` that may overlap
+        the flags or the coefficients (``Part`` then scans into a buffer of its own: the fused
+        segmented call reads its part's inputs again after the exchange, a GPU tile those of
+        others after writing its own).  What the loops and kernels do not check
         (a flag or coefficient per element, its device) is checked here, on every call."""
         if not self.lean(x, out, self.types):
             return None
@@ -165,6 +169,8 @@ class Kind:
                     aux.append(self.xp.full(x.shape, np.asarray(a).astype(acc)[()], acc))
             else:
                 return None
+        if out is not None and any(may_overlap(out, a) for a in aux):
+            return None  # the Part route scans into its own buffer: a scan may read them after writing out
         return tuple(aux)
 
     def plan(self, comm) -> ScanPlan:

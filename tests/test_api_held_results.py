@@ -236,3 +236,58 @@ def test_out_aliasing_the_input_with_an_offset(comm):
             np.testing.assert_array_equal(out, expected, err_msg=f"shift {shift}")
 
         all_ranks_ok(comm, check)
+
+
+def test_out_aliasing_the_flags_or_the_coefficients(comm):
+    """``out`` that is (or overlaps, one element either way) the segment flags or the recurrence's
+    coefficients: the scan of the inputs as they were before the call, as NumPy's buffered operands
+    give, on every call of a row (the first calls take the general route, the later ones the plan's
+    fused call, whose segmented finish reads its inputs a second time after the exchange)."""
+    size, rank = comm.size, comm.rank
+    n = 9
+    rng = np.random.default_rng(5)
+    a_all = rng.uniform(0.5, 1.5, n * size)
+    b_all = rng.standard_normal(n * size)
+    f_all = rng.random(n * size) < 0.25
+    x_all = rng.random(n * size) < 0.5
+    mine = slice(n * rank, n * rank + n)
+
+    def recurrence(reverse, segmented):
+        return recurrence_reference(a_all, b_all, reverse=reverse, segments=f_all if segmented else None)[mine]
+
+    def laid_in(values, shift):
+        """``values`` in a buffer of one element more on each side, and the view ``shift`` on of it."""
+        buf = np.zeros(n + 2, values.dtype)
+        buf[1:n + 1] = values
+        return buf[1:n + 1], buf[1 + shift:n + 1 + shift]
+
+    for call in range(4):
+        for reverse in (False, True):
+            for shift in (0, 1, -1):
+                for segmented in (False, True):
+                    a, out = laid_in(a_all[mine], shift)
+                    segments = f_all[mine] if segmented else None
+                    y = distscan.linear_recurrence(a, b_all[mine], segments=segments, reverse=reverse, out=out,
+                                                   comm=comm)
+                    what = f"call {call} out=a shifted {shift}, reverse={reverse}, segments={segmented}"
+                    all_ranks_ok(comm, lambda: (np.testing.assert_allclose(out, recurrence(reverse, segmented),
+                                                                           rtol=1e-12, err_msg=what),
+                                                assert_is(y, out)))
+                flags, out = laid_in(f_all[mine], shift)
+                want = segmented_reference(x_all, f_all, "max", reverse=reverse)[mine]
+                y = distscan.scan(x_all[mine], "max", segments=flags, reverse=reverse, out=out, comm=comm)
+                what = f"call {call} out=segments shifted {shift}, reverse={reverse}"
+                all_ranks_ok(comm, lambda: (np.testing.assert_array_equal(out, want, err_msg=what), assert_is(y, out)))
+                # flags that are the bytes of an int8 out
+                out = np.zeros(n + 2, np.int8)[1:n + 1]
+                flags = out.view(np.bool_)
+                flags[...] = f_all[mine]
+                x8 = x_all.astype(np.int8)
+                want = segmented_reference(x8, f_all, "sum", reverse=reverse, dtype=np.int8)[mine]
+                y = distscan.cumsum(x8[mine], segments=flags, reverse=reverse, dtype=np.int8, out=out, comm=comm)
+                what = f"call {call} flags viewing the int8 out, reverse={reverse}"
+                all_ranks_ok(comm, lambda: (np.testing.assert_array_equal(out, want, err_msg=what), assert_is(y, out)))
+
+
+def assert_is(y, out):
+    assert y is out

@@ -15,6 +15,7 @@ import contextlib
 
 import numpy as np
 
+from .._arrays import ndarrays_may_share_memory
 from .._dtypes import ScanTypes
 from ..ops import Op
 from .. import algorithms
@@ -43,12 +44,7 @@ def lean_arrays(x, out, types: ScanTypes) -> bool:
     if type(out) is not np.ndarray or out.dtype != types.result or out.shape != x.shape:
         return False
     flags = out.flags
-    return flags.c_contiguous and flags.writeable and not _may_share_memory(x, out)
-
-
-# np.may_share_memory without its __array_function__ dispatch (a third of lean_arrays' time; the
-# arrays here are plain ndarrays, which the dispatch would hand to this same function).
-_may_share_memory = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
+    return flags.c_contiguous and flags.writeable and not ndarrays_may_share_memory(x, out)
 
 
 def scan_lean(x, op: Op, types: ScanTypes, exclusive: bool, out=None, seed=None):

@@ -229,6 +229,38 @@ def test_linear_recurrence_matches_the_cpu(dtype, n, rng):
     _close(got, ref, dtype, np.abs(ref).max(initial=1) * np.ones(n))
 
 
+@pytest.mark.parametrize("n", [8193, LARGE])
+def test_out_overlapping_the_coefficients_or_the_flags(n, rng):
+    """``out`` that is the coefficients or the flags, or overlaps them one item either way (a tile
+    would read another's inputs after that one wrote its output): the scan of the inputs as they
+    were, as on the CPU (tests/test_api_held_results.py), on the look-back and the look-ahead
+    kernels, calls in a row (the later ones through the call kind)."""
+    a = rng.uniform(0.5, 1.0, n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    flags = rng.random(n) < 0.001
+    x = rng.random(n) < 0.5
+    want_y = _cpu(distscan.linear_recurrence, a, b, segments=flags)
+    want_max = _cpu(distscan.scan, x, "max", segments=flags)
+
+    def laid_in(values, shift):
+        buf = cp.zeros(n + 2, values.dtype)
+        buf[1:n + 1] = cp.asarray(values)
+        return buf[1:n + 1], buf[1 + shift:n + 1 + shift]
+
+    for algorithm in ("auto", "lookahead"):
+        for call in range(3):
+            for shift in (0, 1, -1):
+                coef, out = laid_in(a, shift)
+                y = distscan.linear_recurrence(coef, cp.asarray(b), segments=cp.asarray(flags), out=out, comm=SELF,
+                                               algorithm=algorithm)
+                assert y is out
+                _close(out, want_y, np.float32, np.abs(want_y).max(initial=1) * np.ones(n))
+                seg, out = laid_in(flags, shift)
+                y = distscan.scan(cp.asarray(x), "max", segments=seg, out=out, comm=SELF, algorithm=algorithm)
+                assert y is out
+                np.testing.assert_array_equal(cp.asnumpy(out), want_max, err_msg=f"{algorithm} {shift}")
+
+
 @pytest.mark.parametrize("n", SIZES[:5])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_an_infinite_or_nan_coefficient_times_a_zero_is_zero_in_every_lane_thread_and_tile(dtype, n, rng):
