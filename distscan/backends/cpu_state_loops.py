@@ -36,7 +36,8 @@ def _blocked(args: str, prologue: str, states: tuple, loads: str, body: str, epi
 def _one_column(args: str, prologue: str, body: str, epilogue: str, result: str) -> str:
     """numba code of ``scan(args)`` for one column (``x`` ``(n, 1)``): the state's locals are
     arguments (or made by ``prologue``), ``body`` runs for each row ``i``, then ``epilogue``, and
-    ``result`` (the locals) is returned."""
+    ``result`` (the locals, each cast by ``AS_ACC`` to the accumulator dtype: numba widens narrow
+    integers in the locals, and the cast wraps them as the state's fields hold them) is returned."""
     return (f"\ndef scan({args}):\n    n = x.shape[0]\n    j = 0\n{_code(prologue, 4)}"
             f"    for i in range(n):\n{_code(body, 8)}{_code(epilogue, 4)}    return {result}\n")
 
@@ -77,7 +78,7 @@ SEGMENTED = _blocked(
 
 SEGMENTED_ONE = _one_column(
     "x, f, out, acc, seed_flag, has_seed, ini, has_init, fst",
-    f"fresh = {_SEGMENTED_FRESH.replace('SEED_FLAG', 'seed_flag')}", _SEGMENTED_BODY, "", "acc")
+    f"fresh = {_SEGMENTED_FRESH.replace('SEED_FLAG', 'seed_flag')}", _SEGMENTED_BODY, "", "AS_ACC(acc)")
 
 # Linear recurrences: the affine map (A, B) of the rows so far; ``flushed``: A is a flushed
 # subnormal (FLUSH_SEED, UPDATE_A), not a zero that a zero coefficient made.
@@ -122,7 +123,7 @@ AFFINE_ONE = _one_column(
     fresh = (not has_seed) or (ENDS and seed_flag)
     flushed = False
     FLUSH_SEED
-""", _AFFINE_BODY, "UNFLUSH", "A, B")
+""", _AFFINE_BODY, "UNFLUSH", "AS_ACC(A), AS_ACC(B)")
 
 # Compensated sums: the sum ``s`` and the error ``e`` (TwoSum's).
 _COMPENSATED_BODY = """
@@ -148,7 +149,7 @@ COMPENSATED = _blocked(
     es = seed_e.copy()
 """, (("s", "ss"), ("e", "es")), "fst = first[j]", _COMPENSATED_BODY, "", "ss, es")
 
-COMPENSATED_ONE = _one_column("x, out, s, e, has_seed, fst", "", _COMPENSATED_BODY, "", "s, e")
+COMPENSATED_ONE = _one_column("x, out, s, e, has_seed, fst", "", _COMPENSATED_BODY, "", "AS_ACC(s), AS_ACC(e)")
 
 # A declared operator's scalar combine (backends/cpu_states.py, _declared).
 DECLARED = _blocked(

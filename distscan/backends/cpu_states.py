@@ -22,8 +22,16 @@ from ..ops.folds import affine_coef_code, compensated_overflow_code
 from ..ops.jit import array_type, base_combine, compile_loop, scalar_type
 from .cpu_state_loops import AFFINE, AFFINE_ONE, COMPENSATED, COMPENSATED_ONE, DECLARED, SEGMENTED, SEGMENTED_ONE
 
-# A NaN-aware base reads NaN as its identity (nancumsum's zero, nancumprod's one).
-_NAN_LIFT = {"nansum": "b = 0 if b != b else b", "nanprod": "b = 1 if b != b else b"}
+# A NaN-aware base reads NaN as its identity (nancumsum's zero, nancumprod's one), a scalar of the
+# accumulator dtype: numba unifies a bare 0 with float32 as float64, and the whole segment was
+# then summed in float64 (NumPy's float32 nancumsum differs, and so did the bits by the split).
+_NAN_IDENTITY = {"nansum": 0, "nanprod": 1}
+
+
+def _nan_lift(base, acc: np.dtype) -> str:
+    identity = _NAN_IDENTITY.get(base.name)
+    return "pass" if identity is None else f"b = np.{acc.name}({identity}) if b != b else b"
+
 
 def _doubling(states, combine):
     """The inclusive scan of ``states`` ``(n, w)`` along axis 0 by log2(n) vectorised steps of
@@ -163,7 +171,7 @@ class Loops:
         seed_flag = "BOOL" if self.one else flags
         if self.kind == "segmented":
             arguments = [rows, flags, out, value, seed_flag, "BOOL", value, "BOOL", value]
-            constants = {"ENDS": st.ends, "LIFT": _NAN_LIFT.get(st.base.name, "pass")}
+            constants = {"ENDS": st.ends, "LIFT": _nan_lift(st.base, acc)}
             base = base_combine(st.base)
             self.first = _constant(st.base.identity(acc), w, acc)
         elif self.kind == "affine":
@@ -173,12 +181,16 @@ class Loops:
             base = None
         else:
             arguments = [rows, out, value, value, "BOOL", value]
-            constants = {"LIFT": _NAN_LIFT.get(st.base.name, "pass"),
+            constants = {"LIFT": _nan_lift(st.base, acc),
                          "OVERFLOW": compensated_overflow_code(acc, "total", "e")}
             base = None
             self.first = _constant(st.base.identity(acc), w, acc)
             self.neutral_s = _constant(self.neutral["s"], w, acc)
             self.neutral_e = _constant(self.neutral["e"], w, acc)
+        if self.one:
+            # the state a one-column loop returns, in the accumulator dtype: its locals widen narrow
+            # integers (numba: int8 + int8 is int64), whose carries would not fit the state's fields
+            constants["AS_ACC"] = f"np.{acc.name}"
         signature = ", ".join(arguments)
         carry, scan = dict(constants, WRITE=False), dict(constants, WRITE=True)
         if self.kind != "affine":  # affine scans are inclusive only
