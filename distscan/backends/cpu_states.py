@@ -30,7 +30,13 @@ _NAN_IDENTITY = {"nansum": 0, "nanprod": 1}
 
 def _nan_lift(base, acc: np.dtype) -> str:
     identity = _NAN_IDENTITY.get(base.name)
-    return "pass" if identity is None else f"b = np.{acc.name}({identity}) if b != b else b"
+    return "pass" if identity is None else f"b = {_numpy_type(acc)}({identity}) if b != b else b"
+
+
+def _numpy_type(dtype: np.dtype) -> str:
+    """The code of ``dtype``'s scalar type in a loop (``np.bool_``, not ``np.bool``: NumPy 1.x has
+    no ``np.bool``)."""
+    return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
 
 
 def _doubling(states, combine):
@@ -190,7 +196,7 @@ class Loops:
         if self.one:
             # the state a one-column loop returns, in the accumulator dtype: its locals widen narrow
             # integers (numba: int8 + int8 is int64), whose carries would not fit the state's fields
-            constants["AS_ACC"] = f"np.{acc.name}"
+            constants["AS_ACC"] = _numpy_type(acc)
         signature = ", ".join(arguments)
         carry, scan = dict(constants, WRITE=False), dict(constants, WRITE=True)
         if self.kind != "affine":  # affine scans are inclusive only
