@@ -185,6 +185,10 @@ class Part:
             work, axis = work.reshape(1), 0
         self.input_shape = tuple(int(s) for s in work.shape)
         ax = normalize_axis(axis, work.ndim)
+        if self.axis_arg is not None:
+            # the plan's axis as an int in range(ndim): np.int64(0) and 0 (and -1 and 0 of a 1-D
+            # part) are one axis, which the ranks agree on by value (the fingerprint is a repr)
+            self.axis_arg = ax
         if ax is None:
             work, ax = work.reshape(-1), 0
         self.axis = ax

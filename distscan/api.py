@@ -148,7 +148,10 @@ def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy
         try:
             # The raw arguments that fix a call's kind (AttributeError for a part without a dtype),
             # built here rather than in a function: the common call's host time shows every call.
-            key = (type(x), x.dtype, type(out), None if out is None else out.dtype, op, exclusive, dtype, axis,
+            # (an axis that is not an int is keyed with its type: 0.0 == 0, and a float axis must
+            # reach Part's TypeError, not the kind of axis=0)
+            key = (type(x), x.dtype, type(out), None if out is None else out.dtype, op, exclusive, dtype,
+                   axis if axis is None or type(axis) is int else (type(axis), axis),
                    strategy, hierarchy, backend, algorithm, node_size,
                    None if options is None else options_key(options))
             kind = KINDS.get(key)
