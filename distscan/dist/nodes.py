@@ -11,6 +11,7 @@ so that which plans a rank holds never changes the collectives it makes.
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -43,18 +44,23 @@ class Hierarchy:
 
 
 _keyval = None
+_keyval_lock = threading.Lock()  # threads making their first calls at once (each on its own communicator)
 
 
 def _hierarchy_keyval():
+    """The attribute key under which a communicator keeps its hierarchies: one per process (made
+    once; two keys would split a communicator a second time, a collective the other ranks skip)."""
     global _keyval
     if _keyval is None:
-        from mpi4py import MPI
+        with _keyval_lock:
+            if _keyval is None:
+                from mpi4py import MPI
 
-        def _delete(comm, keyval, attrval):
-            for h in attrval.values():
-                h.free()
+                def _delete(comm, keyval, attrval):
+                    for h in attrval.values():
+                        h.free()
 
-        _keyval = MPI.Comm.Create_keyval(delete_fn=_delete)
+                _keyval = MPI.Comm.Create_keyval(delete_fn=_delete)
     return _keyval
 
 
