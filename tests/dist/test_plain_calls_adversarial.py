@@ -293,7 +293,7 @@ def test_drawn_plain_calls_in_a_row_with_ranks_that_differ(sequence, comm):
 @pytest.mark.parametrize("name", ["nancumsum", "nancumprod", "cumulative_sum", "cumulative_prod"])
 def test_nan_aware_and_array_api_names(comm, name):
     rank, size = comm.rank, comm.size
-    fn, ref = getattr(distscan, name), getattr(np, name)
+    fn, ref = getattr(distscan, name), _numpy(name)
     for rep in range(REPS):
         rng = np.random.default_rng([7, rep])
         counts = [(r + rep) % 3 * 3 for r in range(size)]
@@ -394,11 +394,24 @@ def test_two_d_parts_along_every_axis(comm, axis):
 
 # -- include_initial with out on some ranks --------------------------------------------------------
 
+def _numpy(name):
+    """NumPy's function ``name``; NumPy 1.x (the floor CI's) has no ``cumulative_sum`` and
+    ``cumulative_prod``: their definition from ``cumsum`` and ``cumprod`` then."""
+    if hasattr(np, name):
+        return getattr(np, name)
+    scan, identity = {"cumulative_sum": (np.cumsum, 0), "cumulative_prod": (np.cumprod, 1)}[name]
+
+    def cumulative(g, include_initial=False):
+        r = scan(g)
+        return np.concatenate([np.full(1, identity, r.dtype), r]) if include_initial else r
+    return cumulative
+
+
 @pytest.mark.parametrize("op", ["sum", "prod"])
 def test_include_initial_with_out_on_some_ranks(comm, op):
     rank, size = comm.rank, comm.size
-    fn, ref = (distscan.cumulative_sum, np.cumulative_sum) if op == "sum" else \
-        (distscan.cumulative_prod, np.cumulative_prod)
+    fn, ref = (distscan.cumulative_sum, _numpy("cumulative_sum")) if op == "sum" else \
+        (distscan.cumulative_prod, _numpy("cumulative_prod"))
     for rep in range(REPS + 1):
         rng = np.random.default_rng([13, rep])
         counts = [0 if (r + rep) % 4 == 3 else 1 + (r + rep) % 4 for r in range(size)]
