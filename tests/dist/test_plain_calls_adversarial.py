@@ -43,6 +43,7 @@ import distscan  # noqa: E402
 from distscan import _kinds  # noqa: E402
 from tests.support.ranks import all_ranks_ok  # noqa: E402
 from tests.support.reference import numpy_result_dtype, reference_scan  # noqa: E402
+from tests.support.kinds import DLPack, part_as  # noqa: E402
 
 try:
     from mpi4py import MPI
@@ -60,68 +61,13 @@ PROFILE = settings(max_examples=60, deadline=None, derandomize=True, database=No
 
 # -- parts, outcomes and comparisons ------------------------------------------------------------------
 
-class _Sub(np.ndarray):
-    """A subclass of ndarray that adds nothing."""
-
-
-class _ArrayLike:
-    """An object NumPy reads through ``__array__`` alone."""
-
-    def __init__(self, a):
-        self.a = a
-
-    def __array__(self, dtype=None, copy=None):
-        return self.a if dtype is None else self.a.astype(dtype)
-
-
-class _DLPack:
-    """An object with ``__dlpack__`` and ``__dlpack_device__`` only (a CPU tensor of another library)."""
-
-    def __init__(self, a):
-        self.a = a
-
-    def __dlpack__(self, **kwargs):
-        return self.a.__dlpack__(**kwargs)
-
-    def __dlpack_device__(self):
-        return self.a.__dlpack_device__()
-
-
 PART_KINDS = ["contiguous", "contiguous", "strided", "reversed", "list", "readonly", "byteswapped", "masked",
               "subclass", "array_like", "dlpack"]
 
 
-def _as_kind(p, kind):
-    """``p`` (a fresh 1-D or 2-D array) passed as ``kind``."""
-    if kind == "strided":
-        b = np.zeros((2 * p.shape[0],) + p.shape[1:], p.dtype)
-        b[::2] = p
-        return b[::2]
-    if kind == "reversed":
-        return p[::-1].copy()[::-1]
-    if kind == "list":
-        # a list keeps the dtype only for int64, float64, complex128 and bool (and none when empty)
-        return p.tolist() if p.size and p.dtype in (np.int64, np.float64, np.complex128, np.bool_) else p.copy()
-    if kind == "readonly":
-        q = p.copy()
-        q.flags.writeable = False
-        return q
-    if kind == "byteswapped":
-        return p.astype(p.dtype.newbyteorder("S"))
-    if kind == "masked":
-        return np.ma.MaskedArray(p.copy(), mask=np.zeros(p.shape, bool))
-    if kind == "subclass":
-        return p.copy().view(_Sub)
-    if kind == "array_like":
-        return _ArrayLike(p.copy())
-    if kind == "dlpack":
-        return _DLPack(p.copy())
-    return p.copy()
-
-
 def _values(x):
     """What a part holds, as a new NumPy array."""
-    if isinstance(x, _DLPack):
+    if isinstance(x, DLPack):
         return np.from_dlpack(x.a).copy()
     if isinstance(x, np.ma.MaskedArray):
         return np.ma.getdata(x).copy()
@@ -226,7 +172,7 @@ def _run_drawn(call, comm, rep):
     if dtype != np.float16:  # float16 sums accumulate in float32 (documented); else NumPy's dtype
         assert want.dtype == numpy_result_dtype(op, dtype), (want.dtype, op, dtype)
     kind = call["kinds"][(rank + rep) % 4]
-    x = _as_kind(g[lo:hi].copy(), kind)
+    x = part_as(g[lo:hi].copy(), kind)
     before = _values(x)
     mode = call["outs"][(rank + rep) % 4]
     out, expect_input = None, before
@@ -301,7 +247,7 @@ def test_nan_aware_and_array_api_names(comm, name):
         if rep % 2 and name.startswith("cumulative"):
             g = rng.integers(0, 2, sum(counts)).astype(bool)
         lo, hi = _bounds(counts, rank)
-        x = _as_kind(g[lo:hi], ["contiguous", "strided", "list", "readonly"][(rank + rep) % 4])
+        x = part_as(g[lo:hi], ["contiguous", "strided", "list", "readonly"][(rank + rep) % 4])
         y = fn(x, comm=comm)
         all_ranks_ok(comm, lambda: _assert_same_bits(y, ref(g)[lo:hi], f"{name} repetition {rep}"))
 

@@ -29,6 +29,7 @@ from distscan._dtypes import scan_types  # noqa: E402
 from distscan.ops import get_op  # noqa: E402
 from tests.support.ranks import all_ranks_ok  # noqa: E402
 from tests.support.reference import accumulate0, segmented_reference  # noqa: E402
+from tests.support.kinds import part_as  # noqa: E402
 
 pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(180)]
 
@@ -107,31 +108,6 @@ def _bounds(call, counts):
     return np.concatenate([[0], np.cumsum(lengths)]).astype(int)
 
 
-def _as_kind(p, kind, tmp_path, name):
-    if kind == "strided":
-        b = np.zeros((2 * p.shape[0],) + p.shape[1:], p.dtype)
-        b[::2] = p
-        return b[::2]
-    if kind == "reversed":
-        return p[::-1].copy()[::-1]
-    if kind == "fortran":
-        return np.asfortranarray(p)
-    if kind == "list":
-        # a list keeps its dtype only for int64, float64 and bool, and no dtype when empty
-        return p.tolist() if p.size and p.dtype in (np.int64, np.float64, np.bool_) else p.copy()
-    if kind == "readonly":
-        q = p.copy()
-        q.flags.writeable = False
-        return q
-    if kind == "byteswapped":
-        return p.astype(p.dtype.newbyteorder("S"))
-    if kind == "memmap" and p.size:
-        m = np.memmap(tmp_path / f"{name}.dat", dtype=p.dtype, mode="w+", shape=p.shape)
-        m[...] = p
-        return m
-    return p.copy()
-
-
 def _flags_as(f, kind):
     if kind == "list":
         return f.tolist()
@@ -149,7 +125,7 @@ def _run_call(call, comm, tmp_path, k):
     g, flags, counts = _global(call, size)
     lo, hi = sum(counts[:rank]), sum(counts[:rank + 1])
     p, f = g[lo:hi], flags[lo:hi]
-    x = _as_kind(p, call["kinds"][rank % 4], tmp_path, f"call{k}")
+    x = part_as(p, call["kinds"][rank % 4], tmp_path, f"call{k}")
     kw = {"op": call["op"], "exclusive": call["exclusive"], "reverse": call["reverse"], "initial": call["initial"],
           "include_initial": call["include_initial"]}
     if call["segmented"]:

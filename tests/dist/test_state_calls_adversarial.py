@@ -30,6 +30,7 @@ import pytest
 import distscan
 from tests.support.ranks import all_ranks_ok
 from tests.support.reference import recurrence_reference, segmented_reference
+from tests.support.kinds import part_as
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
@@ -98,27 +99,6 @@ def _mine(comm, counts):
 KINDS = ["contiguous", "strided", "reversed", "list", "readonly", "memmap"]
 
 
-def _as_kind(p, kind, tmp_path=None, name="part"):
-    """``p`` as a part of ``kind`` (a list only where it keeps the dtype)."""
-    if kind == "strided":
-        b = np.zeros(2 * len(p), p.dtype)
-        b[::2] = p
-        return b[::2]
-    if kind == "reversed":
-        return p[::-1].copy()[::-1]
-    if kind == "list":
-        return p.tolist() if p.size and p.dtype in (np.int64, np.float64, np.bool_) else p.copy()
-    if kind == "readonly":
-        q = p.copy()
-        q.flags.writeable = False
-        return q
-    if kind == "memmap" and p.size and tmp_path is not None:
-        m = np.memmap(tmp_path / f"{name}.dat", dtype=p.dtype, mode="w+", shape=p.shape)
-        m[...] = p
-        return m
-    return p.copy()
-
-
 FLAG_KINDS = ["bool", "strided", "list", "int8", "readonly"]
 
 
@@ -162,7 +142,7 @@ def test_segmented_parts_of_every_kind_in_a_row(comm, tmp_path, dtype, reverse, 
         mine = _mine(comm, counts)
         kind = "contiguous" if k < CALLS else KINDS[(k + comm.rank) % len(KINDS)]
         fkind = "bool" if k < CALLS else FLAG_KINDS[(k + 2 * comm.rank) % len(FLAG_KINDS)]
-        x = _as_kind(g[mine], kind, tmp_path, f"x{k}")
+        x = part_as(g[mine], kind, tmp_path, f"x{k}")
         fl = _flags_as(f[mine], fkind)
         ref = segmented_reference(g, f, "sum", exclusive=exclusive, reverse=reverse)[mine]
         out = np.full(counts[comm.rank], 7, ref.dtype) if (k + comm.rank) % 2 else None
@@ -193,8 +173,8 @@ def test_recurrence_parts_of_every_kind_in_a_row(comm, tmp_path, dtype, reverse,
         if "number" in akinds:  # every rank's a is that constant
             a[:] = const
         akind = akinds[comm.rank]
-        aa = const if akind == "number" else _as_kind(a[mine], akind)
-        bb = _as_kind(b[mine], KINDS[(k + 2 * comm.rank) % len(KINDS)] if k >= CALLS else "contiguous", tmp_path,
+        aa = const if akind == "number" else part_as(a[mine], akind)
+        bb = part_as(b[mine], KINDS[(k + 2 * comm.rank) % len(KINDS)] if k >= CALLS else "contiguous", tmp_path,
                       f"b{k}")
         fl = None if f is None else f[mine].copy()
         ref = recurrence_reference(a, b, reverse=reverse, segments=f)[mine]
@@ -213,7 +193,7 @@ def test_compensated_parts_of_every_kind_in_a_row(comm, tmp_path, dtype, reverse
         g = rng.integers(-50, 50, sum(counts)).astype(dtype)  # whole numbers: exact in any order
         mine = _mine(comm, counts)
         kind = KINDS[(k + comm.rank) % len(KINDS)] if k >= CALLS else "contiguous"
-        x = _as_kind(g[mine], kind, tmp_path, f"x{k}")
+        x = part_as(g[mine], kind, tmp_path, f"x{k}")
         out = np.empty(counts[comm.rank], dtype) if (k + comm.rank) % 3 == 0 else None
         got = _same_outcome(comm, lambda: distscan.scan(x, "sum", compensated=True, reverse=reverse,
                                                         exclusive=exclusive, out=out, comm=comm), False)
@@ -669,12 +649,12 @@ def test_sequences_of_calls_where_ranks_differ(comm, seq):
             f = rng.random(n) < 0.3 if kind == "segmented recurrence" else None
             ref = recurrence_reference(a, g, reverse=reverse, segments=f)[mine]
             ak = akinds[comm.rank]
-            aa = const if ak == "number" else _as_kind(a[mine], "strided" if ak == "strided" else "contiguous")
+            aa = const if ak == "number" else part_as(a[mine], "strided" if ak == "strided" else "contiguous")
             fl = None if f is None else f[mine].copy()
             call = lambda x, out: distscan.linear_recurrence(aa, x, reverse=reverse, segments=fl, out=out,  # noqa: E731
                                                              comm=comm)
             tol = 1e-9
-        x = _as_kind(g[mine], part_kind)
+        x = part_as(g[mine], part_kind)
         out = None
         if out_kind == "out":
             out = np.empty(counts[comm.rank], ref.dtype)
