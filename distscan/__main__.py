@@ -1,6 +1,7 @@
 """``python -m distscan INPUT.npy ...``: see :mod:`distscan.cli` (``python -m distscan --help``)."""
 
 import os
+import signal
 import sys
 
 # the variables by which launchers tell a process its rank (distscan.cli.signals has the sizes)
@@ -11,10 +12,12 @@ def run() -> int:
     """The command (``python -m distscan`` and the ``distscan`` script): :func:`distscan.cli.main`.
 
     An interrupt (^C to ``mpiexec``) while NumPy and MPI load, before the command's own signal
-    watcher is up, ends this rank with one line and status 130, as the watcher would, instead of
-    a traceback per rank.  Nothing can have been published that early."""
+    watcher is up, ends this rank with one line instead of a traceback per rank, and by the signal
+    itself: a launcher tears the job down when a rank dies of a signal, not when it exits with a
+    status (the other ranks would wait in ``MPI_Init`` for it forever).  Nothing can have been
+    published that early."""
     try:
-        from .cli import main
+        from .cli import main, signals
         try:
             from mpi4py import MPI  # noqa: F401 - MPI_Init here, where an interrupt is caught
         except ImportError:
@@ -23,7 +26,11 @@ def run() -> int:
         rank = next((os.environ[v] for v in _RANK_VARS if os.environ.get(v, "").isdigit()), None)
         where = f"rank {rank}: " if rank is not None else ""
         sys.stderr.write(f"distscan: error: {where}interrupted by SIGINT while starting; nothing was published\n")
-        return 130
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+        return 130  # (where the signal does not end the process at once)
+    signals.HOLD_AFTER_PUBLISH = True
     return main()
 
 

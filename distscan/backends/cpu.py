@@ -151,8 +151,10 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
         last = _inclusive(x[:-1], op, types, seed, out[1:])
         total = None
         if want_total and n:
-            prev = last if last is not None else _identity_row(op, types, w)
-            total = op.ufunc(prev, op.lift(x[-1], types.acc)).astype(types.acc, copy=False)
+            if last is None:  # one row, no seed: NumPy's accumulate copies it (gcd(0, -6) is 6, fmax(-inf, nan) -inf)
+                total = op.lift(x[-1], types.acc)
+            else:
+                total = op.ufunc(last, op.lift(x[-1], types.acc)).astype(types.acc, copy=False)
     if want_total and total is None:
         total = seed.copy() if seed is not None else _identity_row(op, types, w)
     return out, (np.asarray(total, types.acc).reshape(w) if want_total else None)
@@ -222,6 +224,9 @@ def reduce(x, op: Op, types: ScanTypes, aux=(), reverse=False) -> np.ndarray:
         return cpu_states.reduce(x, aux, op, types, reverse)
     # NaN-aware: NaN left out (where=), as nansum leaves it out
     where = ~np.isnan(x) if op.nan_lift and x.dtype.kind in "fc" else True
+    if x.shape[0] == 1:  # one row is its own total, as NumPy's accumulate copies it: neutral op x is
+        # not x for every operator (gcd(0, -6) is 6; complex (1+0j)*(0-0j) is 0+0j)
+        return op.lift(x.reshape(-1), acc).reshape(-1).copy()
     if x.ndim == 1:  # 1-D is one column
         if not x.size:
             return _identity_row(op, types, 1)

@@ -162,6 +162,10 @@ class Loops:
 
     def __init__(self, op, types, exclusive: bool, w: int):
         st, acc = op.state, np.dtype(types.acc)
+        if acc.char in "gG":
+            raise TypeError(f"segmented scans, linear recurrences and compensated sums take no {acc} (long "
+                            f"double) on the CPU: numba, which compiles their loops, has no such type; pass "
+                            f"dtype=numpy.{'complex128' if acc.kind == 'c' else 'float64'}")
         self.state, self.acc, self.dtype, self.w = st, acc, np.dtype(types.state), w
         self.kind = st.kind.split("_")[0]
         self.projects = st.initial_mode == "project"

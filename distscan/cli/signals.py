@@ -37,6 +37,10 @@ def final_agreement(comm, code: int, timeout: float) -> tuple:
     return int(recv[0]), int(-recv[1])
 
 
+# Set by the command's entry point (distscan.__main__.run): ignore SIGINT and SIGTERM after a
+# published run, to the end of the process.
+HOLD_AFTER_PUBLISH = False
+
 # Seconds a signalled rank that holds no temporary file waits before it aborts the job.
 _ABORT_GRACE_S = 2.0
 
@@ -120,8 +124,13 @@ class Interrupts:
     def __exit__(self, *exc):
         if not self.active:
             return False
+        # Once the output is published, the process still finalises MPI and exits; a signal then
+        # (mpiexec forwarding ^C, a scheduler's TERM) would end a complete run with a failing
+        # status.  The command (HOLD_AFTER_PUBLISH) ignores them to the end; a caller of main()
+        # in its own process gets its handlers back.
+        hold = HOLD_AFTER_PUBLISH and _io.is_published()
         for s, h in self._old.items():
-            signal.signal(s, h)
+            signal.signal(s, signal.SIG_IGN if hold else h)
         signal.set_wakeup_fd(self._old_fd)
         try:
             os.write(self._w, b"\0")

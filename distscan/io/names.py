@@ -205,12 +205,7 @@ def emergency_cleanup() -> tuple:
             removed.append(temp)
         except OSError:
             pass
-        if role == "output":
-            try:
-                if os.stat(final).st_ino == ino:
-                    published = True
-            except OSError:
-                pass
+    published = is_published()
     if not published:
         for temp, (ino, final, role, state) in list(_LIVE.items()):
             if role != "output":
@@ -220,6 +215,19 @@ def emergency_cleanup() -> tuple:
                 except OSError:
                     pass
     return removed, published
+
+
+def is_published() -> bool:
+    """Whether this process's output lies under its final name (its inode is the temporary
+    file's): the run is past the point of no return."""
+    for temp, (ino, final, role, state) in list(_LIVE.items()):
+        if role == "output":
+            try:
+                if os.stat(final).st_ino == ino:
+                    return True
+            except OSError:
+                pass
+    return False
 
 
 def fsync_folder(path: str) -> None:

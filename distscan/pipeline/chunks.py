@@ -337,7 +337,7 @@ def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict, i
                 if resident:
                     for i, k in enumerate(order):
                         if strategy == "scan_then_add":
-                            timed(engine.add, k, offset)
+                            timed(engine.add, k, offset, i == 0)
                         elif prescan:
                             if not settled:
                                 running = timed(engine.rescan, k, running, i < K - 1)

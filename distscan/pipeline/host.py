@@ -140,8 +140,17 @@ class CpuEngine:
         """The output rows of chunk rows ``x`` in the output buffer ``obuf``."""
         return obuf[: x.size * self.lay.out_dt.itemsize].view(self.lay.out_dt).reshape(x.shape)
 
-    def add(self, k: int, offset) -> None:
-        self.plan.add_offset(self.out[k], offset)
+    def add(self, k: int, offset, first: bool = False) -> None:
+        """``offset op`` every row of chunk ``k`` (``scan_then_add``'s finish); ``first``: the part's
+        first chunk in scan order, whose first row in an exclusive scan is the offset itself (the
+        local scan put the identity there, and ``offset op identity`` is not the offset for every
+        operator: ``gcd(-6, 0)`` is 6, ``-0.0 + 0.0`` is 0.0)."""
+        out, plan = self.out[k], self.plan
+        plan.add_offset(out, offset)
+        if first and plan.exclusive and offset is not None and plan.op.state is None and not plan.carries.flagged \
+                and out.shape[0]:
+            row = -1 if plan.reverse else 0
+            out[row] = np.asarray(offset).reshape(out[row].shape)
 
     # A prescanned part (configure's "prescan"): each chunk is scanned into an output buffer of its
     # own before the exchange, keeping its input and auxiliary inputs for a rescan from the true
