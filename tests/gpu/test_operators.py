@@ -407,6 +407,27 @@ def test_columns_views_out_and_include_initial(rng):
     assert got is out
 
 
+@pytest.mark.parametrize("name,value", [("gcd", -6), ("lcm", -6), ("nanmax", np.nan), ("nanmin", np.nan),
+                                        ("sum", -0.0)])
+def test_a_one_row_part_s_total_is_its_row(name, value):
+    """The carry of a one-row part is the row as it is, on the GPU as on the CPU (NumPy's accumulate
+    copies its first item; the identity op it is not it: gcd(0, -6) is 6, fmax(-inf, nan) -inf), from
+    the reduction and from a scan's total, inclusive and exclusive."""
+    op = get_op(name)
+    x = np.array([value], np.int64 if name in ("gcd", "lcm") else np.float64)
+    types = scan_types(op, x.dtype)
+    def same(got, what):
+        got = np.asarray(got).reshape(-1)
+        np.testing.assert_array_equal(got, x, err_msg=what)  # NaN equals NaN here
+        assert np.signbit(got[0]) == np.signbit(x[0]) or np.isnan(x[0]), what
+
+    same(gpu.reduce(cp.asarray(x).reshape(1, 1), op, types), f"{name} GPU reduce")
+    same(cpu_backend.reduce(x.reshape(1, 1), op, types), f"{name} CPU reduce")
+    for exclusive in (False, True):
+        _, total = gpu.scan(cp.asarray(x), op, types, exclusive=exclusive, want_total=True)
+        same(cp.asnumpy(cp.asarray(total)), f"{name} exclusive={exclusive}")
+
+
 @pytest.mark.parametrize("reverse", [False, True])
 def test_ordered_reductions_are_the_cpus_carry(reverse, rng):
     n = (1 << 22) + 3

@@ -101,6 +101,8 @@ def reduce(x, op: Op, types: ScanTypes, aux=(), reverse: bool = False) -> np.nda
     x, n, w = reduction_columns(x)
     if n == 0 or w == 0:
         return identity_row(op, types, w)
+    if n == 1:  # one row is its own total, as NumPy's accumulate copies it (gcd(0, -6) is 6: cpu.reduce)
+        return op.lift(cp.asnumpy(x).reshape(-1), types.acc).reshape(w).copy()
     if w == 1 and x._c_contiguous:
         total = _reduce_1d(x.reshape(-1), op, types)
         if total is not None:
