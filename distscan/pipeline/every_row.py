@@ -17,7 +17,8 @@ def check_every_row(hdr, x2, start, op, types, carry, exclusive, raw_first=False
 
     Inclusive: ``out[i] == out[i-1] op x[i]``, with ``out[start-1]`` the carry;
     exclusive: ``out[start] == carry`` and ``out[i] == out[i-1] op x[i-1]``.  ``raw_first``: this
-    part starts the array and its first row is the input's (gcd, lcm: NumPy copies it).
+    part starts the array, whose first prefix is its first row as it is (NumPy's accumulate copies
+    it; the identity combined with it is not always it: ``gcd(0, -4)`` is 4, ``fmax(-inf, nan)`` -inf).
     One vectorized ufunc call per chunk, no ``accumulate``: a single wrong
     element anywhere is found.  Returns a message for the first mismatch, or None.
     """
@@ -35,12 +36,14 @@ def check_every_row(hdr, x2, start, op, types, carry, exclusive, raw_first=False
             if prev_x is None:
                 want[0] = carry.astype(types.result)
                 want[1:] = op.ufunc(before[1:], xin).astype(types.result)
+                if raw_first and hi - lo > 1:  # the global second row: the first as it is
+                    want[1] = xs[0]
             else:
                 want[:] = op.ufunc(before, xin).astype(types.result)
             prev_x = xs[-1].copy()
         else:
             want = op.ufunc(before, xs).astype(types.result)
-            if raw_first and lo == 0:  # the global first row, as NumPy's accumulate copies it (gcd, lcm)
+            if raw_first and lo == 0:  # the global first row, as NumPy's accumulate copies it
                 want[0] = xs[0]
         bad = ~((got == want) | (isnan(got) & isnan(want)))
         if bad.any():

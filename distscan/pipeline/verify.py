@@ -86,15 +86,20 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
     # NaN-aware sums and products are the plain ones of the inputs with NaN read as the identity
     lift = op.lift if op.nan_lift else None
     op = get_op({"nansum": "sum", "nanprod": "prod"}.get(op.name, op.name))
-    # gcd, lcm: NumPy's accumulate copies its first item (gcd(0, -4) is 4, the scan keeps -4)
-    raw_first = op.raw_first and not exclusive and start == 0 and x.shape[0] > 0
+    # NumPy's accumulate copies its first item as it is, and the neutral element combined with it
+    # is not always it (gcd(0, -4) is 4, fmax(-inf, nan) -inf): the prefix of the array's first row
+    # alone is that row (this slice holds it where it starts the array).
+    raw_first = start == 0 and x.shape[0] > 0
     n = x.shape[0]
     w = int(np.prod(x.shape[1:], dtype=np.int64)) if x.ndim > 1 else 1
     x2 = x.reshape(n, w)
     ref = _ref_dtype(op, types.acc)
     rref = _real(ref)
-    ident = np.full(w, op.identity(ref), ref)
-    exact = ref == types.acc or types.result.kind not in "fc"
+    ident = np.full(w, op.identity(ref), ref)  # an exclusive scan's empty prefix, as presented
+    neutral = np.full(w, op.neutral(ref), ref)  # what reductions start from (NaN for fmax: fmax(nan, x) is x)
+    # exact where the reference is the accumulator's own arithmetic and association cannot change it
+    # (max, min, ...); logaddexp rounds, and a split associates it otherwise (not exact)
+    exact = (ref == types.acc and op.name not in ("logaddexp", "logaddexp2")) or types.result.kind not in "fc"
     floaty = not exact
     is_prod = op.name == "prod"
     cplx = ref.kind == "c"
@@ -106,10 +111,21 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
             yield piece if lift is None else lift(piece, piece.dtype)
 
     def reduce_piece(a, b):
-        acc = ident.copy()
+        """Rows [a, b) reduced (None for none): from the array's first row as it is, where they
+        start the array."""
+        if a >= b:
+            return None
+        acc = neutral.copy()
+        if raw_first and a == 0:
+            first = x2[:1] if lift is None else lift(x2[:1], x2.dtype)
+            acc, a = first.astype(ref).reshape(w), 1
         for piece in pieces(a, b):
             acc = op.ufunc(acc, op.ufunc.reduce(piece.astype(ref), axis=0)).astype(ref)
         return acc
+
+    def fold(acc, r):
+        """``acc op r``, where None is nothing (no rows)."""
+        return r if acc is None else acc if r is None else op.ufunc(acc, r).astype(ref)
 
     def abs_piece(a, b):
         s = np.zeros(w, rref)
@@ -130,7 +146,7 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
     # 1. Per segment between sampled rows: its reduction, sum |x|, and (products) log2 bounds.
     stops = [int(g - start) + (0 if exclusive else 1) for g in rows] + [n]
     seg = []  # (a, b, reduction, abs sum, log hi, log lo)
-    total, total_abs, local_error = ident.copy(), np.zeros(w, rref), None
+    total, total_abs, local_error = None, np.zeros(w, rref), None
     try:
         prev = 0
         for stop in stops:
@@ -140,7 +156,7 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
             seg.append((prev, stop, r, ab, lh, ll))
             prev = stop
         for _, _, r, ab, _, _ in seg:
-            total = op.ufunc(total, r).astype(ref)
+            total = fold(total, r)
             total_abs = total_abs + ab
     except Exception as exc:  # noqa: BLE001 - shared through the gather below, never a hang
         local_error = f"{type(exc).__name__}: {exc}"
@@ -150,9 +166,9 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
     failed = [(r, e) for r, (_, _, e) in enumerate(everyone) if e is not None]
     if failed:
         raise VerificationError(f"verification could not run on rank {failed[0][0]}: {failed[0][1]}")
-    carry, carry_abs = ident.copy(), np.zeros(w, rref)
+    carry, carry_abs = None, np.zeros(w, rref)  # None: no row before this slice
     for t, ta, _ in everyone[:rank]:
-        carry = op.ufunc(carry, t).astype(ref)
+        carry = fold(carry, t)
         carry_abs = carry_abs + ta
 
     # 3. Floats: where NumPy's sequential scan in the accumulator dtype leaves the finite range
@@ -164,10 +180,10 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
         st = Seq(w, ref)
         big = float(np.finfo(types.acc).max) if floaty else 0.0
         tiny = float(np.finfo(types.acc).tiny) if floaty else 0.0
-        run, run_abs = carry.copy(), carry_abs.copy()
+        run, run_abs = carry, carry_abs.copy()  # run: None while no row is in the prefix
         for k, (a, b_, r, ab, lh, ll) in enumerate(seg):
             if floaty:
-                mag0 = np.abs(run).astype(rref)
+                mag0 = np.abs(ident if run is None else run).astype(rref)
                 if is_prod:
                     with np.errstate(divide="ignore"):
                         l0 = np.log2(np.where(mag0 == 0, 1, mag0).astype(np.float64))
@@ -181,12 +197,13 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
                     if cplx:
                         st.lost |= flag
                     else:
-                        find_events(op, pieces(a, b_), run, flag, st, big, tiny, ref, w)
-            run = op.ufunc(run, r).astype(ref)
+                        find_events(op, pieces(a, b_), ident if run is None else run, flag, st, big, tiny,
+                                    ref, w)
+            run = fold(run, r)
             run_abs = run_abs + ab
             if k < len(rows):
                 states.append(st.copy())
-                prefixes.append(run.copy())
+                prefixes.append(ident.copy() if run is None else run.copy())
                 abs_prefixes.append(run_abs.copy())
         local_end = st
     except Exception as exc:  # noqa: BLE001
@@ -236,7 +253,7 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
         max_out = float(np.finfo(types.result).max) if floaty else 0.0
         sub_out = float(np.finfo(types.result).smallest_subnormal) if floaty else 0.0
         for i, g in enumerate(rows):
-            want = x2[0].astype(ref) if raw_first and g == 0 else prefixes[i]
+            want = prefixes[i]
             got = _io.read_rows(hdr, int(g), int(g) + 1).reshape(w)
             k = (int(g) + (0 if exclusive else 1)) * w
             row_skipped = False
@@ -286,7 +303,8 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
                 problem = (f"{where}: expected {want[j]!r} ({tol_text}){seq_text}, file has {got[j]!r}")
                 break
         if problem is None and not floaty:
-            problem = check_every_row(hdr, x2, start, op, types, carry, exclusive, raw_first)
+            problem = check_every_row(hdr, x2, start, op, types, ident if carry is None else carry, exclusive,
+                                      raw_first)
     except VerificationError as exc:
         problem = str(exc)
     except Exception as exc:  # noqa: BLE001 - a file we cannot read back is a failed check

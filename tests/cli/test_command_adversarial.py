@@ -16,12 +16,12 @@ Mended:
   status 15 with the output published ("a non-zero exit status means nothing was published").
 - SIGINT to ONE rank while the ranks import NumPy/MPI: that rank exited 130, the others waited in
   ``MPI_Init`` for ever (the job hung).
+- ``--verify`` rejected correct results: ``nanmax``/``nanmin`` whose first item is NaN,
+  ``gcd``/``lcm --exclusive`` with a negative first item, ``logaddexp`` at 3 ranks (checked
+  "exact" although it is not associative in floating point).
 
 Not mended (xfail):
 
-- ``--verify`` rejects correct results: ``nanmax``/``nanmin`` whose first item is NaN,
-  ``gcd``/``lcm --exclusive`` with a negative first item, ``logaddexp`` at 3 ranks (checked
-  "exact" although it is not associative in floating point).
 - ``distscan recurrence`` with an integer result takes ``--initial nan`` (INT64_MIN garbage) and
   exits 0.
 """
@@ -182,28 +182,22 @@ def test_an_exclusive_scan_of_a_raw_first_item_is_the_same_at_any_rank_count(bat
     np.testing.assert_array_equal(np.load(folder / "o.npy"), np.array(want))
 
 
-VERIFY_NOT_MENDED = pytest.mark.xfail(strict=True, reason="--verify's own references: the raw first item "
-                                      "and logaddexp's rounding (not mended yet)")
-
-
-@VERIFY_NOT_MENDED
 @pytest.mark.parametrize("data,args", [
     (np.array([np.nan, 1.0, np.nan, 3.0]), ["--op", "nanmax"]),
     (np.array([np.nan, 1.0, np.nan, 3.0]), ["--op", "nanmin"]),
     (np.array([-6, 4, 9, 5, 2, -1]), ["--op", "lcm", "--exclusive"]),
     (np.array([-6, 4, 9, 5, 2, -1]), ["--op", "gcd", "--exclusive"]),
 ], ids=["nanmax_nan_first", "nanmin_nan_first", "lcm_exclusive", "gcd_exclusive"])
-def test_defect_verify_rejects_a_correct_result_at_one_rank(tmp_path, capsys, data, args):
+def test_verify_takes_a_correct_result_whose_first_item_is_raw(tmp_path, capsys, data, args):
     np.save(tmp_path / "in.npy", data)
     proc = cli_in_process(capsys, tmp_path / "in.npy", "-o", tmp_path / "o.npy", "--backend", "cpu", "--quiet",
                           "--verify", *args)
-    assert proc.returncode == 0, proc.stderr  # exit 3: 'verification failed ... expected -inf ... file has nan'
+    assert proc.returncode == 0, proc.stderr  # was exit 3: 'verification failed ... expected -inf ... file has nan'
 
 
-@VERIFY_NOT_MENDED
-def test_defect_verify_checks_logaddexp_exactly_at_three_ranks(batch):
+def test_verify_checks_logaddexp_within_rounding_at_three_ranks(batch):
     folder, proc, _ = batch.get(3, "logaddexp_verify")
-    assert proc.returncode == 0, proc.stderr  # exit 3 for a 1-ulp difference of association
+    assert proc.returncode == 0, proc.stderr  # was exit 3 for a 1-ulp difference of association
 
 
 def test_compensated_on_long_double_is_refused_in_one_readable_line(tmp_path, capsys):
