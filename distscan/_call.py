@@ -52,6 +52,14 @@ def initial_row(initial, types: ScanTypes, trailing: tuple):
         row = row != 0  # logical scans read any number as a truth value
     elif row.dtype.kind == "c" and types.acc.kind != "c":
         raise TypeError(f"initial value {initial!r} is complex but the scan computes in {types.acc}")
+    elif row.dtype.kind == "f" and types.acc.kind in "iu":
+        # as NumPy's reductions take an initial= (a fraction truncated; NaN, an infinity or a value
+        # past the integer range refused, not cast to garbage)
+        if not np.isfinite(row).all():
+            raise ValueError(f"cannot convert initial value {initial!r} to {types.acc}: not a finite number")
+        info = np.iinfo(types.acc)
+        if (row < info.min).any() or (row >= float(info.max) + 1).any():
+            raise OverflowError(f"initial value {initial!r} is out of the range of {types.acc}")
     row = row.astype(types.acc)
     for shape in (trailing, (math.prod(trailing),)):
         try:

@@ -28,6 +28,7 @@ import pytest
 
 import distscan
 
+from tests.support.ranks import SELF
 from tests.support.reference import LOGICAL, UFUNCS, Ref, identity
 from tests.support.two_modes import FLOAT_DTYPES, INT_DTYPES, NAMED, Ctx, assert_is_out, check_scan, ops_for
 
@@ -401,3 +402,18 @@ def test_numpy_matrix_cumulative(ctx):
                     assert vals.shape == (int(c[ctx.rank]), 3), vals.shape
                 np.testing.assert_array_equal(vals, ref.exact, err_msg=f"cum{opname} matrix axis={axis}")
             ctx.check(verify)
+
+
+@pytest.mark.parametrize("initial,error", [(np.nan, ValueError), (np.inf, ValueError), (1e30, OverflowError),
+                                           (-1e30, OverflowError)])
+def test_an_initial_that_no_integer_holds_is_refused(initial, error):
+    """``initial=`` for a scan in integers as NumPy's reductions take it: NaN, an infinity or a value
+    past the range refused (it was cast to garbage: ``linear_recurrence(..., initial=nan)`` gave
+    INT64_MIN), a fraction truncated (``np.add.reduce([1, 2], initial=2.5)`` is 5)."""
+    x = np.array([1, 2])
+    with pytest.raises(error, match="initial value"):
+        distscan.scan(x, "sum", initial=initial, comm=SELF)
+    with pytest.raises(error, match="initial value"):
+        distscan.linear_recurrence(np.array([1, 1]), x, initial=initial, comm=SELF)
+    np.testing.assert_array_equal(distscan.scan(x, "sum", initial=2.5, comm=SELF), [3, 5])
+    assert int(np.add.reduce(x, initial=2.5)) == 5

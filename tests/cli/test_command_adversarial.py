@@ -1,6 +1,5 @@
 """Adversarial checks of the ``distscan`` file command (review of 2026-11-25): what works, kept as
-regression tests; the defects that review found, mended and kept as regression tests; and the ones
-not mended yet, marked ``xfail`` (strict: they fail the run once mended, to be unmarked).
+regression tests, and the defects that review found, mended and kept as regression tests.
 
 Works: every ``--op`` on float, complex, long double and bool files (a NaN inside) equals NumPy's
 accumulate with NumPy's dtype at 1 rank and at 3 ranks (tiny chunks); a refused recurrence
@@ -19,11 +18,8 @@ Mended:
 - ``--verify`` rejected correct results: ``nanmax``/``nanmin`` whose first item is NaN,
   ``gcd``/``lcm --exclusive`` with a negative first item, ``logaddexp`` at 3 ranks (checked
   "exact" although it is not associative in floating point).
-
-Not mended (xfail):
-
-- ``distscan recurrence`` with an integer result takes ``--initial nan`` (INT64_MIN garbage) and
-  exits 0.
+- ``distscan recurrence`` with an integer result took ``--initial nan`` (INT64_MIN garbage) and
+  exited 0.
 """
 
 import os
@@ -211,8 +207,9 @@ def test_compensated_on_long_double_is_refused_in_one_readable_line(tmp_path, ca
     assert line != "distscan: error: float128" and "compensated" in line, line
 
 
-@pytest.mark.xfail(strict=True, reason="--initial is cast to an integer result unchecked (not mended yet)")
-def test_defect_recurrence_takes_a_nan_initial_into_an_integer_result(tmp_path, capsys):
+def test_recurrence_refuses_a_nan_initial_for_an_integer_result(tmp_path, capsys):
+    """``--initial nan`` for an integer result is refused in one line (it was cast to INT64_MIN
+    garbage), as NumPy's reductions refuse ``initial=nan`` for integers."""
     np.save(tmp_path / "a.npy", np.array([1, 1]))
     np.save(tmp_path / "b.npy", np.array([1, 2]))
     proc = cli_in_process(capsys, "recurrence", tmp_path / "a.npy", tmp_path / "b.npy", "-o", tmp_path / "y.npy",
@@ -221,7 +218,7 @@ def test_defect_recurrence_takes_a_nan_initial_into_an_integer_result(tmp_path, 
         y = np.load(tmp_path / "y.npy")
         assert y.dtype.kind in "fc" and np.isnan(y).all(), (y.dtype, y)  # got int64 [-2**63 + 1, -2**63 + 3]
     else:
-        assert_one_error_line(proc, "--initial")
+        assert_one_error_line(proc, "initial value nan")
 
 
 def _ranks_of(pid):
