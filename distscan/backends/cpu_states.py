@@ -18,26 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops.folds import affine_coef_code, compensated_overflow_code
+from ..ops.folds import compensated_overflow_code
 from ..ops.jit import array_type, base_combine, compile_loop, scalar_type
-from .cpu_state_loops import AFFINE, AFFINE_ONE, COMPENSATED, COMPENSATED_ONE, DECLARED, SEGMENTED, SEGMENTED_ONE
-
-# A NaN-aware base reads NaN as its identity (nancumsum's zero, nancumprod's one), a scalar of the
-# accumulator dtype: numba unifies a bare 0 with float32 as float64, and the whole segment was
-# then summed in float64 (NumPy's float32 nancumsum differs, and so did the bits by the split).
-_NAN_IDENTITY = {"nansum": 0, "nanprod": 1}
-
-
-def _nan_lift(base, acc: np.dtype) -> str:
-    identity = _NAN_IDENTITY.get(base.name)
-    return "pass" if identity is None else f"b = {_numpy_type(acc)}({identity}) if b != b else b"
-
-
-def _numpy_type(dtype: np.dtype) -> str:
-    """The code of ``dtype``'s scalar type in a loop (``np.bool_``, not ``np.bool``: NumPy 1.x has
-    no ``np.bool``)."""
-    return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
-
+from .cpu_state_loops import (AFFINE, AFFINE_ONE, COMPENSATED, COMPENSATED_ONE, DECLARED, SEGMENTED, SEGMENTED_ONE,
+                              affine_code, nan_lift, numpy_type)
 
 def _doubling(states, combine):
     """The inclusive scan of ``states`` ``(n, w)`` along axis 0 by log2(n) vectorised steps of
@@ -97,48 +81,6 @@ _TEMPLATES = {"segmented": SEGMENTED, "affine": AFFINE, "compensated": COMPENSAT
 _ONE_COLUMN = {"segmented": SEGMENTED_ONE, "affine": AFFINE_ONE, "compensated": COMPENSATED_ONE}
 
 
-def _affine_code(acc: np.dtype) -> dict:
-    """The affine loop's code for the accumulator dtype: the zero rule (:func:`.folds.affine_coef_code`:
-    a zero contributes nothing, even times an infinite or NaN coefficient) and, for real floats,
-    the flush of the product of coefficients ``A`` to zero once it is subnormal.
-
-    ``A`` only scales what came before the part (``A * initial``, ``A * seed`` in a carry): once
-    below the smallest normal number its part of a result is below the resolution of results
-    unless ``initial`` or the seed is very large.  Left alone it is often stuck there (the smallest
-    subnormal times any ``c`` in (0.5, 1) rounds back to itself: a discount factor, a filter's
-    pole), and every multiplication by a subnormal costs about 100 cycles on many x86 CPUs
-    (measured: 2^24 float64 with ``a`` in (0.5, 1): 583 ms against 63 ms with ``a`` near 1, on the
-    2-core VM).  A flushed ``A`` is not a zero that a zero coefficient made: the loop remembers it
-    (``flushed``), so an infinite or NaN coefficient, or ``initial``, still meets a nonzero ``A``
-    (the smallest subnormal of its sign: ±inf or NaN, as the product of the subnormal itself),
-    and a carry leaves with that subnormal, which the next chunk's loop flushes again."""
-    if acc.kind not in "fc":
-        return {"COEF_B": "c", "UPDATE_A": "A = c * A", "COEF_I": "A", "FLUSH_SEED": "pass", "UNFLUSH": "pass"}
-    rule = {"COEF_B": affine_coef_code("c", "B")}
-    if acc.kind == "c":
-        return dict(rule, UPDATE_A=f"A = {affine_coef_code('c', 'A')} * A", COEF_I=affine_coef_code("A", "ini"),
-                    FLUSH_SEED="pass", UNFLUSH="pass")
-    finfo = np.finfo(acc)
-    normal, sub = f"np.{acc.name}({float(finfo.tiny)!r})", f"np.{acc.name}({float(finfo.smallest_subnormal)!r})"
-    update = "\n".join([
-        "if flushed and not np.isfinite(c):",
-        f"    A = c * np.copysign({sub}, A)",
-        "    flushed = False",
-        "else:",
-        f"    A = {affine_coef_code('c', 'A')} * A",
-        "    if c == 0:",
-        "        flushed = False",
-        f"    elif A != 0 and -{normal} < A < {normal}:",
-        "        A = A * 0.0",
-        "        flushed = True"])
-    return dict(rule, UPDATE_A=update,
-                COEF_I=(f"(np.copysign({sub}, A) if flushed and not np.isfinite(ini) "
-                        f"else {affine_coef_code('A', 'ini')})"),
-                FLUSH_SEED="\n".join([f"if A != 0 and -{normal} < A < {normal}:", "    A = A * 0.0",
-                                       "    flushed = True"]),
-                UNFLUSH="\n".join(["if flushed:", f"    A = np.copysign({sub}, A)"]))
-
-
 class Loops:
     """A state operator's two loops for one kind of scan (operator, dtypes, exclusive, ``w``
     columns), made once: the carry pass (writes nothing) and the scan, each compiled for exactly
@@ -181,17 +123,17 @@ class Loops:
         seed_flag = "BOOL" if self.one else flags
         if self.kind == "segmented":
             arguments = [rows, flags, out, value, seed_flag, "BOOL", value, "BOOL", value]
-            constants = {"ENDS": st.ends, "LIFT": _nan_lift(st.base, acc)}
+            constants = {"ENDS": st.ends, "LIFT": nan_lift(st.base, acc)}
             base = base_combine(st.base)
             self.first = _constant(st.base.identity(acc), w, acc)
         elif self.kind == "affine":
             arguments = [rows, rows, flags, out, value, value, seed_flag, "BOOL", value, "BOOL"]
             constants = {"STARTS": st.segments == "starts", "ENDS": st.segments == "ends", "FLAGS": st.segments != "",
-                         **_affine_code(acc)}
+                         **affine_code(acc)}
             base = None
         else:
             arguments = [rows, out, value, value, "BOOL", value]
-            constants = {"LIFT": _nan_lift(st.base, acc),
+            constants = {"LIFT": nan_lift(st.base, acc),
                          "OVERFLOW": compensated_overflow_code(acc, "total", "e")}
             base = None
             self.first = _constant(st.base.identity(acc), w, acc)
@@ -200,7 +142,7 @@ class Loops:
         if self.one:
             # the state a one-column loop returns, in the accumulator dtype: its locals widen narrow
             # integers (numba: int8 + int8 is int64), whose carries would not fit the state's fields
-            constants["AS_ACC"] = _numpy_type(acc)
+            constants["AS_ACC"] = numpy_type(acc)
         signature = ", ".join(arguments)
         carry, scan = dict(constants, WRITE=False), dict(constants, WRITE=True)
         if self.kind != "affine":  # affine scans are inclusive only
