@@ -428,6 +428,44 @@ def test_a_one_row_part_s_total_is_its_row(name, value):
         same(cp.asnumpy(cp.asarray(total)), f"{name} exclusive={exclusive}")
 
 
+@pytest.mark.parametrize("name", ["gcd", "lcm"])
+def test_segmented_gcd_and_lcm_keep_a_raw_first_item(name, rng):
+    """NumPy's accumulate copies a segment's first item as it is (``gcd(0, -6)`` would be 6): a
+    negative first item of the array and of each segment, inclusive and exclusive, forwards and
+    reversed, on the GPU as on the CPU (the CPU loops start a segment from its item)."""
+    for n in (1, 2, 257, 8193):
+        x = (rng.integers(1, 7, n) * rng.choice([1, -1], n)).astype(np.int64)
+        x[0] = -6
+        flags = rng.random(n) < 0.1
+        for reverse in (False, True):
+            for exclusive in (False, True):
+                kw = dict(segments=flags, reverse=reverse, exclusive=exclusive)
+                want = distscan.scan(x, name, comm=SELF, **kw)
+                got = distscan.scan(cp.asarray(x), name, comm=SELF, **{**kw, "segments": cp.asarray(flags)})
+                np.testing.assert_array_equal(cp.asnumpy(got), want, err_msg=f"{name} n={n} {kw}")
+                plain = distscan.scan(cp.asarray(x), name, comm=SELF, reverse=reverse, exclusive=exclusive)
+                np.testing.assert_array_equal(cp.asnumpy(plain), distscan.scan(x, name, comm=SELF, reverse=reverse,
+                                                                               exclusive=exclusive))
+
+
+def test_narrow_integer_segmented_scans_wrap(rng):
+    """int8 sums with segments wrap as NumPy's (and the CPU's) do, in dtype=int8, and the float32
+    NaN-aware segmented sum stays within float32 rounding of NumPy's float32 nancumsum."""
+    n = 100_003
+    x = np.full(n, 100, np.int8)
+    flags = rng.random(n) < 0.001
+    for reverse in (False, True):
+        want = distscan.cumsum(x, segments=flags, dtype=np.int8, reverse=reverse, comm=SELF)
+        got = distscan.cumsum(cp.asarray(x), segments=cp.asarray(flags), dtype=np.int8, reverse=reverse, comm=SELF)
+        np.testing.assert_array_equal(cp.asnumpy(got), want)
+    y = rng.standard_normal(n).astype(np.float32)
+    y[::7] = np.nan
+    got = cp.asnumpy(distscan.nancumsum(cp.asarray(y), segments=cp.zeros(n, bool), comm=SELF))
+    assert got.dtype == np.float32
+    ref = np.nancumsum(y.astype(np.float64))
+    assert np.abs(got - ref).max() <= 64 * np.finfo(np.float32).eps * np.nancumsum(np.abs(y.astype(np.float64)))[-1]
+
+
 @pytest.mark.parametrize("reverse", [False, True])
 def test_ordered_reductions_are_the_cpus_carry(reverse, rng):
     n = (1 << 22) + 3
