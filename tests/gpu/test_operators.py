@@ -128,7 +128,10 @@ def test_new_functors_match_the_cpu(name, dtype, n, rng):
     for reverse in (False, True):
         ref = _cpu(distscan.scan, x, name, reverse=reverse)
         got = _gpu(distscan.scan, x, name, reverse=reverse)
-        _close(got, ref, dtype, np.abs(np.nan_to_num(ref)).max(initial=1))
+        scale = np.abs(np.nan_to_num(ref)).max(initial=1)
+        if name == "nanprod":  # k factors' roundings walk as sqrt(k) (a reverse scan's first items: ~n)
+            scale = scale * np.sqrt(n)
+        _close(got, ref, dtype, scale)
 
 
 @pytest.mark.parametrize("name,dtype,algorithm", [("logaddexp", "float32", "auto"), ("logaddexp", "float32", "lookahead"),
