@@ -451,6 +451,29 @@ def test_segmented_gcd_and_lcm_keep_a_raw_first_item(name, rng):
                                                                                exclusive=exclusive))
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_one_item_last_segment_s_carry_is_its_item(reverse, rng):
+    """A part whose last segment in scan order is one negative item (forwards its last row flagged;
+    in reverse its second row flagged): the GPU's carry of a segmented gcd/lcm holds the item as it
+    is, as the CPU's loops do (the next rank's exclusive first row shows it)."""
+    for name in ("gcd", "lcm"):
+        op = segmented(get_op(name), reverse)
+        for n in (2, 9, 8193):
+            x = (rng.integers(1, 7, n) * rng.choice([1, -1], n)).astype(np.int64)
+            flags = rng.random(n) < 0.1
+            if reverse:
+                x[0], flags[1] = -6, True
+            else:
+                x[-1], flags[-1] = -6, True
+            types = scan_types(op, x.dtype)
+            want = cpu_backend.reduce(x.reshape(-1, 1), op, types, aux=(flags,), reverse=reverse)
+            got = gpu.reduce(cp.asarray(x).reshape(-1, 1), op, types, aux=(cp.asarray(flags),), reverse=reverse)
+            for field in types.state.names:
+                np.testing.assert_array_equal(np.asarray(got[field]), np.asarray(want[field]),
+                                              err_msg=f"{name} n={n} {field}")
+            assert int(np.asarray(got["value"]).reshape(-1)[0]) == -6
+
+
 def test_narrow_integer_segmented_scans_wrap(rng):
     """int8 sums with segments wrap as NumPy's (and the CPU's) do, in dtype=int8, and the float32
     NaN-aware segmented sum stays within float32 rounding of NumPy's float32 nancumsum."""
