@@ -400,11 +400,4 @@ def reduce(x, op: Op, types: ScanTypes, aux=(), reverse: bool = False) -> np.nda
              np.int32(int(cc_ is not None and cc_.data.ptr % 16 == 0))))
         plan.funcs["reduce_final_ordered"]((1,), (256,), (partials, np.int32(grid), totals[c]))
     host_dtype = types.state if op.state is not None else types.acc
-    carry = _restate(totals.get().view(kstate).reshape(w), np.dtype(host_dtype))
-    if flags is not None and op.core.raw_first and "value" in carry.dtype.names:
-        # a segmented gcd or lcm whose last segment in scan order is one item: its value as it is
-        # (NumPy's accumulate copies a segment's first item; the kernels' identity drops its sign)
-        row = n - 1 if not reverse else 0
-        if n == 1 or bool(flags[n - 1] if not reverse else flags[1]):
-            carry["value"] = op.core.lift(cp.asnumpy(x[row]).reshape(w), types.acc)
-    return carry
+    return _restate(totals.get().view(kstate).reshape(w), np.dtype(host_dtype))
