@@ -8,6 +8,8 @@ the collectives it makes (distscan.dist.plan).  The oldest entries go first past
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ._arrays import may_overlap
@@ -15,6 +17,21 @@ from .dist.plan import ScanPlan
 
 # Plans and call kinds kept at most; the oldest go first (they are only this rank's shortcuts).
 MAX_PLANS = 256
+
+# Threads making first calls at once (each on a communicator of its own, or on one rank) insert
+# and evict here together: two evictions at once popped the same oldest key (KeyError on one rank,
+# where the others went on into a collective).  Entries are built outside it, complete, and only
+# published and evicted under it; reads take no lock (a dict lookup is atomic).
+_PUBLISH = threading.Lock()
+
+
+def _publish(cache: dict, key, value, limit: int):
+    """``cache[key] = value``, the oldest entries dropped past ``limit``; ``value``."""
+    with _PUBLISH:
+        cache[key] = value
+        while len(cache) > limit:
+            del cache[next(iter(cache))]
+    return value
 
 
 class Plans:
@@ -30,10 +47,8 @@ class Plans:
             plan = self._plans.get(key)
         except TypeError:  # an unhashable argument (a dtype= list, say): build without the cache
             return build()
-        if plan is None:
-            plan = self._plans[key] = build()
-            if len(self._plans) > MAX_PLANS:
-                self._plans.pop(next(iter(self._plans)))
+        if plan is None:  # (two threads may build one each: equal, and no collective in a build)
+            plan = _publish(self._plans, key, build(), MAX_PLANS)
         return plan
 
     def clear(self) -> None:
@@ -176,11 +191,12 @@ class Kind:
     def plan(self, comm) -> ScanPlan:
         plan = self.plans.get(id(comm))
         if plan is None or plan.comm is not comm:
-            plan = self.plans[id(comm)] = plan_of(self.fields, comm, self.node_size)
-            if len(self.plans) > 8:
-                self.plans.pop(next(iter(self.plans)))
+            plan = _publish(self.plans, id(comm), plan_of(self.fields, comm, self.node_size), KIND_COMMS)
         return plan
 
+
+# Communicators whose plans a kind keeps (the oldest go first).
+KIND_COMMS = 8
 
 # What Kind.run returns for arrays that are not its kind's cheap case.
 NOT_THIS_KIND = object()
@@ -206,11 +222,11 @@ class Kinds:
                                             or not all(_kindable(k, v, type(x)) for k, v in key[-1]))):
             return
         try:
-            self._kinds[key] = Kind(part, node_size, x)
+            kind = Kind(part, node_size, x)
+            hash(key)
         except TypeError:  # an unhashable argument
             return
-        if len(self._kinds) > MAX_PLANS:
-            self._kinds.pop(next(iter(self._kinds)))
+        _publish(self._kinds, key, kind, MAX_PLANS)
 
     def clear(self) -> None:
         self._kinds.clear()

@@ -1,0 +1,127 @@
+"""First calls from several threads at once, on the caches a first call fills.
+
+Every thread starts behind a :class:`threading.Barrier`, the interpreter is asked to switch
+threads every microsecond (``sys.setswitchinterval``; 5 ms by default), and the caches are
+emptied between rounds and shrunk (``_kinds.MAX_PLANS``) so that every new entry evicts an old
+one: threads making their first calls collide inside the caches' check, build, publish and evict
+steps. Each thread has a communicator of its own (a ``Dup`` of the test's: distributed under
+mpiexec, one rank alone serially), and two more share ``COMM_SELF`` (distscan makes no MPI call
+on one rank); threads never share a communicator of several ranks (MPI's rule: collectives on
+one communicator from two threads at once are not ordered). Results are compared exactly with
+NumPy on the whole array (integers only).
+
+Found here: two threads evicting at once from the call kinds or the plans popped the same oldest
+key (KeyError). Raised in ``Plans.get`` while a part is resolved, every rank raised it (agreed
+in the exchange); raised in ``Kinds.remember`` or ``Kind.plan`` (outside the agreement) it would
+leave the other ranks waiting in the exchange (by reading: not seen here).
+
+Written for any rank count (serially and under ``mpiexec -n K python -m pytest --with-mpi``).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+
+import distscan
+from distscan import _kinds
+from tests.support.ranks import all_ranks_ok
+from tests.support.reference import reference_scan
+
+try:
+    from mpi4py import MPI
+except ImportError:  # pragma: no cover - the comm fixture skips then
+    MPI = None
+
+pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(120)]
+
+THREADS = 3    # threads on communicators of their own
+SELF_THREADS = 2  # threads that share COMM_SELF
+ROUNDS = 6     # caches emptied before each
+
+
+@contextmanager
+def switching_often():
+    """Thread switches every microsecond (5 ms by default): collisions inside a cache's few steps."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
+
+
+def _threaded(comm, work, errors):
+    """``work(t, c)`` on THREADS threads with a ``Dup`` of ``comm`` each and SELF_THREADS on
+    COMM_SELF, all started behind one barrier; what they raise goes into ``errors``."""
+    comms = [comm.Dup() for _ in range(THREADS)] + [MPI.COMM_SELF] * SELF_THREADS
+    start = threading.Barrier(len(comms))
+
+    def run(t):
+        try:
+            start.wait()
+            work(t, comms[t])
+        except Exception as exc:  # noqa: BLE001 - reported, with every rank's, by the test
+            errors.append(f"thread {t}: {type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(len(comms))]
+    try:
+        with switching_often():
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+    finally:
+        for c in comms[:THREADS]:
+            c.Free()
+
+
+def _part(g, c):
+    """This rank's rows of ``g`` on ``c``: uneven, some ranks' empty where ``g`` is short."""
+    s, r = c.Get_size(), c.Get_rank()
+    cuts = [len(g) * k * k // (s * s) for k in range(s + 1)]
+    return slice(cuts[r], cuts[r + 1])
+
+
+def _none(errors):
+    assert not errors, f"{len(errors)} failures, the first: " + "\n".join(errors[:4])
+
+
+def _skip_without_threads():
+    if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+        pytest.skip("MPI is not initialised with THREAD_MULTIPLE")
+
+
+PLAIN_KINDS = [(op, dtype, exclusive) for op in ("sum", "prod", "max", "min", "bitwise_xor")
+               for dtype in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.uint64)
+               for exclusive in (False, True)]
+
+
+def test_plain_kinds_made_and_evicted_by_threads_at_once(comm, monkeypatch):
+    """The call kinds and plans (``distscan._kinds``), filled from empty by every thread at once,
+    three entries at most (each new kind or plan evicts one): two evictions at once raised KeyError
+    on one rank, where the others went on into the exchange."""
+    _skip_without_threads()
+    monkeypatch.setattr(_kinds, "MAX_PLANS", 3)
+    errors = []
+
+    def work(t, c):
+        for k in range(len(PLAIN_KINDS)):
+            op, dtype, exclusive = PLAIN_KINDS[(k * 5 + 3 * t) % len(PLAIN_KINDS)]
+            for rep in range(2):  # the second call of a kind takes the kind's lean route
+                g = ((np.arange(11 + k % 5) * (k + rep + 3) + t) % 7 + 1).astype(dtype)
+                part = _part(g, c)
+                y = distscan.scan(g[part], op=op, exclusive=exclusive, comm=c)
+                want = reference_scan(g, op, exclusive=exclusive)[part]
+                if y.dtype != want.dtype or not np.array_equal(y, want):
+                    errors.append(f"thread {t} {op} {np.dtype(dtype)} exclusive={exclusive}: {y} != {want}")
+
+    for _ in range(ROUNDS):
+        _kinds.KINDS.clear()
+        _kinds.PLANS.clear()
+        _threaded(comm, work, errors)
+    all_ranks_ok(comm, lambda: _none(errors))
