@@ -16,6 +16,8 @@ last row (the part's carry).
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ..ops.folds import compensated_overflow_code
@@ -326,6 +328,11 @@ def _segment_fields(state, seed, flags, ends: bool) -> None:
 
 
 _LOOPS: dict = {}
+MAX_LOOPS = 256  # kept at most; the oldest go first
+# Threads making first calls at once publish and evict together under it (two evictions at once
+# popped the same oldest key: KeyError).  Loops are made outside it, complete (two threads may make
+# one each: equal, their compiled functions shared by ops.jit), and only then published.
+_PUBLISH = threading.Lock()
 
 
 def loops(op, types, exclusive: bool, w: int):
@@ -336,9 +343,11 @@ def loops(op, types, exclusive: bool, w: int):
     key = (op, types, bool(exclusive), w)
     found = _LOOPS.get(key)
     if found is None:
-        found = _LOOPS[key] = Loops(op, types, exclusive, w)
-        if len(_LOOPS) > 256:
-            _LOOPS.pop(next(iter(_LOOPS)))
+        found = Loops(op, types, exclusive, w)
+        with _PUBLISH:
+            _LOOPS[key] = found
+            while len(_LOOPS) > MAX_LOOPS:
+                del _LOOPS[next(iter(_LOOPS))]
     return found
 
 

@@ -2,18 +2,20 @@
 
 Every thread starts behind a :class:`threading.Barrier`, the interpreter is asked to switch
 threads every microsecond (``sys.setswitchinterval``; 5 ms by default), and the caches are
-emptied between rounds and shrunk (``_kinds.MAX_PLANS``) so that every new entry evicts an old
-one: threads making their first calls collide inside the caches' check, build, publish and evict
-steps. Each thread has a communicator of its own (a ``Dup`` of the test's: distributed under
-mpiexec, one rank alone serially), and two more share ``COMM_SELF`` (distscan makes no MPI call
-on one rank); threads never share a communicator of several ranks (MPI's rule: collectives on
-one communicator from two threads at once are not ordered). Results are compared exactly with
-NumPy on the whole array (integers only).
+emptied between rounds and shrunk (``_kinds.MAX_PLANS``, ``cpu_states.MAX_LOOPS``) so that every
+new entry evicts an old one: threads making their first calls collide inside the caches'
+check, build, publish and evict steps.  Each thread has a communicator of its own (a ``Dup`` of
+the test's: distributed under mpiexec, one rank alone serially), and two more share
+``COMM_SELF`` (distscan makes no MPI call on one rank); threads never share a communicator of
+several ranks (MPI's rule: collectives on one communicator from two threads at once are not
+ordered).  Results are compared exactly with NumPy on the whole array (integers only).
 
-Found here: two threads evicting at once from the call kinds or the plans popped the same oldest
-key (KeyError). Raised in ``Plans.get`` while a part is resolved, every rank raised it (agreed
-in the exchange); raised in ``Kinds.remember`` or ``Kind.plan`` (outside the agreement) it would
-leave the other ranks waiting in the exchange (by reading: not seen here).
+Found here: two threads evicting at once from the call kinds, the plans or the state loops
+popped the same oldest key (KeyError), or one read the dictionary while the other grew it
+(RuntimeError: dictionary changed size during iteration).  Raised in ``Plans.get`` while a part
+is resolved, every rank raised it (agreed in the exchange); raised in ``Kinds.remember`` or
+``Kind.plan`` (outside the agreement) it would leave the other ranks waiting in the exchange
+(by reading: not seen here).
 
 Written for any rank count (serially and under ``mpiexec -n K python -m pytest --with-mpi``).
 """
@@ -30,7 +32,7 @@ import pytest
 import distscan
 from distscan import _kinds
 from tests.support.ranks import all_ranks_ok
-from tests.support.reference import reference_scan
+from tests.support.reference import recurrence_reference, reference_scan, segmented_reference
 
 try:
     from mpi4py import MPI
@@ -121,6 +123,47 @@ def test_plain_kinds_made_and_evicted_by_threads_at_once(comm, monkeypatch):
                     errors.append(f"thread {t} {op} {np.dtype(dtype)} exclusive={exclusive}: {y} != {want}")
 
     for _ in range(ROUNDS):
+        _kinds.KINDS.clear()
+        _kinds.PLANS.clear()
+        _threaded(comm, work, errors)
+    all_ranks_ok(comm, lambda: _none(errors))
+
+
+STATE_KINDS = ([("segmented", op, dtype, exclusive) for op in ("sum", "max", "min", "bitwise_xor")
+                for dtype in (np.int8, np.int32, np.int64, np.uint16) for exclusive in (False, True)]
+               + [("recurrence", None, dtype, segmented) for dtype in (np.int32, np.int64)
+                  for segmented in (False, True)])
+
+
+def test_state_loops_made_and_evicted_by_threads_at_once(comm, monkeypatch):
+    """The CPU state loops (``backends.cpu_states.loops``: segmented scans, recurrences), made from
+    empty by every thread at once, two at most (each new one evicts one; one rank asks for them
+    on every call): two evictions at once raised KeyError."""
+    _skip_without_threads()
+    pytest.importorskip("numba")
+    from distscan.backends import cpu_states
+    monkeypatch.setattr(cpu_states, "MAX_LOOPS", 2)
+    errors = []
+
+    def work(t, c):
+        for k in range(len(STATE_KINDS)):
+            what, op, dtype, option = STATE_KINDS[(k * 7 + 5 * t) % len(STATE_KINDS)]
+            n = 13 + k % 4
+            g = ((np.arange(n) * (k + 3) + t) % 9 - (4 if np.dtype(dtype).kind == "i" else 0)).astype(dtype)
+            flags = (np.arange(n) * (k + 1)) % 5 == 0
+            part = _part(g, c)
+            if what == "segmented":
+                y = distscan.scan(g[part], op=op, exclusive=option, segments=flags[part], comm=c)
+                want = segmented_reference(g, flags, op, exclusive=option)[part]
+            else:
+                a = ((np.arange(n) + k + t) % 3 - 1).astype(dtype)
+                y = distscan.linear_recurrence(a[part], g[part], segments=flags[part] if option else None, comm=c)
+                want = recurrence_reference(a, g, segments=flags if option else None)[part]
+            if y.dtype != want.dtype or not np.array_equal(y, want):
+                errors.append(f"thread {t} {what} {op} {np.dtype(dtype)} {option}: {y} != {want}")
+
+    for _ in range(ROUNDS):
+        cpu_states._LOOPS.clear()
         _kinds.KINDS.clear()
         _kinds.PLANS.clear()
         _threaded(comm, work, errors)
