@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from contextlib import contextmanager
 
 import numpy as np
@@ -31,6 +32,7 @@ import pytest
 
 import distscan
 from distscan import _kinds
+from distscan.dist import nodes
 from tests.support.ranks import all_ranks_ok
 from tests.support.reference import recurrence_reference, reference_scan, segmented_reference
 
@@ -168,3 +170,60 @@ def test_state_loops_made_and_evicted_by_threads_at_once(comm, monkeypatch):
         _kinds.PLANS.clear()
         _threaded(comm, work, errors)
     all_ranks_ok(comm, lambda: _none(errors))
+
+
+class _SlowKeys:
+    """``mpi4py.MPI`` whose ``Comm.Create_keyval`` takes a millisecond (and lets other threads run
+    meanwhile): the window between a thread's check for the key and its publication, which the
+    interpreter's switches alone seldom hit."""
+
+    def __init__(self, mpi):
+        self._mpi = mpi
+
+        class Comm:
+            @staticmethod
+            def Create_keyval(*args, **kwargs):
+                time.sleep(1e-3)
+                return mpi.Comm.Create_keyval(*args, **kwargs)
+
+        self.Comm = Comm
+
+    def __getattr__(self, name):
+        return getattr(self._mpi, name)
+
+
+def test_the_hierarchy_key_is_made_once_by_threads_at_once(comm, monkeypatch):
+    """The attribute key under which communicators keep their node split
+    (``dist.nodes._hierarchy_keyval``), made by every thread's first split at once (each on its
+    own communicator): one key, under which every communicator finds its split.  Two keys (made
+    without the lock of b3ee365) left a communicator's split under the lost one: its next call
+    split it again, a collective the other ranks skipped.  Checked before any next call; the
+    key's making is slowed down (:class:`_SlowKeys`) so that the threads' first splits meet in it."""
+    _skip_without_threads()
+    import mpi4py
+    monkeypatch.setattr(mpi4py, "MPI", _SlowKeys(MPI))  # what `from mpi4py import MPI` gives in nodes
+    for _ in range(ROUNDS):
+        monkeypatch.setattr(nodes, "_keyval", None)
+        comms = [comm.Dup() for _ in range(THREADS + SELF_THREADS)]
+        start, errors = threading.Barrier(len(comms)), []
+
+        def work(t):
+            try:
+                start.wait()
+                nodes.get_hierarchy(comms[t], 1)
+            except Exception as exc:  # noqa: BLE001
+                errors.append(f"thread {t}: {type(exc).__name__}: {exc}")
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(len(comms))]
+        with switching_often():
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+        lost = [t for t, c in enumerate(comms) if not (c.Get_attr(nodes._keyval) or {}).get(1)]
+        try:
+            all_ranks_ok(comm, lambda: (_none(errors), _none([f"thread {t}: its split is under another key"
+                                                                 for t in lost])))
+        finally:
+            for c in comms:
+                c.Free()
