@@ -76,6 +76,7 @@ def default_result_dtype(op: Op, input_dtype: np.dtype) -> np.dtype:
     return input_dtype
 
 
+# (threads: a value is published whole; two first calls at once may resolve one each, equal)
 _cache: dict = {}
 
 

@@ -25,6 +25,7 @@ class LeanCalls:
         """:meth:`run`'s case of one rank, ``fast``, untimed, a plain forward scan without
         ``initial``, as a function of ``(rows, out)`` (the backend's ``lean_scanner``, made once):
         the API's common call runs it from its call kind (``distscan._kinds.Kind.run``)."""
+        # (threads on one rank share the plan: two may make one each, equal, holding nothing mutable)
         if self._one_rank is None:
             self._one_rank = self.be.lean_scanner(self.op, self.types, self.exclusive)
         return self._one_rank

@@ -89,6 +89,9 @@ def get_hierarchy(comm, node_size: Optional[int] = None) -> Hierarchy:
     if override is not None and override < 1:
         raise ValueError(f"node size must be at least 1, got {override}")
     keyval = _hierarchy_keyval()
+    # Assumption: one thread at a time per communicator (MPI's rule for its collectives), so this
+    # check, the split and the publication below never meet another thread's on ``comm``; a Dup
+    # of ``comm`` does not copy the attribute (no copy function), so it splits on its own.
     cache = comm.Get_attr(keyval)
     if cache is None:
         cache = {}

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+# Threads making first calls at once may compile a loop each (the last one kept; both work): its
+# module is made under _MODULES_LOCK, and the files are written whole (see above).
 _COMPILED: dict = {}
 
 # The plain operators' combine of two scalars, as numba compiles it with NumPy's scalar

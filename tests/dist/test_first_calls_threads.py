@@ -221,9 +221,12 @@ def test_the_hierarchy_key_is_made_once_by_threads_at_once(comm, monkeypatch):
             for th in threads:
                 th.join()
         lost = [t for t, c in enumerate(comms) if not (c.Get_attr(nodes._keyval) or {}).get(1)]
+        dup = comms[0].Dup()  # a Dup splits on its own: it must not share its parent's node communicators
+        inherited = [] if dup.Get_attr(nodes._keyval) is None else ["a Dup took its parent's split"]
+        dup.Free()
         try:
-            all_ranks_ok(comm, lambda: (_none(errors), _none([f"thread {t}: its split is under another key"
-                                                                 for t in lost])))
+            all_ranks_ok(comm, lambda: (_none(errors), _none(inherited),
+                                        _none([f"thread {t}: its split is under another key" for t in lost])))
         finally:
             for c in comms:
                 c.Free()
