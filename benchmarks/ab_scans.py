@@ -43,13 +43,17 @@ def _scans(n: int) -> dict:
     xi = rs.randint(-2**30, 2**30, n, dtype=cp.int64)
     yi = cp.empty_like(xi)
 
-    def segmented_ref(x):
+    def segmented_ref(x, flags=flags):
         total = cp.cumsum(x)
         starts = cp.flatnonzero(flags)
         before = cp.zeros_like(total)  # the running sum just before each segment's start
         before[starts] = total[starts] - x[starts]
         idx = cp.asarray(np.maximum.accumulate(np.where(cp.asnumpy(flags), np.arange(n), 0)))
         return total - cp.where(flags[0] | (idx > 0), before[idx], 0)
+
+    # a reverse segmented scan is the forward one of the mirrored items, whose segments start at
+    # the mirrored runs' last items (a flag's predecessor, and the array's last item)
+    ends = cp.concatenate([flags[1:], cp.ones(1, bool)])[::-1]
 
     return {
         "cumsum f32": (8, lambda: distscan.cumsum(x32, out=y32, comm=SELF), y32, lambda: cp.cumsum(x64)),
@@ -64,6 +68,11 @@ def _scans(n: int) -> dict:
                               lambda: segmented_ref(x64)),
         "segmented sum i64": (17, lambda: distscan.cumsum(xi, segments=flags, out=yi, comm=SELF), yi,
                               lambda: segmented_ref(xi)),
+        "segmented rev sum f32": (9, lambda: distscan.cumsum(x32, segments=flags, reverse=True, out=y32, comm=SELF),
+                                  y32[::-1], lambda: segmented_ref(x64[::-1], ends)),
+        "recurrence seg rev f32": (13, lambda: distscan.linear_recurrence(coef, x32, segments=flags, reverse=True,
+                                                                          out=y32, comm=SELF),
+                                   y32[::-1], lambda: _recurrence_prefix(cp.where(ends, 0, coef[::-1]), x32[::-1])),
         "recurrence f32": (12, lambda: distscan.linear_recurrence(coef, x32, out=y32, comm=SELF), y32,
                            lambda: _recurrence_prefix(coef, x32)),
         "recurrence f64": (24, lambda: distscan.linear_recurrence(coef64, x64, out=y64, comm=SELF), y64,

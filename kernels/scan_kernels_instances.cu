@@ -103,4 +103,11 @@ template __global__ void reduce_tiles_kernel<float, AffState<float>, Affine, Til
                                                    const unsigned char *, const void *, int);
 template __global__ void reduce_final_ordered_kernel<SegState<double>, Segmented<NanSum>>(const SegState<double> *, int,
                                                                                           SegState<double> *);
+// gcd and lcm: the states' EMPTY identity (util/states.cuh's MarkedIdentity), forwards and reversed
+template __global__ void scan_ext_kernel<long long, SegState<long long>, long long, Segmented<Gcd>, true,
+                                         DEVICE_LOOKBACK, TilePolicy<256, 8, 1024, 1, BLOCK_COARSENED>, false>(
+    const long long *, long long *, i64, u64 *, u64 *, u64 *, u64 *, const SegState<long long> *,
+    SegState<long long> *, int, i64, const unsigned char *, const void *, int, const SegState<long long> *);
+template __global__ void reduce_final_ordered_kernel<SegEndsState<int>, SegmentedEnds<Lcm>>(const SegEndsState<int> *,
+                                                                                           int, SegEndsState<int> *);
 }  // namespace distscan

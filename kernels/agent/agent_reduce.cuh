@@ -107,12 +107,15 @@ __device__ __forceinline__ void reduce_tiles(const TIn *d_in, i64 n, i64 per_blo
 
 // One block: d_out[0] = d_partials[0] op ... op d_partials[count-1], each thread folding a
 // contiguous run of partials, then the runs in order (block_reduce's warp_reduce is ordered
-// for these operators).
+// for these operators).  The runs end at count, so that the idle threads' identities stand on
+// the left of the partials: a reverse state's identity is exact there alone (util/states.cuh:
+// on the right it reset a segment's end, and the carry of a part whose first row is flagged
+// lost it).
 template <typename TAcc, typename Op>
 __device__ __forceinline__ void reduce_final_ordered(const TAcc *d_partials, int count, TAcc *d_out) {
     const int per = (count + REDUCE_THREADS - 1) / REDUCE_THREADS;
-    const int begin = threadIdx.x * per;
-    const int end = begin + per < count ? begin + per : count;
+    const int end = count - (REDUCE_THREADS - 1 - (int)threadIdx.x) * per;
+    const int begin = end - per > 0 ? end - per : 0;
     TAcc acc = Op::template identity<TAcc>();
     for (int i = begin; i < end; ++i) acc = Op::template apply<TAcc>(acc, d_partials[i]);
     TAcc r = block_reduce<TAcc, Op>(acc);

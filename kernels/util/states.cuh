@@ -24,13 +24,13 @@ namespace distscan {
 template <typename V> struct SegState {
     typedef V Value;
     V value;
-    bool flag;
+    unsigned char flag;  // 0 or 1; EMPTY in the identity of gcd and lcm (MarkedIdentity below)
 };
 template <typename V> struct SegEndsState {
     typedef V Value;
     V value;
     bool inner;
-    bool end;
+    unsigned char end;  // 0 or 1; EMPTY in the identity of gcd and lcm
 };
 template <typename V> struct AffState {
     typedef V Value;
@@ -56,6 +56,40 @@ template <typename V> struct CompState {
     V e;
 };
 
+// Where the kernels pad with the identity (kernels/tile/tile_agent.cuh's items past the end, lane
+// 0, a thread's first item, tile 0 without a seed, the ordered reduction's idle threads), it must
+// be neutral there, bit for bit: a scan's total and a part's reduction are the carries between
+// ranks and between a file's pieces.  A forward scan pads on the right (its last tile's items
+// past the end); a reverse one mirrors its tiles, so that its partial tile comes first in scan
+// order and pads on the left; the ordered reduction's idle threads stand on the left
+// (agent_reduce.cuh).  So a reverse state's identity is never on the right of an item, which
+// SegmentedEnds and AffineEnds need: on the right of a state whose last item ends a segment their
+// identity would reset its end, and the next part in scan order (the rank before it in array
+// order) would continue a segment that starts afresh.
+// The base operator's identity is exact on both sides for every operator but gcd and lcm
+// (gcd(-6, 0) is 6, and NumPy's accumulate copies a segment's first item as it is): there the
+// states' marker byte holds EMPTY in the identity alone (no item's lift gives it), and the
+// combines return the other side as it is, by selects.  Only there: the selects put the marker
+// on the per-item chains, and cost the reverse segmented sum f32 31 % (H100, 2^27, 2637 -> 1828
+// GB/s) and the reverse segmented recurrence 22 % where every operator had them.
+constexpr unsigned char EMPTY = 2;
+template <typename Base> struct MarkedIdentity {
+    static constexpr bool value = false;
+};
+template <> struct MarkedIdentity<Gcd> {
+    static constexpr bool value = true;
+};
+template <> struct MarkedIdentity<Lcm> {
+    static constexpr bool value = true;
+};
+
+// Base's a op b where a or b may be the EMPTY identity (a_empty, b_empty): the other as it is.
+template <typename Base, typename V>
+__device__ __forceinline__ V apply_marked(V a, V b, bool a_empty, bool b_empty) {
+    const V r = Base::template apply<V>(a, b);
+    return b_empty ? a : (a_empty ? b : r);
+}
+
 struct StateOpBase {
     static constexpr bool COMMUTATIVE = false;
     static constexpr bool STATE = true;
@@ -68,16 +102,23 @@ struct StateOpBase {
 template <typename Base>
 struct Segmented : StateOpBase {
     static constexpr int AUX = 1;  // the flags
+    static constexpr bool MARKED = MarkedIdentity<Base>::value;
     template <typename S> static __device__ __forceinline__ S identity() {
         S s;
         s.value = Base::template identity<typename S::Value>();
-        s.flag = false;
+        s.flag = MARKED ? EMPTY : 0;
         return s;
     }
     template <typename S> static __device__ __forceinline__ S apply(S a, S b) {
         S r;
-        r.value = b.flag ? b.value : Base::template apply<typename S::Value>(a.value, b.value);
-        r.flag = a.flag || b.flag;
+        if constexpr (MARKED) {
+            const bool a_empty = a.flag == EMPTY, b_empty = b.flag == EMPTY;
+            r.value = (b.flag == 1) ? b.value : apply_marked<Base>(a.value, b.value, a_empty, b_empty);
+            r.flag = b_empty ? a.flag : (a_empty ? b.flag : (unsigned char)(a.flag | b.flag));
+        } else {
+            r.value = b.flag ? b.value : Base::template apply<typename S::Value>(a.value, b.value);
+            r.flag = a.flag | b.flag;
+        }
         return r;
     }
     template <typename S, typename TIn, typename TC>
@@ -101,18 +142,27 @@ struct Segmented : StateOpBase {
 template <typename Base>
 struct SegmentedEnds : StateOpBase {
     static constexpr int AUX = 1;
+    static constexpr bool MARKED = MarkedIdentity<Base>::value;
     template <typename S> static __device__ __forceinline__ S identity() {
         S s;
         s.value = Base::template identity<typename S::Value>();
         s.inner = false;
-        s.end = false;
+        s.end = MARKED ? EMPTY : 0;
         return s;
     }
     template <typename S> static __device__ __forceinline__ S apply(S a, S b) {
         S r;
-        r.value = (b.inner || a.end) ? b.value : Base::template apply<typename S::Value>(a.value, b.value);
-        r.inner = a.inner || a.end || b.inner;
-        r.end = b.end;
+        if constexpr (MARKED) {
+            const bool a_empty = a.end == EMPTY, b_empty = b.end == EMPTY;
+            const bool cut = (a.end == 1) & !b_empty;  // a segment ends in a, and items follow in b
+            r.value = (b.inner | cut) ? b.value : apply_marked<Base>(a.value, b.value, a_empty, b_empty);
+            r.inner = a.inner | cut | b.inner;
+            r.end = b_empty ? a.end : b.end;
+        } else {
+            r.value = (b.inner || a.end) ? b.value : Base::template apply<typename S::Value>(a.value, b.value);
+            r.inner = a.inner || a.end || b.inner;
+            r.end = b.end;
+        }
         return r;
     }
     template <typename S, typename TIn, typename TC>
@@ -127,7 +177,7 @@ struct SegmentedEnds : StateOpBase {
         typedef typename S::Value V;
         return Convert<TOut, V>::apply(has ? Base::template apply<V>(p.value, s.value) : s.value);
     }
-    template <typename S> static __device__ __forceinline__ bool fresh(const S &prev, bool) { return prev.end; }
+    template <typename S> static __device__ __forceinline__ bool fresh(const S &prev, bool) { return prev.end == 1; }
     template <typename TOut, typename S> static __device__ __forceinline__ TOut first(const S &p, bool has) {
         typedef typename S::Value V;
         return Convert<TOut, V>::apply(has ? p.value : Presented<Base, V>::get());

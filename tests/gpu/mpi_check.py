@@ -175,7 +175,26 @@ def operator_checks(rng, check, failures):
         for lname, counts in layouts(n, rng).items():
             starts = np.concatenate([[0], np.cumsum(counts)]).astype(int)
             mine = slice(starts[rank], starts[rank + 1])
-            for tag, call, fn, arrays, exact in cases:
+            held = np.asarray(counts) > 0
+            # every part's first row flagged (in reverse its segment end in scan order: the carry's
+            # 'end', which the GPU's ordered reduction lost before the identity's EMPTY marker), and
+            # every part's last row (forwards its one-item last segment: gcd keeps its sign)
+            firsts, lasts = flags.copy(), flags.copy()
+            firsts[starts[:-1][held]] = True
+            lasts[starts[1:][held] - 1] = True
+            edge_cases = [
+                ("segmented rev firsts int64", lambda f, x: f(x[0], segments=x[1], reverse=True), distscan.cumsum,
+                 (ints, firsts), True),
+                ("segmented rev excl firsts gcd", lambda f, x: f(x[0], "gcd", segments=x[1], reverse=True,
+                                                                 exclusive=True), distscan.scan, (ints, firsts), True),
+                ("segmented lasts gcd", lambda f, x: f(x[0], "gcd", segments=x[1]), distscan.scan, (ints, lasts), True),
+                ("segmented excl lasts lcm", lambda f, x: f(x[0], "lcm", segments=x[1], exclusive=True), distscan.scan,
+                 ((ints % 7) - 3, lasts), True),
+                ("recurrence seg rev firsts f64", lambda f, x: distscan.linear_recurrence(x[1], x[0], segments=x[2],
+                                                                                          reverse=True, comm=f),
+                 None, (b, a, firsts), False),
+            ]
+            for tag, call, fn, arrays, exact in cases + edge_cases:
                 tag = f"{tag} n={n} {lname}"
                 try:
                     # floats: the reference in double precision (a sequential float32 sum drifts further

@@ -2,8 +2,8 @@
 
 Each test launches ``mpirun``/``mpiexec`` itself (run from a serial pytest, as tests/cli/ does):
 
-* ``tests/gpu/mpi_check.py`` at 1 rank on 1 GPU, 2 ranks on 2 GPUs, 4 ranks on 4 GPUs and 4 ranks
-  on 2 GPUs (``DISTSCAN_ALLOW_SHARED_GPU=1``): device-resident scans of CuPy arrays, exact against
+* ``tests/gpu/mpi_check.py`` at 1 rank on 1 GPU, 2 ranks on 2 GPUs, 4 ranks on 4 GPUs, and 3 ranks
+  on 1 GPU and 4 ranks on 2 GPUs (``DISTSCAN_ALLOW_SHARED_GPU=1``): device-resident scans of CuPy arrays, exact against
   NumPy for integers, both strategies identical, balanced / uneven / empty shards;
 * the command with more ranks than GPUs: ranks beyond the GPUs scan on the host (no error), or share
   them with ``DISTSCAN_ALLOW_SHARED_GPU=1``;
@@ -75,8 +75,11 @@ def _need(gpus: int):
         pytest.skip(f"needs {gpus} GPUs, {GPUS} visible")
 
 
-@pytest.mark.parametrize("ranks,gpus", [(1, 1), (2, 2), (4, 4), (4, 2)], ids=["1r1g", "2r2g", "4r4g", "4r2g"])
+@pytest.mark.parametrize("ranks,gpus", [(1, 1), (3, 1), (2, 2), (4, 4), (4, 2)],
+                         ids=["1r1g", "3r1g", "2r2g", "4r4g", "4r2g"])
 def test_device_resident_scans_exact(ranks, gpus):
+    """3 ranks sharing one GPU: the carries between GPU ranks (the ordered reductions, seeds and
+    totals of every operator) checked on a one-GPU machine too."""
     _need(gpus)
     shared = ranks > gpus
     env = _env(gpus, DISTSCAN_ALLOW_SHARED_GPU="1" if shared else "0")

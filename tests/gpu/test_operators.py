@@ -63,7 +63,7 @@ def _precompiled():
                      ("bitwise_xor", "uint8"), ("min", "float16"), ("sum", "int8")]:
         ext(get_op(name), dt, (True,))
     for name, dt in [("sum", "int32"), ("sum", "float32"), ("max", "float64"), ("nansum", "float64"),
-                     ("prod", "int64"), ("sum", "int8")]:
+                     ("prod", "int64"), ("sum", "int8"), ("sum", "int64"), ("gcd", "int64"), ("lcm", "int64")]:
         ext(segmented(get_op(name), False), dt, (False,))
         ext(segmented(get_op(name), True), dt, (True,))
     for dt in ["float32", "float64", "complex64", "complex128", "int64"]:
@@ -451,14 +451,13 @@ def test_segmented_gcd_and_lcm_keep_a_raw_first_item(name, rng):
                                                                                exclusive=exclusive))
 
 
-@pytest.mark.xfail(reason="not mended: the GPU's ordered reduction of a segmented gcd/lcm drops the sign of a "
-                          "one-item last segment, and in reverse the 'end'/'inner' fields where the part's first "
-                          "row is flagged (its identity padding on the right resets them: SegmentedEnds.apply)")
 @pytest.mark.parametrize("reverse", [False, True])
 def test_a_one_item_last_segment_s_carry_is_its_item(reverse, rng):
     """A part whose last segment in scan order is one negative item (forwards its last row flagged;
     in reverse its second row flagged): the GPU's carry of a segmented gcd/lcm holds the item as it
-    is, as the CPU's loops do (the next rank's exclusive first row shows it)."""
+    is, as the CPU's loops do (the next rank's exclusive first row shows it).  It failed before
+    gcd's and lcm's EMPTY identity (kernels/util/states.cuh): the kernels pad with the identity,
+    and gcd(-6, 0) is 6."""
     for name in ("gcd", "lcm"):
         op = segmented(get_op(name), reverse)
         for n in (2, 9, 8193):
@@ -475,6 +474,53 @@ def test_a_one_item_last_segment_s_carry_is_its_item(reverse, rng):
                 np.testing.assert_array_equal(np.asarray(got[field]), np.asarray(want[field]),
                                               err_msg=f"{name} n={n} {field}")
             assert int(np.asarray(got["value"]).reshape(-1)[0]) == -6
+
+
+EDGE_FLAGS = {  # the rows of a part flagged besides the random ones, by where the carry's fields look
+    "first": lambda n: [0], "second": lambda n: [1], "last": lambda n: [n - 1], "first and last": lambda n: [0, n - 1],
+    "none": lambda n: [], "all": lambda n: list(range(n)),
+}
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("where", list(EDGE_FLAGS))
+def test_carries_of_parts_with_flagged_edge_rows(where, reverse, rng):
+    """The carry of a part (the ordered reduction) and a scan's total (on both device algorithms)
+    on the GPU, field for field the CPU's, where the part's first, second or last row is flagged.
+    In reverse a flagged first row is the part's segment end in scan order (``end``), which the
+    ordered reduction's idle threads, padding with the identity on the right, reset to False: the
+    GPU rank before it in array order then continued a segment that starts afresh
+    (kernels/util/states.cuh).  Segmented sums (int64, exact), segmented gcd of negative items,
+    and recurrences with segments (eighths and coefficients 1, -1 and 0: exact in float64 in any
+    association); sizes across warps, tiles, blocks of the reduction and its partials."""
+    for n in (1, 2, 33, 4097, 8193, 300_001, (1 << 20) + 3):
+        flags = rng.random(n) < 2e-3
+        rows = [r for r in EDGE_FLAGS[where](n) if 0 <= r < n]
+        flags[rows] = True
+        ints = rng.integers(-50, 50, n).astype(np.int64)
+        b = rng.integers(-64, 64, n) / 8.0
+        a = rng.choice([1.0, -1.0], n)
+        a[rng.random(n) < 0.01] = 0.0
+        cases = [(segmented(get_op("sum"), reverse), ints, (flags,)),
+                 (segmented(get_op("gcd"), reverse), ints * 6 - 3, (flags,)),
+                 (affine(True, reverse), b, (a, flags))]
+        for op, x, aux in cases:
+            types = scan_types(op, x.dtype)
+            host_aux = tuple(v if v.dtype == bool else v.reshape(-1, 1) for v in aux)
+            want = cpu_backend.reduce(x.reshape(-1, 1), op, types, aux=host_aux, reverse=reverse)
+            got = gpu.reduce(cp.asarray(x).reshape(-1, 1), op, types, aux=tuple(cp.asarray(v) for v in host_aux),
+                             reverse=reverse)
+            totals = {f"scan total ({algorithm})": gpu.scan(cp.asarray(x), op, types, want_total=True,
+                                                            aux=tuple(cp.asarray(v) for v in aux), reverse=reverse,
+                                                            algorithm=algorithm)[1]
+                      for algorithm in ("lookback", "lookahead")}
+            for field in types.state.names:
+                for what, have in (("reduce", got), *totals.items()):
+                    np.testing.assert_array_equal(np.asarray(have[field]).reshape(-1),
+                                                  np.asarray(want[field]).reshape(-1),
+                                                  err_msg=f"{op.name} n={n} {what} {field}")
+                    if types.state[field].kind == "b":  # a marker byte of the identity never reaches the host
+                        assert np.asarray(have[field]).view(np.uint8).max() <= 1, (op.name, n, what, field)
 
 
 def test_narrow_integer_segmented_scans_wrap(rng):
