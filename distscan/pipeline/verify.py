@@ -183,7 +183,8 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
         run, run_abs = carry, carry_abs.copy()  # run: None while no row is in the prefix
         for k, (a, b_, r, ab, lh, ll) in enumerate(seg):
             if floaty:
-                mag0 = np.abs(ident if run is None else run).astype(rref)
+                before = ident if run is None else run  # the prefix before this segment
+                mag0 = np.abs(before).astype(rref)
                 if is_prod:
                     with np.errstate(divide="ignore"):
                         l0 = np.log2(np.where(mag0 == 0, 1, mag0).astype(np.float64))
@@ -197,8 +198,7 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
                     if cplx:
                         st.lost |= flag
                     else:
-                        find_events(op, pieces(a, b_), ident if run is None else run, flag, st, big, tiny,
-                                    ref, w)
+                        find_events(op, pieces(a, b_), before, flag, st, big, tiny, ref, w)
             run = fold(run, r)
             run_abs = run_abs + ab
             if k < len(rows):

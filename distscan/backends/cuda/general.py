@@ -152,7 +152,8 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
         if op.core.raw_first and initial is None and aux and op.state.kind.startswith("segmented"):
             _segment_firsts(x, result, aux[0], seed is not None, reverse, exclusive)
         return result, total
-    if total is not None and op.core.raw_first and seed is None and initial is None and x.shape[0] == 1:  # one row is its own total (gcd(0, -6) is 6: _raw_first)
+    one_row_total = total is not None and op.core.raw_first and seed is None and initial is None and x.shape[0] == 1
+    if one_row_total:  # one row is its own total (gcd(0, -6) is 6: _raw_first)
         first = op.core.lift(cp.asnumpy(x).reshape(-1), types.acc).reshape(np.shape(total))
         total = first if isinstance(total, np.ndarray) else cp.asarray(first)
     return _raw_first(x, result, op, seed is not None or initial is not None, reverse, exclusive), total
