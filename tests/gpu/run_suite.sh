@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole GPU suite in one call of under 600 s: four pytest runs at once on the one GPU (or on
+# The whole GPU suite in one call of under 600 s: five pytest runs at once on the one GPU (or on
 # all visible GPUs: the multi-GPU tests pick theirs), then the two tests that allocate past 2^31
 # items alone.  Four runs beside those two ran an H100 (80 GB) out of memory (2026-11-23,
 # benchmarks/logs/gpu-tests.txt), which the four alone should not (not yet tried).  Measured with the two inside the
@@ -26,7 +26,8 @@ run() {  # name, then pytest's arguments
 }
 run kernels $G/test_kernels_lead.py $G/test_kernels_lookahead.py $G/test_kernels_lookback.py &
 run operators $G/test_operators.py -k "not ($BIG)" &
-run command $G/test_command.py $G/test_mpi.py $G/test_kinds.py $G/test_promises.py $G/test_ranks_differ.py &
+run command $G/test_command.py $G/test_kinds.py $G/test_promises.py $G/test_ranks_differ.py &
+run mpi $G/test_mpi.py &  # mpirun jobs, several ranks sharing one GPU where only one is visible
 run api $G/test_scan.py $G/test_hotpath.py $G/test_launches.py $G/test_algorithms.py $G/test_numpy_semantics.py &
 wait
 run big $G/test_operators.py -k "$BIG"

@@ -7,6 +7,8 @@ Each test launches ``mpirun``/``mpiexec`` itself (run from a serial pytest, as t
   NumPy for integers, both strategies identical, balanced / uneven / empty shards;
 * the command with more ranks than GPUs: ranks beyond the GPUs scan on the host (no error), or share
   them with ``DISTSCAN_ALLOW_SHARED_GPU=1``;
+* issue 30's state scans through the command on GPUs (reverse segmented sums and gcd, reverse
+  recurrences with segments and ``--initial``), flags around every rank boundary, in pieces too;
 * ``python -m distscan --backend cuda`` on files, exact against NumPy: held in memory, and streamed
   through a ``--memory-limit`` smaller than the part, chunks in pieces through a small
   ``--gpu-memory-limit``, both strategies, 1-D and 2-D, exclusive, more ranks than rows (empty
@@ -25,7 +27,7 @@ import numpy as np
 import pytest
 
 from tests.support.launch import REPO, python_env, run_mpi
-from tests.support.reference import reference_scan
+from tests.support.reference import recurrence_reference, reference_scan, segmented_reference
 
 cp = pytest.importorskip("cupy")
 
@@ -124,7 +126,7 @@ FILE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("ranks,gpus", [(2, 2), (4, 4), (4, 2)], ids=["2r2g", "4r4g", "4r2g"])
+@pytest.mark.parametrize("ranks,gpus", [(3, 1), (2, 2), (4, 4), (4, 2)], ids=["3r1g", "2r2g", "4r4g", "4r2g"])
 @pytest.mark.parametrize("case", FILE_CASES, ids=[f"{c[0]}-{len(c[1])}d-{c[2]}-{c[3]}-{'ex' if c[4] else 'in'}"
                                                   for c in FILE_CASES])
 def test_command_on_gpus_exact(tmp_path, ranks, gpus, case):
@@ -170,7 +172,7 @@ def test_command_on_gpus_exact(tmp_path, ranks, gpus, case):
         assert t["h2d"] > 0 and t["d2h"] > 0
 
 
-@pytest.mark.parametrize("ranks,gpus", [(2, 2), (4, 2)], ids=["2r2g", "4r2g"])
+@pytest.mark.parametrize("ranks,gpus", [(3, 1), (2, 2), (4, 2)], ids=["3r1g", "2r2g", "4r2g"])
 def test_command_float_sums_on_gpus(tmp_path, ranks, gpus):
     """Float sums wait for the GPU (a chunk's bits must not depend on where it ran): every chunk of
     every rank goes to a GPU, one rank per GPU or two sharing one, held in memory or streamed."""
@@ -196,3 +198,49 @@ def test_command_float_sums_on_gpus(tmp_path, ranks, gpus):
         assert sorted({g["device"] for g in per_rank}) == list(range(gpus)), per_rank
         assert all(g["chunks_on_host"] == 0 and g["chunks_on_gpu"] > 0 for g in per_rank), per_rank
         assert r["times_s"]["h2d"] > 0 and r["times_s"]["d2h"] > 0
+
+
+@pytest.mark.parametrize("ranks,gpus", [(3, 1), (2, 2), (4, 2)], ids=["3r1g", "2r2g", "4r2g"])
+def test_command_state_scans_on_gpus_carry_across_ranks_and_pieces(tmp_path, ranks, gpus):
+    """``--reverse --segments`` sums, an exclusive reverse segmented gcd and a reverse recurrence
+    with segments and ``--initial`` through the command on GPUs, against sequential references:
+    flags on the rows around every plausible rank boundary (a part's first row flagged is, in
+    reverse, the segment end its carry must keep: kernels/util/states.cuh), held in memory and in
+    pieces through a small ``--gpu-memory-limit`` (a piece's total seeds the next)."""
+    _need(gpus)
+    rng = np.random.default_rng(ranks * 11 + gpus)
+    n = 300_007
+    ints = rng.integers(-50, 50, n).astype(np.int32)
+    g = rng.integers(-60, 60, n)
+    a, b = rng.uniform(-1, 1, n), rng.standard_normal(n)
+    flags = rng.random(n) < 0.005
+    for r in range(1, ranks):
+        flags[[max(0, n * r // ranks + d) for d in (-1, 0, 1)]] = True
+    for name, arr in [("ints", ints), ("g", g), ("a", a), ("b", b), ("flags", flags)]:
+        np.save(tmp_path / f"{name}.npy", arr)
+    f = str(tmp_path / "flags.npy")
+    cases = [
+        (["ints.npy", "--reverse", "--segments", f, "--dtype", "int64"],
+         segmented_reference(ints, flags, "sum", reverse=True, dtype=np.int64), 0),
+        (["g.npy", "--op", "gcd", "--reverse", "--exclusive", "--segments", f],
+         segmented_reference(g, flags, "gcd", reverse=True, exclusive=True), 0),
+        (["recurrence", "a.npy", "b.npy", "--initial", "2", "--reverse", "--segments", f],
+         recurrence_reference(a, b, initial=2.0, segments=flags, reverse=True), 1e-12),
+    ]
+    env = _env(gpus, DISTSCAN_ALLOW_SHARED_GPU="1" if ranks > gpus else "0")
+    for words, want, rtol in cases:
+        for limit in ([], ["--gpu-memory-limit", "1M"]):
+            out, rep = tmp_path / "out.npy", tmp_path / "r.json"
+            args = [str(tmp_path / w) if w.endswith(".npy") and "/" not in w else w for w in words]
+            proc = run_mpi(ranks, _distscan(*args, "-o", out, "--backend", "cuda", "--report", rep, "--quiet",
+                                            "--force", *limit), timeout=T, env=env)
+            what = " ".join(words[:4] + limit)
+            assert proc.returncode == 0, f"{what}: {proc.stderr[-3000:]}"
+            got = np.load(out)
+            if rtol:
+                np.testing.assert_allclose(got, want, rtol=0, atol=rtol * (np.abs(want).max() + 1), err_msg=what)
+            else:
+                np.testing.assert_array_equal(got, want, err_msg=what)
+            per_rank = json.loads(rep.read_text())["gpu"]["per_rank"]
+            assert all(p["device"] is not None for p in per_rank), per_rank
+            assert all(p["chunks_on_gpu"] for p in per_rank), per_rank  # state scans wait for the GPU
