@@ -114,7 +114,8 @@ class ScanPlan(LeanCalls):
         # What every rank must share.  Not the result dtype: out= may differ by rank (each casts
         # its own part; the carries travel in the accumulator dtype, which is compared).
         self.fields = {
-            "operator": self.op.name, "exclusive": self.exclusive, "dtype": str(self.types.input),
+            "operator": self.op.name, "operator definition": self.op.definition(self.types.acc),
+            "exclusive": self.exclusive, "dtype": str(self.types.input),
             "accumulator dtype": str(self.types.acc), "computed in": str(self.types.compute),
             "trailing shape": self.trailing, "strategy": self.strategy, "hierarchy": self.hierarchy,
             "node size": node_size_override(node_size) if self.size > 1 else None,

@@ -20,7 +20,9 @@ version does not take, so the GPU refuses them with a clear error.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import types
 from typing import Callable, Optional
 
 import numpy as np
@@ -85,6 +87,58 @@ def _functor_source(name: str, body: str, identity: Callable, kinds: str, commut
         lines.append(f"template <> __device__ __forceinline__ {ct} {name}::identity<{ct}>() {{ return {lit}; }}")
     lines.append("}  // namespace distscan\n")
     return "\n".join(lines)
+
+
+_PLAIN_VALUES = (type(None), bool, int, float, complex, str, bytes, np.generic, np.dtype)
+
+
+def describe(value, depth: int = 0) -> str:
+    """``value`` (a part of a declared operator: a function, a ufunc, a constant) as a text that is
+    the same in every process that defines it alike, and differs where the definitions do: a
+    function by its code (bytecode, constants, the names it reads), its defaults and the values
+    it closes over; never by an address (``<function <lambda> at 0x...>`` differs by process).
+    What it cannot look into (an object of the user's class) is described by its type alone."""
+    if depth > 6:
+        return "..."
+    more = depth + 1
+    if isinstance(value, np.ufunc):
+        return f"ufunc {value.__name__}"
+    if isinstance(value, _PLAIN_VALUES):
+        return repr(value)
+    if isinstance(value, np.ndarray):
+        data = np.ascontiguousarray(value)
+        return f"array {data.dtype.str} {data.shape} {hashlib.sha256(data.tobytes()).hexdigest()[:16]}"
+    if isinstance(value, (tuple, list, frozenset, set)):
+        items = [describe(v, more) for v in value]
+        return f"{type(value).__name__}({', '.join(sorted(items) if isinstance(value, (set, frozenset)) else items)})"
+    if isinstance(value, dict):
+        return "dict(" + ", ".join(sorted(f"{describe(k, more)}: {describe(v, more)}" for k, v in value.items())) + ")"
+    if isinstance(value, types.CodeType):
+        return (f"code {value.co_code.hex()} names {value.co_names} "
+                f"consts {describe(value.co_consts, more)}")
+    if isinstance(value, types.FunctionType):
+        cells = tuple(c.cell_contents if _filled(c) else None for c in value.__closure__ or ())
+        return (f"function {describe(value.__code__, more)} defaults {describe(value.__defaults__, more)} "
+                f"{describe(value.__kwdefaults__, more)} closure {describe(cells, more)}")
+    if isinstance(value, types.MethodType):
+        return f"method {describe(value.__func__, more)} of {describe(value.__self__, more)}"
+    if isinstance(value, functools.partial):
+        return (f"partial {describe(value.func, more)} {describe(value.args, more)} "
+                f"{describe(value.keywords, more)}")
+    if isinstance(value, types.BuiltinFunctionType):
+        return f"builtin {getattr(value, '__module__', None)}.{value.__qualname__}"
+    py_func = getattr(value, "py_func", None)  # a numba dispatcher
+    if isinstance(py_func, types.FunctionType):
+        return f"numba {describe(py_func, more)}"
+    return f"object {type(value).__module__}.{type(value).__qualname__}"
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # a cell not yet assigned
+        return False
+    return True
 
 
 class Declared(State):
@@ -183,6 +237,30 @@ class Operator(Op):
                     source=source, state=declared, scalar=scalar if scalar is not None else
                     (None if ufunc is not None else combine), raw_first=ufunc is not None)
         object.__setattr__(self, "check", bool(check))
+
+    def definition(self, acc) -> str:
+        """What every rank must declare alike, beside the name, for a scan computing in ``acc``:
+        ``"declared #DIGEST (combine #C, identity I)"``, the digest over the combine (and
+        ``scalar=``), the identity's value in ``acc`` (its state's, with ``state=``), ``cuda=``,
+        ``kinds``, ``commutative`` and the state with its lift and projection (:func:`describe`:
+        code, defaults and closed-over values, never addresses).  Two operators that share a name
+        but not this are refused across ranks, naming it, instead of mixing their results.
+        ``check`` is not part of it (a debugging aid: each rank checks what it asked to)."""
+        state = self.state
+        try:
+            value = np.asarray(state.neutral(acc) if state is not None else self.identity(np.dtype(acc)))
+            ident = repr(value.tolist()) if value.size <= 4 else f"#{hashlib.sha256(value.tobytes()).hexdigest()[:12]}"
+            if len(ident) > 40:
+                ident = f"#{hashlib.sha256(ident.encode()).hexdigest()[:12]}"
+        except Exception as exc:  # noqa: BLE001 - the call raises it later on its own
+            ident = f"raises {type(exc).__name__}"
+        combine = self.ufunc if self.ufunc is not None else state.user_combine
+        parts = [describe(combine), describe(self.scalar), ident, repr(self.source), self.kinds, repr(self.commutative)]
+        if state is not None and state.fields is not None:
+            parts += [str(state.fields), describe(state.user_lift), describe(state.user_project)]
+        digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
+        return (f"declared #{digest} (combine #{hashlib.sha256(parts[0].encode()).hexdigest()[:8]}, "
+                f"identity {ident})")
 
     @property
     def runs_user_code(self) -> bool:

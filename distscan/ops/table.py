@@ -153,6 +153,14 @@ class Op:
         base = getattr(self.state, "base", None)
         return self if base is None else base
 
+    def definition(self, acc) -> str:
+        """What fixes this operator beside its name, as every rank must pass it alike (the plans
+        compare it across ranks with the name: distscan.dist.plan): ``"built-in"`` for the table's
+        rows, which their name fixes, and for the operators made from them; a declared operator's
+        own (:meth:`distscan.Operator.definition`)."""
+        core = self.core
+        return "built-in" if core is self else core.definition(acc)
+
     @property
     def runs_user_code(self) -> bool:
         """Whether combining carries calls the user's code, which may raise anything (declared
