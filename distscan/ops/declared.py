@@ -28,7 +28,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from .state import State
-from .table import Op
+from .table import _ALIASES, ALL_OPS, Op
 
 _NUMERIC = "biufc"
 
@@ -215,6 +215,11 @@ class Operator(Op):
                  lift: Optional[Callable] = None, project: Optional[Callable] = None, check: bool = False):
         if not isinstance(name, str) or not name:
             raise ValueError("an Operator needs a name")
+        if name in ALL_OPS or name.strip().lower() in ALL_OPS or name.strip().lower() in _ALIASES:
+            # the built-in operators' shortcuts go by name (a segmented or compensated scan, the
+            # lean integer call, reduce's empty max): a declared "sum" would run as the sum
+            raise ValueError(f"the operator name {name!r} is a built-in operator's (or its alias): "
+                             "give a declared operator a name of its own")
         if not callable(combine):
             raise TypeError(f"combine must be a NumPy ufunc or a function of two arrays, got {combine!r}")
         if state is not None and (lift is None or project is None):

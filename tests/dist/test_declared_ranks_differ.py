@@ -13,6 +13,8 @@ Defects found when this file was written, each mended, its test here:
 * two declared operators sharing a name were agreed as one (the plans compared the name alone):
   their results were mixed silently, and a declared operator named like a built-in one against
   the built-in one hung (only the declared one's exchange ends with its guard's collective);
+* ``segments=`` with a commutative declared ufunc raised "no scalar combine" instead of the
+  documented refusal;
 
 Runs serially and under ``mpiexec -n K python -m pytest --with-mpi``.
 """
@@ -466,6 +468,23 @@ def sequences(draw):
         "initial": st.sampled_from([None, None, 0, 3]),
     }), min_size=CALLS, max_size=CALLS + 2))
     return key, steps
+
+
+def test_segments_with_a_declared_operator_are_refused_on_every_rank(comm):
+    """``segments=`` takes no declared operator (docs/operators.md): refused on every rank with one
+    message, whether every rank passes flags or one rank alone; the call after is right."""
+    ops = _operators()
+    x = np.arange(6, dtype=np.int64) + comm.rank
+    flags = np.zeros(6, bool)
+    flags[::3] = True
+    for key in ("saturating", "imax", "counted"):
+        for k in range(CALLS):
+            seg = flags if (k != 1 or comm.rank == comm.size - 1) else None
+            _same_outcome(comm, lambda: distscan.scan(x, ops[key][0], segments=seg, comm=comm), must_fail=True,
+                          match="not supported" if comm.size == 1 or k != 1 else None, what=f"{key} call {k}")
+    g = np.concatenate(comm.allgather(x))
+    _expect(comm, _outcome(lambda: distscan.scan(x, ops["imax"][0], comm=comm)),
+            np.maximum.accumulate(g)[6 * comm.rank:6 * comm.rank + 6])
 
 
 def test_an_operator_redefined_under_its_name_in_later_calls(comm):

@@ -9,6 +9,10 @@ Defects found when this file was written, each mended, its test here:
 
 * two declared operators were one to the ranks when they shared a name (what they compare now is
   the definition: code, closure values, identity, state; never an address);
+* a declared operator could take a built-in's name, and the built-in operators' shortcuts go by
+  name: ``Operator("sum", np.multiply, ...)`` with ``segments=`` or ``compensated=True`` summed;
+* ``segments=`` with a commutative declared ufunc raised "no scalar combine for the CPU's loops"
+  instead of the documented refusal;
 """
 
 from __future__ import annotations
@@ -76,6 +80,39 @@ def _mean(**kwargs):
 
 
 # -- names -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "nanmax", "gcd", "logaddexp", "SUM", " sum ", "add", "cumsum",
+                                  "fmax", "^"])
+def test_a_built_in_name_is_refused(name):
+    """A declared operator needs a name of its own: the built-in operators' shortcuts go by name (a
+    declared "sum" of products was summed by ``segments=`` and ``compensated=True``)."""
+    with pytest.raises(ValueError, match="built-in operator"):
+        distscan.Operator(name, np.multiply, identity=1, commutative=True)
+
+
+def test_names_of_its_own_are_taken():
+    for name in ("summed", "my max", "sum of squares", "Max2"):
+        op = distscan.Operator(name, np.maximum, identity=lambda dt: np.iinfo(dt).min, kinds="i", commutative=True)
+        np.testing.assert_array_equal(distscan.scan(np.array([3, 1, 4, 1, 5]), op), [3, 3, 4, 4, 5])
+
+
+@pytest.mark.parametrize("make", [
+    lambda: distscan.Operator("products", np.multiply, identity=1, commutative=True),
+    lambda: distscan.Operator("products", np.multiply, identity=1),
+    lambda: distscan.Operator("products", lambda a, b: a * b, identity=1),
+    lambda: _counted(),
+])
+def test_segments_with_any_declared_operator_are_refused(make):
+    """``segments=`` takes no declared operator (docs/operators.md), whatever its combine: the same
+    ValueError (a commutative ufunc gave "no scalar combine for the CPU's loops")."""
+    with pytest.raises(ValueError, match="segments= with the declared operator .* is not supported"):
+        distscan.scan(np.arange(1, 6), make(), segments=np.array([1, 0, 0, 1, 0], bool))
+
+
+def test_compensated_with_a_declared_operator_is_refused():
+    op = distscan.Operator("products", np.multiply, identity=1.0, commutative=True)
+    with pytest.raises(ValueError, match="compensated=True is for sums"):
+        distscan.scan(np.arange(1.0, 6.0), op, compensated=True)
 
 
 # -- what makes two declarations one -----------------------------------------------------------------
