@@ -20,6 +20,7 @@ version does not take, so the GPU refuses them with a clear error.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import types
@@ -266,6 +267,11 @@ class Operator(Op):
         digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
         return (f"declared #{digest} (combine #{hashlib.sha256(parts[0].encode()).hexdigest()[:8]}, "
                 f"identity {ident})")
+
+    def __setattr__(self, name, value):
+        # frozen as the dataclass's fields are: a plan and a call kind made with one check= (or
+        # anything else) must not meet the operator changed (Op freezes only its own fields)
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
 
     @property
     def runs_user_code(self) -> bool:

@@ -13,6 +13,8 @@ Defects found when this file was written, each mended, its test here:
 * two declared operators sharing a name were agreed as one (the plans compared the name alone):
   their results were mixed silently, and a declared operator named like a built-in one against
   the built-in one hung (only the declared one's exchange ends with its guard's collective);
+* ``check=True`` sampled the first call of a kind only: later calls took the cached kind's route,
+  which skipped the check (on the ranks whose cache was warm);
 * ``segments=`` with a commutative declared ufunc raised "no scalar combine" instead of the
   documented refusal;
 
@@ -395,6 +397,27 @@ def _clamped(check):
 
 
 _BAD = np.array([5, 10, -5, 7, -8, 9, -3, 10, 4, -9] * 3, np.int64)
+
+
+@pytest.mark.parametrize("checker", ["all", "one"])
+def test_check_samples_every_call(comm, checker):
+    """``check=True`` (every rank, or the last alone): good inputs pass and scan right; a rank that
+    checks and holds inputs that are not associative makes every rank raise the same ValueError,
+    in the first call and in every warm call after good ones (calls used to take the cached kind's
+    route, which skipped the check); another rank's inputs are its own to check."""
+    checks = checker == "all" or comm.rank == comm.size - 1
+    op = _clamped(checks)
+    good = (np.arange(30, dtype=np.int64) + comm.rank) % 4
+    g = np.concatenate(comm.allgather(good))
+    ref = np.zeros(len(g), np.int64)
+    for i, v in enumerate(g):
+        ref[i] = v if i == 0 else min(ref[i - 1] + v, 10)
+    for k in range(CALLS):
+        got = _same_outcome(comm, lambda: distscan.scan(good, op, comm=comm), must_fail=False, what=f"good {k}")
+        _expect(comm, got, ref[30 * comm.rank:30 * comm.rank + 30], what=f"good {k}")
+        x = _BAD.copy() if comm.rank == comm.size - 1 else good.copy()
+        _same_outcome(comm, lambda: distscan.scan(x, op, comm=comm), must_fail=True, match="not associative",
+                      what=f"bad {k}")
 
 
 def test_check_refuses_an_identity_that_is_not_neutral_on_one_rank(comm):

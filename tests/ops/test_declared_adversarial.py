@@ -11,6 +11,8 @@ Defects found when this file was written, each mended, its test here:
   the definition: code, closure values, identity, state; never an address);
 * a declared operator could take a built-in's name, and the built-in operators' shortcuts go by
   name: ``Operator("sum", np.multiply, ...)`` with ``segments=`` or ``compensated=True`` summed;
+* ``check=True`` checked the first call of a kind only (later calls took the cached kind's route),
+  and ``op.check`` could be set after the first call (the dataclass froze its own fields only);
 * ``segments=`` with a commutative declared ufunc raised "no scalar combine for the CPU's loops"
   instead of the documented refusal;
 """
@@ -170,6 +172,29 @@ def test_states_that_differ_are_not_equal():
 
 
 # -- an operator changed after its first call ---------------------------------------------------------
+
+def test_an_operator_cannot_be_changed_after_it_is_made():
+    """Plans and call kinds keep the operator they were made with: every attribute is frozen,
+    ``check`` too (it was not, and a kind cached before it was set skipped the check)."""
+    op = distscan.Operator("limited", lambda a, b: np.minimum(a + b, 10), identity=0, kinds="i")
+    distscan.scan(np.arange(5), op)
+    for name, value in [("check", True), ("name", "other"), ("identity", lambda dt: 1), ("kinds", "f"),
+                        ("anything", 1)]:
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(op, name, value)
+    assert op.check is False and op.name == "limited"
+
+
+def test_check_samples_every_call_of_a_kind():
+    """``check=True`` checks each call's input, also when the kind of call was seen before (the
+    cached kind's route skipped it: bad inputs after good ones gave a result)."""
+    op = distscan.Operator("clamped", lambda a, b: np.minimum(a + b, 10), identity=0, kinds="i", check=True)
+    good = np.arange(30, dtype=np.int64) % 4
+    bad = np.array([5, 10, -5, 7, -8, 9, -3, 10, 4, -9] * 3, np.int64)
+    for _ in range(3):
+        assert distscan.scan(good, op)[-1] == 10
+        with pytest.raises(ValueError, match="not associative"):
+            distscan.scan(bad, op)
 
 
 # -- check=True and rounding ---------------------------------------------------------------------------
