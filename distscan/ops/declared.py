@@ -283,6 +283,26 @@ class Operator(Op):
         return bool(self.source) and (self.state is None or self.state.fields is None)
 
 
+def _agree(left, right, operands) -> np.ndarray:
+    """Where ``left`` and ``right`` (two groupings of one combination) agree: floats (and the float
+    fields of a structured state) within 8 ulp of the largest magnitude among them and the
+    operands, as rounding leaves them (a float sum's groupings differ by about an ulp of its
+    largest term, which may be far above an ulp of the result); anything else exactly."""
+    if left.dtype.names is not None:
+        ok = np.ones(left.shape, bool)
+        for name in left.dtype.names:
+            ok &= _agree(left[name], right[name], [np.asarray(v)[name] for v in operands])
+        return ok
+    if left.dtype.kind not in "fc":
+        return np.asarray(left == right)
+    with np.errstate(all="ignore"):
+        scale = np.abs(left)
+        for v in (right, *operands):
+            scale = np.fmax(scale, np.abs(np.asarray(v)))
+        close = np.abs(left - right) <= 8 * np.finfo(left.dtype).eps * scale
+    return (left == right) | close | (np.isnan(left) & np.isnan(right))
+
+
 def check_associative(op: Op, sample: np.ndarray, acc: np.dtype) -> None:
     """``check=True``: combine(combine(a, b), c) == combine(a, combine(b, c)) and the identity on
     triples from ``sample`` (floats within 8 ulp), else a ValueError naming the first failure."""
@@ -300,10 +320,7 @@ def check_associative(op: Op, sample: np.ndarray, acc: np.dtype) -> None:
         right = np.asarray(combine(a, combine(b, c)))
         e = np.full(a.shape, op.identity(acc), np.asarray(a).dtype) if state is None or state.fields is None else None
         ident_ok = True if e is None else np.array_equal(np.asarray(combine(e, a)), a, equal_nan=True)
-    if left.dtype.names is None and left.dtype.kind in "fc":
-        ok = np.isclose(left, right, rtol=8 * np.finfo(left.dtype).eps, atol=0, equal_nan=True)
-    else:
-        ok = left == right
+    ok = _agree(left, right, (a, b, c))
     if not np.all(ok):
         i = int(np.flatnonzero(~np.asarray(ok).reshape(-1))[0])
         raise ValueError(f"operator {op.name!r} is not associative on these inputs: (a.b).c = {left.reshape(-1)[i]!r}, "
