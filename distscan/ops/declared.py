@@ -168,7 +168,13 @@ class Declared(State):
 
     def combine(self, s, t) -> np.ndarray:
         with np.errstate(all="ignore"):
-            return np.asarray(self.user_combine(s, t), s.dtype)
+            out = np.asarray(self.user_combine(s, t), s.dtype)
+        if out.shape != np.broadcast_shapes(np.shape(s), np.shape(t)):
+            # a combine that is not element by element (a reduction, a slice): NumPy would broadcast
+            # what it returns over the part and scan on with it
+            raise ValueError(f"the combine of operator {self.name!r} gave shape {out.shape} for inputs of shapes "
+                             f"{np.shape(s)} and {np.shape(t)}: it must work element by element")
+        return out
 
     def project(self, s, init=None):
         return s if self.fields is None else np.asarray(self.user_project(s))

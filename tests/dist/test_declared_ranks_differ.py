@@ -15,6 +15,7 @@ Defects found when this file was written, each mended, its test here:
   the built-in one hung (only the declared one's exchange ends with its guard's collective);
 * ``check=True`` sampled the first call of a kind only: later calls took the cached kind's route,
   which skipped the check (on the ranks whose cache was warm);
+* a combine that returns another shape than its inputs' was broadcast over the part;
 * ``check=True`` refused float operators that are associative up to rounding (a float sum now and
   then, the running mean always);
 * ``segments=`` with a commutative declared ufunc raised "no scalar combine" instead of the
@@ -375,6 +376,22 @@ def test_a_combine_that_raises_on_one_rank(comm, where, options):
         ref = np.concatenate([[-(2 ** 62)], ref[:-1]])
     ref = ref[::-1] if options.get("reverse") else ref
     _expect(comm, got, ref[4 * comm.rank:4 * comm.rank + 4].astype(np.int64))
+
+
+def test_a_combine_of_the_wrong_shape_on_one_rank(comm):
+    """A combine that returns one item for a row of three (a reduction by mistake) where it meets
+    items of 1000 and more, which the last rank alone holds: refused on every rank, naming the
+    shapes, not broadcast over the part; calls in a row.  (A combine that differs by rank in its
+    code or its closure is another definition: refused as such.)"""
+    def combine(a, b):
+        c = np.maximum(a, b)
+        return c.reshape(-1)[:1] if c.ndim and c.size > 1 and np.any(c >= 1000) else c
+
+    op = distscan.Operator("shapely", combine, identity=-np.inf, kinds="f")
+    x = np.tile((np.arange(5.0) + 10 * comm.rank + (1000 if comm.rank == comm.size - 1 else 0))[:, None], (1, 3))
+    for k in range(CALLS):
+        _same_outcome(comm, lambda: distscan.scan(x, op, comm=comm), must_fail=True,
+                      match="must work element by element", what=f"call {k}")
 
 
 def test_a_combine_of_another_dtype_is_cast(comm):

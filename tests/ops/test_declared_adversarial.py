@@ -17,6 +17,7 @@ Defects found when this file was written, each mended, its test here:
   random data about one call in five (the tolerance was relative to the result, not to the
   terms), a structured float state (the running mean of docs/operators.md) always (compared
   exactly);
+* a combine that returns another shape than its inputs' was broadcast over the part;
 * ``segments=`` with a commutative declared ufunc raised "no scalar combine for the CPU's loops"
   instead of the documented refusal;
 """
@@ -242,6 +243,14 @@ def test_check_still_refuses_what_is_not_associative(seed, dtype, scale):
 
 
 # -- a combine of the wrong shape, include_initial with a state ------------------------------------------
+
+def test_a_combine_of_the_wrong_shape_is_refused():
+    """A combine that reduces (returns one item for a row of three) is refused, naming the shapes;
+    NumPy would have broadcast its result over the part."""
+    op = distscan.Operator("reducer", lambda a, b: np.atleast_1d(np.maximum(a, b).max()), identity=-np.inf,
+                           kinds="f")
+    with pytest.raises(ValueError, match=r"gave shape \(1,\) for inputs of shapes .*element by element"):
+        distscan.scan(np.arange(15.0).reshape(5, 3), op)
 
 
 # -- the command line's --op ------------------------------------------------------------------------------
