@@ -235,9 +235,13 @@ class Operator(Op):
         # A ufunc is the plain path's combine only when it commutes: the plain GPU reductions pair
         # items in any order; the others take the ordered path of a declared state.
         ufunc = combine if isinstance(combine, np.ufunc) and state is None and commutative else None
-        tag = hashlib.sha256(f"{name}|{cuda}|{commutative}|{kinds}".encode()).hexdigest()[:12]
+        # The functor's name is the hash of its whole source, identities included: the GPU's caches
+        # of compiled modules and plans go by that name (two operators that differ only in their
+        # identity must not share one)
+        template = _functor_source("DECLARED_FUNCTOR", cuda, ident, kinds, commutative) if cuda else ""
+        tag = hashlib.sha256(f"{name}|{cuda}|{commutative}|{kinds}|{template}".encode()).hexdigest()[:12]
         functor = f"Declared_{tag}"
-        source = _functor_source(functor, cuda, ident, kinds, commutative) if cuda else ""
+        source = template.replace("DECLARED_FUNCTOR", functor)
         declared = None
         if ufunc is None:
             declared = Declared(name, combine, ident, None if state is None else np.dtype(state), lift, project,

@@ -20,6 +20,8 @@ Defects found when this file was written, each mended, its test here:
 * a combine that returns another shape than its inputs' was broadcast over the part;
 * ``segments=`` with a commutative declared ufunc raised "no scalar combine for the CPU's loops"
   instead of the documented refusal;
+* two declared operators that differ only in their identity had one CUDA functor name (the GPU's
+  caches of modules and plans go by it);
 """
 
 from __future__ import annotations
@@ -174,6 +176,20 @@ def test_states_that_differ_are_not_equal():
                               state=_COUNTED, lift=_counted_lift, project=lambda s: s["s"])
     assert other.definition(dt) != base
     assert distscan.Operator("counted", _counted_combine, identity=0, kinds="i").definition(dt) != base
+
+
+def test_the_gpu_functor_name_covers_the_identity():
+    """The CUDA functor of a declared operator is named by its whole source: two declarations that
+    differ only in their identity (or kinds) get two names, so that the GPU's caches of modules and
+    plans, which go by the name, never serve one for the other; equal ones share it."""
+    def make(identity, kinds="f"):
+        return distscan.Operator("h", np.hypot, identity=identity, cuda="hypot(a, b)", commutative=True, kinds=kinds)
+
+    a, b, c = make(0.0), make(1.0), make(0.0)
+    assert a.functor != b.functor
+    assert a.functor == c.functor and a.source == c.source
+    assert make(0.0, "fc").functor != a.functor
+    assert f"struct {a.functor} " in a.source and "DECLARED_FUNCTOR" not in a.source
 
 
 # -- an operator changed after its first call ---------------------------------------------------------
