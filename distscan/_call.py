@@ -351,7 +351,15 @@ class Part:
         return self.wrap(result) if self.wrap is not None else result
 
     def extra_row(self):
-        """include_initial's row: ``initial``, or the value of an empty prefix (the identity)."""
+        """include_initial's row: ``initial``, or the value of an empty prefix (the identity).  A
+        declared state's is what its exclusive scan gives first, the projection of the state of
+        ``initial`` (or of its identity): the identity is a state, not a value."""
+        state = self.op.state
+        if getattr(state, "kind", None) == "declared" and state.fields is not None:
+            acc, w = self.types.acc, self.rows.shape[1]
+            states = (state.constant(self.initial, acc) if self.initial is not None
+                      else np.full(w, state.neutral(acc), state.dtype(acc)))
+            return np.asarray(state.project(states)).astype(self.types.result)
         if self.initial is not None:
             return self.initial.astype(self.types.result)
         return np.full(self.rows.shape[1], self.op.identity(self.types.acc), self.types.result)

@@ -20,6 +20,8 @@ Defects found when this file was written, each mended, its test here:
   then, the running mean always);
 * ``segments=`` with a commutative declared ufunc raised "no scalar combine" instead of the
   documented refusal;
+* ``include_initial=True`` with a declared state raised a TypeError (its identity, a state, cast to
+  a value).
 
 Runs serially and under ``mpiexec -n K python -m pytest --with-mpi``.
 """
@@ -513,6 +515,20 @@ def _run_sequence(comm, tmp_path, key, steps):
         gc.collect()
 
 
+@pytest.mark.parametrize("key", OPS)
+def test_declared_parts_of_every_kind_in_a_row(comm, tmp_path, key):
+    """Contiguous calls first (caches warm), then each rank passes its part as a kind of its own
+    (a view, a list, a read-only array, a memmap, a Python scalar, an empty part) call by call,
+    with exclusive, reverse, initial and include_initial."""
+    steps = [dict(seed=k, counts=[6], kinds=["contiguous"], exclusive=False, reverse=False, initial=None,
+                  include_initial=False) for k in range(CALLS)]
+    for k in range(2 * len(PART_KINDS)):
+        steps.append(dict(seed=100 + k, counts=[5, 1, 7], kinds=PART_KINDS[k % len(PART_KINDS):] + PART_KINDS,
+                          exclusive=k % 4 == 1, reverse=k % 3 == 2, initial=[None, 2, None][k % 3],
+                          include_initial=k % 5 == 3))
+    _run_sequence(comm, tmp_path, key, steps)
+
+
 PROFILE = settings(max_examples=10, deadline=None, derandomize=True, database=None,
                    phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck),
                    print_blob=False)
@@ -529,6 +545,15 @@ def sequences(draw):
         "initial": st.sampled_from([None, None, 0, 3]),
     }), min_size=CALLS, max_size=CALLS + 2))
     return key, steps
+
+
+@PROFILE
+@given(seq=sequences())
+def test_sequences_of_declared_calls_where_ranks_differ(comm, tmp_path, seq):
+    """Drawn sequences of calls of one declared operator (the draws are the same on every rank):
+    each rank's part of a kind and a length of its own in each call, with the options drawn."""
+    key, steps = seq
+    _run_sequence(comm, tmp_path, key, steps)
 
 
 def test_segments_with_a_declared_operator_are_refused_on_every_rank(comm):

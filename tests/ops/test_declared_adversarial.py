@@ -22,6 +22,9 @@ Defects found when this file was written, each mended, its test here:
   instead of the documented refusal;
 * two declared operators that differ only in their identity had one CUDA functor name (the GPU's
   caches of modules and plans go by it);
+* ``include_initial=True`` with a declared state raised a TypeError (its identity is a state, cast
+  to a value), and with ``initial=`` put the raw value where the exclusive scan gives its state's
+  projection;
 """
 
 from __future__ import annotations
@@ -267,6 +270,25 @@ def test_a_combine_of_the_wrong_shape_is_refused():
                            kinds="f")
     with pytest.raises(ValueError, match=r"gave shape \(1,\) for inputs of shapes .*element by element"):
         distscan.scan(np.arange(15.0).reshape(5, 3), op)
+
+
+@pytest.mark.parametrize("initial", [None, 2])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("make", [_counted, _mean])
+def test_include_initial_with_a_declared_state(make, initial, reverse):
+    """``include_initial=True`` is the exclusive scan followed by the total (Part's own words): with
+    a declared state its extra item is the exclusive scan's first, the projection of the state of
+    ``initial`` (or of the identity).  It raised a TypeError without ``initial`` and gave the raw
+    ``initial`` with it."""
+    op = make()
+    x = np.array([1, 2, 0, 1, 2], np.int64 if make is _counted else np.float64)
+    kw = {} if initial is None else {"initial": initial}
+    got = distscan.scan(x, op, include_initial=True, reverse=reverse, **kw)
+    exclusive = distscan.scan(x, op, exclusive=True, reverse=reverse, **kw)
+    inclusive = distscan.scan(x, op, reverse=reverse, **kw)
+    want = np.concatenate([inclusive, exclusive[-1:]]) if reverse else np.concatenate([exclusive[:1], inclusive])
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == inclusive.dtype
 
 
 # -- the command line's --op ------------------------------------------------------------------------------
