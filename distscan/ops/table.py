@@ -267,4 +267,7 @@ def get_op(op) -> Op:
         key = _ALIASES.get(key, key)
         if key in ALL_OPS:
             return ALL_OPS[key]
+        if key.removeprefix("np.").removeprefix("numpy.") in _NOT_ASSOCIATIVE:  # as the ufunc is refused
+            raise ValueError(f"operator {op!r} is not associative: a scan split across ranks or tiles would "
+                             f"change its result; the associative ones are {', '.join(sorted(ALL_OPS))}")
     raise ValueError(f"unknown operator {op!r}; choose one of {', '.join(sorted(ALL_OPS))}")

@@ -25,6 +25,7 @@ Defects found when this file was written, each mended, its test here:
 * ``include_initial=True`` with a declared state raised a TypeError (its identity is a state, cast
   to a value), and with ``initial=`` put the raw value where the exclusive scan gives its state's
   projection;
+* ``--op subtract`` was an "unknown operator", where ``op=np.subtract`` is refused as not associative.
 """
 
 from __future__ import annotations
@@ -298,3 +299,35 @@ _BAD_OPS = [("subtract", "not associative"), ("np.subtract", "not associative"),
             ("Operator", "unknown operator")]
 
 
+@pytest.mark.parametrize("op, words", _BAD_OPS)
+def test_command_refuses_a_bad_op_with_one_line(tmp_path, capsys, op, words):
+    """``python -m distscan --op X`` with an unknown or non-associative X: a usage error (exit 2), one
+    ``distscan: error:`` line naming why, nothing written."""
+    inp = input_npy(tmp_path)
+    before = files_in(tmp_path)
+    try:
+        code = cli.main([str(inp), "--op", op, "-o", str(tmp_path / "out.npy"), "--report", str(tmp_path / "r.json")])
+    except SystemExit as exc:  # argparse's way
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err
+    errors = [ln for ln in err.splitlines() if ln.startswith("distscan: error:")]
+    assert len(errors) == 1 and words in errors[0] and "--op" in errors[0], err
+    assert "Traceback" not in err
+    assert files_in(tmp_path) == before
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_command_refuses_a_bad_op_once_on_every_rank(tmp_path, ranks):
+    """The same under mpiexec: every rank exits 2, one error line in all, nothing written."""
+    inp = input_npy(tmp_path)
+    before = files_in(tmp_path)
+    for op, words in (_BAD_OPS[0], _BAD_OPS[4]):
+        proc = run(mpi_command(ranks, [sys.executable, "-m", "distscan", inp, "--op", op, "-o", tmp_path / "out.npy"]),
+                   timeout=60)
+        assert isinstance(proc, subprocess.CompletedProcess)
+        assert proc.returncode == 2, (proc.returncode, proc.stderr)
+        errors = [ln for ln in proc.stderr.splitlines() if "distscan: error:" in ln]
+        assert len(errors) == 1 and words in errors[0], proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert files_in(tmp_path) == before
