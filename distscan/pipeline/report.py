@@ -64,6 +64,9 @@ def report(job: Job, ctx: Context) -> dict:
             "verify": tmax.get("verify"),
             **{k: tmax[k] for k in ("startup", "context", "h2d", "d2h", "exscan", "load", "store", "read_busy", "write_busy")
                if k in tmax},
+            # a job with GPUs reports their copies, 0.0 where every chunk ran on the host (integer sums
+            # while CUDA started): the same keys whichever engine took the chunks
+            **({k: tmax.get(k, 0.0) for k in ("h2d", "d2h")} if any(g is not None for g in gpus) else {}),
             "open": tmax.get("open", 0.0),
             "total": total,
             "spans": {k: [round(a, 6), round(b, 6)] for k, (a, b) in sorted(spans.items(), key=lambda i: i[1])},
