@@ -289,6 +289,9 @@ def test_declared_operators_sharing_a_name_are_refused(comm, kind):
         op = _pick(kind, comm.rank % 2)  # made anew in each call, as a loop body would
         _same_outcome(comm, lambda: distscan.scan(g[mine].copy(), op, comm=comm), must_fail=comm.size > 1,
                       match="operator definition differs across ranks" if comm.size > 1 else None, what=f"call {k}")
+        _same_outcome(comm, lambda: distscan.reduce(g[mine].copy(), op, comm=comm), must_fail=comm.size > 1,
+                      match="operator definition differs across ranks" if comm.size > 1 else None,
+                      what=f"reduce {k}")
     op = _pick(kind, 0)
     got = _same_outcome(comm, lambda: distscan.scan(g[mine].copy(), op, comm=comm), must_fail=False)
     h = g.copy()
