@@ -1,14 +1,15 @@
 """First calls from several threads at once, on the caches a first call fills.
 
-Every thread starts behind a :class:`threading.Barrier`, the interpreter is asked to switch
-threads every microsecond (``sys.setswitchinterval``; 5 ms by default), and the caches are
-emptied between rounds and shrunk (``_kinds.MAX_PLANS``, ``cpu_states.MAX_LOOPS``) so that every
-new entry evicts an old one: threads making their first calls collide inside the caches'
-check, build, publish and evict steps.  Each thread has a communicator of its own (a ``Dup`` of
-the test's: distributed under mpiexec, one rank alone serially), and two more share
-``COMM_SELF`` (distscan makes no MPI call on one rank); threads never share a communicator of
-several ranks (MPI's rule: collectives on one communicator from two threads at once are not
-ordered).  Results are compared exactly with NumPy on the whole array (integers only).
+Every thread starts behind a :class:`threading.Barrier` and gives up the GIL before each line
+and after each built-in call of the functions that fill and evict the caches (:func:`interleaved`:
+a trace and a profile hook, so that another thread runs between a cache's check, insert and
+eviction, however busy the machine); the caches are emptied between rounds and shrunk
+(``_kinds.MAX_PLANS``, ``cpu_states.MAX_LOOPS``) so that every new entry evicts an old one.  Each
+thread has a communicator of its own (a ``Dup`` of the test's: distributed under mpiexec, one rank
+alone serially), and two more share ``COMM_SELF`` (distscan makes no MPI call on one rank);
+threads never share a communicator of several ranks (MPI's rule: collectives on one communicator
+from two threads at once are not ordered).  Results are compared exactly with NumPy on the whole
+array (integers only).
 
 Found here: two threads evicting at once from the call kinds, the plans or the state loops
 popped the same oldest key (KeyError), or one read the dictionary while the other grew it
@@ -45,23 +46,55 @@ pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(120)]
 
 THREADS = 3    # threads on communicators of their own
 SELF_THREADS = 2  # threads that share COMM_SELF
-ROUNDS = 6     # caches emptied before each
+ROUNDS = 2     # caches emptied before each
+
+
+# The functions that fill and evict the caches under test (and their earlier forms: Plans.get,
+# Kind.plan and Kinds.remember evicted inline).
+CACHE_STEPS = {"_publish", "get", "plan", "remember", "loops", "_hierarchy_keyval"}
 
 
 @contextmanager
-def switching_often():
-    """Thread switches every microsecond (5 ms by default): collisions inside a cache's few steps."""
+def interleaved(*modules):
+    """Threads started inside give up the GIL (``time.sleep(0)``) before every line of
+    :data:`CACHE_STEPS` in ``modules`` and after every built-in call they make (a trace and a
+    profile hook), and the interpreter is asked to switch every microsecond (5 ms by default):
+    another thread runs between a cache's check, build, insert and eviction steps, however busy
+    the machine (where the interpreter's own switches come every few milliseconds, they seldom
+    land between two of those steps)."""
+    files = {m.__file__ for m in modules}
+
+    def ours(code):
+        return code.co_name in CACHE_STEPS and code.co_filename in files
+
+    def each_line(frame, event, arg):
+        if event == "line":
+            time.sleep(0)
+        return each_line
+
+    def trace(frame, event, arg):
+        return each_line if ours(frame.f_code) else None
+
+    def profile(frame, event, arg):
+        if event == "c_return" and ours(frame.f_code):
+            time.sleep(0)
+
     before = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
+    threading.settrace(trace)
+    threading.setprofile(profile)
     try:
         yield
     finally:
+        threading.setprofile(None)
+        threading.settrace(None)
         sys.setswitchinterval(before)
 
 
-def _threaded(comm, work, errors):
+def _threaded(comm, work, errors, modules):
     """``work(t, c)`` on THREADS threads with a ``Dup`` of ``comm`` each and SELF_THREADS on
-    COMM_SELF, all started behind one barrier; what they raise goes into ``errors``."""
+    COMM_SELF, all started behind one barrier and :func:`interleaved` in ``modules``; what they
+    raise goes into ``errors``."""
     comms = [comm.Dup() for _ in range(THREADS)] + [MPI.COMM_SELF] * SELF_THREADS
     start = threading.Barrier(len(comms))
 
@@ -74,7 +107,7 @@ def _threaded(comm, work, errors):
 
     threads = [threading.Thread(target=run, args=(t,)) for t in range(len(comms))]
     try:
-        with switching_often():
+        with interleaved(*modules):
             for th in threads:
                 th.start()
             for th in threads:
@@ -114,7 +147,7 @@ def test_plain_kinds_made_and_evicted_by_threads_at_once(comm, monkeypatch):
     errors = []
 
     def work(t, c):
-        for k in range(len(PLAIN_KINDS)):
+        for k in range(len(PLAIN_KINDS) // 2):  # half of them each, from a place of its own
             op, dtype, exclusive = PLAIN_KINDS[(k * 5 + 3 * t) % len(PLAIN_KINDS)]
             for rep in range(2):  # the second call of a kind takes the kind's lean route
                 g = ((np.arange(11 + k % 5) * (k + rep + 3) + t) % 7 + 1).astype(dtype)
@@ -127,8 +160,46 @@ def test_plain_kinds_made_and_evicted_by_threads_at_once(comm, monkeypatch):
     for _ in range(ROUNDS):
         _kinds.KINDS.clear()
         _kinds.PLANS.clear()
-        _threaded(comm, work, errors)
+        _threaded(comm, work, errors, [_kinds])
     all_ranks_ok(comm, lambda: _none(errors))
+
+
+def test_one_kinds_plans_for_many_communicators_from_threads_at_once():
+    """``Kind.plan`` (a call kind's plans by communicator, 8 kept), from every thread at once, each
+    going round one-rank communicators of its own (more of them in all than a kind keeps: every
+    call evicts): each gives the plan of the communicator asked for.  The API reaches it on
+    several ranks only (one rank's calls share one plan), where threads evicting at once raised
+    KeyError outside the agreement."""
+    x = np.arange(5, dtype=np.int32)
+    for _ in range(ROUNDS):
+        _kinds.KINDS.clear()
+        _kinds.PLANS.clear()
+        for _ in range(2):  # the kind is made
+            np.testing.assert_array_equal(distscan.cumsum(x, comm=MPI.COMM_SELF), np.cumsum(x))
+        kinds = [k for k in _kinds.KINDS._kinds.values() if k.types.input == np.int32]
+        assert len(kinds) == 1, f"{len(kinds)} kinds made by one kind of call"
+        comms = [[MPI.COMM_SELF.Dup() for _ in range(3)] for _ in range(THREADS + SELF_THREADS)]
+        start, errors = threading.Barrier(len(comms)), []
+
+        def work(t):
+            try:
+                start.wait()
+                for k in range(30):
+                    c = comms[t][k % len(comms[t])]
+                    if kinds[0].plan(c).comm is not c:
+                        errors.append(f"thread {t}: the plan of another communicator")
+            except Exception as exc:  # noqa: BLE001
+                errors.append(f"thread {t}: {type(exc).__name__}: {exc}")
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(len(comms))]
+        with interleaved(_kinds):
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+        for c in sum(comms, []):
+            c.Free()
+        _none(errors)
 
 
 STATE_KINDS = ([("segmented", op, dtype, exclusive) for op in ("sum", "max", "min", "bitwise_xor")
@@ -148,7 +219,7 @@ def test_state_loops_made_and_evicted_by_threads_at_once(comm, monkeypatch):
     errors = []
 
     def work(t, c):
-        for k in range(len(STATE_KINDS)):
+        for k in range(len(STATE_KINDS) // 2):
             what, op, dtype, option = STATE_KINDS[(k * 7 + 5 * t) % len(STATE_KINDS)]
             n = 13 + k % 4
             g = ((np.arange(n) * (k + 3) + t) % 9 - (4 if np.dtype(dtype).kind == "i" else 0)).astype(dtype)
@@ -168,28 +239,8 @@ def test_state_loops_made_and_evicted_by_threads_at_once(comm, monkeypatch):
         cpu_states._LOOPS.clear()
         _kinds.KINDS.clear()
         _kinds.PLANS.clear()
-        _threaded(comm, work, errors)
+        _threaded(comm, work, errors, [cpu_states])
     all_ranks_ok(comm, lambda: _none(errors))
-
-
-class _SlowKeys:
-    """``mpi4py.MPI`` whose ``Comm.Create_keyval`` takes a millisecond (and lets other threads run
-    meanwhile): the window between a thread's check for the key and its publication, which the
-    interpreter's switches alone seldom hit."""
-
-    def __init__(self, mpi):
-        self._mpi = mpi
-
-        class Comm:
-            @staticmethod
-            def Create_keyval(*args, **kwargs):
-                time.sleep(1e-3)
-                return mpi.Comm.Create_keyval(*args, **kwargs)
-
-        self.Comm = Comm
-
-    def __getattr__(self, name):
-        return getattr(self._mpi, name)
 
 
 def test_the_hierarchy_key_is_made_once_by_threads_at_once(comm, monkeypatch):
@@ -197,12 +248,9 @@ def test_the_hierarchy_key_is_made_once_by_threads_at_once(comm, monkeypatch):
     (``dist.nodes._hierarchy_keyval``), made by every thread's first split at once (each on its
     own communicator): one key, under which every communicator finds its split.  Two keys (made
     without the lock of b3ee365) left a communicator's split under the lost one: its next call
-    split it again, a collective the other ranks skipped.  Checked before any next call; the
-    key's making is slowed down (:class:`_SlowKeys`) so that the threads' first splits meet in it."""
+    split it again, a collective the other ranks skipped.  Checked before any next call."""
     _skip_without_threads()
-    import mpi4py
-    monkeypatch.setattr(mpi4py, "MPI", _SlowKeys(MPI))  # what `from mpi4py import MPI` gives in nodes
-    for _ in range(ROUNDS):
+    for _ in range(5 * ROUNDS):
         monkeypatch.setattr(nodes, "_keyval", None)
         comms = [comm.Dup() for _ in range(THREADS + SELF_THREADS)]
         start, errors = threading.Barrier(len(comms)), []
@@ -215,7 +263,7 @@ def test_the_hierarchy_key_is_made_once_by_threads_at_once(comm, monkeypatch):
                 errors.append(f"thread {t}: {type(exc).__name__}: {exc}")
 
         threads = [threading.Thread(target=work, args=(t,)) for t in range(len(comms))]
-        with switching_often():
+        with interleaved(nodes):
             for th in threads:
                 th.start()
             for th in threads:
