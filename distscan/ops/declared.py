@@ -29,7 +29,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from .state import State
-from .table import _ALIASES, ALL_OPS, Op
+from .table import Op, get_op
 
 _NUMERIC = "biufc"
 
@@ -142,6 +142,15 @@ def _filled(cell) -> bool:
     return True
 
 
+def _built_in(name: str) -> bool:
+    """Whether ``name`` names a built-in operator (its name or an alias, any case and spaces)."""
+    try:
+        get_op(name)
+    except ValueError:
+        return False
+    return True
+
+
 class Declared(State):
     """The state of a declared operator: the value itself (``fields`` None), combined by the
     user's function; or a structured state with the user's lift and projection."""
@@ -222,7 +231,7 @@ class Operator(Op):
                  lift: Optional[Callable] = None, project: Optional[Callable] = None, check: bool = False):
         if not isinstance(name, str) or not name:
             raise ValueError("an Operator needs a name")
-        if name in ALL_OPS or name.strip().lower() in ALL_OPS or name.strip().lower() in _ALIASES:
+        if _built_in(name):
             # the built-in operators' shortcuts go by name (a segmented or compensated scan, the
             # lean integer call, reduce's empty max): a declared "sum" would run as the sum
             raise ValueError(f"the operator name {name!r} is a built-in operator's (or its alias): "
