@@ -8,31 +8,14 @@ the collectives it makes (distscan.dist.plan).  The oldest entries go first past
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from ._arrays import may_overlap
+from ._caches import publish
 from .dist.plan import ScanPlan
 
 # Plans and call kinds kept at most; the oldest go first (they are only this rank's shortcuts).
 MAX_PLANS = 256
-
-# Threads making first calls at once (each on a communicator of its own, or on one rank) insert
-# and evict here together: two evictions at once popped the same oldest key (KeyError on one rank,
-# where the others went on into a collective).  Entries are built outside it, complete, and only
-# published and evicted under it; reads take no lock (a dict lookup is atomic).
-_PUBLISH = threading.Lock()
-
-
-def _publish(cache: dict, key, value, limit: int):
-    """``cache[key] = value``, the oldest entries dropped past ``limit``; ``value``."""
-    with _PUBLISH:
-        cache[key] = value
-        while len(cache) > limit:
-            del cache[next(iter(cache))]
-    return value
-
 
 class Plans:
     """This rank's plans by call kind (operator, dtypes, exclusive, trailing shape, backend,
@@ -48,7 +31,7 @@ class Plans:
         except TypeError:  # an unhashable argument (a dtype= list, say): build without the cache
             return build()
         if plan is None:  # (two threads may build one each: equal, and no collective in a build)
-            plan = _publish(self._plans, key, build(), MAX_PLANS)
+            plan = publish(self._plans, key, build(), MAX_PLANS)
         return plan
 
     def clear(self) -> None:
@@ -191,7 +174,7 @@ class Kind:
     def plan(self, comm) -> ScanPlan:
         plan = self.plans.get(id(comm))
         if plan is None or plan.comm is not comm:
-            plan = _publish(self.plans, id(comm), plan_of(self.fields, comm, self.node_size), KIND_COMMS)
+            plan = publish(self.plans, id(comm), plan_of(self.fields, comm, self.node_size), KIND_COMMS)
         return plan
 
 
@@ -226,7 +209,7 @@ class Kinds:
             hash(key)
         except TypeError:  # an unhashable argument
             return
-        _publish(self._kinds, key, kind, MAX_PLANS)
+        publish(self._kinds, key, kind, MAX_PLANS)
 
     def clear(self) -> None:
         self._kinds.clear()

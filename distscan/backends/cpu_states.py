@@ -16,10 +16,9 @@ last row (the part's carry).
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
+from .._caches import publish
 from ..ops.folds import compensated_overflow_code
 from ..ops.jit import array_type, base_combine, compile_loop, scalar_type
 from .cpu_state_loops import (AFFINE, AFFINE_ONE, COMPENSATED, COMPENSATED_ONE, DECLARED, SEGMENTED, SEGMENTED_ONE,
@@ -328,11 +327,8 @@ def _segment_fields(state, seed, flags, ends: bool) -> None:
 
 
 _LOOPS: dict = {}
-MAX_LOOPS = 256  # kept at most; the oldest go first
-# Threads making first calls at once publish and evict together under it (two evictions at once
-# popped the same oldest key: KeyError).  Loops are made outside it, complete (two threads may make
-# one each: equal, their compiled functions shared by ops.jit), and only then published.
-_PUBLISH = threading.Lock()
+MAX_LOOPS = 256  # kept at most; the oldest go first (_caches.publish: two threads may make one
+# each, equal, their compiled functions shared by ops.jit)
 
 
 def loops(op, types, exclusive: bool, w: int):
@@ -344,10 +340,7 @@ def loops(op, types, exclusive: bool, w: int):
     found = _LOOPS.get(key)
     if found is None:
         found = Loops(op, types, exclusive, w)
-        with _PUBLISH:
-            _LOOPS[key] = found
-            while len(_LOOPS) > MAX_LOOPS:
-                del _LOOPS[next(iter(_LOOPS))]
+        publish(_LOOPS, key, found, MAX_LOOPS)
     return found
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 
+from ..._caches import publish
 from .settings import SETTINGS
 
 try:  # the backend imports without CuPy; get_backend("cuda") checks availability
@@ -53,12 +54,9 @@ def stream_key(stream_ptr: int):
 
 
 def remember(cache: dict, key, value, cap: int = None):
-    """``cache[key] = value``, dropping the oldest entries past ``cap``."""
-    cap = SETTINGS.max_stream_entries if cap is None else cap
-    cache[key] = value
-    while len(cache) > cap:
-        cache.pop(next(iter(cache)))
-    return value
+    """``cache[key] = value``, dropping the oldest entries past ``cap`` (under _caches.publish's
+    lock: host threads on streams of their own fill these caches at once)."""
+    return publish(cache, key, value, SETTINGS.max_stream_entries if cap is None else cap)
 
 
 def runtime_function(name: str):

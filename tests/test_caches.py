@@ -1,0 +1,57 @@
+"""distscan._caches.publish: the bounded caches' one insert-and-evict, from many threads at once
+(the CUDA backend's per-stream caches go through it: backends/cuda/device.remember)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import pytest
+
+from distscan._caches import publish
+
+
+@pytest.fixture
+def fast_switches():
+    """The interpreter switches threads as often as it can, so that evictions collide."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(old)
+
+
+def _hammer(put, threads=8, rounds=3000, limit=4):
+    cache, errors = {}, []
+    start = threading.Barrier(threads)
+
+    def work(t):
+        start.wait()
+        try:
+            for i in range(rounds):
+                put(cache, (t, i), i, limit)
+        except Exception as exc:  # noqa: BLE001 - what a thread hit is the test's finding
+            errors.append(repr(exc))
+
+    pool = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+    for th in pool:
+        th.start()
+    for th in pool:
+        th.join()
+    return cache, errors
+
+
+def test_publish_from_many_threads_keeps_its_limit_and_raises_nothing(fast_switches):
+    cache, errors = _hammer(publish)
+    assert errors == []
+    assert 1 <= len(cache) <= 4
+
+
+def test_the_unlocked_insert_and_evict_fails_so_the_test_can_see_it(fast_switches):
+    """The same work without the lock (the code before publish): the collisions it is for."""
+    def unlocked(cache, key, value, limit):
+        cache[key] = value
+        while len(cache) > limit:
+            cache.pop(next(iter(cache)))
+
+    hit = any(_hammer(unlocked)[1] for _ in range(5))
+    assert hit, "no collision in 5 tries: the hammer cannot tell the lock from its absence here"
