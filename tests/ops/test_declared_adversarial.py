@@ -331,3 +331,17 @@ def test_command_refuses_a_bad_op_once_on_every_rank(tmp_path, ranks):
         assert len(errors) == 1 and words in errors[0], proc.stderr
         assert "Traceback" not in proc.stderr
         assert files_in(tmp_path) == before
+
+
+def test_check_needs_an_identity_neutral_on_the_right_too():
+    """``lambda a, b: b`` ("keep the last") is associative and any identity is neutral on its left
+    only: the GPU kernels also pad on the right (a partial tile's total is a rank's carry), so
+    ``check=True`` refuses it; the NaN-skipping forward fill has an identity on both sides."""
+    last = distscan.Operator("keep the last", lambda a, b: np.asarray(b).copy(), identity=0.0, check=True)
+    x = np.arange(1.0, 9.0)
+    with pytest.raises(ValueError, match=r"combine\(x, e\) == x"):
+        distscan.scan(x, last)
+    ffill = distscan.Operator("forward fill, both sides", lambda a, b: np.where(np.isnan(b), a, b), identity=np.nan,
+                              check=True)
+    y = np.array([np.nan, 1.0, np.nan, 3.0, np.nan])
+    np.testing.assert_array_equal(distscan.scan(y, ffill), [np.nan, 1.0, 1.0, 3.0, 3.0])
