@@ -595,6 +595,19 @@ def test_declared_operators_on_the_gpu(rng):
         distscan.scan(cp.arange(5.0), mean, comm=SELF)
 
 
+def test_declared_operators_differing_only_in_identity_compile_apart(rng):
+    """Two declarations of one name and one CUDA expression whose identities differ (an exclusive
+    scan starts from it): each gets its own functor, not the other's compiled identity (the GPU's
+    module and plan caches go by the functor's name: ec67baa names it by its whole source)."""
+    x = rng.integers(0, 9, 1000).astype(np.int64)
+    for ident in (-1000, -2000, -1000):  # each neutral for these items: max with a floor below them
+        op = distscan.Operator("same but for e", np.maximum, identity=ident, cuda="a > b ? a : b", commutative=True)
+        got = cp.asnumpy(distscan.scan(cp.asarray(x), op, exclusive=True, comm=SELF))
+        want = distscan.scan(x, op, exclusive=True, comm=SELF)
+        np.testing.assert_array_equal(got, want, err_msg=f"identity {ident}")
+        assert got[0] == ident
+
+
 def test_the_command_runs_the_new_scans_on_the_gpu(tmp_path, rng):
     """``distscan --backend cuda`` with --reverse and --segments, and ``distscan recurrence``: the
     chunked pipeline's GPU engine (distscan/pipeline/cuda.py: each chunk's flags and coefficients go
