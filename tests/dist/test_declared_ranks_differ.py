@@ -29,14 +29,15 @@ Runs serially and under ``mpiexec -n K python -m pytest --with-mpi``.
 from __future__ import annotations
 
 import gc
-import warnings
 
 import numpy as np
 import pytest
 
 import distscan
+from tests.support.declared import COUNTED as _COUNTED, MEAN as _MEAN, counted_combine as _counted_combine, \
+    counted_lift as _counted_lift, mean_combine as _mean_combine, mean_lift as _mean_lift
 from tests.support.kinds import part_as
-from tests.support.ranks import all_ranks_ok
+from tests.support.ranks import all_ranks_ok, outcome_of, same_outcome
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
@@ -48,31 +49,6 @@ CALLS = 3  # calls of one kind in a row: the second and later find this rank's c
 
 
 # -- helpers ---------------------------------------------------------------------------------------
-
-def _outcome(fn):
-    try:
-        return ("ok", fn())
-    except Exception as exc:  # noqa: BLE001 - compared across ranks
-        return ("raised", f"{type(exc).__name__}: {exc}")
-
-
-def _same_outcome(comm, fn, must_fail=None, match=None, what=""):
-    """``fn()``'s outcome, the same on every rank (one exception and message, or success on all);
-    ``must_fail``: whether it must raise; ``match``: a text the message must hold."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        outcome = _outcome(fn)
-    seen = comm.allgather(outcome if outcome[0] == "raised" else ("ok",))
-
-    def check():
-        assert len(set(seen)) == 1, (what, seen)
-        if must_fail is not None:
-            assert (seen[0][0] == "raised") == must_fail, (what, seen[0])
-        if match is not None:
-            assert match in seen[0][1], (what, seen[0])
-    all_ranks_ok(comm, check)
-    return outcome
-
 
 def _expect(comm, outcome, ref, tol=None, what=""):
     def check():
@@ -96,39 +72,6 @@ def _counts(comm, pattern):
 
 
 # -- the operators and their sequential references ---------------------------------------------------
-
-_COUNTED = np.dtype([("n", np.int64), ("s", np.int64)])
-
-
-def _counted_lift(x):
-    s = np.zeros(np.shape(x), _COUNTED)
-    s["n"], s["s"] = 1, x
-    return s
-
-
-def _counted_combine(a, b):
-    out = np.empty(np.broadcast(a, b).shape, _COUNTED)
-    out["n"] = a["n"] + b["n"]
-    out["s"] = a["s"] * 3 ** b["n"] + b["s"]  # the items as base-3 digits: order matters, integers exact
-    return out
-
-
-_MEAN = np.dtype([("n", "f8"), ("m", "f8")])
-
-
-def _mean_lift(x):
-    s = np.zeros(np.shape(x), _MEAN)
-    s["n"], s["m"] = 1, x
-    return s
-
-
-def _mean_combine(a, b):
-    out = np.empty(np.broadcast(a, b).shape, _MEAN)
-    n = a["n"] + b["n"]
-    out["n"] = n
-    out["m"] = np.where(n > 0, (a["n"] * a["m"] + b["n"] * b["m"]) / np.where(n > 0, n, 1), 0)
-    return out
-
 
 def _operators():
     """Fresh declared operators (each rank makes its own, as an MPI program does), with a scalar
@@ -225,7 +168,7 @@ def test_spellings_of_one_operator(comm, spellings, same):
         op = spellings[(comm.rank + k) % len(spellings)] if comm.size > 1 else spellings[k % len(spellings)]
         differ = comm.size > 1 and len({get_op(spellings[(r + k) % len(spellings)]).name
                                          for r in range(comm.size)}) > 1
-        got = _same_outcome(comm, lambda: distscan.scan(g[mine].copy(), op, comm=comm), must_fail=differ,
+        got = same_outcome(comm, lambda: distscan.scan(g[mine].copy(), op, comm=comm), must_fail=differ,
                             match="operator differs across ranks" if differ else None, what=f"call {k}")
         if not differ:
             ref = get_op(op).ufunc.accumulate(g)
@@ -239,10 +182,10 @@ def test_a_non_associative_ufunc_on_one_rank_or_all(comm, bad):
     x = np.arange(1.0, 6.0) + comm.rank
     for k in range(CALLS):
         op = bad if (k == CALLS - 1 or comm.rank == comm.size - 1) else np.add
-        _same_outcome(comm, lambda: distscan.scan(x, op, comm=comm), must_fail=True, match="not associative",
+        same_outcome(comm, lambda: distscan.scan(x, op, comm=comm), must_fail=True, match="not associative",
                       what=f"call {k}")
     g = np.concatenate(comm.allgather(x))
-    _expect(comm, _outcome(lambda: distscan.cumsum(x, comm=comm)), np.cumsum(g)[5 * comm.rank:5 * comm.rank + 5], 1e-12)
+    _expect(comm, outcome_of(lambda: distscan.cumsum(x, comm=comm)), np.cumsum(g)[5 * comm.rank:5 * comm.rank + 5], 1e-12)
 
 
 # -- declared operators: the same name, other definitions -----------------------------------------------
@@ -287,13 +230,13 @@ def test_declared_operators_sharing_a_name_are_refused(comm, kind):
     mine = slice(4 * comm.rank, 4 * comm.rank + 4)
     for k in range(CALLS):
         op = _pick(kind, comm.rank % 2)  # made anew in each call, as a loop body would
-        _same_outcome(comm, lambda: distscan.scan(g[mine].copy(), op, comm=comm), must_fail=comm.size > 1,
+        same_outcome(comm, lambda: distscan.scan(g[mine].copy(), op, comm=comm), must_fail=comm.size > 1,
                       match="operator definition differs across ranks" if comm.size > 1 else None, what=f"call {k}")
-        _same_outcome(comm, lambda: distscan.reduce(g[mine].copy(), op, comm=comm), must_fail=comm.size > 1,
+        same_outcome(comm, lambda: distscan.reduce(g[mine].copy(), op, comm=comm), must_fail=comm.size > 1,
                       match="operator definition differs across ranks" if comm.size > 1 else None,
                       what=f"reduce {k}")
     op = _pick(kind, 0)
-    got = _same_outcome(comm, lambda: distscan.scan(g[mine].copy(), op, comm=comm), must_fail=False)
+    got = same_outcome(comm, lambda: distscan.scan(g[mine].copy(), op, comm=comm), must_fail=False)
     h = g.copy()
     if kind == "closure":
         ref = np.array([h[0]] + [0] * (len(h) - 1))
@@ -335,7 +278,7 @@ def test_declared_operators_defined_alike_on_every_rank_agree(comm):
             for _ in range(200):  # warm: CPython specialises what runs often (co_code stays the same)
                 combine(np.int64(1), np.int64(2))
         op = distscan.Operator("limited", combine, identity=0, kinds="i")
-        got = _same_outcome(comm, lambda: distscan.scan(g[mine].copy(), op, comm=comm), must_fail=False,
+        got = same_outcome(comm, lambda: distscan.scan(g[mine].copy(), op, comm=comm), must_fail=False,
                             what=f"call {k}")
         _expect(comm, got, ref[mine], what=f"call {k}")
 
@@ -371,9 +314,9 @@ def test_a_combine_that_raises_on_one_rank(comm, where, options):
                 x[:] = -3
         elif comm.rank == trouble:
             x[:] = [500, -3, 500, -3]
-        _same_outcome(comm, lambda: distscan.scan(x, op, comm=comm, **options), must_fail=True, match="past 100",
+        same_outcome(comm, lambda: distscan.scan(x, op, comm=comm, **options), must_fail=True, match="past 100",
                       what=f"{where} call {k}")
-    got = _same_outcome(comm, lambda: distscan.scan(base, op, comm=comm, **options), must_fail=False)
+    got = same_outcome(comm, lambda: distscan.scan(base, op, comm=comm, **options), must_fail=False)
     g = np.concatenate(comm.allgather(base))
     h = g[::-1] if options.get("reverse") else g
     ref = np.maximum.accumulate(h)
@@ -395,7 +338,7 @@ def test_a_combine_of_the_wrong_shape_on_one_rank(comm):
     op = distscan.Operator("shapely", combine, identity=-np.inf, kinds="f")
     x = np.tile((np.arange(5.0) + 10 * comm.rank + (1000 if comm.rank == comm.size - 1 else 0))[:, None], (1, 3))
     for k in range(CALLS):
-        _same_outcome(comm, lambda: distscan.scan(x, op, comm=comm), must_fail=True,
+        same_outcome(comm, lambda: distscan.scan(x, op, comm=comm), must_fail=True,
                       match="must work element by element", what=f"call {k}")
 
 
@@ -408,7 +351,7 @@ def test_a_combine_of_another_dtype_is_cast(comm):
     mine = slice(3 * comm.rank, 3 * comm.rank + 3)
     for k in range(CALLS):
         op = ops[k % 2]
-        got = _same_outcome(comm, lambda: distscan.scan(g[mine].copy(), op, comm=comm), must_fail=False)
+        got = same_outcome(comm, lambda: distscan.scan(g[mine].copy(), op, comm=comm), must_fail=False)
         ref = np.cumsum(g) if op is ops[0] else np.maximum.accumulate(g)
         _expect(comm, got, ref[mine], what=f"call {k}")
 
@@ -437,10 +380,10 @@ def test_check_samples_every_call(comm, checker):
     for i, v in enumerate(g):
         ref[i] = v if i == 0 else min(ref[i - 1] + v, 10)
     for k in range(CALLS):
-        got = _same_outcome(comm, lambda: distscan.scan(good, op, comm=comm), must_fail=False, what=f"good {k}")
+        got = same_outcome(comm, lambda: distscan.scan(good, op, comm=comm), must_fail=False, what=f"good {k}")
         _expect(comm, got, ref[30 * comm.rank:30 * comm.rank + 30], what=f"good {k}")
         x = _BAD.copy() if comm.rank == comm.size - 1 else good.copy()
-        _same_outcome(comm, lambda: distscan.scan(x, op, comm=comm), must_fail=True, match="not associative",
+        same_outcome(comm, lambda: distscan.scan(x, op, comm=comm), must_fail=True, match="not associative",
                       what=f"bad {k}")
 
 
@@ -450,7 +393,7 @@ def test_check_refuses_an_identity_that_is_not_neutral_on_one_rank(comm):
     op = distscan.Operator("max from zero", lambda a, b: np.maximum(a, b), identity=0, kinds="i", check=True)
     x = np.arange(1, 9, dtype=np.int64) * (-1 if comm.rank == comm.size - 1 else 1)
     for k in range(CALLS):
-        _same_outcome(comm, lambda: distscan.scan(x, op, comm=comm), must_fail=True, match="is not neutral",
+        same_outcome(comm, lambda: distscan.scan(x, op, comm=comm), must_fail=True, match="is not neutral",
                       what=f"call {k}")
 
 
@@ -465,10 +408,10 @@ def test_check_passes_float_operators_that_are_associative_up_to_rounding(comm):
         rng = np.random.default_rng(900 + k)
         g = rng.standard_normal(40 * comm.size) * 10.0 ** rng.integers(-3, 4)
         mine = slice(40 * comm.rank, 40 * comm.rank + 40)
-        got = _same_outcome(comm, lambda: distscan.scan(g[mine].copy(), fsum, comm=comm), must_fail=False,
+        got = same_outcome(comm, lambda: distscan.scan(g[mine].copy(), fsum, comm=comm), must_fail=False,
                             what=f"sum {k}")
         _expect(comm, got, np.cumsum(g)[mine], 1e-9, what=f"sum {k}")
-        got = _same_outcome(comm, lambda: distscan.scan(g[mine].copy(), mean, comm=comm), must_fail=False,
+        got = same_outcome(comm, lambda: distscan.scan(g[mine].copy(), mean, comm=comm), must_fail=False,
                             what=f"mean {k}")
         _expect(comm, got, (np.cumsum(g) / np.arange(1, len(g) + 1))[mine], 1e-9, what=f"mean {k}")
 
@@ -507,7 +450,7 @@ def _run_sequence(comm, tmp_path, key, steps):
             mine = slice(lo, lo + counts[comm.rank] + (comm.rank == first))
         x = _part(g[_mine(comm, counts)], kinds[comm.rank], tmp_path, f"p{k}")
         what = f"{key} call {k}: {kinds} {counts} {options}"
-        got = _same_outcome(comm, lambda: distscan.scan(x, op, comm=comm, **options), must_fail=False, what=what)
+        got = same_outcome(comm, lambda: distscan.scan(x, op, comm=comm, **options), must_fail=False, what=what)
         want = ref[mine]
         # a Python scalar gives a scalar (unless include_initial's item lies beside it)
         scalar = kinds[comm.rank] == "scalar" and not (options.get("include_initial") and comm.rank == (
@@ -569,10 +512,10 @@ def test_segments_with_a_declared_operator_are_refused_on_every_rank(comm):
     for key in ("saturating", "imax", "counted"):
         for k in range(CALLS):
             seg = flags if (k != 1 or comm.rank == comm.size - 1) else None
-            _same_outcome(comm, lambda: distscan.scan(x, ops[key][0], segments=seg, comm=comm), must_fail=True,
+            same_outcome(comm, lambda: distscan.scan(x, ops[key][0], segments=seg, comm=comm), must_fail=True,
                           match="not supported" if comm.size == 1 or k != 1 else None, what=f"{key} call {k}")
     g = np.concatenate(comm.allgather(x))
-    _expect(comm, _outcome(lambda: distscan.scan(x, ops["imax"][0], comm=comm)),
+    _expect(comm, outcome_of(lambda: distscan.scan(x, ops["imax"][0], comm=comm)),
             np.maximum.accumulate(g)[6 * comm.rank:6 * comm.rank + 6])
 
 
@@ -585,7 +528,7 @@ def test_an_operator_redefined_under_its_name_in_later_calls(comm):
     for k, limit in enumerate([7, 30, 12, 7, 1000, 3]):
         op = distscan.Operator("step", (lambda lim: lambda a, b: np.minimum(a + b, lim))(limit), identity=0,
                                kinds="i")
-        got = _same_outcome(comm, lambda: distscan.scan(g[mine].copy(), op, comm=comm), must_fail=False)
+        got = same_outcome(comm, lambda: distscan.scan(g[mine].copy(), op, comm=comm), must_fail=False)
         ref = np.zeros(len(g), np.int64)
         for i, v in enumerate(g):
             ref[i] = v if i == 0 else min(ref[i - 1] + v, limit)

@@ -91,11 +91,9 @@ def interleaved(*modules):
         sys.setswitchinterval(before)
 
 
-def _threaded(comm, work, errors, modules):
-    """``work(t, c)`` on THREADS threads with a ``Dup`` of ``comm`` each and SELF_THREADS on
-    COMM_SELF, all started behind one barrier and :func:`interleaved` in ``modules``; what they
-    raise goes into ``errors``."""
-    comms = [comm.Dup() for _ in range(THREADS)] + [MPI.COMM_SELF] * SELF_THREADS
+def _together(comms, work, errors, modules):
+    """``work(t, comms[t])`` on a thread each, all started behind one barrier and
+    :func:`interleaved` in ``modules``; what they raise goes into ``errors``."""
     start = threading.Barrier(len(comms))
 
     def run(t):
@@ -106,12 +104,19 @@ def _threaded(comm, work, errors, modules):
             errors.append(f"thread {t}: {type(exc).__name__}: {exc}")
 
     threads = [threading.Thread(target=run, args=(t,)) for t in range(len(comms))]
+    with interleaved(*modules):
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+
+
+def _threaded(comm, work, errors, modules):
+    """:func:`_together` on THREADS threads with a ``Dup`` of ``comm`` each and SELF_THREADS on
+    COMM_SELF."""
+    comms = [comm.Dup() for _ in range(THREADS)] + [MPI.COMM_SELF] * SELF_THREADS
     try:
-        with interleaved(*modules):
-            for th in threads:
-                th.start()
-            for th in threads:
-                th.join()
+        _together(comms, work, errors, modules)
     finally:
         for c in comms[:THREADS]:
             c.Free()
@@ -179,24 +184,15 @@ def test_one_kinds_plans_for_many_communicators_from_threads_at_once():
         kinds = [k for k in _kinds.KINDS._kinds.values() if k.types.input == np.int32]
         assert len(kinds) == 1, f"{len(kinds)} kinds made by one kind of call"
         comms = [[MPI.COMM_SELF.Dup() for _ in range(3)] for _ in range(THREADS + SELF_THREADS)]
-        start, errors = threading.Barrier(len(comms)), []
+        errors = []
 
-        def work(t):
-            try:
-                start.wait()
-                for k in range(30):
-                    c = comms[t][k % len(comms[t])]
-                    if kinds[0].plan(c).comm is not c:
-                        errors.append(f"thread {t}: the plan of another communicator")
-            except Exception as exc:  # noqa: BLE001
-                errors.append(f"thread {t}: {type(exc).__name__}: {exc}")
+        def work(t, mine):
+            for k in range(30):
+                c = mine[k % len(mine)]
+                if kinds[0].plan(c).comm is not c:
+                    errors.append(f"thread {t}: the plan of another communicator")
 
-        threads = [threading.Thread(target=work, args=(t,)) for t in range(len(comms))]
-        with interleaved(_kinds):
-            for th in threads:
-                th.start()
-            for th in threads:
-                th.join()
+        _together(comms, work, errors, [_kinds])
         for c in sum(comms, []):
             c.Free()
         _none(errors)
@@ -253,21 +249,8 @@ def test_the_hierarchy_key_is_made_once_by_threads_at_once(comm, monkeypatch):
     for _ in range(5 * ROUNDS):
         monkeypatch.setattr(nodes, "_keyval", None)
         comms = [comm.Dup() for _ in range(THREADS + SELF_THREADS)]
-        start, errors = threading.Barrier(len(comms)), []
-
-        def work(t):
-            try:
-                start.wait()
-                nodes.get_hierarchy(comms[t], 1)
-            except Exception as exc:  # noqa: BLE001
-                errors.append(f"thread {t}: {type(exc).__name__}: {exc}")
-
-        threads = [threading.Thread(target=work, args=(t,)) for t in range(len(comms))]
-        with interleaved(nodes):
-            for th in threads:
-                th.start()
-            for th in threads:
-                th.join()
+        errors = []
+        _together(comms, lambda t, c: nodes.get_hierarchy(c, 1), errors, [nodes])
         lost = [t for t, c in enumerate(comms) if not (c.Get_attr(nodes._keyval) or {}).get(1)]
         dup = comms[0].Dup()  # a Dup splits on its own: it must not share its parent's node communicators
         inherited = [] if dup.Get_attr(nodes._keyval) is None else ["a Dup took its parent's split"]

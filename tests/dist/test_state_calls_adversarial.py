@@ -22,13 +22,12 @@ Runs serially and under ``mpiexec -n K python -m pytest --with-mpi``.
 from __future__ import annotations
 
 import gc
-import warnings
 
 import numpy as np
 import pytest
 
 import distscan
-from tests.support.ranks import all_ranks_ok
+from tests.support.ranks import all_ranks_ok, same_outcome
 from tests.support.reference import recurrence_reference, segmented_reference
 from tests.support.kinds import part_as
 
@@ -43,29 +42,6 @@ N = 7      # rows a rank holds in a regular call
 
 
 # -- helpers ---------------------------------------------------------------------------------------
-
-def _outcome(fn):
-    try:
-        return ("ok", fn())
-    except Exception as exc:  # noqa: BLE001 - compared across ranks
-        return ("raised", f"{type(exc).__name__}: {exc}")
-
-
-def _same_outcome(comm, fn, must_fail=None, what=""):
-    """``fn()``'s outcome, checked alike on every rank (the same exception and message, or success on
-    all); ``must_fail``: whether it must raise."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a complex a cast to a real accumulator, overflowing casts
-        outcome = _outcome(fn)
-    seen = comm.allgather(outcome if outcome[0] == "raised" else ("ok",))
-
-    def check():
-        assert len(set(seen)) == 1, (what, seen)
-        if must_fail is not None:
-            assert (seen[0][0] == "raised") == must_fail, (what, seen[0])
-    all_ranks_ok(comm, check)
-    return outcome
-
 
 def _close(got, ref, tol, what=""):
     got = np.asarray(got)
@@ -146,7 +122,7 @@ def test_segmented_parts_of_every_kind_in_a_row(comm, tmp_path, dtype, reverse, 
         fl = _flags_as(f[mine], fkind)
         ref = segmented_reference(g, f, "sum", exclusive=exclusive, reverse=reverse)[mine]
         out = np.full(counts[comm.rank], 7, ref.dtype) if (k + comm.rank) % 2 else None
-        got = _same_outcome(comm, lambda: distscan.cumsum(x, segments=fl, reverse=reverse, exclusive=exclusive,
+        got = same_outcome(comm, lambda: distscan.cumsum(x, segments=fl, reverse=reverse, exclusive=exclusive,
                                                           out=out, comm=comm), False)
         _expect(comm, got, ref, what=f"call {k}: {kind}/{fkind} {counts}", out=out)
 
@@ -178,7 +154,7 @@ def test_recurrence_parts_of_every_kind_in_a_row(comm, tmp_path, dtype, reverse,
                       f"b{k}")
         fl = None if f is None else f[mine].copy()
         ref = recurrence_reference(a, b, reverse=reverse, segments=f)[mine]
-        got = _same_outcome(comm, lambda: distscan.linear_recurrence(aa, bb, reverse=reverse, segments=fl, comm=comm),
+        got = same_outcome(comm, lambda: distscan.linear_recurrence(aa, bb, reverse=reverse, segments=fl, comm=comm),
                             False)
         _expect(comm, got, ref, None if dtype == "int64" else 1e-9, what=f"call {k}: a {akind} {counts}")
 
@@ -195,7 +171,7 @@ def test_compensated_parts_of_every_kind_in_a_row(comm, tmp_path, dtype, reverse
         kind = KINDS[(k + comm.rank) % len(KINDS)] if k >= CALLS else "contiguous"
         x = part_as(g[mine], kind, tmp_path, f"x{k}")
         out = np.empty(counts[comm.rank], dtype) if (k + comm.rank) % 3 == 0 else None
-        got = _same_outcome(comm, lambda: distscan.scan(x, "sum", compensated=True, reverse=reverse,
+        got = same_outcome(comm, lambda: distscan.scan(x, "sum", compensated=True, reverse=reverse,
                                                         exclusive=exclusive, out=out, comm=comm), False)
         _expect(comm, got, _compensated_reference(g, reverse, exclusive)[mine], what=f"call {k}: {kind}", out=out)
 
@@ -221,7 +197,7 @@ def test_zero_rule_at_the_part_boundaries_in_a_row(comm, reverse, segmented, dty
             a[N * r + N - 1] = -np.inf
         f = rng.random(n) < 0.2 if segmented else None
         ref = recurrence_reference(a, b, reverse=reverse, segments=f)[mine]
-        got = _same_outcome(comm, lambda: distscan.linear_recurrence(
+        got = same_outcome(comm, lambda: distscan.linear_recurrence(
             a[mine].copy(), b[mine].copy(), reverse=reverse, segments=None if f is None else f[mine].copy(),
             comm=comm), False)
         _expect(comm, got, ref, 1e-12, what=f"call {k}")
@@ -251,7 +227,7 @@ def test_compensated_nonfinite_in_a_row(comm, dtype, reverse, exclusive):
                 ref = ref[::-1] if reverse else ref
             else:
                 ref = _compensated_reference(g, reverse, exclusive)
-        got = _same_outcome(comm, lambda: distscan.scan(g[mine].copy(), "sum", compensated=True, reverse=reverse,
+        got = same_outcome(comm, lambda: distscan.scan(g[mine].copy(), "sum", compensated=True, reverse=reverse,
                                                         exclusive=exclusive, comm=comm), False)
         _expect(comm, got, ref[mine], what=f"call {k}")
 
@@ -265,7 +241,7 @@ def test_nancumsum_segmented_in_a_row(comm, reverse):
         g = rng.integers(-5, 5, n).astype(float)
         g[rng.random(n) < 0.3] = np.nan
         f = rng.random(n) < 0.3
-        got = _same_outcome(comm, lambda: distscan.nancumsum(g[mine].copy(), segments=f[mine].copy(),
+        got = same_outcome(comm, lambda: distscan.nancumsum(g[mine].copy(), segments=f[mine].copy(),
                                                              reverse=reverse, comm=comm), False)
         _expect(comm, got, segmented_reference(g, f, "nansum", reverse=reverse)[mine], what=f"call {k}")
 
@@ -277,7 +253,7 @@ def test_int64_recurrence_wraps_in_a_row(comm, reverse):
     for k in range(CALLS):
         rng = np.random.default_rng(7000 + k)
         b, a = rng.integers(-2**62, 2**62, n), rng.integers(-2**62, 2**62, n)
-        got = _same_outcome(comm, lambda: distscan.linear_recurrence(a[mine].copy(), b[mine].copy(), reverse=reverse,
+        got = same_outcome(comm, lambda: distscan.linear_recurrence(a[mine].copy(), b[mine].copy(), reverse=reverse,
                                                                      comm=comm), False)
         _expect(comm, got, recurrence_reference(a, b, reverse=reverse)[mine], what=f"call {k}")
 
@@ -308,7 +284,7 @@ def test_narrow_integer_state_carries_wrap_like_numpy(comm, dtype, call):
             fn = lambda: distscan.cumsum(g[mine].copy(), segments=f[mine].copy(), dtype=dtype,  # noqa: E731
                                          reverse=reverse, comm=comm)
     for k in range(CALLS - 1):
-        got = _same_outcome(comm, fn, what=f"call {k}")
+        got = same_outcome(comm, fn, what=f"call {k}")
         _expect(comm, got, ref[mine], what=f"call {k}")
 
 
@@ -328,7 +304,7 @@ def test_segmented_nan_ops_of_float32_accumulate_in_float32(comm, op):
     g[::7] = np.nan
     ref = (np.nancumsum if op == "nansum" else np.nancumprod)(g)
     for k in range(CALLS - 1):
-        got = _same_outcome(comm, lambda: distscan.scan(g[mine].copy(), op, segments=np.zeros(500, bool), comm=comm),
+        got = same_outcome(comm, lambda: distscan.scan(g[mine].copy(), op, segments=np.zeros(500, bool), comm=comm),
                             False)
         _expect(comm, got, ref[mine], tol=None if comm.rank <= 1 else 1e-5, what=f"call {k}")
 
@@ -359,31 +335,31 @@ def test_out_aliasing_the_inputs_in_a_row(comm, reverse, shift):
         ref = recurrence_reference(ga, gb, reverse=reverse, segments=gf)[mine]
         # out aliasing a
         a_v, o_v = _aliased("a", shift, ga[mine], float) if aliasing else (ga[mine].copy(), None)
-        got = _same_outcome(comm, lambda: distscan.linear_recurrence(a_v, gb[mine].copy(), reverse=reverse,
+        got = same_outcome(comm, lambda: distscan.linear_recurrence(a_v, gb[mine].copy(), reverse=reverse,
                                                                      segments=gf[mine].copy(), out=o_v, comm=comm),
                             False)
         _expect(comm, got, ref, 1e-9, what=f"call {k}: out aliases a", out=o_v)
         # out aliasing b
         b_v, o_v = _aliased("b", shift, gb[mine], float) if aliasing else (gb[mine].copy(), None)
-        got = _same_outcome(comm, lambda: distscan.linear_recurrence(ga[mine].copy(), b_v, reverse=reverse,
+        got = same_outcome(comm, lambda: distscan.linear_recurrence(ga[mine].copy(), b_v, reverse=reverse,
                                                                      segments=gf[mine].copy(), out=o_v, comm=comm),
                             False)
         _expect(comm, got, ref, 1e-9, what=f"call {k}: out aliases b", out=o_v)
         # out aliasing the flags (a segmented logical_or is bool like them)
         f_v, o_v = _aliased("f", shift, gf[mine], bool) if aliasing else (gf[mine].copy(), None)
-        got = _same_outcome(comm, lambda: distscan.scan(gx[mine].copy(), "logical_or", segments=f_v, reverse=reverse,
+        got = same_outcome(comm, lambda: distscan.scan(gx[mine].copy(), "logical_or", segments=f_v, reverse=reverse,
                                                         out=o_v, comm=comm), False)
         _expect(comm, got, segmented_reference(gx, gf, "logical_or", reverse=reverse)[mine],
                 what=f"call {k}: out aliases the flags", out=o_v)
         # out aliasing x of a segmented sum and of a compensated sum
         x_v, o_v = _aliased("x", shift, gi[mine], np.int64) if aliasing else (gi[mine].copy(), None)
-        got = _same_outcome(comm, lambda: distscan.cumsum(x_v, segments=gf[mine].copy(), reverse=reverse, out=o_v,
+        got = same_outcome(comm, lambda: distscan.cumsum(x_v, segments=gf[mine].copy(), reverse=reverse, out=o_v,
                                                           comm=comm), False)
         _expect(comm, got, segmented_reference(gi, gf, "sum", reverse=reverse)[mine], what=f"call {k}: out aliases x",
                 out=o_v)
         gc_ = gi.astype(float)
         x_v, o_v = _aliased("x", shift, gc_[mine], float) if aliasing else (gc_[mine].copy(), None)
-        got = _same_outcome(comm, lambda: distscan.scan(x_v, "sum", compensated=True, reverse=reverse, out=o_v,
+        got = same_outcome(comm, lambda: distscan.scan(x_v, "sum", compensated=True, reverse=reverse, out=o_v,
                                                         comm=comm), False)
         _expect(comm, got, _compensated_reference(gc_, reverse, False)[mine],
                 what=f"call {k}: compensated out aliases x", out=o_v)
@@ -400,13 +376,13 @@ def test_out_of_another_dtype_on_some_ranks_in_a_row(comm, reverse):
         gx, gf = rng.integers(-2**40, 2**40, n), rng.random(n) < 0.3
         ref = segmented_reference(gx, gf, "sum", reverse=reverse)[mine]
         out = np.empty(N, np.int32) if (comm.rank + k) % 2 else None
-        got = _same_outcome(comm, lambda: distscan.cumsum(gx[mine].copy(), segments=gf[mine].copy(), reverse=reverse,
+        got = same_outcome(comm, lambda: distscan.cumsum(gx[mine].copy(), segments=gf[mine].copy(), reverse=reverse,
                                                           out=out, comm=comm), False)
         _expect(comm, got, ref if out is None else ref.astype(np.int32), what=f"call {k}", out=out)
         gb, ga = rng.normal(size=n), rng.uniform(-1, 1, n)
         ref = recurrence_reference(ga, gb, reverse=reverse, segments=gf)[mine]
         out = np.empty(N, np.float32) if (comm.rank + k) % 2 else np.empty(N)
-        got = _same_outcome(comm, lambda: distscan.linear_recurrence(ga[mine].copy(), gb[mine].copy(),
+        got = same_outcome(comm, lambda: distscan.linear_recurrence(ga[mine].copy(), gb[mine].copy(),
                                                                      segments=gf[mine].copy(), reverse=reverse,
                                                                      out=out, comm=comm), False)
         _expect(comm, None if got[0] != "ok" else ("ok", got[1].astype(float)), ref, 1e-6, what=f"call {k}")
@@ -424,9 +400,9 @@ def test_a_cast_that_raises_on_one_rank_only_raises_everywhere(comm, reverse):
         odd = k % comm.size
         out = np.empty(N, np.float32) if comm.rank == odd else None
         with (np.errstate(all="raise") if comm.rank == odd else np.errstate()):
-            _same_outcome(comm, lambda: distscan.linear_recurrence(ones[mine].copy(), np.full(N, 1e200),
+            same_outcome(comm, lambda: distscan.linear_recurrence(ones[mine].copy(), np.full(N, 1e200),
                                                                    reverse=reverse, out=out, comm=comm), True)
-        got = _same_outcome(comm, lambda: distscan.linear_recurrence(ones[mine].copy(), ones[mine].copy(),
+        got = same_outcome(comm, lambda: distscan.linear_recurrence(ones[mine].copy(), ones[mine].copy(),
                                                                      reverse=reverse, comm=comm), False)
         _expect(comm, got, recurrence_reference(ones, ones, reverse=reverse)[mine], what=f"call {k}")
 
@@ -523,17 +499,17 @@ def _good_calls(comm, g, what):
     mine = _mine(comm, [N] * comm.size)
     for reverse in (False, True):
         for k in range(2):
-            got = _same_outcome(comm, lambda: distscan.cumsum(gx[mine].copy(), segments=gf[mine].copy(),
+            got = same_outcome(comm, lambda: distscan.cumsum(gx[mine].copy(), segments=gf[mine].copy(),
                                                               reverse=reverse, comm=comm), False, what)
             _expect(comm, got, segmented_reference(gx, gf, "sum", reverse=reverse)[mine], what=what)
-            got = _same_outcome(comm, lambda: distscan.linear_recurrence(ga[mine].copy(), gb[mine].copy(),
+            got = same_outcome(comm, lambda: distscan.linear_recurrence(ga[mine].copy(), gb[mine].copy(),
                                                                          segments=gf[mine].copy(), reverse=reverse,
                                                                          comm=comm), False, what)
             _expect(comm, got, recurrence_reference(ga, gb, reverse=reverse, segments=gf)[mine], 1e-9, what=what)
-            got = _same_outcome(comm, lambda: distscan.linear_recurrence(ga[mine].copy(), gb[mine].copy(),
+            got = same_outcome(comm, lambda: distscan.linear_recurrence(ga[mine].copy(), gb[mine].copy(),
                                                                          reverse=reverse, comm=comm), False, what)
             _expect(comm, got, recurrence_reference(ga, gb, reverse=reverse)[mine], 1e-9, what=what)
-            got = _same_outcome(comm, lambda: distscan.scan(gb[mine].copy(), "sum", compensated=True, reverse=reverse,
+            got = same_outcome(comm, lambda: distscan.scan(gb[mine].copy(), "sum", compensated=True, reverse=reverse,
                                                             comm=comm), False, what)
             ref = np.cumsum(gb[::-1])[::-1] if reverse else np.cumsum(gb)
             _expect(comm, got, ref[mine], 1e-12, what=what)
@@ -551,7 +527,7 @@ def test_a_bad_argument_on_one_rank_beside_warm_calls(comm, bad):
     fn, must_fail = _bad_calls(comm, g)[bad]
     for odd in sorted({0, comm.size - 1}):
         for rep in range(2):
-            _same_outcome(comm, lambda: fn(comm.rank == odd), must_fail, f"{bad} on rank {odd}, {rep}")
+            same_outcome(comm, lambda: fn(comm.rank == odd), must_fail, f"{bad} on rank {odd}, {rep}")
         _good_calls(comm, g, f"after {bad} on rank {odd}")
 
 
@@ -570,16 +546,16 @@ def test_two_communicators_and_a_split_one_in_turn(comm):
             c = [c1, c2, sub][k % 3]
             mine = _mine(c, [N] * c.size)
             reverse, exclusive, segmented = bool(k // 3 % 2), bool(k // 2 % 2), bool(k % 2)
-            got = _same_outcome(c, lambda: distscan.cumsum(gx[mine].copy(), segments=gf[mine].copy(), reverse=reverse,
+            got = same_outcome(c, lambda: distscan.cumsum(gx[mine].copy(), segments=gf[mine].copy(), reverse=reverse,
                                                            exclusive=exclusive, comm=c), False)
             _expect(c, got, segmented_reference(gx, gf, "sum", reverse=reverse, exclusive=exclusive)[mine],
                     what=f"call {k}")
             fl = gf[mine].copy() if segmented else None
-            got = _same_outcome(c, lambda: distscan.linear_recurrence(ga[mine].copy(), gx[mine].copy(), reverse=reverse,
+            got = same_outcome(c, lambda: distscan.linear_recurrence(ga[mine].copy(), gx[mine].copy(), reverse=reverse,
                                                                       segments=fl, comm=c), False)
             _expect(c, got, recurrence_reference(ga, gx, reverse=reverse, segments=gf if segmented else None)[mine],
                     what=f"call {k}")
-            got = _same_outcome(c, lambda: distscan.scan(gb[mine].copy(), "sum", compensated=True, reverse=reverse,
+            got = same_outcome(c, lambda: distscan.scan(gb[mine].copy(), "sum", compensated=True, reverse=reverse,
                                                          exclusive=exclusive, comm=c), False)
             ref = np.cumsum(gb[::-1])[::-1] if reverse else np.cumsum(gb)
             _expect(c, got, (ref - gb if exclusive else ref)[mine], 1e-12, what=f"call {k}")
@@ -660,5 +636,5 @@ def test_sequences_of_calls_where_ranks_differ(comm, seq):
             out = np.empty(counts[comm.rank], ref.dtype)
         elif out_kind == "alias" and isinstance(x, np.ndarray) and x.flags.writeable and x.dtype == ref.dtype:
             out = x
-        got = _same_outcome(comm, lambda: call(x, out), False, f"call {k}")
+        got = same_outcome(comm, lambda: call(x, out), False, f"call {k}")
         _expect(comm, got, ref, tol, what=f"call {k}: {kind} {part_kind} out={out_kind} {counts}", out=out)

@@ -14,27 +14,11 @@ import pytest
 import distscan
 
 from tests.support.data import random_counts, rank_part
+from tests.support.declared import MEAN as _MEAN_STATE, mean_combine as _mean_combine, mean_lift as _mean_lift
 from tests.support.ranks import all_ranks_ok
 from tests.support.seeds import shared_rng
 
 pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(300)]
-
-
-_MEAN_STATE = np.dtype([("n", "f8"), ("m", "f8")])
-
-
-def _mean_lift(x):
-    s = np.zeros(np.shape(x), _MEAN_STATE)
-    s["n"], s["m"] = 1, x
-    return s
-
-
-def _mean_combine(a, b):
-    out = np.empty(np.broadcast(a, b).shape, _MEAN_STATE)
-    n = a["n"] + b["n"]
-    out["n"] = n
-    out["m"] = np.where(n > 0, (a["n"] * a["m"] + b["n"] * b["m"]) / np.where(n > 0, n, 1), 0)
-    return out
 
 
 DECLARED = {

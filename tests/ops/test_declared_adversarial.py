@@ -40,6 +40,8 @@ import pytest
 import distscan
 from distscan import cli
 from tests.support.command import files_in, input_npy
+from tests.support.declared import COUNTED as _COUNTED, counted, counted_combine as _counted_combine, \
+    counted_lift as _counted_lift, mean
 from tests.support.launch import mpi_command, run
 
 hypothesis = pytest.importorskip("hypothesis")
@@ -49,47 +51,12 @@ from hypothesis import strategies as st  # noqa: E402
 pytestmark = pytest.mark.timeout(120)
 
 
-_COUNTED = np.dtype([("n", np.int64), ("s", np.int64)])
-
-
-def _counted_lift(x):
-    s = np.zeros(np.shape(x), _COUNTED)
-    s["n"], s["s"] = 1, x
-    return s
-
-
-def _counted_combine(a, b):
-    out = np.empty(np.broadcast(a, b).shape, _COUNTED)
-    out["n"] = a["n"] + b["n"]
-    out["s"] = a["s"] * 3 ** b["n"] + b["s"]
-    return out
-
-
 def _counted(**kwargs):
-    return distscan.Operator("counted", _counted_combine, identity=lambda dt: np.zeros((), _COUNTED), state=_COUNTED,
-                             lift=_counted_lift, project=lambda s: s["s"] * 100 + s["n"], **kwargs)
-
-
-_MEAN = np.dtype([("n", "f8"), ("m", "f8")])
-
-
-def _mean_combine(a, b):
-    out = np.empty(np.broadcast(a, b).shape, _MEAN)
-    n = a["n"] + b["n"]
-    out["n"] = n
-    out["m"] = np.where(n > 0, (a["n"] * a["m"] + b["n"] * b["m"]) / np.where(n > 0, n, 1), 0)
-    return out
-
-
-def _mean_lift(x):
-    s = np.zeros(np.shape(x), _MEAN)
-    s["n"], s["m"] = 1, x
-    return s
+    return counted(**kwargs)
 
 
 def _mean(**kwargs):
-    return distscan.Operator("running mean", _mean_combine, identity=lambda dt: np.zeros((), _MEAN), state=_MEAN,
-                             lift=_mean_lift, project=lambda s: s["m"], **kwargs)
+    return mean(**kwargs)
 
 
 # -- names -------------------------------------------------------------------------------------------

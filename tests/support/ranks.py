@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 import pytest
 
@@ -47,3 +48,30 @@ def raises_everywhere(comm, exc_type, match, fn):
     messages = comm.allgather(str(info.value))
     assert len(set(messages)) == 1, messages
     return messages[0]
+
+
+def outcome_of(fn):
+    """``("ok", fn())``, or ``("raised", "Type: message")``: what a call did, comparable across ranks."""
+    try:
+        return ("ok", fn())
+    except Exception as exc:  # noqa: BLE001 - compared across ranks
+        return ("raised", f"{type(exc).__name__}: {exc}")
+
+
+def same_outcome(comm, fn, must_fail=None, what="", *, match=None):
+    """``fn()``'s outcome, checked alike on every rank (the same exception and message, or success
+    on all); ``must_fail``: whether it must raise; ``match``: a text the message must hold.  Warnings
+    are silenced (a complex coefficient cast to a real accumulator, overflowing casts)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        outcome = outcome_of(fn)
+    seen = comm.allgather(outcome if outcome[0] == "raised" else ("ok",))
+
+    def check():
+        assert len(set(seen)) == 1, (what, seen)
+        if must_fail is not None:
+            assert (seen[0][0] == "raised") == must_fail, (what, seen[0])
+        if match is not None:
+            assert match in seen[0][1], (what, seen[0])
+    all_ranks_ok(comm, check)
+    return outcome
