@@ -26,6 +26,7 @@ for bit, floats within 1e-5 of the largest value).
 from __future__ import annotations
 
 import argparse
+import copy as copy_module
 import datetime
 import json
 import sys
@@ -49,11 +50,14 @@ SELF = MPI.COMM_SELF
 # (threads, items, window, min_blocks): the default first, then the value sizes' shapes that were
 # the default before 2026-11-23 (256, 16, 3 | 256, 8, 1), then others, by the state's size
 SHAPES = {
-    8: [None, (256, 16, 1024, 3), (128, 32, 1024, 4), (128, 16, 1024, 6), (256, 32, 1024, 2)],
-    16: [None, (256, 8, 1024, 1), (128, 16, 1024, 2), (128, 8, 1024, 4), (256, 16, 1024, 1)],
+    8: [None, (256, 16, 1024, 3), (128, 32, 1024, 4), (128, 16, 1024, 6), (256, 32, 1024, 2),
+        (128, 32, 1024, 5), (128, 16, 1024, 7)],
+    16: [None, (256, 8, 1024, 1), (128, 16, 1024, 2), (128, 8, 1024, 4), (256, 16, 1024, 1),
+         (128, 16, 1024, 3), (128, 16, 1024, 4)],
 }
-# the reduction lead: the default plan's (auto), none, and multiples of the default's
-LEADS = [None, 0, 0.5, 2, 4]
+# the reduction lead: the default plan's (auto), none, and multiples of the default's (of the lead
+# plans.STATE_LEAD_SHARE gives where the default plan has none)
+LEADS = [None, 0, 0.5, 1, 2, 4]
 # --device lookahead: (threads, items, window, min_blocks, stages, depth, behind), the default first
 LOOKAHEAD_SHAPES = {
     8: [None, (128, 16, 1024, 3, 4, 2, 2), (64, 16, 1024, 4, 6, 4, 2), (128, 32, 1024, 1, 5, 3, 2),
@@ -103,17 +107,25 @@ def fits(shape, dt, op) -> bool:
     return t.lookahead_smem(dt, types.result, extended.staged_aux(op, types)) <= 227 * 1024
 
 
-def module_keys(n, device="auto"):
-    """The extended modules of every case and shape, to compile in parallel processes first."""
+CASE_NAMES = ["segmented sum f32", "segmented sum f32 reverse", "segmented sum i64", "recurrence f32",
+              "recurrence f32 segments", "recurrence f64", "recurrence c64"]  # cases()' order
+
+
+def module_keys(n, device="auto", names=None):
+    """The extended modules of every case (of ``names``) and shape, to compile in parallel processes first."""
     from distscan._call import call_op
     from distscan._dtypes import scan_types
     from distscan.backends.cuda import extended
 
-    keys = []
+    keys, seen = [], []
     for kw, dt, size in [({"segments": 1}, "float32", 8), ({"segments": 1, "reverse": True}, "float32", 8),
                          ({"segments": 1}, "int64", 16), ({"coefficients": 1}, "float32", 8),
                          ({"coefficients": 1, "segments": 1}, "float32", 16), ({"coefficients": 1}, "float64", 16),
                          ({"coefficients": 1}, "complex64", 16)]:
+        case = CASE_NAMES[len(seen)]
+        seen.append(case)
+        if names and case not in names:
+            continue
         reverse = kw.get("reverse", False)
         op = call_op("sum", segments=kw.get("segments"), coefficients=kw.get("coefficients"), reverse=reverse)
         dt = np.dtype(dt)
@@ -149,7 +161,7 @@ def main():
     from distscan.backends.cuda import extended
 
     t0 = time.perf_counter()
-    cc.precompile(module_keys(n, a.device))
+    cc.precompile(module_keys(n, a.device, a.scans.split(",") if a.scans else None))
     print(f"kernels compiled in {time.perf_counter() - t0:.0f} s", flush=True)
 
     x = cp.empty(n, cp.float32)
@@ -163,13 +175,19 @@ def main():
             continue
         call("auto")
         want = cp.asnumpy(out).copy()
-        lead0 = list(extended.EXT_PLANS.values())[-1].lead  # the default plan's, made by the call above
-        print(f"{name}: the default plan's lead {lead0}", flush=True)
+        plan0 = list(extended.EXT_PLANS.values())[-1]  # the default plan, made by the call above
+        lead0 = plan0.lead
+        if not lead0:  # no lead by default: the multiples are of the share state scans take elsewhere
+            from distscan.backends.cuda import plans
+            trial = copy_module.copy(plan0)
+            plans.setup_lead(trial, 0, "auto", plans.STATE_LEAD_SHARE)
+            lead0 = trial.lead
+        print(f"{name}: the default plan's lead {plan0.lead} (multiples of {lead0})", flush=True)
         impls = {}
         t0 = time.perf_counter()
         if a.device == "auto":
             variants = [(f"{shape or 'default'} lead={lead_v if lead_v is not None else 'auto'}", shape, lead_v, "auto")
-                        for shape in SHAPES[state_size] for lead in LEADS if not (lead and not lead0)
+                        for shape in SHAPES[state_size] for lead in LEADS if not (lead == 1 and lead0 == plan0.lead)
                         for lead_v in [None if lead is None else 0 if lead == 0 else max(1, round(lead * lead0))]]
         else:
             variants = [("auto (default)", None, None, "auto")] + [

@@ -182,13 +182,21 @@ struct TileAgent {
         }
     }
 
+    struct Nothing {
+        __device__ __forceinline__ void operator()() const {}
+    };
+
     // The warp's segment of `tile` into its slice (KEEP: tile_io.cuh) and the lane's items out of
     // it, in the accumulator type, with their auxiliary inputs for the operators that have them
     // (their loads issued first, so that they overlap the items').  `starts`: lift_aux's.
-    template <bool KEEP>
+    // `staged()` runs once the segment is in the slice and before its items are lifted: work
+    // whose loads were issued before this call finishes there, under the segment's round trip,
+    // while the lifted items do not yet hold registers (agent_scan.cuh's prefix poll).
+    template <bool KEEP, typename Staged = Nothing>
     static __device__ __forceinline__ void load_items(const TIn *d_in, i64 n, i64 tile, bool vector_ok, char *smem,
                                                       int warp, int lane, const Extra<TAcc> &ex,
-                                                      TAcc (&items)[ITEMS], unsigned &starts) {
+                                                      TAcc (&items)[ITEMS], unsigned &starts,
+                                                      const Staged &staged = Staged()) {
         int valid;
         const i64 seg_base = segment(n, tile, warp, valid);
         if constexpr (Op::AUX > 0) {
@@ -196,10 +204,12 @@ struct TileAgent {
             load_aux(lane, valid, seg_base, ex, aux);
             InIO::template load_to_smem<KEEP>(d_in + seg_base, valid, vector_ok, smem, lane);
             __syncwarp();
+            staged();
             lift_aux(smem, lane, valid, ex, aux, items, starts);
         } else {
             InIO::template load_to_smem<KEEP>(d_in + seg_base, valid, vector_ok, smem, lane);
             __syncwarp();
+            staged();
             staged_items(smem, lane, valid, items);
         }
     }

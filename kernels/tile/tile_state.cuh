@@ -48,7 +48,7 @@
 //   tile_lookback (one block per tile): the sub-window's last tile publishes SUB after
 //     waiting for aggregates only; the window's last tile publishes ANCHOR(g) =
 //     PREFIX(g+1) = ANCHOR(g-1) op W(g) in the per-window word: one serial hop per window.
-//   tile_publish_behind + tile_prefix / PrefixPoll (agent_scan.cuh with lead > 0: a block
+//   tile_publish_behind + PrefixPoll (agent_scan.cuh with lead > 0: a block
 //     reduces tile c and scans tile c - lead; agent_lookahead.cuh: a persistent block reduces
 //     its k-th tile and scans its (k - DEPTH)-th): every tile's aggregate (a sub-window's last
 //     one's too) is published when the tile is reduced; SUB and ANCHOR, the same words
@@ -405,15 +405,5 @@ struct PrefixPoll {
         return tile_exclusive<T, Op>(anchor, b, warp_reduce<T, Op>(a));
     }
 };
-
-template <typename T, typename Op, int WINDOW>
-__device__ __forceinline__ T tile_prefix(const TileState &st, i64 tile, i64 num_tiles, T aggregate, T seed,
-                                         bool has_seed, T *d_total) {
-    PrefixPoll<T, Op, WINDOW> poll;
-    poll.issue(st, tile);
-    const T exclusive = poll.finish(st, tile, seed, has_seed);
-    if ((threadIdx.x & 31) == 0) tile_total<T, Op>(tile, num_tiles, exclusive, aggregate, d_total);
-    return exclusive;
-}
 
 }  // namespace distscan
