@@ -435,8 +435,12 @@ def test_a_one_row_part_s_total_is_its_row(name, value):
 def test_segmented_gcd_and_lcm_keep_a_raw_first_item(name, rng):
     """NumPy's accumulate copies a segment's first item as it is (``gcd(0, -6)`` would be 6): a
     negative first item of the array and of each segment, inclusive and exclusive, forwards and
-    reversed, on the GPU as on the CPU (the CPU loops start a segment from its item)."""
-    for n in (1, 2, 257, 8193):
+    reversed, on the GPU as on the CPU (the CPU loops start a segment from its item).  The kernels
+    alone keep them (the identity of gcd's and lcm's segmented states is marked EMPTY,
+    kernels/util/states.cuh; no pass writes them back), on both device algorithms and with the
+    look-back's lead (2^21 + 3 items: 1025 tiles of 2048)."""
+    for n, algorithms in ((1, ("auto",)), (2, ("auto",)), (257, ("auto",)), (8193, ("auto", "lookahead")),
+                          ((1 << 21) + 3, ("auto", "lookback", "lookahead"))):
         x = (rng.integers(1, 7, n) * rng.choice([1, -1], n)).astype(np.int64)
         x[0] = -6
         flags = rng.random(n) < 0.1
@@ -444,8 +448,10 @@ def test_segmented_gcd_and_lcm_keep_a_raw_first_item(name, rng):
             for exclusive in (False, True):
                 kw = dict(segments=flags, reverse=reverse, exclusive=exclusive)
                 want = distscan.scan(x, name, comm=SELF, **kw)
-                got = distscan.scan(cp.asarray(x), name, comm=SELF, **{**kw, "segments": cp.asarray(flags)})
-                np.testing.assert_array_equal(cp.asnumpy(got), want, err_msg=f"{name} n={n} {kw}")
+                for algorithm in algorithms:
+                    got = distscan.scan(cp.asarray(x), name, comm=SELF, algorithm=algorithm,
+                                        **{**kw, "segments": cp.asarray(flags)})
+                    np.testing.assert_array_equal(cp.asnumpy(got), want, err_msg=f"{name} n={n} {kw} {algorithm}")
                 plain = distscan.scan(cp.asarray(x), name, comm=SELF, reverse=reverse, exclusive=exclusive)
                 np.testing.assert_array_equal(cp.asnumpy(plain), distscan.scan(x, name, comm=SELF, reverse=reverse,
                                                                                exclusive=exclusive))

@@ -115,42 +115,13 @@ def _raw_first(x, result, op: Op, seeded: bool, reverse: bool = False, exclusive
     return result
 
 
-def _segment_firsts(x, result, flags, seeded: bool, reverse: bool, exclusive: bool) -> None:
-    """:func:`_raw_first` for each segment of a segmented gcd or lcm: NumPy's accumulate copies a
-    segment's first item (in scan order) as it is, where the kernels' combines with the identity
-    drop its sign; an exclusive scan holds it one place on within its segment.  The first row of the
-    part starts a segment unless a seed continues one."""
-    if x.shape[0] == 0:
-        return
-    flags = flags.reshape(-1).astype(bool, copy=False)
-    if not reverse:
-        first = flags.copy()  # a flag starts a segment (its first item in array and scan order)
-        first[0] |= not seeded
-        if exclusive:
-            at = first[:-1] & ~flags[1:]
-            result[1:][at] = x[:-1][at]
-        else:
-            result[first] = x[first]
-        return
-    first = cp.zeros_like(flags)  # in reverse a segment starts at its last item in array order
-    first[:-1] = flags[1:]
-    first[-1] |= not seeded
-    if exclusive:
-        at = first[1:] & ~flags[1:]
-        result[:-1][at] = x[1:][at]
-    else:
-        result[first] = x[first]
-
-
 def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, want_total=False, algorithm="auto",
          aux=(), reverse=False, initial=None):
     """The backend's ``scan``: :func:`_scan`, and the first item written back once (:func:`_raw_first`).
     Calls from inside this module go to :func:`_scan`, so that the first item is written once."""
     result, total = _scan(x, op, types, exclusive=exclusive, seed=seed, out=out, want_total=want_total,
                           algorithm=algorithm, aux=aux, reverse=reverse, initial=initial)
-    if op.state is not None:  # a segmented gcd or lcm: each segment's first item (the array's among them)
-        if op.core.raw_first and initial is None and aux and op.state.kind.startswith("segmented"):
-            _segment_firsts(x, result, aux[0], seed is not None, reverse, exclusive)
+    if op.state is not None:  # a segmented gcd's or lcm's identity is marked EMPTY in the kernels (exact)
         return result, total
     one_row_total = total is not None and op.core.raw_first and seed is None and initial is None and x.shape[0] == 1
     if one_row_total:  # one row is its own total (gcd(0, -6) is 6: _raw_first)
