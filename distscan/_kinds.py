@@ -20,7 +20,13 @@ MAX_PLANS = 256
 class Plans:
     """This rank's plans by call kind (operator, dtypes, exclusive, trailing shape, backend,
     strategy, hierarchy, node size, axis, algorithm, communicator); the oldest go first past
-    :data:`MAX_PLANS`.  Which plans a rank holds never changes which collectives it makes."""
+    :data:`MAX_PLANS`.  Which plans a rank holds never changes which collectives it makes.
+
+    Assumptions.  The node size in the key is the call's ``node_size``, or on several ranks the
+    ``DISTSCAN_NODE_SIZE`` it read (``nodes.FromEnv``, made by the API: never None there), so a
+    call after the variable changed takes another plan; a plan reads the variable once, when it is
+    built (ScanPlan.node_override).  The communicator is keyed by ``id``: the plan holds it, so no
+    other communicator takes its ``id`` while the plan is kept (:meth:`Kind.plan` checks ``is``)."""
 
     def __init__(self):
         self._plans: dict = {}
@@ -64,7 +70,9 @@ class Kind:
     Assumption: a kind holds no array and nothing read from one, only what the types of a call's
     arguments fix (dtypes, operator, plans), so that a call in a row with other, mutated or
     differently laid out arrays is checked anew by :meth:`aux` and gives what a :class:`Part`
-    gives.  Which kinds a rank holds never changes its collectives (distscan.dist.plan)."""
+    gives.  Its node size is the one of its key (as :class:`Plans` keys it: the variable's value
+    at the call on several ranks), and so are its plans.  Which kinds a rank holds never changes
+    its collectives (distscan.dist.plan)."""
 
     __slots__ = ("types", "be", "lean", "fields", "node_size", "plans", "aux_names", "array_type", "gpu", "xp",
                  "plain", "single")

@@ -22,6 +22,7 @@ from ._call import BACKENDS, Part
 from ._kinds import KINDS, NOT_THIS_KIND, options_key
 from .dist.agree import default_comm
 from .dist.exchange import fail_exchange
+from .dist.nodes import node_size_of_call
 
 __all__ = ["scan", "cumsum", "cumprod", "cummax", "cummin", "nancumsum", "nancumprod", "cumulative_sum",
            "cumulative_prod", "linear_recurrence", "exclusive_scan", "reduce", "BACKENDS"]
@@ -143,6 +144,10 @@ def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy
     as failed.  Then every rank runs its plan: the same collectives whichever way the part was
     resolved (:mod:`distscan.dist.plan`)."""
     group = comm if comm is not None and comm.Get_size() > 1 else None
+    if node_size is None and group is not None:
+        # DISTSCAN_NODE_SIZE as it is now, in the key of the call's kind and plan: a call after the
+        # variable changed finds the plan of its new value (distscan.dist.nodes.node_size_of_call)
+        node_size = node_size_of_call(None)
     key = None
     if initial is None:
         try:
@@ -321,7 +326,7 @@ def reduce(x, op="sum", *, dtype=None, comm=None, axis=0, backend="auto"):
         if axis not in (0, None):
             raise ValueError(f"reduce works over the distributed axis: axis must be 0 or None, got {axis!r}")
         part = Part(x, op, False, None, dtype, None, axis, "auto", "auto", backend)
-        plan = part.plan(group, None)
+        plan = part.plan(group, None if group is None else node_size_of_call(None))
     except Exception as exc:  # noqa: BLE001 - every rank must learn it: join the plan's exchange
         if group is None:
             raise

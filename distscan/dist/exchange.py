@@ -38,7 +38,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from .agree import raise_agreed
-from .nodes import fold, gather, node_offsets, resolve_method
+from .nodes import agreed_doubling, fold, gather, node_offsets, resolve_method
 
 # A record is RECORD_BYTES long on every rank whatever happens, so that ranks whose arguments
 # differ (or that failed before they knew their carry) still meet in the same Allgather:
@@ -62,7 +62,8 @@ INLINE_BYTES = RECORD_BYTES - STATUS_BYTES
 
 # From this many ranks on, the exchange is recursive doubling instead of a gather (see the
 # module docstring; benchmarks/RESULTS.md measures both and docs/performance.md models them).
-# Read from the environment once: every rank of a job must see the same value.
+# Read from the environment once, at import.  It chooses a call's first collective, so the ranks
+# of a communicator must choose alike: they check it once per communicator (nodes.agreed_doubling).
 DOUBLING_RANKS = int(os.environ.get("DISTSCAN_DOUBLING_RANKS", "1024"))
 
 
@@ -124,6 +125,11 @@ class Exchange:
     call's agreement and kept: every rank resolves it at the same exchange (the node split is
     cached on the communicator itself, :func:`distscan.dist.nodes.get_hierarchy`), so a rank whose plan is new
     makes no collective that the others do not.
+
+    Assumption: what the method depends on (``method``, ``comm``, ``node_size``) is fixed for the
+    exchange's life and, once the first gather agreed, the same on every rank: a plan passes the
+    node size it read once and its fingerprint names (``nodes.fixed``); None reads the variable
+    where the hierarchy is needed, unchecked (:func:`exchange`).  Doubling: ``nodes.agreed_doubling``.
     """
 
     def __init__(self, comm, method: str, node_size, like: np.ndarray, fold: Callable, combine: Combine,
@@ -140,7 +146,7 @@ class Exchange:
         self.reverse = reverse
         # the rank's place in scan order (reverse: the last rank's part is scanned first)
         self.place = self.size - 1 - self.rank if reverse else self.rank
-        self.doubling = self.size >= DOUBLING_RANKS
+        self.doubling = agreed_doubling(comm, self.size, DOUBLING_RANKS)  # ValueError if the ranks differ
         self.like = np.zeros_like(np.ascontiguousarray(like))
         self.inline = self.like.nbytes <= INLINE_BYTES
         self.rec = np.zeros(RECORD_BYTES, np.uint8)

@@ -6,6 +6,13 @@ holds a contiguous block of ranks; otherwise ``auto`` falls back to ``flat``.
 The split is collective on its first use for a (communicator, node size) and then cached on
 the communicator itself: every rank makes it at the same exchange (distscan.dist.exchange),
 so that which plans a rank holds never changes the collectives it makes.
+
+The node size of a call is ``node_size=``, else ``DISTSCAN_NODE_SIZE`` *as it is at the call*
+(:func:`node_size_of_call`): a plan is built for one value and reused only by calls that ask for
+the same, and the ranks compare the value in their first exchange (the plan's fingerprint), so
+that ranks that disagree all raise instead of splitting their communicator differently.  The
+choice of recursive doubling (``DISTSCAN_DOUBLING_RANKS``) is checked across ranks once per
+communicator, kept beside its splits (:func:`agreed_doubling`).
 """
 
 from __future__ import annotations
@@ -17,10 +24,60 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from .agree import raise_mismatch
+
 METHODS = ("auto", "flat", "node")
 
 # Environment override of the node size (ranks per node), to test the node path on one host.
 NODE_SIZE_ENV = "DISTSCAN_NODE_SIZE"
+
+
+class FromEnv(tuple):
+    """``node_size=`` of a call that gave none: ``(the raw value of DISTSCAN_NODE_SIZE at the call,)``
+    (None: unset, the real nodes).  What the API passes on for such a call on several ranks, so
+    that the call kinds and plans it finds are keyed on the variable as it is now
+    (:func:`node_size_of_call`), and what a plan passes its exchange (:func:`fixed`), so that the
+    exchange uses the node size its fingerprint names without reading the variable again.  A
+    tuple: hashed and compared as one, in C (it is in every such call's key)."""
+
+    __slots__ = ()
+
+
+#: The real nodes, whatever the variable says: ``FromEnv`` of an unset variable.
+REAL_NODES = FromEnv((None,))
+
+try:  # the variable as os.environ holds it, in ~15 ns (os.environ.get of an unset name: ~550 ns)
+    _ENV_DATA, _ENV_KEY, _decode = os.environ._data, os.environ.encodekey(NODE_SIZE_ENV), os.environ.decodevalue
+except AttributeError:  # pragma: no cover - an os.environ that is not CPython's os._Environ
+    _ENV_DATA, _ENV_KEY, _decode = os.environ, NODE_SIZE_ENV, str
+# The FromEnv of each raw value seen (a call's key is made of one, without building it again).
+_FROM_ENV = {None: REAL_NODES}
+
+
+def node_size_of_call(node_size):
+    """``node_size`` of a call on several ranks as its plan is keyed: the argument as given, else the
+    :class:`FromEnv` of the variable now.  Reads and raises nothing (a value that is not a number
+    raises when the plan is built, which every rank then learns: ``fail_exchange``).
+
+    Assumption: ``os.environ`` is what changes the variable (``os.environ[...] =``, ``pop``,
+    ``monkeypatch.setenv``, ``mock.patch.dict``: all change the mapping read here), not a C
+    ``setenv`` behind Python's back, which ``os.environ.get`` does not see either."""
+    if node_size is not None:
+        return node_size
+    raw = _ENV_DATA.get(_ENV_KEY)
+    key = _FROM_ENV.get(raw)
+    if key is None:
+        if len(_FROM_ENV) > 64:  # a program that sets many values: keep a few
+            _FROM_ENV.clear()
+            _FROM_ENV[None] = REAL_NODES
+        key = _FROM_ENV[raw] = FromEnv((raw,))
+    return key
+
+
+def fixed(override: Optional[int]):
+    """The ``node_size`` argument that means ``override`` (from :func:`node_size_override`) without
+    reading the variable again: the int, or :data:`REAL_NODES` for the real nodes."""
+    return REAL_NODES if override is None else override
 
 
 @dataclass
@@ -48,8 +105,9 @@ _keyval_lock = threading.Lock()  # threads making their first calls at once (eac
 
 
 def _hierarchy_keyval():
-    """The attribute key under which a communicator keeps its hierarchies: one per process (made
-    once; two keys would split a communicator a second time, a collective the other ranks skip)."""
+    """The attribute key under which a communicator keeps its hierarchies (and what else its ranks
+    agreed on once: :func:`comm_cache`): one per process (made once; two keys would split a
+    communicator a second time, a collective the other ranks skip)."""
     global _keyval
     if _keyval is None:
         with _keyval_lock:
@@ -58,17 +116,70 @@ def _hierarchy_keyval():
 
                 def _delete(comm, keyval, attrval):
                     for h in attrval.values():
-                        h.free()
+                        if isinstance(h, Hierarchy):
+                            h.free()
 
                 _keyval = MPI.Comm.Create_keyval(delete_fn=_delete)
     return _keyval
 
 
+def comm_cache(comm) -> dict:
+    """What ``comm`` itself keeps for distscan (an attribute: freed with it, not copied by a Dup):
+    its hierarchies by forced node size (None: the real nodes), and what its ranks agreed on once
+    (distscan.dist.exchange: the exchange method).
+
+    Assumption: one thread at a time per communicator (MPI's rule for its collectives), so a
+    check of this dict, the collective that fills it and the publication never meet another
+    thread's on ``comm``; every rank fills an entry at the same call (the first that needs it on
+    ``comm``), so that whether an entry is there never differs between ranks."""
+    keyval = _hierarchy_keyval()
+    cache = comm.Get_attr(keyval)
+    if cache is None:
+        cache = {}
+        comm.Set_attr(keyval, cache)
+    return cache
+
+
+def agreed_doubling(comm, size: int, threshold: int) -> bool:
+    """Whether an exchange over ``comm`` (of ``size`` ranks) is recursive doubling: ``size >=
+    threshold`` (``exchange.DOUBLING_RANKS``, from ``DISTSCAN_DOUBLING_RANKS``), checked to be the
+    same choice on every rank the first time (one ``Allreduce`` per communicator and threshold,
+    kept in :func:`comm_cache`).  Ranks that chose differently (the variable set on some ranks only)
+    would each wait in another collective, the gather or a ``Sendrecv``: instead every rank raises
+    a ValueError naming each rank's value, at every call (a refusal keeps nothing).  Values that
+    differ but choose alike (1024 and 2048 on 8 ranks) pass.
+
+    Collective the first time only.  Assumption (:func:`comm_cache`'s): every rank makes its first
+    exchange on ``comm`` at the same call (every call on several ranks makes one: plan.py), so the
+    check is made by every rank or by none; the threshold does not change (tests that patch it
+    patch it on every rank alike, before new plans, which check the new value together)."""
+    doubling = size >= threshold
+    agreed = comm_cache(comm)
+    key = ("doubling ranks", threshold)
+    if key in agreed:
+        return doubling
+    from mpi4py import MPI
+
+    both = np.array([doubling, -doubling], np.int64)  # the MAX of both: any rank doubles, any gathers
+    comm.Allreduce(MPI.IN_PLACE, both, op=MPI.MAX)
+    if both[0] != -both[1]:
+        raise_mismatch(comm, "exchange methods", {"DISTSCAN_DOUBLING_RANKS": threshold})
+    agreed[key] = doubling
+    return doubling
+
+
 def node_size_override(node_size):
-    """The node size forced by ``node_size`` or ``DISTSCAN_NODE_SIZE`` (None: the real nodes)."""
-    if node_size is not None:
+    """The node size forced by ``node_size`` or ``DISTSCAN_NODE_SIZE`` (None: the real nodes).
+
+    ``node_size`` None reads the variable now; a :class:`FromEnv` is the value read at the call."""
+    if type(node_size) is FromEnv:
+        env = node_size[0]
+        if env is not None and not isinstance(env, str):
+            env = _decode(env)
+    elif node_size is not None:
         return int(node_size)
-    env = os.environ.get(NODE_SIZE_ENV)
+    else:
+        env = os.environ.get(NODE_SIZE_ENV)
     if not env:
         return None
     try:
@@ -88,14 +199,12 @@ def get_hierarchy(comm, node_size: Optional[int] = None) -> Hierarchy:
     override = node_size_override(node_size)
     if override is not None and override < 1:
         raise ValueError(f"node size must be at least 1, got {override}")
-    keyval = _hierarchy_keyval()
-    # Assumption: one thread at a time per communicator (MPI's rule for its collectives), so this
-    # check, the split and the publication below never meet another thread's on ``comm``; a Dup
-    # of ``comm`` does not copy the attribute (no copy function), so it splits on its own.
-    cache = comm.Get_attr(keyval)
-    if cache is None:
-        cache = {}
-        comm.Set_attr(keyval, cache)
+    # Keyed on the node size asked for (None: the real nodes), on the communicator itself
+    # (comm_cache's assumption: one thread at a time per communicator); a Dup of ``comm`` does not
+    # copy the attribute (no copy function), so it splits on its own.  A split that fails leaves
+    # nothing here (the entry is published last).  Which size a call asks for is agreed before
+    # (the plan's fingerprint names it): ranks that disagree raise before any of them splits.
+    cache = comm_cache(comm)
     if override in cache:
         return cache[override]
 

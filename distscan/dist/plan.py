@@ -1,7 +1,7 @@
 """The distributed scan, once: a reusable plan that the API and both file pipelines call.
 
 A :class:`ScanPlan` is built once per (operator, dtypes, exclusive, trailing shape, backend,
-communicator, strategy, hierarchy) and called many times, like cuda.compute's scanner
+communicator, strategy, hierarchy, node size) and called many times, like cuda.compute's scanner
 objects.  Every call of the API takes :meth:`ScanPlan.run` (or :meth:`ScanPlan.total`), on one
 rank or many: there is one route from a call to its kernel, and the single-rank call is its
 cheap case.  A distributed call on ``rows`` (this rank's ``(n, w)`` part, a backend array) is
@@ -38,7 +38,7 @@ import numpy as np
 
 from . import exchange
 from .lean import LeanCalls
-from .nodes import node_size_override
+from .nodes import fixed, node_size_override
 from .options import (EXACT, NULL, STRATEGY_ALIASES, UNTIMED, Timer, resolve_algorithm, resolve_hierarchy,
                       resolve_strategy)
 from .._carry import Carries
@@ -91,7 +91,6 @@ class ScanPlan(LeanCalls):
         self.strategy = resolve_strategy(strategy)
         self.hierarchy = resolve_hierarchy(hierarchy)
         self.algorithm = resolve_algorithm(algorithm)
-        self.node_size = node_size
         self.be = get_backend(backend) if isinstance(backend, str) else backend  # a name, or a backend module
         self.backend = self.be.name
         self.types = scan_types(self.op, np.dtype(input_dtype), dtype, out_dtype)
@@ -111,6 +110,14 @@ class ScanPlan(LeanCalls):
         # the ranks that scan first and last (reverse: the last rank's part comes first)
         self.first = self.rank == (self.size - 1 if self.reverse else 0)
         self.last = self.rank == (0 if self.reverse else self.size - 1)
+        # The node size, read once (``node_size``, else DISTSCAN_NODE_SIZE: as the call read it when
+        # it is a nodes.FromEnv), compared in every exchange (the fingerprint) and the one the
+        # exchange uses (fixed: it does not read the variable again).  Assumption: a plan is reused
+        # only by calls that ask for the same node size: distscan._kinds keys plans and call kinds
+        # on ``node_size`` as the API passes it (nodes.node_size_of_call: the variable's value at
+        # the call when no argument is given), never on None for several ranks.
+        self.node_override = node_size_override(node_size) if self.size > 1 else None
+        self.node_size = fixed(self.node_override)
         # What every rank must share.  Not the result dtype: out= may differ by rank (each casts
         # its own part; the carries travel in the accumulator dtype, which is compared).
         self.fields = {
@@ -118,7 +125,7 @@ class ScanPlan(LeanCalls):
             "exclusive": self.exclusive, "dtype": str(self.types.input),
             "accumulator dtype": str(self.types.acc), "computed in": str(self.types.compute),
             "trailing shape": self.trailing, "strategy": self.strategy, "hierarchy": self.hierarchy,
-            "node size": node_size_override(node_size) if self.size > 1 else None,
+            "node size": self.node_override,
             "backend": self.backend, "algorithm": self.algorithm, "reverse": self.reverse, **(agree_on or {}),
         }
         self.fingerprint = fingerprint(self.fields)
