@@ -80,22 +80,35 @@ def synchronize() -> None:
 def overrides(**values):
     """Change :data:`SETTINGS` (``tuning=``, ``lead=``, ``dependent_min_bytes=``,
     ``spare_max_bytes=``, ``max_stream_entries=``) inside a block, and put the old values back
-    after it, also when it raises.  Tests and benchmarks force tile shapes and thresholds so.
+    after it.  Tests and benchmarks force tile shapes and thresholds so; nothing in the library
+    calls it.
+
+    A test and benchmark tool: **process-wide and not thread-safe.**  :data:`SETTINGS` is one
+    object, read by every call of the backend in every thread: while the block runs, the scans of
+    all threads take its values, not only the block's own; and two threads whose blocks overlap
+    may restore each other's values (the one that ends last puts back what it found, which may be
+    the other's), so the values outlive both.  Use it from one thread, with no other thread
+    scanning on the GPU.  Nested blocks in one thread are fine: each puts back what it found.
+
+    Nothing leaks past the block: the old values are put back in a ``finally``, also when the
+    block raises or when setting the values raises half-way (the entries derived from the
+    settings are then dropped again: ``hotpath.settings_changed``).  Caches keyed on a setting
+    (plans, hot-path entries) keep the entries of each value apart.
 
     Raises
     ------
     TypeError
-        For a name that is not a setting.
+        For a name that is not a setting (before anything changes).
     """
     unknown = sorted(set(values) - set(vars(SETTINGS)))
     if unknown:
         raise TypeError(f"not a setting of the CUDA backend: {', '.join(unknown)}; "
                         f"the settings are {', '.join(vars(SETTINGS))}")
     old = {k: getattr(SETTINGS, k) for k in values}
-    for k, v in values.items():
-        setattr(SETTINGS, k, v)
-    hotpath.settings_changed()
     try:
+        for k, v in values.items():
+            setattr(SETTINGS, k, v)
+        hotpath.settings_changed()
         yield SETTINGS
     finally:
         for k, v in old.items():
