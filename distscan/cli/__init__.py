@@ -90,6 +90,9 @@ def _check_env(env=None) -> float:
     v = get("DISTSCAN_NODE_SIZE")
     if v is not None and not (v.isdigit() and int(v) >= 1):
         raise ValueError(f"DISTSCAN_NODE_SIZE must be an integer >= 1 (ranks per node), got {v!r}")
+    v = get("DISTSCAN_DOUBLING_RANKS")
+    if v is not None and not v.isdigit():
+        raise ValueError(f"DISTSCAN_DOUBLING_RANKS must be an integer >= 0 (ranks), got {v!r}")
     v = get("DISTSCAN_GPU")
     if v is not None and not v.isdigit():
         raise ValueError(f"DISTSCAN_GPU must be a GPU index (an integer >= 0), got {v!r}")

@@ -64,7 +64,16 @@ INLINE_BYTES = RECORD_BYTES - STATUS_BYTES
 # module docstring; benchmarks/RESULTS.md measures both and docs/performance.md models them).
 # Read from the environment once, at import.  It chooses a call's first collective, so the ranks
 # of a communicator must choose alike: they check it once per communicator (nodes.agreed_doubling).
-DOUBLING_RANKS = int(os.environ.get("DISTSCAN_DOUBLING_RANKS", "1024"))
+def _doubling_ranks(raw: str):
+    """The variable's number, or the raw text where it is none: an exchange then raises on every
+    rank (nodes.agreed_doubling), where raising at import would end only the ranks that have it."""
+    try:
+        return int(raw)
+    except ValueError:
+        return raw
+
+
+DOUBLING_RANKS = _doubling_ranks(os.environ.get("DISTSCAN_DOUBLING_RANKS", "1024"))
 
 
 @dataclass

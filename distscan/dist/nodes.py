@@ -153,17 +153,21 @@ def agreed_doubling(comm, size: int, threshold: int) -> bool:
     exchange on ``comm`` at the same call (every call on several ranks makes one: plan.py), so the
     check is made by every rank or by none; the threshold does not change (tests that patch it
     patch it on every rank alike, before new plans, which check the new value together)."""
-    doubling = size >= threshold
+    number = isinstance(threshold, int)  # else the variable's text, which is no number
+    doubling = number and size >= threshold
     agreed = comm_cache(comm)
     key = ("doubling ranks", threshold)
     if key in agreed:
         return doubling
     from mpi4py import MPI
 
-    both = np.array([doubling, -doubling], np.int64)  # the MAX of both: any rank doubles, any gathers
+    choice = int(doubling) if number else 2
+    both = np.array([choice, -choice], np.int64)  # the MAX of both: the largest and smallest choice
     comm.Allreduce(MPI.IN_PLACE, both, op=MPI.MAX)
     if both[0] != -both[1]:
         raise_mismatch(comm, "exchange methods", {"DISTSCAN_DOUBLING_RANKS": threshold})
+    if not number:  # the same text on every rank: each raises alike
+        raise ValueError(f"DISTSCAN_DOUBLING_RANKS={threshold!r} is not a number of ranks")
     agreed[key] = doubling
     return doubling
 

@@ -47,7 +47,8 @@ def test_usage_error_once(batches):
 
 @pytest.mark.parametrize("name, value", [("DISTSCAN_FINAL_TIMEOUT", "abc"), ("DISTSCAN_FINAL_TIMEOUT", "-1"),
                                          ("DISTSCAN_FINAL_TIMEOUT", "inf"), ("DISTSCAN_NODE_SIZE", "x"),
-                                         ("DISTSCAN_NODE_SIZE", "0"), ("DISTSCAN_GPU", "foo"),
+                                         ("DISTSCAN_NODE_SIZE", "0"), ("DISTSCAN_DOUBLING_RANKS", "x"),
+                                         ("DISTSCAN_GPU", "foo"),
                                          ("DISTSCAN_ALLOW_SHARED_GPU", "maybe")])
 def test_bad_environment_value_is_one_line_and_publishes_nothing(tmp_path, monkeypatch, capsys, name, value):
     inp = input_npy(tmp_path)

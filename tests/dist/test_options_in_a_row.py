@@ -155,3 +155,30 @@ def test_doubling_ranks_that_differ_are_refused_on_every_rank(ranks, values, tmp
             ok, kind, message = outcomes[0]
             assert not ok and kind == "ValueError", where
             assert message.startswith("DISTSCAN_DOUBLING_RANKS differs across ranks") and "rank 0 has 2" in message, where
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("values", [{0: "x"}, {r: "x" for r in range(3)}], ids=["one rank", "every rank"])
+def test_doubling_ranks_that_are_no_number_are_refused_on_every_rank(ranks, values, tmp_path):
+    """``DISTSCAN_DOUBLING_RANKS=x``: distscan still imports (raising there would end only the ranks
+    that have it, the others waiting in their first collective), and every call of a communicator
+    with such a rank raises alike on all its ranks, again at the next call."""
+    out = launch("doubling", ranks, tmp_path, *(f"{r}={v}" for r, v in values.items()))
+    for step, recs in steps(out).items():
+        members = [[0, 1], list(range(2, ranks))] if step.startswith("split") else [list(range(ranks))]
+        for group in members:
+            if not group:
+                continue
+            bad = [r for r in group if r in values]
+            outcomes = [(recs[r]["ok"], recs[r].get("type"), recs[r].get("message")) for r in group]
+            where = f"{step}, ranks {group}: {outcomes}"
+            if not bad or len(group) == 1:  # a call on one rank makes no exchange: it reads no variable
+                assert all(ok for ok, _, _ in outcomes), where
+                continue
+            assert len(set(outcomes)) == 1, where
+            ok, kind, message = outcomes[0]
+            assert not ok and kind == "ValueError", where
+            if len(bad) == len(group):
+                assert message == "DISTSCAN_DOUBLING_RANKS='x' is not a number of ranks", where
+            else:
+                assert message.startswith("DISTSCAN_DOUBLING_RANKS differs across ranks") and "has x" in message, where
