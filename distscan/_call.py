@@ -291,10 +291,13 @@ class Part:
         return plan_of(self.plan_fields(), comm, node_size)
 
     def plan_fields(self) -> tuple:
-        """What fixes this call's plan, apart from the communicator and node size (no arrays)."""
+        """What fixes this call's plan, apart from the communicator and node size (no arrays); the
+        last, what a declared operator's code reads now (:meth:`distscan.Operator.reads_key`: a
+        changed global is another plan, whose definition the ranks compare)."""
         return (self.op, self.types.input, self.dtype_arg, self.types.result if self.out is not None else None,
                 self.exclusive, self.trailing if self.distributed else (), self.backend_name, self.strategy_arg,
-                self.hierarchy, self.axis_arg, self.algorithm, self.reverse, self.include_initial)
+                self.hierarchy, self.axis_arg, self.algorithm, self.reverse, self.include_initial,
+                self.op.reads_key())
 
     @property
     def xp(self):

@@ -53,7 +53,7 @@ PLANS = Plans()
 def plan_of(fields: tuple, comm, node_size) -> ScanPlan:
     """The plan of :meth:`Part.plan_fields` on ``comm`` (built once, then taken from :data:`PLANS`)."""
     (op, input_dtype, dtype, out_dtype, exclusive, trailing, backend, strategy, hierarchy, axis, algorithm,
-     reverse, include_initial) = fields
+     reverse, include_initial, _reads) = fields  # _reads: in the key only (Part.plan_fields)
     return PLANS.get(fields + (node_size, id(comm)), lambda: ScanPlan(
         op, input_dtype, dtype=dtype, out_dtype=out_dtype, exclusive=exclusive, trailing=trailing, comm=comm,
         backend=backend, strategy=strategy, hierarchy=hierarchy, node_size=node_size,

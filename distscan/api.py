@@ -155,9 +155,12 @@ def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy
             # built here rather than in a function: the common call's host time shows every call.
             # (an axis that is not an int is keyed with its type: 0.0 == 0, and a float axis must
             # reach Part's TypeError, not the kind of axis=0)
+            # (a declared operator with what its code reads now: a global changed since its last call
+            # is another kind of call, with its own plan: Operator.reads_key)
+            reads = getattr(op, "reads_key", None)
             key = (type(x), x.dtype, type(out), None if out is None else out.dtype, op, exclusive, dtype,
                    axis if axis is None or type(axis) is int else (type(axis), axis),
-                   strategy, hierarchy, backend, algorithm, node_size,
+                   strategy, hierarchy, backend, algorithm, node_size, None if reads is None else reads(),
                    None if options is None else options_key(options))
             kind = KINDS.get(key)
         except (AttributeError, TypeError):  # not an array (a list, a scalar), or an unhashable argument

@@ -21,13 +21,12 @@ version does not take, so the GPU refuses them with a clear error.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
-import types
 from typing import Callable, Optional
 
 import numpy as np
 
+from .snapshot import describe, snapshot
 from .state import State
 from .table import Op, get_op
 
@@ -88,58 +87,6 @@ def _functor_source(name: str, body: str, identity: Callable, kinds: str, commut
         lines.append(f"template <> __device__ __forceinline__ {ct} {name}::identity<{ct}>() {{ return {lit}; }}")
     lines.append("}  // namespace distscan\n")
     return "\n".join(lines)
-
-
-_PLAIN_VALUES = (type(None), bool, int, float, complex, str, bytes, np.generic, np.dtype)
-
-
-def describe(value, depth: int = 0) -> str:
-    """``value`` (a part of a declared operator: a function, a ufunc, a constant) as a text that is
-    the same in every process that defines it alike, and differs where the definitions do: a
-    function by its code (bytecode, constants, the names it reads), its defaults and the values
-    it closes over; never by an address (``<function <lambda> at 0x...>`` differs by process).
-    What it cannot look into (an object of the user's class) is described by its type alone."""
-    if depth > 6:
-        return "..."
-    more = depth + 1
-    if isinstance(value, np.ufunc):
-        return f"ufunc {value.__name__}"
-    if isinstance(value, _PLAIN_VALUES):
-        return repr(value)
-    if isinstance(value, np.ndarray):
-        data = np.ascontiguousarray(value)
-        return f"array {data.dtype.str} {data.shape} {hashlib.sha256(data.tobytes()).hexdigest()[:16]}"
-    if isinstance(value, (tuple, list, frozenset, set)):
-        items = [describe(v, more) for v in value]
-        return f"{type(value).__name__}({', '.join(sorted(items) if isinstance(value, (set, frozenset)) else items)})"
-    if isinstance(value, dict):
-        return "dict(" + ", ".join(sorted(f"{describe(k, more)}: {describe(v, more)}" for k, v in value.items())) + ")"
-    if isinstance(value, types.CodeType):
-        return (f"code {value.co_code.hex()} names {value.co_names} "
-                f"consts {describe(value.co_consts, more)}")
-    if isinstance(value, types.FunctionType):
-        cells = tuple(c.cell_contents if _filled(c) else None for c in value.__closure__ or ())
-        return (f"function {describe(value.__code__, more)} defaults {describe(value.__defaults__, more)} "
-                f"{describe(value.__kwdefaults__, more)} closure {describe(cells, more)}")
-    if isinstance(value, types.MethodType):
-        return f"method {describe(value.__func__, more)} of {describe(value.__self__, more)}"
-    if isinstance(value, functools.partial):
-        return (f"partial {describe(value.func, more)} {describe(value.args, more)} "
-                f"{describe(value.keywords, more)}")
-    if isinstance(value, types.BuiltinFunctionType):
-        return f"builtin {getattr(value, '__module__', None)}.{value.__qualname__}"
-    py_func = getattr(value, "py_func", None)  # a numba dispatcher
-    if isinstance(py_func, types.FunctionType):
-        return f"numba {describe(py_func, more)}"
-    return f"object {type(value).__module__}.{type(value).__qualname__}"
-
-
-def _filled(cell) -> bool:
-    try:
-        cell.cell_contents
-    except ValueError:  # a cell not yet assigned
-        return False
-    return True
 
 
 def _built_in(name: str) -> bool:
@@ -209,7 +156,10 @@ class Operator(Op):
     name : str
         Its name (in messages and plans).
     combine : numpy.ufunc or callable
-        ``combine(a, b)``, ``a`` earlier: the CPU's combine, element by element on arrays.
+        ``combine(a, b)``, ``a`` earlier: the CPU's combine, element by element on arrays.  The
+        globals, closure variables, defaults or attributes it reads may change between calls:
+        each call computes with their values of that call everywhere, and the ranks compare them
+        (:meth:`reads_key`; the rules at the edges: docs/operators.md, "Values the combine reads").
     identity : scalar or callable
         What an empty prefix gives: ``e`` with ``combine(e, x) == x``; a callable of the dtype.
     cuda : str, optional
@@ -262,13 +212,31 @@ class Operator(Op):
                     source=source, state=declared, scalar=scalar if scalar is not None else
                     (None if ufunc is not None else combine), raw_first=ufunc is not None)
         object.__setattr__(self, "check", bool(check))
+        # what reads_key describes: everything of the user's that runs (the identity as given)
+        object.__setattr__(self, "_user", (combine, scalar, identity, lift, project))
+
+    def reads_key(self) -> str:
+        """The digest of this operator's code and of the current values of everything it reads
+        (:func:`distscan.ops.snapshot.snapshot` of the combine, ``scalar=``, the identity, the lift
+        and the projection: the globals their code names, closure cells, defaults, a callable
+        object's attributes, recursively).  Plans and call kinds are keyed by it with the operator
+        (distscan.api, distscan._call.Part.plan_fields), as compiled loops are
+        (:func:`distscan.ops.jit.compile_loop`): a value changed between two calls makes the next
+        call a new kind, whose plan's :meth:`definition` (compared across ranks) and loops see the
+        new value everywhere, never the old one in one place and the new in another.
+
+        Assumption: nothing it reads changes *during* a call (another thread changing a global a
+        running call reads): a call reads it when it starts, and again as it runs."""
+        return snapshot(*self._user).digest
 
     def definition(self, acc) -> str:
         """What every rank must declare alike, beside the name, for a scan computing in ``acc``:
         ``"declared #DIGEST (combine #C, identity I)"``, the digest over the combine (and
         ``scalar=``), the identity's value in ``acc`` (its state's, with ``state=``), ``cuda=``,
         ``kinds``, ``commutative`` and the state with its lift and projection (:func:`describe`:
-        code, defaults and closed-over values, never addresses).  Two operators that share a name
+        their code and the current values of what it reads -- globals, closure cells, defaults, a
+        callable object's attributes, recursively -- never addresses; a plan is made for each
+        :meth:`reads_key`, so that each call compares the values of that call).  Two operators that share a name
         but not this are refused across ranks, naming it, instead of mixing their results.
         ``check`` is not part of it (a debugging aid: each rank checks what it asked to)."""
         state = self.state

@@ -17,6 +17,16 @@ reversed, strided and read-only arrays alike), and never again at a call.  Calle
 know a loop cannot fail once it runs (distscan.backends.cpu_states.Loops: no compile, no
 "no matching definition" after the exchange between ranks) make it with one.
 
+A loop over a user's function (a declared operator's combine: ``base`` a Python function) is
+compiled in memory, and kept by :func:`distscan.ops.snapshot.snapshot` of that function as well:
+numba compiles the globals and closure values it reads as constants, which the Python code that
+combines the carries between ranks reads anew at each call; a loop compiled before a global
+changed would run with the old value beside carries with the new, one call mixing two operators.
+Keyed by their current values, a changed value compiles a new loop at the next call.  A function
+whose snapshot is opaque (what it reads cannot be digested cheaply, or at all) is not compiled:
+:func:`compile_loop` raises :class:`Unfrozen`, and its caller runs the NumPy path, which reads
+every value anew in each call.
+
 ``DISTSCAN_CACHE_DIR`` chooses the folder (default ``$XDG_CACHE_HOME/distscan`` or
 ``~/.cache/distscan``); where it cannot be written, loops are compiled in memory.
 """
@@ -32,9 +42,21 @@ from pathlib import Path
 
 import numpy as np
 
+from .._caches import publish
+from .snapshot import snapshot
+
 # Threads making first calls at once may compile a loop each (the last one kept; both work): its
 # module is made under _MODULES_LOCK, and the files are written whole (see above).
 _COMPILED: dict = {}
+# The loops over users' functions, by the snapshot of what each reads (a value changed in every
+# call makes a loop per call): the oldest go first past MAX_USER_LOOPS.
+_USER_LOOPS: dict = {}
+MAX_USER_LOOPS = 64
+
+
+class Unfrozen(TypeError):
+    """A user's function reads what :func:`distscan.ops.snapshot.snapshot` cannot digest: numba
+    would freeze a value that distscan could not see change, so it is not compiled."""
 
 # The plain operators' combine of two scalars, as numba compiles it with NumPy's scalar
 # semantics (NaN propagation of maximum, wrapping integers).
@@ -113,13 +135,25 @@ def compile_loop(template: str, name: str, base=None, signature: str = "", **con
     ``signature``: the code of a tuple of argument types (:func:`array_type`, ``BOOL``): the loop
     is compiled for them now, and only for them."""
     key = (template, name, base, signature, tuple(sorted(constants.items())))
-    fn = _COMPILED.get(key)
+    cache = _COMPILED
+    if callable(base):
+        # numba freezes what base reads (globals, closure cells) when it compiles: keyed by their
+        # values now, a loop is never run with values other than those the carries read (the
+        # module docstring).  Assumption: they do not change while a call runs.
+        frozen = snapshot(base)
+        if frozen.opaque:
+            raise Unfrozen(f"{getattr(base, '__qualname__', type(base).__name__)} reads values distscan cannot "
+                           "digest (see distscan.ops.snapshot): not compiled")
+        key, cache = key + (frozen.text,), _USER_LOOPS
+    fn = cache.get(key)
     if fn is None:
         src = template
         for k, v in sorted(constants.items(), key=lambda kv: -len(kv[0])):  # longest first: no partial names
             src = _substitute(src, k, str(v))  # code (a string) or a Python constant
-        fn = _cached(src, name, base, signature) if not callable(base) else _in_memory(src, name, base, signature)
-        _COMPILED[key] = fn
+        if not callable(base):
+            fn = _COMPILED[key] = _cached(src, name, base, signature)
+        else:
+            fn = publish(_USER_LOOPS, key, _in_memory(src, name, base, signature), MAX_USER_LOOPS)
     return fn
 
 

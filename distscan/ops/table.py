@@ -161,6 +161,13 @@ class Op:
         core = self.core
         return "built-in" if core is self else core.definition(acc)
 
+    def reads_key(self) -> Optional[str]:
+        """The digest of what a declared operator's code reads now, which plans and call kinds are
+        keyed by (:meth:`distscan.Operator.reads_key`); None for the built-in operators and those
+        made from them, whose code reads nothing that changes."""
+        core = self.core
+        return None if core is self else core.reads_key()
+
     @property
     def runs_user_code(self) -> bool:
         """Whether combining carries calls the user's code, which may raise anything (declared

@@ -18,6 +18,9 @@ Defects found when this file was written, each mended, its test here:
   terms), a structured float state (the running mean of docs/operators.md) always (compared
   exactly);
 * a combine that returns another shape than its inputs' was broadcast over the part;
+* the definition described a combine by its code and closure, not the globals it reads (or a
+  helper's, or an array's items), and a callable object by its type alone (what that did across
+  ranks and between calls: tests/ops/test_declared_reads.py);
 * ``segments=`` with a commutative declared ufunc raised "no scalar combine for the CPU's loops"
   instead of the documented refusal;
 * two declared operators that differ only in their identity had one CUDA functor name (the GPU's
@@ -33,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -147,6 +151,160 @@ def test_states_that_differ_are_not_equal():
                               state=_COUNTED, lift=_counted_lift, project=lambda s: s["s"])
     assert other.definition(dt) != base
     assert distscan.Operator("counted", _counted_combine, identity=0, kinds="i").definition(dt) != base
+
+
+# -- what a combine reads: its snapshot (distscan/ops/snapshot.py) --------------------------------------
+
+_READ = 10          # read by _reads_global, and through _read_helper by _reads_through_helper
+_READ_ARRAY = np.array([10, 0])
+k = 0               # a global named as an attribute that _Limited's __call__ reads (self.k): not read
+
+
+def _reads_global(a, b):
+    return np.minimum(a + b, _READ)
+
+
+def _read_helper(v):
+    return np.minimum(v, _READ)
+
+
+def _reads_through_helper(a, b):
+    return _read_helper(a + b)
+
+
+def _reads_array(a, b):
+    return np.minimum(a + b, _READ_ARRAY[0])
+
+
+class _Limited:
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, a, b):
+        return np.minimum(a + b, self.k)
+
+
+def test_definitions_see_the_values_read(monkeypatch):
+    """The definition the ranks compare covers the current values of what the combine reads: a
+    global, a helper's global, a global array's items, a callable object's attribute (each was
+    invisible: a global by its name alone, an object by its type).  A global that shares its name
+    with an attribute the code reads (``self.k`` beside a global ``k``) is not read."""
+    dt = np.dtype(np.int64)
+
+    def definitions(make, change):
+        first = distscan.Operator("x", make(), identity=0, kinds="i").definition(dt)
+        again = distscan.Operator("x", make(), identity=0, kinds="i").definition(dt)
+        change()
+        return first, again, distscan.Operator("x", make(), identity=0, kinds="i").definition(dt)
+
+    module = sys.modules[__name__]
+    limited = _Limited(10)
+    monkeypatch.setattr(module, "_READ_ARRAY", _READ_ARRAY.copy())  # changed in place below
+    for make, change in [(lambda: _reads_global, lambda: monkeypatch.setattr(module, "_READ", 11)),
+                         (lambda: _reads_through_helper, lambda: monkeypatch.setattr(module, "_READ", 12)),
+                         (lambda: _reads_array, lambda: module._READ_ARRAY.__setitem__(0, 13)),
+                         (lambda: limited, lambda: setattr(limited, "k", 14))]:
+        first, again, changed = definitions(make, change)
+        assert first == again and changed != first, (make(), first, changed)
+    before = distscan.Operator("x", _Limited(10), identity=0, kinds="i").definition(dt)
+    monkeypatch.setattr(module, "k", 99)
+    assert distscan.Operator("x", _Limited(10), identity=0, kinds="i").definition(dt) == before
+
+
+def test_what_cannot_be_digested_is_opaque_and_not_compiled():
+    """A combine that reads what distscan cannot digest cheaply (an array over DIGEST_BYTES, a
+    random generator) has an opaque snapshot, which the jit refuses (its NumPy path runs, reading
+    every value anew in each call); what it can is not opaque."""
+    from distscan.ops import jit, snapshot as snap
+
+    big = np.zeros(snap.DIGEST_BYTES // 8 + 1, np.int64)
+    rng = np.random.default_rng(0)
+    for opaque, fn in [(True, lambda a, b: np.minimum(a + b, big[0])),
+                       (True, lambda a, b: a + b + 0 * rng.integers(1)),
+                       (False, lambda a, b: np.minimum(a + b, _READ_ARRAY[0])),
+                       (False, _reads_through_helper), (False, _Limited(3))]:
+        assert snap.snapshot(fn).opaque is opaque, fn
+    with pytest.raises(jit.Unfrozen):
+        jit.compile_loop("def scan(x):\n    return base(x, x)\n", "scan", lambda a, b: np.minimum(a + b, big[0]))
+    op = distscan.Operator("big limit", lambda a, b: np.minimum(a + b, big[0] + 5), identity=0, kinds="i")
+    np.testing.assert_array_equal(distscan.scan(np.arange(1, 5), op), [1, 3, 5, 5])
+    big[0] = 1
+    np.testing.assert_array_equal(distscan.scan(np.arange(1, 5), op), [1, 3, 6, 6])
+
+
+_WORLD = types.ModuleType("distscan_test_world")  # the globals of the functions the next test changes
+exec(compile("""
+import numpy as np
+LIMIT = 10
+TABLE = np.array([1, 2, 3])
+def helper(v):
+    return np.minimum(v, LIMIT)
+def combine(a, b):
+    return helper(a + b) + TABLE[0]
+def plain(a, b, d=1):
+    return np.minimum(a + b, LIMIT) * d
+def make(c):
+    def inner(a, b):
+        return np.minimum(a + b, c + LIMIT)
+    return inner
+class Limited:
+    def __init__(self, k):
+        self.k = k
+    def __call__(self, a, b):
+        return np.minimum(a + b, self.k + LIMIT)
+""", "<distscan test world>", "exec"), _WORLD.__dict__)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@given(steps=st.lists(st.tuples(st.sampled_from(["LIMIT", "TABLE", "default", "cell", "attribute", "helper",
+                                                 "none"]), st.integers(0, 3)), min_size=1, max_size=12))
+def test_snapshots_kept_between_calls_are_those_made_afresh(steps):
+    """The snapshots kept between calls (a function's text while it reads the very same immutable
+    objects; the snapshot of several values while each is so) are those a fresh walk makes, after
+    any sequence of changes: a global rebound, an array changed in place, a default, a closure
+    cell, an object's attribute, a helper function replaced, or nothing."""
+    from distscan.ops import snapshot as snap
+
+    w = _WORLD.__dict__
+    saved = {name: w[name] for name in ("LIMIT", "TABLE", "helper")}
+    saved_table, saved_defaults = w["TABLE"].copy(), w["plain"].__defaults__
+    inner, limited = w["make"](5), w["Limited"](2)
+    helpers = [saved["helper"], lambda v: v, lambda v: np.maximum(v, w["LIMIT"])]
+    # (one function alone before the values it is one of: its own snapshot renews what it keeps)
+    functions = [w["plain"], (w["plain"], 0, None), inner, (inner, w["plain"]), w["combine"], limited,
+                 (w["combine"], limited)]
+
+    def fresh(values):
+        kept = snap._MEMO, snap._SNAPSHOTS
+        snap._MEMO, snap._SNAPSHOTS = {}, {}
+        try:
+            return snap.snapshot(*values)
+        finally:
+            snap._MEMO, snap._SNAPSHOTS = kept
+
+    try:
+        for what, value in steps:
+            if what == "LIMIT":
+                w["LIMIT"] = [10, 11, 10.0, 2 ** 70][value]
+            elif what == "TABLE":
+                w["TABLE"][value % 3] += 1
+            elif what == "default":
+                w["plain"].__defaults__ = (value,)
+            elif what == "cell":
+                inner.__closure__[0].cell_contents = value
+            elif what == "attribute":
+                limited.k = value
+            elif what == "helper":
+                w["helper"] = helpers[value % 3]
+            for values in functions:
+                values = values if isinstance(values, tuple) else (values,)
+                kept = snap.snapshot(*values)
+                assert kept == fresh(values), (what, value)
+                assert snap.snapshot(*values) == kept
+    finally:
+        w.update(saved)
+        w["TABLE"][:] = saved_table
+        w["plain"].__defaults__ = saved_defaults
 
 
 def test_the_gpu_functor_name_covers_the_identity():
