@@ -26,7 +26,7 @@ def _made(key, build) -> Op:
 
 def segmented(base: Op, reverse: bool = False) -> Op:
     """``base`` restarted at every flagged element (in reverse: the same runs, right to left)."""
-    if base.runs_user_code or base.source or getattr(base.state, "kind", None) == "declared":
+    if base.runs_user_code:  # every declared Operator (with source= or a declared state among them)
         raise ValueError(f"segments= with the declared operator {base.name!r} is not supported; "
                          "declare its state with the segment flag instead")
     if base.state is not None:
