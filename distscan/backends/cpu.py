@@ -157,7 +157,10 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
                 total = op.ufunc(last, op.lift(x[-1], types.acc)).astype(types.acc, copy=False)
     if want_total and total is None:
         total = seed.copy() if seed is not None else _identity_row(op, types, w)
-    return out, (np.asarray(total, types.acc).reshape(w) if want_total else None)
+    # A copy: a one-row part's total is its row (lift views it), and callers keep the total as the
+    # next chunk's seed while the row's buffer is freed and refilled by a read of a later chunk
+    # (the file pipeline's free lists: an exclusive bitwise_and of one-row chunks took another row).
+    return out, (np.array(total, types.acc).reshape(w) if want_total else None)
 
 
 def _state_scan(x, aux, op: Op, types: ScanTypes, exclusive, seed, out, want_total, reverse, initial):
@@ -173,7 +176,7 @@ def _state_scan(x, aux, op: Op, types: ScanTypes, exclusive, seed, out, want_tot
                             initial=initial, reverse=reverse, want_total=want_total)
     if state_out is not out:
         out[...] = state_out
-    return out, total
+    return out, (None if total is None else np.array(total))  # a copy, as scan's (see there)
 
 
 def _scan_by(algorithm, x, op: Op, types: ScanTypes, exclusive, seed, out, want_total):
