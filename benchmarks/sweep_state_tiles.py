@@ -1,8 +1,10 @@
 """Which tile shape and reduction lead make the state scans fastest on this GPU?
 
     PYTHONPATH=$PWD python3 benchmarks/sweep_state_tiles.py OUT.json [--log2n 27] [--reps 11] [--device lookahead]
+        [--scans NAMES] [--shapes JSON]
 
-``--device lookahead`` sweeps the look-ahead kernel's shapes (threads, items, window, blocks per
+``--shapes '{"8": [[128, 16, 1024, 3, 5, 3, 2]], "16": [...]}'`` replaces the lists below (by the
+state's size) with these shapes, after the default.  ``--device lookahead`` sweeps the look-ahead kernel's shapes (threads, items, window, blocks per
 SM, stages, depth, behind) instead, whose ring stages the flags and coefficients beside the items
 (kernels/agent/agent_lookahead.cuh), each scan with ``algorithm="lookahead"`` against its default
 ("auto": the look-back with its lead) in the same repetitions.
@@ -155,7 +157,12 @@ def main():
     ap.add_argument("--reps", type=int, default=11)
     ap.add_argument("--device", choices=("auto", "lookahead"), default="auto")
     ap.add_argument("--scans", help="comma-separated names of the scans to run (default: all)")
+    ap.add_argument("--shapes", help="JSON {state size: [shape, ...]}: these shapes (after the default) instead")
     a = ap.parse_args()
+    if a.shapes:
+        table = SHAPES if a.device == "auto" else LOOKAHEAD_SHAPES
+        for size, shapes in json.loads(a.shapes).items():
+            table[int(size)] = [None] + [tuple(s) for s in shapes]
     n = 1 << a.log2n
     from distscan.backends.cuda import compile as cc
     from distscan.backends.cuda import extended

@@ -17,6 +17,7 @@ from .dist.plan import ScanPlan
 # Plans and call kinds kept at most; the oldest go first (they are only this rank's shortcuts).
 MAX_PLANS = 256
 
+
 class Plans:
     """This rank's plans by call kind (operator, dtypes, exclusive, trailing shape, backend,
     strategy, hierarchy, node size, axis, algorithm, communicator); the oldest go first past

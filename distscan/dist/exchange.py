@@ -60,10 +60,6 @@ STATUS_HEAD = 16  # the flags and the fingerprint: what the common call compares
 RECORD_BYTES = 64
 INLINE_BYTES = RECORD_BYTES - STATUS_BYTES
 
-# From this many ranks on, the exchange is recursive doubling instead of a gather (see the
-# module docstring; benchmarks/RESULTS.md measures both and docs/performance.md models them).
-# Read from the environment once, at import.  It chooses a call's first collective, so the ranks
-# of a communicator must choose alike: they check it once per communicator (nodes.agreed_doubling).
 def _doubling_ranks(raw: str):
     """The variable's number, or the raw text where it is none: an exchange then raises on every
     rank (nodes.agreed_doubling), where raising at import would end only the ranks that have it."""
@@ -73,6 +69,10 @@ def _doubling_ranks(raw: str):
         return raw
 
 
+# From this many ranks on, the exchange is recursive doubling instead of a gather (see the
+# module docstring; benchmarks/RESULTS.md measures both and docs/performance.md models them).
+# Read from the environment once, at import.  It chooses a call's first collective, so the ranks
+# of a communicator must choose alike: they check it once per communicator (nodes.agreed_doubling).
 DOUBLING_RANKS = _doubling_ranks(os.environ.get("DISTSCAN_DOUBLING_RANKS", "1024"))
 
 

@@ -140,7 +140,7 @@ def comm_cache(comm) -> dict:
     return cache
 
 
-def agreed_doubling(comm, size: int, threshold: int) -> bool:
+def agreed_doubling(comm, size: int, threshold: int | str) -> bool:
     """Whether an exchange over ``comm`` (of ``size`` ranks) is recursive doubling: ``size >=
     threshold`` (``exchange.DOUBLING_RANKS``, from ``DISTSCAN_DOUBLING_RANKS``), checked to be the
     same choice on every rank the first time (one ``Allreduce`` per communicator and threshold,

@@ -91,7 +91,7 @@ struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, false, REVE
             // same association, same bits as polling after the scan, which held every warp at a
             // second barrier for the round trip.  The kernel's registers fell with it, for plans
             // without a lead too (one kernel holds both paths: affine float64 135 -> 124, 3 -> 4
-            // blocks an SM).  H200, 2^27: recurrences +7 % (f32) to +15 % (c64), compensated f32
+            // blocks an SM).  H200, 2^27: recurrences +7 % (f32) to +14 % (c64), compensated f32
             // +4.6 %, segmented float32 -2 % (benchmarks/RESULTS.md, "The prefix under the load").
             PrefixPoll<TAcc, Op, Policy::WINDOW> poll;
             if (warp == 0) poll.issue(st, tile);
