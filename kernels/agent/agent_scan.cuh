@@ -84,6 +84,23 @@ struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, false, REVE
                 tile_publish_behind<TAcc, Op, Policy::WINDOW>(st, behind, num_tiles, seed, has_seed);
             const i64 tile = claim - lead;
             if (tile < 0 || tile >= num_tiles) return;  // the whole block: nothing to scan
+            if constexpr (!Op::PREFIX_UNDER_LOAD) {  // the prefix after the block scan (operators.cuh)
+                const TAcc thread_exclusive =
+                    load_scan<false>(d_in, n, tile, vector_ok, smem, warp, lane, s_scan, items, aggregate, ex, starts);
+                if (warp == 0) {
+                    PrefixPoll<TAcc, Op, Policy::WINDOW> poll;
+                    poll.issue(st, tile);
+                    const TAcc p = poll.finish(st, tile, seed, has_seed);
+                    if (lane == 0) {
+                        s_prefix = p;
+                        tile_total<TAcc, Op>(tile, num_tiles, p, aggregate, d_total);
+                    }
+                }
+                __syncthreads();  // s_prefix visible; every warp past reading its input from s_io
+                Tile::store(d_out, n, tile, vector_ok, smem, warp, lane,
+                            Op::template apply<TAcc>(s_prefix, thread_exclusive), items, ex, starts);
+                return;
+            }
             // The prefix's words were published lead/2 claims ago or more, so warp 0 needs no
             // aggregate of this scan to find it: it issues their loads before its segment's,
             // and takes the prefix once its segment is staged (one round trip for both, and

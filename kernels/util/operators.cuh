@@ -26,6 +26,9 @@
 //                The block scans then total a thread's run and leave its items as lifted
 //                (block_scan_runs.cuh); the store scans them again from the thread's prefix
 //                (tile_agent.cuh).  The same results up to rounding, in a fixed association.
+//   PREFIX_UNDER_LOAD  where the look-back with its reduction lead takes a tile's prefix
+//                (agent_scan.cuh): under the tile's load (true) or after its block scan, with a
+//                second barrier (false: the segmented scans, states.cuh).  Same bits either way.
 // The kernels always pass the earlier operand first.
 //
 // Bit-exactness notes:
@@ -137,6 +140,7 @@ struct OpBase {
     static constexpr bool STATE = false;
     static constexpr bool INTERLEAVE = false;
     static constexpr bool RUN_STATE = false;
+    static constexpr bool PREFIX_UNDER_LOAD = true;
     template <typename TAcc, typename TIn> static __device__ __forceinline__ TAcc lift(TIn x) {
         return Convert<TAcc, TIn>::apply(x);
     }

@@ -95,13 +95,23 @@ struct StateOpBase {
     static constexpr bool STATE = true;
     static constexpr bool INTERLEAVE = true;
     static constexpr bool RUN_STATE = false;
+    static constexpr bool PREFIX_UNDER_LOAD = true;
     template <typename S> static __device__ __forceinline__ bool fresh(const S &, bool) { return false; }
+};
+
+// The segmented scans take a lead tile's prefix after the block scan (operators.cuh,
+// PREFIX_UNDER_LOAD): under the load, where the recurrences and the compensated sum gained
+// 7-14 % and 4.6 % on the H200, they lost 6-7 % on the H100 (float32 2720 -> 2566 GB/s, int64
+// 2600 -> 2408, reverse 3 %) and float32 2 % on the H200 (benchmarks/RESULTS.md, "The segmented
+// scans' prefix after the scan again").
+struct SegmentedBase : StateOpBase {
+    static constexpr int AUX = 1;  // the flags
+    static constexpr bool PREFIX_UNDER_LOAD = false;
 };
 
 // ---- segmented scans over a plain operator -----------------------------------------------
 template <typename Base>
-struct Segmented : StateOpBase {
-    static constexpr int AUX = 1;  // the flags
+struct Segmented : SegmentedBase {
     static constexpr bool MARKED = MarkedIdentity<Base>::value;
     template <typename S> static __device__ __forceinline__ S identity() {
         S s;
@@ -140,8 +150,7 @@ struct Segmented : StateOpBase {
 };
 
 template <typename Base>
-struct SegmentedEnds : StateOpBase {
-    static constexpr int AUX = 1;
+struct SegmentedEnds : SegmentedBase {
     static constexpr bool MARKED = MarkedIdentity<Base>::value;
     template <typename S> static __device__ __forceinline__ S identity() {
         S s;
