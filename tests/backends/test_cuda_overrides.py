@@ -57,3 +57,45 @@ def test_a_failure_while_the_values_are_set_leaks_none_of_them(monkeypatch):
             pytest.fail("the block ran")
     assert _settings() == before
     assert calls == [{"lead": 7}, {"lead": before["lead"]}]  # dropped again once the old values are back
+
+
+def test_dropping_the_entries_while_other_threads_publish_raises_nothing(monkeypatch):
+    """settings_changed() and stats() walk the hot path's entries while calls on other threads
+    publish new ones: they read a snapshot (iterating the dict itself raised "dictionary changed
+    size during iteration" on the thread that changed a setting).  The entries are stand-ins."""
+    import sys
+    import threading
+    import types
+
+    from distscan._caches import publish
+
+    monkeypatch.setattr(hotpath, "FAST", {})
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    stop, errors = threading.Event(), []
+
+    def publisher(t):
+        i = 0
+        while not stop.is_set():
+            entry = types.SimpleNamespace(dependent_min_bytes=0, shapes={1: 2}, graphs=None)
+            publish(hotpath.FAST, (t, i), entry, 64)
+            i += 1
+
+    pool = [threading.Thread(target=publisher, args=(t,)) for t in range(4)]
+    try:
+        for th in pool:
+            th.start()
+        for _ in range(3000):
+            try:
+                hotpath.settings_changed()
+                gpu.stats()
+            except RuntimeError as exc:  # the finding, kept for the assert below
+                errors.append(repr(exc))
+                break
+    finally:
+        stop.set()
+        for th in pool:
+            th.join()
+        sys.setswitchinterval(old)
+    assert errors == []
+    assert hotpath.FAST and all(e.shapes == {} or e.shapes == {1: 2} for e in hotpath.FAST.values())

@@ -133,10 +133,11 @@ def clear_caches() -> None:
 
 
 def stats() -> dict:
-    """What the caches hold now, by kind (tests and benchmarks read it)."""
-    entries = [e for e in hotpath.FAST.values() if e is not hotpath.NOT_FAST]
+    """What the caches hold now, by kind (tests and benchmarks read it).  Each cache is read
+    through a snapshot: other threads may publish into it meanwhile."""
+    entries = [e for e in list(hotpath.FAST.values()) if e is not hotpath.NOT_FAST]
     return {"plans": len(PLANS) + len(EXT_PLANS), "hot-path entries": len(entries), "reductions": len(REDUCTIONS),
             "stream scratches": len(scratch.SCRATCHES), "captured scratches": len(scratch.CAPTURED),
-            "graphs": sum(1 for e in entries for g in (e.graphs or {}).values() if g is not hotpath.SEEN_ONCE),
-            "kept results": sum(len(s.results.arrays) for s in scratch.SCRATCHES.values()),
+            "graphs": sum(1 for e in entries for g in list((e.graphs or {}).values()) if g is not hotpath.SEEN_ONCE),
+            "kept results": sum(len(s.results.arrays) for s in list(scratch.SCRATCHES.values())),
             "extended entries": len(EXT_CALLS)}

@@ -272,8 +272,10 @@ def forget() -> None:
 
 def settings_changed() -> None:
     """Drop what entries derived from the settings (the launch shapes keep whether a size is a
-    dependent launch): :func:`distscan.backends.cuda.overrides` calls it."""
-    for ent in FAST.values():
+    dependent launch): :func:`distscan.backends.cuda.overrides` calls it.  It walks a snapshot of
+    the entries: a call on another thread may publish one meanwhile (iterating the dict itself
+    then raised "dictionary changed size during iteration")."""
+    for ent in list(FAST.values()):  # list() copies under the GIL, in one C loop
         if ent is not NOT_FAST:
             ent.dependent_min_bytes = SETTINGS.dependent_min_bytes
             ent.shapes.clear()
