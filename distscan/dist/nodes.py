@@ -175,21 +175,35 @@ def agreed_doubling(comm, size: int, threshold: int | str) -> bool:
 def node_size_override(node_size):
     """The node size forced by ``node_size`` or ``DISTSCAN_NODE_SIZE`` (None: the real nodes).
 
-    ``node_size`` None reads the variable now; a :class:`FromEnv` is the value read at the call."""
+    ``node_size`` None reads the variable now; a :class:`FromEnv` is the value read at the call.
+    A size below 1 raises here, whatever the hierarchy method and the rank count (a plan reads it
+    once, when it is built: dist/plan.py)."""
     if type(node_size) is FromEnv:
         env = node_size[0]
         if env is not None and not isinstance(env, str):
             env = _decode(env)
     elif node_size is not None:
-        return int(node_size)
+        return _at_least_one(int(node_size), f"node_size={node_size!r}")
     else:
         env = os.environ.get(NODE_SIZE_ENV)
     if not env:
         return None
     try:
-        return int(env)
+        size = int(env)
     except ValueError:
         raise ValueError(f"{NODE_SIZE_ENV}={env!r} is not a number of ranks per node") from None
+    return _at_least_one(size, f"{NODE_SIZE_ENV}={env!r}")
+
+
+def explicit(node_size) -> bool:
+    """Whether ``node_size`` was given as an argument (not None, not the variable's :class:`FromEnv`)."""
+    return node_size is not None and type(node_size) is not FromEnv
+
+
+def _at_least_one(size: int, given: str) -> int:
+    if size < 1:
+        raise ValueError(f"node size must be at least 1, got {given}")
+    return size
 
 
 def get_hierarchy(comm, node_size: Optional[int] = None) -> Hierarchy:
@@ -201,8 +215,6 @@ def get_hierarchy(comm, node_size: Optional[int] = None) -> Hierarchy:
     from mpi4py import MPI
 
     override = node_size_override(node_size)
-    if override is not None and override < 1:
-        raise ValueError(f"node size must be at least 1, got {override}")
     # Keyed on the node size asked for (None: the real nodes), on the communicator itself
     # (comm_cache's assumption: one thread at a time per communicator); a Dup of ``comm`` does not
     # copy the attribute (no copy function), so it splits on its own.  A split that fails leaves

@@ -38,7 +38,7 @@ import numpy as np
 
 from . import exchange
 from .lean import LeanCalls
-from .nodes import fixed, node_size_override
+from .nodes import explicit, fixed, node_size_override
 from .options import (EXACT, NULL, STRATEGY_ALIASES, UNTIMED, Timer, resolve_algorithm, resolve_hierarchy,
                       resolve_strategy)
 from .._carry import Carries
@@ -116,7 +116,11 @@ class ScanPlan(LeanCalls):
         # only by calls that ask for the same node size: distscan._kinds keys plans and call kinds
         # on ``node_size`` as the API passes it (nodes.node_size_of_call: the variable's value at
         # the call when no argument is given), never on None for several ranks.
-        self.node_override = node_size_override(node_size) if self.size > 1 else None
+        self.node_override = None
+        if self.size > 1:
+            self.node_override = node_size_override(node_size)
+        elif explicit(node_size):  # one rank has no nodes, but node_size=0 raises on any rank count
+            node_size_override(node_size)
         self.node_size = fixed(self.node_override)
         # What every rank must share.  Not the result dtype: out= may differ by rank (each casts
         # its own part; the carries travel in the accumulator dtype, which is compared).

@@ -85,3 +85,28 @@ def test_a_changed_variable_reaches_the_next_call(comm, monkeypatch):
                 if forced is not None and comm.size > forced:  # several nodes of that size: the node method
                     assert used == [forced], (env, used)
             all_ranks_ok(comm, check)  # (a rank alone failing would leave the others in the next call)
+
+
+@pytest.mark.parametrize("hierarchy", ["auto", "flat", "node"])
+def test_a_node_size_below_one_is_refused_on_every_rank_whatever_the_method(comm, hierarchy, monkeypatch):
+    """node_size=0 (or DISTSCAN_NODE_SIZE=0 on several ranks) raised only where a call split its
+    communicator: with hierarchy="flat", or on one rank, it passed unchecked.  Now every rank
+    raises the same ValueError, and the next call (a good one) scans as NumPy does."""
+    import numpy as np
+
+    import distscan
+    from tests.support.ranks import raises_everywhere
+
+    monkeypatch.delenv(nodes.NODE_SIZE_ENV, raising=False)
+    x = np.arange(5, dtype=np.int64) + comm.rank
+    want = np.cumsum(np.concatenate(comm.allgather(x)))[5 * comm.rank:5 * comm.rank + 5]
+    for bad in (0, -2):
+        raises_everywhere(comm, ValueError, f"node size must be at least 1, got node_size={bad}",
+                          lambda: distscan.cumsum(x, comm=comm, hierarchy=hierarchy, node_size=bad))
+    if comm.size > 1:  # the variable is read on several ranks only (one rank has no nodes)
+        monkeypatch.setenv(nodes.NODE_SIZE_ENV, "0")
+        raises_everywhere(comm, ValueError, "node size must be at least 1, got DISTSCAN_NODE_SIZE='0'",
+                          lambda: distscan.cumsum(x, comm=comm, hierarchy=hierarchy))
+        monkeypatch.delenv(nodes.NODE_SIZE_ENV)
+    got = distscan.cumsum(x, comm=comm, hierarchy=hierarchy)
+    all_ranks_ok(comm, lambda: np.testing.assert_array_equal(got, want))
