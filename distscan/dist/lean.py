@@ -145,10 +145,10 @@ class LeanCalls:
     def _fused_state_scan(self, ex):
         """``run(fast=True)``'s route for a CPU state scan by its prepared loops (forward or reverse,
         no ``initial``: the call kinds' case) as one function (:meth:`lean_call`): the part's
-        carry (not on the last rank in scan order, whose carry no rank reads; a segmented scan's
-        is its scan from no seed), the exchange, the scan seeded with the fold of the carries
-        before this rank in scan order (a segmented scan's: up to where the seed stops mattering,
-        ``Loops.fused``).  The loops' finish cannot fail (their assumption: ``distscan.backends.cpu_states.Loops``), so this rank
+        carry, as the state after its scan from no seed into ``out`` (not on the last rank in scan
+        order, whose carry no rank reads), the exchange, the scan seeded with the fold of the
+        carries before this rank in scan order (none on the first rank; a segmented scan's up to
+        where the seed stops mattering: ``Loops.fused``).  The loops' finish cannot fail (their assumption: ``distscan.backends.cpu_states.Loops``), so this rank
         asks for no agreement after it, and joins one when another rank asked for it."""
         loops, reverse, last, result = self._loops, self.reverse, self.last, self.types.result
         rec, recs, st, mine = ex.rec, ex.recs, ex.st, ex.mine

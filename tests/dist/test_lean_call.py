@@ -395,6 +395,40 @@ def test_the_fused_segmented_finish_stops_where_the_seed_does(comm, call, n):
     assert _fused(comm) == 1
 
 
+# A fused recurrence or compensated sum scans its part from no seed before the exchange (its carry
+# is that scan's last state) and again from its seed after it; the first rank in scan order is then
+# done (cpu_states.Loops.fused).  Its results are the general route's bit for bit: random floats
+# (not exact sums), uneven parts, a part of one row, an empty part, forwards and in reverse.
+UNEXACT_CALLS = {
+    "recurrence": lambda a, b, out, c: distscan.linear_recurrence(a, b, out=out, comm=c),
+    "reverse recurrence": lambda a, b, out, c: distscan.linear_recurrence(a, b, reverse=True, out=out, comm=c),
+    "complex recurrence": lambda a, b, out, c: distscan.linear_recurrence(a * (0.6 + 0.8j), b + 0.5j, out=out, comm=c),
+    "float32 recurrence": lambda a, b, out, c: distscan.linear_recurrence(a.astype(np.float32), b.astype(np.float32),
+                                                                          out=out, comm=c),
+    "compensated": lambda a, b, out, c: distscan.cumsum(b, compensated=True, out=out, comm=c),
+    "exclusive reverse compensated": lambda a, b, out, c: distscan.scan(b, "sum", compensated=True, exclusive=True,
+                                                                         reverse=True, out=out, comm=c),
+}
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("call", sorted(UNEXACT_CALLS))
+def test_fused_recurrences_and_compensated_sums_keep_the_general_routes_bits(comm, call):
+    run = UNEXACT_CALLS[call]
+    _kinds.KINDS.clear()
+    for counts in ([50] * comm.size, [1 + 13 * r for r in range(comm.size)], [0] + [9] * (comm.size - 1),
+                   [7] * (comm.size - 1) + [1]):
+        rng = np.random.default_rng(sum(counts))
+        a, b = rng.uniform(0.5, 1.5, sum(counts)), rng.standard_normal(sum(counts)) * 1e3
+        lo, n = sum(counts[:comm.rank]), counts[comm.rank]
+        mine_a, mine_b = a[lo:lo + n].copy(), b[lo:lo + n].copy()
+        general = run(mine_a[::-1].copy()[::-1], mine_b[::-1].copy()[::-1], None, comm)  # strided: the Part route
+        for _ in range(3):  # cold, then warm (the fused call from the second)
+            fused = run(mine_a, mine_b, np.empty_like(general), comm)
+            all_ranks_ok(comm, lambda: np.testing.assert_array_equal(fused, general, err_msg=f"{call} {counts}"))
+    assert _fused(comm) >= 1  # (an empty part's "general" call is contiguous: a fused kind of its own)
+
+
 @pytest.mark.mpi(min_size=2)
 @pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int32", "int64", "uint64"])
 @pytest.mark.parametrize("op", ["sum", "prod", "max", "min", "bitwise_xor", "logical_or", "logical_and"])
