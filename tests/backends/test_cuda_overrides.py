@@ -5,9 +5,13 @@ settings inside a block: nothing it changed outlives the block, whatever raises.
 from __future__ import annotations
 
 import dataclasses
+import sys
+import threading
+import types
 
 import pytest
 
+from distscan._caches import publish
 from distscan.backends import cuda as gpu
 from distscan.backends.cuda import hotpath
 
@@ -63,12 +67,6 @@ def test_dropping_the_entries_while_other_threads_publish_raises_nothing(monkeyp
     """settings_changed() and stats() walk the hot path's entries while calls on other threads
     publish new ones: they read a snapshot (iterating the dict itself raised "dictionary changed
     size during iteration" on the thread that changed a setting).  The entries are stand-ins."""
-    import sys
-    import threading
-    import types
-
-    from distscan._caches import publish
-
     monkeypatch.setattr(hotpath, "FAST", {})
     old = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
