@@ -268,21 +268,24 @@ class Loops:
         ``out`` apart from ``x``, no ``initial``; ``last``: no rank reads this rank's carry.  The
         same loop calls as those methods make, without their checks of what such calls never pass.
 
-        Every rank but the last in scan order scans its part before the exchange from no seed.
-        A segmented scan (a recurrence with segments too) is scanned before the exchange from no seed
-        (its state after the last row is the carry: the same loop) and after it only up to where
+        Every rank but the last in scan order scans its part before the exchange from no seed (its
+        state after the last row is the carry: the same loop).  A segmented scan (a recurrence with
+        segments too) is scanned so on the last rank too, and after the exchange only up to where
         the seed stops mattering: the first row that starts afresh (forwards a flagged row; in scan order of a reverse scan the
         row after a flagged one, or the first row where the seed ends a segment).  Past it both
         scans restart alike, so ``out`` holds :meth:`scan`'s bits; a small part is one pass, not
         two (a carry pass, then the seeded scan)."""
         zero = self.zero
+        segmented = self.kind == "segmented" or self.kind == "affine" and bool(self.state.segments)
+        scan_before = segmented or not last  # a segmented last part: for the rows its seed misses
 
-        if self.kind == "segmented" or self.kind == "affine" and self.state.segments:
-            ends = self.state.ends if self.kind == "segmented" else self.state.segments == "ends"
-
-            def before(x, aux, out):
+        def before(x, aux, out):
+            if scan_before:
                 x, flags, coef, out = self._inputs(x, aux, out.reshape(x.shape), reverse)
                 self._run_one(self._scan, x, flags, coef, None, out, zero, False, record)
+
+        if segmented:
+            ends = self.state.ends if self.kind == "segmented" else self.state.segments == "ends"
 
             def after(x, aux, seed, out):
                 if seed is None:
@@ -302,17 +305,11 @@ class Loops:
                                   out[:fresh], zero, False, None)
             return before, after
 
-        # The others (a recurrence without segments, the compensated sum) are scanned before the
-        # exchange from no seed too, except on the last rank, whose carry no rank reads: the scan's
-        # state after the last row is the carry loop's, bit for bit (one template; WRITE only adds
-        # the stores), and the first rank (no seed) is then done, one pass where it made two.  The
+        # The others (a recurrence without segments, the compensated sum): the scan's state after
+        # the last row is the carry loop's, bit for bit (one template; WRITE only adds the
+        # stores), and the first rank (no seed) is then done, one pass where it made two.  The
         # others scan again from their seed.  The carry loop was no cheaper: float64 recurrences'
         # took 6.3 us on 1000 rows where the scan took 3.8 (numba's code for it; the 2-core VM).
-        def before(x, aux, out):
-            if not last:
-                x, flags, coef, out = self._inputs(x, aux, out.reshape(x.shape), reverse)
-                self._run_one(self._scan, x, flags, coef, None, out, zero, False, record)
-
         def after(x, aux, seed, out):
             if seed is None and not last:
                 return  # scanned from no seed before the exchange

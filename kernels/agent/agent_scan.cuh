@@ -84,43 +84,35 @@ struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, false, REVE
                 tile_publish_behind<TAcc, Op, Policy::WINDOW>(st, behind, num_tiles, seed, has_seed);
             const i64 tile = claim - lead;
             if (tile < 0 || tile >= num_tiles) return;  // the whole block: nothing to scan
-            if constexpr (!Op::PREFIX_UNDER_LOAD) {  // the prefix after the block scan (operators.cuh)
-                const TAcc thread_exclusive =
-                    load_scan<false>(d_in, n, tile, vector_ok, smem, warp, lane, s_scan, items, aggregate, ex, starts);
-                if (warp == 0) {
-                    PrefixPoll<TAcc, Op, Policy::WINDOW> poll;
-                    poll.issue(st, tile);
-                    const TAcc p = poll.finish(st, tile, seed, has_seed);
-                    if (lane == 0) {
-                        s_prefix = p;
-                        tile_total<TAcc, Op>(tile, num_tiles, p, aggregate, d_total);
-                    }
-                }
-                __syncthreads();  // s_prefix visible; every warp past reading its input from s_io
-                Tile::store(d_out, n, tile, vector_ok, smem, warp, lane,
-                            Op::template apply<TAcc>(s_prefix, thread_exclusive), items, ex, starts);
-                return;
-            }
-            // The prefix's words were published lead/2 claims ago or more, so warp 0 needs no
-            // aggregate of this scan to find it: it issues their loads before its segment's,
-            // and takes the prefix once its segment is staged (one round trip for both, and
-            // none after the block scan, whose barrier makes s_prefix visible).  Same words,
-            // same association, same bits as polling after the scan, which held every warp at a
-            // second barrier for the round trip.  The kernel's registers fell with it, for plans
-            // without a lead too (one kernel holds both paths: affine float64 135 -> 124, 3 -> 4
-            // blocks an SM).  H200, 2^27: recurrences +7 % (f32) to +14 % (c64), compensated f32
-            // +4.6 %, segmented float32 -2 % (benchmarks/RESULTS.md, "The prefix under the load").
+            // Where warp 0 takes the tile's prefix is the operator's (operators.cuh,
+            // PREFIX_UNDER_LOAD).  Under the load: the prefix's words were published lead/2 claims
+            // ago or more, so warp 0 needs no aggregate of this scan to find it; it issues their
+            // loads before its segment's and takes the prefix once its segment is staged (one
+            // round trip for both, and none after the block scan, whose barrier makes s_prefix
+            // visible).  That held the recurrences' and the compensated sum's registers down
+            // (affine float64 135 -> 124, 3 -> 4 blocks an SM) for +5-14 % on the H200.  The
+            // segmented sums poll after the scan, behind a second barrier: under the load they
+            // lost 6-7 % on the H100 (benchmarks/RESULTS.md, "The prefix under the load" and "The
+            // segmented scans' prefix after the scan again").  Same words, association and bits.
             PrefixPoll<TAcc, Op, Policy::WINDOW> poll;
-            if (warp == 0) poll.issue(st, tile);
-            const auto prefix_of_tile = [&]() {
+            const auto take_prefix = [&]() {
                 if (warp == 0) {
                     const TAcc p = poll.finish(st, tile, seed, has_seed);
                     if (lane == 0) s_prefix = p;
                 }
             };
-            Tile::template load_items<false>(d_in, n, tile, vector_ok, smem, warp, lane, ex, items, starts,
-                                             prefix_of_tile);
+            if constexpr (Op::PREFIX_UNDER_LOAD) {
+                if (warp == 0) poll.issue(st, tile);
+            }
+            Tile::template load_items<false>(d_in, n, tile, vector_ok, smem, warp, lane, ex, items, starts, [&]() {
+                if constexpr (Op::PREFIX_UNDER_LOAD) take_prefix();
+            });
             const TAcc thread_exclusive = Tile::BScan::scan(s_scan, items, aggregate);  // has __syncthreads
+            if constexpr (!Op::PREFIX_UNDER_LOAD) {
+                if (warp == 0) poll.issue(st, tile);
+                take_prefix();
+                __syncthreads();  // s_prefix visible
+            }
             const TAcc prefix = s_prefix;
             if (threadIdx.x == 0) tile_total<TAcc, Op>(tile, num_tiles, prefix, aggregate, d_total);
             Tile::store(d_out, n, tile, vector_ok, smem, warp, lane, Op::template apply<TAcc>(prefix, thread_exclusive),
