@@ -12,26 +12,29 @@ def run() -> int:
     """The command (``python -m distscan`` and the ``distscan`` script): :func:`distscan.cli.main`.
 
     An interrupt (^C to ``mpiexec``) while NumPy and MPI load, before the command's own signal
-    watcher is up, ends this rank with one line instead of a traceback per rank, and by the signal
-    itself: a launcher tears the job down when a rank dies of a signal, not when it exits with a
-    status (the other ranks would wait in ``MPI_Init`` for it forever).  Nothing can have been
-    published that early."""
+    watcher is up (:class:`distscan.cli.signals.Interrupts`), ends this rank with one line instead
+    of a traceback per rank, and by the signal itself: a launcher tears the job down when a rank
+    dies of a signal, not when it exits with a status (the other ranks would wait in ``MPI_Init``
+    for it forever).  Nothing can have been published that early.  The same holds after the
+    watcher of a run that published nothing (a published run ignores the signals)."""
+    phase = " while starting"
     try:
         from .cli import main, signals
         try:
             from mpi4py import MPI  # noqa: F401 - MPI_Init here, where an interrupt is caught
         except ImportError:
             pass  # the command then runs as one process (distscan.cli.main says so)
+        signals.HOLD_AFTER_PUBLISH = True
+        phase = ""
+        return main()  # its watcher is up only inside: a ^C before or after it is caught here too
     except KeyboardInterrupt:
         rank = next((os.environ[v] for v in _RANK_VARS if os.environ.get(v, "").isdigit()), None)
         where = f"rank {rank}: " if rank is not None else ""
-        sys.stderr.write(f"distscan: error: {where}interrupted by SIGINT while starting; nothing was published\n")
+        sys.stderr.write(f"distscan: error: {where}interrupted by SIGINT{phase}; nothing was published\n")
         sys.stderr.flush()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
         return 130  # (where the signal does not end the process at once)
-    signals.HOLD_AFTER_PUBLISH = True
-    return main()
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import hashlib
 import os
 import re
 import stat as _stat
+import threading
 
 
 from ..dist.agree import DistScanError
@@ -138,12 +139,14 @@ def check_replaceable(path: str, force: bool, what: str = "output") -> None:
         raise FileExistsError(f"{what} file exists: {path} (use --force to overwrite it)")
 
 
-def create_temp(path: str, *, notice=None):
+def create_temp(path: str, role: str = None, *, notice=None):
     """Create and lock the temporary file for ``path`` (removing stale ones first).
 
     Returns ``(temp_path, fd)``: ``fd`` holds the lock and stays open until the
     temporary file is renamed or removed.  ``notice(message)`` is told about each
-    stale file removed.
+    stale file removed.  With a ``role`` (:func:`register_temp`'s), the file is registered
+    for :func:`emergency_cleanup` as it is created: a signal's watcher thread never finds it
+    created and not yet registered (it left such files behind, 1 rank, 2026-11-25).
     """
     folder = os.path.dirname(os.path.abspath(path))
     for cand, why in remove_stale_temps(path):
@@ -151,7 +154,10 @@ def create_temp(path: str, *, notice=None):
             notice(f"removed stale temporary file {cand} ({why})")
     temp = temp_name_for(path)
     try:
-        fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        with _LIVE_LOCK:
+            fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+            if role is not None:
+                register_temp(temp, os.fstat(fd).st_ino, path, role)
     except PermissionError:
         raise PermissionError(f"cannot write to folder (permission denied): {folder}") from None
     except FileExistsError:
@@ -165,6 +171,9 @@ def create_temp(path: str, *, notice=None):
 
 # Files this process is writing, for a signal handler: temp -> [inode, final path, role, state].
 _LIVE: dict = {}
+# Held while a temporary file is created and registered, and while a signal's watcher thread
+# (distscan.cli.signals) removes them: the watcher runs beside the main thread.
+_LIVE_LOCK = threading.Lock()
 
 
 def register_temp(temp: str, ino: int, final: str, role: str) -> None:
@@ -199,7 +208,15 @@ def emergency_cleanup() -> tuple:
     Safe against a concurrent rename: ``unlink`` and ``rename`` of one name are atomic.
     """
     removed, published = [], False
-    for temp, (ino, final, role, state) in list(_LIVE.items()):
+    # A bounded wait: creating a file holds the lock for an open and an fstat only; a folder
+    # that hangs (a dead network mount) must not keep the signal from ending the run.
+    locked = _LIVE_LOCK.acquire(timeout=5)
+    try:
+        live = list(_LIVE.items())
+    finally:
+        if locked:
+            _LIVE_LOCK.release()
+    for temp, (ino, final, role, state) in live:
         try:
             os.unlink(temp)
             removed.append(temp)

@@ -91,7 +91,7 @@ class NpyWriter:
         check_replaceable(path, self.force)  # also the folder, as typed: missing or not a directory
         folder = os.path.dirname(os.path.abspath(path))
         try:
-            temp, fd = create_temp(path, notice=self.notice)
+            temp, fd = create_temp(path, "output", notice=self.notice)
         except PermissionError:
             raise PermissionError(f"cannot write to output folder (permission denied): {folder}") from None
         self._lock_fd = fd
@@ -99,9 +99,7 @@ class NpyWriter:
             os.ftruncate(fd, self.offset + self.shape[0] * self.row_bytes)
         except OSError:
             pass
-        ino = os.fstat(fd).st_ino
-        register_temp(temp, ino, path, "output")
-        return temp, ino
+        return temp, os.fstat(fd).st_ino
 
     def __enter__(self):
         self.temp_path, self._ino = decide_on_root(self.comm, self._prepare)
@@ -137,8 +135,7 @@ class NpyWriter:
 
         def make():
             check_replaceable(path, True, "report")
-            temp, fd = create_temp(path, notice=self.notice)
-            register_temp(temp, os.fstat(fd).st_ino, path, "companion")
+            temp, fd = create_temp(path, "companion", notice=self.notice)
             self._companions.append((temp, path, fd))
             with os.fdopen(os.dup(fd), "w") as f:
                 write(f)

@@ -146,6 +146,39 @@ sys.exit(entry.run())
 """
 
 
+INTERRUPTED_BEFORE_THE_WATCHER = """
+import sys
+import distscan.__main__ as entry
+from distscan.cli import signals
+
+
+def interrupted(self):  # ^C after MPI is up, before the watcher's handlers are in place
+    raise KeyboardInterrupt
+
+
+signals.Interrupts.__enter__ = interrupted
+sys.exit(entry.run())
+"""
+
+
+def test_an_interrupt_before_the_watcher_is_one_line(tmp_path):
+    """Between MPI's start and the signal watcher, a ^C printed KeyboardInterrupt's traceback
+    (1 rank, seen twice in a sweep of SIGINT delays, 2026-11-25); now the one line, and the
+    rank dies of the SIGINT, as while it starts."""
+    import signal
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                                                             "SLURM_PROCID")}
+    np.save(tmp_path / "in.npy", np.arange(10))
+    proc = subprocess.run([sys.executable, "-c", INTERRUPTED_BEFORE_THE_WATCHER, str(tmp_path / "in.npy"), "-o",
+                           str(tmp_path / "o.npy"), "--backend", "cpu"], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == -signal.SIGINT, (proc.returncode, proc.stderr)
+    assert proc.stderr == "distscan: error: interrupted by SIGINT; nothing was published\n"
+    assert not (tmp_path / "o.npy").exists() and leftover_temps(tmp_path) == []
+
+
 @pytest.mark.parametrize("rank", [None, "2"])
 def test_an_interrupt_while_the_command_loads_is_one_line(tmp_path, rank):
     """^C to mpiexec while the ranks import NumPy and MPI (before the signal watcher) printed a
