@@ -100,10 +100,19 @@ def scan_types(op: Op, input_dtype, dtype=None, out_dtype=None) -> ScanTypes:
         return _with_state(op, _with_out(op, _scan_types(op, input_dtype, dtype), dtype, out_dtype))
 
 
+# The states whose CPU loops numba compiles: numba has no float16, and the GPU kernels combine
+# float16 values in float32 (backends/cuda/compile.kernel_acc_dtype), so these accumulate float16
+# in float32 on both, as the sums do (a segmented max's values are float16's all the same).
+_LOOPED_STATES = ("segmented", "affine", "compensated")
+
+
 def _with_state(op: Op, types: ScanTypes) -> ScanTypes:
     if op.state is None:
         return types
-    return ScanTypes(types.input, types.result, types.acc, types.compute, op.state.dtype(types.acc))
+    acc = types.acc
+    if acc == np.dtype(np.float16) and op.state.kind.split("_")[0] in _LOOPED_STATES:
+        acc = np.dtype(np.float32)
+    return ScanTypes(types.input, types.result, acc, types.compute, op.state.dtype(acc))
 
 
 def _loop_ufunc(op: Op):

@@ -55,6 +55,36 @@ def test_float16_accumulates_in_float32(ctx):
 
 
 @pytest.mark.manyranks
+def test_float16_state_scans_are_the_float32_scans_rounded(ctx):
+    """Segmented max, min, nanmax and logaddexp and linear recurrences of float16 raised numba's
+    NotImplementedError (numba has no float16) on the CPU.  They combine in float32, as the
+    sums and the GPU kernels do: each is the float32 scan of the same values, rounded once."""
+    rng = ctx.rng
+    n = 301
+    g = rng.standard_normal(n).astype(np.float16)
+    g[::37] = np.nan
+    flags = rng.random(n) < 0.05
+    coef = rng.uniform(0.5, 1.0, n).astype(np.float16)
+    calls = {
+        "cummax": lambda x, f, a, **kw: distscan.cummax(x, segments=f, **kw),
+        "cummin": lambda x, f, a, **kw: distscan.cummin(x, segments=f, **kw),
+        "nanmax": lambda x, f, a, **kw: distscan.scan(x, "nanmax", segments=f, **kw),
+        "logaddexp": lambda x, f, a, **kw: distscan.scan(x, np.logaddexp, segments=f, **kw),
+        "recurrence": lambda x, f, a, **kw: distscan.linear_recurrence(a, x, **kw),
+        "segmented recurrence": lambda x, f, a, **kw: distscan.linear_recurrence(a, x, segments=f, **kw),
+    }
+    for c in ctx.all_counts(n):
+        x, f, a = (Ctx.rows(v, c, ctx.rank) for v in (g, flags, coef))
+        for name, call in calls.items():
+            for reverse in (False, True):
+                got = ctx.run(lambda: call(x, f, a, reverse=reverse, comm=ctx.comm))
+                want = ctx.run(lambda: call(x.astype(np.float32), f, a.astype(np.float32), reverse=reverse,
+                                            comm=ctx.comm))
+                ctx.check(lambda: (np.testing.assert_equal(got.dtype, np.float16, err_msg=name),
+                                   np.testing.assert_array_equal(got, want.astype(np.float16), err_msg=name)))
+
+
+@pytest.mark.manyranks
 def test_integer_overflow_wraps_like_numpy(ctx):
     """Integer sums and products wrap as NumPy's do, also across rank boundaries."""
     i64 = np.iinfo(np.int64)

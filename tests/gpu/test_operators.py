@@ -232,6 +232,31 @@ def test_linear_recurrence_matches_the_cpu(dtype, n, rng):
     _close(got, ref, dtype, np.abs(ref).max(initial=1) * np.ones(n))
 
 
+@pytest.mark.parametrize("n", [257, 100_003])
+def test_float16_state_scans_combine_in_float32(n, rng):
+    """float16 segmented max, min and nanmax and float16 recurrences (which the CPU refused with
+    numba's NotImplementedError until 2026-11-25): the kernels combine float16 in float32, and
+    the state now is float32 on the host too.  Max and min exactly the CPU's; recurrences within
+    float16's bound."""
+    x = rng.standard_normal(n).astype(np.float16)
+    x[rng.random(n) < 0.05] = np.nan
+    flags = rng.random(n) < 0.01
+    for opname in ("max", "min", "nanmax"):
+        for reverse in (False, True):
+            ref = _cpu(distscan.scan, x, opname, segments=flags, reverse=reverse)
+            got = _gpu(distscan.scan, x, opname, segments=cp.asarray(flags), reverse=reverse)
+            assert got.dtype == np.float16
+            np.testing.assert_array_equal(cp.asnumpy(got), ref)
+    a = rng.uniform(0.5, 1.0, n).astype(np.float16)
+    b = rng.standard_normal(n).astype(np.float16)
+    for segments in (None, flags):
+        for reverse in (False, True):
+            ref = _cpu(distscan.linear_recurrence, a, b, reverse=reverse, segments=segments)
+            got = _gpu(distscan.linear_recurrence, a, b, reverse=reverse,
+                       segments=None if segments is None else cp.asarray(segments))
+            _close(got, ref, np.float16, np.abs(ref.astype(np.float64)).max(initial=1) * np.ones(n))
+
+
 @pytest.mark.parametrize("n", [8193, LARGE])
 def test_out_overlapping_the_coefficients_or_the_flags(n, rng):
     """``out`` that is the coefficients or the flags, or overlaps them one item either way (a tile
