@@ -208,6 +208,8 @@ class Part:
         self.work_shape = tuple(int(s) for s in work.shape)
         self.trailing = self.work_shape[1:]
         self.initial = initial_row(initial, self.types, self.trailing)
+        if coefficients is not None and self.initial is not None and not self.initial.any():
+            self.initial = None  # y[-1] = 0 contributes nothing (api.linear_recurrence: the scalar 0)
         self.rows = _as_rows(work)
         self.aux = self._aux(segments, coef)
         if getattr(self.op, "check", False):  # a declared operator in debug mode: test it on this input

@@ -284,10 +284,12 @@ def linear_recurrence(a, b, *, initial=0, reverse=False, out=None, comm=None, ax
     """
     # y[-1] = 0 contributes nothing.  The default (a Python 0, or any Python number equal to 0:
     # the same truth np.any gives it) is tested without NumPy (np.any took 4.9 us of a small call).
+    # An array of zeros is left to the call, which checks its shape first (a zero array of any
+    # shape went unchecked) and then drops it alike.
     if type(initial) in (int, float, complex):
         if initial == 0:
             initial = None
-    elif initial is not None and not np.any(initial):
+    elif initial is not None and np.ndim(initial) == 0 and not np.any(initial):
         initial = None
     options = {"reverse": reverse, "segments": segments, "coefficients": a}
     comm = default_comm(comm)

@@ -191,9 +191,13 @@ def raise_mismatch(comm, what, fields):
     if not all(isinstance(v, dict) for v in values):
         raise ValueError(f"{what} differ across ranks: {_who_has(values)}")
     compared = [_compared(v) for v in values]
-    names = [k for k in compared[0] if any(c.get(k) != compared[0][k] for c in compared)]
+    # every rank's fields in order of first sight: a field some ranks leave out (an initial that is
+    # the default) differs too, shown as "the default" where it is missing
+    keys = list(dict.fromkeys(k for c in compared for k in c))
+    names = [k for k in keys if any((k in c) != (k in compared[0]) or c.get(k) != compared[0].get(k)
+                                    for c in compared)]
     name = names[0] if names else "arguments"
-    detail = _who_has([c.get(name) for c in compared])
+    detail = _who_has([c[name] if name in c else _DEFAULT for c in compared])
     hint = ""
     if name == "dtype":
         # the hint names the empty parts whose dtype is not the one every non-empty part has
@@ -216,6 +220,14 @@ def _who_has(values) -> str:
         groups.setdefault(_show(v), []).append(rank)
     return ", ".join(f"rank{'s' if len(r) > 1 else ''} {_ranges(r)} {'have' if len(r) > 1 else 'has'} {v}"
                      for v, r in groups.items())
+
+
+class _Default:
+    def __str__(self):
+        return "the default"
+
+
+_DEFAULT = _Default()  # a field a rank left out
 
 
 def _show(value) -> str:

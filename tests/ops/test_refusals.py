@@ -14,6 +14,8 @@ import pytest
 import distscan
 from distscan import _call
 
+from tests.support.ranks import SELF
+
 pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(300)]
 
 
@@ -44,3 +46,14 @@ def test_projected_initial_must_agree_on_every_rank(comm):
     x = np.arange(3.0)
     with pytest.raises((ValueError, distscan.DistScanError)):
         distscan.cumsum(x, segments=np.zeros(3, bool), initial=float(comm.rank), comm=comm)
+
+
+def test_a_zero_initial_of_the_wrong_shape_is_refused():
+    """linear_recurrence took an all-zero initial of any shape (it read zero as the default before
+    the shape was checked); a zero row of the trailing shape is the default."""
+    b = np.arange(12.0).reshape(4, 3)
+    for bad in (np.zeros(2), np.zeros((5, 7))):
+        with pytest.raises(ValueError, match="initial must be a scalar or match the trailing shape"):
+            distscan.linear_recurrence(0.5, b, initial=bad, comm=SELF)
+    np.testing.assert_array_equal(distscan.linear_recurrence(0.5, b, initial=np.zeros(3), comm=SELF),
+                                  distscan.linear_recurrence(0.5, b, comm=SELF))
