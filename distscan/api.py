@@ -236,14 +236,21 @@ nancumprod = _named_scan("nancumprod", "nanprod", "Cumulative product with NaN c
 
 def _cumulative(x, op, axis, dtype, include_initial, comm, kwargs):
     """The Array API's ``cumulative_sum``/``cumulative_prod``: ``axis`` may be None only for 1-D
-    parts, and 0-d parts are refused (NumPy 2 does the same)."""
+    parts, and 0-d parts are refused (NumPy 2 does the same): on every rank, when one rank's part is
+    (the others are in the plan's exchange by then: that rank joins it as failed)."""
+    comm = default_comm(comm)
     ndim = np.ndim(x) if not hasattr(x, "ndim") else x.ndim
+    error = None
     if ndim == 0:
-        raise ValueError(f"cumulative_{op} does not take 0-d arrays")
-    if axis is None:
+        error = ValueError(f"cumulative_{op} does not take 0-d arrays")
+    elif axis is None:
         if ndim > 1:
-            raise ValueError(f"cumulative_{op}: axis is required for arrays of more than one dimension")
+            error = ValueError(f"cumulative_{op}: axis is required for arrays of more than one dimension")
         axis = 0
+    if error is not None:
+        if comm is None or comm.Get_size() == 1:
+            raise error
+        fail_exchange(comm, error)
     return scan(x, op, dtype=dtype, comm=comm, axis=axis, include_initial=include_initial, **kwargs)
 
 

@@ -301,6 +301,28 @@ def test_a_zero_d_part_on_axis_0_is_refused_on_every_rank(comm):
         all_ranks_ok(comm, lambda: np.testing.assert_array_equal(y, [5 * (rank + 1)]))
 
 
+@pytest.mark.parametrize("name", ["cumulative_sum", "cumulative_prod"])
+@pytest.mark.parametrize("part", ["0-d", "scalar", "2-D, axis None"])
+def test_the_array_api_names_refuse_one_rank_s_part_on_every_rank(comm, name, part):
+    """cumulative_sum/prod refuse 0-d parts and, without an axis, parts of more than one
+    dimension; one such rank raised alone and the others hung in the exchange (2026-11-25).
+    Now every rank raises its ValueError, and the calls after it work."""
+    rank, size = comm.rank, comm.size
+    fn = getattr(distscan, name)
+    odd = {"0-d": np.array(5), "scalar": 5, "2-D, axis None": np.ones((2, 2), np.int64)}[part]
+    for rep in range(REPS):
+        bad = rep % size
+        x = odd if rank == bad else np.array([1, 2], np.int64)
+        outcome = _outcome(lambda: fn(x, comm=comm))
+        seen = comm.allgather(outcome)
+        all_ranks_ok(comm, lambda: (np.testing.assert_equal(len(set(map(str, seen))), 1),
+                                    np.testing.assert_equal(outcome[0], "raised")))
+        assert "ValueError" in outcome[1] and name in outcome[1], outcome
+        y = fn(np.array([2], np.int64), comm=comm)
+        all_ranks_ok(comm, lambda: np.testing.assert_array_equal(
+            y, [2 * (rank + 1)] if name == "cumulative_sum" else [2 ** (rank + 1)]))
+
+
 # -- 2-D parts along every axis ----------------------------------------------------------------------
 
 TWO_D_KINDS = ["C", "F", "matrix", "reversed columns", "list"]
