@@ -164,7 +164,14 @@ class Part:
         work = self._to_backend(native)
         out_native = None
         if out is not None:
-            out_native, _, _ = to_native(out)
+            out_native, out_backend, _ = to_native(out)
+            if out_backend == "cpu" and out_native is not out and \
+                    not np.may_share_memory(out_native, to_native(out)[0]):
+                # converted to a new array each time (a list, a tuple, a scalar, an __array__ that
+                # copies): the result would be written into a copy and lost (NumPy: "output must be
+                # an array"); a tensor, DLPack or the buffer protocol are views of the caller's memory
+                raise TypeError(f"out must be an array the result can be written into, got "
+                                f"{type(out).__name__} (it would be copied and the result lost)")
             if not get_backend(self.native_backend).is_native(out_native):
                 raise TypeError(f"out must be a {self.native_backend} array like the input, "
                                 f"got {type(out).__name__}")

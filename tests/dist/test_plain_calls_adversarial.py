@@ -323,6 +323,29 @@ def test_the_array_api_names_refuse_one_rank_s_part_on_every_rank(comm, name, pa
             y, [2 * (rank + 1)] if name == "cumulative_sum" else [2 ** (rank + 1)]))
 
 
+@pytest.mark.parametrize("kind", ["list", "tuple", "scalar"])
+def test_an_out_that_would_be_copied_is_refused_on_every_rank(comm, kind):
+    """out= as a list was converted to a new array, written, and dropped: the call returned the
+    untouched list (2026-11-25).  NumPy says "output must be an array"; now every rank raises a
+    TypeError when one rank's out would be a copy, and out= over the buffer protocol (array.array)
+    is written in place."""
+    import array
+
+    rank, size = comm.rank, comm.size
+    for rep in range(REPS):
+        bad = rep % size
+        x = np.arange(1, 4, dtype=np.float64)
+        out = {"list": [0.0] * 3, "tuple": (0.0,) * 3, "scalar": 0.0}[kind] if rank == bad else np.empty(3)
+        outcome = _outcome(lambda: distscan.cumsum(x, out=out, comm=comm))
+        seen = comm.allgather(outcome)
+        all_ranks_ok(comm, lambda: (np.testing.assert_equal(len(set(map(str, seen))), 1),
+                                    np.testing.assert_equal(outcome[0], "raised")))
+        assert "TypeError" in outcome[1] and "copied" in outcome[1], outcome
+    held = array.array("d", [0.0] * 3)
+    distscan.cumsum(np.arange(1, 4, dtype=np.float64), out=held, comm=comm)
+    all_ranks_ok(comm, lambda: np.testing.assert_array_equal(np.asarray(held), 6.0 * rank + np.array([1.0, 3.0, 6.0])))
+
+
 # -- 2-D parts along every axis ----------------------------------------------------------------------
 
 TWO_D_KINDS = ["C", "F", "matrix", "reversed columns", "list"]
