@@ -190,6 +190,12 @@ class Part:
         self.dtype_arg = dtype
         if work.dtype != self.types.input:  # non-native byte order
             work = work.astype(self.types.input)
+        # nancumsum/nancumprod of floats with dtype= an integer: NumPy replaces NaN with the identity
+        # before converting (a NaN cast to int64 first became INT64_MIN, and was summed); the call
+        # kinds leave such calls to this route (_kinds.Kinds.remember)
+        self.nan_first = self.op.core.nan_lift and work.dtype.kind in "fc" and self.types.compute.kind not in "fc"
+        if self.nan_first:
+            work = self.xp.where(self.xp.isnan(work), work.dtype.type(self.op.core.identity(work.dtype)), work)
         if self.types.rounds_inputs:
             # NumPy converts the input to the computation's dtype first: a float16 sum rounds every
             # input to float16 before the float32 accumulator sees it.

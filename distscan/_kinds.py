@@ -209,7 +209,7 @@ class Kinds:
         a state scan without ``include_initial``, their arrays of ``x``'s type)."""
         if (key is None or part.algorithm != "auto" or not part.distributed or part.scalar or part.wrap is not None
                 or getattr(x, "dtype", None) != part.types.input or len(part.work_shape) != 1
-                or part.types.rounds_inputs or part.backend_name != part.native_backend
+                or part.types.rounds_inputs or part.nan_first or part.backend_name != part.native_backend
                 or key[-1] is not None and (part.backend_name not in ("cpu", "cuda") or part.include_initial
                                             or not all(_kindable(k, v, type(x)) for k, v in key[-1]))):
             return

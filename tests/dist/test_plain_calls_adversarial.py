@@ -252,6 +252,29 @@ def test_nan_aware_and_array_api_names(comm, name):
         all_ranks_ok(comm, lambda: _assert_same_bits(y, ref(g)[lo:hi], f"{name} repetition {rep}"))
 
 
+@pytest.mark.parametrize("name", ["nancumsum", "nancumprod"])
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "bool"])
+def test_nan_aware_names_with_an_integer_dtype_drop_nan_before_converting(comm, name, dtype):
+    """numpy.nancumsum(x, dtype=int64) replaces NaN with 0 (nancumprod with 1) and then converts;
+    distscan converted first (NaN became INT64_MIN, summed: 2026-11-25).  Warm calls in a row, the
+    plain and the segmented scan, parts of several kinds."""
+    rank, size = comm.rank, comm.size
+    fn, ref = getattr(distscan, name), _numpy(name)
+    for rep in range(REPS):
+        rng = np.random.default_rng([11, rep])
+        counts = [(r + rep) % 3 * 3 + 1 for r in range(size)]
+        g = rng.choice(np.array([np.nan, 1.0, 2.0, 3.0, 1.5]), sum(counts))
+        lo, hi = _bounds(counts, rank)
+        x = part_as(g[lo:hi], ["contiguous", "strided", "readonly"][(rank + rep) % 3])
+        y = fn(x, dtype=dtype, comm=comm)
+        all_ranks_ok(comm, lambda: _assert_same_bits(y, ref(g, dtype=dtype)[lo:hi], f"{name} {dtype} {rep}"))
+        flags = np.zeros(sum(counts), bool)
+        flags[::4] = True
+        ys = fn(x, dtype=dtype, segments=flags[lo:hi], comm=comm)
+        want = np.concatenate([ref(part, dtype=dtype) for part in np.split(g, np.flatnonzero(flags)[1:])])
+        all_ranks_ok(comm, lambda: _assert_same_bits(ys, want[lo:hi], f"segmented {name} {dtype} {rep}"))
+
+
 # -- scalars and 0-d parts ----------------------------------------------------------------------------
 
 def test_python_scalars_numpy_scalars_and_one_element_parts(comm):

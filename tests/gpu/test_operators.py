@@ -232,6 +232,20 @@ def test_linear_recurrence_matches_the_cpu(dtype, n, rng):
     _close(got, ref, dtype, np.abs(ref).max(initial=1) * np.ones(n))
 
 
+@pytest.mark.parametrize("name", ["nancumsum", "nancumprod"])
+def test_nan_aware_scans_with_an_integer_dtype_drop_nan_first(name, rng):
+    """As numpy.nancumsum(x, dtype=int64): NaN replaced before the conversion (2026-11-25)."""
+    x = rng.choice(np.array([np.nan, 1.0, 2.0, 3.0]), 100_003)
+    flags = rng.random(x.size) < 0.01
+    for segments in (None, flags):
+        ref = _cpu(getattr(distscan, name), x, dtype=np.int64, segments=segments)
+        got = _gpu(getattr(distscan, name), x, dtype=np.int64,
+                   segments=None if segments is None else cp.asarray(segments))
+        np.testing.assert_array_equal(cp.asnumpy(got), ref)
+    np.testing.assert_array_equal(cp.asnumpy(_gpu(getattr(distscan, name), x, dtype=np.int64)),
+                                  getattr(np, name)(x, dtype=np.int64))
+
+
 @pytest.mark.parametrize("n", [257, 100_003])
 def test_float16_state_scans_combine_in_float32(n, rng):
     """float16 segmented max, min and nanmax and float16 recurrences (which the CPU refused with
