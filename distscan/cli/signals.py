@@ -44,6 +44,11 @@ HOLD_AFTER_PUBLISH = False
 # Seconds a signalled rank that holds no temporary file waits before it aborts the job.
 _ABORT_GRACE_S = 2.0
 
+# Set while the watcher ends the process: the main thread's work may fail meanwhile because the
+# watcher removed its files (a rename of the removed output), and its own error line would follow
+# the watcher's (distscan.cli._main waits instead: one line per interrupted run).
+ENDING = threading.Event()
+
 
 class Interrupts:
     """SIGINT and SIGTERM end the run on every rank within moments, leaving no temporary file.
@@ -66,6 +71,7 @@ class Interrupts:
 
     def __enter__(self):
         _io.forget_temps()
+        ENDING.clear()
         if threading.current_thread() is not threading.main_thread():
             return self
         self._r, self._w = os.pipe()
@@ -97,8 +103,10 @@ class Interrupts:
             self._handle(data[0])
 
     def _handle(self, signum: int):
+        ENDING.set()
         removed, published = _io.emergency_cleanup()
         if published:
+            ENDING.clear()
             return
         try:
             name = signal.Signals(signum).name
@@ -111,6 +119,7 @@ class Interrupts:
         except OSError:
             pass
         if not removed and self.size > 1:
+            ENDING.clear()  # the run fails at its next agreement, which the main thread reports
             # This rank holds no temporary file yet (the signal came while rank 0 was creating
             # it): an abort now could stop rank 0 before it removes the file.  Mark the run
             # instead: it fails at its next agreement on every rank, which removes the file;

@@ -128,6 +128,41 @@ def test_sigint_to_one_rank_while_it_starts_ends_the_job(tmp_path):
     assert not (tmp_path / "o.npy").exists() and leftover_temps(tmp_path) == []
 
 
+SIGINT_AT_THE_RENAME = """
+import os, signal, sys, time
+from distscan import cli
+from distscan.io import writer
+link = writer.os.link
+def interrupted_link(src, dst):  # ^C as the output is renamed into place: the watcher removes it first
+    os.kill(os.getpid(), signal.SIGINT)
+    while os.path.exists(src):
+        time.sleep(0.001)
+    return link(src, dst)
+writer.os.link = interrupted_link
+raise SystemExit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_sigint_at_the_rename_is_one_line(tmp_path):
+    """A SIGINT as the output was renamed: the watcher removed the temporary file and said so, and
+    the main thread's failed rename added its own line ("[Errno 2] No such file or directory:
+    '...part' -> 'o.npy'", 1 rank, 2026-11-25).  Now the watcher's line alone, exit 130, no file."""
+    import subprocess
+
+    np.save(tmp_path / "in.npy", np.arange(100))
+    script = tmp_path / "rename_sigint.py"
+    script.write_text(SIGINT_AT_THE_RENAME)
+    env = {k: v for k, v in os.environ.items() if k not in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                                                             "SLURM_PROCID")}
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "in.npy"), "-o", str(tmp_path / "o.npy"),
+                           "--backend", "cpu"], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 130, (proc.returncode, proc.stderr)
+    ours = [line for line in proc.stderr.splitlines() if line.startswith("distscan")]  # (MPI_Abort's own line aside)
+    assert ours == ["distscan: error: interrupted by SIGINT; the temporary output was removed and nothing was "
+                    "published"], proc.stderr
+    assert not (tmp_path / "o.npy").exists() and leftover_temps(tmp_path) == []
+
+
 INTERRUPTED_IMPORT = """
 import sys
 import distscan.__main__ as entry
