@@ -111,6 +111,16 @@ def _gpu_arg(text: str) -> str:
     return text.strip()
 
 
+def _number_arg(text: str):
+    """A real number, or a complex one as Python writes it (``1+2j``): a complex recurrence's y[-1]."""
+    for parse in (float, complex):
+        try:
+            return parse(text.replace(" ", ""))
+        except ValueError:
+            continue
+    raise argparse.ArgumentTypeError(f"not a number: {text!r} (e.g. 0.5, or 1+2j for complex data)")
+
+
 def _size_arg(text: str) -> str:
     try:
         parse_bytes(text)
@@ -170,8 +180,9 @@ def build_recurrence_parser(rank: int = 0) -> argparse.ArgumentParser:
                 rank=rank, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("coefficients", metavar="A.npy", help="the coefficients a (the same shape as B)")
     p.add_argument("input", metavar="B.npy", help="the inputs b")
-    p.add_argument("--initial", type=float, default=0.0, metavar="Y0",
-                   help="y[-1], the value before the first element (and where each segment starts again); default 0")
+    p.add_argument("--initial", type=_number_arg, default=0.0, metavar="Y0",
+                   help="y[-1], the value before the first element (and where each segment starts again; "
+                        "complex data take a complex value, e.g. 1+2j); default 0")
     _shared_options(p, "B.recurrence.npy")
     _output_options(p)
     p.set_defaults(op="sum", exclusive=False, compensated=False, strategy="auto", algorithm="auto",

@@ -66,7 +66,7 @@ class Job:
     segments: Optional[str] = None          # --segments FLAGS.npy: one flag per row, True starts a segment
     compensated: bool = False               # --compensated: float sums carried as (sum, error)
     coefficients: Optional[str] = None      # recurrence A.npy B.npy: y[i] = a[i] * y[i-1] + b[i], A here
-    initial: Optional[float] = None         # recurrence --initial: y[-1]
+    initial: Optional[complex] = None       # recurrence --initial: y[-1] (a float, or complex)
 
 
 @dataclass

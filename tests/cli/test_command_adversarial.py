@@ -221,6 +221,27 @@ def test_recurrence_refuses_a_nan_initial_for_an_integer_result(tmp_path, capsys
         assert_one_error_line(proc, "initial value nan")
 
 
+def test_recurrence_takes_a_complex_initial_for_complex_data(tmp_path, capsys):
+    """``--initial 1+2j`` was an argparse error (a float only); complex recurrences (state-space
+    models) start from complex values.  For real data it is refused in one line."""
+    a = (np.full(5, 0.5) + 0.1j).astype(np.complex64)
+    b = np.ones(5, np.complex64)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    proc = cli_in_process(capsys, "recurrence", tmp_path / "a.npy", tmp_path / "b.npy", "-o", tmp_path / "y.npy",
+                          "--initial", "1+2j", "--backend", "cpu", "--quiet")
+    assert proc.returncode == 0, proc
+    want = np.array([1 + 2j], np.complex128)
+    for i in range(5):
+        want = np.append(want, a[i].astype(np.complex128) * want[-1] + b[i])
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), want[1:], rtol=1e-6)
+    np.save(tmp_path / "r.npy", np.ones(5))
+    proc = cli_in_process(capsys, "recurrence", tmp_path / "r.npy", tmp_path / "r.npy", "-o", tmp_path / "z.npy",
+                          "--initial", "1+2j", "--backend", "cpu", "--quiet")
+    assert_one_error_line(proc, "complex")
+    assert not (tmp_path / "z.npy").exists()
+
+
 def _ranks_of(pid):
     kids, todo = [], [pid]
     while todo:
