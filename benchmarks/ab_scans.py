@@ -1,6 +1,7 @@
 """Issue 30's scans at one size, for A/B runs of kernel variants (one process per tree).
 
     PYTHONPATH=TREE python3 benchmarks/ab_scans.py LABEL [--log2n 27] [--reps 11] [--scans a,b] [--nocheck]
+                                                  [--density 1e-3]
 
 Question: did a change to kernels/ make a scan faster or slower?  Run it once per tree, each
 with its own PYTHONPATH, in one device call (the same machine), alternating the trees over two
@@ -26,14 +27,14 @@ from harness import SELF, events_interleaved  # noqa: E402
 import distscan  # noqa: E402
 
 
-def _scans(n: int) -> dict:
-    """{name: (bytes per item, call, output, reference or None)}"""
+def _scans(n: int, density: float = 1e-3) -> dict:
+    """{name: (bytes per item, call, output, reference or None)}; ``density``: the segment flags'"""
     rs = cp.random.RandomState(7)
     x32 = rs.standard_normal(n, dtype=cp.float32)
     x64 = x32.astype(cp.float64)
     xnan = x32.copy()
     xnan[rs.random_sample(n) < 0.01] = cp.nan
-    flags = rs.random_sample(n) < 1e-3
+    flags = rs.random_sample(n) < density
     coef = rs.uniform(0.5, 1.0, n).astype(cp.float32)
     y32, y64 = cp.empty_like(x32), cp.empty_like(x64)
     coef64 = coef.astype(cp.float64)
@@ -106,9 +107,10 @@ def main():
     ap.add_argument("--reps", type=int, default=11)
     ap.add_argument("--scans", help="comma-separated names (default: all)")
     ap.add_argument("--nocheck", action="store_true")
+    ap.add_argument("--density", type=float, default=1e-3, help="of the segment flags (default 1e-3)")
     a = ap.parse_args()
     n = 1 << a.log2n
-    table = _scans(n)
+    table = _scans(n, a.density)
     names = a.scans.split(",") if a.scans else list(table)
     for name in names:
         bpe, fn, out, ref = table[name]
@@ -125,7 +127,7 @@ def main():
             check = f"{bad:.1e}"
             assert bad <= 1e-4, f"{a.label}: {name} differs by {bad:.1e}"
         t = events_interleaved({name: fn}, a.reps, hide_host=True)[name]
-        print(f"{a.label:<10} {name:<20} {bpe * n / t / 1e9:8.0f} GB/s  ({check})", flush=True)
+        print(f"{a.label:<10} {name:<20} {bpe * n / t / 1e9:8.0f} GB/s  ({check}, flags {a.density:g})", flush=True)
 
 
 if __name__ == "__main__":

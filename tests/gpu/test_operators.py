@@ -423,6 +423,44 @@ def test_the_look_ahead_ring_stages_flags_and_coefficients(n, rng):
     assert "lookahead" in devices, devices
 
 
+@pytest.mark.parametrize("density", [0.5, 0.01, 1e-3, 0.0])
+def test_the_segmented_lead_keeps_the_look_back_s_bits(density, rng):
+    """Segmented scans on the look-back with a reduction lead (forced: 16 tiles) give the bits of
+    the look-back without one, forwards and reversed, inclusive and exclusive, float32 and int64
+    sums and an int64 max with initial, dense and sparse flags, flags on runs' first and last
+    items, a partial last tile, views one item on (unaligned).  (Written for a lead that skipped
+    the values before a warp's last flag, 2026-11-25: same bits, 7-15 % slower on the H200, not
+    kept: benchmarks/RESULTS.md, "A flags-first lead for the segmented sums".)"""
+    n = (1 << 21) + 777
+    x32 = rng.standard_normal(n + 1).astype(np.float32)
+    xi = rng.integers(-2**40, 2**40, n + 1)
+    flags = rng.random(n + 1) < density
+    if density:
+        flags[31::32] |= rng.random(flags[31::32].shape) < 0.05  # a run's last item
+        flags[::32] |= rng.random(flags[::32].shape) < 0.05      # a run's first item
+    d = {k: cp.asarray(v) for k, v in dict(x32=x32, xi=xi, flags=flags).items()}
+    for off in (0, 1):
+        v = {k: a[off:off + n] for k, a in d.items()}
+        for reverse in (False, True):
+            for exclusive in (False, True):
+                calls = [lambda alg: distscan.cumsum(v["x32"], segments=v["flags"], reverse=reverse,
+                                                     exclusive=exclusive, comm=SELF, algorithm=alg),
+                         lambda alg: distscan.cumsum(v["xi"], segments=v["flags"], reverse=reverse,
+                                                     exclusive=exclusive, comm=SELF, algorithm=alg),
+                         lambda alg: distscan.scan(v["xi"], "max", segments=v["flags"], reverse=reverse,
+                                                   exclusive=exclusive, initial=-5 if exclusive else None,
+                                                   comm=SELF, algorithm=alg)]
+                for i, call in enumerate(calls):
+                    with gpu.overrides(lead=16):
+                        led = cp.asnumpy(call("auto"))
+                    with gpu.overrides(lead=0):
+                        plain = cp.asnumpy(call("auto"))
+                    np.testing.assert_array_equal(led, plain, err_msg=f"call {i} off {off} reverse {reverse} "
+                                                                      f"exclusive {exclusive}")
+    leads = {p.lead for k, p in gpu.EXT_PLANS.items() if k[4].startswith("Segmented") and k[6] == "lookback"}
+    assert any(leads), leads
+
+
 def _compensated_checked(n, rng, **kw):
     """Correctly rounded where every sum of consecutive items is below 2^40 units, within the
     general bound where the prefixes pass it (tests.support.reference.assert_compensated),
