@@ -49,6 +49,8 @@ def main():
     xg = cp.asarray(6 * rng.integers(1, 1000, n))  # gcds of 6 (a few Euclid steps per application)
     xl = cp.asarray(rng.integers(1, 4, n).astype(np.int32))  # lcms of 1, 2, 3: 6 from the first few items
     y32, y64, yg, yl = cp.empty_like(x32), cp.empty_like(x64), cp.empty_like(xg), cp.empty_like(xl)
+    x16 = x32.astype(cp.float16)
+    y16 = cp.empty_like(x16)
     try:
         import torch
     except ImportError:
@@ -65,6 +67,8 @@ def main():
             "max f32": (8, lambda: distscan.cummax(x32, out=y32, algorithm=alg), y32),
             "max f64": (16, lambda: distscan.cummax(x64, out=y64, algorithm=alg), y64),
             "min f32": (8, lambda: distscan.cummin(x32, out=y32, algorithm=alg), y32),
+            "nanmin f32": (8, lambda: distscan.scan(xnan, "nanmin", out=y32, algorithm=alg), y32),
+            "max f16": (4, lambda: distscan.cummax(x16, out=y16, algorithm=alg), y16),
             "max i32": (8, lambda: distscan.cummax(xl, out=yl, algorithm=alg), yl),
             "max i64": (16, lambda: distscan.cummax(xg, out=yg, algorithm=alg), yg),
             "cumsum f32": (8, lambda: distscan.cumsum(x32, out=y32, algorithm=alg), y32),
