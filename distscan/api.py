@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._arrays import foreign_device
+from ._arrays import foreign_device, to_native
 from ._call import BACKENDS, Part
 from ._kinds import KINDS, NOT_THIS_KIND, options_key
 from .dist.agree import default_comm
@@ -239,14 +239,18 @@ def _cumulative(x, op, axis, dtype, include_initial, comm, kwargs):
     parts, and 0-d parts are refused (NumPy 2 does the same): on every rank, when one rank's part is
     (the others are in the plan's exchange by then: that rank joins it as failed)."""
     comm = default_comm(comm)
-    ndim = np.ndim(x) if not hasattr(x, "ndim") else x.ndim
     error = None
-    if ndim == 0:
-        error = ValueError(f"cumulative_{op} does not take 0-d arrays")
-    elif axis is None:
-        if ndim > 1:
-            error = ValueError(f"cumulative_{op}: axis is required for arrays of more than one dimension")
-        axis = 0
+    try:  # a DLPack or CUDA-array-interface object has no ndim: its array's (np.ndim took it as 0-d)
+        ndim = x.ndim if hasattr(x, "ndim") else to_native(x)[0].ndim
+    except Exception as exc:  # noqa: BLE001 - what cannot be converted fails on every rank, as in scan
+        error = exc
+    else:
+        if ndim == 0:
+            error = ValueError(f"cumulative_{op} does not take 0-d arrays")
+        elif axis is None:
+            if ndim > 1:
+                error = ValueError(f"cumulative_{op}: axis is required for arrays of more than one dimension")
+            axis = 0
     if error is not None:
         if comm is None or comm.Get_size() == 1:
             raise error

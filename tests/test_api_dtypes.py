@@ -55,6 +55,20 @@ def test_float16_accumulates_in_float32(ctx):
 
 
 @pytest.mark.manyranks
+@pytest.mark.parametrize("strategy", ["reduce_then_scan", "scan_then_add"])
+def test_float16_sums_are_rounded_once_by_either_strategy(ctx, strategy):
+    """scan_then_add scanned a float16 part into the float16 output and added the offset to that:
+    two roundings (122 ulp where the prefix cancels, 2026-11-25).  Multiples of 2^-10 up to 1 in
+    size, whose float32 prefix sums are exact: the result is their float64 sums rounded once."""
+    g = (ctx.rng.integers(-1024, 1025, 3001) / 1024).astype(np.float16)
+    want = np.cumsum(g.astype(np.float64)).astype(np.float16)
+    for c in ctx.all_counts(g.size):
+        part = Ctx.rows(g, c, ctx.rank)
+        got = ctx.run(lambda: distscan.cumsum(part, strategy=strategy, comm=ctx.comm))
+        ctx.check(lambda: np.testing.assert_array_equal(got, Ctx.rows(want, c, ctx.rank)))
+
+
+@pytest.mark.manyranks
 def test_float16_state_scans_are_the_float32_scans_rounded(ctx):
     """Segmented max, min, nanmax and logaddexp and linear recurrences of float16 raised numba's
     NotImplementedError (numba has no float16) on the CPU.  They combine in float32, as the

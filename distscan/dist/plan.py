@@ -185,7 +185,7 @@ class ScanPlan(LeanCalls):
                 return finish(out)
             # the caller's out itself, as NumPy's out= returns it (a backend may return a view of it)
             return given if given is not None else out
-        carry, n, last, loops, seed = None, 0, self.last, None, None
+        carry, n, last, loops, seed, scanned = None, 0, self.last, None, None, None
         seeds_initial = self.first and initial is not None and not self.projects
         if error is None:
             try:
@@ -207,10 +207,15 @@ class ScanPlan(LeanCalls):
                                 self.carries.of_part(self.be, rows, self.types, aux, self.reverse) if general \
                                 else self.carries.of_part(self.be, rows, self.types)
                 else:
+                    # A narrower result (float16 sums, accumulated in float32) is scanned and offset
+                    # in the accumulator dtype and rounded once, after the offset: scanned into out
+                    # and offset there, it was rounded twice (122 ulp where the prefix cancels).
+                    scanned = out if out.dtype == self.types.acc else \
+                        self.be.array_module().empty(rows.shape, self.types.acc)
                     with timer.phase("scan"):
                         _, total = self.be.scan(rows, self.op, self.types, exclusive=self.exclusive,
-                                                seed=initial if seeds_initial else None, out=out, want_total=True,
-                                                algorithm=self.algorithm, **(general or {}))
+                                                seed=initial if seeds_initial else None, out=scanned,
+                                                want_total=True, algorithm=self.algorithm, **(general or {}))
                     if n or seeds_initial:
                         carry = total  # the initial value travels in it
                 if seeds_initial and self.strategy == "reduce_then_scan":
@@ -237,9 +242,12 @@ class ScanPlan(LeanCalls):
                     else:
                         self.be.scan(rows, self.op, self.types, exclusive=self.exclusive, seed=seed, out=out,
                                      algorithm=self.algorithm, **(general or {}))
-            elif offset is not None:
-                with timer.phase("combine"):
-                    self.be.combine(out, self.op, self.types, offset)
+            else:
+                if offset is not None:
+                    with timer.phase("combine"):
+                        self.be.combine(scanned, self.op, self.types, offset)
+                if scanned is not out:
+                    self.be.array_module().copyto(out, scanned, casting="unsafe")
             if finish is not None:
                 out = finish(out)
         return out

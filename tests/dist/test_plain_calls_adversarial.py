@@ -247,9 +247,10 @@ def test_nan_aware_and_array_api_names(comm, name):
         if rep % 2 and name.startswith("cumulative"):
             g = rng.integers(0, 2, sum(counts)).astype(bool)
         lo, hi = _bounds(counts, rank)
-        x = part_as(g[lo:hi], ["contiguous", "strided", "list", "readonly"][(rank + rep) % 4])
+        # (dlpack: cumulative_sum/prod took an object without ndim as 0-d and refused it, 2026-11-25)
+        x = part_as(g[lo:hi], ["contiguous", "strided", "list", "readonly", "dlpack"][(rank + 2 * rep) % 5])
         y = fn(x, comm=comm)
-        all_ranks_ok(comm, lambda: _assert_same_bits(y, ref(g)[lo:hi], f"{name} repetition {rep}"))
+        all_ranks_ok(comm, lambda: _assert_same_bits(np.asarray(y), ref(g)[lo:hi], f"{name} repetition {rep}"))
 
 
 @pytest.mark.parametrize("name", ["nancumsum", "nancumprod"])
