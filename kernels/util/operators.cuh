@@ -265,6 +265,15 @@ struct FMin : OpBase {
         return (is_nan(a) || b < a) ? b : a;
     }
 };
+// An empty prefix of nanmax / nanmin as the host presents it (distscan/ops/table.py: -inf, +inf;
+// the lowest and highest integers), not the NaN they skip: a segmented exclusive scan's segment
+// starts gave NaN until 2026-11-25.
+template <typename T> struct Presented<FMax, T> {
+    static __device__ __forceinline__ T get() { return Limits<T>::lowest(); }
+};
+template <typename T> struct Presented<FMin, T> {
+    static __device__ __forceinline__ T get() { return Limits<T>::highest(); }
+};
 
 // ---- logcumsumexp: numpy.logaddexp / logaddexp2, as npy_logaddexp computes them ----------
 template <typename T> struct LogMath;

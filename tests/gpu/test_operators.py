@@ -232,6 +232,37 @@ def test_linear_recurrence_matches_the_cpu(dtype, n, rng):
     _close(got, ref, dtype, np.abs(ref).max(initial=1) * np.ones(n))
 
 
+@pytest.mark.parametrize("name", ["nanmax", "nanmin"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32"])
+def test_exclusive_nanmax_and_nanmin_start_from_their_identity(name, dtype, rng):
+    """An exclusive nanmax's empty prefix is -inf (nanmin's +inf; the integers' lowest and highest),
+    as on the CPU.  The GPU wrote the sums' +0.0 as the first result (its kernels start from NaN,
+    which fmax skips) and NaN at every later segment start (found by a fuzzer, 2026-11-25).
+    Plain, reversed and segmented, 1-D calls warm (the hot path), 2-D parts, out=."""
+    n = 10_001
+    x = rng.standard_normal(n) * 100
+    if np.dtype(dtype).kind == "f":
+        x[rng.random(n) < 0.05] = np.nan
+    x = x.astype(dtype)
+    flags = rng.random(n) < 0.01
+    for kw in ({}, {"reverse": True}, {"segments": flags}, {"segments": flags, "reverse": True}):
+        ref = distscan.scan(x, name, exclusive=True, comm=SELF, **kw)
+        first = ref[-1] if kw.get("reverse") else ref[0]
+        assert first == (np.iinfo(dtype).min if name == "nanmax" else np.iinfo(dtype).max) \
+            if np.dtype(dtype).kind == "i" else np.isinf(first) and (first < 0) == (name == "nanmax")
+        gkw = {k: cp.asarray(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}
+        for _ in range(2):
+            got = distscan.scan(cp.asarray(x), name, exclusive=True, comm=SELF, **gkw)
+            np.testing.assert_array_equal(cp.asnumpy(got), ref, err_msg=str(kw))
+    y = cp.empty(n, dtype)
+    for _ in range(3):
+        distscan.scan(cp.asarray(x), name, exclusive=True, out=y, comm=SELF)
+        np.testing.assert_array_equal(cp.asnumpy(y), distscan.scan(x, name, exclusive=True, comm=SELF))
+    x2 = x[:10_000].reshape(-1, 4)
+    np.testing.assert_array_equal(cp.asnumpy(distscan.scan(cp.asarray(x2), name, exclusive=True, comm=SELF)),
+                                  distscan.scan(x2, name, exclusive=True, comm=SELF))
+
+
 @pytest.mark.parametrize("name", ["nancumsum", "nancumprod"])
 def test_nan_aware_scans_with_an_integer_dtype_drop_nan_first(name, rng):
     """As numpy.nancumsum(x, dtype=int64): NaN replaced before the conversion (2026-11-25)."""

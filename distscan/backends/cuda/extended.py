@@ -23,8 +23,8 @@ import numpy as np
 from ..._dtypes import ScanTypes
 from ...ops import Op
 from . import compile as cc
-from .device import cp, device_info, memset_async, reduction_columns, refuse_in_capture, remember, require_cupy
-from .launch import ArgBlock, launch_shape
+from .device import cp, device_info, reduction_columns, refuse_in_capture, remember, require_cupy
+from .launch import ArgBlock, first_row, launch_shape, write_first_row
 from .plans import STATE_LEAD_SHARE, Plan, costly, persistent_grid, setup_lead, status_words, uses_lookahead
 from .scratch import scratch_of
 from .settings import SETTINGS
@@ -222,7 +222,7 @@ class ExtCall:
     time than the rest of the call).  The block is rewritten and launched under the entry's
     lock (threads on several streams may share an entry), inside the stream scratch's lock."""
 
-    __slots__ = ("plan", "fn", "kernel_ptr", "launch", "kstate", "host_dtype", "aux_places", "zero_first",
+    __slots__ = ("plan", "fn", "kernel_ptr", "launch", "kstate", "host_dtype", "aux_places", "first_row",
                  "args", "lock", "shapes", "scratch", "generation")
 
     def __init__(self, plan, op: Op, types: ScanTypes, exclusive: bool):
@@ -233,7 +233,7 @@ class ExtCall:
         self.kstate = plan.kacc
         self.host_dtype = np.dtype(types.state if op.state is not None else types.acc)
         self.aux_places = aux_places(op)
-        self.zero_first = exclusive and _first_is_identity(op, types)
+        self.first_row = first_row(op, types, 1) if exclusive else None  # launch.first_is_identity
         u64, i64, i32 = ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32
         self.args = ArgBlock(u64, u64, i64, u64, u64, u64, u64, u64, u64, i32, i64, u64, u64, i32, u64)
         self.lock = threading.Lock()
@@ -336,22 +336,15 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
                     coef_ptr and coef_ptr + c * step_coef, param_ptr and param_ptr + c * k)
     if w > 1:
         out[...] = outs.T
-    if ent.zero_first and seed is None and params is None:
-        # the identity, +0.0, as zero bytes (the kernels start from -0.0: launch.first_is_identity);
-        # out is C-contiguous (fresh, or the caller's own)
-        row = types.result.itemsize * w
-        memset_async(out.data.ptr + (n - 1 if reverse else 0) * row, 0, row, stream_ptr)
+    if ent.first_row is not None and seed is None and params is None:
+        # the identity (+0.0, nanmax's -inf) where the kernels start from the neutral element
+        # (launch.first_is_identity); out is C-contiguous (fresh, or the caller's own)
+        row = np.repeat(ent.first_row, w)
+        write_first_row(out.data.ptr + (n - 1 if reverse else 0) * row.nbytes, row, stream_ptr)
     total = None
     if want_total:
         total = _restate(totals.get().view(kstate).reshape(w), np.dtype(ent.host_dtype))
     return _finish(result, out, one_d, fresh), total
-
-
-def _first_is_identity(op: Op, types: ScanTypes) -> bool:
-    if types.result.kind not in "fc":
-        return False
-    neutral = np.asarray(op.neutral(types.acc), types.result)
-    return neutral.tobytes() != np.asarray(op.identity(types.acc), types.result).tobytes()
 
 
 def _neutral_rows(op: Op, types: ScanTypes, w: int) -> np.ndarray:

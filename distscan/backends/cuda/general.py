@@ -208,7 +208,7 @@ def _scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, 
     if zero_absorbs(op, types.acc):
         absorbed = absorb_zeros(cp, lifted(cp, x, op), out, seed, exclusive)
     if exclusive and seed is None and first_is_identity(op, types):
-        out[0] = 0  # the identity, +0.0 (see first_is_identity)
+        out[0] = op.identity(types.acc)  # +0.0, or nanmax's -inf (see first_is_identity)
     if result is not None and result is not out:
         result[...] = out
         out = result

@@ -12,10 +12,10 @@ import numpy as np
 from ..._carry import zero_absorbs
 from ..._dtypes import ScanTypes
 from .dependent import DependentLaunch, available as dependent_available
-from .device import cp, current_device, device_info, graphs_available, memset_async, remember, stream_capture_status
+from .device import cp, current_device, device_info, graphs_available, remember, stream_capture_status
 from .device import runtime_function
 from .device import PER_THREAD_STREAM, stream_key
-from .launch import ArgBlock, first_is_identity, launch_shape
+from .launch import ArgBlock, first_row, launch_shape, write_first_row
 from .plans import LOOKAHEAD_MIN_BYTES, LOOKAHEAD_MIN_BYTES_WIDE, large_plan, plan_of
 from .scratch import scratch_of
 from .settings import SETTINGS
@@ -62,7 +62,7 @@ class FastEntry:
         # the dtype object CuPy keeps in the results (the ring compares dtypes by identity)
         self.result_dtype = cp.ndarray((0,), result_type).dtype
         self.kernel_ptr = kernel_ptr  # the module stays loaded: plan.funcs holds the kernel
-        self.first_is_identity = False  # set by _fast_entry: see first_is_identity
+        self.first_row = None  # set by _fast_entry: launch.first_row
         self.args = ArgBlock(c.c_uint64, c.c_uint64, c.c_int64, c.c_uint64, c.c_uint64, c.c_uint64, c.c_uint64,
                               plan.kacc.itemsize, c.c_int32, c.c_uint64, c.c_int32, c.c_int64)
         (self.x, self.out, self.n, self.words, self.subaggs, self.anchors, self.state, self.seed, self.has_seed,
@@ -194,7 +194,7 @@ def _fast_entry(key, dev_id, stream_ptr, x_dtype, op, types, exclusive, algorith
         dependent = (DependentLaunch(kernel.kernel.ptr, plan.threads) if dependent_available()
                      and graphs_available() and device_info(dev_id)["cc"] >= 90 else None)
         ent = FastEntry(plan, scratch_of(dev_id, stream_ptr), kernel.kernel.ptr, launch, rt, dependent)
-        ent.first_is_identity = exclusive and first_is_identity(op, types)
+        ent.first_row = first_row(op, types, 1) if exclusive else None
     return remember(FAST, key, ent, 4 * SETTINGS.max_stream_entries)
 
 
@@ -250,8 +250,8 @@ def scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
             ent.launch_graphed(xp, op_, n, (xp | op_) & 15 == 0, lead, grid, smem, stream_ptr)
         else:
             ent.launch_at(xp, op_, n, (xp | op_) & 15 == 0, lead, seed_k, grid, smem, stream_ptr)
-        if ent.first_is_identity and seed_k is None:
-            memset_async(op_, 0, out_size, stream_ptr)  # see first_is_identity
+        if ent.first_row is not None and seed_k is None:
+            write_first_row(op_, ent.first_row, stream_ptr)  # see launch.first_is_identity
         if mem is None:
             return out
         result = cp.ndarray(x.shape, ent.result_type, mem)  # the shape it was given; memptr positional is cheaper

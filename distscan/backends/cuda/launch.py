@@ -5,12 +5,13 @@ passes to cuLaunchKernel."""
 from __future__ import annotations
 
 import ctypes
+from typing import Optional
 
 import numpy as np
 
 from ..._dtypes import ScanTypes
 from ...ops import Op
-from .device import is_capturing
+from .device import cp, is_capturing, memset_async
 from .plans import lead_of
 from .scratch import captured_scratch, scratch_of
 
@@ -23,14 +24,32 @@ def first_is_identity(op: Op, types: ScanTypes) -> bool:
     """Whether an unseeded exclusive scan's first result must be rewritten after the kernel.
 
     The kernels start every prefix from the operator's neutral element (``kernels/util/operators.cuh``:
-    -0.0 for float sums, so that a prefix of negative zeros keeps its sign), and so write it as
-    the first result of an unseeded exclusive scan.  What an empty prefix gives is the identity
-    (+0.0, as NumPy's ``np.add.identity`` and the CPU backend): for float and complex results of
-    sums the host then sets that one item's bytes to zero (+0.0)."""
+    -0.0 for float sums, so that a prefix of negative zeros keeps its sign; NaN for fmax and fmin,
+    which skip it), and so write it as the first result of an unseeded exclusive scan.  What an
+    empty prefix gives is the identity (+0.0, as NumPy's ``np.add.identity`` and the CPU backend;
+    -inf and +inf for nanmax and nanmin): the host then writes that one row (:func:`first_row`)."""
     if types.result.kind not in "fc":
         return False
     neutral = np.asarray(op.neutral(types.acc), types.result)
     return neutral.tobytes() != np.asarray(op.identity(types.acc), types.result).tobytes()
+
+
+def first_row(op: Op, types: ScanTypes, w: int) -> Optional[np.ndarray]:
+    """The row :func:`write_first_row` writes where :func:`first_is_identity`, else None."""
+    return np.full(w, op.identity(types.acc), types.result) if first_is_identity(op, types) else None
+
+
+def write_first_row(ptr: int, row: np.ndarray, stream_ptr: int) -> None:
+    """``row`` (one value, repeated) to device address ``ptr`` on the stream: zeros (the sums'
+    +0.0) as a memset; another value (nanmax's -inf: written as zeros, 0.0, until 2026-11-25) by
+    CuPy's fill kernel on that stream.  Both may be captured in a CUDA graph (a copy from pageable
+    host memory may not)."""
+    if not row.view(np.uint8).any():
+        memset_async(ptr, 0, row.nbytes, stream_ptr)
+        return
+    view = cp.ndarray(row.shape, row.dtype, cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(ptr, row.nbytes, None), 0))
+    with cp.cuda.ExternalStream(stream_ptr):
+        view.fill(row[0])
 
 
 # A launch claims num_tiles (+ its persistent grid) tile ids, counted in the low 32 bits of the
