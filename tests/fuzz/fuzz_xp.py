@@ -1058,10 +1058,7 @@ def compare(got, info, sl, out_dtype, shape_expected):
         else:
             ok = g == e
         if not ok.all():
-            bad = np.argwhere(~ok)[:4]
-            probs.append(f"{int((~ok).sum())} values differ (exact); first at local rows "
-                         f"{bad[:, 0].tolist()}: got {[g[tuple(b)] for b in bad]}, "
-                         f"expected {[e[tuple(b)] for b in bad]}")
+            probs.append(_first_bad(ok, "values differ (exact)", got=g, expected=e))
         return probs
     if mode == "comp":
         return compare_comp(g, info, sl, want_dt)
@@ -1101,10 +1098,8 @@ def compare(got, info, sl, out_dtype, shape_expected):
         ok_cls = (gc == ec) | near & ((gc == 0) | (gc == (np.where(wv > 0, 2, 3) if wv.dtype.kind != "c" else 2)))
         ok = ok_fin & ok_cls
     if not ok.all():
-        bad = np.argwhere(~ok)[:4]
-        probs.append(f"{int((~ok).sum())} values off (rtol {rtol:.2e} x magnitude); first at local rows "
-                     f"{bad[:, 0].tolist()}: got {[g[tuple(b)] for b in bad]}, expected "
-                     f"{[wv[tuple(b)] for b in bad]}, allowed {[float(np.broadcast_to(allowed, wv.shape)[tuple(b)]) for b in bad]}")
+        probs.append(_first_bad(ok, f"values off (rtol {rtol:.2e} x magnitude)", got=g, expected=wv,
+                                allowed=np.broadcast_to(allowed, wv.shape)))
     return probs
 
 
@@ -1134,11 +1129,16 @@ def compare_comp(g, info, sl, want_dt):
                 what = "past the bound 2ulp + (3m+R^2)u^2 sum|x|"
         ok = okspec & okval
         if not ok.all():
-            bad = np.argwhere(~ok)[:4]
-            probs.append(f"compensated {name}: {int((~ok).sum())} {what}; first at local rows "
-                         f"{bad[:, 0].tolist()}: got {[gp[tuple(x)] for x in bad]}, exact "
-                         f"{[ex[tuple(x)] for x in bad]}, rounded {[r[tuple(x)] for x in bad]}")
+            probs.append("compensated " + name + ": " + _first_bad(ok, what, got=gp, exact=ex, rounded=r))
     return probs
+
+
+def _first_bad(ok, what, **columns):
+    """``N what; first at local rows [...]: got [...], expected [...]``: the first four rows where
+    ``ok`` is False, with each column's values there."""
+    bad = np.argwhere(~ok)[:4]
+    shown = ", ".join(f"{k} {[a[tuple(b)] for b in bad]}" for k, a in columns.items())
+    return f"{int((~ok).sum())} {what}; first at local rows {bad[:, 0].tolist()}: {shown}"
 
 
 # ----------------------------------------------------------------------------------------------
