@@ -288,53 +288,38 @@ def seg_scan(X, uf, starts, *, exclusive=False, init=None, ident=None, reverse=F
     return inc[::-1] if reverse else inc
 
 
-if numba is not None:
-    @numba.njit(cache=False)
-    def _rec_loop(a, b, starts, init, reverse):
-        N, w = b.shape
-        y = np.empty_like(b)
-        prev = init.copy()
-        if not reverse:
-            for i in range(N):
-                if starts[i]:
-                    for j in range(w):
-                        prev[j] = init[j]
-                for j in range(w):
-                    v = a[i, j] * prev[j] + b[i, j]
-                    y[i, j] = v
-                    prev[j] = v
-        else:
-            for i in range(N - 1, -1, -1):
-                if i == N - 1 or starts[i + 1]:
-                    for j in range(w):
-                        prev[j] = init[j]
-                for j in range(w):
-                    v = a[i, j] * prev[j] + b[i, j]
-                    y[i, j] = v
-                    prev[j] = v
-        return y
-else:
-    def _rec_loop(a, b, starts, init, reverse):
-        N, w = b.shape
-        y = np.empty_like(b)
-        prev = init.copy()
-        order = range(N - 1, -1, -1) if reverse else range(N)
-        for i in order:
-            if (not reverse and starts[i]) or (reverse and (i == N - 1 or starts[i + 1])):
-                prev = init.copy()
-            prev = a[i] * prev + b[i]
-            y[i] = prev
-        return y
+def _rec_loop_py(a, b, restart, init):
+    """y[i] = a[i] * y[i-1] + b[i] in order, y[-1] = init, starting again from init where restart."""
+    N, w = b.shape
+    y = np.empty_like(b)
+    prev = init.copy()
+    for i in range(N):
+        if restart[i]:
+            for j in range(w):
+                prev[j] = init[j]
+        for j in range(w):
+            v = a[i, j] * prev[j] + b[i, j]
+            y[i, j] = v
+            prev[j] = v
+    return y
+
+
+_rec_loop = numba.njit(cache=False)(_rec_loop_py) if numba is not None else _rec_loop_py
 
 
 def rec_reference(A, B, starts, init, reverse):
+    """The sequential recurrence; reversed: the same loop over the mirrored rows, where a segment
+    starts again after each flagged row of the original order (the flags mark runs' first rows)."""
     N = B.shape[0]
     st = np.zeros(N, bool) if starts is None else np.asarray(starts, bool).copy()
     if N:
         st[0] = True
+    if reverse:
+        A, B = A[::-1], B[::-1]
+        st = np.concatenate([np.ones(min(N, 1), bool), st[::-1][:-1]])
     with np.errstate(all="ignore"):
-        return _rec_loop(np.ascontiguousarray(A), np.ascontiguousarray(B), st, np.ascontiguousarray(init),
-                         bool(reverse))
+        y = _rec_loop(np.ascontiguousarray(A), np.ascontiguousarray(B), st, np.ascontiguousarray(init))
+    return y[::-1] if reverse else y
 
 
 # ----------------------------------------------------------------------------------------------
