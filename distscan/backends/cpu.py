@@ -194,6 +194,10 @@ def _scan_by(algorithm, x, op: Op, types: ScanTypes, exclusive, seed, out, want_
         inclusive = algorithms.get_algorithm(algorithm)(acc, op.ufunc, identity)
     if absorbs:
         absorb_zeros(np, lifted(np, x, op), inclusive, seed, False)
+    if op.core.raw_first and seed is None and n:
+        # The flows start from identity op x[0]; NumPy's accumulate copies x[0] (gcd(0, -6) is 6),
+        # as _scan's own path and the GPU's general._raw_first do.
+        inclusive[0] = acc[0]
     first = seed if seed is not None else _identity_row(op, types, w)
     if exclusive:
         if n:
