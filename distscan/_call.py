@@ -69,6 +69,14 @@ def initial_row(initial, types: ScanTypes, trailing: tuple):
     raise ValueError(f"initial must be a scalar or match the trailing shape {trailing}; got shape {row.shape}")
 
 
+def recurrence_initial_row(initial, types: ScanTypes, trailing: tuple):
+    """:func:`initial_row` of a linear recurrence's ``y[-1]``, or None where it is all zeros: a zero
+    contributes nothing (``y[0] = b[0]``; an infinite ``a[0]`` gives no NaN), so it is the default.
+    Its shape is checked first: a zero array of the wrong shape is refused like any other."""
+    row = initial_row(initial, types, trailing)
+    return None if row is None or not row.any() else row
+
+
 def _unwrap(x, op: Op):
     """``(array, wrap)``: NumPy subclasses as plain arrays, and how to give the result their form.
 
@@ -220,9 +228,8 @@ class Part:
             work = self.xp.moveaxis(work, ax, 0)
         self.work_shape = tuple(int(s) for s in work.shape)
         self.trailing = self.work_shape[1:]
-        self.initial = initial_row(initial, self.types, self.trailing)
-        if coefficients is not None and self.initial is not None and not self.initial.any():
-            self.initial = None  # y[-1] = 0 contributes nothing (api.linear_recurrence: the scalar 0)
+        self.initial = (initial_row if coefficients is None else recurrence_initial_row)(initial, self.types,
+                                                                                         self.trailing)
         self.rows = _as_rows(work)
         self.aux = self._aux(segments, coef)
         if getattr(self.op, "check", False):  # a declared operator in debug mode: test it on this input

@@ -21,7 +21,7 @@ from ._arrays import foreign_device, to_native
 from ._call import BACKENDS, Part
 from ._kinds import KINDS, NOT_THIS_KIND, options_key
 from .dist.agree import default_comm
-from .dist.exchange import fail_exchange
+from .dist.exchange import raise_everywhere
 from .dist.nodes import node_size_of_call
 
 __all__ = ["scan", "cumsum", "cumprod", "cummax", "cummin", "nancumsum", "nancumprod", "cumulative_sum",
@@ -181,9 +181,7 @@ def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy
                     first=first, **(options or {}))
         plan = part.plan(group, node_size)
     except Exception as exc:  # noqa: BLE001 - every rank must learn it: join the plan's exchange
-        if group is None:
-            raise
-        fail_exchange(group, exc)
+        raise_everywhere(group, exc)
     if not getattr(part.op, "check", False):  # check=True samples every call's input: each takes this route
         KINDS.remember(key, x, part, node_size)
     if part.distributed:
@@ -252,9 +250,7 @@ def _cumulative(x, op, axis, dtype, include_initial, comm, kwargs):
                 error = ValueError(f"cumulative_{op}: axis is required for arrays of more than one dimension")
             axis = 0
     if error is not None:
-        if comm is None or comm.Get_size() == 1:
-            raise error
-        fail_exchange(comm, error)
+        raise_everywhere(comm if comm is not None and comm.Get_size() > 1 else None, error)
     return scan(x, op, dtype=dtype, comm=comm, axis=axis, include_initial=include_initial, **kwargs)
 
 
@@ -344,9 +340,7 @@ def reduce(x, op="sum", *, dtype=None, comm=None, axis=0, backend="auto"):
         part = Part(x, op, False, None, dtype, None, axis, "auto", "auto", backend)
         plan = part.plan(group, None if group is None else node_size_of_call(None))
     except Exception as exc:  # noqa: BLE001 - every rank must learn it: join the plan's exchange
-        if group is None:
-            raise
-        fail_exchange(group, exc, what="reduce arguments")
+        raise_everywhere(group, exc, what="reduce arguments")
     total, rows = plan.total(part.rows, what="reduce arguments")
     if rows == 0 and plan.op.name in ("max", "min"):
         raise ValueError(f"zero-size array to reduction operation {plan.op.name} which has no identity")

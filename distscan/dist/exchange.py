@@ -393,6 +393,15 @@ def exclusive_prefix(total: np.ndarray, combine: Combine, comm, method: str = "a
     return offset
 
 
+def raise_everywhere(group, error: BaseException, *, what="scan arguments") -> None:
+    """Raise ``error`` of a call that failed before its plan's exchange: here alone where the call
+    is local (``group`` None), else on every rank, this one joining the exchange the others are
+    in as failed (:func:`fail_exchange`); a rank never raises alone while others wait for it."""
+    if group is None:
+        raise error
+    fail_exchange(group, error, what=what)
+
+
 def fail_exchange(comm, error: BaseException, *, what="scan arguments") -> None:
     """Take part in a plan's exchange from a rank that could not build the plan: the record says
     "failed", so every rank raises the agreed error (this one too)."""

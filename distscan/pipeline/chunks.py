@@ -182,12 +182,9 @@ def make_plan(job, ctx, backend, default_strategy: str) -> ScanPlan:
 
 def initial_row(job, plan: ScanPlan):
     """A recurrence's ``y[-1]`` (``job.initial``) as a row ``(w,)`` of the accumulator dtype, or None
-    for none and for 0, which :func:`distscan.linear_recurrence` takes as none too (``y[0] = b[0]``:
-    an infinite ``a[0]`` gives no NaN).  Projected by the operator on every chunk of every rank."""
-    initial = getattr(job, "initial", None)
-    if initial is None or not np.any(initial):
-        return None
-    return _call.initial_row(initial, plan.types, plan.trailing)
+    for none and for zeros (:func:`distscan._call.recurrence_initial_row`, as
+    :func:`distscan.linear_recurrence`).  Projected by the operator on every chunk of every rank."""
+    return _call.recurrence_initial_row(getattr(job, "initial", None), plan.types, plan.trailing)
 
 
 def run_chunks(job, ctx, engine, plan: ScanPlan, layout: Layout, config: dict, initial=None) -> None:

@@ -259,8 +259,10 @@ def test_exclusive_nanmax_and_nanmin_start_from_their_identity(name, dtype, rng)
         distscan.scan(cp.asarray(x), name, exclusive=True, out=y, comm=SELF)
         np.testing.assert_array_equal(cp.asnumpy(y), distscan.scan(x, name, exclusive=True, comm=SELF))
     x2 = x[:10_000].reshape(-1, 4)
-    np.testing.assert_array_equal(cp.asnumpy(distscan.scan(cp.asarray(x2), name, exclusive=True, comm=SELF)),
-                                  distscan.scan(x2, name, exclusive=True, comm=SELF))
+    for reverse in (False, True):  # the first row is w items: the last row's, reversed
+        np.testing.assert_array_equal(
+            cp.asnumpy(distscan.scan(cp.asarray(x2), name, exclusive=True, reverse=reverse, comm=SELF)),
+            distscan.scan(x2, name, exclusive=True, reverse=reverse, comm=SELF), err_msg=f"reverse={reverse}")
 
 
 @pytest.mark.parametrize("name", ["nancumsum", "nancumprod"])

@@ -198,6 +198,36 @@ def test_the_first_call_of_a_process_inside_a_capture(dtype, n, exclusive, rng):
         np.testing.assert_array_equal(cp.asnumpy(y), want)
 
 
+@pytest.mark.parametrize("op", ["nanmax", "nanmin"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("cold", [True, False])
+def test_an_exclusive_nanmax_s_first_row_is_recorded_in_a_capture(op, dtype, cold, rng):
+    """An exclusive nanmax/nanmin's first result is its identity (-inf/+inf), written after the
+    kernel by CuPy's fill on the call's stream (launch.write_first_row), not by the kernel: the
+    fill must be recorded into the caller's graph and replayed, in a new process (cold: CuPy's
+    fill kernel first loaded inside the capture) and with warm caches."""
+    n = (1 << 20) + 3
+    host = rng.standard_normal(n).astype(dtype)
+    host[rng.random(n) < 0.1] = np.nan
+    x = cp.asarray(host)
+    if cold:
+        gpu.clear_caches()
+    else:
+        distscan.scan(x, op, exclusive=True, comm=COMM)
+    cp.cuda.Device().synchronize()
+    stream = cp.cuda.Stream(non_blocking=True)
+    graph, y = _capture(stream, lambda: distscan.scan(x, op, exclusive=True, comm=COMM))
+    fold = np.fmax if op == "nanmax" else np.fmin
+    identity = -np.inf if op == "nanmax" else np.inf
+    want = np.concatenate([[identity], fold.accumulate(host)[:-1]]).astype(dtype)
+    for _ in range(3):
+        with stream:
+            y[...] = 7  # the first row too: a replay that skipped the fill would leave 7 there
+        graph.launch(stream)
+        stream.synchronize()
+        np.testing.assert_array_equal(cp.asnumpy(y), want)
+
+
 def test_a_refused_call_inside_a_capture_leaves_nothing_half_made(rng):
     """A call that needs the host (a reduction) is refused inside a capture with a clear error;
     after the capture, the same calls on the same stream work (issue 28: this killed the CUDA

@@ -233,7 +233,7 @@ class ExtCall:
         self.kstate = plan.kacc
         self.host_dtype = np.dtype(types.state if op.state is not None else types.acc)
         self.aux_places = aux_places(op)
-        self.first_row = first_row(op, types, 1) if exclusive else None  # launch.first_is_identity
+        self.first_row = first_row(op, types) if exclusive else None  # launch.first_is_identity
         u64, i64, i32 = ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32
         self.args = ArgBlock(u64, u64, i64, u64, u64, u64, u64, u64, u64, i32, i64, u64, u64, i32, u64)
         self.lock = threading.Lock()
@@ -339,8 +339,8 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     if ent.first_row is not None and seed is None and params is None:
         # the identity (+0.0, nanmax's -inf) where the kernels start from the neutral element
         # (launch.first_is_identity); out is C-contiguous (fresh, or the caller's own)
-        row = np.repeat(ent.first_row, w)
-        write_first_row(out.data.ptr + (n - 1 if reverse else 0) * row.nbytes, row, stream_ptr)
+        write_first_row(out.data.ptr + (n - 1 if reverse else 0) * w * ent.first_row.itemsize, ent.first_row, w,
+                        stream_ptr)
     total = None
     if want_total:
         total = _restate(totals.get().view(kstate).reshape(w), np.dtype(ent.host_dtype))

@@ -194,7 +194,7 @@ def _fast_entry(key, dev_id, stream_ptr, x_dtype, op, types, exclusive, algorith
         dependent = (DependentLaunch(kernel.kernel.ptr, plan.threads) if dependent_available()
                      and graphs_available() and device_info(dev_id)["cc"] >= 90 else None)
         ent = FastEntry(plan, scratch_of(dev_id, stream_ptr), kernel.kernel.ptr, launch, rt, dependent)
-        ent.first_row = first_row(op, types, 1) if exclusive else None
+        ent.first_row = first_row(op, types) if exclusive else None
     return remember(FAST, key, ent, 4 * SETTINGS.max_stream_entries)
 
 
@@ -251,7 +251,7 @@ def scan_fast(x, op, types, exclusive, out, algorithm, seed=None):
         else:
             ent.launch_at(xp, op_, n, (xp | op_) & 15 == 0, lead, seed_k, grid, smem, stream_ptr)
         if ent.first_row is not None and seed_k is None:
-            write_first_row(op_, ent.first_row, stream_ptr)  # see launch.first_is_identity
+            write_first_row(op_, ent.first_row, 1, stream_ptr)  # see launch.first_is_identity
         if mem is None:
             return out
         result = cp.ndarray(x.shape, ent.result_type, mem)  # the shape it was given; memptr positional is cheaper

@@ -34,22 +34,24 @@ def first_is_identity(op: Op, types: ScanTypes) -> bool:
     return neutral.tobytes() != np.asarray(op.identity(types.acc), types.result).tobytes()
 
 
-def first_row(op: Op, types: ScanTypes, w: int) -> Optional[np.ndarray]:
-    """The row :func:`write_first_row` writes where :func:`first_is_identity`, else None."""
-    return np.full(w, op.identity(types.acc), types.result) if first_is_identity(op, types) else None
+def first_row(op: Op, types: ScanTypes) -> Optional[np.ndarray]:
+    """The item :func:`write_first_row` writes where :func:`first_is_identity` (an array of one),
+    else None."""
+    return np.full(1, op.identity(types.acc), types.result) if first_is_identity(op, types) else None
 
 
-def write_first_row(ptr: int, row: np.ndarray, stream_ptr: int) -> None:
-    """``row`` (one value, repeated) to device address ``ptr`` on the stream: zeros (the sums'
-    +0.0) as a memset; another value (nanmax's -inf: written as zeros, 0.0, until 2026-11-25) by
-    CuPy's fill kernel on that stream.  Both may be captured in a CUDA graph (a copy from pageable
-    host memory may not)."""
-    if not row.view(np.uint8).any():
-        memset_async(ptr, 0, row.nbytes, stream_ptr)
+def write_first_row(ptr: int, first: np.ndarray, w: int, stream_ptr: int) -> None:
+    """``w`` items of ``first`` (:func:`first_row` of one item) to device address ``ptr`` on the
+    stream: zeros (the sums' +0.0) as a memset; another value (nanmax's -inf: written as zeros,
+    0.0, until 2026-11-25) by CuPy's fill kernel on that stream.  Both are recorded into a CUDA
+    graph the caller captures (tests/gpu/test_promises.py; a copy from pageable host memory is not)."""
+    nbytes = first.nbytes * w
+    if not first.view(np.uint8).any():
+        memset_async(ptr, 0, nbytes, stream_ptr)
         return
-    view = cp.ndarray(row.shape, row.dtype, cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(ptr, row.nbytes, None), 0))
+    view = cp.ndarray((w,), first.dtype, cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(ptr, nbytes, None), 0))
     with cp.cuda.ExternalStream(stream_ptr):
-        view.fill(row[0])
+        view.fill(first[0])
 
 
 # A launch claims num_tiles (+ its persistent grid) tile ids, counted in the low 32 bits of the
