@@ -65,6 +65,7 @@ def main():
             "nancumsum f32": (8, lambda: distscan.nancumsum(xnan, out=y32, algorithm=alg), y32),
             "nanmax f32": (8, lambda: distscan.scan(xnan, "nanmax", out=y32, algorithm=alg), y32),
             "max f32": (8, lambda: distscan.cummax(x32, out=y32, algorithm=alg), y32),
+            "reverse max f32": (8, lambda: distscan.cummax(x32, reverse=True, out=y32, algorithm=alg), y32),
             "max f64": (16, lambda: distscan.cummax(x64, out=y64, algorithm=alg), y64),
             "min f32": (8, lambda: distscan.cummin(x32, out=y32, algorithm=alg), y32),
             "nanmin f32": (8, lambda: distscan.scan(xnan, "nanmin", out=y32, algorithm=alg), y32),
