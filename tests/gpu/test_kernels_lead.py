@@ -161,40 +161,6 @@ def test_costly_operators_take_the_plain_lookback():
     np.testing.assert_array_equal(cp.asnumpy(distscan.scan(cp.asarray(g), np.gcd)), np.gcd.accumulate(g))
 
 
-@pytest.mark.parametrize("name", ["max", "min"])
-def test_float32_max_and_min_follow_the_gpu_s_rule(name):
-    """plans.costly by GPU: float32 max and min take the plain look-back at every size where the
-    GPU's DRAM bytes an SM cycle pass SELECT_BOUND_BYTES_PER_SM_CYCLE (the H200), else the look-ahead
-    and the lead (the H100); float64 keeps them on both.  Results at the look-ahead's sizes, NaN
-    included, forward and reversed, against NumPy (bit for bit: max picks one of its inputs)."""
-    gpu.clear_caches()  # EXT_PLANS below: this test's plans alone
-    dev = cp.cuda.Device().id
-    op = OPS[name]
-    ratio = gpu.plans.bytes_per_sm_cycle(dev)
-    plain = ratio is not None and ratio > gpu.plans.SELECT_BOUND_BYTES_PER_SM_CYCLE
-    t32, t64 = (scan_types(op, np.dtype(dt)) for dt in (np.float32, np.float64))
-    plan = gpu.plans.plan_of(dev, t32.input, t32, op, "auto")
-    assert gpu.plans.costly(op, t32.acc, dev) is plain
-    assert (plan.lead == 0 and gpu.plans.large_plan(plan) is plan) if plain else plan.large_key is not None
-    wide = gpu.plans.plan_of(dev, t64.input, t64, op, "auto")
-    assert not gpu.plans.costly(op, t64.acc, dev) and wide.large_key is not None
-    rng = seeded_rng()
-    n = (1 << 24) + 3  # past the look-ahead's 2^26 bytes
-    x = rng.standard_normal(n).astype(np.float32)
-    x[rng.random(n) < 1e-6] = np.nan
-    x[: n // 2][x[: n // 2] > 4.5] = -0.0
-    fold = np.maximum if name == "max" else np.minimum
-    d = cp.asarray(x)
-    for reverse in (False, True):
-        order = slice(None, None, -1) if reverse else slice(None)
-        want = fold.accumulate(x[order])[order]
-        got = cp.asnumpy(distscan.scan(d, name, reverse=reverse))
-        np.testing.assert_array_equal(got.view(np.uint32)[~np.isnan(want)], want.view(np.uint32)[~np.isnan(want)])
-        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-    ext = [p for k, p in gpu.EXT_PLANS.items() if k[4] == op.functor and k[1] == np.dtype(np.float32)]
-    assert ext and all((p.device == "lookback" and p.lead == 0) is plain for p in ext), [p.device for p in ext]
-
-
 def test_counter_accounting_with_and_without_lead(lead):
     """Launches claiming num_tiles + lead ids, num_tiles ids and num_tiles + grid ids
     (look-ahead) interleaved on one stream (one tile counter): every result still right."""

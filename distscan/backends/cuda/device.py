@@ -40,7 +40,6 @@ def device_info(dev_id: int):
             )
         attrs = dev.attributes
         info = {"sms": attrs["MultiProcessorCount"], "cc": cc_num, "l2": attrs["L2CacheSize"],
-                "sm_clock": 1e3 * attrs["ClockRate"] if attrs.get("ClockRate") else None,  # Hz (kHz reported)
                 # peak DRAM bytes/s (double data rate; kHz, bits); None where not reported
                 "dram_bw": (2e3 * attrs["MemoryClockRate"] * attrs["GlobalMemoryBusWidth"] / 8
                             if attrs.get("MemoryClockRate") and attrs.get("GlobalMemoryBusWidth") else None)}

@@ -103,7 +103,7 @@ def ext_plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, device: str, rever
         if plan.la_grid == 0:
             raise RuntimeError(f"the look-ahead kernel needs {smem} bytes of shared memory per block, more than "
                                f"GPU {dev_id} gives")
-    setup_lead(plan, dev_id, "auto", _lead_share(op, kstate, types.acc, dev_id))
+    setup_lead(plan, dev_id, "auto", _lead_share(op, kstate))
     EXT_PLANS[key] = plan
     return plan
 
@@ -120,14 +120,14 @@ def staged_aux(op: Op, types: ScanTypes) -> tuple:
     return ()
 
 
-def _lead_share(op: Op, kstate: np.dtype, acc: np.dtype, dev_id: int) -> float:
+def _lead_share(op: Op, kstate: np.dtype) -> float:
     """The share of the time-based reduction lead a plan takes: none for affine maps of 16 bytes or
     more (float64, complex64: H200 at 2^27, 2321 and 1978 GB/s without a lead against 2124 and 1704
     with half; H100 0.68 and 0.61 of copy against 0.71 and 0.57), nor for compensated sums of 16 bytes
     or more (float64: 765 us without against 808 us with it; float32 keeps it, 355 us against 401:
     benchmarks/sweep_costly_tiles.py, H200, 2^27), plans.STATE_LEAD_SHARE for the other scans with
     flags or coefficients, none for costly operators (plans.costly), all of it otherwise."""
-    if costly(op, acc, dev_id):
+    if costly(op):
         return 0.0
     wide = kstate.itemsize >= 16
     if op.state is None or not op.state.aux:
@@ -139,7 +139,7 @@ def _compensated(op: Op) -> bool:
     return op.state is not None and op.state.kind == "compensated"
 
 
-def _device(op: Op, algorithm: str, n: int, in_size: int, out_size: int, acc: np.dtype, dev_id: int) -> str:
+def _device(op: Op, algorithm: str, n: int, in_size: int, out_size: int) -> str:
     """The device algorithm a named one asks for; for "auto", the look-back for operators with
     auxiliary inputs (AUX_LOOKAHEAD), for costly ones (plans.costly) and for compensated sums of
     states up to 16 bytes (their look-back shape, compile.choose_tuning, beats the look-ahead:
@@ -151,7 +151,7 @@ def _device(op: Op, algorithm: str, n: int, in_size: int, out_size: int, acc: np
     if algorithm != "auto":
         return algorithm
     aux = op.state is not None and len(op.state.aux) > 0
-    look_back = costly(op, acc, dev_id) or (_compensated(op) and in_size <= 8 and out_size <= 8) or (aux and not AUX_LOOKAHEAD)
+    look_back = costly(op) or (_compensated(op) and in_size <= 8 and out_size <= 8) or (aux and not AUX_LOOKAHEAD)
     return "lookahead" if not look_back and uses_lookahead(n, in_size, out_size) else "lookback"
 
 
@@ -304,7 +304,7 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     if not x._c_contiguous:
         x = cp.ascontiguousarray(x)
     dev_id = x.data.device_id
-    device = _device(op, algorithm, n, x.itemsize, types.result.itemsize, types.acc, dev_id)
+    device = _device(op, algorithm, n, x.itemsize, types.result.itemsize)
     key = (dev_id, x.dtype, types, op, exclusive, reverse, device, SETTINGS.tuning, SETTINGS.lead)
     ent = EXT_CALLS.get(key)
     if ent is None:

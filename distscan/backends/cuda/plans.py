@@ -5,7 +5,6 @@ look-back's reduction lead), and the tile shape and launch shape of a scan of n 
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import numpy as np
 
@@ -91,39 +90,11 @@ LOOKAHEAD_MIN_BYTES_WIDE = 1 << 25  # items of 8 bytes or more
 # smaller sizes, not measured for this).
 COSTLY_FUNCTORS = frozenset({"LogAddExp", "LogAddExp2", "Gcd", "Lcm"})
 
-# NumPy's max and min of floats (NaN propagates) are a compare, a NaN test and a select on the
-# scan's dependent chain (operators.cuh), where fmax or an integer max is one instruction.  At four
-# bytes an item or fewer, the look-ahead's third application makes them issue-bound where a GPU's
-# bandwidth outruns its SMs: the H200 (18.6 DRAM bytes an SM cycle) scans float32 max at 2777 GB/s
-# on the look-ahead (10.6 bytes an SM cycle) against 3006 on the plain look-back, 6-15 % faster from
-# 2^24; the H100 (12.8) reaches copy on the look-ahead (2872 GB/s, 11.0) and loses 8-15 % on the
-# plain look-back (benchmarks/RESULTS.md, "Max and min of the other dtypes").  float64 and the
-# integers lose a quarter on the plain look-back on both.  The line between the two GPUs:
-SELECT_FUNCTORS = frozenset({"Max", "Min"})
-SELECT_BOUND_BYTES_PER_SM_CYCLE = 15.0
 
-
-def bytes_per_sm_cycle(dev_id: int) -> Optional[float]:
-    """The GPU's peak DRAM bandwidth over its SMs' clock cycles (None where either is unknown)."""
-    info = device_info(dev_id)
-    if not info["dram_bw"] or not info.get("sm_clock"):
-        return None
-    return info["dram_bw"] / (info["sms"] * info["sm_clock"])
-
-
-def costly(op: Op, acc=None, dev_id: Optional[int] = None) -> bool:
+def costly(op: Op) -> bool:
     """Whether "auto" scans ``op`` with the plain look-back (no look-ahead, no lead):
-    :data:`COSTLY_FUNCTORS` everywhere, and float max and min of ``acc`` items of four bytes or
-    fewer on GPU ``dev_id`` where its bandwidth outruns its SMs (SELECT_BOUND_BYTES_PER_SM_CYCLE)."""
-    if op.functor in COSTLY_FUNCTORS:
-        return True
-    if op.functor not in SELECT_FUNCTORS or acc is None or dev_id is None:
-        return False
-    acc = np.dtype(acc)
-    if acc.kind != "f" or acc.itemsize > 4:
-        return False
-    ratio = bytes_per_sm_cycle(dev_id)
-    return ratio is not None and ratio > SELECT_BOUND_BYTES_PER_SM_CYCLE
+    :data:`COSTLY_FUNCTORS`."""
+    return op.functor in COSTLY_FUNCTORS
 
 
 def lookahead_min_bytes(in_size: int, out_size: int) -> int:
@@ -214,9 +185,8 @@ def plan_of(dev_id: int, in_dtype, types: ScanTypes, op: Op, algorithm: str = "a
         plan.identity_k = kacc.type(op.neutral(types.acc))
         plan.device = device
         _setup_lookahead(plan, dev_id, in_dtype, types.result)
-        plain = costly(op, types.acc, dev_id)
-        setup_lead(plan, dev_id, algorithm, 0.0 if plain else 1.0)
-        plan.large_key = (dev_id, in_dtype, types, op) if algorithm == "auto" and not plain else None
+        setup_lead(plan, dev_id, algorithm, 0.0 if costly(op) else 1.0)
+        plan.large_key = (dev_id, in_dtype, types, op) if algorithm == "auto" and not costly(op) else None
         plan.large = None
         plan.reduce_grid = None
         PLANS[key] = plan
