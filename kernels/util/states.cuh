@@ -62,7 +62,11 @@ template <typename V> struct CompState {
 // ranks and between a file's pieces.  A forward scan pads on the right (its last tile's items
 // past the end); a reverse one mirrors its tiles, so that its partial tile comes first in scan
 // order and pads on the left; the ordered reduction's idle threads stand on the left
-// (agent_reduce.cuh).  So a reverse state's identity is never on the right of an item, which
+// (agent_reduce.cuh); a block's lane 0 and thread 0, whose exclusive prefix is the identity, take
+// the prefix before them as it is (block_scan_coarsened.cuh's scan_down, TileAgent::thread_prefix;
+// until 2026-11-25 they applied the identity on its right, and a reverse segmented exclusive scan
+// gave the neutral value, NaN or -0.0, at a segment's first item at warp and tile boundaries).
+// So a reverse state's identity is never on the right of an item, which
 // SegmentedEnds and AffineEnds need: on the right of a state whose last item ends a segment their
 // identity would reset its end, and the next part in scan order (the rank before it in array
 // order) would continue a segment that starts afresh.

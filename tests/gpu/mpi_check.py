@@ -190,6 +190,11 @@ def operator_checks(rng, check, failures):
                 ("segmented lasts gcd", lambda f, x: f(x[0], "gcd", segments=x[1]), distscan.scan, (ints, lasts), True),
                 ("segmented excl lasts lcm", lambda f, x: f(x[0], "lcm", segments=x[1], exclusive=True), distscan.scan,
                  ((ints % 7) - 3, lasts), True),
+                # the first scanned item of a part (its last) after a carry whose last item ends a
+                # segment: an empty prefix, -inf (the GPU gave nanmax's neutral NaN until 2026-11-25)
+                ("segmented rev excl firsts nanmax f64", lambda f, x: f(x[0], "nanmax", segments=x[1], reverse=True,
+                                                                        exclusive=True), distscan.scan,
+                 (nan_b, firsts), True),
                 ("recurrence seg rev firsts f64", lambda f, x: distscan.linear_recurrence(x[1], x[0], segments=x[2],
                                                                                           reverse=True, comm=f),
                  None, (b, a, firsts), False),
@@ -210,7 +215,8 @@ def operator_checks(rng, check, failures):
                     got = cp.asnumpy(got)
                     want = np.asarray(want)[mine].astype(got.dtype)
                     if exact:
-                        check(got.dtype == want.dtype and np.array_equal(got, want), f"{tag}: differs")
+                        check(got.dtype == want.dtype and np.array_equal(got, want, equal_nan=got.dtype.kind == "f"),
+                              f"{tag}: differs")
                     else:
                         scale = np.abs(want).max(initial=1.0)
                         bound = (1e-4 if got.dtype in (np.float32, np.complex64) else 1e-9) * scale

@@ -265,6 +265,34 @@ def test_exclusive_nanmax_and_nanmin_start_from_their_identity(name, dtype, rng)
             distscan.scan(x2, name, exclusive=True, reverse=reverse, comm=SELF), err_msg=f"reverse={reverse}")
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [3 * 4096 + 77, (1 << 20) + 3])
+def test_segment_starts_at_warp_and_tile_boundaries_get_the_empty_prefix(dtype, n, rng):
+    """A flag on every 128th item (every warp's and tile's first item for every tile shape) and at
+    random: an exclusive scan's item at a segment start gets the empty prefix, bit for bit as on the
+    CPU: -inf for nanmax, +inf for nanmin, +0.0 for the sums.  Reversed, the block scan applied lane 0's
+    and thread 0's identity on the right of the prefix before them, which dropped its segment end,
+    and those items got the neutral value (NaN, -0.0) instead (found 2026-11-25 on the H200).
+    Integer-valued floats: every sum is exact, so all items compare bit for bit, sign of zero too."""
+    x = rng.integers(-50, 50, n).astype(dtype)
+    x[rng.random(n) < 0.05] = np.nan
+    flags = rng.random(n) < 0.02
+    flags[::128] = True
+    flags[1::128] = True  # reversed, item 128k's run is the one item 128k (a run that ends where a warp starts)
+    dx, dflags = cp.asarray(x), cp.asarray(flags)
+    for name in ("nanmax", "nanmin", "nansum", "sum"):
+        for reverse in (True, False):
+            for exclusive in (True, False):
+                ref = distscan.scan(x, name, segments=flags, reverse=reverse, exclusive=exclusive, comm=SELF)
+                for algorithm in ("auto", "lookback", "lookahead"):
+                    got = cp.asnumpy(distscan.scan(dx, name, segments=dflags, reverse=reverse, exclusive=exclusive,
+                                                   algorithm=algorithm, comm=SELF))
+                    same = (got.view(np.uint32 if dtype == "float32" else np.uint64)
+                            == ref.view(np.uint32 if dtype == "float32" else np.uint64)) | (np.isnan(got) & np.isnan(ref))
+                    bad = np.flatnonzero(~same)
+                    assert bad.size == 0, (name, reverse, exclusive, algorithm, bad[:8].tolist(), got[bad[:4]], ref[bad[:4]])
+
+
 @pytest.mark.parametrize("name", ["nancumsum", "nancumprod"])
 def test_nan_aware_scans_with_an_integer_dtype_drop_nan_first(name, rng):
     """As numpy.nancumsum(x, dtype=int64): NaN replaced before the conversion (2026-11-25)."""
