@@ -257,7 +257,7 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
                 const TAcc thread_exclusive = Tile::BScan::scan_down(s_scn[par], lane_exclusive, aggregate);
                 if (threadIdx.x == 0) tile_total<TAcc, Op>(t_scan, num_tiles, prefix, aggregate, d_total);
                 Tile::store(d_out, n, t_scan, vector_ok, scan_slice, warp, lane,
-                            Tile::thread_prefix(prefix, thread_exclusive), items, ex, starts);
+                            Op::template apply<TAcc>(prefix, thread_exclusive), items, ex, starts);
             }
             if (service) {
                 if (t_behind < num_tiles)

@@ -115,7 +115,7 @@ struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, false, REVE
             }
             const TAcc prefix = s_prefix;
             if (threadIdx.x == 0) tile_total<TAcc, Op>(tile, num_tiles, prefix, aggregate, d_total);
-            Tile::store(d_out, n, tile, vector_ok, smem, warp, lane, Tile::thread_prefix(prefix, thread_exclusive),
+            Tile::store(d_out, n, tile, vector_ok, smem, warp, lane, Op::template apply<TAcc>(prefix, thread_exclusive),
                         items, ex, starts);
             return;
         }
@@ -136,7 +136,7 @@ struct AgentScan : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, false, REVE
             if (lane == 0) s_prefix = p;
         }
         __syncthreads();  // s_prefix visible; every warp is also past reading its input from s_io
-        Tile::store(d_out, n, tile, vector_ok, smem, warp, lane, Tile::thread_prefix(s_prefix, thread_exclusive),
+        Tile::store(d_out, n, tile, vector_ok, smem, warp, lane, Op::template apply<TAcc>(s_prefix, thread_exclusive),
                     items, ex, starts);
     }
 };

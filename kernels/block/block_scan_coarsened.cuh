@@ -90,9 +90,7 @@ struct BlockScanCoarsened {
             running = Op::template apply<T>(running, tmp.warp_totals[w]);
         }
         block_aggregate = running;
-        // lane 0's exclusive prefix is the identity: left out, not applied on the right (the
-        // reverse segmented states' identity is neutral on the left alone: states.cuh)
-        return (threadIdx.x & 31) == 0 ? warp_exclusive : Op::template apply<T>(warp_exclusive, lane_exclusive);
+        return Op::template apply<T>(warp_exclusive, lane_exclusive);
     }
 
   private:

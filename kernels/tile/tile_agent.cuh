@@ -66,15 +66,6 @@ struct TileAgent {
     static constexpr int IO_BYTES = InIO::WARP_BYTES > OutIO::WARP_BYTES ? InIO::WARP_BYTES : OutIO::WARP_BYTES;
     typedef typename CoefOf<TAcc, Op::STATE>::type TCoef;
 
-    // The thread's prefix: the tile's, then the thread's exclusive one within the tile.  Thread 0's
-    // exclusive prefix is the identity, left out rather than applied on the right: SegmentedEnds'
-    // and AffineEnds' identity is not neutral there (it resets the end of a prefix whose last item
-    // ends a segment, and the thread's first item then took the neutral value, NaN for nanmax and
-    // -0.0 for sums, instead of an empty prefix's -inf and +0.0: states.cuh).
-    static __device__ __forceinline__ TAcc thread_prefix(const TAcc &tile_prefix, const TAcc &thread_exclusive) {
-        return threadIdx.x == 0 ? tile_prefix : Op::template apply<TAcc>(tile_prefix, thread_exclusive);
-    }
-
     // Where the calling warp's segment of `tile` starts, and how many of its items exist (in
     // memory: REVERSE mirrors the tile and the warp).
     static __device__ __forceinline__ i64 segment(i64 n, i64 tile, int warp, int &valid) {

@@ -30,7 +30,7 @@ template <typename V> struct SegEndsState {
     typedef V Value;
     V value;
     bool inner;
-    unsigned char end;  // 0 or 1; EMPTY in the identity of gcd and lcm
+    unsigned char end;  // 0 or 1; EMPTY in the identity
 };
 template <typename V> struct AffState {
     typedef V Value;
@@ -48,7 +48,7 @@ template <typename V> struct AffEndsState {
     V a;
     V b;
     bool inner;
-    bool end;
+    unsigned char end;  // 0 or 1; EMPTY in the identity
 };
 template <typename V> struct CompState {
     typedef V Value;
@@ -59,22 +59,21 @@ template <typename V> struct CompState {
 // Where the kernels pad with the identity (kernels/tile/tile_agent.cuh's items past the end, lane
 // 0, a thread's first item, tile 0 without a seed, the ordered reduction's idle threads), it must
 // be neutral there, bit for bit: a scan's total and a part's reduction are the carries between
-// ranks and between a file's pieces.  A forward scan pads on the right (its last tile's items
-// past the end); a reverse one mirrors its tiles, so that its partial tile comes first in scan
-// order and pads on the left; the ordered reduction's idle threads stand on the left
-// (agent_reduce.cuh); a block's lane 0 and thread 0, whose exclusive prefix is the identity, take
-// the prefix before them as it is (block_scan_coarsened.cuh's scan_down, TileAgent::thread_prefix;
-// until 2026-11-25 they applied the identity on its right, and a reverse segmented exclusive scan
-// gave the neutral value, NaN or -0.0, at a segment's first item at warp and tile boundaries).
-// So a reverse state's identity is never on the right of an item, which
-// SegmentedEnds and AffineEnds need: on the right of a state whose last item ends a segment their
-// identity would reset its end, and the next part in scan order (the rank before it in array
-// order) would continue a segment that starts afresh.
+// ranks and between a file's pieces.  It stands on both sides of items: a forward scan pads on
+// the right (its last tile's items past the end), a reverse one on the left (its partial tile
+// comes first in scan order), and the block scan and the look-back's trees put it on the right
+// of real states (scan_down's lane 0 and a tile's thread 0: prefix op identity; the lanes past a
+// sub-window's tiles in wait_aggregates).  SegmentedEnds' and AffineEnds' identity therefore holds
+// EMPTY in its `end` byte (no item's lift gives it), and their combines keep the other side's end
+// where one side is EMPTY: with end 0, the identity on the right of a state whose last item ends a
+// segment reset that end, and a reverse segmented exclusive scan gave the neutral value (NaN for
+// nanmax, -0.0 for sums) at such a segment's first item (at warp, tile and sub-window
+// boundaries; found 2026-11-25).  That marker is on the flags' chain alone.
 // The base operator's identity is exact on both sides for every operator but gcd and lcm
 // (gcd(-6, 0) is 6, and NumPy's accumulate copies a segment's first item as it is): there the
-// states' marker byte holds EMPTY in the identity alone (no item's lift gives it), and the
-// combines return the other side as it is, by selects.  Only there: the selects put the marker
-// on the per-item chains, and cost the reverse segmented sum f32 31 % (H100, 2^27, 2637 -> 1828
+// states' marker byte holds EMPTY in the identity (Segmented's flag too), and the combines return
+// the other side's value as it is, by selects.  Only there: the selects put the marker on the
+// per-item value chains, and cost the reverse segmented sum f32 31 % (H100, 2^27, 2637 -> 1828
 // GB/s) and the reverse segmented recurrence 22 % where every operator had them.
 constexpr unsigned char EMPTY = 2;
 template <typename Base> struct MarkedIdentity {
@@ -155,27 +154,32 @@ struct Segmented : SegmentedBase {
 
 template <typename Base>
 struct SegmentedEnds : SegmentedBase {
+    // The identity's end is EMPTY for every base (no item's lift gives it): on the right of a state
+    // whose last item ends a segment, it keeps that end (the block scan's and the look-back's
+    // trees put it there: lanes past a sub-window's tiles, a warp's lane 0, a tile's thread 0).
+    // With end 0 it reset it, and a reverse segmented exclusive scan gave the neutral value (NaN
+    // for nanmax, -0.0 for sums) at such a segment's first item (found 2026-11-25).  The marker
+    // is on the flags' chain alone; the value takes apply_marked's selects only where the base's
+    // identity is not neutral on both sides (MARKED: gcd, lcm).
     static constexpr bool MARKED = MarkedIdentity<Base>::value;
     template <typename S> static __device__ __forceinline__ S identity() {
         S s;
         s.value = Base::template identity<typename S::Value>();
         s.inner = false;
-        s.end = MARKED ? EMPTY : 0;
+        s.end = EMPTY;
         return s;
     }
     template <typename S> static __device__ __forceinline__ S apply(S a, S b) {
         S r;
+        const bool b_empty = b.end == EMPTY;
+        const bool cut = (a.end == 1) & !b_empty;  // a segment ends in a, and items follow in b
         if constexpr (MARKED) {
-            const bool a_empty = a.end == EMPTY, b_empty = b.end == EMPTY;
-            const bool cut = (a.end == 1) & !b_empty;  // a segment ends in a, and items follow in b
-            r.value = (b.inner | cut) ? b.value : apply_marked<Base>(a.value, b.value, a_empty, b_empty);
-            r.inner = a.inner | cut | b.inner;
-            r.end = b_empty ? a.end : b.end;
+            r.value = (b.inner | cut) ? b.value : apply_marked<Base>(a.value, b.value, a.end == EMPTY, b_empty);
         } else {
-            r.value = (b.inner || a.end) ? b.value : Base::template apply<typename S::Value>(a.value, b.value);
-            r.inner = a.inner || a.end || b.inner;
-            r.end = b.end;
+            r.value = (b.inner | cut) ? b.value : Base::template apply<typename S::Value>(a.value, b.value);
         }
+        r.inner = a.inner | cut | b.inner;
+        r.end = b_empty ? a.end : b.end;
         return r;
     }
     template <typename S, typename TIn, typename TC>
@@ -328,23 +332,27 @@ struct AffineStarts : AffineBase {
 };
 
 struct AffineEnds : AffineBase {
+    // end EMPTY in the identity, as SegmentedEnds' (there), so that it keeps a segment's end on
+    // the right as well
     template <typename S> static __device__ __forceinline__ S identity() {
         S s = neutral<S>();
         s.inner = false;
-        s.end = false;
+        s.end = EMPTY;
         return s;
     }
     template <typename S> static __device__ __forceinline__ S apply(S s, S t) {
         S r;
-        if (t.inner || s.end) {
+        const bool t_empty = t.end == EMPTY;
+        const bool cut = (s.end == 1) & !t_empty;  // a segment ends in s, and items follow in t
+        if (t.inner || cut) {
             r.a = t.a;
             r.b = t.b;
         } else {
             r.a = compose_a(s.a, t.a);
             r.b = compose_b(s.b, t.a, t.b);
         }
-        r.inner = s.inner || s.end || t.inner;
-        r.end = t.end;
+        r.inner = s.inner || cut || t.inner;
+        r.end = t_empty ? s.end : t.end;
         return r;
     }
     template <typename S, typename TIn, typename TC>

@@ -270,9 +270,10 @@ def test_exclusive_nanmax_and_nanmin_start_from_their_identity(name, dtype, rng)
 def test_segment_starts_at_warp_and_tile_boundaries_get_the_empty_prefix(dtype, n, rng):
     """A flag on every 128th item (every warp's and tile's first item for every tile shape) and at
     random: an exclusive scan's item at a segment start gets the empty prefix, bit for bit as on the
-    CPU: -inf for nanmax, +inf for nanmin, +0.0 for the sums.  Reversed, the block scan applied lane 0's
-    and thread 0's identity on the right of the prefix before them, which dropped its segment end,
-    and those items got the neutral value (NaN, -0.0) instead (found 2026-11-25 on the H200).
+    CPU: -inf for nanmax, +inf for nanmin, +0.0 for the sums.  Reversed, the block scan and the
+    look-back's trees apply the identity on the right of real states (lane 0, thread 0, the lanes
+    past a sub-window's tiles), where SegmentedEnds' identity reset a segment end, and those items
+    got the neutral value (NaN, -0.0) instead (found 2026-11-25 on the H200; states.cuh).
     Integer-valued floats: every sum is exact, so all items compare bit for bit, sign of zero too."""
     x = rng.integers(-50, 50, n).astype(dtype)
     x[rng.random(n) < 0.05] = np.nan
