@@ -63,8 +63,8 @@ struct BlockScanCoarsened {
             run = red[0];
 #pragma unroll
             for (int i = 1; i < ITEMS; ++i) {
-                items[i] = Op::template apply<T>(items[i - 1], items[i]);
-                run = Op::template apply<T>(run, red[i]);
+                items[i] = apply_run<Op, T>(items[i - 1], items[i]);
+                run = apply_run<Op, T>(run, red[i]);
             }
             scan_total = items[ITEMS - 1];
         }

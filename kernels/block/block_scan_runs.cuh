@@ -18,7 +18,7 @@ __device__ __forceinline__ T run_total(const T (&items)[ITEMS]) {
     } else {
         T run = items[0];
 #pragma unroll
-        for (int i = 1; i < ITEMS; ++i) run = Op::template apply<T>(run, items[i]);
+        for (int i = 1; i < ITEMS; ++i) run = apply_run<Op, T>(run, items[i]);
         return run;
     }
 }
@@ -32,7 +32,7 @@ __device__ __forceinline__ T runs_inclusive(T (&items)[ITEMS]) {
         return run_total<T, Op, ITEMS>(items);
     } else {
 #pragma unroll
-        for (int i = 1; i < ITEMS; ++i) items[i] = Op::template apply<T>(items[i - 1], items[i]);
+        for (int i = 1; i < ITEMS; ++i) items[i] = apply_run<Op, T>(items[i - 1], items[i]);
         return items[ITEMS - 1];
     }
 }

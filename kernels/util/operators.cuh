@@ -141,10 +141,25 @@ struct OpBase {
     static constexpr bool INTERLEAVE = false;
     static constexpr bool RUN_STATE = false;
     static constexpr bool PREFIX_UNDER_LOAD = true;
+    static constexpr bool RUN_APPLY = false;  // apply_run below
     template <typename TAcc, typename TIn> static __device__ __forceinline__ TAcc lift(TIn x) {
         return Convert<TAcc, TIn>::apply(x);
     }
 };
+
+// a op b inside a thread's run (block_scan_runs.cuh: the per-item chains), where b is a lifted
+// item, or the identity with only identities before it (a reverse scan pads its first items in
+// scan order).  Op::apply must also take the identity on the right of real states (the block
+// scan's and the look-back's trees put it there); an operator whose apply pays for that on the
+// per-item chain (RUN_APPLY: the reverse segmented states, util/states.cuh) gives the cheaper
+// combine for runs as apply_run.
+template <typename Op, typename T> __device__ __forceinline__ T apply_run(const T &a, const T &b) {
+    if constexpr (Op::RUN_APPLY) {
+        return Op::template apply_run<T>(a, b);
+    } else {
+        return Op::template apply<T>(a, b);
+    }
+}
 
 // What an empty prefix gives, as NumPy presents it: the identity, but +0.0 for float sums
 // (whose identity above is -0.0, the exact neutral).
