@@ -246,6 +246,18 @@ struct TileAgent {
                 out[run_item(i)] = output(v, ex, (starts >> i) & 1u);
                 if (EXCLUSIVE) Op::template run_add<TAcc>(r, items[i]);
             }
+        } else if (Op::RUN_APPLY && valid == 32 * ITEMS) {
+            // A whole segment: every item lifted, none the identity, so the run's cheaper combine
+            // serves (operators.cuh, apply_run; the same values)
+#pragma unroll
+            for (int i = 0; i < ITEMS; ++i) {
+                TAcc v;
+                if (EXCLUSIVE)
+                    v = (i == 0) ? prefix : apply_run<Op, TAcc>(prefix, items[i - 1]);
+                else
+                    v = apply_run<Op, TAcc>(prefix, items[i]);
+                out[run_item(i)] = output(v, ex, (starts >> i) & 1u);
+            }
         } else {
 #pragma unroll
             for (int i = 0; i < ITEMS; ++i) {
