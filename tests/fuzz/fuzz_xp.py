@@ -808,6 +808,19 @@ def gen_values(sc, p, rep, rdt):
     flags = None
     if sc["opts"].get("segments"):
         flags = rng.random(n) < sc["p_flag"]
+        if n and rng.random() < 0.3:
+            # the edges the kernels and the exchange join: the part's first or last row (a carry
+            # whose last item ends a segment), and rows on warp and tile boundaries, with the row
+            # after each (reversed, a run of one ends where a warp starts: found on the H200,
+            # 2026-11-25, where the block scan put the identity on the right of such an end)
+            if rng.random() < 0.5:
+                flags[0] = True
+            if rng.random() < 0.5:
+                flags[-1] = True
+            if rng.random() < 0.5:
+                step = int(pick(rng, [128, 256, 512, 1024, 2048, 4096]))
+                flags[::step] = True
+                flags[1::step] = True
     coef = None
     if fn == "linear_recurrence":
         ashape = shape if p["coef"] == "same" else ()
