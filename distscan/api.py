@@ -127,6 +127,12 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
                  timings, node_size, algorithm, _options(reverse, segments, include_initial, compensated))
 
 
+def _group(comm):
+    """``comm`` where the call spans several ranks (its collectives run there), else None: a call
+    of one rank makes none."""
+    return comm if comm is not None and comm.Get_size() > 1 else None
+
+
 def _options(reverse, segments, include_initial, compensated):
     """:func:`scan`'s state options as :func:`_scan` takes them: None for a plain scan."""
     if reverse or segments is not None or include_initial or compensated:
@@ -143,7 +149,7 @@ def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy
     as a :class:`distscan._call.Part`); a rank that cannot resolve it joins the plan's exchange
     as failed.  Then every rank runs its plan: the same collectives whichever way the part was
     resolved (:mod:`distscan.dist.plan`)."""
-    group = comm if comm is not None and comm.Get_size() > 1 else None
+    group = _group(comm)
     if node_size is None and group is not None:
         # DISTSCAN_NODE_SIZE as it is now, in the key of the call's kind and plan: a call after the
         # variable changed finds the plan of its new value (distscan.dist.nodes.node_size_of_call)
@@ -250,7 +256,7 @@ def _cumulative(x, op, axis, dtype, include_initial, comm, kwargs):
                 error = ValueError(f"cumulative_{op}: axis is required for arrays of more than one dimension")
             axis = 0
     if error is not None:
-        raise_everywhere(comm if comm is not None and comm.Get_size() > 1 else None, error)
+        raise_everywhere(_group(comm), error)
     return scan(x, op, dtype=dtype, comm=comm, axis=axis, include_initial=include_initial, **kwargs)
 
 
@@ -332,7 +338,7 @@ def reduce(x, op="sum", *, dtype=None, comm=None, axis=0, backend="auto"):
         with device:
             return reduce(x, op, dtype=dtype, comm=comm, axis=axis, backend=backend)
     comm = default_comm(comm)
-    group = comm if comm is not None and comm.Get_size() > 1 else None
+    group = _group(comm)
     part, plan = None, None
     try:
         if axis not in (0, None):
@@ -340,7 +346,7 @@ def reduce(x, op="sum", *, dtype=None, comm=None, axis=0, backend="auto"):
         part = Part(x, op, False, None, dtype, None, axis, "auto", "auto", backend)
         plan = part.plan(group, None if group is None else node_size_of_call(None))
     except Exception as exc:  # noqa: BLE001 - every rank must learn it: join the plan's exchange
-        raise_everywhere(group, exc, what="reduce arguments")
+        raise_everywhere(group, exc)
     total, rows = plan.total(part.rows, what="reduce arguments")
     if rows == 0 and plan.op.name in ("max", "min"):
         raise ValueError(f"zero-size array to reduction operation {plan.op.name} which has no identity")

@@ -393,16 +393,16 @@ def exclusive_prefix(total: np.ndarray, combine: Combine, comm, method: str = "a
     return offset
 
 
-def raise_everywhere(group, error: BaseException, *, what="scan arguments") -> None:
+def raise_everywhere(group, error: BaseException) -> None:
     """Raise ``error`` of a call that failed before its plan's exchange: here alone where the call
     is local (``group`` None), else on every rank, this one joining the exchange the others are
     in as failed (:func:`fail_exchange`); a rank never raises alone while others wait for it."""
     if group is None:
         raise error
-    fail_exchange(group, error, what=what)
+    fail_exchange(group, error)
 
 
-def fail_exchange(comm, error: BaseException, *, what="scan arguments") -> None:
+def fail_exchange(comm, error: BaseException) -> None:
     """Take part in a plan's exchange from a rank that could not build the plan: the record says
     "failed", so every rank raises the agreed error (this one too)."""
     st = status(True, 0, 0, empty=True)

@@ -79,7 +79,9 @@ struct BlockScanCoarsened {
     }
 
     // After the barrier: the thread's exclusive prefix within the block, and the aggregate.
-    // Every thread folds the warp totals in the same fixed order (broadcast reads).
+    // Every thread folds the warp totals in the same fixed order (broadcast reads), with the
+    // run's combine (apply_run: the totals' identities come first, a reverse scan padding first);
+    // lane_exclusive is lane 0's identity, on the right of a real state, so the last takes apply.
     static __device__ __forceinline__ T scan_down(const TempStorage &tmp, T lane_exclusive, T &block_aggregate) {
         const int warp = threadIdx.x >> 5;
         T running = Op::template identity<T>();
@@ -87,7 +89,7 @@ struct BlockScanCoarsened {
 #pragma unroll
         for (int w = 0; w < WARPS; ++w) {
             if (w == warp) warp_exclusive = running;
-            running = Op::template apply<T>(running, tmp.warp_totals[w]);
+            running = apply_run<Op, T>(running, tmp.warp_totals[w]);
         }
         block_aggregate = running;
         return Op::template apply<T>(warp_exclusive, lane_exclusive);

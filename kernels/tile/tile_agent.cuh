@@ -224,6 +224,24 @@ struct TileAgent {
         }
     }
 
+    // out[i]: item i's output from `prefix` op the thread's scanned items (the state before
+    // item i, or its own); RUN: by apply_run, where no item is the identity.
+    template <bool RUN>
+    static __device__ __forceinline__ void fold_prefix(const TAcc &prefix, const TAcc (&items)[ITEMS],
+                                                       const Extra<TAcc> &ex, unsigned starts, TOut (&out)[ITEMS]) {
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+            TAcc v;
+            if (EXCLUSIVE && i == 0) {
+                v = prefix;
+            } else {
+                const TAcc &run = items[EXCLUSIVE ? i - 1 : i];
+                v = RUN ? apply_run<Op, TAcc>(prefix, run) : Op::template apply<TAcc>(prefix, run);
+            }
+            out[run_item(i)] = output(v, ex, (starts >> i) & 1u);
+        }
+    }
+
     // Fold `prefix` (the tile's and the thread's) into the scanned items and store them
     // through the warp's slice, which must be free (every lane past reading its input).
     static __device__ __forceinline__ void store(TOut *d_out, i64 n, i64 tile, bool vector_ok, char *smem, int warp,
@@ -249,25 +267,9 @@ struct TileAgent {
         } else if (Op::RUN_APPLY && valid == 32 * ITEMS) {
             // A whole segment: every item lifted, none the identity, so the run's cheaper combine
             // serves (operators.cuh, apply_run; the same values)
-#pragma unroll
-            for (int i = 0; i < ITEMS; ++i) {
-                TAcc v;
-                if (EXCLUSIVE)
-                    v = (i == 0) ? prefix : apply_run<Op, TAcc>(prefix, items[i - 1]);
-                else
-                    v = apply_run<Op, TAcc>(prefix, items[i]);
-                out[run_item(i)] = output(v, ex, (starts >> i) & 1u);
-            }
+            fold_prefix<true>(prefix, items, ex, starts, out);
         } else {
-#pragma unroll
-            for (int i = 0; i < ITEMS; ++i) {
-                TAcc v;
-                if (EXCLUSIVE)
-                    v = (i == 0) ? prefix : Op::template apply<TAcc>(prefix, items[i - 1]);
-                else
-                    v = Op::template apply<TAcc>(prefix, items[i]);
-                out[run_item(i)] = output(v, ex, (starts >> i) & 1u);
-            }
+            fold_prefix<false>(prefix, items, ex, starts, out);
         }
         OutIO::regs_to_smem(smem, run_lane(lane), out);
         __syncwarp();

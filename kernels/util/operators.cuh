@@ -147,12 +147,14 @@ struct OpBase {
     }
 };
 
-// a op b inside a thread's run (block_scan_runs.cuh: the per-item chains), where b is a lifted
-// item, or the identity with only identities before it (a reverse scan pads its first items in
-// scan order).  Op::apply must also take the identity on the right of real states (the block
-// scan's and the look-back's trees put it there); an operator whose apply pays for that on the
-// per-item chain (RUN_APPLY: the reverse segmented states, util/states.cuh) gives the cheaper
-// combine for runs as apply_run.
+// a op b inside a thread's run (block_scan_runs.cuh: the per-item chains), in the warp scan of
+// the run totals and in the block scan's fold of the warp totals (block_scan_coarsened.cuh),
+// where b is a lifted item or a real state, or the identity with only identities before it (a
+// reverse scan pads its first items in scan order; only operators with RUN_APPLY take this
+// route, and they are reverse ones).  Op::apply must also take the identity on the right of
+// real states (a warp's lane 0, a tile's prefix and the look-back's trees put it there); an
+// operator whose apply pays for that on the per-item chain (RUN_APPLY: the reverse segmented
+// states, util/states.cuh) gives the cheaper combine for runs as apply_run.
 template <typename Op, typename T> __device__ __forceinline__ T apply_run(const T &a, const T &b) {
     if constexpr (Op::RUN_APPLY) {
         return Op::template apply_run<T>(a, b);

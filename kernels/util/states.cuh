@@ -171,34 +171,18 @@ struct SegmentedEnds : SegmentedBase {
         return s;
     }
     template <typename S> static __device__ __forceinline__ S apply(S a, S b) {
-        S r;
         const bool b_empty = b.end == EMPTY;
-        const bool cut = (a.end == 1) & !b_empty;  // a segment ends in a, and items follow in b
-        if constexpr (MARKED) {
-            r.value = (b.inner | cut) ? b.value : apply_marked<Base>(a.value, b.value, a.end == EMPTY, b_empty);
-        } else {
-            r.value = (b.inner | cut) ? b.value : Base::template apply<typename S::Value>(a.value, b.value);
-        }
-        r.inner = a.inner | cut | b.inner;
-        r.end = b_empty ? a.end : b.end;
-        return r;
+        // a segment ends in a, and items follow in b
+        return join(a, b, (a.end == 1) & !b_empty, b_empty ? a.end : b.end);
     }
-    // apply inside a thread's run (operators.cuh, apply_run): b is an item, or the identity after
-    // identities alone, so b's end is the result's.  apply's select on b's marker made each item's
-    // end wait for the one before it: a serial chain that cost the reverse segmented sum f32 a
-    // third (H200, 2^27, 2951 -> 1967 GB/s, 2026-11-25).
+    // apply inside a thread's run, the warp scan of the run totals and scan_down's fold
+    // (operators.cuh, apply_run): b is an item or a real state, or the identity after identities
+    // alone (a reverse scan pads first), so b's end is the result's.  apply's select on b's marker
+    // made each item's end wait for the one before it: a serial chain that cost the reverse
+    // segmented sum f32 a third (H200, 2^27, 2951 -> 1967 GB/s, 2026-11-25).
     static constexpr bool RUN_APPLY = true;
     template <typename S> static __device__ __forceinline__ S apply_run(S a, S b) {
-        S r;
-        const bool cut = a.end == 1;
-        if constexpr (MARKED) {
-            r.value = (b.inner | cut) ? b.value : apply_marked<Base>(a.value, b.value, a.end == EMPTY, b.end == EMPTY);
-        } else {
-            r.value = (b.inner | cut) ? b.value : Base::template apply<typename S::Value>(a.value, b.value);
-        }
-        r.inner = a.inner | cut | b.inner;
-        r.end = b.end;
-        return r;
+        return join(a, b, a.end == 1, b.end);
     }
     template <typename S, typename TIn, typename TC>
     static __device__ __forceinline__ S lift(TIn x, bool flag, TC) {
@@ -216,6 +200,21 @@ struct SegmentedEnds : SegmentedBase {
     template <typename TOut, typename S> static __device__ __forceinline__ TOut first(const S &p, bool has) {
         typedef typename S::Value V;
         return Convert<TOut, V>::apply(has ? p.value : Presented<Base, V>::get());
+    }
+
+  private:
+    // b after a: `cut` where a segment ends in a and b holds items (b's value alone then), `end`
+    // the result's end marker
+    template <typename S> static __device__ __forceinline__ S join(const S &a, const S &b, bool cut, unsigned char end) {
+        S r;
+        if constexpr (MARKED) {
+            r.value = (b.inner | cut) ? b.value : apply_marked<Base>(a.value, b.value, a.end == EMPTY, b.end == EMPTY);
+        } else {
+            r.value = (b.inner | cut) ? b.value : Base::template apply<typename S::Value>(a.value, b.value);
+        }
+        r.inner = a.inner | cut | b.inner;
+        r.end = end;
+        return r;
     }
 };
 
@@ -359,35 +358,14 @@ struct AffineEnds : AffineBase {
         return s;
     }
     template <typename S> static __device__ __forceinline__ S apply(S s, S t) {
-        S r;
         const bool t_empty = t.end == EMPTY;
-        const bool cut = (s.end == 1) & !t_empty;  // a segment ends in s, and items follow in t
-        if (t.inner || cut) {
-            r.a = t.a;
-            r.b = t.b;
-        } else {
-            r.a = compose_a(s.a, t.a);
-            r.b = compose_b(s.b, t.a, t.b);
-        }
-        r.inner = s.inner || cut || t.inner;
-        r.end = t_empty ? s.end : t.end;
-        return r;
+        // a segment ends in s, and items follow in t
+        return join(s, t, (s.end == 1) & !t_empty, t_empty ? s.end : t.end);
     }
-    // inside a thread's run, as SegmentedEnds::apply_run
+    // where SegmentedEnds::apply_run serves (there)
     static constexpr bool RUN_APPLY = true;
     template <typename S> static __device__ __forceinline__ S apply_run(S s, S t) {
-        S r;
-        const bool cut = s.end == 1;
-        if (t.inner || cut) {
-            r.a = t.a;
-            r.b = t.b;
-        } else {
-            r.a = compose_a(s.a, t.a);
-            r.b = compose_b(s.b, t.a, t.b);
-        }
-        r.inner = s.inner || cut || t.inner;
-        r.end = t.end;
-        return r;
+        return join(s, t, s.end == 1, t.end);
     }
     template <typename S, typename TIn, typename TC>
     static __device__ __forceinline__ S lift(TIn x, bool flag, TC coef) {
@@ -397,6 +375,22 @@ struct AffineEnds : AffineBase {
         s.inner = false;
         s.end = flag;
         return s;
+    }
+
+  private:
+    // t after s, as SegmentedEnds::join
+    template <typename S> static __device__ __forceinline__ S join(const S &s, const S &t, bool cut, unsigned char end) {
+        S r;
+        if (t.inner || cut) {
+            r.a = t.a;
+            r.b = t.b;
+        } else {
+            r.a = compose_a(s.a, t.a);
+            r.b = compose_b(s.b, t.a, t.b);
+        }
+        r.inner = s.inner || cut || t.inner;
+        r.end = end;
+        return r;
     }
 };
 

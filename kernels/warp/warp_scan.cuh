@@ -8,12 +8,15 @@ namespace distscan {
 
 // Inclusive Kogge-Stone scan (5 shuffle steps).  Lane l gets x_0 op ... op x_l;
 // `exclusive` gets x_0 op ... op x_{l-1} (the identity on lane 0).
+// The lanes' values are run totals in scan order, any identities before every real state (the
+// block scan's: a reverse scan pads first), so each step takes the run's combine (operators.cuh,
+// apply_run): an identity never stands on the right of a real state here.
 template <typename T, typename Op>
 __device__ __forceinline__ T warp_inclusive_scan(T x, int lane, T &exclusive) {
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
         T up = shfl_up(x, d);
-        if (lane >= d) x = Op::template apply<T>(up, x);
+        if (lane >= d) x = apply_run<Op, T>(up, x);
     }
     T prev = shfl_up(x, 1);
     exclusive = (lane == 0) ? Op::template identity<T>() : prev;
@@ -23,7 +26,8 @@ __device__ __forceinline__ T warp_inclusive_scan(T x, int lane, T &exclusive) {
 // Two independent warp_inclusive_scan()s in one loop (each value's association as there, bit
 // for bit), so that their shuffles and applications interleave: for operators whose application
 // is a long dependent chain (max with NaNs, logaddexp, compensated and affine states) the two
-// chains overlap instead of running one after the other.  `x_exclusive` as warp_inclusive_scan's.
+// chains overlap instead of running one after the other.  `x_exclusive` and what the lanes hold
+// as warp_inclusive_scan's.
 template <typename T, typename Op>
 __device__ __forceinline__ void warp_inclusive_scan_pair(T &x, T &y, int lane, T &x_exclusive) {
 #pragma unroll
@@ -31,8 +35,8 @@ __device__ __forceinline__ void warp_inclusive_scan_pair(T &x, T &y, int lane, T
         T up_x = shfl_up(x, d);
         T up_y = shfl_up(y, d);
         if (lane >= d) {
-            x = Op::template apply<T>(up_x, x);
-            y = Op::template apply<T>(up_y, y);
+            x = apply_run<Op, T>(up_x, x);
+            y = apply_run<Op, T>(up_y, y);
         }
     }
     T prev = shfl_up(x, 1);

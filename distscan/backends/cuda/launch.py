@@ -50,8 +50,27 @@ def write_first_row(ptr: int, first: np.ndarray, w: int, stream_ptr: int) -> Non
         memset_async(ptr, 0, nbytes, stream_ptr)
         return
     view = cp.ndarray((w,), first.dtype, cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(ptr, nbytes, None), 0))
-    with cp.cuda.ExternalStream(stream_ptr):
+    with _cupy_stream(stream_ptr):
         view.fill(first[0])
+
+
+class _StreamHandle:
+    """A raw ``cudaStream_t`` in the CUDA stream protocol, which CuPy 14's
+    ``Stream.from_external`` takes (it deprecates ``ExternalStream(ptr)``)."""
+
+    def __init__(self, ptr: int):
+        self.ptr = ptr
+
+    def __cuda_stream__(self):
+        return (0, self.ptr)
+
+
+def _cupy_stream(stream_ptr: int):
+    """CuPy's stream object for the raw stream ``stream_ptr`` (not owned: the caller's)."""
+    from_external = getattr(cp.cuda.Stream, "from_external", None)
+    if from_external is None:  # CuPy 13
+        return cp.cuda.ExternalStream(stream_ptr)
+    return from_external(_StreamHandle(stream_ptr))
 
 
 # A launch claims num_tiles (+ its persistent grid) tile ids, counted in the low 32 bits of the
