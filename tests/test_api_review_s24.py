@@ -13,62 +13,65 @@ import pytest
 
 import distscan
 
+from tests.support.data import local_part
+from tests.support.ranks import all_ranks_ok
+
 pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(60)]
 
 try:
     from mpi4py import MPI
 
-    WORLD = MPI.COMM_WORLD
+    RANKS = MPI.COMM_WORLD.Get_size()  # the `comm` fixture's size, for a marker's condition
 except ImportError:  # pragma: no cover
-    WORLD = None
-RANKS = 1 if WORLD is None else WORLD.Get_size()
-RANK = 0 if WORLD is None else WORLD.Get_rank()
+    RANKS = 1
 
 
-def _mine(parts):
-    """This rank's part of ``parts`` (one a rank; the last one on every rank past them) and the
-    global array the ranks hold together."""
-    held = [parts[min(r, len(parts) - 1)] for r in range(RANKS)]
-    return held[RANK], np.concatenate(held), sum(len(p) for p in held[:RANK])
+def _parts(parts, comm):
+    """This rank's part of ``parts`` (one a rank; the last one again on every rank past them), the
+    global array they make, and where this part starts in it."""
+    held = [parts[min(r, len(parts) - 1)] for r in range(comm.size)]
+    counts = [len(p) for p in held]
+    whole = np.concatenate(held)
+    return local_part(whole, counts, comm.rank), whole, sum(counts[:comm.rank])
 
 
 @pytest.mark.xfail(RANKS > 2, strict=True, reason="the segmented carry multiplies a part's product: "
                    "0 times a later part's infinite product is NaN (distscan/_carry.py's zero position "
                    "covers plain products only)")
-def test_a_segmented_float_product_absorbs_zeros_across_ranks():
+def test_a_segmented_float_product_absorbs_zeros_across_ranks(comm):
     # the middle part's product is infinite: the part after it gets the zero times it (at 3 ranks
     # and more; at 2, the second part is scanned from the zero itself)
-    x, whole, start = _mine([np.array([0.0]), np.array([1e200, 1e200]), np.array([2.0])])
-    got = distscan.cumprod(x, segments=np.zeros(len(x), bool), comm=WORLD)
-    mine = np.array_equal(got, np.cumprod(whole)[start:start + len(x)])  # rank 0's part has the zero: right
-    assert all([mine] if WORLD is None else WORLD.allgather(mine)), (RANK, got)
+    x, whole, start = _parts([np.array([0.0]), np.array([1e200, 1e200]), np.array([2.0])], comm)
+    got = distscan.cumprod(x, segments=np.zeros(len(x), bool), comm=comm)
+    # rank 0's part holds the zero and is right: every rank fails with the ranks after it
+    all_ranks_ok(comm, lambda: np.testing.assert_array_equal(got, np.cumprod(whole)[start:start + len(x)]))
 
 
 @pytest.mark.parametrize("name,ufunc", [("nanmax", np.fmax), ("nanmin", np.fmin)])
-def test_reduce_of_all_nan_data_is_nan(name, ufunc):
-    x = np.full(RANK + 1, np.nan)
-    assert np.isnan(distscan.reduce(x, name, comm=WORLD))
+def test_reduce_of_all_nan_data_is_nan(comm, name, ufunc):
+    x = np.full(comm.rank + 1, np.nan)
+    assert np.isnan(distscan.reduce(x, name, comm=comm))
 
 
 @pytest.mark.parametrize("call", ["segments", "compensated", "recurrence"])
-def test_state_scans_of_rows_of_no_columns_are_empty(call):
+def test_state_scans_of_rows_of_no_columns_are_empty(comm, call):
     x = np.ones((2, 0))
     if call == "segments":
-        got = distscan.cumsum(x, segments=np.ones(2, bool), comm=WORLD)
+        got = distscan.cumsum(x, segments=np.ones(2, bool), comm=comm)
     elif call == "compensated":
-        got = distscan.cumsum(x, compensated=True, comm=WORLD)
+        got = distscan.cumsum(x, compensated=True, comm=comm)
     else:
-        got = distscan.linear_recurrence(0.5, x, comm=WORLD)
+        got = distscan.linear_recurrence(0.5, x, comm=comm)
     assert got.shape == (2, 0)
 
 
 @pytest.mark.parametrize("dtype,initial", [("int8", 300), ("uint64", -1), ("int64", 2**63)])
-def test_an_integer_initial_out_of_the_dtype_s_range_is_refused(dtype, initial):
+def test_an_integer_initial_out_of_the_dtype_s_range_is_refused(comm, dtype, initial):
     with pytest.raises(OverflowError):
-        distscan.cummax(np.ones(2, dtype), initial=initial, comm=WORLD)  # max accumulates in the dtype itself
+        distscan.cummax(np.ones(2, dtype), initial=initial, comm=comm)  # max accumulates in the dtype itself
 
 
-def test_an_empty_buffer_protocol_out_is_written_in_place():
+def test_an_empty_buffer_protocol_out_is_written_in_place(comm):
     out = array.array("q")
-    got = distscan.cumsum(np.zeros(0, np.int64), out=out, comm=WORLD)
+    got = distscan.cumsum(np.zeros(0, np.int64), out=out, comm=comm)
     assert len(got) == 0
