@@ -42,6 +42,21 @@ def normalize_axis(axis, ndim: int):
     return int(axis) % ndim
 
 
+def _views_memory(out, out_native) -> bool:
+    """Whether ``out_native`` (``out`` as a host array) views ``out``'s own memory, so that a result
+    written into it reaches the caller: it shares memory with a second conversion, or, empty (two
+    empty arrays share none), ``out`` has the buffer protocol (an empty ``array.array``)."""
+    if np.may_share_memory(out_native, to_native(out)[0]):
+        return True
+    if out_native.size == 0:
+        try:
+            memoryview(out)
+        except TypeError:
+            return False
+        return True
+    return False
+
+
 def initial_row(initial, types: ScanTypes, trailing: tuple):
     """``initial`` as one row of ``w = prod(trailing)`` accumulator items: a scalar, or an array that
     broadcasts to the trailing shape (or, as before it was read so, to the flattened row)."""
@@ -59,6 +74,12 @@ def initial_row(initial, types: ScanTypes, trailing: tuple):
             raise ValueError(f"cannot convert initial value {initial!r} to {types.acc}: not a finite number")
         info = np.iinfo(types.acc)
         if (row < info.min).any() or (row >= float(info.max) + 1).any():
+            raise OverflowError(f"initial value {initial!r} is out of the range of {types.acc}")
+    elif row.dtype.kind in "iu" and types.acc.kind in "iu":
+        # refused past the range as NumPy 2 refuses a Python int (cummax(int8, initial=300) wrapped
+        # to 44; found 2026-11-25), not cast
+        info = np.iinfo(types.acc)
+        if (row < info.min).any() or (row > info.max).any():
             raise OverflowError(f"initial value {initial!r} is out of the range of {types.acc}")
     row = row.astype(types.acc)
     for shape in (trailing, (math.prod(trailing),)):
@@ -173,8 +194,7 @@ class Part:
         out_native = None
         if out is not None:
             out_native, out_backend, _ = to_native(out)
-            if out_backend == "cpu" and out_native is not out and \
-                    not np.may_share_memory(out_native, to_native(out)[0]):
+            if out_backend == "cpu" and out_native is not out and not _views_memory(out, out_native):
                 # converted to a new array each time (a list, a tuple, a scalar, an __array__ that
                 # copies): the result would be written into a copy and lost (NumPy: "output must be
                 # an array"); a tensor, DLPack or the buffer protocol are views of the caller's memory

@@ -331,7 +331,7 @@ def reduce(x, op="sum", *, dtype=None, comm=None, axis=0, backend="auto"):
     ------
     ValueError
         If the global array is empty and the operator has no identity in NumPy
-        (``max``, ``min``), as ``numpy.max`` does.
+        (``max``, ``min``, ``nanmax``, ``nanmin``, ``lcm``), as ``numpy.max`` does.
     """
     device = foreign_device(x)
     if device is not None:  # run where the data is
@@ -348,7 +348,11 @@ def reduce(x, op="sum", *, dtype=None, comm=None, axis=0, backend="auto"):
     except Exception as exc:  # noqa: BLE001 - every rank must learn it: join the plan's exchange
         raise_everywhere(group, exc)
     total, rows = plan.total(part.rows, what="reduce arguments")
-    if rows == 0 and plan.op.name in ("max", "min"):
+    # NumPy's reduction starts from its ufunc's identity, or, where it has none (maximum, fmax, lcm),
+    # from the first item: np.fmax.reduce of NaNs is NaN, np.lcm.reduce([-6]) is -6, and an empty
+    # array is refused
+    no_identity = plan.op.ufunc is not None and plan.op.ufunc.identity is None
+    if rows == 0 and no_identity:
         raise ValueError(f"zero-size array to reduction operation {plan.op.name} which has no identity")
     acc = plan.types.acc
     if plan.op.ufunc is None:  # a declared operator: the total is its state (the identity if empty), projected
@@ -359,6 +363,9 @@ def reduce(x, op="sum", *, dtype=None, comm=None, axis=0, backend="auto"):
         identity = np.full(plan.w, plan.op.identity(acc), acc)
         # NumPy's reductions start from the identity (np.sum([-0.0]) is +0.0); carries start from the
         # neutral element (-0.0 for float sums), which keeps a part's own signs.
-        total = identity if total is None else plan.op.ufunc(identity, np.asarray(total, acc)).astype(acc)
+        if total is None:
+            total = identity
+        elif not no_identity:
+            total = plan.op.ufunc(identity, np.asarray(total, acc)).astype(acc)
     total = np.asarray(total).astype(plan.types.result)
     return total.reshape(plan.trailing)[()] if plan.trailing else total[0]

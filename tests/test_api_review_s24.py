@@ -1,9 +1,7 @@
-"""Defects of the API found by the review of 2026-11-25 (twenty-fourth session), kept as strict
-xfails until they are mended (a mend changes ``distscan/``, which needs the GPU suite after it,
-and that session had no device time left; benchmarks/NOTES-gpu.md).  Each runs at any rank count
-with the parts written out per rank, and compares every rank's result with NumPy's on the
-gathered array.  A mend turns a test into a pass, and its strict xfail then fails the suite until
-the marker is removed.
+"""Defects of the API found by the review of 2026-11-25 (twenty-fourth session), each run at any
+rank count with the parts written out per rank and compared with NumPy on the gathered array.
+Mended on the branch s24-review-mends (on main they were strict xfails until then), but for the
+segmented float product's zero absorption across ranks, which is still a strict xfail.
 """
 
 from __future__ import annotations
@@ -49,16 +47,12 @@ def test_a_segmented_float_product_absorbs_zeros_across_ranks(comm):
     all_ranks_ok(comm, lambda: np.testing.assert_array_equal(got, np.cumprod(whole)[start:start + len(x)]))
 
 
-@pytest.mark.xfail(strict=True, reason="api.reduce applies the total to the identity: fmax(-inf, nan) "
-                   "is -inf (fmin(inf, nan) inf) where numpy.fmax.reduce of all-NaN data is nan")
 @pytest.mark.parametrize("name,ufunc", [("nanmax", np.fmax), ("nanmin", np.fmin)])
 def test_reduce_of_all_nan_data_is_nan(comm, name, ufunc):
     x = np.full(comm.rank + 1, np.nan)
     assert np.isnan(distscan.reduce(x, name, comm=comm))
 
 
-@pytest.mark.xfail(strict=True, raises=ZeroDivisionError, reason="backends/cpu_states.Loops._run guards "
-                   "n == 0 but not a row of no columns")
 @pytest.mark.parametrize("call", ["segments", "compensated", "recurrence"])
 def test_state_scans_of_rows_of_no_columns_are_empty(comm, call):
     x = np.ones((2, 0))
@@ -71,17 +65,12 @@ def test_state_scans_of_rows_of_no_columns_are_empty(comm, call):
     assert got.shape == (2, 0)
 
 
-@pytest.mark.xfail(strict=True, reason="_call.initial_row range-checks float initials only: an int "
-                   "past the dtype's range wraps (cummax(int8, initial=300) gives 44), where NumPy 2 raises "
-                   "OverflowError")
 @pytest.mark.parametrize("dtype,initial", [("int8", 300), ("uint64", -1), ("int64", 2**63)])
 def test_an_integer_initial_out_of_the_dtype_s_range_is_refused(comm, dtype, initial):
     with pytest.raises(OverflowError):
         distscan.cummax(np.ones(2, dtype), initial=initial, comm=comm)  # max accumulates in the dtype itself
 
 
-@pytest.mark.xfail(strict=True, reason="_call's check that out= is written in place takes two empty "
-                   "arrays for a copy (np.may_share_memory is False for them)")
 def test_an_empty_buffer_protocol_out_is_written_in_place(comm):
     out = array.array("q")
     got = distscan.cumsum(np.zeros(0, np.int64), out=out, comm=comm)

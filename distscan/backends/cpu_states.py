@@ -176,7 +176,7 @@ class Loops:
         has_seed = seed is not None
         if has_seed:
             seed = np.asarray(seed, self.dtype).reshape(w)
-        if n == 0:
+        if n == 0 or w == 0:  # nothing to scan (the loops divide by w): the seed is the state
             if not want_state:
                 return None
             return seed.copy() if has_seed else self.neutral.copy()

@@ -112,8 +112,9 @@ def _gpu_arg(text: str) -> str:
 
 
 def _number_arg(text: str):
-    """A real number, or a complex one as Python writes it (``1+2j``): a complex recurrence's y[-1]."""
-    for parse in (float, complex):
+    """An integer, a real number, or a complex one as Python writes it (``1+2j``): a complex
+    recurrence's y[-1].  Integers first, exactly: a float rounded those past 2^53 (found 2026-11-25)."""
+    for parse in (int, float, complex):
         try:
             return parse(text.replace(" ", ""))
         except ValueError:

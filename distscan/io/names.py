@@ -15,7 +15,7 @@ import threading
 from ..dist.agree import DistScanError
 from .npy import file_kind
 
-_TEMP_RE = re.compile(r"\.distscan-([0-9a-f]{8})-([0-9a-f]{8})-([0-9]+)\.part$")
+_TEMP_RE = re.compile(r"\.distscan-([0-9a-f]{8})-([0-9a-f]{8})-([0-9]+)(?:\.old)?\.part$")
 
 
 def _hash8(text: str) -> str:
@@ -27,11 +27,12 @@ def _host_tag() -> str:
     return _hash8(os.uname().nodename)
 
 
-def temp_name_for(path: str, pid: int = None) -> str:
-    """The temporary file for ``path``: short, visible, in the same folder."""
+def temp_name_for(path: str, pid: int = None, old: bool = False) -> str:
+    """The temporary file for ``path``: short, visible, in the same folder (``old``: the name
+    :func:`keep_aside` keeps the file that was at ``path`` under)."""
     folder, base = os.path.split(os.path.abspath(path))
     pid = os.getpid() if pid is None else pid
-    return os.path.join(folder, f"{base[:32]}.distscan-{_hash8(base)}-{_host_tag()}-{pid}.part")
+    return os.path.join(folder, f"{base[:32]}.distscan-{_hash8(base)}-{_host_tag()}-{pid}{'.old' if old else ''}.part")
 
 
 def _pid_alive(pid: int) -> bool:
@@ -180,6 +181,46 @@ def register_temp(temp: str, ino: int, final: str, role: str) -> None:
     _LIVE[temp] = [ino, final, role, "writing"]
 
 
+def keep_aside(path: str):
+    """Keep the regular file at ``path`` under a second name (a hard link, registered for
+    :func:`emergency_cleanup` with the role "old") while a run replaces it: :func:`put_back` if the
+    run then fails, :func:`drop_aside` once it has published.  Without it a run that failed after
+    its report was moved into place removed the new report and left none (found 2026-11-25).
+    Returns the second name, or None where there is no such file or the folder takes no hard link
+    (the old report is then lost on such a failure, as before)."""
+    if os.path.islink(path) or not os.path.isfile(path):
+        return None
+    backup = temp_name_for(path, old=True)
+    try:
+        with _LIVE_LOCK:
+            os.link(path, backup)
+            register_temp(backup, os.stat(backup).st_ino, path, "old")
+    except OSError:
+        return None
+    return backup
+
+
+def put_back(backup, path: str) -> None:
+    """After a failure: the file :func:`keep_aside` kept at ``path`` again, or ``path`` removed
+    where there was none (``backup`` None)."""
+    try:
+        if backup is None:
+            os.unlink(path)
+        else:
+            os.replace(backup, path)
+    except OSError:
+        pass
+
+
+def drop_aside(backup) -> None:
+    """After success: the kept file's second name removed."""
+    if backup is not None:
+        try:
+            os.unlink(backup)
+        except OSError:
+            pass
+
+
 def forget_temps() -> None:
     """Drop the registry of temporary files (the command line does it at the start of a run)."""
     _LIVE.clear()
@@ -217,6 +258,8 @@ def emergency_cleanup() -> tuple:
         if locked:
             _LIVE_LOCK.release()
     for temp, (ino, final, role, state) in live:
+        if role == "old":  # a file kept aside (keep_aside): put back or dropped below
+            continue
         try:
             os.unlink(temp)
             removed.append(temp)
@@ -225,12 +268,18 @@ def emergency_cleanup() -> tuple:
     published = is_published()
     if not published:
         for temp, (ino, final, role, state) in list(_LIVE.items()):
-            if role != "output":
+            if role not in ("output", "old"):
                 try:
                     if os.stat(final).st_ino == ino:
                         os.unlink(final)
                 except OSError:
                     pass
+    for temp, (ino, final, role, state) in list(_LIVE.items()):
+        if role == "old" and os.path.lexists(temp):
+            if published:
+                drop_aside(temp)
+            else:
+                put_back(temp, final)
     return removed, published
 
 

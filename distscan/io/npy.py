@@ -15,6 +15,7 @@ import io as _pyio
 import math
 import os
 import stat as _stat
+import tokenize
 from dataclasses import dataclass
 
 import numpy as np
@@ -152,9 +153,11 @@ def _parse(f, path, file_size):
     except (RecursionError, MemoryError) as exc:
         why = "nested too deeply" if isinstance(exc, RecursionError) else "too large to parse"
         raise _not_npy(path, f"malformed .npy header ({why})") from None
-    except (ValueError, TypeError, UnicodeDecodeError) as exc:
+    except (ValueError, TypeError, UnicodeDecodeError, tokenize.TokenError) as exc:
         text = str(exc)
-        if text.startswith("EOF"):
+        if isinstance(exc, tokenize.TokenError):  # numpy's header tokenizer: a bracket left open
+            why = "the header's dict or shape is not closed"
+        elif text.startswith("EOF"):
             why = "the header is truncated"
         elif text.startswith("Header info length"):
             why = f"header of more than {_MAX_HEADER} bytes is implausibly large"

@@ -9,7 +9,8 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..dist.agree import abort_job, agree, decide_on_root
-from .names import (Interrupted, check_replaceable, create_temp, fsync_folder, interrupted_by, is_live, register_temp)
+from .names import (Interrupted, check_replaceable, create_temp, drop_aside, fsync_folder, interrupted_by, is_live,
+                    keep_aside, put_back, register_temp)
 from .npy import header_bytes
 from .read import CHUNK_BYTES, same_file
 
@@ -287,12 +288,17 @@ class NpyWriter:
         return False
 
     def _commit(self):
-        placed = []
+        placed = []  # (a companion's final name, the file kept aside from there or None)
         try:
             for temp, final, _ in self._companions:
                 check_replaceable(final, True, "report")
-                os.replace(temp, final)
-                placed.append(final)
+                backup = keep_aside(final)
+                try:
+                    os.replace(temp, final)
+                except BaseException:
+                    drop_aside(backup)
+                    raise
+                placed.append((final, backup))
             check_replaceable(self.path, self.force)
             if self.force:
                 os.replace(self.temp_path, self.path)
@@ -311,12 +317,12 @@ class NpyWriter:
             if self.fsync:  # the rename itself, durable
                 fsync_folder(self.path)
         except BaseException:
-            for final in placed:
-                try:
-                    os.unlink(final)
-                except OSError:
-                    pass
+            for final, backup in placed:
+                put_back(backup, final)  # the old report again (or none, where there was none)
             raise
+        else:
+            for _, backup in placed:
+                drop_aside(backup)
         finally:
             self._remove_temp()
 

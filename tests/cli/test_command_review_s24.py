@@ -1,8 +1,7 @@
 """Defects of the ``distscan`` file command found by the review of 2026-11-25 (twenty-fourth
-session), kept as strict xfails until they are mended: a mend changes ``distscan/``, which needs
-the GPU suite after it, and that session had no device time left (benchmarks/NOTES-gpu.md).
-Each test fails today for the reason its ``reason=`` gives; a mend turns it into a pass, and the
-strict xfail then fails the suite until the marker is removed.
+session), mended (branch s24-review-mends; on main they were strict xfails until then): a run that
+failed after its report was placed lost the old report (``io/names.keep_aside``); ``recurrence
+--initial`` rounded integers past 2^53; an unclosed header dict gave a tokenizer's message.
 """
 
 import numpy as np
@@ -14,8 +13,6 @@ from tests.support.command import assert_one_error_line, cli_in_process
 from tests.support.files import leftover_temps
 
 
-@pytest.mark.xfail(strict=True, reason="io/writer._commit places the report before the output and "
-                   "unlinks it when the output's step fails: the old report is gone")
 def test_an_output_that_appears_before_the_commit_keeps_the_old_report(tmp_path, capsys, monkeypatch):
     """An output file made by someone else while the scan ran (no --force): the run fails with one
     line and changes nothing, the report of the run before included."""
@@ -39,8 +36,6 @@ def test_an_output_that_appears_before_the_commit_keeps_the_old_report(tmp_path,
     assert leftover_temps(tmp_path) == []
 
 
-@pytest.mark.xfail(strict=True, reason="cli/args._number_arg parses --initial as a float first: "
-                   "integers past 2^53 are rounded")
 @pytest.mark.parametrize("initial", [2**53 + 1, 123456789012345678, 2**63 - 1])
 def test_a_recurrence_s_integer_initial_is_exact(tmp_path, capsys, initial):
     np.save(tmp_path / "a.npy", np.ones(4, np.int64))
@@ -51,8 +46,6 @@ def test_a_recurrence_s_integer_initial_is_exact(tmp_path, capsys, initial):
     np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), np.full(4, initial, np.int64))
 
 
-@pytest.mark.xfail(strict=True, reason="io/npy._parse does not catch tokenize.TokenError: the line is "
-                   "\"('EOF in multi-line statement', (2, 0))\", without the file's name")
 def test_an_unclosed_header_dict_is_refused_in_one_line_naming_the_file(tmp_path, capsys):
     header = b"{'descr': '<i8', 'fortran_order': False, 'shape': (17,), \n"
     pad = 64 - (10 + len(header)) % 64

@@ -107,3 +107,59 @@ def test_created_with_a_role_is_registered_and_without_is_not(tmp_path):
             os.close(f)
             os.unlink(t)
         dio.forget_temps()
+
+
+def test_a_signal_after_the_report_was_placed_puts_the_old_report_back(tmp_path):
+    """The report is moved into place just before the output; a signal between the two (the
+    output not yet published) put no report back and removed the new one: the old report was lost
+    (found 2026-11-25).  Now the old one is kept aside (a hard link) and put back."""
+    from distscan.io import names
+
+    report = tmp_path / "r.json"
+    report.write_text("old\n")
+    names.forget_temps()
+    out_temp, out_fd = names.create_temp(str(tmp_path / "o.npy"), "output")
+    rep_temp, rep_fd = names.create_temp(str(report), "companion")
+    os.write(rep_fd, b"new\n")
+    backup = names.keep_aside(str(report))
+    assert backup is not None and os.path.exists(backup)
+    os.replace(rep_temp, report)  # the commit's first step, then the signal
+    removed, published = names.emergency_cleanup()
+    os.close(out_fd)
+    os.close(rep_fd)
+    assert not published and out_temp in removed
+    assert report.read_text() == "old\n"
+    assert sorted(os.listdir(tmp_path)) == ["r.json"]
+    names.forget_temps()
+
+
+def test_a_signal_after_publishing_drops_the_kept_report(tmp_path):
+    from distscan.io import names
+
+    report, out = tmp_path / "r.json", tmp_path / "o.npy"
+    report.write_text("old\n")
+    names.forget_temps()
+    out_temp, out_fd = names.create_temp(str(out), "output")
+    rep_temp, rep_fd = names.create_temp(str(report), "companion")
+    os.write(rep_fd, b"new\n")
+    backup = names.keep_aside(str(report))
+    os.replace(rep_temp, report)
+    os.replace(out_temp, out)  # published
+    removed, published = names.emergency_cleanup()
+    os.close(out_fd)
+    os.close(rep_fd)
+    assert published
+    assert report.read_text() == "new\n" and not os.path.exists(backup)
+    assert sorted(os.listdir(tmp_path)) == ["o.npy", "r.json"]
+    names.forget_temps()
+
+
+def test_a_kept_report_of_a_dead_process_is_a_stale_temp(tmp_path):
+    """A run killed between keep_aside and its end leaves the old report under a second name: a
+    later run to the same report removes it as any stale temporary file."""
+    from distscan.io import names
+
+    report = str(tmp_path / "r.json")
+    stale = names.temp_name_for(report, pid=_dead_pid(), old=True)
+    open(stale, "w").write("old\n")
+    assert [c for c, _ in names.remove_stale_temps(report)] == [stale]
