@@ -3,7 +3,8 @@
     PYTHONPATH=$PWD python3 benchmarks/sweep_state_tiles.py OUT.json [--log2n 27] [--reps 11] [--device lookahead]
         [--scans NAMES] [--shapes JSON]
 
-``--shapes '{"8": [[128, 16, 1024, 3, 5, 3, 2]], "16": [...]}'`` replaces the lists below (by the
+``--leads auto,0`` tries only these leads (``auto``: the default plan's; a number: that multiple
+of it).  ``--shapes '{"8": [[128, 16, 1024, 3, 5, 3, 2]], "16": [...]}'`` replaces the lists below (by the
 state's size) with these shapes, after the default.  ``--device lookahead`` sweeps the look-ahead kernel's shapes (threads, items, window, blocks per
 SM, stages, depth, behind) instead, whose ring stages the flags and coefficients beside the items
 (kernels/agent/agent_lookahead.cuh), each scan with ``algorithm="lookahead"`` against its default
@@ -90,6 +91,9 @@ def cases(n):
         ("recurrence f32", 12, 8, lambda alg: distscan.linear_recurrence(a32, x, out=y, comm=SELF, algorithm=alg), y),
         ("recurrence f32 segments", 13, 16, lambda alg: distscan.linear_recurrence(a32, x, segments=flags, out=y,
                                                                                    comm=SELF, algorithm=alg), y),
+        ("recurrence f32 segments reverse", 13, 16,
+         lambda alg: distscan.linear_recurrence(a32, x, segments=flags, reverse=True, out=y, comm=SELF,
+                                                algorithm=alg), y),
         ("recurrence f64", 24, 16, lambda alg: distscan.linear_recurrence(a64, b64, out=y64, comm=SELF,
                                                                           algorithm=alg), y64),
         ("recurrence c64", 24, 16, lambda alg: distscan.linear_recurrence(a_c, b_c, out=y_c, comm=SELF,
@@ -110,7 +114,8 @@ def fits(shape, dt, op) -> bool:
 
 
 CASE_NAMES = ["segmented sum f32", "segmented sum f32 reverse", "segmented sum i64", "recurrence f32",
-              "recurrence f32 segments", "recurrence f64", "recurrence c64"]  # cases()' order
+              "recurrence f32 segments", "recurrence f32 segments reverse", "recurrence f64",
+              "recurrence c64"]  # cases()' order
 
 
 def module_keys(n, device="auto", names=None):
@@ -122,7 +127,9 @@ def module_keys(n, device="auto", names=None):
     keys, seen = [], []
     for kw, dt, size in [({"segments": 1}, "float32", 8), ({"segments": 1, "reverse": True}, "float32", 8),
                          ({"segments": 1}, "int64", 16), ({"coefficients": 1}, "float32", 8),
-                         ({"coefficients": 1, "segments": 1}, "float32", 16), ({"coefficients": 1}, "float64", 16),
+                         ({"coefficients": 1, "segments": 1}, "float32", 16),
+                         ({"coefficients": 1, "segments": 1, "reverse": True}, "float32", 16),
+                         ({"coefficients": 1}, "float64", 16),
                          ({"coefficients": 1}, "complex64", 16)]:
         case = CASE_NAMES[len(seen)]
         seen.append(case)
@@ -158,11 +165,13 @@ def main():
     ap.add_argument("--device", choices=("auto", "lookahead"), default="auto")
     ap.add_argument("--scans", help="comma-separated names of the scans to run (default: all)")
     ap.add_argument("--shapes", help="JSON {state size: [shape, ...]}: these shapes (after the default) instead")
+    ap.add_argument("--leads", help="comma-separated leads to try instead of LEADS: auto, 0 or a multiple")
     a = ap.parse_args()
     if a.shapes:
         table = SHAPES if a.device == "auto" else LOOKAHEAD_SHAPES
         for size, shapes in json.loads(a.shapes).items():
             table[int(size)] = [None] + [tuple(s) for s in shapes]
+    leads = LEADS if not a.leads else [None if v == "auto" else float(v) for v in a.leads.split(",")]
     n = 1 << a.log2n
     from distscan.backends.cuda import compile as cc
     from distscan.backends.cuda import extended
@@ -194,7 +203,7 @@ def main():
         t0 = time.perf_counter()
         if a.device == "auto":
             variants = [(f"{shape or 'default'} lead={lead_v if lead_v is not None else 'auto'}", shape, lead_v, "auto")
-                        for shape in SHAPES[state_size] for lead in LEADS if not (lead == 1 and lead0 == plan0.lead)
+                        for shape in SHAPES[state_size] for lead in leads if not (lead == 1 and lead0 == plan0.lead)
                         for lead_v in [None if lead is None else 0 if lead == 0 else max(1, round(lead * lead0))]]
         else:
             variants = [("auto (default)", None, None, "auto")] + [
