@@ -69,6 +69,8 @@ def _scans(n: int, density: float = 1e-3) -> dict:
                               lambda: segmented_ref(x64)),
         "segmented sum i64": (17, lambda: distscan.cumsum(xi, segments=flags, out=yi, comm=SELF), yi,
                               lambda: segmented_ref(xi)),
+        "segmented sum f64": (17, lambda: distscan.cumsum(x64, segments=flags, out=y64, comm=SELF), y64,
+                              lambda: segmented_ref(x64)),
         "segmented rev sum f32": (9, lambda: distscan.cumsum(x32, segments=flags, reverse=True, out=y32, comm=SELF),
                                   y32[::-1], lambda: segmented_ref(x64[::-1], ends)),
         "segmented rev sum i64": (17, lambda: distscan.cumsum(xi, segments=flags, reverse=True, out=yi, comm=SELF),

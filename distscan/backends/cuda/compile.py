@@ -232,9 +232,20 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
         # 0.75 against 0.59, recurrence float32 0.67 against 0.57 (the best of 6 shapes each, 32
         # items for segments, 16 for the maps' two products per combine), and for 16-byte
         # states segmented int64 0.69 against 0.41, recurrence float64 0.57 against 0.47.
+        # 32 items for the 16-byte segmented states and the 12-byte segmented maps (AffStartsState<float>,
+        # AffEndsState<float>, no lead: extended._lead_share), measured at 2^27 against (128, 16, 2)
+        # (RESULTS.md, "Segmented recurrences and 16-byte segmented sums: 32 items"): segmented int64
+        # (128, 32, 3) 1.05x on the H200, 1.07x on the H100; the segmented recurrence float32
+        # (128, 32, 2) without a lead 1.32x | 1.21x forwards, 1.28x | 1.20x reversed; the 16-byte maps
+        # (float64, complex64) lose 3-10 % with 32 items.
         window = 1024
+        segmented = state.startswith("segmented")
         if s_acc <= 8:
-            threads, items, min_blocks = (128, 32, 4) if state.startswith("segmented") else (128, 16, 6)
+            threads, items, min_blocks = (128, 32, 4) if segmented else (128, 16, 6)
+        elif segmented:
+            threads, items, min_blocks = 128, 32, 3
+        elif s_acc <= 12:
+            threads, items, min_blocks = 128, 32, 2
         else:
             threads, items, min_blocks = 128, 16, 2
     elif state == "compensated" and s_acc <= 16:

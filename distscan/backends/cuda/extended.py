@@ -121,9 +121,10 @@ def staged_aux(op: Op, types: ScanTypes) -> tuple:
 
 
 def _lead_share(op: Op, kstate: np.dtype) -> float:
-    """The share of the time-based reduction lead a plan takes: none for affine maps of 16 bytes or
+    """The share of the time-based reduction lead a plan takes: none for affine maps of 12 bytes or
     more (float64, complex64: H200 at 2^27, 2321 and 1978 GB/s without a lead against 2124 and 1704
-    with half; H100 0.68 and 0.61 of copy against 0.71 and 0.57), nor for compensated sums of 16 bytes
+    with half; H100 0.68 and 0.61 of copy against 0.71 and 0.57; segmented float32 maps, 32 items:
+    H200 2081 against 1630, H100 1882 against 1597), nor for compensated sums of 16 bytes
     or more (float64: 765 us without against 808 us with it; float32 keeps it, 355 us against 401:
     benchmarks/sweep_costly_tiles.py, H200, 2^27), plans.STATE_LEAD_SHARE for the other scans with
     flags or coefficients, none for costly operators (plans.costly), all of it otherwise."""
@@ -132,7 +133,7 @@ def _lead_share(op: Op, kstate: np.dtype) -> float:
     wide = kstate.itemsize >= 16
     if op.state is None or not op.state.aux:
         return 0.0 if _compensated(op) and wide else 1.0
-    return 0.0 if op.state.kind.startswith("affine") and wide else STATE_LEAD_SHARE
+    return 0.0 if op.state.kind.startswith("affine") and kstate.itemsize >= 12 else STATE_LEAD_SHARE
 
 
 def _compensated(op: Op) -> bool:
