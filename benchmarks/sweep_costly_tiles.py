@@ -2,6 +2,11 @@
 thread scans its run in the operator's run state (kernels/util/operators.cuh, RUN_STATE)?
 
     PYTHONPATH=$PWD python3 benchmarks/sweep_costly_tiles.py [--log2n 27] [--reps 11] [--json OUT]
+        [--scans NAMES] [--shapes JSON] [--leads 0,0.5,2]
+
+``--shapes '[[128, 32, 1024, 4], ...]'`` replaces the look-back's shapes (after the default) and
+drops the look-ahead's; ``--leads`` replaces the look-back's leads (none and off) with these
+multiples of the default plan's lead (0: off).
 
 Question: the tile shapes of ``compile.choose_tuning`` were measured for sums (one instruction an
 application) and for the segmented and affine states.  logaddexp and the compensated sum spend
@@ -117,7 +122,13 @@ def main():
     ap.add_argument("--reps", type=int, default=11)
     ap.add_argument("--json")
     ap.add_argument("--scans", help="comma-separated names of the rows to run (default: all)")
+    ap.add_argument("--shapes", help="JSON list of look-back shapes (after the default) instead; no look-ahead")
+    ap.add_argument("--leads", help="comma-separated multiples of the default plan's lead (0: none) instead")
     a = ap.parse_args()
+    if a.shapes:
+        SHAPES["lookback"] = [None] + [tuple(s) for s in json.loads(a.shapes)]
+        SHAPES["lookahead"] = []
+    multiples = [None, 0] if not a.leads else [float(v) for v in a.leads.split(",")]
     n = 1 << a.log2n
     from distscan.backends.cuda import compile as cc
 
@@ -132,14 +143,17 @@ def main():
         call, out = call_of(kind, dt), data[dt][1]
         call("auto")
         want = out.copy()
+        from distscan.backends.cuda import extended
+        lead0 = list(extended.EXT_PLANS.values())[-1].lead if kind != "sum" else 0
         tol = 1e-5 if dt == "float32" else 1e-12
         impls = {"auto": lambda call=call: call("auto")}
         for device, shapes in SHAPES.items():
             for shape in shapes if kind != "sum" else []:
                 if not fits(device, shape, np.dtype(dt)):
                     continue
-                for lead in (None, 0) if device == "lookback" else (None,):
-                    label = f"{device} {shape[:4] if shape else 'default'}" + (" lead 0" if lead == 0 else "")
+                for m in multiples if device == "lookback" else (None,):
+                    lead = None if m is None else 0 if m == 0 else max(1, round(m * lead0))
+                    label = f"{device} {shape[:4] if shape else 'default'}" + ("" if m is None else f" lead {lead}")
                     fn = variant(call, device, shape, lead)
                     fn()
                     bad = float(cp.max(cp.abs(out.astype(cp.float64) - want) / (1 + cp.abs(want))))
