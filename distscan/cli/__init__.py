@@ -33,7 +33,8 @@ from ..pipeline.chunks import io_threads
 from ..pipeline.gpu_env import staging_from_env
 from ..pipeline.progress import NullProgress, Progress, check_env_value, choose_mode
 from .args import build_parser, build_recurrence_parser
-from .signals import ENDING, EXIT_ERROR, EXIT_OK, EXIT_USAGE, EXIT_VERIFY, Interrupts, final_agreement, launched_ranks
+from .signals import (ENDING, EXIT_ERROR, EXIT_OK, EXIT_USAGE, EXIT_VERIFY, Interrupts, final_agreement,
+                      launched_ranks, signalled_status)
 
 
 # Seconds the final status agreement waits for the other ranks before aborting the job
@@ -286,12 +287,19 @@ def _main(argv, world, rank: int, abort) -> int:
         abort(130)
     except Exception as exc:  # noqa: BLE001 - one line, same status on every rank
         code, error = (EXIT_VERIFY if args.verify and _failed_check(exc) else EXIT_ERROR), exc
+    if error is not None and signalled_status() is not None:
+        # This rank's signal watcher printed the run's one line: the failure that followed (the
+        # agreed interruption, or rank 0's rename of the file the watcher removed) takes the
+        # signal's status, above every other, and no rank prints it (below).
+        code = signalled_status()
     hi, lo = final_agreement(status_comm, code, final_timeout) if status_comm is not None else (code, code)
     if error is not None and ENDING.is_set():
         time.sleep(5)  # the signal watcher is ending the process, with its own line (cli/signals.py)
     if error is not None and args.debug:
         sys.stderr.write(f"distscan: rank {rank} traceback:\n{''.join(traceback.format_exception(error))}")
-    if hi == lo:
+    if hi > 128:
+        pass  # a rank's signal watcher printed the line (cli/signals.py)
+    elif hi == lo:
         # Every rank ended the same way: the error was agreed; rank 0 speaks for all.
         if error is not None and rank == 0:
             sys.stderr.write(f"distscan: error: {_one_line(error)}\n")

@@ -122,6 +122,14 @@ def _number_arg(text: str):
     raise argparse.ArgumentTypeError(f"not a number: {text!r} (e.g. 0.5, or 1+2j for complex data)")
 
 
+def _path_arg(text: str) -> str:
+    """A file to write: ``-o ""`` or ``--report ""`` was taken as not given (the default output
+    beside the input; no report) where it names no file (found 2026-11-25)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path names no file")
+    return text
+
+
 def _size_arg(text: str) -> str:
     try:
         parse_bytes(text)
@@ -193,7 +201,7 @@ def build_recurrence_parser(rank: int = 0) -> argparse.ArgumentParser:
 
 def _shared_options(p, default_name: str) -> None:
     """What a scan and a recurrence both take: output, direction, segments, dtype, backend, GPU, memory."""
-    p.add_argument("-o", "--output", metavar="OUTPUT.npy",
+    p.add_argument("-o", "--output", type=_path_arg, metavar="OUTPUT.npy",
                    help=f"output .npy file (default: beside the input, e.g. {default_name})")
     p.add_argument("--reverse", action="store_true",
                    help="suffix scan: element i combines the elements from i to the end (the last rank's rows first)")
@@ -226,7 +234,7 @@ def _shared_options(p, default_name: str) -> None:
 def _output_options(p) -> None:
     p.add_argument("--fsync", action="store_true",
                    help="make the output durable on disk before it is renamed into place (slower; see below)")
-    p.add_argument("--report", metavar="FILE.json",
+    p.add_argument("--report", type=_path_arg, metavar="FILE.json",
                    help="write sizes, ranks, backend, per-phase times and throughput as JSON")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
     p.add_argument("--quiet", action="store_true", help="print nothing on success, no progress bar")

@@ -49,6 +49,17 @@ _ABORT_GRACE_S = 2.0
 # the watcher's (distscan.cli._main waits instead: one line per interrupted run).
 ENDING = threading.Event()
 
+# The exit status (128 + the signal's number) of a signal this process's watcher reports, set
+# before it removes any file: the run may then fail on every rank because of the removal (rank 0
+# renaming the temporary file that rank 1 removed, 2026-11-25), and distscan.cli._main gives that
+# failure this status in the final agreement, so that no rank prints a second line.
+_SIGNALLED: list = []
+
+
+def signalled_status():
+    """The status of a signal this process's watcher reported in this run, or None."""
+    return _SIGNALLED[0] if _SIGNALLED else None
+
 
 class Interrupts:
     """SIGINT and SIGTERM end the run on every rank within moments, leaving no temporary file.
@@ -72,6 +83,7 @@ class Interrupts:
     def __enter__(self):
         _io.forget_temps()
         ENDING.clear()
+        _SIGNALLED.clear()
         if threading.current_thread() is not threading.main_thread():
             return self
         self._r, self._w = os.pipe()
@@ -104,14 +116,20 @@ class Interrupts:
 
     def _handle(self, signum: int):
         ENDING.set()
+        _SIGNALLED.append(128 + signum)
         removed, published = _io.emergency_cleanup()
         if published:
             ENDING.clear()
+            _SIGNALLED.clear()
             return
         try:
             name = signal.Signals(signum).name
         except ValueError:
             name = f"signal {signum}"
+        # The run fails at its next agreement on every rank, also where this rank removed the
+        # temporary file (which the ranks share): else the others could agree and rank 0 rename
+        # the removed file before the abort comes.
+        _io.mark_interrupted(name)
         where = f"rank {self.rank}: " if self.size > 1 else ""
         what = "the temporary output was removed and " if removed else ""
         try:
@@ -119,12 +137,11 @@ class Interrupts:
         except OSError:
             pass
         if not removed and self.size > 1:
-            ENDING.clear()  # the run fails at its next agreement, which the main thread reports
+            ENDING.clear()  # the run fails at its next agreement, quietly (this line is its one line)
             # This rank holds no temporary file yet (the signal came while rank 0 was creating
             # it): an abort now could stop rank 0 before it removes the file.  Mark the run
-            # instead: it fails at its next agreement on every rank, which removes the file;
-            # abort only if the run is stuck past a grace period.
-            _io.mark_interrupted(name)
+            # instead (above): it fails at its next agreement on every rank, which removes the
+            # file; abort only if the run is stuck past a grace period.
             time.sleep(_ABORT_GRACE_S)
             if _io.emergency_cleanup()[1]:
                 return  # the agreement was already past: the output is complete and in place

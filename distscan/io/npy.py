@@ -174,7 +174,8 @@ def _parse(f, path, file_size):
             cause = exc.__cause__ or exc
             why = f"malformed .npy header ({type(cause).__name__}: {_short(cause)})"
         raise _not_npy(path, why) from None
-    if not all(s >= 0 for s in shape):
+    # numpy's parser takes any int, bool included: (True,) was read as (1,) where np.load refuses it
+    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
         raise _not_npy(path, f"bad shape {shape!r} in the header")
     return shape, fortran, dtype, f.tell(), version
 

@@ -138,11 +138,14 @@ class NpyWriter:
             check_replaceable(path, True, "report")
             temp, fd = create_temp(path, "companion", notice=self.notice)
             self._companions.append((temp, path, fd))
-            with os.fdopen(os.dup(fd), "w") as f:
-                write(f)
-                f.flush()
-                if self.fsync:
-                    os.fsync(f.fileno())
+            try:
+                with os.fdopen(os.dup(fd), "w") as f:
+                    write(f)
+                    f.flush()
+                    if self.fsync:
+                        os.fsync(f.fileno())
+            except OSError as exc:  # the one line names the file (a full disk did not)
+                raise OSError(exc.errno, f"cannot write the report {path}: {exc.strerror or exc}") from exc
 
         err = None
         try:
@@ -232,7 +235,12 @@ class NpyWriter:
         else:
             done = 0
             while done < len(piece):
-                got = os.pwritev(self._fh, [piece[done:]], pos + done)
+                try:
+                    got = os.pwritev(self._fh, [piece[done:]], pos + done)
+                except OSError as exc:
+                    # The one line names the file: a full disk said "[Errno 28] No space left on
+                    # device" alone (review of 2026-11-25).
+                    raise OSError(exc.errno, f"cannot write {self.path}: {exc.strerror or exc}") from exc
                 if got <= 0:
                     raise OSError(f"short write to {self.temp_path}: {done} of {len(piece)} bytes at {pos}")
                 done += got

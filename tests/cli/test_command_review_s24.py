@@ -4,6 +4,8 @@ failed after its report was placed lost the old report (``io/names.keep_aside``)
 --initial`` rounded integers past 2^53; an unclosed header dict gave a tokenizer's message.
 """
 
+import os
+
 import numpy as np
 import pytest
 
@@ -11,6 +13,12 @@ from distscan.io import writer
 
 from tests.support.command import assert_one_error_line, cli_in_process
 from tests.support.files import leftover_temps
+
+pytestmark = [
+    # cli_in_process runs the command on COMM_WORLD: under mpiexec each rank would name its own folder
+    pytest.mark.skipif(bool(os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")),
+                       reason="runs the command in this process; run it from a serial pytest"),
+]
 
 
 def test_an_output_that_appears_before_the_commit_keeps_the_old_report(tmp_path, capsys, monkeypatch):

@@ -2,10 +2,19 @@
 ``--verify``, the GPU pipeline, the state and declared operators, the algorithms' teaching flows,
 numba and CuPy load only for the runs that use them."""
 
+import os
 import subprocess
 import sys
 
 import numpy as np
+import pytest
+
+pytestmark = [
+    # These tests start interpreters themselves: under mpiexec they would inherit the rank's launcher
+    # variables (and fail in MPI_Init), so they run in the serial pytest pass only.
+    pytest.mark.skipif(bool(os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")),
+                       reason="starts interpreters itself; run it from a serial pytest"),
+]
 
 # Modules that neither ``import distscan.cli`` nor a plain ``--backend cpu`` run may load.
 DEFERRED = ("distscan.pipeline.verify", "distscan.pipeline.cuda", "distscan.pipeline.gpu_start",

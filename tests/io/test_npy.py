@@ -145,6 +145,20 @@ def test_deeply_nested_header_is_a_clear_error(tmp_path, shape_text):
     assert len(str(info.value)) < 300
 
 
+@pytest.mark.parametrize("shape_text", ["(True,)", "(False,)", "(3, True)", "(1.0,)", "('3',)"])
+def test_a_shape_that_is_not_integers_is_refused(tmp_path, shape_text):
+    """numpy's header parser takes bools as ints (bool is an int): (True,) was read as (1,), where
+    np.load refuses it."""
+    p = _raw_header_file(tmp_path / "bools.npy", "{'descr': '<i8', 'fortran_order': False, 'shape': "
+                         + shape_text + ", }")
+    with open(p, "ab") as f:
+        f.write(bytes(24))
+    with pytest.raises(ValueError, match=r"bools.npy is not a valid .npy file: bad shape"):
+        dio.read_header(p)
+    np.save(tmp_path / "ints.npy", np.zeros((3, 1)))
+    assert dio.read_header(str(tmp_path / "ints.npy")).shape == (3, 1)
+
+
 def test_npz_says_how_to_extract(tmp_path):
     p = tmp_path / "x.npz"
     np.savez(p, first=np.arange(3), second=np.ones(2))
