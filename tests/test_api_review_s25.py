@@ -1,0 +1,97 @@
+"""Mends of the twenty-fifth session (2026-11-26) for the API defects the review of 2026-11-25 left
+open, each run at any rank count with random, uneven and empty parts and compared with NumPy's
+sequential scan of the gathered array, the signs of zeros included (``==`` takes -0.0 for +0.0):
+a segmented float product keeps NumPy's zero absorption across ranks (distscan._carry: the
+products' carry of the rows since a part's last segment start).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import distscan
+
+from tests.support.data import local_part, random_counts
+from tests.support.reference import segmented_reference
+from tests.support.ranks import all_ranks_ok
+
+pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(120)]
+
+
+def _equal_with_signs(got, want):
+    """``got == want`` bit for bit but for NaN's payload: NaN where NaN, zeros of the same sign."""
+    got, want = np.asarray(got), np.asarray(want)
+    np.testing.assert_array_equal(got, want)
+    zeros = want == 0
+    np.testing.assert_array_equal(np.signbit(got[zeros]), np.signbit(want[zeros]),
+                                  err_msg=f"signs of zeros differ: got {got[zeros]}, expected {want[zeros]}")
+
+
+def _split(rng, comm, n_max=12):
+    """Row counts of the ranks (uneven, some empty, the same on every rank)."""
+    return random_counts(rng, comm.size, max_rows=n_max, empty=0.25)
+
+
+# -- segmented float products -----------------------------------------------------------------------------
+
+def _powers_of_two(rng, shape, dtype):
+    """Zeros of both signs, +-1, +-2, a large power of two whose products overflow after a few, inf
+    and NaN.  Every magnitude but the zeros is >= 1, so a product overflows in any grouping exactly
+    where it does in sequence, and the finite ones are exact: NumPy's sequential results are the
+    only right ones, bit for bit (but where a zero absorbs)."""
+    big = 2.0 ** (600 if np.dtype(dtype) == np.float64 else 60)
+    values = np.array([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, big, -big, np.inf, -np.inf, np.nan])
+    p = np.array([8, 6, 20, 14, 8, 6, 20, 10, 2, 1, 2], float)
+    return rng.choice(values, shape, p=p / p.sum()).astype(dtype)
+
+
+@pytest.mark.manyranks
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("op", ["prod", "nanprod"])
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
+@pytest.mark.parametrize("exclusive", [False, True], ids=["inclusive", "exclusive"])
+@pytest.mark.parametrize("trailing", [(), (3,)], ids=["1-D", "3 columns"])
+def test_segmented_float_products_absorb_zeros_as_numpy(comm, rng, dtype, op, reverse, exclusive, trailing):
+    for _ in range(12):
+        counts = _split(rng, comm)
+        n = int(sum(counts))
+        whole = _powers_of_two(rng, (n,) + trailing, dtype)
+        flags = rng.random(n) < 0.08
+        x, f = local_part(whole, counts, comm.rank), local_part(flags, counts, comm.rank)
+        got = distscan.scan(x, op, segments=f, reverse=reverse, exclusive=exclusive, comm=comm)
+        with np.errstate(all="ignore"):
+            want = segmented_reference(whole, flags, op, exclusive=exclusive, reverse=reverse)
+        all_ranks_ok(comm, lambda: _equal_with_signs(got, local_part(want, counts, comm.rank)))
+
+
+@pytest.mark.manyranks
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
+def test_a_zero_absorbs_a_later_part_s_overflow_in_a_segment(comm, reverse):
+    # one element a rank: 0, then parts whose own product overflows (1e200 * 1e200), then more; a
+    # segment starts before the zero (and, in reverse, ends after the last element): only the
+    # rows since it count
+    whole = np.array([5.0, 0.0, 1e200, 1e200, -1e200, 2.0, 3.0, 1e200])
+    flags = np.array([False, True, False, False, False, False, False, False])
+    if reverse:  # mirrored, its first run scanned right to left: the zero comes first in it
+        whole, flags = whole[::-1].copy(), np.array([True, False, False, False, False, False, False, True])
+    counts = [len(p) for p in np.array_split(np.arange(len(whole)), comm.size)]
+    x, f = local_part(whole, counts, comm.rank), local_part(flags, counts, comm.rank)
+    for exclusive in (False, True):
+        got = distscan.cumprod(x, segments=f, reverse=reverse, exclusive=exclusive, comm=comm)
+        with np.errstate(all="ignore"):
+            want = segmented_reference(whole, flags, "prod", exclusive=exclusive, reverse=reverse)
+        assert not np.isnan(want).any()  # NumPy's running product stays a signed zero
+        all_ranks_ok(comm, lambda: _equal_with_signs(got, local_part(want, counts, comm.rank)))
+
+
+def test_a_segment_start_drops_an_earlier_zero(comm):
+    # [0] | [flag 3, 1e200] | [1e200, 2]: the zero is in another segment, the overflow is NumPy's
+    whole = np.array([0.0, 3.0, 1e200, 1e200, 2.0])
+    flags = np.array([False, True, False, False, False])
+    counts = [1, 2, 2] + [0] * (comm.size - 3) if comm.size >= 3 else [len(whole)] + [0] * (comm.size - 1)
+    x, f = local_part(whole, counts, comm.rank), local_part(flags, counts, comm.rank)
+    got = distscan.cumprod(x, segments=f, comm=comm)
+    with np.errstate(all="ignore"):
+        want = segmented_reference(whole, flags, "prod")
+    all_ranks_ok(comm, lambda: _equal_with_signs(got, local_part(want, counts, comm.rank)))
