@@ -1,8 +1,12 @@
 """Mends of the twenty-fifth session (2026-11-26) for the API defects the review of 2026-11-25 left
 open, each run at any rank count with random, uneven and empty parts and compared with NumPy's
 sequential scan of the gathered array, the signs of zeros included (``==`` takes -0.0 for +0.0):
-a segmented float product keeps NumPy's zero absorption across ranks (distscan._carry: the
-products' carry of the rows since a part's last segment start).
+
+- a segmented float product keeps NumPy's zero absorption across ranks (distscan._carry: the
+  products' carry of the rows since a part's last segment start);
+- a NaN-aware sum's carry reads NaN as +0.0, as ``numpy.nancumsum`` does (``[-0.0, nan]`` sums to
+  +0.0), and an exclusive ``scan_then_add`` gives its first row the offset itself (``-0.0 + 0.0``
+  is +0.0).
 """
 
 from __future__ import annotations
@@ -95,3 +99,66 @@ def test_a_segment_start_drops_an_earlier_zero(comm):
     with np.errstate(all="ignore"):
         want = segmented_reference(whole, flags, "prod")
     all_ranks_ok(comm, lambda: _equal_with_signs(got, local_part(want, counts, comm.rank)))
+
+
+# -- signed zeros of sums ---------------------------------------------------------------------------------
+
+def _sum_reference(whole, nan_aware, exclusive, reverse, initial=None):
+    """NumPy's sequential (nan)cumsum of the whole array: NaN read as +0.0 (nancumsum's), ``initial``
+    folded in before the first element in scan order, an exclusive scan the inclusive one shifted
+    (its first element ``initial`` or the identity +0.0)."""
+    x = np.where(np.isnan(whole), np.zeros((), whole.dtype), whole) if nan_aware else whole
+    x = x[::-1] if reverse else x
+    start = np.zeros((1,) + x.shape[1:], x.dtype) if initial is None else np.full((1,) + x.shape[1:], initial, x.dtype)
+    scanned = np.add.accumulate(np.concatenate([start, x]) if initial is not None else x, axis=0)
+    if initial is not None:
+        scanned = scanned[:-1] if exclusive else scanned[1:]
+    elif exclusive:
+        scanned = np.concatenate([start, scanned[:-1]])
+    return scanned[::-1] if reverse else scanned
+
+
+@pytest.mark.parametrize("exclusive", [True, False], ids=["exclusive", "inclusive"])
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
+def test_the_review_s_nancumsum_case(comm, exclusive, reverse):
+    # [-0.0, nan] | [nan]: the first part's carry was -0.0 (its NaN left out), where NumPy's
+    # sequential sum -0.0 + 0.0 is +0.0
+    parts = [np.array([-0.0, np.nan]), np.array([np.nan])]
+    if reverse:
+        parts = [p[::-1].copy() for p in parts[::-1]]
+    held = [parts[min(r, len(parts) - 1)] for r in range(comm.size)]
+    counts = [len(p) for p in held]
+    whole = np.concatenate(held)
+    got = distscan.nancumsum(local_part(whole, counts, comm.rank), exclusive=exclusive, reverse=reverse, comm=comm)
+    want = _sum_reference(whole, True, exclusive, reverse)
+    all_ranks_ok(comm, lambda: _equal_with_signs(got, local_part(want, counts, comm.rank)))
+
+
+@pytest.mark.manyranks
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex128"])
+@pytest.mark.parametrize("fn", ["cumsum", "nancumsum"])
+@pytest.mark.parametrize("strategy", ["reduce_then_scan", "scan_then_add"])
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
+@pytest.mark.parametrize("exclusive", [False, True], ids=["inclusive", "exclusive"])
+def test_sums_keep_numpy_s_signed_zeros(comm, rng, dtype, fn, strategy, reverse, exclusive):
+    # mostly -0.0, some NaN and +0.0, a few +-1: every sum is exact, and -0.0 exactly where every
+    # item so far (NaN read as +0.0 by nancumsum) is -0.0, in any association
+    for trailing in ((), (2,)):
+        for initial in (None, -0.0):
+            counts = _split(rng, comm, n_max=6)
+            n = int(sum(counts))
+            values = np.array([-0.0, np.nan, 0.0, 1.0, -1.0])
+            whole = rng.choice(values, (n,) + trailing, p=[0.7, 0.12, 0.06, 0.06, 0.06]).astype(dtype)
+            if np.dtype(dtype).kind == "c":
+                whole = whole + 1j * rng.choice(values, (n,) + trailing, p=[0.7, 0.12, 0.06, 0.06, 0.06])
+                whole = whole.astype(dtype)
+            got = getattr(distscan, fn)(local_part(whole, counts, comm.rank), exclusive=exclusive, reverse=reverse,
+                                        initial=initial, strategy=strategy, comm=comm)
+            with np.errstate(all="ignore"):
+                want = _sum_reference(whole, fn == "nancumsum", exclusive, reverse, initial)
+
+            def check():
+                mine = local_part(want, counts, comm.rank)
+                for part in ((np.real, np.imag) if np.dtype(dtype).kind == "c" else (np.real,)):
+                    _equal_with_signs(part(got), part(mine))
+            all_ranks_ok(comm, check)

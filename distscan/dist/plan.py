@@ -248,6 +248,12 @@ class ScanPlan(LeanCalls):
                 if offset is not None:
                     with timer.phase("combine"):
                         self.be.combine(scanned, self.op, self.types, offset)
+                        if self.exclusive and n:
+                            # the first row in scan order is the offset itself: the local scan put the
+                            # identity there, and offset op identity is not the offset for every
+                            # operator (-0.0 + 0.0 is 0.0; gcd(-6, 0) is 6), as the pipeline's add
+                            row = -1 if self.reverse else 0
+                            scanned[row] = self.be.array_module().asarray(offset).reshape(scanned[row].shape)
                 if scanned is not out:
                     self.be.array_module().copyto(out, scanned, casting="unsafe")
             if finish is not None:
