@@ -6,7 +6,9 @@ sequential scan of the gathered array, the signs of zeros included (``==`` takes
   products' carry of the rows since a part's last segment start);
 - a NaN-aware sum's carry reads NaN as +0.0, as ``numpy.nancumsum`` does (``[-0.0, nan]`` sums to
   +0.0), and an exclusive ``scan_then_add`` gives its first row the offset itself (``-0.0 + 0.0``
-  is +0.0).
+  is +0.0);
+- a linear recurrence refuses coefficients that ``dtype=`` cannot take by NumPy's same_kind rule,
+  on every rank.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import distscan
 
 from tests.support.data import local_part, random_counts
 from tests.support.reference import segmented_reference
-from tests.support.ranks import all_ranks_ok
+from tests.support.ranks import all_ranks_ok, raises_everywhere
 
 pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(120)]
 
@@ -162,3 +164,45 @@ def test_sums_keep_numpy_s_signed_zeros(comm, rng, dtype, fn, strategy, reverse,
                 for part in ((np.real, np.imag) if np.dtype(dtype).kind == "c" else (np.real,)):
                     _equal_with_signs(part(got), part(mine))
             all_ranks_ok(comm, check)
+
+
+# -- a linear recurrence's coefficients and dtype= -------------------------------------------------------
+
+@pytest.mark.parametrize("a,dtype", [(np.array([1.5, 2.5]), np.int64), (1.5, np.int64), (2.0, np.int32),
+                                     (np.array([1 + 1j, 2]), np.float64), (1j, np.float32)],
+                         ids=["float array, int64", "float, int64", "integral float, int32", "complex array, float64",
+                              "complex, float32"])
+def test_coefficients_that_dtype_cannot_take_are_refused(comm, a, dtype):
+    b = np.arange(2, dtype=np.int64)
+    with pytest.raises(TypeError, match="same_kind"):  # NumPy's own a*y in that dtype
+        np.multiply(a, b, dtype=dtype)
+    raises_everywhere(comm, TypeError, r"Cannot cast the coefficients a from dtype\(.*\) to dtype\(.*\) with "
+                                       r"casting rule 'same_kind'",
+                      lambda: distscan.linear_recurrence(a, b, dtype=dtype, comm=comm))
+
+
+@pytest.mark.mpi(min_size=2)
+def test_coefficients_refused_on_one_rank_are_refused_on_every_rank(comm):
+    a = np.array([0.5, 1.5]) if comm.rank == 1 else np.array([1, 2])
+    message = raises_everywhere(comm, TypeError, "same_kind", lambda: distscan.linear_recurrence(
+        a, np.arange(2), dtype=np.int64, comm=comm))
+    assert message.startswith("rank 1: ")
+    # the next call is right
+    got = distscan.linear_recurrence(np.array([1, 2]), np.arange(2), dtype=np.int64, comm=comm)
+    assert got.dtype == np.int64
+
+
+@pytest.mark.parametrize("a,dtype", [(np.array([2, -1]), np.float64), (np.array([0.5, 2.0]), np.float32),
+                                     (np.array([2, 3], np.int8), np.int64), (3, np.int16)],
+                         ids=["int array, float64", "float64 array, float32", "int8, int64", "int, int16"])
+def test_coefficients_the_same_kind_takes_are_scanned(comm, a, dtype):
+    counts = [2] * comm.size
+    b = np.arange(2 * comm.size, dtype=np.int64)
+    whole_a = np.broadcast_to(np.asarray(a), (comm.size, 2)).reshape(-1) if np.ndim(a) else np.full(2 * comm.size, a)
+    got = distscan.linear_recurrence(a, local_part(b, counts, comm.rank), dtype=dtype, comm=comm)
+    y, want = np.zeros((), dtype), np.empty(len(b), dtype)
+    for i in range(len(b)):  # NumPy's sequential loop in dtype (its same_kind casts)
+        y = np.add(np.multiply(np.asarray(whole_a[i]).astype(np.asarray(a).dtype), y, dtype=dtype), b[i], dtype=dtype)
+        want[i] = y
+    assert got.dtype == np.dtype(dtype)
+    all_ranks_ok(comm, lambda: np.testing.assert_array_equal(got, local_part(want, counts, comm.rank)))

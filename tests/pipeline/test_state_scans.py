@@ -408,3 +408,15 @@ def test_the_output_may_not_replace_an_auxiliary_input(shared_tmp_path, comm, au
     np.testing.assert_array_equal(np.load(target), before)
     comm.Barrier()
 
+
+def test_coefficients_that_the_dtype_cannot_take_are_refused(shared_tmp_path, comm):
+    """A float A with an integer --dtype is refused by NumPy's same_kind rule, as the library's
+    linear_recurrence refuses it, before any file is written (it was truncated)."""
+    d = {"b": np.arange(4), "a": np.full(4, 0.5)}
+    _save(comm, shared_tmp_path, d)
+    job = _job(shared_tmp_path, dict(input="b", coefficients="a"), dtype="int64", backend="cpu")
+    with pytest.raises(TypeError, match="Cannot cast the coefficients a from dtype.'float64'. to dtype.'int64'. "
+                                        "with casting rule 'same_kind'"):
+        pipeline.run(job, comm)
+    assert not os.path.exists(job.output)
+    comm.Barrier()
