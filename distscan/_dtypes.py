@@ -76,6 +76,17 @@ def default_result_dtype(op: Op, input_dtype: np.dtype) -> np.dtype:
     return input_dtype
 
 
+def check_coefficients(a_dtype, dtype) -> None:
+    """Refuse a linear recurrence's coefficients ``a`` that NumPy's ``a*y`` in ``dtype=`` refuses
+    (ufuncs cast inputs by the same_kind rule): a float ``a`` with an integer dtype was truncated
+    silently, a complex one with a real dtype lost its imaginary part.  ``b``, the scanned input,
+    is cast as ``numpy.cumsum(b, dtype=...)`` casts it."""
+    a_dtype, dtype = np.dtype(a_dtype), np.dtype(dtype)
+    if not np.can_cast(a_dtype, dtype, "same_kind"):
+        raise TypeError(f"Cannot cast the coefficients a from {a_dtype!r} to {dtype!r} with casting rule "
+                        f"'same_kind' (NumPy's a*y in dtype={dtype} refuses it)")
+
+
 # (threads: a value is published whole; two first calls at once may resolve one each, equal)
 _cache: dict = {}
 

@@ -1,7 +1,8 @@
 """Defects of the API found by the review of 2026-11-25 (twenty-fourth session), each run at any
 rank count with the parts written out per rank and compared with NumPy on the gathered array.
 Mended on the branch s24-review-mends (on main they were strict xfails until then), but for the
-segmented float product's zero absorption across ranks, which is still a strict xfail.
+segmented float product's zero absorption across ranks, mended on s25-api (2026-11-26: more cases in
+tests/test_api_review_s25.py).
 """
 
 from __future__ import annotations
@@ -18,14 +19,6 @@ from tests.support.ranks import all_ranks_ok
 
 pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(60)]
 
-try:
-    from mpi4py import MPI
-
-    RANKS = MPI.COMM_WORLD.Get_size()  # the `comm` fixture's size, for a marker's condition
-except ImportError:  # pragma: no cover
-    RANKS = 1
-
-
 def _parts(parts, comm):
     """This rank's part of ``parts`` (one a rank; the last one again on every rank past them), the
     global array they make, and where this part starts in it."""
@@ -35,9 +28,6 @@ def _parts(parts, comm):
     return local_part(whole, counts, comm.rank), whole, sum(counts[:comm.rank])
 
 
-@pytest.mark.xfail(RANKS > 2, strict=True, reason="the segmented carry multiplies a part's product: "
-                   "0 times a later part's infinite product is NaN (distscan/_carry.py's zero position "
-                   "covers plain products only)")
 def test_a_segmented_float_product_absorbs_zeros_across_ranks(comm):
     # the middle part's product is infinite: the part after it gets the zero times it (at 3 ranks
     # and more; at 2, the second part is scanned from the zero itself)

@@ -229,7 +229,7 @@ def reduce(x, op: Op, types: ScanTypes, aux=(), reverse=False) -> np.ndarray:
     if op.state is not None:
         from . import cpu_states  # as in _state_scan
         return cpu_states.reduce(x, aux, op, types, reverse)
-    # NaN-aware: NaN left out (where=), as nansum leaves it out
+    # NaN-aware: NaN left out (where=), then read as the identity (_nan_read)
     where = ~np.isnan(x) if op.nan_lift and x.dtype.kind in "fc" else True
     if x.shape[0] == 1:  # one row is its own total, as NumPy's accumulate copies it: neutral op x is
         # not x for every operator (gcd(0, -6) is 6; complex (1+0j)*(0-0j) is 0+0j)
@@ -237,12 +237,25 @@ def reduce(x, op: Op, types: ScanTypes, aux=(), reverse=False) -> np.ndarray:
     if x.ndim == 1:  # 1-D is one column
         if not x.size:
             return _identity_row(op, types, 1)
-        return np.array([op.ufunc.reduce(x, dtype=acc, initial=_neutral(op, acc), where=where)], acc)
+        total = np.array([op.ufunc.reduce(x, dtype=acc, initial=_neutral(op, acc), where=where)], acc)
+        return _nan_read(total, op, acc, where, None)
     n, w = x.shape
     if n == 0:
         return _identity_row(op, types, w)
     total = op.ufunc.reduce(x, axis=0, dtype=acc, initial=_neutral(op, acc), where=where)
-    return np.asarray(total, acc).reshape(w)
+    return _nan_read(np.asarray(total, acc).reshape(w), op, acc, where, 0)
+
+
+def _nan_read(total, op: Op, acc, where, axis):
+    """``total`` (NaN left out by ``where``) with the NaN read as the identity, as NumPy's
+    nancumsum reads it: once per column that holds one, which changes only a sum's -0.0 (a +0.0
+    among the items: ``[-0.0, nan]`` sums to +0.0 in sequence, to -0.0 with the NaN left out)."""
+    if where is True:
+        return total
+    nan = ~where.all(axis=axis)
+    if np.any(nan):
+        np.copyto(total, op.ufunc(total, np.asarray(op.identity(acc), acc)), where=np.reshape(nan, total.shape))
+    return total
 
 
 def prepare(op: Op, types: ScanTypes, exclusive: bool, w: int):

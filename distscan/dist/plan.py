@@ -203,9 +203,11 @@ class ScanPlan(LeanCalls):
                 if self.strategy == "reduce_then_scan":
                     with timer.phase("reduce"):
                         if n and not last:  # the last rank's carry is never read
-                            carry = loops.carry(rows, aux, self.reverse) if loops is not None else \
-                                self.carries.of_part(self.be, rows, self.types, aux, self.reverse) if general \
-                                else self.carries.of_part(self.be, rows, self.types)
+                            if loops is not None and not self.carries.flagged:
+                                carry = loops.carry(rows, aux, self.reverse)
+                            else:  # (a segmented float product's carry is not its state: distscan._carry)
+                                carry = self.carries.of_part(self.be, rows, self.types, aux, self.reverse) if general \
+                                    else self.carries.of_part(self.be, rows, self.types)
                 else:
                     # A narrower result (float16 sums, accumulated in float32) is scanned and offset
                     # in the accumulator dtype and rounded once, after the offset: scanned into out
@@ -246,6 +248,12 @@ class ScanPlan(LeanCalls):
                 if offset is not None:
                     with timer.phase("combine"):
                         self.be.combine(scanned, self.op, self.types, offset)
+                        if self.exclusive and n:
+                            # the first row in scan order is the offset itself: the local scan put the
+                            # identity there, and offset op identity is not the offset for every
+                            # operator (-0.0 + 0.0 is 0.0; gcd(-6, 0) is 6), as the pipeline's add
+                            row = -1 if self.reverse else 0
+                            scanned[row] = self.be.array_module().asarray(offset).reshape(scanned[row].shape)
                 if scanned is not out:
                     self.be.array_module().copyto(out, scanned, casting="unsafe")
             if finish is not None:

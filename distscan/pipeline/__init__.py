@@ -29,7 +29,7 @@ from .. import io as _io
 import numpy as np
 
 from .._call import call_op
-from .._dtypes import scan_types
+from .._dtypes import check_coefficients, scan_types
 from ..ops import get_op
 from .context import Context, Job, default_output, null_progress  # noqa: F401 - the pipeline's names
 from .finish import run_empty
@@ -80,6 +80,8 @@ def prepare(job: Job, comm=None) -> tuple:
     dtype = job.dtype
     if coef is not None and dtype is None:  # y = a*y + b in the dtype NumPy gives a*b + b
         dtype = np.result_type(coef.dtype, header.dtype)
+    elif coef is not None:  # as the API: a float A with an integer --dtype is refused, not truncated
+        check_coefficients(coef.dtype, dtype)
     types = scan_types(op, header.dtype.newbyteorder("="), dtype)
     return header, op, types, (flags, coef), dtype
 

@@ -63,7 +63,41 @@ def _data(n, seed=21):
         "exact": (rng.integers(-2**20, 2**20, n) * 2.0**-10).astype(np.float32),
         "bint": rng.integers(-9, 9, n),  # int64 beside float32 coefficients: a float64 recurrence
         "az": az, "bz": bz,
+        "pow2": _powers_of_two(rng, n),
+        **_absorbing(rng, n),
     }
+
+
+def _absorbing(rng, n):
+    """Products that a zero near each segment's start keeps at zero (with its sign) to the segment's
+    end, through chunks and parts whose own products overflow (2^600 in 5% of the rows)."""
+    x = rng.choice(np.array([1.0, -1.0, 2.0, -2.0, 2.0**600, -2.0**600]), n, p=[.4, .3, .1, .1, .06, .04])
+    restarts = np.zeros(n, bool)
+    restarts[0] = True
+    if n > 13000:
+        x[[0, 5001, 12003]] = [0.0, -0.0, 0.0]
+        restarts[[4990, 12000]] = True
+    return {"absorb": x, "restarts": restarts}
+
+
+def _powers_of_two(rng, n):
+    """Zeros of both signs, +-1, +-2, 2^600 (two overflow), a few inf and NaN: every product is
+    exact or overflows in any grouping where it does in sequence, so NumPy's sequential products
+    are the only right ones, bit for bit, and a zero absorbs a later chunk's or rank's overflow."""
+    values = np.array([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 2.0**600, -2.0**600, np.inf, np.nan])
+    p = np.array([80, 50, 4000, 3000, 400, 400, 50, 30, 0.5, 0.5], float)
+    return rng.choice(values, n, p=p / p.sum())
+
+
+def _equal_with_signs(y, want):
+    np.testing.assert_array_equal(y, want)
+    zeros = want == 0
+    np.testing.assert_array_equal(np.signbit(y[zeros]), np.signbit(want[zeros]))
+
+
+def _segmented_products(d, x="pow2", flags="flags", **kw):
+    with np.errstate(all="ignore"):
+        return segmented_reference(d[x], d[flags], "prod", **kw)
 
 
 def _reverse_exclusive(x):
@@ -122,6 +156,19 @@ CASES = {
                                    lambda d, y: np.testing.assert_array_equal(
                                        y, segmented_reference(d["ints"], d["flags"], "sum", exclusive=True,
                                                               reverse=True))),
+    "segmented_product_zeros": (dict(input="pow2", segments="flags", op="prod"),
+                                lambda p: distscan.scan(p["pow2"], "prod", segments=p["flags"], comm=p["comm"],
+                                                        backend="cpu"),
+                                lambda d, y: _equal_with_signs(y, _segmented_products(d))),
+    "segmented_product_zeros_reverse_exclusive": (
+        dict(input="pow2", segments="flags", op="prod", reverse=True, exclusive=True),
+        lambda p: distscan.scan(p["pow2"], "prod", segments=p["flags"], reverse=True, exclusive=True, comm=p["comm"],
+                                backend="cpu"),
+        lambda d, y: _equal_with_signs(y, _segmented_products(d, reverse=True, exclusive=True))),
+    "segmented_product_absorbs": (dict(input="absorb", segments="restarts", op="prod"),
+                                  lambda p: distscan.scan(p["absorb"], "prod", segments=p["restarts"], comm=p["comm"],
+                                                          backend="cpu"),
+                                  lambda d, y: _equal_with_signs(y, _segmented_products(d, "absorb", "restarts"))),
     "float_segments": (dict(input="floats", segments="flags"),
                        lambda p: distscan.scan(p["floats"], segments=p["flags"], comm=p["comm"], backend="cpu"),
                        lambda d, y: assert_within_sum_bound(
@@ -243,7 +290,7 @@ def test_more_ranks_than_rows(shared_tmp_path, comm, tiny_chunks, name):
 
 @pytest.mark.parametrize("name", ["reverse_sum", "reverse_float_sum", "reverse_segments", "exclusive_segments_max",
                                   "recurrence_reverse_initial", "integer_recurrence", "recurrence_zero_rule",
-                                  "compensated"])
+                                  "compensated", "segmented_product_zeros", "segmented_product_absorbs"])
 @pytest.mark.parametrize("limit", [None, "1K"], ids=["resident", "streamed"])
 def test_state_scans_through_the_gpu_engine(shared_tmp_path, comm, tiny_chunks, monkeypatch, name, limit):
     """The GPU engine (its host stand-in) in pieces of a "1K" GPU memory limit: the auxiliary inputs
@@ -359,4 +406,17 @@ def test_the_output_may_not_replace_an_auxiliary_input(shared_tmp_path, comm, au
         pipeline.run(job, comm)
     comm.Barrier()
     np.testing.assert_array_equal(np.load(target), before)
+    comm.Barrier()
+
+
+def test_coefficients_that_the_dtype_cannot_take_are_refused(shared_tmp_path, comm):
+    """A float A with an integer --dtype is refused by NumPy's same_kind rule, as the library's
+    linear_recurrence refuses it, before any file is written (it was truncated)."""
+    d = {"b": np.arange(4), "a": np.full(4, 0.5)}
+    _save(comm, shared_tmp_path, d)
+    job = _job(shared_tmp_path, dict(input="b", coefficients="a"), dtype="int64", backend="cpu")
+    with pytest.raises(TypeError, match="Cannot cast the coefficients a from dtype.'float64'. to dtype.'int64'. "
+                                        "with casting rule 'same_kind'"):
+        pipeline.run(job, comm)
+    assert not os.path.exists(job.output)
     comm.Barrier()
