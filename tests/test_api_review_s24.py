@@ -1,7 +1,7 @@
 """Defects of the API found by the review of 2026-11-25 (twenty-fourth session), each run at any
 rank count with the parts written out per rank and compared with NumPy on the gathered array.
 Mended on the branch s24-review-mends (on main they were strict xfails until then), but for the
-segmented float product's zero absorption across ranks, mended on s25-api (2026-11-26: more cases in
+segmented float product's zero absorption across ranks, mended on s25-api (2026-11-25: more cases in
 tests/test_api_review_s25.py).
 """
 

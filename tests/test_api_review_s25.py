@@ -1,4 +1,4 @@
-"""Mends of the twenty-fifth session (2026-11-26) for the API defects the review of 2026-11-25 left
+"""Mends of the twenty-fifth session (2026-11-25) for the API defects the review of 2026-11-25 left
 open, each run at any rank count with random, uneven and empty parts and compared with NumPy's
 sequential scan of the gathered array, the signs of zeros included (``==`` takes -0.0 for +0.0):
 

@@ -1172,7 +1172,7 @@ def compare_comp(g, info, sl, want_dt):
             else:
                 okval = special | (np.abs(gp64 - ex) <= b * (1.0001)) | (gp64 == ex)
                 what = "past the bound 2ulp + (3m+R^2)u^2 sum|x|"
-        # zeros' signs: == takes -0.0 for +0.0.  KNOWN (2026-11-26): a compensated sum of -0.0 items
+        # zeros' signs: == takes -0.0 for +0.0.  KNOWN (2026-11-25): a compensated sum of -0.0 items
         # is +0.0 (TwoSum's error +0.0 is added to the sum -0.0), where NumPy's cumsum keeps -0.0
         oksign = special | (gp != 0) | (ex != 0) | (np.signbit(gp) == c["negzero"][sl])
         if ARGS.skip_known:
