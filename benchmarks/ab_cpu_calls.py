@@ -1,30 +1,35 @@
 """Issue 30's CPU calls across ranks, for A/B runs of API changes (one process group per tree).
 
-    PYTHONPATH=TREE mpiexec -n 3 python benchmarks/ab_cpu_calls.py LABEL [--n 1000] [--reps 300]
+    PYTHONPATH=TREE mpiexec -n 3 python benchmarks/ab_cpu_calls.py LABEL [--n 1000] [--reps 100]
 
 Question: did a change to the host side (the carries between ranks, the plans) make the CPU
 backend's distributed calls slower?  Each rank holds ``n`` float64 items (segment flags one in
-64, drawn alike for every tree); every call runs with ``out=``, a barrier before each, calls of
-one tree interleaved, median of --reps.  Rank 0 prints one line per call: LABEL, call, µs.
+64, drawn alike for every tree); every call runs with ``out=``: ``harness.ranks_interleaved``, loops
+of --reps calls each in turn, five rounds, the slowest rank's time, the median round.  Rank 0
+prints one line per call: LABEL, call, µs.
 Results are checked first against NumPy on the gathered array (within 1e-9 relative: products of millions of items).
 """
 
 from __future__ import annotations
 
 import argparse
-import time
+import os
+import sys
 
 import numpy as np
 from mpi4py import MPI
 
-import distscan
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import ranks_interleaved  # noqa: E402
+
+import distscan  # noqa: E402
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("label")
     ap.add_argument("--n", type=int, default=1000)
-    ap.add_argument("--reps", type=int, default=300)
+    ap.add_argument("--reps", type=int, default=100)
     a = ap.parse_args()
     comm = MPI.COMM_WORLD
     rs = np.random.default_rng(1000 + comm.rank)
@@ -57,17 +62,11 @@ def main():
         if "rev" in name:
             want = want[::-1]
         assert np.allclose(y, want[lo:lo + a.n], rtol=1e-9, atol=0), name
-    times = {name: [] for name in calls}
-    for _ in range(a.reps):
-        for name, call in calls.items():
-            comm.Barrier()
-            t0 = time.perf_counter()
-            call()
-            times[name].append(time.perf_counter() - t0)
-    worst = {name: comm.allreduce(float(np.median(t)), op=MPI.MAX) for name, t in times.items()}
+    rounds = ranks_interleaved(comm, calls, a.reps, 5, warm=5)  # the slowest rank's µs per call, by round
+    worst = {name: float(np.median(t)) for name, t in rounds.items()}
     if comm.rank == 0:
         for name, t in worst.items():
-            print(f"{a.label:<10} {name:<24} {t * 1e6:8.1f} us  ({comm.size} ranks, n={a.n})", flush=True)
+            print(f"{a.label:<10} {name:<24} {t:8.1f} us  ({comm.size} ranks, n={a.n})", flush=True)
 
 
 if __name__ == "__main__":
