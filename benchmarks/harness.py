@@ -9,6 +9,7 @@
 ``ranks_interleaved``    µs per call of several host calls over MPI ranks, in turn within every
                          round (the slowest rank's loop, after a barrier)
 ``make_cub``             CUB's inclusive sum through cuda.compute (None and why when missing)
+``lead_multiples``, ``lead_of``  the sweeps' ``--leads`` and the lead a multiple of a plan's default gives
 ``SELF``                 MPI.COMM_SELF (None without mpi4py): one-rank calls without COMM_WORLD's agreement
 """
 
@@ -152,6 +153,18 @@ def print_per_call(times: dict, base: str, header: str) -> dict:
     for k, v in times.items():
         print(f"  {k:<{width}}{med[k]:8.2f} ({min(v):.2f})   × {base} {med[k] / med[base]:.2f}")
     return med
+
+
+def lead_multiples(text, default: list) -> list:
+    """A sweep's ``--leads``: comma-separated multiples of the default plan's reduction lead
+    (``auto``: the plan's own, None; ``0``: none), or ``default`` where not given."""
+    return default if not text else [None if v == "auto" else float(v) for v in text.split(",")]
+
+
+def lead_of(multiple, default_lead: int):
+    """The lead (tiles) ``multiple`` times ``default_lead`` gives: None stays None (the plan's
+    own), 0 is none, any other at least one tile."""
+    return None if multiple is None else 0 if multiple == 0 else max(1, round(multiple * default_lead))
 
 
 def make_cub(x, y, n):

@@ -2,11 +2,11 @@
 thread scans its run in the operator's run state (kernels/util/operators.cuh, RUN_STATE)?
 
     PYTHONPATH=$PWD python3 benchmarks/sweep_costly_tiles.py [--log2n 27] [--reps 11] [--json OUT]
-        [--scans NAMES] [--shapes JSON] [--leads 0,0.5,2]
+        [--scans NAMES] [--shapes JSON] [--leads auto,0,0.5,2]
 
 ``--shapes '[[128, 32, 1024, 4], ...]'`` replaces the look-back's shapes (after the default) and
-drops the look-ahead's; ``--leads`` replaces the look-back's leads (none and off) with these
-multiples of the default plan's lead (0: off).
+drops the look-ahead's; ``--leads`` replaces the look-back's leads (the plan's own and off) with
+these multiples of the default plan's lead (``auto``: the plan's own; 0: off).
 
 Question: the tile shapes of ``compile.choose_tuning`` were measured for sums (one instruction an
 application) and for the segmented and affine states.  logaddexp and the compensated sum spend
@@ -41,7 +41,7 @@ import cupy as cp  # noqa: E402
 
 import distscan  # noqa: E402
 from distscan.backends import cuda  # noqa: E402
-from harness import SELF, events_interleaved  # noqa: E402
+from harness import SELF, events_interleaved, lead_multiples, lead_of  # noqa: E402
 
 # (device, (threads, items, window, min blocks[, stages, depth, behind])): None is the default shape
 SHAPES = {
@@ -123,14 +123,16 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--scans", help="comma-separated names of the rows to run (default: all)")
     ap.add_argument("--shapes", help="JSON list of look-back shapes (after the default) instead; no look-ahead")
-    ap.add_argument("--leads", help="comma-separated multiples of the default plan's lead (0: none) instead")
+    ap.add_argument("--leads", help="comma-separated multiples of the default plan's lead (auto: its own, 0: none) "
+                    "instead")
     a = ap.parse_args()
     if a.shapes:
         SHAPES["lookback"] = [None] + [tuple(s) for s in json.loads(a.shapes)]
         SHAPES["lookahead"] = []
-    multiples = [None, 0] if not a.leads else [float(v) for v in a.leads.split(",")]
+    multiples = lead_multiples(a.leads, [None, 0])
     n = 1 << a.log2n
     from distscan.backends.cuda import compile as cc
+    from distscan.backends.cuda import extended
 
     chosen = [r for r in ROWS if not a.scans or r[0] in a.scans.split(",") or r[2] == "sum"]
     t0 = time.perf_counter()
@@ -143,7 +145,6 @@ def main():
         call, out = call_of(kind, dt), data[dt][1]
         call("auto")
         want = out.copy()
-        from distscan.backends.cuda import extended
         lead0 = list(extended.EXT_PLANS.values())[-1].lead if kind != "sum" else 0
         tol = 1e-5 if dt == "float32" else 1e-12
         impls = {"auto": lambda call=call: call("auto")}
@@ -152,7 +153,7 @@ def main():
                 if not fits(device, shape, np.dtype(dt)):
                     continue
                 for m in multiples if device == "lookback" else (None,):
-                    lead = None if m is None else 0 if m == 0 else max(1, round(m * lead0))
+                    lead = lead_of(m, lead0)
                     label = f"{device} {shape[:4] if shape else 'default'}" + ("" if m is None else f" lead {lead}")
                     fn = variant(call, device, shape, lead)
                     fn()

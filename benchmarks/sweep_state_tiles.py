@@ -45,7 +45,7 @@ import cupy as cp  # noqa: E402
 
 import distscan  # noqa: E402
 from distscan.backends import cuda  # noqa: E402
-from harness import events_interleaved  # noqa: E402
+from harness import events_interleaved, lead_multiples, lead_of  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
 SELF = MPI.COMM_SELF
@@ -171,7 +171,7 @@ def main():
         table = SHAPES if a.device == "auto" else LOOKAHEAD_SHAPES
         for size, shapes in json.loads(a.shapes).items():
             table[int(size)] = [None] + [tuple(s) for s in shapes]
-    leads = LEADS if not a.leads else [None if v == "auto" else float(v) for v in a.leads.split(",")]
+    leads = lead_multiples(a.leads, LEADS)
     n = 1 << a.log2n
     from distscan.backends.cuda import compile as cc
     from distscan.backends.cuda import extended
@@ -204,7 +204,7 @@ def main():
         if a.device == "auto":
             variants = [(f"{shape or 'default'} lead={lead_v if lead_v is not None else 'auto'}", shape, lead_v, "auto")
                         for shape in SHAPES[state_size] for lead in leads if not (lead == 1 and lead0 == plan0.lead)
-                        for lead_v in [None if lead is None else 0 if lead == 0 else max(1, round(lead * lead0))]]
+                        for lead_v in [lead_of(lead, lead0)]]
         else:
             variants = [("auto (default)", None, None, "auto")] + [
                 (f"lookahead {shape or 'default'}", shape, None, "lookahead") for shape in LOOKAHEAD_SHAPES[state_size]]
