@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -44,19 +45,19 @@ def _cases(cp, n, rank):
     a = rs.uniform(0.5, 1.0, n).astype(cp.float32)
     y = cp.empty_like(x)
     return {
-        "cumsum f32": (4, 4, lambda c: distscan.cumsum(x, out=y, comm=c), (x,),
+        "cumsum f32": (4, 4, lambda c, **k: distscan.cumsum(x, out=y, comm=c, **k), (x,),
                        lambda g: np.cumsum(g[0].astype(np.float64))),
-        "reverse cumsum f32": (4, 4, lambda c: distscan.cumsum(x, reverse=True, out=y, comm=c), (x,),
+        "reverse cumsum f32": (4, 4, lambda c, **k: distscan.cumsum(x, reverse=True, out=y, comm=c, **k), (x,),
                                lambda g: np.cumsum(g[0][::-1].astype(np.float64))[::-1]),
-        "segmented sum f32": (5, 4, lambda c: distscan.cumsum(x, segments=flags, out=y, comm=c), (x, flags),
+        "segmented sum f32": (5, 4, lambda c, **k: distscan.cumsum(x, segments=flags, out=y, comm=c, **k), (x, flags),
                               lambda g: _segmented(g[0].astype(np.float64), g[1])),
-        "recurrence f32": (8, 4, lambda c: distscan.linear_recurrence(a, x, out=y, comm=c), (a, x),
+        "recurrence f32": (8, 4, lambda c, **k: distscan.linear_recurrence(a, x, out=y, comm=c, **k), (a, x),
                            lambda g: _recurrence(g[0], g[1])),
-        "logcumsumexp f32": (4, 4, lambda c: distscan.scan(x, np.logaddexp, out=y, comm=c), (x,),
+        "logcumsumexp f32": (4, 4, lambda c, **k: distscan.scan(x, np.logaddexp, out=y, comm=c, **k), (x,),
                              lambda g: np.logaddexp.accumulate(g[0].astype(np.float64))),
-        "nancumsum f32": (4, 4, lambda c: distscan.nancumsum(xnan, out=y, comm=c), (xnan,),
+        "nancumsum f32": (4, 4, lambda c, **k: distscan.nancumsum(xnan, out=y, comm=c, **k), (xnan,),
                           lambda g: np.nancumsum(g[0].astype(np.float64))),
-        "compensated f32": (4, 4, lambda c: distscan.cumsum(x, compensated=True, out=y, comm=c), (x,),
+        "compensated f32": (4, 4, lambda c, **k: distscan.cumsum(x, compensated=True, out=y, comm=c, **k), (x,),
                             lambda g: np.cumsum(g[0].astype(np.float64))),
     }, y
 
@@ -88,6 +89,8 @@ def main():
     ap.add_argument("json_out")
     ap.add_argument("--log2n", type=int, default=28)
     ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--phases", action="store_true",
+                    help="also each call's phases (timings=, max over ranks) and each rank's part scanned alone")
     a = ap.parse_args()
     world = MPI.COMM_WORLD
     rank, size = world.Get_rank(), world.Get_size()
@@ -111,12 +114,33 @@ def main():
     copy = world.allreduce(_copy_gbs(cp, src, dst, 9), op=MPI.MIN)  # read + write GB/s per GPU
     del src, dst
     timed = _timed_interleaved({k: (lambda c=v[2]: c(world)) for k, v in cases.items()}, world, cp, a.reps)
+    alone, phases = {}, {}
+    if a.phases:
+        # Where the time goes: the part scanned alone (one rank's communicator: the 2-pass
+        # kernel and the call's host work, no exchange), and the distributed call's phases
+        # (timings= synchronises the device at each phase), medians, max over ranks.
+        solo = _timed_interleaved({k: (lambda c=v[2]: c(MPI.COMM_SELF)) for k, v in cases.items()}, world, cp,
+                                  a.reps)
+        alone = {k: solo[k][0] for k in cases}
+        for name, (_, _, call, *_rest) in cases.items():
+            runs = []
+            for _ in range(5):
+                t = {}
+                world.Barrier()
+                call(world, timings=t)
+                cp.cuda.Device().synchronize()
+                runs.append(t)
+            keys = sorted({k for r in runs for k in r})
+            mine = {k: statistics.median([r.get(k, 0.0) for r in runs]) for k in keys}
+            every = world.allgather(mine)
+            phases[name] = {k: max(p.get(k, 0.0) for p in every) for k in keys}
     rows = []
     for name, (b_in, b_out, *_rest) in cases.items():
         t = timed[name][0]
         floor = (2 * b_in + b_out) * n / (copy * 1e9)
         rows.append({"scan": name, "bytes_in": b_in, "bytes_out": b_out, "seconds": t, "floor_seconds": floor,
-                     "of_floor": floor / t, "check": checks.get(name)})
+                     "of_floor": floor / t, "check": checks.get(name), "alone_seconds": alone.get(name),
+                     "phases_seconds": phases.get(name)})
     if rank == 0:
         gpu = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
         Path(a.json_out).write_text(json.dumps({"gpu": gpu, "ranks": size, "log2n": a.log2n, "copy_gbs": copy,
@@ -127,6 +151,11 @@ def main():
         for r in rows:
             print(f"{r['scan']:<20}{r['seconds'] * 1e3:9.2f}{r['floor_seconds'] * 1e3:10.2f}{r['of_floor']:10.3f}"
                   f"  {r['check']:.1e}")
+        if a.phases:
+            print("the part alone (one rank's communicator) and the distributed call's phases, ms, max over ranks")
+            for r in rows:
+                ph = ", ".join(f"{k} {v * 1e3:.3f}" for k, v in r["phases_seconds"].items())
+                print(f"{r['scan']:<20} alone {r['alone_seconds'] * 1e3:7.3f} | {ph}")
 
 
 if __name__ == "__main__":
