@@ -118,9 +118,11 @@ class LeanCalls:
         # The carries before this rank in any order: an exact operator on integers (wrapping) is
         # associative and commutative, and raises no floating-point error (Carries.fold's ordered,
         # guarded fold gives the same).
-        fold = self.op.ufunc.reduce
+        fold = _integer_fold(self.op.name, self.op.ufunc, acc)
         place, general = self.rank, self._scan_then_add
         rec, recs, st, mine, carries = ex.rec, ex.recs, ex.st, ex.mine, ex.carries
+        # (basic indexing: views of the records, which every Allgather writes again)
+        before = carries[:place] if fold.rows else carries[(slice(0, place),) + (0,) * (carries.ndim - 1)]
         fp, heads, all_agreed, allgather = self._record(ex)
 
         def call(rows, out, aux):
@@ -136,7 +138,7 @@ class LeanCalls:
             allgather(rec, recs)
             if heads.tobytes() == all_agreed:
                 if place:
-                    combine(fold(carries[:place], axis=0, dtype=acc), out, out=out)
+                    combine(fold(before), out, out=out)
                 return out
             agreed, offset, _ = self._checked(*ex.read(fp, None, False), None, "scan arguments", None, None, n)
             return self._then_add(agreed, offset, out, n)
@@ -196,3 +198,32 @@ class LeanCalls:
                 loops.scan(x, aux, seed=offset, out=out, reverse=reverse)
             return out
         return call
+
+
+def _integer_fold(name: str, ufunc, acc: np.dtype):
+    """The fold of the carries before a rank in the fused integer call (:meth:`LeanCalls._fused_scan_then_add`):
+    a function of the carries' view that returns the offset.  Sums, maxima and minima of integers
+    fold as Python ints (a list of at most p values: under a microsecond where NumPy's reduce of a
+    small strided view took two, benchmarks/RESULTS.md "The exchange at 2-32 ranks"), a sum then
+    wrapped into the accumulator dtype as NumPy's integer addition wraps (it is exact modulo
+    2**bits, whatever the order); such a fold reads the carries flat (``rows`` False).  Other exact
+    operators, and bool accumulators, fold by the ufunc's ``reduce`` over the ``(place, 1)`` rows."""
+    if acc.kind in "iu" and name in ("sum", "max", "min"):
+        to_acc, bits = acc.type, 8 * acc.itemsize
+        mask, half = (1 << bits) - 1, (1 << (bits - 1)) if acc.kind == "i" else 0
+        if name == "sum":
+            def fold(flat):
+                return to_acc(((sum(flat.tolist()) + half) & mask) - half)
+        else:
+            pick = max if name == "max" else min
+
+            def fold(flat):
+                return to_acc(pick(flat.tolist()))
+        fold.rows = False
+        return fold
+    reduce = ufunc.reduce
+
+    def fold(rows):
+        return reduce(rows, axis=0, dtype=acc)
+    fold.rows = True
+    return fold

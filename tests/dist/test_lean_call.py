@@ -457,3 +457,27 @@ def test_every_exact_operator_and_integer_dtype(comm, op, dtype):
 
 def _same_dtype(y, ref):
     assert y.dtype == ref.dtype, (y.dtype, ref.dtype)
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("dtype", ["int64", "uint64", "int32", "uint8"])
+@pytest.mark.parametrize("op", ["sum", "max", "min"])
+def test_the_fused_fold_wraps_as_numpy_at_the_extremes(comm, op, dtype):
+    """The fused integer call folds the carries before a rank as Python ints (lean._integer_fold):
+    sums wrap into the dtype as NumPy's addition does, maxima and minima keep the extremes, with
+    carries at and past the dtype's limits on every rank (the fold of many ranks wraps several
+    times), against NumPy on the concatenation."""
+    _kinds.KINDS.clear()
+    info = np.iinfo(dtype)
+    rng = shared_rng(comm)
+    for _ in range(3):
+        counts = rng.integers(1, 6, comm.size)
+        g = rng.choice(np.array([info.min, info.max, info.max - 1, info.min + 1, 0, 1], dtype=dtype),
+                       int(counts.sum()))
+        lo = int(counts[:comm.rank].sum())
+        x = g[lo:lo + counts[comm.rank]]
+        ref = reference_scan(g, op, dtype=dtype)[lo:lo + counts[comm.rank]]
+        for _ in range(3):  # cold, then the fused call
+            y = distscan.scan(x, op, dtype=dtype, comm=comm)
+            all_ranks_ok(comm, lambda: np.testing.assert_array_equal(y, ref, err_msg=f"{op} {dtype} {counts}"))
+    assert _lean_calls(comm) >= 1
