@@ -203,10 +203,6 @@ def _param_rows(op: Op, initial, kstate: np.dtype, w: int):
     return rows
 
 
-def _device_bytes(row: np.ndarray):
-    return cp.asarray(np.ascontiguousarray(row).reshape(-1).view(np.uint8))
-
-
 # What every scan_ext_kernel launch of one kind shares (ExtCall), by (device, input dtype, scan
 # types, operator, exclusive, reverse, device algorithm, SETTINGS.tuning, SETTINGS.lead).
 # Assumption: these fix everything an entry holds (the plan and kernel: ext_plan's key is a part
@@ -313,9 +309,8 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     kstate, plan = ent.kstate, ent.plan
     k = kstate.itemsize
     # seeds and projected initial values: one copy to the device each, a state per column
-    d_seeds = None if seed is None else _device_bytes(_restate(np.asarray(seed, ent.host_dtype).reshape(w), kstate))
+    seeds = None if seed is None else _restate(np.asarray(seed, ent.host_dtype).reshape(w), kstate)
     params = _param_rows(op, initial, kstate, w)
-    d_params = None if params is None else _device_bytes(params)
     flags, cs = _aux_views(aux, ent.aux_places, n, w)
     if w == 1:
         xs, outs = (x if one_d else x.reshape(n)), (out if out.ndim == 1 else out.reshape(n))
@@ -326,10 +321,14 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     grid, smem, lead, num_tiles = ent.shape(n)
     x_ptr, out_ptr = xs.data.ptr, outs.data.ptr
     flags_ptr = 0 if flags is None else flags.data.ptr
-    seed_ptr, total_ptr, param_ptr = (0 if a is None else a.data.ptr for a in (d_seeds, totals, d_params))
+    total_ptr = 0 if totals is None else totals.data.ptr
     coef_ptr = 0 if cs is None else cs.data.ptr
     step_x, step_out, step_coef = n * xs.itemsize, n * outs.itemsize, 0 if cs is None else n * cs.itemsize
     with scratch.lock:
+        # (the device copies held to the end of the call: their memory goes back to the stream's pool after the launch)
+        d_seeds = None if seeds is None else scratch.to_device(seeds, stream_ptr)
+        d_params = None if params is None else scratch.to_device(params, stream_ptr)
+        seed_ptr, param_ptr = (0 if d is None else d.ptr for d in (d_seeds, d_params))
         scratch.prepare(num_tiles, plan.window, plan.k_words)
         for c in range(w):  # column c of the transposed copies: n items further on, its states k bytes on
             ent.run(scratch, grid, smem, stream_ptr, x_ptr + c * step_x, out_ptr + c * step_out, n,
