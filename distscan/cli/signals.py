@@ -49,16 +49,27 @@ _ABORT_GRACE_S = 2.0
 # the watcher's (distscan.cli._main waits instead: one line per interrupted run).
 ENDING = threading.Event()
 
-# The exit status (128 + the signal's number) of a signal this process's watcher reports, set
-# before it removes any file: the run may then fail on every rank because of the removal (rank 0
-# renaming the temporary file that rank 1 removed, 2026-11-25), and distscan.cli._main gives that
-# failure this status in the final agreement, so that no rank prints a second line.
-_SIGNALLED: list = []
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 def signalled_status():
-    """The status of a signal this process's watcher reported in this run, or None."""
-    return _SIGNALLED[0] if _SIGNALLED else None
+    """The exit status (128 + the signal's number) of a signal this process's watcher reported in
+    this run, or None: derived from distscan.io's record of it (:func:`distscan.io.interrupted_by`),
+    which the watcher makes before it removes any file.  The run may then fail on every rank
+    because of the removal (rank 0 renaming the temporary file that rank 1 removed, 2026-11-25),
+    and distscan.cli._main gives that failure this status in the final agreement, so that no rank
+    prints a second line."""
+    name = _io.interrupted_by()
+    if name is None:
+        return None
+    try:
+        return 128 + signal.Signals[name]
+    except KeyError:  # "signal N" (_signal_name)
+        return 128 + int(name.split()[-1])
 
 
 class Interrupts:
@@ -81,9 +92,8 @@ class Interrupts:
         self.active = False
 
     def __enter__(self):
-        _io.forget_temps()
+        _io.forget_temps()  # the temporary files' registry and the interruption's record
         ENDING.clear()
-        _SIGNALLED.clear()
         if threading.current_thread() is not threading.main_thread():
             return self
         self._r, self._w = os.pipe()
@@ -116,20 +126,17 @@ class Interrupts:
 
     def _handle(self, signum: int):
         ENDING.set()
-        _SIGNALLED.append(128 + signum)
+        name = _signal_name(signum)
+        # Recorded before any file is removed (signalled_status): the run fails at its next
+        # agreement on every rank, also where this rank removed the temporary file (which the
+        # ranks share): else the others could agree and rank 0 rename the removed file before the
+        # abort comes.
+        _io.mark_interrupted(name)
         removed, published = _io.emergency_cleanup()
         if published:
             ENDING.clear()
-            _SIGNALLED.clear()
+            _io.clear_interrupted()
             return
-        try:
-            name = signal.Signals(signum).name
-        except ValueError:
-            name = f"signal {signum}"
-        # The run fails at its next agreement on every rank, also where this rank removed the
-        # temporary file (which the ranks share): else the others could agree and rank 0 rename
-        # the removed file before the abort comes.
-        _io.mark_interrupted(name)
         where = f"rank {self.rank}: " if self.size > 1 else ""
         what = "the temporary output was removed and " if removed else ""
         try:

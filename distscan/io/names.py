@@ -222,13 +222,16 @@ def drop_aside(backup) -> None:
 
 
 def forget_temps() -> None:
-    """Drop the registry of temporary files (the command line does it at the start of a run)."""
+    """Drop the registry of temporary files and the interruption's record (the command line does
+    it at the start of a run)."""
     _LIVE.clear()
-    _INTERRUPTED.clear()
+    clear_interrupted()
 
 
-# Signals a watcher thread recorded (distscan.cli) for a rank that held no temporary file yet:
-# the run then fails at its next agreement, on every rank, and removes the file as on any failure.
+# The one record of a signal that a watcher thread (distscan.cli.signals) reported in this run: the
+# signal's name, or nothing.  The run then fails at its next agreement, on every rank, and removes
+# the file as on any failure; the command's exit status (128 + the signal's number) is derived from
+# it (distscan.cli.signals.signalled_status).
 _INTERRUPTED: list = []
 
 
@@ -237,7 +240,14 @@ class Interrupted(DistScanError):
 
 
 def mark_interrupted(signal_name: str) -> None:
-    _INTERRUPTED.append(signal_name)
+    """Record the signal that interrupted this run (the first one reported stays)."""
+    if not _INTERRUPTED:
+        _INTERRUPTED.append(signal_name)
+
+
+def clear_interrupted() -> None:
+    """Forget the interruption's record (a signal ignored because the output was published)."""
+    _INTERRUPTED.clear()
 
 
 def emergency_cleanup() -> tuple:

@@ -34,8 +34,7 @@ def _forget_the_signal():
     starts; the pipeline's tests after this module do not): rank 1 failed every later pipeline
     test with "interrupted by SIGTERM" under mpiexec (CI, 2026-11-25)."""
     yield
-    names.forget_temps()
-    signals._SIGNALLED.clear()
+    names.forget_temps()  # (the temporary files' registry and the one record of the signal)
 
 
 @pytest.mark.parametrize("when", ["before the temporary file", "before the agreement", "after the agreement"])

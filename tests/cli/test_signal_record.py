@@ -1,0 +1,44 @@
+"""The record of a signal (distscan.cli.signals, distscan.io.names): one record, the signal's name in
+distscan.io, from which the command's exit status (128 + the signal's number) is derived.  Until the
+twenty-sixth session the status was a second list in distscan.cli.signals, cleared in other places
+than the name (``forget_temps`` cleared one, ``Interrupts.__enter__`` both)."""
+
+import signal
+
+import numpy as np
+import pytest
+
+from distscan import io as dio
+from distscan.cli import signals
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture(autouse=True)
+def _no_record():
+    dio.forget_temps()
+    yield
+    dio.forget_temps()
+
+
+def test_the_status_is_derived_from_the_recorded_signal():
+    assert dio.interrupted_by() is None and signals.signalled_status() is None
+    dio.mark_interrupted("SIGINT")
+    assert signals.signalled_status() == 128 + signal.SIGINT
+    dio.mark_interrupted("SIGTERM")  # the first signal reported stays
+    assert dio.interrupted_by() == "SIGINT" and signals.signalled_status() == 128 + signal.SIGINT
+
+
+def test_one_clearing_forgets_the_name_and_the_status(monkeypatch):
+    monkeypatch.setattr(signals, "_ABORT_GRACE_S", 0.0)
+    signals.Interrupts(0, 2, lambda code: None)._handle(signal.SIGTERM)  # no temporary file: it marks the run
+    assert dio.interrupted_by() == "SIGTERM" and signals.signalled_status() == 128 + signal.SIGTERM
+    dio.forget_temps()
+    assert dio.interrupted_by() is None and signals.signalled_status() is None
+
+
+def test_a_signal_after_publishing_leaves_no_record(tmp_path):
+    with dio.NpyWriter(str(tmp_path / "o.npy"), (2,), "i8") as w:
+        w.write_rows(0, np.arange(2))
+    signals.Interrupts(0, 1, lambda code: pytest.fail("aborted after publishing"))._handle(signal.SIGINT)
+    assert dio.interrupted_by() is None and signals.signalled_status() is None
