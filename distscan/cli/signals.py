@@ -75,6 +75,9 @@ def signalled_status():
 class Interrupts:
     """SIGINT and SIGTERM end the run on every rank within moments, leaving no temporary file.
 
+    The block is the run's scope: its record of a signal (:func:`distscan.io.interrupted_by`) is
+    cleared as it starts and as it ends.
+
     A Python signal handler runs only when the main thread returns to the
     interpreter, which a rank blocked inside an MPI call (waiting for a rank
     that will never come) does not.  So the handler itself does nothing; the
@@ -155,6 +158,16 @@ class Interrupts:
         self.abort(128 + signum)
 
     def __exit__(self, *exc):
+        try:
+            return self._leave()
+        finally:
+            # The marks are this run's (its watcher, ended above, made them): a later run in this
+            # process, the command's or the pipeline's own, finds none (a pipeline call after a
+            # command run in-process failed "interrupted by SIGTERM", CI 2026-11-25).
+            _io.clear_interrupted()
+            ENDING.clear()
+
+    def _leave(self):
         if not self.active:
             return False
         # Once the output is published, the process still finalises MPI and exits; a signal then
