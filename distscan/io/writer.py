@@ -15,6 +15,12 @@ from .npy import header_bytes
 from .read import CHUNK_BYTES, same_file
 
 
+def _cannot_write(what: str, exc: OSError) -> OSError:
+    """``exc`` as one line that names the file (``what``): a full disk said "[Errno 28] No space
+    left on device" alone (review of 2026-11-25)."""
+    return OSError(exc.errno, f"cannot write {what}: {exc.strerror or exc}")
+
+
 class NpyWriter:
     """Write one ``.npy`` file from all ranks of ``comm``; it appears only when complete.
 
@@ -144,8 +150,8 @@ class NpyWriter:
                     f.flush()
                     if self.fsync:
                         os.fsync(f.fileno())
-            except OSError as exc:  # the one line names the file (a full disk did not)
-                raise OSError(exc.errno, f"cannot write the report {path}: {exc.strerror or exc}") from exc
+            except OSError as exc:
+                raise _cannot_write(f"the report {path}", exc) from exc
 
         err = None
         try:
@@ -238,9 +244,7 @@ class NpyWriter:
                 try:
                     got = os.pwritev(self._fh, [piece[done:]], pos + done)
                 except OSError as exc:
-                    # The one line names the file: a full disk said "[Errno 28] No space left on
-                    # device" alone (review of 2026-11-25).
-                    raise OSError(exc.errno, f"cannot write {self.path}: {exc.strerror or exc}") from exc
+                    raise _cannot_write(self.path, exc) from exc
                 if got <= 0:
                     raise OSError(f"short write to {self.temp_path}: {done} of {len(piece)} bytes at {pos}")
                 done += got
