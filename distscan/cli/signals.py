@@ -44,6 +44,11 @@ HOLD_AFTER_PUBLISH = False
 # Seconds a signalled rank that holds no temporary file waits before it aborts the job.
 _ABORT_GRACE_S = 2.0
 
+# Seconds a signalled rank other than 0 waits before it prints its line: when every rank was
+# signalled, rank 0's abort ends it first (in 0.3 s from the ^C to mpiexec's exit at 3 ranks on a
+# 2-core VM, 2026-11-26), and rank 0's line is the job's one.
+_QUIET_S = 1.0
+
 # Set while the watcher ends the process: the main thread's work may fail meanwhile because the
 # watcher removed its files (a rename of the removed output), and its own error line would follow
 # the watcher's (distscan.cli._main waits instead: one line per interrupted run).
@@ -140,18 +145,26 @@ class Interrupts:
             ENDING.clear()
             _io.clear_interrupted()
             return
+        if self.rank != 0 and self.size > 1:
+            # One line for the job: when every rank was signalled (^C to mpiexec, which forwards
+            # it to every rank) rank 0's is the line, at once, and its abort ends this rank within
+            # this quiet moment; a rank signalled alone (a TERM to its process) says it after it.
+            # (A watcher cannot tell which: nothing reaches the other ranks but the abort.)
+            time.sleep(_QUIET_S)
         where = f"rank {self.rank}: " if self.size > 1 else ""
         what = "the temporary output was removed and " if removed else ""
         try:
             os.write(2, f"distscan: error: {where}interrupted by {name}; {what}nothing was published\n".encode())
         except OSError:
             pass
-        if not removed and self.size > 1:
+        if not removed and self.rank != 0:
             ENDING.clear()  # the run fails at its next agreement, quietly (this line is its one line)
             # This rank holds no temporary file yet (the signal came while rank 0 was creating
             # it): an abort now could stop rank 0 before it removes the file.  Mark the run
             # instead (above): it fails at its next agreement on every rank, which removes the
-            # file; abort only if the run is stuck past a grace period.
+            # file; abort only if the run is stuck past a grace period.  Rank 0 aborts at once:
+            # every file of the run is its own, and none is created once the run is marked
+            # (distscan.io.create_temp), so its cleanup above left none.
             time.sleep(_ABORT_GRACE_S)
             if _io.emergency_cleanup()[1]:
                 return  # the agreement was already past: the output is complete and in place

@@ -156,6 +156,7 @@ def create_temp(path: str, role: str = None, *, notice=None):
     temp = temp_name_for(path)
     try:
         with _LIVE_LOCK:
+            _refuse_if_interrupted()
             fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
             if role is not None:
                 register_temp(temp, os.fstat(fd).st_ino, path, role)
@@ -193,6 +194,7 @@ def keep_aside(path: str):
     backup = temp_name_for(path, old=True)
     try:
         with _LIVE_LOCK:
+            _refuse_if_interrupted()
             os.link(path, backup)
             register_temp(backup, os.stat(backup).st_ino, path, "old")
     except OSError:
@@ -243,6 +245,15 @@ def mark_interrupted(signal_name: str) -> None:
     """Record the signal that interrupted this run (the first one reported stays)."""
     if not _INTERRUPTED:
         _INTERRUPTED.append(signal_name)
+
+
+def _refuse_if_interrupted() -> None:
+    """Under ``_LIVE_LOCK``, before a file is created: none once the run is marked.  The watcher
+    marks before its cleanup takes the lock, so every file is either created before the cleanup
+    (and removed by it) or not at all; rank 0, which creates every file of a run, may then abort
+    as soon as its cleanup is done."""
+    if _INTERRUPTED:
+        raise Interrupted(f"interrupted by {_INTERRUPTED[0]}")
 
 
 def clear_interrupted() -> None:
