@@ -3,9 +3,14 @@
 import os
 import signal
 import sys
+import time
 
 # the variables by which launchers tell a process its rank (distscan.cli.signals has the sizes)
 _RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+
+# Seconds a rank other than 0 waits before its line, as distscan.cli.signals._QUIET_S (not imported
+# from there: this runs where that module may not have loaded): one line for a ^C to mpiexec.
+_QUIET_S = 1.0
 
 
 def run() -> int:
@@ -29,6 +34,11 @@ def run() -> int:
         return main()  # its watcher is up only inside: a ^C before or after it is caught here too
     except KeyboardInterrupt:
         rank = next((os.environ[v] for v in _RANK_VARS if os.environ.get(v, "").isdigit()), None)
+        if rank not in (None, "0"):  # rank 0's line, or its death by the signal, ends this rank first
+            try:
+                time.sleep(_QUIET_S)
+            except KeyboardInterrupt:
+                pass
         where = f"rank {rank}: " if rank is not None else ""
         sys.stderr.write(f"distscan: error: {where}interrupted by SIGINT{phase}; nothing was published\n")
         sys.stderr.flush()

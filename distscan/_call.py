@@ -67,19 +67,16 @@ def initial_row(initial, types: ScanTypes, trailing: tuple):
         row = row != 0  # logical scans read any number as a truth value
     elif row.dtype.kind == "c" and types.acc.kind != "c":
         raise TypeError(f"initial value {initial!r} is complex but the scan computes in {types.acc}")
-    elif row.dtype.kind == "f" and types.acc.kind in "iu":
-        # as NumPy's reductions take an initial= (a fraction truncated; NaN, an infinity or a value
-        # past the integer range refused, not cast to garbage)
-        if not np.isfinite(row).all():
+    elif row.dtype.kind in "fiu" and types.acc.kind in "iu":
+        # Past the integer range refused, not cast to garbage: an integer as NumPy 2 refuses a
+        # Python int (cummax(int8, initial=300) wrapped to 44; found 2026-11-25), a float as NumPy's
+        # reductions take an initial= (NaN and the infinities refused too).  A float's fraction is
+        # truncated, so it fits below max + 1 (exact as a float, where max may round up to it).
+        if row.dtype.kind == "f" and not np.isfinite(row).all():
             raise ValueError(f"cannot convert initial value {initial!r} to {types.acc}: not a finite number")
         info = np.iinfo(types.acc)
-        if (row < info.min).any() or (row >= float(info.max) + 1).any():
-            raise OverflowError(f"initial value {initial!r} is out of the range of {types.acc}")
-    elif row.dtype.kind in "iu" and types.acc.kind in "iu":
-        # refused past the range as NumPy 2 refuses a Python int (cummax(int8, initial=300) wrapped
-        # to 44; found 2026-11-25), not cast
-        info = np.iinfo(types.acc)
-        if (row < info.min).any() or (row > info.max).any():
+        past = row >= float(info.max) + 1 if row.dtype.kind == "f" else row > info.max
+        if (row < info.min).any() or past.any():
             raise OverflowError(f"initial value {initial!r} is out of the range of {types.acc}")
     row = row.astype(types.acc)
     for shape in (trailing, (math.prod(trailing),)):

@@ -61,6 +61,25 @@ def test_an_integer_initial_out_of_the_dtype_s_range_is_refused(comm, dtype, ini
         distscan.cummax(np.ones(2, dtype), initial=initial, comm=comm)  # max accumulates in the dtype itself
 
 
+@pytest.mark.parametrize("dtype,initial,fits", [
+    ("int8", 127, True), ("int8", 128, False), ("int8", -128, True), ("int8", -129, False),
+    ("int8", 127.9, True), ("int8", 128.0, False), ("int8", -128.0, True), ("int8", -128.5, False),
+    ("int64", 2**63 - 1, True), ("int64", np.uint64(2**63), False), ("int64", 2.0**63, False),
+    ("uint64", 2**64 - 1, True), ("uint64", np.int64(-1), False), ("uint64", 2.0**64, False),
+    ("uint64", -0.5, False)])
+def test_an_initial_at_the_integer_range_s_edges(comm, dtype, initial, fits):
+    """One check for integer and float initials (_call.initial_row): a float's fraction is truncated,
+    so it fits below max + 1; an integer up to max; both from min."""
+    x = np.zeros(2, dtype)
+    if not fits:
+        with pytest.raises(OverflowError, match="out of the range"):
+            distscan.cummax(x, initial=initial, comm=comm)
+        return
+    got = distscan.cummax(x, initial=initial, comm=comm)
+    want = max(int(initial), 0) if initial >= 0 else 0
+    np.testing.assert_array_equal(got, np.full(len(x), want, dtype))
+
+
 def test_an_empty_buffer_protocol_out_is_written_in_place(comm):
     out = array.array("q")
     got = distscan.cumsum(np.zeros(0, np.int64), out=out, comm=comm)

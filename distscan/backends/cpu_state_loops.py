@@ -130,7 +130,8 @@ AFFINE_ONE = _one_column(
     FLUSH_SEED
 """, _AFFINE_BODY, "UNFLUSH", "AS_ACC(A), AS_ACC(B)")
 
-# Compensated sums: the sum ``s`` and the error ``e`` (TwoSum's).
+# Compensated sums: the sum ``s`` and the error ``e`` (TwoSum's), the step written with the error
+# negated (``nlo``) as distscan.ops.folds' fold: a sum of -0.0 items stays -0.0, at no cost.
 _COMPENSATED_BODY = """
     if EXCLUSIVE and WRITE:
         out[i, j] = s if has_seed or i > 0 else fst
@@ -138,10 +139,10 @@ _COMPENSATED_BODY = """
     LIFT
     hi = s + b
     bb = hi - s
-    lo = (s - (hi - bb)) + (b - bb)
-    lo = lo + e
-    total = hi + lo
-    e = lo - (total - hi)
+    nlo = ((hi - bb) - s) + (bb - b)
+    nlo = nlo - e
+    total = hi - nlo
+    e = (hi - total) - nlo
     OVERFLOW
     s = total
     if not EXCLUSIVE and WRITE:

@@ -44,25 +44,44 @@ HOLD_AFTER_PUBLISH = False
 # Seconds a signalled rank that holds no temporary file waits before it aborts the job.
 _ABORT_GRACE_S = 2.0
 
+# Seconds a signalled rank other than 0 waits before it prints its line: when every rank was
+# signalled, rank 0's abort ends it first (in 0.3 s from the ^C to mpiexec's exit at 3 ranks on a
+# 2-core VM, 2026-11-26), and rank 0's line is the job's one.
+_QUIET_S = 1.0
+
 # Set while the watcher ends the process: the main thread's work may fail meanwhile because the
 # watcher removed its files (a rename of the removed output), and its own error line would follow
 # the watcher's (distscan.cli._main waits instead: one line per interrupted run).
 ENDING = threading.Event()
 
-# The exit status (128 + the signal's number) of a signal this process's watcher reports, set
-# before it removes any file: the run may then fail on every rank because of the removal (rank 0
-# renaming the temporary file that rank 1 removed, 2026-11-25), and distscan.cli._main gives that
-# failure this status in the final agreement, so that no rank prints a second line.
-_SIGNALLED: list = []
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 def signalled_status():
-    """The status of a signal this process's watcher reported in this run, or None."""
-    return _SIGNALLED[0] if _SIGNALLED else None
+    """The exit status (128 + the signal's number) of a signal this process's watcher reported in
+    this run, or None: derived from distscan.io's record of it (:func:`distscan.io.interrupted_by`),
+    which the watcher makes before it removes any file.  The run may then fail on every rank
+    because of the removal (rank 0 renaming the temporary file that rank 1 removed, 2026-11-25),
+    and distscan.cli._main gives that failure this status in the final agreement, so that no rank
+    prints a second line."""
+    name = _io.interrupted_by()
+    if name is None:
+        return None
+    try:
+        return 128 + signal.Signals[name]
+    except KeyError:  # "signal N" (_signal_name)
+        return 128 + int(name.split()[-1])
 
 
 class Interrupts:
     """SIGINT and SIGTERM end the run on every rank within moments, leaving no temporary file.
+
+    The block is the run's scope: its record of a signal (:func:`distscan.io.interrupted_by`) is
+    cleared as it starts and as it ends.
 
     A Python signal handler runs only when the main thread returns to the
     interpreter, which a rank blocked inside an MPI call (waiting for a rank
@@ -81,9 +100,8 @@ class Interrupts:
         self.active = False
 
     def __enter__(self):
-        _io.forget_temps()
+        _io.forget_temps()  # the temporary files' registry and the interruption's record
         ENDING.clear()
-        _SIGNALLED.clear()
         if threading.current_thread() is not threading.main_thread():
             return self
         self._r, self._w = os.pipe()
@@ -116,38 +134,53 @@ class Interrupts:
 
     def _handle(self, signum: int):
         ENDING.set()
-        _SIGNALLED.append(128 + signum)
+        name = _signal_name(signum)
+        # Recorded before any file is removed (signalled_status): the run fails at its next
+        # agreement on every rank, also where this rank removed the temporary file (which the
+        # ranks share): else the others could agree and rank 0 rename the removed file before the
+        # abort comes.
+        _io.mark_interrupted(name)
         removed, published = _io.emergency_cleanup()
         if published:
             ENDING.clear()
-            _SIGNALLED.clear()
+            _io.clear_interrupted()
             return
-        try:
-            name = signal.Signals(signum).name
-        except ValueError:
-            name = f"signal {signum}"
-        # The run fails at its next agreement on every rank, also where this rank removed the
-        # temporary file (which the ranks share): else the others could agree and rank 0 rename
-        # the removed file before the abort comes.
-        _io.mark_interrupted(name)
+        if self.rank != 0 and self.size > 1:
+            # One line for the job: when every rank was signalled (^C to mpiexec, which forwards
+            # it to every rank) rank 0's is the line, at once, and its abort ends this rank within
+            # this quiet moment; a rank signalled alone (a TERM to its process) says it after it.
+            # (A watcher cannot tell which: nothing reaches the other ranks but the abort.)
+            time.sleep(_QUIET_S)
         where = f"rank {self.rank}: " if self.size > 1 else ""
         what = "the temporary output was removed and " if removed else ""
         try:
             os.write(2, f"distscan: error: {where}interrupted by {name}; {what}nothing was published\n".encode())
         except OSError:
             pass
-        if not removed and self.size > 1:
+        if not removed and self.rank != 0:
             ENDING.clear()  # the run fails at its next agreement, quietly (this line is its one line)
             # This rank holds no temporary file yet (the signal came while rank 0 was creating
             # it): an abort now could stop rank 0 before it removes the file.  Mark the run
             # instead (above): it fails at its next agreement on every rank, which removes the
-            # file; abort only if the run is stuck past a grace period.
+            # file; abort only if the run is stuck past a grace period.  Rank 0 aborts at once:
+            # every file of the run is its own, and none is created once the run is marked
+            # (distscan.io.create_temp), so its cleanup above left none.
             time.sleep(_ABORT_GRACE_S)
             if _io.emergency_cleanup()[1]:
                 return  # the agreement was already past: the output is complete and in place
         self.abort(128 + signum)
 
     def __exit__(self, *exc):
+        try:
+            return self._leave()
+        finally:
+            # The marks are this run's (its watcher, ended above, made them): a later run in this
+            # process, the command's or the pipeline's own, finds none (a pipeline call after a
+            # command run in-process failed "interrupted by SIGTERM", CI 2026-11-25).
+            _io.clear_interrupted()
+            ENDING.clear()
+
+    def _leave(self):
         if not self.active:
             return False
         # Once the output is published, the process still finalises MPI and exits; a signal then

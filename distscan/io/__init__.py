@@ -31,12 +31,14 @@ next collective (see :mod:`distscan.dist.agree`).
 
 from __future__ import annotations
 
-from .names import (Interrupted, check_replaceable, create_temp, emergency_cleanup, forget_temps,  # noqa: F401
-                    is_published, mark_interrupted, remove_stale_temps, temp_name_for)
+from .names import (Interrupted, check_replaceable, clear_interrupted, create_temp, emergency_cleanup,  # noqa: F401
+                    forget_temps, interrupted_by, is_published, mark_interrupted, remove_stale_temps,
+                    temp_name_for)
 from .npy import MAGIC, NpyHeader, file_kind, header_bytes, open_regular, read_header  # noqa: F401
 from .read import CHUNK_BYTES, block_split, open_input, read_rows, same_file  # noqa: F401
 from .writer import NpyWriter  # noqa: F401
 
 __all__ = ["NpyHeader", "read_header", "open_input", "block_split", "read_rows", "header_bytes", "NpyWriter",
            "same_file", "CHUNK_BYTES", "check_replaceable", "temp_name_for", "remove_stale_temps",
-           "emergency_cleanup", "is_published", "mark_interrupted", "forget_temps", "Interrupted"]
+           "emergency_cleanup", "is_published", "mark_interrupted", "clear_interrupted", "interrupted_by",
+           "forget_temps", "Interrupted"]

@@ -156,6 +156,7 @@ def create_temp(path: str, role: str = None, *, notice=None):
     temp = temp_name_for(path)
     try:
         with _LIVE_LOCK:
+            _refuse_if_interrupted()
             fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
             if role is not None:
                 register_temp(temp, os.fstat(fd).st_ino, path, role)
@@ -193,6 +194,7 @@ def keep_aside(path: str):
     backup = temp_name_for(path, old=True)
     try:
         with _LIVE_LOCK:
+            _refuse_if_interrupted()
             os.link(path, backup)
             register_temp(backup, os.stat(backup).st_ino, path, "old")
     except OSError:
@@ -222,13 +224,16 @@ def drop_aside(backup) -> None:
 
 
 def forget_temps() -> None:
-    """Drop the registry of temporary files (the command line does it at the start of a run)."""
+    """Drop the registry of temporary files and the interruption's record (the command line does
+    it at the start of a run)."""
     _LIVE.clear()
-    _INTERRUPTED.clear()
+    clear_interrupted()
 
 
-# Signals a watcher thread recorded (distscan.cli) for a rank that held no temporary file yet:
-# the run then fails at its next agreement, on every rank, and removes the file as on any failure.
+# The one record of a signal that a watcher thread (distscan.cli.signals) reported in this run: the
+# signal's name, or nothing.  The run then fails at its next agreement, on every rank, and removes
+# the file as on any failure; the command's exit status (128 + the signal's number) is derived from
+# it (distscan.cli.signals.signalled_status).
 _INTERRUPTED: list = []
 
 
@@ -237,7 +242,23 @@ class Interrupted(DistScanError):
 
 
 def mark_interrupted(signal_name: str) -> None:
-    _INTERRUPTED.append(signal_name)
+    """Record the signal that interrupted this run (the first one reported stays)."""
+    if not _INTERRUPTED:
+        _INTERRUPTED.append(signal_name)
+
+
+def _refuse_if_interrupted() -> None:
+    """Under ``_LIVE_LOCK``, before a file is created: none once the run is marked.  The watcher
+    marks before its cleanup takes the lock, so every file is either created before the cleanup
+    (and removed by it) or not at all; rank 0, which creates every file of a run, may then abort
+    as soon as its cleanup is done."""
+    if _INTERRUPTED:
+        raise Interrupted(f"interrupted by {_INTERRUPTED[0]}")
+
+
+def clear_interrupted() -> None:
+    """Forget the interruption's record (a signal ignored because the output was published)."""
+    _INTERRUPTED.clear()
 
 
 def emergency_cleanup() -> tuple:

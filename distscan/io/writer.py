@@ -3,7 +3,9 @@ with positional writes, under a temporary name renamed when every rank succeeded
 
 from __future__ import annotations
 
+import errno
 import os
+import sys
 from typing import Callable, Optional
 
 import numpy as np
@@ -13,6 +15,39 @@ from .names import (Interrupted, check_replaceable, create_temp, drop_aside, fsy
                     keep_aside, put_back, register_temp)
 from .npy import header_bytes
 from .read import CHUNK_BYTES, same_file
+
+
+def _cannot_write(what: str, exc: OSError) -> OSError:
+    """``exc`` as one line that names the file (``what``): a full disk said "[Errno 28] No space
+    left on device" alone (review of 2026-11-25)."""
+    message = f"cannot write {what}: {exc.strerror or exc}"
+    return OSError(exc.errno, message) if exc.errno is not None else OSError(message)
+
+
+def _mpi_os_error(exc) -> OSError:
+    """An MPI-IO exception (``mpi4py.MPI.Exception``) as an OSError of one line: MPICH's message
+    is an error stack of several lines that names a file handle's address, not the file, with the
+    system's words last (``ADIOI_GEN_WRITECONTIG(80).....: Other I/O error File too large``); Open
+    MPI's is one line (``MPI_ERR_IO: input/output error``)."""
+    from mpi4py import MPI
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    reason = lines[-1].split(": ", 1)[-1] if len(lines) > 1 else (lines[0] if lines else "")
+    try:
+        klass = exc.Get_error_class()
+    except Exception:  # noqa: BLE001 - the words alone then
+        klass = None
+    code = {MPI.ERR_NO_SPACE: errno.ENOSPC, MPI.ERR_QUOTA: errno.EDQUOT, MPI.ERR_ACCESS: errno.EACCES,
+            MPI.ERR_READ_ONLY: errno.EROFS}.get(klass)  # no errno claimed for the other classes
+    reason = " ".join(reason.split()) or (os.strerror(code) if code else "MPI-IO error")
+    return OSError(code, reason) if code else OSError(reason)
+
+
+def _in_words(exc: BaseException) -> str:
+    """``exc``'s message, an MPI exception's as one line (:func:`_mpi_os_error`)."""
+    mpi = sys.modules.get("mpi4py.MPI")  # loaded where the exception is MPI's
+    if mpi is not None and isinstance(exc, mpi.Exception):
+        return str(_mpi_os_error(exc))
+    return str(exc)
 
 
 class NpyWriter:
@@ -114,7 +149,7 @@ class NpyWriter:
             else:
                 self._fh = os.open(self.temp_path, os.O_WRONLY)
         except Exception as exc:  # noqa: BLE001
-            err = OSError(f"cannot open {self.temp_path} for writing: {exc}")
+            err = OSError(f"cannot open {self.temp_path} for writing: {_in_words(exc)}")
         self._agree_open(err)
         try:
             if self.rank == 0:
@@ -144,8 +179,8 @@ class NpyWriter:
                     f.flush()
                     if self.fsync:
                         os.fsync(f.fileno())
-            except OSError as exc:  # the one line names the file (a full disk did not)
-                raise OSError(exc.errno, f"cannot write the report {path}: {exc.strerror or exc}") from exc
+            except OSError as exc:
+                raise _cannot_write(f"the report {path}", exc) from exc
 
         err = None
         try:
@@ -228,7 +263,10 @@ class NpyWriter:
         if self.method == "mpiio":
             from mpi4py import MPI
             status = MPI.Status()
-            self._fh.Write_at(pos, [piece, MPI.BYTE], status)
+            try:
+                self._fh.Write_at(pos, [piece, MPI.BYTE], status)
+            except MPI.Exception as exc:
+                raise _cannot_write(self.path, _mpi_os_error(exc)) from exc
             written = status.Get_count(MPI.BYTE)
             if written != len(piece):
                 raise OSError(f"short write to {self.temp_path}: {written} of {len(piece)} bytes at {pos}")
@@ -238,9 +276,7 @@ class NpyWriter:
                 try:
                     got = os.pwritev(self._fh, [piece[done:]], pos + done)
                 except OSError as exc:
-                    # The one line names the file: a full disk said "[Errno 28] No space left on
-                    # device" alone (review of 2026-11-25).
-                    raise OSError(exc.errno, f"cannot write {self.path}: {exc.strerror or exc}") from exc
+                    raise _cannot_write(self.path, exc) from exc
                 if got <= 0:
                     raise OSError(f"short write to {self.temp_path}: {done} of {len(piece)} bytes at {pos}")
                 done += got
@@ -277,7 +313,7 @@ class NpyWriter:
                     os.fsync(self._fh)
                 os.close(self._fh)
         except Exception as exc:  # noqa: BLE001
-            err = err or OSError(f"cannot finish writing {self.temp_path}: {exc}")
+            err = err or OSError(f"cannot finish writing {self.temp_path}: {_in_words(exc)}")
         self._fh = None
         return err
 

@@ -43,16 +43,28 @@ def _in(lines: str, by: int = 4) -> str:
 
 # The lines that fold row t into the locals: a segmented scan's value (``base`` is its plain
 # operator), an affine map (t after the maps before: a <- t.a * a, b <- t.a * b + t.b, by the
-# zero rule), a compensated sum (s, e) (TwoSum of the sums, errors added).
+# zero rule), a compensated sum (s, e) (TwoSum of the sums, errors added: below).
 _SEGMENTED = "value = base(value, t.value)"
 _AFFINE = f"b = {affine_coef_code('t.a', 'b')} * b + t.b\na = {affine_coef_code('t.a', 'a')} * a"
+
+# A compensated step, (s, e) then (t.s, t.e): the sum ``hi`` of the sums, TwoSum's error of it
+# plus both errors, renormalised; written with that error negated (``nlo``), here, in the CPU
+# loops (backends/cpu_state_loops.py) and in distscan.ops.state's NumPy join.  Round to nearest is
+# symmetric (fl(x - y) = -fl(y - x)), so every value is the plain form's (lo = (s - (hi - bb)) +
+# (t.s - bb) + (e + t.e), s = hi + lo, e = lo - (s - hi)) bit for bit, but the sign of a zero: nlo
+# is never -0.0 (its last term bb - t.s is -0.0 only for bb = -0.0 and t.s = +0.0, and bb = hi - s
+# only for hi = -0.0 and s = +0.0, which hi = s + t.s cannot be), so where the error is zero the
+# sum ``hi - nlo`` is ``hi``, sign and all: a sum of -0.0 items stays -0.0, as NumPy's does, where
+# hi + lo was -0.0 + +0.0 = +0.0 (TwoSum's error of -0.0 + -0.0 is +0.0; found 2026-11-25).  The
+# same as ``hi if lo == 0 else hi + lo`` (tests/ops/test_compensated.py), at no cost: that select
+# made the CPU loops 2-8 % slower (2026-11-26).  Per component of complex values.
 _COMPENSATED = """
 hi = s + t.s
 bb = hi - s
-lo = (s - (hi - bb)) + (t.s - bb)
-lo = lo + (e + t.e)
-s = hi + lo
-e = lo - (s - hi)
+nlo = ((hi - bb) - s) + (bb - t.s)
+nlo = nlo - (e + t.e)
+s = hi - nlo
+e = (hi - s) - nlo
 """
 
 

@@ -268,23 +268,19 @@ class Affine(State):
         return s
 
 
-def two_sum(a, b):
-    """``(s, e)`` with ``s = fl(a + b)`` and ``s + e == a + b`` exactly (Knuth's TwoSum)."""
-    s = a + b
-    bb = s - a
-    e = (a - (s - bb)) + (b - bb)
-    return s, e
-
-
 def _compensated_join(s, e, ts, te):
-    """``(sum, error)`` of (s, e) then (ts, te), real arrays: TwoSum of the sums plus both errors,
-    renormalised; where the sum is infinite or NaN, that sum and error 0 (TwoSum's error of an
-    infinite sum is NaN: ``folds.compensated_overflow_code``)."""
-    hi, lo = two_sum(s, ts)
-    lo = lo + (e + te)
-    total = hi + lo
+    """``(sum, error)`` of (s, e) then (ts, te), real arrays: TwoSum (Knuth's) of the sums plus both
+    errors, renormalised; where the sum is infinite or NaN, that sum and error 0 (TwoSum's error of
+    an infinite sum is NaN: ``folds.compensated_overflow_code``).  Written as the numba fold
+    (distscan.ops.folds, ``_COMPENSATED``): with the error negated, so that a sum of -0.0 stays
+    -0.0 (TwoSum's error of -0.0 + -0.0 is +0.0, and -0.0 + +0.0 is +0.0)."""
+    hi = s + ts
+    bb = hi - s
+    nlo = ((hi - bb) - s) + (bb - ts)
+    nlo = nlo - (e + te)
+    total = hi - nlo
     finite = np.isfinite(hi)
-    return np.where(finite, total, hi), np.where(finite, lo - (total - hi), 0).astype(hi.dtype, copy=False)
+    return np.where(finite, total, hi), np.where(finite, (hi - total) - nlo, 0).astype(hi.dtype, copy=False)
 
 
 class Compensated(State):

@@ -28,16 +28,6 @@ from tests.support.files import leftover_temps
 pytestmark = [pytest.mark.anyranks, pytest.mark.mpi(min_size=2), pytest.mark.timeout(120)]
 
 
-@pytest.fixture(autouse=True)
-def _forget_the_signal():
-    """The signal's marks outlive the run in this process (a command's next run clears them as it
-    starts; the pipeline's tests after this module do not): rank 1 failed every later pipeline
-    test with "interrupted by SIGTERM" under mpiexec (CI, 2026-11-25)."""
-    yield
-    names.forget_temps()
-    signals._SIGNALLED.clear()
-
-
 @pytest.mark.parametrize("when", ["before the temporary file", "before the agreement", "after the agreement"])
 def test_sigterm_to_rank_1_prints_one_line(shared_tmp_path, comm, capfd, monkeypatch, when):
     rank = comm.Get_rank()
@@ -86,5 +76,6 @@ def test_sigterm_to_rank_1_prints_one_line(shared_tmp_path, comm, capfd, monkeyp
                      "nothing was published"], lines
     assert comm.allgather(code) == [128 + signal.SIGTERM] * comm.Get_size()
     assert aborts == ([128 + signal.SIGTERM] if rank == 1 else [])
+    assert names.interrupted_by() is None  # the record ends with the run: later tests find none
     assert not os.path.exists(shared_tmp_path / "o.npy")
     assert leftover_temps(shared_tmp_path) == []

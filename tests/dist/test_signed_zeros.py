@@ -60,3 +60,42 @@ def test_reductions_start_from_plus_zero_as_numpy(comm, dtype):
     got = distscan.cumsum(part, exclusive=True, initial=-0.0, comm=comm)
     if comm.rank == comm.size - 1:
         assert np.signbit(got[0])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex128", "complex64"])
+@pytest.mark.parametrize("columns", [None, 3])
+@pytest.mark.parametrize("split", ["even", "first_rank_empty"])
+def test_compensated_sums_of_negative_zeros_keep_their_sign(comm, dtype, columns, split):
+    """``compensated=True`` on the CPU: a prefix of -0.0 items sums to -0.0, as NumPy's cumsum, where
+    TwoSum's error +0.0 was added to it (+0.0; the loops, the carries' fold and the state's combine:
+    2026-11-25 review, mended 2026-11-26).  A complex sum per component: the real parts stay -0.0
+    beside imaginary parts whose sum rounds (an error that is not zero)."""
+    if np.dtype(dtype).kind == "c":
+        g = np.array([complex(-0.0, -0.0)] * 3 + [complex(-0.0, 2.0 ** 53), complex(-0.0, 1.0),
+                                                  complex(-0.0, 1.0)], dtype)
+    else:
+        g = np.array([-0.0, -0.0, -0.0, -0.0, 1.0, -1.0, -0.0], dtype)
+    if columns:
+        g = np.stack([g, np.full(len(g), -0.0, dtype), g[::-1]], axis=1)[:, :columns]
+    if split == "even" or comm.size == 1:
+        counts = block_counts(len(g), comm.size)
+    else:
+        counts = [0] + block_counts(len(g), comm.size - 1)
+    part = local_part(g, counts, comm.rank).copy()
+    for exclusive in (False, True):
+        got = distscan.cumsum(part, exclusive=exclusive, compensated=True, comm=comm)
+        # the sign of a zero: -0.0 where every item so far is -0.0 (an exclusive scan's first, +0.0)
+        neg = np.signbit(g.real) & (g.real == 0)
+        if np.dtype(dtype).kind == "c":
+            neg = np.stack([neg, np.signbit(g.imag) & (g.imag == 0)])
+        else:
+            neg = neg[None]
+        want = np.minimum.accumulate(neg, axis=1)
+        if exclusive:
+            want = np.concatenate([np.zeros_like(want[:, :1]), want[:, :-1]], axis=1)
+        want = [local_part(w, counts, comm.rank) for w in want]
+        parts = [np.real(got), np.imag(got)] if np.dtype(dtype).kind == "c" else [got]
+        for name, p, w in zip(["real", "imag"], parts, want):
+            zero_sign = np.where(p == 0, np.signbit(p), False)
+            all_ranks_ok(comm, lambda: np.testing.assert_array_equal(
+                zero_sign, w, err_msg=f"{name} part, exclusive={exclusive}: {p!r}"))

@@ -163,3 +163,22 @@ def test_a_kept_report_of_a_dead_process_is_a_stale_temp(tmp_path):
     stale = names.temp_name_for(report, pid=_dead_pid(), old=True)
     open(stale, "w").write("old\n")
     assert [c for c, _ in names.remove_stale_temps(report)] == [stale]
+
+
+def test_no_file_is_created_once_the_run_is_marked_interrupted(tmp_path):
+    """The signal watcher marks the run before its cleanup takes the registry's lock; a file created
+    after that cleanup would be left behind when rank 0 aborts at once (distscan.cli.signals), so
+    creating one is refused under the same lock once the run is marked."""
+    from distscan.io import names
+
+    (tmp_path / "r.json").write_text("old\n")
+    names.forget_temps()
+    names.mark_interrupted("SIGINT")
+    try:
+        with pytest.raises(dio.Interrupted, match="interrupted by SIGINT"):
+            names.create_temp(str(tmp_path / "o.npy"), "output")
+        with pytest.raises(dio.Interrupted, match="interrupted by SIGINT"):
+            names.keep_aside(str(tmp_path / "r.json"))
+        assert os.listdir(tmp_path) == ["r.json"]
+    finally:
+        names.forget_temps()
