@@ -20,8 +20,10 @@ import threading
 
 import numpy as np
 
+from ..._carry import lifted
 from ..._dtypes import ScanTypes
 from ...ops import Op
+from ..absorb import segmented_tail
 from . import compile as cc
 from .device import cp, device_info, reduction_columns, refuse_in_capture, remember, require_cupy
 from .launch import ArgBlock, first_row, launch_shape, write_first_row
@@ -42,10 +44,26 @@ def struct_state(op: Op) -> str:
 
 
 def kernel_state(op: Op, types: ScanTypes) -> np.dtype:
-    """The kernels' accumulator: the state over the kernel's value dtype (float16 values are
-    combined in float32), or that value dtype for a plain operator."""
+    """The kernels' accumulator: the state's C struct over the kernel's value dtype (float16 values
+    are combined in float32), or that value dtype for a plain operator.  A segmented float
+    product's struct is (value, flag) without the host state's zero-absorption fields
+    (``Segmented.kernel_dtype``): :func:`_restate` copies the fields both have, and
+    :func:`_absorbs` says where the host completes the rest."""
     value = cc.kernel_acc_dtype(types.acc)
-    return op.state.dtype(value) if struct_state(op) else value
+    return op.state.kernel_dtype(value) if struct_state(op) else value
+
+
+def _absorbs(op: Op, types: ScanTypes) -> bool:
+    """A segmented float or complex product (``Segmented.absorbs``): the host gives its totals the
+    state's zero-absorption fields (``backends/absorb.py``)."""
+    return struct_state(op).startswith("segmented") and op.state.absorbs(types.acc)
+
+
+def _scan_order(x, flags, op: Op, types: ScanTypes, reverse: bool):
+    """``x`` as ``(n, w)`` rows of the accumulator dtype as the operator reads them (nanprod's NaN
+    as 1), and the flags, both in scan order (views where they can be)."""
+    rows = lifted(cp, x.reshape(x.shape[0], -1), op).astype(types.acc, copy=False)
+    return (rows[::-1], flags[::-1]) if reverse else (rows, flags)
 
 
 def _check_gpu(op: Op) -> None:
@@ -224,7 +242,7 @@ class ExtCall:
     lock (threads on several streams may share an entry), inside the stream scratch's lock."""
 
     __slots__ = ("plan", "fn", "kernel_ptr", "launch", "kstate", "host_dtype", "aux_places", "first_row",
-                 "args", "lock", "shapes", "scratch", "generation")
+                 "args", "lock", "shapes", "scratch", "generation", "absorbs")
 
     def __init__(self, plan, op: Op, types: ScanTypes, exclusive: bool):
         self.plan = plan
@@ -235,6 +253,7 @@ class ExtCall:
         self.host_dtype = np.dtype(types.state if op.state is not None else types.acc)
         self.aux_places = aux_places(op)
         self.first_row = first_row(op, types) if exclusive else None  # launch.first_is_identity
+        self.absorbs = _absorbs(op, types)
         u64, i64, i32 = ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32
         self.args = ArgBlock(u64, u64, i64, u64, u64, u64, u64, u64, u64, i32, i64, u64, u64, i32, u64)
         self.lock = threading.Lock()
@@ -345,6 +364,10 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     total = None
     if want_total:
         total = _restate(totals.get().view(kstate).reshape(w), np.dtype(ent.host_dtype))
+        if ent.absorbs:  # the state's zero-absorption fields, which the kernels' struct has not
+            rows, order = _scan_order(x, flags, op, types, reverse)
+            host_seed = None if seed is None else np.asarray(seed, ent.host_dtype).reshape(w)
+            total = segmented_tail(cp, op.state, rows, order, total, host_seed)
     return _finish(result, out, one_d, fresh), total
 
 
@@ -394,4 +417,8 @@ def reduce(x, op: Op, types: ScanTypes, aux=(), reverse: bool = False) -> np.nda
              np.int32(int(cc_ is not None and cc_.data.ptr % 16 == 0))))
         plan.funcs["reduce_final_ordered"]((1,), (256,), (partials, np.int32(grid), totals[c]))
     host_dtype = types.state if op.state is not None else types.acc
-    return _restate(totals.get().view(kstate).reshape(w), np.dtype(host_dtype))
+    total = _restate(totals.get().view(kstate).reshape(w), np.dtype(host_dtype))
+    if _absorbs(op, types):  # the state's zero-absorption fields, which the kernels' struct has not
+        rows, order = _scan_order(x, flags, op, types, reverse)
+        total = segmented_tail(cp, op.state, rows, order, total, None)
+    return total
