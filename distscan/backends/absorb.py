@@ -4,6 +4,7 @@ A product scan that combines partial products (tiles of the GPU kernel, the bloc
 trees of the algorithms in :mod:`distscan.algorithms`) can meet a zero with a partial
 product that overflowed on its own, ``0 * inf = NaN``, where ``numpy.cumprod``'s running
 product stays 0.  :func:`absorb_zeros` repairs a finished scan to the sequential answer;
+:func:`absorb_segmented` does so within each segment of a segmented product, and
 :func:`segmented_tail` gives a segmented product's total the fields of its state
 (:class:`distscan.ops.state.Segmented`) that the GPU's kernels do not compute.
 """
@@ -72,10 +73,84 @@ def _host(a) -> np.ndarray:
 
 # ---- segmented products (distscan.ops.state.Segmented over a float or complex product) ----------
 #
-# The GPU kernels scan a segmented product as (value, flag) states (kernels/util/states.cuh): their
-# totals are (value, flag) structs, without the state's zero-absorption fields.  segmented_tail
-# completes them on the host side (extended.scan and extended.reduce), in scan order, with the
-# arrays' module ``xp``; its NumPy form is tested against the CPU loops (tests/backends/test_absorb.py).
+# The GPU kernels scan a segmented product as (value, flag) states whose values multiply tile by
+# tile (kernels/util/states.cuh), so a zero meets a tile's own overflowed product (0 * inf = NaN)
+# as a plain product's does, within each segment; and their totals are (value, flag) structs,
+# without the state's zero-absorption fields.  The two functions below repair both on the host side
+# (extended.scan and extended.reduce), in scan order, with the arrays' module ``xp``; their NumPy
+# form is tested against the CPU loops (tests/backends/test_absorb.py).
+
+
+def _segment_starts(xp, flags, ends: bool, fresh_first):
+    """The rows (in scan order) that start a segment afresh: forwards the flagged rows; in reverse,
+    where a flag marks a run's last row, the rows after flagged ones.  Row 0 also where
+    ``fresh_first`` (no seed before it, or a seed whose last row ends a segment)."""
+    if ends:
+        starts = xp.empty(flags.shape, bool)
+        starts[1:] = flags[:-1]
+        starts[:1] = fresh_first
+        return starts
+    starts = flags.astype(bool, copy=True)
+    if fresh_first:
+        starts[:1] = True
+    return starts
+
+
+def absorb_segmented(xp, x, out, flags, seed, exclusive: bool, ends: bool) -> None:
+    """Repair ``out`` in place: the segmented product of ``x`` (``(n, w)``, lifted: NaN read as 1
+    for nanprod) with segment ``flags`` (``(n,)``) from ``seed`` (host state rows ``(w,)`` or
+    None), all in scan order, computed in another order than sequential (the GPU's tiles).  In
+    each segment, :func:`absorb_zeros`'s rule: from the first result that is 0 on (an input zero,
+    or a product that underflowed), every result is a signed zero (the product of the signs since
+    the segment's start, the seed's too where the segment continues it) until an inf or NaN input
+    turns it into NaN for good, and NaN from the zero on where the product before it is not
+    finite.  Vectorised (cumulative counts within segments); one host sync where no zero is."""
+    fresh_first = seed is None or (ends and bool(np.asarray(seed["end"]).reshape(-1)[0]))
+    starts = _segment_starts(xp, flags, ends, fresh_first)
+    n, w = x.shape
+    if exclusive:  # out[i] holds the product of the segment's rows before i: out[1:] aligns with x[:-1]
+        # the product before row k is out[k] itself (the seed's value, or the identity, at a start)
+        x, y, prev, writable = x[:-1], out[1:], out[:-1], ~starts[1:]
+        starts = starts[:-1]
+    else:
+        y, writable = out, None
+        prev = xp.empty_like(out)
+        prev[1:] = out[:-1]
+        prev[:1] = 1 if fresh_first else xp.asarray(np.asarray(seed["value"], out.dtype)).reshape(1, w)
+        prev[starts] = 1
+    m = x.shape[0]
+    if m == 0:
+        return
+    zero = (x == 0) | (y == 0)
+    if not bool(_host(zero.any())):
+        return
+    index = xp.int64
+    seg = xp.cumsum(starts, dtype=index)  # the segment of each row (0 before the first start)
+    first_rows = xp.concatenate([xp.zeros(1, index), xp.flatnonzero(starts).astype(index)])
+    seg_lo = first_rows[seg]  # each row's segment's first row
+
+    def in_segment(v):  # how many of v's rows are set from its segment's first row to each row
+        c = xp.cumsum(v, axis=0, dtype=index)
+        before = xp.zeros_like(c)
+        before[1:] = c[:-1]
+        return c - before[seg_lo]
+
+    seen = in_segment(zero)
+    started = seen > 0
+    first = zero & (seen == 1)
+    poison = first & (~xp.isfinite(prev) | xp.isnan(y))  # inf * 0: NaN for good
+    poisoned = in_segment((~xp.isfinite(x) & started) | poison) > 0
+    if out.dtype.kind == "c":
+        zeros = xp.zeros((), out.dtype)
+    else:
+        negative = (in_segment(xp.signbit(x)) & 1).astype(bool)
+        if not fresh_first:  # the first segment continues the seed: its sign counts
+            seed_sign = xp.asarray(np.signbit(np.asarray(seed["value"]).real).reshape(1, w))
+            negative ^= (seg == 0)[:, None] & seed_sign
+        zeros = xp.where(negative, xp.asarray(-0.0, out.dtype), xp.asarray(0.0, out.dtype))
+    fixed = xp.where(poisoned, xp.asarray(np.nan, out.dtype), zeros)
+    where = started if writable is None else started & writable[:, None]
+    xp.copyto(y, fixed, where=where)
 
 
 def _tail_summary(xp, tail, dtype: np.dtype) -> np.ndarray:

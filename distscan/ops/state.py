@@ -158,8 +158,9 @@ class Segmented(State):
     else a zero of sign ``signbit(pre) ^ sign``).  These are the sequential product's own: the
     state after each row is the state before it with the row folded in (the CPU loops' carry,
     ``distscan.backends.cpu_states``), and :meth:`combine` composes two such states in order.
-    The GPU kernels scan the plain (value, flag) struct (:meth:`kernel_dtype`), and their totals
-    get these fields on the host (``distscan.backends.absorb.segmented_tail``).
+    The GPU kernels scan the plain (value, flag) struct (:meth:`kernel_dtype`); on the host their
+    totals get these fields (``distscan.backends.absorb.segmented_tail``) and their results the
+    repair of zeros that met a tile's overflowed product (``absorb_segmented``).
     """
 
     aux = ("segments",)
