@@ -3,12 +3,17 @@
 A product scan that combines partial products (tiles of the GPU kernel, the blocks and
 trees of the algorithms in :mod:`distscan.algorithms`) can meet a zero with a partial
 product that overflowed on its own, ``0 * inf = NaN``, where ``numpy.cumprod``'s running
-product stays 0.  :func:`absorb_zeros` repairs a finished scan to the sequential answer.
+product stays 0.  :func:`absorb_zeros` repairs a finished scan to the sequential answer;
+:func:`absorb_segmented` does so within each segment of a segmented product, and
+:func:`segmented_tail` gives a segmented product's total the fields of its state
+(:class:`distscan.ops.state.Segmented`) that the GPU's kernels do not compute.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from ..ops.state import absorbed, absorbing_join
 
 
 def absorb_zeros(xp, x, out, seed, exclusive):
@@ -64,3 +69,148 @@ def _host(a) -> np.ndarray:
     return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
+
+
+# ---- segmented products (distscan.ops.state.Segmented over a float or complex product) ----------
+#
+# The GPU kernels scan a segmented product as (value, flag) states whose values multiply tile by
+# tile (kernels/util/states.cuh), so a zero meets a tile's own overflowed product (0 * inf = NaN)
+# as a plain product's does, within each segment; and their totals are (value, flag) structs,
+# without the state's zero-absorption fields.  The two functions below repair both on the host side
+# (extended.scan and extended.reduce), in scan order, with the arrays' module ``xp``; their NumPy
+# form is tested against the CPU loops (tests/backends/test_absorb.py).
+
+
+def _segment_starts(xp, flags, ends: bool, fresh_first):
+    """The rows (in scan order) that start a segment afresh: forwards the flagged rows; in reverse,
+    where a flag marks a run's last row, the rows after flagged ones.  Row 0 also where
+    ``fresh_first`` (no seed before it, or a seed whose last row ends a segment)."""
+    if ends:
+        starts = xp.empty(flags.shape, bool)
+        starts[1:] = flags[:-1]
+        starts[:1] = fresh_first
+        return starts
+    starts = flags.astype(bool, copy=True)
+    if fresh_first:
+        starts[:1] = True
+    return starts
+
+
+def absorb_segmented(xp, x, out, flags, seed, exclusive: bool, ends: bool) -> None:
+    """Repair ``out`` in place: the segmented product of ``x`` (``(n, w)``, lifted: NaN read as 1
+    for nanprod) with segment ``flags`` (``(n,)``) from ``seed`` (host state rows ``(w,)`` or
+    None), all in scan order, computed in another order than sequential (the GPU's tiles).  In
+    each segment, :func:`absorb_zeros`'s rule: from the first result that is 0 on (an input zero,
+    or a product that underflowed), every result is a signed zero (the product of the signs since
+    the segment's start, the seed's too where the segment continues it) until an inf or NaN input
+    turns it into NaN for good, and NaN from the zero on where the product before it is not
+    finite.  Vectorised (cumulative counts within segments); one host sync where no zero is."""
+    fresh_first = seed is None or (ends and bool(np.asarray(seed["end"]).reshape(-1)[0]))
+    starts = _segment_starts(xp, flags, ends, fresh_first)
+    n, w = x.shape
+    if exclusive:  # out[i] holds the product of the segment's rows before i: out[1:] aligns with x[:-1]
+        # the product before row k is out[k] itself (the seed's value, or the identity, at a start)
+        x, y, prev, writable = x[:-1], out[1:], out[:-1], ~starts[1:]
+        starts = starts[:-1]
+    else:
+        y, writable = out, None
+        prev = xp.empty_like(out)
+        prev[1:] = out[:-1]
+        prev[:1] = 1 if fresh_first else xp.asarray(np.asarray(seed["value"], out.dtype)).reshape(1, w)
+        prev[starts] = 1
+    m = x.shape[0]
+    if m == 0:
+        return
+    zero = (x == 0) | (y == 0)
+    if not bool(_host(zero.any())):
+        return
+    index = xp.int64
+    seg = xp.cumsum(starts, dtype=index)  # the segment of each row (0 before the first start)
+    first_rows = xp.concatenate([xp.zeros(1, index), xp.flatnonzero(starts).astype(index)])
+    seg_lo = first_rows[seg]  # each row's segment's first row
+
+    def in_segment(v):  # how many of v's rows are set from its segment's first row to each row
+        c = xp.cumsum(v, axis=0, dtype=index)
+        before = xp.zeros_like(c)
+        before[1:] = c[:-1]
+        return c - before[seg_lo]
+
+    seen = in_segment(zero)
+    started = seen > 0
+    first = zero & (seen == 1)
+    poison = first & (~xp.isfinite(prev) | xp.isnan(y))  # inf * 0: NaN for good
+    poisoned = in_segment((~xp.isfinite(x) & started) | poison) > 0
+    if out.dtype.kind == "c":
+        zeros = xp.zeros((), out.dtype)
+    else:
+        negative = (in_segment(xp.signbit(x)) & 1).astype(bool)
+        if not fresh_first:  # the first segment continues the seed: its sign counts
+            seed_sign = xp.asarray(np.signbit(np.asarray(seed["value"]).real).reshape(1, w))
+            negative ^= (seg == 0)[:, None] & seed_sign
+        zeros = xp.where(negative, xp.asarray(-0.0, out.dtype), xp.asarray(0.0, out.dtype))
+    fixed = xp.where(poisoned, xp.asarray(np.nan, out.dtype), zeros)
+    where = started if writable is None else started & writable[:, None]
+    xp.copyto(y, fixed, where=where)
+
+
+def _tail_summary(xp, tail, dtype: np.dtype) -> np.ndarray:
+    """The zero-absorbing state rows ``(w,)`` (host, ``dtype``) of the rows ``tail`` ``(m, w)`` (scan
+    order, lifted) with no segment start among them, as ``state.lift`` and its combine give them."""
+    m, w = tail.shape
+    s = np.zeros(w, dtype)
+    s["value"] = s["pre"] = 1
+    if m == 0:
+        return s
+    zero = tail == 0
+    has_zero = zero.any(axis=0)
+    first = xp.where(has_zero, zero.argmax(axis=0), m)
+    before = xp.arange(m)[:, None] < first
+    nonfinite = ~xp.isfinite(tail)
+    with np.errstate(all="ignore"):  # quiet, as the CPU loops (NumPy's product of the host arrays warns)
+        pre = _host(xp.prod(xp.where(before, tail, xp.ones((), tail.dtype)), axis=0))
+    s["pre"], s["zero"] = pre, _host(has_zero)
+    s["nonfinite"], s["after"] = _host(nonfinite.any(axis=0)), _host((nonfinite & ~before).any(axis=0))
+    if tail.dtype.kind == "f":
+        s["sign"] = _host((xp.signbit(tail) & ~before).sum(axis=0) & 1).astype(bool)
+    s["value"] = np.where(s["zero"], absorbed(np, s["pre"], s["after"], s["sign"]), s["pre"])
+    return s
+
+
+def segmented_tail(xp, state, x, flags, total, seed) -> np.ndarray:
+    """``total`` (host state rows ``(w,)`` of a zero-absorbing segmented product, :class:`distscan.ops.
+    state.Segmented`; its value and segment fields computed otherwise, by the GPU's kernels) with
+    its zero-absorption fields, from the part's rows ``x`` (``(n, w)``, lifted) and ``flags``
+    (``(n,)``), in scan order, after ``seed`` (host state rows, or None): what the CPU loops' pass
+    ``cpu_state_loops.SEGMENTED_TAIL`` gives.  Where the value is finite and not zero the tail held
+    no zero, inf or NaN: the fields say so (pre is the value).  Elsewhere the fields of the rows
+    since the last segment start (a vectorised summary), after the seed's where it continues into
+    them (``ops.state.absorbing_join``), and the value where a zero absorbs (the GPU's may be NaN
+    where the sequential product is 0)."""
+    total = np.array(total, copy=True)
+    value = total["value"]
+    with np.errstate(invalid="ignore"):
+        need = ~((value != 0) & np.isfinite(value))
+    total["pre"] = value
+    for name in ("zero", "after", "nonfinite", "sign"):
+        total[name] = False
+    if not need.any():
+        return total
+    ends = state.ends
+    inner = flags[:-1] if ends else flags
+    lo, fresh = 0, False
+    if inner.shape[0]:
+        k = int(_host(inner[::-1].argmax()))  # the last flagged row, from the end
+        if bool(_host(inner[inner.shape[0] - 1 - k])):
+            lo, fresh = (inner.shape[0] - k if ends else inner.shape[0] - 1 - k), True
+    c = _tail_summary(xp, x[lo:], total.dtype)
+    if not fresh and seed is not None:
+        seed = np.asarray(seed, total.dtype).reshape(-1)
+        joined = absorbing_join(seed, c)
+        continues = ~seed["end"] if ends else np.ones(len(c), bool)  # a seed that ends a segment does not
+        c = np.where(continues, joined, c)
+    zero = need & c["zero"]
+    for name in ("zero", "after", "nonfinite", "sign"):
+        total[name] = np.where(need, c[name], total[name])
+    total["pre"] = np.where(zero, c["pre"], value)
+    total["value"] = np.where(zero, c["value"], value)
+    return total

@@ -15,7 +15,7 @@ import textwrap
 
 import numpy as np
 
-from ..ops.folds import affine_coef_code
+from ..ops.folds import absorbed_code, affine_coef_code, signbit_code
 
 
 def _code(code: str, by: int) -> str:
@@ -84,6 +84,78 @@ SEGMENTED = _blocked(
 SEGMENTED_ONE = _one_column(
     "x, f, out, acc, seed_flag, has_seed, ini, has_init, fst",
     f"fresh = {_SEGMENTED_FRESH.replace('SEED_FLAG', 'seed_flag')}", _SEGMENTED_BODY, "", "AS_ACC(acc)")
+
+# A zero-absorbing segmented product's state after the last row (distscan.ops.state.Segmented): the
+# loops above give its value (the sequential product) and Loops its segment fields; this pass, the
+# others, in place in ``state`` (a state row of w).  A column whose value is finite and not zero
+# has no zero, inf or NaN in its tail (nor in the seed's tail that it continues: a zero leaves
+# the running product 0 or NaN for good, an inf or NaN leaves it inf or NaN), which is the
+# common case: the pass then only writes the fields (pre is the value).  Else it folds the tail's
+# rows (since the last segment start in scan order; forwards a flagged row, in reverse the row
+# after a flagged one but the last) into the seed's fields (where the seed continues into the
+# tail) or the neutral ones, as Segmented.lift and its combine do row by row.  With ``whole`` it
+# folds every column and writes its value too, without reading it (an in-place scan, whose rows
+# are gone once scanned, runs it first: Loops._run).
+SEGMENTED_TAIL = """
+def tail(x, f, seed, has_seed, state, whole):
+    n, w = x.shape
+    lo = -1
+    fresh = False
+    for j in range(w):
+        v = state[j].value
+        if not whole and v != 0 and np.isfinite(v):
+            state[j].pre = v
+            state[j].zero = False
+            state[j].after = False
+            state[j].nonfinite = False
+            state[j].sign = False
+            continue
+        if lo < 0:  # the tail's first row, once
+            lo = 0
+            last = n - 1 if ENDS else n
+            for i in range(last - 1, -1, -1):
+                if f[i]:
+                    lo = i + 1 if ENDS else i
+                    fresh = True
+                    break
+        if has_seed and not fresh and not (ENDS and seed[j].end):
+            pre = seed[j].pre
+            zero = seed[j].zero
+            after = seed[j].after
+            nonfinite = seed[j].nonfinite
+            sign = seed[j].sign
+        else:
+            pre = ONE
+            zero = False
+            after = False
+            nonfinite = False
+            sign = False
+        for i in range(lo, n):
+            b = x[i, j]
+            LIFT
+            finite = np.isfinite(b)
+            nonfinite = nonfinite or not finite
+            if zero:
+                after = after or not finite
+                sign = sign != SIGNBIT
+            elif b == 0:
+                zero = True
+                sign = SIGNBIT
+            else:
+                pre = pre * b
+        state[j].zero = zero
+        state[j].after = after
+        state[j].nonfinite = nonfinite
+        state[j].sign = sign
+        if zero:
+            state[j].pre = pre
+            state[j].value = ABSORBED
+        elif whole:
+            state[j].pre = pre
+            state[j].value = pre
+        else:
+            state[j].pre = v
+"""
 
 # Linear recurrences: the affine map (A, B) of the rows so far; ``flushed``: A is a flushed
 # subnormal (FLUSH_SEED, UPDATE_A), not a zero that a zero coefficient made.
@@ -179,6 +251,12 @@ DECLARED = _blocked(
 # accumulator dtype: numba unifies a bare 0 with float32 as float64, and the whole segment was
 # then summed in float64 (NumPy's float32 nancumsum differs, and so did the bits by the split).
 _NAN_IDENTITY = {"nansum": 0, "nanprod": 1}
+
+
+def tail_code(base, acc: np.dtype) -> dict:
+    """The constants of :data:`SEGMENTED_TAIL` for the accumulator dtype."""
+    return {"LIFT": nan_lift(base, acc), "ONE": f"{numpy_type(acc)}(1)", "SIGNBIT": signbit_code(acc, "b"),
+            "ABSORBED": absorbed_code(acc)}
 
 
 def nan_lift(base, acc: np.dtype) -> str:

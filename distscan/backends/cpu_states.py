@@ -22,7 +22,7 @@ from .._caches import publish
 from ..ops.folds import compensated_overflow_code
 from ..ops.jit import array_type, base_combine, compile_loop, scalar_type
 from .cpu_state_loops import (AFFINE, AFFINE_ONE, COMPENSATED, COMPENSATED_ONE, DECLARED, SEGMENTED, SEGMENTED_ONE,
-                              affine_code, nan_lift, numpy_type)
+                              SEGMENTED_TAIL, affine_code, nan_lift, numpy_type, tail_code)
 
 def _doubling(states, combine):
     """The inclusive scan of ``states`` ``(n, w)`` along axis 0 by log2(n) vectorised steps of
@@ -122,11 +122,16 @@ class Loops:
         self.one = w == 1
         value = scalar_type(acc) if self.one else row
         seed_flag = "BOOL" if self.one else flags
+        self.absorbs = self.kind == "segmented" and st.absorbs(acc)
         if self.kind == "segmented":
             arguments = [rows, flags, out, value, seed_flag, "BOOL", value, "BOOL", value]
             constants = {"ENDS": st.ends, "LIFT": nan_lift(st.base, acc)}
             base = base_combine(st.base)
             self.first = _constant(st.base.identity(acc), w, acc)
+            if self.absorbs:  # a float product's zero-absorption fields (cpu_state_loops.SEGMENTED_TAIL)
+                state_row, state_out = array_type(self.dtype, 1), array_type(self.dtype, 1, writes=True)
+                tail = f"{rows}, {flags}, {state_row}, BOOL, {state_out}, BOOL"
+                self._tail = compile_loop(SEGMENTED_TAIL, "tail", None, tail, ENDS=st.ends, **tail_code(st.base, acc))
         elif self.kind == "affine":
             arguments = [rows, rows, flags, out, value, value, seed_flag, "BOOL", value, "BOOL"]
             constants = {"STARTS": st.segments == "starts", "ENDS": st.segments == "ends", "FLAGS": st.segments != "",
@@ -181,6 +186,20 @@ class Loops:
                 return None
             return seed.copy() if has_seed else self.neutral.copy()
         x, flags, coef, out = self._inputs(x, aux, out, reverse)
+        if want_state and self.absorbs and np.may_share_memory(x, out):
+            # in place (the file pipeline's scans): the state from the rows before the scan
+            # overwrites them (cpu_state_loops.SEGMENTED_TAIL, whole), then the scan alone
+            early = np.empty(w, self.dtype)
+            _segment_fields(early, seed, flags, self.state.ends)
+            self._tail(x, flags, seed if has_seed else self.neutral, has_seed, early, True)
+            self._scan_rows(fn, x, flags, coef, seed, out, initial, False)
+            return early
+        return self._scan_rows(fn, x, flags, coef, seed, out, initial, want_state)
+
+    def _scan_rows(self, fn, x, flags, coef, seed, out, initial, want_state):
+        """:meth:`_run`'s loop call on its inputs in scan order (``seed`` a state row or None)."""
+        n, w = x.shape
+        has_seed = seed is not None
         has_init = initial is not None and self.projects
         init = self.zeros
         if has_init:  # a row of the accumulator dtype as the plan gives it; anything else converted
@@ -200,6 +219,8 @@ class Loops:
             if want_state:
                 state["value"] = value
                 _segment_fields(state, seed, flags, ends)
+                if self.absorbs:
+                    self._tail(x, flags, seed if has_seed else self.neutral, has_seed, state, False)
         elif self.kind == "affine":
             ends = self.state.segments == "ends"
             a, b = fn(x, coef, flags, out, seed["a"] if has_seed else self.zeros, seed["b"] if has_seed else self.zeros,
@@ -244,6 +265,8 @@ class Loops:
             if dest is not None:
                 dest["value"] = value
                 _segment_fields(dest, seed, flags, ends)
+                if self.absorbs:
+                    self._tail(x, flags, seed if has_seed else self.neutral, has_seed, dest, False)
         elif self.kind == "affine":
             ends = self.state.segments == "ends"
             a, b = fn(x, coef, flags, out, seed["a"][0] if has_seed else self.zero,

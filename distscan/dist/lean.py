@@ -97,8 +97,9 @@ class LeanCalls:
         ex = self._exchanger
         if self.size == 1 or ex is None or ex.resolved is None:
             return None
-        fused = (not self.trailing and ex.resolved == "flat" and ex.inline and not ex.doubling and not ex.guarded
-                 and not self.carries.flagged)
+        # (the fused calls' carries are their state rows or integer totals: a float product's
+        # five-row carry, distscan._carry, takes neither)
+        fused = not self.trailing and ex.resolved == "flat" and ex.inline and not ex.doubling and not ex.guarded
         if fused and self._adds and not ex.reverse:
             return self._fused_scan_then_add(ex)
         if fused and self._loops and self.types.result == self.types.acc and self.algorithm == "auto":

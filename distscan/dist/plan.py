@@ -203,11 +203,9 @@ class ScanPlan(LeanCalls):
                 if self.strategy == "reduce_then_scan":
                     with timer.phase("reduce"):
                         if n and not last:  # the last rank's carry is never read
-                            if loops is not None and not self.carries.flagged:
-                                carry = loops.carry(rows, aux, self.reverse)
-                            else:  # (a segmented float product's carry is not its state: distscan._carry)
-                                carry = self.carries.of_part(self.be, rows, self.types, aux, self.reverse) if general \
-                                    else self.carries.of_part(self.be, rows, self.types)
+                            carry = loops.carry(rows, aux, self.reverse) if loops is not None else \
+                                self.carries.of_part(self.be, rows, self.types, aux, self.reverse) if general \
+                                else self.carries.of_part(self.be, rows, self.types)
                 else:
                     # A narrower result (float16 sums, accumulated in float32) is scanned and offset
                     # in the accumulator dtype and rounded once, after the offset: scanned into out

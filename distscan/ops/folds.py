@@ -88,6 +88,52 @@ def compensated_fold(value) -> str:
     """The compensated state's fold for states over ``value`` (its overflow code is typed)."""
     return _fold(("s", "e"), _COMPENSATED + compensated_overflow_code(value, "s", "e"))
 
+def signbit_code(value, v: str) -> str:
+    """numba code of ``v``'s sign bit for values of dtype ``value`` (False for complex: the
+    zero-absorbing states keep no sign of complex zeros)."""
+    return "False" if np.dtype(value).kind == "c" else f"np.signbit({v})"
+
+
+def absorbed_code(value, pre: str = "pre", after: str = "after", sign: str = "sign") -> str:
+    """numba expression of the value of a product whose tail holds a zero, in dtype ``value``
+    (:func:`distscan.ops.state.absorbed`: NaN where ``pre`` is not finite or ``after``, else a
+    zero of sign ``signbit(pre) ^ sign``; complex ``0j``)."""
+    value = np.dtype(value)
+    t = f"np.{value.name}"
+    if value.kind == "c":
+        return f"({t}(complex(np.nan, 0.0)) if {after} or not np.isfinite({pre}) else {t}(0))"
+    return (f"({t}(np.nan) if {after} or not np.isfinite({pre}) "
+            f"else ({t}(-0.0) if np.signbit({pre}) != {sign} else {t}(0.0)))")
+
+
+# The zero-absorbing segmented product's fields (distscan.ops.state.Segmented) and the lines that
+# fold state t (no segment starting in it) into the locals: distscan.ops.state.absorbing_join.
+ABSORBING_FIELDS = ("value", "pre", "zero", "after", "nonfinite", "sign")
+_ABSORBING = """
+if zero:
+    after = after or t.nonfinite
+    sign = sign != (SIGNBIT != t.sign)
+elif t.zero:
+    pre = value * t.pre
+    zero = True
+    after = t.after
+    sign = t.sign
+else:
+    value = value * t.value
+    pre = value
+nonfinite = nonfinite or t.nonfinite
+if zero:
+    value = ABSORBED
+"""
+
+
+def absorbing_fold(value, segments: str) -> str:
+    """The fold of zero-absorbing segmented product states over ``value`` (``segments``: "starts"
+    forwards, "ends" in reverse)."""
+    code = _ABSORBING.replace("SIGNBIT", signbit_code(value, "t.pre")).replace("ABSORBED", absorbed_code(value))
+    return _fold(ABSORBING_FIELDS, code, segments)
+
+
 SEGMENTED_FOLD = _fold(("value",), _SEGMENTED, "starts")
 SEGMENTED_ENDS_FOLD = _fold(("value",), _SEGMENTED, "ends")
 AFFINE_FOLD = _fold(("a", "b"), _AFFINE)

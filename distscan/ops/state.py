@@ -20,10 +20,12 @@ loops (:mod:`distscan.backends.cpu_states`).
 
 :class:`Segmented` wraps a plain operator: a flag starts a new segment, whose carry from before
 is dropped.  Scanned in reverse (``ends=True``) the runs are the same, each scanned right to
-left, so in scan order a flag marks a run's *last* element.  :class:`Affine` composes maps
-``y -> a*y + b``: the linear recurrence ``y[i] = a[i]*y[i-1] + b[i]``, with segments that
-restart it.  :class:`Compensated` carries a float sum as (sum, error), each combination
-error-free (TwoSum).
+left, so in scan order a flag marks a run's *last* element.  Over a float or complex product its
+state also holds what a zero needs to absorb as NumPy's sequential product does
+(:func:`absorbs_zeros`: the fields ``pre``, ``zero``, ``after``, ``nonfinite``, ``sign``).
+:class:`Affine` composes maps ``y -> a*y + b``: the linear recurrence ``y[i] = a[i]*y[i-1] + b[i]``,
+with segments that restart it.  :class:`Compensated` carries a float sum as (sum, error), each
+combination error-free (TwoSum).
 
 ``initial`` is a *projection* of segmented and affine scans, the same on every segment:
 ``initial op v`` for the value ``v`` of a segment's prefix, ``b + a*initial`` for an affine
@@ -37,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from .folds import (AFFINE_ENDS_FOLD, AFFINE_FOLD, AFFINE_STARTS_FOLD, SEGMENTED_ENDS_FOLD, SEGMENTED_FOLD,
-                    compensated_fold)
+                    absorbing_fold, compensated_fold)
 from .jit import array_type, base_combine, compile_loop
 
 
@@ -87,6 +89,11 @@ class State:
     def fresh(self, prev, lifted) -> np.ndarray:
         return np.zeros(np.shape(lifted), bool)
 
+    def kernel_dtype(self, value) -> np.dtype:
+        """The state's C struct in the GPU kernels (``kernels/util/states.cuh``): the state itself,
+        but where the host's state holds more (:meth:`Segmented.kernel_dtype`)."""
+        return self.dtype(value)
+
     def fold(self, stack, out) -> None:
         """``out[...] = stack[0] . stack[1] . ...`` (``stack``: ``(k, w)`` states, k >= 1), in the
         dtype of ``out`` (``np.stack`` of padded states packs them: converted back here)."""
@@ -112,6 +119,19 @@ class State:
         return None
 
 
+def absorbs_zeros(base, value) -> bool:
+    """Whether products of ``base`` over values of dtype ``value`` absorb zeros as NumPy's sequential
+    product does (float and complex products, NaN-aware ones too: nancumprod is cumprod with NaN
+    read as 1), which a product formed apart from what comes before it does not know
+    (:class:`Segmented`; plain products: :mod:`distscan._carry`)."""
+    return getattr(base, "name", None) in ("prod", "nanprod") and np.dtype(value).kind in "fc"
+
+
+# The fields (beside ``value`` and ``pre``) that let a segmented float product's state absorb zeros
+# (Segmented's docstring).
+ABSORBING = (("zero", np.bool_), ("after", np.bool_), ("nonfinite", np.bool_), ("sign", np.bool_))
+
+
 class Segmented(State):
     """Segments over a plain operator ``base``; ``flags[i]`` marks the first element of a run.
 
@@ -120,6 +140,27 @@ class Segmented(State):
     flag marks a run's last element: the state is (value, inner, end), ``end`` saying that the
     block's last element ends a segment (what follows starts afresh), ``inner`` that an element
     before it does.
+
+    **Zero absorption** (float and complex products, :func:`absorbs_zeros`).  In sequential order
+    (``numpy.cumprod``) a zero absorbs: once the running product is 0 it stays a signed zero until
+    an inf or NaN *input* turns it into NaN, and a running product that overflowed to inf turns
+    into NaN at the next zero.  ``s.value * t.value`` knows neither: ``t``'s own product may have
+    overflowed (``0 * inf = NaN`` where NumPy gives 0).  So the state of the block's rows since its
+    last segment start (its *tail*) also holds
+
+        pre        the product of the tail's rows before its first zero (all of them, ``value``, if none)
+        zero       the tail holds a zero
+        after      an inf or NaN lies at or after that first zero
+        nonfinite  the tail holds an inf or NaN
+        sign       the parity of the sign bits from the first zero on (False for complex)
+
+    and ``value`` is the sequential product (with a zero: NaN if ``pre`` is not finite or ``after``,
+    else a zero of sign ``signbit(pre) ^ sign``).  These are the sequential product's own: the
+    state after each row is the state before it with the row folded in (the CPU loops' carry,
+    ``distscan.backends.cpu_states``), and :meth:`combine` composes two such states in order.
+    The GPU kernels scan the plain (value, flag) struct (:meth:`kernel_dtype`); on the host their
+    totals get these fields (``distscan.backends.absorb.segmented_tail``) and their results the
+    repair of zeros that met a tile's overflowed product (``absorb_segmented``).
     """
 
     aux = ("segments",)
@@ -132,22 +173,45 @@ class Segmented(State):
     def key(self) -> tuple:
         return (self.kind, self.base)
 
-    def dtype(self, value) -> np.dtype:
+    def absorbs(self, value) -> bool:
+        """Whether this state over values of ``value`` holds the zero-absorption fields."""
+        return absorbs_zeros(self.base, value)
+
+    def kernel_dtype(self, value) -> np.dtype:
+        """The GPU kernels' struct (``SegState``, ``SegEndsState`` of ``kernels/util/states.cuh``):
+        the state without the zero-absorption fields."""
         if self.ends:
             return c_struct(("value", value), ("inner", np.bool_), ("end", np.bool_))
         return c_struct(("value", value), ("flag", np.bool_))
+
+    def dtype(self, value) -> np.dtype:
+        segment = (("inner", np.bool_), ("end", np.bool_)) if self.ends else (("flag", np.bool_),)
+        if self.absorbs(value):
+            return c_struct(("value", value), ("pre", value), *segment, *ABSORBING)
+        return c_struct(("value", value), *segment)
+
+    def fold_code(self, dtype) -> str:
+        value = np.dtype(dtype)["value"]
+        if self.absorbs(value):
+            return absorbing_fold(value, "ends" if self.ends else "starts")
+        return self.FOLD
 
     def lift(self, x, aux, value) -> np.ndarray:
         x = self.base.lift(x, np.dtype(value))
         s = np.zeros(x.shape, self.dtype(value))
         s["end" if self.ends else "flag"] = _flags_like(aux[0], x.shape)
         s["value"] = x
+        if self.absorbs(value):
+            x = s["value"]
+            zero = x == 0
+            s["pre"] = np.where(zero, np.ones((), x.dtype), x)  # nothing before the zero
+            s["zero"] = zero
+            s["nonfinite"] = ~np.isfinite(x)
+            s["sign"] = zero & _signbit(x)
         return s
 
     def combine(self, s, t) -> np.ndarray:
         out = np.empty(np.broadcast(s, t).shape, s.dtype)
-        with np.errstate(all="ignore"):
-            joined = self.base.combine(s["value"], t["value"])
         if self.ends:
             fresh = t["inner"] | s["end"]
             out["inner"] = s["inner"] | s["end"] | t["inner"]
@@ -155,6 +219,13 @@ class Segmented(State):
         else:
             fresh = t["flag"]
             out["flag"] = s["flag"] | t["flag"]
+        if "zero" in s.dtype.names:
+            joined = absorbing_join(s, t)
+            for name in ("value", "pre") + tuple(f for f, _ in ABSORBING):
+                out[name] = np.where(fresh, t[name], joined[name])
+            return out
+        with np.errstate(all="ignore"):
+            joined = self.base.combine(s["value"], t["value"])
         out["value"] = np.where(fresh, t["value"], joined)
         return out
 
@@ -170,10 +241,49 @@ class Segmented(State):
     def neutral(self, value) -> np.ndarray:
         s = np.zeros((), self.dtype(value))
         s["value"] = self.base.neutral(np.dtype(value))
+        if self.absorbs(value):
+            s["pre"] = s["value"]
         return s
 
     def _base_combine(self):
         return base_combine(self.base)
+
+
+def _signbit(v) -> np.ndarray:
+    v = np.asarray(v)
+    return np.signbit(v) if v.dtype.kind == "f" else np.zeros(v.shape, bool)
+
+
+def absorbed(xp, pre, after, sign):
+    """The value of a product whose tail holds a zero (:class:`Segmented`'s fields): NaN where the
+    product before the zero is not finite or an inf or NaN follows, else a zero of sign
+    ``signbit(pre) ^ sign`` (complex: ``0j``).  ``xp``: the arrays' module (NumPy or CuPy)."""
+    with np.errstate(invalid="ignore"):
+        nan = after | ~xp.isfinite(pre)
+    if pre.dtype.kind == "c":
+        zeros = xp.zeros(pre.shape, pre.dtype)
+    else:
+        zeros = xp.where(xp.signbit(pre) ^ sign, xp.asarray(-0.0, pre.dtype), xp.asarray(0.0, pre.dtype))
+    return xp.where(nan, xp.asarray(np.nan, pre.dtype), zeros)
+
+
+def absorbing_join(s, t) -> np.ndarray:
+    """``s . t`` of two zero-absorbing states (:class:`Segmented`) where no segment starts in
+    ``t``: the fields of the tail of ``s`` followed by ``t``'s rows (its segment fields unset)."""
+    out = np.zeros(np.broadcast(s, t).shape, s.dtype)
+    s_zero, t_zero = s["zero"], t["zero"]
+    with np.errstate(all="ignore"):
+        plain = s["value"] * t["value"]  # neither holds a zero
+        pre = np.where(s_zero, s["pre"], s["value"] * t["pre"])
+    zero = s_zero | t_zero
+    after = np.where(s_zero, s["after"] | t["nonfinite"], t["after"])
+    # after s's zero every sign of t counts: those before t's zero are the sign of its pre
+    sign = np.where(s_zero, s["sign"] ^ (_signbit(t["pre"]) ^ t["sign"]), t["sign"])
+    pre = np.where(zero, pre, plain)
+    out["value"] = np.where(zero, absorbed(np, pre, after, sign), plain)
+    out["pre"], out["zero"], out["after"], out["sign"] = pre, zero, after, sign
+    out["nonfinite"] = s["nonfinite"] | t["nonfinite"]
+    return out
 
 
 def affine_coef(a, y):

@@ -21,7 +21,8 @@ from distscan.backends import cpu, cpu_states
 
 OPS = [("segments", "sum", "int64", False), ("segments", "max", "float64", True),
        ("segments", "nansum", "float32", False), ("affine", "sum", "float64", False),
-       ("affine segments", "sum", "complex128", True), ("compensated", "sum", "float64", False)]
+       ("affine segments", "sum", "complex128", True), ("compensated", "sum", "float64", False),
+       ("segments", "prod", "float64", False), ("segments", "nanprod", "float32", True)]  # zero absorption's fields
 
 
 def _case(kind, base, dtype, reverse):
@@ -81,6 +82,8 @@ def test_loops_compile_once_and_take_any_layout(kind, base, dtype, reverse):
     loops1.carry(x[:, 0].copy(), tuple(a if a.ndim == 1 else a[:, 0].copy() for a in aux))
     assert [len(loops._carry.signatures), len(loops._scan.signatures)] == compiled
     assert [len(loops1._carry.signatures), len(loops1._scan.signatures)] == [1, 1]
+    if loops.absorbs:  # a segmented float product's pass for its zero-absorption fields (SEGMENTED_TAIL)
+        assert len(loops._tail.signatures) == len(loops1._tail.signatures) == 1
 
 
 @pytest.mark.parametrize("kind,base,dtype,reverse", OPS)
@@ -126,6 +129,7 @@ def test_declared_operators_have_no_prepared_loops():
 # bit, whatever the seed, initial, direction and values (the affine flush of subnormal products,
 # infinite and NaN coefficients, overflowing compensated sums).
 ONE_COLUMN_CASES = OPS + [("segments", "prod", "int64", True), ("segments", "nanmax", "float64", False),
+                          ("segments", "prod", "complex128", True), ("segments", "nanprod", "float64", False),
                           ("affine segments", "sum", "float64", False), ("affine", "sum", "float32", True),
                           ("compensated", "sum", "complex128", True), ("compensated", "nansum", "float32", False)]
 
@@ -136,9 +140,10 @@ def _values(rng, acc, shape, regime):
     x = rng.standard_normal(shape)
     if acc.kind == "c":
         x = x + 1j * rng.standard_normal(shape)
-    if regime == "extremes":  # overflow, infinities and NaN among ordinary values
+    if regime == "extremes":  # overflow, infinities, NaN and zeros of both signs among ordinary values
         pick = rng.random(shape)
         x = np.where(pick < 0.1, np.inf, np.where(pick < 0.15, np.nan, np.where(pick < 0.3, 1e308, x)))
+        x = np.where((pick >= 0.3) & (pick < 0.36), np.where(pick < 0.33, 0.0, -0.0), x)
     return x.astype(acc)
 
 

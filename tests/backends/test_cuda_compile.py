@@ -189,3 +189,11 @@ def test_state_structs_match_the_host_layout():
                             (affine(), "complex64", 16), (affine(True), "float32", 12),
                             (affine(True, True), "complex128", 48), (compensated(get_op("sum")), "float64", 16)]:
         assert op.state.dtype(np.dtype(value)).itemsize == size, (op.name, value)
+    # a segmented float product's host state holds zero absorption's fields; its kernels' struct
+    # (extended.kernel_state) is SegState / SegEndsState all the same
+    for reverse, value, size in [(False, "float32", 8), (False, "float64", 16), (True, "float32", 8),
+                                 (True, "complex128", 32)]:
+        op = segmented(get_op("prod"), reverse)
+        assert op.state.kernel_dtype(np.dtype(value)).itemsize == size, (op.name, value)
+        assert extended.kernel_state(op, scan_types(op, np.dtype(value))) == op.state.kernel_dtype(np.dtype(value))
+        assert op.state.dtype(np.dtype(value)).itemsize > size

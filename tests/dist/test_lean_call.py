@@ -236,11 +236,21 @@ def _drawn_call(comm, seed, per_rank):
 # -- the fused CPU state scans (segmented, recurrence, compensated) --------------------------------
 
 def _state_global(seed, size, n=N):
-    """One global array for each state scan: integers, flags, coefficients, floats of exact sums."""
+    """One global array for each state scan: integers, flags, coefficients, floats of exact sums,
+    factors of exact products with zeros and overflow."""
     rng = np.random.default_rng(seed)
     total = n * size
-    return {"x": rng.integers(-9, 9, total), "f": rng.random(total) < 0.1, "a": rng.uniform(0.5, 1, total),
-            "b": rng.integers(-64, 64, total) / 8.0}
+    x = rng.integers(-9, 9, total)
+    return {"x": x, "f": rng.random(total) < 0.1, "a": rng.uniform(0.5, 1, total),
+            "b": rng.integers(-64, 64, total) / 8.0, "p": _factors(x)}
+
+
+def _factors(x):
+    """Integers from [-9, 9) as factors whose products are exact or overflow in any grouping where they
+    do in sequence: 0 and -1 as zeros of both signs, +-7 and more as +-2^600, +-2 and +-3 as +-2, the
+    rest as +-1 (a segmented float product absorbs its zeros across ranks as NumPy's does)."""
+    mag = np.where(np.abs(x) >= 7, 2.0 ** 600, np.where(np.abs(x) >= 2, 2.0, 1.0))
+    return np.where(x == 0, 0.0, np.where(x == -1, -0.0, np.sign(x) * mag))
 
 
 STATE = {  # name: (call on this rank's parts, reference of the global arrays)
@@ -258,7 +268,18 @@ STATE = {  # name: (call on this rank's parts, reference of the global arrays)
         lambda g: recurrence_reference(g["a"], g["b"], segments=g["f"], reverse=True)),
     "compensated": (lambda p, out, c: distscan.cumsum(p["b"], compensated=True, out=out, comm=c),
                     lambda g: np.cumsum(g["b"])),  # eighths: every prefix exact
+    "segmented product": (lambda p, out, c: distscan.cumprod(p["p"], segments=p["f"], out=out, comm=c),
+                          lambda g: _products(g["p"], g["f"])),
+    "segmented reverse exclusive product": (
+        lambda p, out, c: distscan.scan(p["p"], "prod", segments=p["f"], reverse=True, exclusive=True, out=out,
+                                        comm=c),
+        lambda g: _products(g["p"], g["f"], reverse=True, exclusive=True)),
 }
+
+
+def _products(x, f, **kw):
+    with np.errstate(all="ignore"):
+        return segmented_reference(x, f, "prod", **kw)
 
 
 def _state_parts(g, counts, rank):
@@ -272,7 +293,7 @@ def _state_call(comm, name, seed, counts, odd_rank=None, odd=None):
     total = sum(counts)
     g = {k: v[:total] for k, v in g.items()}
     parts = _state_parts(g, counts, comm.rank)
-    key = "x" if name.startswith("segmented") else "b"
+    key = "p" if name.endswith("product") else "x" if name.startswith("segmented") else "b"
     out = np.empty_like(reference({k: v[:1] for k, v in g.items()}), shape=len(parts[key]))
     must_fail = False
     if comm.rank == odd_rank:
@@ -364,6 +385,13 @@ SEGMENTED_CALLS = {  # name: (call on this rank's x, a, flags and out; reference
     "reverse recurrence": (
         lambda x, a, f, out, c: distscan.linear_recurrence(a, x / 8.0, segments=f, reverse=True, out=out, comm=c),
         lambda x, a, f: recurrence_reference(a, x / 8.0, segments=f, reverse=True)),
+    # float products with zeros and overflow (_factors): the carry absorbs the zeros (ops.state.Segmented)
+    "product": (lambda x, a, f, out, c: distscan.cumprod(_factors(x), segments=f, out=out, comm=c),
+                lambda x, a, f: _products(_factors(x), f)),
+    "exclusive reverse product": (
+        lambda x, a, f, out, c: distscan.scan(_factors(x), "prod", segments=f, exclusive=True, reverse=True, out=out,
+                                              comm=c),
+        lambda x, a, f: _products(_factors(x), f, exclusive=True, reverse=True)),
 }
 
 

@@ -20,7 +20,7 @@ from distscan.ops import affine, get_op, segmented
 from tests.support.data import zero_rule_case
 from tests.support.devices import require_gpu
 from tests.support.ranks import SELF
-from tests.support.reference import assert_compensated, compensated_case, recurrence_reference
+from tests.support.reference import assert_compensated, compensated_case, recurrence_reference, segmented_reference
 
 cp = require_gpu()
 pytestmark = pytest.mark.gpu
@@ -63,7 +63,8 @@ def _precompiled():
                      ("bitwise_xor", "uint8"), ("min", "float16"), ("sum", "int8")]:
         ext(get_op(name), dt, (True,))
     for name, dt in [("sum", "int32"), ("sum", "float32"), ("max", "float64"), ("nansum", "float64"),
-                     ("prod", "int64"), ("sum", "int8"), ("sum", "int64"), ("gcd", "int64"), ("lcm", "int64")]:
+                     ("prod", "int64"), ("sum", "int8"), ("sum", "int64"), ("gcd", "int64"), ("lcm", "int64"),
+                     ("prod", "float32"), ("prod", "float64"), ("nanprod", "float32"), ("nanprod", "float64")]:
         ext(segmented(get_op(name), False), dt, (False,))
         ext(segmented(get_op(name), True), dt, (True,))
     for dt in ["float32", "float64", "complex64", "complex128", "int64"]:
@@ -206,6 +207,95 @@ def test_segmented_matches_the_cpu(opname, dtype, n, rng):
                 ref = _cpu(distscan.scan, x, opname, **kw)
                 got = _gpu(distscan.scan, x, opname, **{**kw, "segments": cp.asarray(flags)})
                 _close(got, ref, ref.dtype, float(np.nansum(np.abs(x))) + 1)
+
+
+def _equal_with_signs(got, want, what=""):
+    """NumPy's bits: NaN where NaN, zeros of the same sign (``==`` takes -0.0 for +0.0)."""
+    got, want = np.asarray(got), np.asarray(want)
+    np.testing.assert_array_equal(got, want, err_msg=what)
+    zeros = want == 0
+    np.testing.assert_array_equal(np.signbit(got[zeros]), np.signbit(want[zeros]), err_msg=f"{what}: signs of zeros")
+
+
+def _same_state(got, want, what):
+    """Two states of a segmented float product field for field (the sign of a zero not where the
+    value is NaN: it has no meaning there)."""
+    nan = np.isnan(np.asarray(want["value"]))
+    for field in want.dtype.names:
+        g, h = np.asarray(got[field]), np.asarray(want[field])
+        if field == "sign":
+            g, h = g & ~nan, h & ~nan
+        np.testing.assert_array_equal(g, h, err_msg=f"{what} {field}")
+
+
+@pytest.mark.parametrize("flag", ["no flag", "a flag in the middle"])
+@pytest.mark.parametrize("exclusive", [False, True], ids=["inclusive", "exclusive"])
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_segmented_float_product_absorbs_zeros_inside_the_device(dtype, reverse, exclusive, flag):
+    """``[0] + [big] * 2^20`` (each big's square overflows) with no flag, and with a flag in the middle
+    whose segment starts with -0.0, in scan order (mirrored in reverse): NumPy's sequential product
+    is a signed zero from each zero on.  The kernels multiply tile products (a tile whose own
+    product overflowed, times the carried 0, gave NaN); the host repairs them segment by segment
+    (backends/absorb.absorb_segmented, from extended.scan).  The part's carry (the ordered
+    reduction) and the scan's total are the CPU loops' state, field for field."""
+    big = 1e30 if dtype == "float32" else 1e200
+    n = (1 << 20) + 1
+    x = np.full(n, big, dtype)
+    flags = np.zeros(n, bool)
+    x[-1 if reverse else 0] = 0.0
+    if flag != "no flag":
+        m = n // 2
+        flags[m] = True  # in array order the second run starts at m: in reverse its first row is m's end
+        x[m - 1 if reverse else m] = -0.0
+    with np.errstate(all="ignore"):
+        want = segmented_reference(x, flags, "prod", exclusive=exclusive, reverse=reverse)
+    assert not np.isnan(want).any()
+    got = distscan.scan(cp.asarray(x), "prod", segments=cp.asarray(flags), reverse=reverse, exclusive=exclusive,
+                        comm=SELF)
+    _equal_with_signs(cp.asnumpy(got), want, f"{dtype} reverse={reverse} exclusive={exclusive} {flag}")
+    op = segmented(get_op("prod"), reverse)
+    types = scan_types(op, np.dtype(dtype))
+    cpu_carry = cpu_backend.reduce(x.reshape(-1, 1), op, types, aux=(flags,), reverse=reverse)
+    _same_state(gpu.reduce(cp.asarray(x).reshape(-1, 1), op, types, aux=(cp.asarray(flags),), reverse=reverse),
+                cpu_carry, "reduce")
+    _, total = gpu.scan(cp.asarray(x), op, types, exclusive=exclusive, want_total=True, aux=(cp.asarray(flags),),
+                        reverse=reverse)
+    _same_state(total, cpu_carry, "scan total")
+
+
+@pytest.mark.parametrize("dtype,n", [("float32", 1), ("float32", 31), ("float32", 8193), ("float32", 100_003),
+                                     ("float64", 8193), ("float64", 100_003), ("float16", 8193)])
+def test_segmented_float_products_are_the_cpus_bit_for_bit(dtype, n, rng):
+    """Factors 0, -0, +-1, +-2, a large power of two (products overflow after a few), inf and NaN:
+    every product is exact, or overflows in any grouping where it does in sequence, so the GPU's
+    results are the CPU's (NumPy's sequential ones) bit for bit, zeros' signs included, with flags
+    sparse and dense, forwards and in reverse, inclusive and exclusive, from a seed (a carry of
+    rows before, as a rank's), with ``initial``, for 3 columns; float16 results come from float32
+    products (repaired there, then rounded).  The totals are the CPU loops' states."""
+    big = 2.0 ** (600 if dtype == "float64" else 60 if dtype == "float32" else 8)
+    values = np.array([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, big, -big, np.inf, -np.inf, np.nan])
+    p = np.array([4, 3, 30, 20, 8, 6, 20, 10, 0.3, 0.2, 0.3])
+    for name in ("prod", "nanprod"):
+        for reverse in (False, True):
+            op = segmented(get_op(name), reverse)
+            types = scan_types(op, np.dtype(dtype))
+            for density in (0.0, 1e-3, 0.1):
+                for exclusive in (False, True):
+                    for w in (1, 3):
+                        x = rng.choice(values, (n, w), p=p / p.sum()).astype(dtype)
+                        flags = rng.random(n) < density
+                        head = rng.choice(values, (5, w), p=p / p.sum()).astype(dtype)
+                        seed = cpu_backend.reduce(head, op, types, aux=(rng.random(5) < 0.3,))
+                        for kw in ({}, {"seed": seed}, {"initial": np.full(w, -2.0, types.acc)}):
+                            what = f"{name} reverse={reverse} density={density} exclusive={exclusive} w={w} {list(kw)}"
+                            with np.errstate(all="ignore"):
+                                want, want_total = cpu_backend.scan(x, op, types, exclusive=exclusive, want_total=True,
+                                                                    aux=(flags,), reverse=reverse, **kw)
+                            got, total = gpu.scan(cp.asarray(x), op, types, exclusive=exclusive, want_total=True,
+                                                  aux=(cp.asarray(flags),), reverse=reverse, **kw)
+                            _equal_with_signs(cp.asnumpy(got), want, what)
+                            _same_state(total, want_total, what)
 
 
 @pytest.mark.parametrize("n", SIZES)

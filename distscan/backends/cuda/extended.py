@@ -16,12 +16,15 @@ refused (its seed and parameter are copied from the host).
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import threading
 
 import numpy as np
 
+from ..._carry import lifted
 from ..._dtypes import ScanTypes
 from ...ops import Op
+from ..absorb import absorb_segmented, segmented_tail
 from . import compile as cc
 from .device import cp, device_info, reduction_columns, refuse_in_capture, remember, require_cupy
 from .launch import ArgBlock, first_row, launch_shape, write_first_row
@@ -42,10 +45,27 @@ def struct_state(op: Op) -> str:
 
 
 def kernel_state(op: Op, types: ScanTypes) -> np.dtype:
-    """The kernels' accumulator: the state over the kernel's value dtype (float16 values are
-    combined in float32), or that value dtype for a plain operator."""
+    """The kernels' accumulator: the state's C struct over the kernel's value dtype (float16 values
+    are combined in float32), or that value dtype for a plain operator.  A segmented float
+    product's struct is (value, flag) without the host state's zero-absorption fields
+    (``Segmented.kernel_dtype``): :func:`_restate` copies the fields both have, and
+    :func:`_absorbs` says where the host completes the rest."""
     value = cc.kernel_acc_dtype(types.acc)
-    return op.state.dtype(value) if struct_state(op) else value
+    return op.state.kernel_dtype(value) if struct_state(op) else value
+
+
+def _absorbs(op: Op, types: ScanTypes) -> bool:
+    """A segmented float or complex product (``Segmented.absorbs``): its kernels multiply values tile
+    by tile, so the host repairs its results where a zero met a tile's overflowed product, and
+    gives its totals the state's zero-absorption fields (``backends/absorb.py``)."""
+    return struct_state(op).startswith("segmented") and op.state.absorbs(types.acc)
+
+
+def _scan_order(x, flags, op: Op, types: ScanTypes, reverse: bool):
+    """``x`` as ``(n, w)`` rows of the accumulator dtype as the operator reads them (nanprod's NaN
+    as 1), and the flags, both in scan order (views where they can be)."""
+    rows = lifted(cp, x.reshape(x.shape[0], -1), op).astype(types.acc, copy=False)
+    return (rows[::-1], flags[::-1]) if reverse else (rows, flags)
 
 
 def _check_gpu(op: Op) -> None:
@@ -220,7 +240,7 @@ class ExtCall:
     lock (threads on several streams may share an entry), inside the stream scratch's lock."""
 
     __slots__ = ("plan", "fn", "kernel_ptr", "launch", "kstate", "host_dtype", "aux_places", "first_row",
-                 "args", "lock", "shapes", "scratch", "generation")
+                 "args", "lock", "shapes", "scratch", "generation", "absorbs")
 
     def __init__(self, plan, op: Op, types: ScanTypes, exclusive: bool):
         self.plan = plan
@@ -231,6 +251,7 @@ class ExtCall:
         self.host_dtype = np.dtype(types.state if op.state is not None else types.acc)
         self.aux_places = aux_places(op)
         self.first_row = first_row(op, types) if exclusive else None  # launch.first_is_identity
+        self.absorbs = _absorbs(op, types)
         u64, i64, i32 = ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32
         self.args = ArgBlock(u64, u64, i64, u64, u64, u64, u64, u64, u64, i32, i64, u64, u64, i32, u64)
         self.lock = threading.Lock()
@@ -289,6 +310,16 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     result = out
     if out is not None and (out.dtype != types.result or out.size != n * w):  # the kernels would write past it
         raise TypeError(f"out must hold {n * w} items of {types.result}, not {out.size} of {out.dtype}")
+    if types.result != types.acc and _absorbs(op, types):
+        # a segmented float product into a narrower result (float16): its zeros repaired where the
+        # accumulator's values are (a float16 result overflows to inf where the float32 product is
+        # still finite), then rounded once, as general._scan does for plain products
+        wide, total = scan(x, op, dataclasses.replace(types, result=types.acc), exclusive=exclusive, seed=seed,
+                           want_total=want_total, algorithm=algorithm, aux=aux, reverse=reverse, initial=initial)
+        if result is None:
+            return wide.astype(types.result), total
+        result[...] = wide.reshape(result.shape)
+        return result, total
     fresh = out is None or not out._c_contiguous  # else the kernels write into out itself
     if fresh:
         out = cp.empty((n,) if one_d else (n, w), types.result)
@@ -310,7 +341,8 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     k = kstate.itemsize
     # seeds and projected initial values: one copy to the device each, a state per column
     seeds = None if seed is None else _restate(np.asarray(seed, ent.host_dtype).reshape(w), kstate)
-    params = _param_rows(op, initial, kstate, w)
+    # a segmented float product's initial is projected after the repair of its zeros (below)
+    params = None if ent.absorbs else _param_rows(op, initial, kstate, w)
     flags, cs = _aux_views(aux, ent.aux_places, n, w)
     if w == 1:
         xs, outs = (x if one_d else x.reshape(n)), (out if out.ndim == 1 else out.reshape(n))
@@ -336,6 +368,9 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
                     coef_ptr and coef_ptr + c * step_coef, param_ptr and param_ptr + c * k)
     if w > 1:
         out[...] = outs.T
+    if ent.absorbs:  # the zeros that met a tile's overflowed product, segment by segment (absorb.py)
+        rows, order, host_seed = _absorbed_results(x, flags, out.reshape(n, w), op, types, seed, exclusive, reverse,
+                                                   initial, ent.host_dtype)
     if ent.first_row is not None and seed is None and params is None:
         # the identity (+0.0, nanmax's -inf) where the kernels start from the neutral element
         # (launch.first_is_identity); out is C-contiguous (fresh, or the caller's own)
@@ -344,7 +379,25 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     total = None
     if want_total:
         total = _restate(totals.get().view(kstate).reshape(w), np.dtype(ent.host_dtype))
+        if ent.absorbs:  # the state's zero-absorption fields, which the kernels' struct has not
+            total = segmented_tail(cp, op.state, rows, order, total, host_seed)
     return _finish(result, out, one_d, fresh), total
+
+
+def _absorbed_results(x, flags, columns, op: Op, types: ScanTypes, seed, exclusive: bool, reverse: bool, initial,
+                      host_dtype):
+    """A segmented float product's results ``columns`` (``(n, w)``, the kernels' without ``initial``)
+    repaired where a zero met a tile's overflowed product (``absorb.absorb_segmented``), then
+    ``initial`` projected (``initial * value``, as the kernels' ``project``); returns the rows, flags
+    (scan order) and host seed that its total's fields come from (``absorb.segmented_tail``)."""
+    w = columns.shape[1]
+    rows, order = _scan_order(x, flags, op, types, reverse)
+    host_seed = None if seed is None else np.asarray(seed, host_dtype).reshape(w)
+    absorb_segmented(cp, rows, columns[::-1] if reverse else columns, order, host_seed, exclusive, op.state.ends)
+    if initial is not None:
+        init = np.broadcast_to(np.asarray(initial, types.acc).reshape(-1), (w,))
+        cp.multiply(cp.asarray(np.ascontiguousarray(init)).reshape(1, w), columns, out=columns)
+    return rows, order, host_seed
 
 
 def _neutral_rows(op: Op, types: ScanTypes, w: int) -> np.ndarray:
@@ -393,4 +446,8 @@ def reduce(x, op: Op, types: ScanTypes, aux=(), reverse: bool = False) -> np.nda
              np.int32(int(cc_ is not None and cc_.data.ptr % 16 == 0))))
         plan.funcs["reduce_final_ordered"]((1,), (256,), (partials, np.int32(grid), totals[c]))
     host_dtype = types.state if op.state is not None else types.acc
-    return _restate(totals.get().view(kstate).reshape(w), np.dtype(host_dtype))
+    total = _restate(totals.get().view(kstate).reshape(w), np.dtype(host_dtype))
+    if _absorbs(op, types):  # the state's zero-absorption fields, which the kernels' struct has not
+        rows, order = _scan_order(x, flags, op, types, reverse)
+        total = segmented_tail(cp, op.state, rows, order, total, None)
+    return total
