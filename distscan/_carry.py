@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from .ops import Op
-from .ops.state import absorbs_zeros
+from .ops.absorbing import absorbs_zeros, signbit
 
 
 def zero_absorbs(op: Op, acc: np.dtype) -> bool:
@@ -63,16 +63,12 @@ def _combine_flagged(a, b, out=None):
     c[_AFTER] = np.where(az, np.maximum(a5[_AFTER], b5[_ANY]), b5[_AFTER])
     c[_ANY] = np.maximum(a5[_ANY], b5[_ANY])
     # After a's zero, every sign of b counts: those before b's zero are the sign of b's pre.
-    b_signs = (_signbit(b5[_PRE]) ^ (b5[_SIGN] != 0)) & (b5[_ZERO] != 0) | (_signbit(b5[_PRE]) & (b5[_ZERO] == 0))
+    b_signs = (signbit(b5[_PRE]) ^ (b5[_SIGN] != 0)) & (b5[_ZERO] != 0) | (signbit(b5[_PRE]) & (b5[_ZERO] == 0))
     c[_SIGN] = np.where(az, (a5[_SIGN] != 0) ^ b_signs, b5[_SIGN])
     if out is None:
         return c.reshape(np.shape(a))
     np.copyto(np.asarray(out).reshape(5, -1), c)
     return out
-
-
-def _signbit(v) -> np.ndarray:
-    return np.signbit(v) if v.dtype.kind == "f" else np.zeros(v.shape, bool)
 
 
 def _value(c5: np.ndarray) -> np.ndarray:

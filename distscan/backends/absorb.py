@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops.state import absorbed, absorbing_join
+from ..ops.absorbing import absorbed, absorbing_join
 
 
 def absorb_zeros(xp, x, out, seed, exclusive):
@@ -184,7 +184,7 @@ def segmented_tail(xp, state, x, flags, total, seed) -> np.ndarray:
     ``cpu_state_loops.SEGMENTED_TAIL`` gives.  Where the value is finite and not zero the tail held
     no zero, inf or NaN: the fields say so (pre is the value).  Elsewhere the fields of the rows
     since the last segment start (a vectorised summary), after the seed's where it continues into
-    them (``ops.state.absorbing_join``), and the value where a zero absorbs (the GPU's may be NaN
+    them (``ops.absorbing.absorbing_join``), and the value where a zero absorbs (the GPU's may be NaN
     where the sequential product is 0)."""
     total = np.array(total, copy=True)
     value = total["value"]

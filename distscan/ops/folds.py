@@ -96,7 +96,7 @@ def signbit_code(value, v: str) -> str:
 
 def absorbed_code(value, pre: str = "pre", after: str = "after", sign: str = "sign") -> str:
     """numba expression of the value of a product whose tail holds a zero, in dtype ``value``
-    (:func:`distscan.ops.state.absorbed`: NaN where ``pre`` is not finite or ``after``, else a
+    (:func:`distscan.ops.absorbing.absorbed`: NaN where ``pre`` is not finite or ``after``, else a
     zero of sign ``signbit(pre) ^ sign``; complex ``0j``)."""
     value = np.dtype(value)
     t = f"np.{value.name}"
@@ -107,7 +107,7 @@ def absorbed_code(value, pre: str = "pre", after: str = "after", sign: str = "si
 
 
 # The zero-absorbing segmented product's fields (distscan.ops.state.Segmented) and the lines that
-# fold state t (no segment starting in it) into the locals: distscan.ops.state.absorbing_join.
+# fold state t (no segment starting in it) into the locals: distscan.ops.absorbing.absorbing_join.
 ABSORBING_FIELDS = ("value", "pre", "zero", "after", "nonfinite", "sign")
 _ABSORBING = """
 if zero:

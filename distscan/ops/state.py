@@ -40,6 +40,7 @@ import numpy as np
 
 from .folds import (AFFINE_ENDS_FOLD, AFFINE_FOLD, AFFINE_STARTS_FOLD, SEGMENTED_ENDS_FOLD, SEGMENTED_FOLD,
                     absorbing_fold, compensated_fold)
+from .absorbing import ABSORBING, absorbing_join, absorbs_zeros, signbit
 from .jit import array_type, base_combine, compile_loop
 
 
@@ -119,19 +120,6 @@ class State:
         return None
 
 
-def absorbs_zeros(base, value) -> bool:
-    """Whether products of ``base`` over values of dtype ``value`` absorb zeros as NumPy's sequential
-    product does (float and complex products, NaN-aware ones too: nancumprod is cumprod with NaN
-    read as 1), which a product formed apart from what comes before it does not know
-    (:class:`Segmented`; plain products: :mod:`distscan._carry`)."""
-    return getattr(base, "name", None) in ("prod", "nanprod") and np.dtype(value).kind in "fc"
-
-
-# The fields (beside ``value`` and ``pre``) that let a segmented float product's state absorb zeros
-# (Segmented's docstring).
-ABSORBING = (("zero", np.bool_), ("after", np.bool_), ("nonfinite", np.bool_), ("sign", np.bool_))
-
-
 class Segmented(State):
     """Segments over a plain operator ``base``; ``flags[i]`` marks the first element of a run.
 
@@ -207,7 +195,7 @@ class Segmented(State):
             s["pre"] = np.where(zero, np.ones((), x.dtype), x)  # nothing before the zero
             s["zero"] = zero
             s["nonfinite"] = ~np.isfinite(x)
-            s["sign"] = zero & _signbit(x)
+            s["sign"] = zero & signbit(x)
         return s
 
     def combine(self, s, t) -> np.ndarray:
@@ -247,43 +235,6 @@ class Segmented(State):
 
     def _base_combine(self):
         return base_combine(self.base)
-
-
-def _signbit(v) -> np.ndarray:
-    v = np.asarray(v)
-    return np.signbit(v) if v.dtype.kind == "f" else np.zeros(v.shape, bool)
-
-
-def absorbed(xp, pre, after, sign):
-    """The value of a product whose tail holds a zero (:class:`Segmented`'s fields): NaN where the
-    product before the zero is not finite or an inf or NaN follows, else a zero of sign
-    ``signbit(pre) ^ sign`` (complex: ``0j``).  ``xp``: the arrays' module (NumPy or CuPy)."""
-    with np.errstate(invalid="ignore"):
-        nan = after | ~xp.isfinite(pre)
-    if pre.dtype.kind == "c":
-        zeros = xp.zeros(pre.shape, pre.dtype)
-    else:
-        zeros = xp.where(xp.signbit(pre) ^ sign, xp.asarray(-0.0, pre.dtype), xp.asarray(0.0, pre.dtype))
-    return xp.where(nan, xp.asarray(np.nan, pre.dtype), zeros)
-
-
-def absorbing_join(s, t) -> np.ndarray:
-    """``s . t`` of two zero-absorbing states (:class:`Segmented`) where no segment starts in
-    ``t``: the fields of the tail of ``s`` followed by ``t``'s rows (its segment fields unset)."""
-    out = np.zeros(np.broadcast(s, t).shape, s.dtype)
-    s_zero, t_zero = s["zero"], t["zero"]
-    with np.errstate(all="ignore"):
-        plain = s["value"] * t["value"]  # neither holds a zero
-        pre = np.where(s_zero, s["pre"], s["value"] * t["pre"])
-    zero = s_zero | t_zero
-    after = np.where(s_zero, s["after"] | t["nonfinite"], t["after"])
-    # after s's zero every sign of t counts: those before t's zero are the sign of its pre
-    sign = np.where(s_zero, s["sign"] ^ (_signbit(t["pre"]) ^ t["sign"]), t["sign"])
-    pre = np.where(zero, pre, plain)
-    out["value"] = np.where(zero, absorbed(np, pre, after, sign), plain)
-    out["pre"], out["zero"], out["after"], out["sign"] = pre, zero, after, sign
-    out["nonfinite"] = s["nonfinite"] | t["nonfinite"]
-    return out
 
 
 def affine_coef(a, y):

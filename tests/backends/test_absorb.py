@@ -187,16 +187,16 @@ def test_gpu_segmented_totals_get_the_cpu_loops_state(comm):
 def test_the_gpu_scans_host_steps_on_the_cpu(comm, monkeypatch):
     """extended.scan's steps after the kernels for a segmented float product, with NumPy for CuPy:
     the tiles' results in array order (mirrored in reverse), without ``initial`` (the kernels leave
-    it out for these), repaired and projected by ``_absorbed_results``; the total completed by
+    it out for these), repaired and projected by ``cuda.absorbing.absorbed_results``; the total completed by
     ``segmented_tail`` from what it returns.  Against NumPy's sequential segmented product and the
     CPU backend's total, for 1 and 3 columns, seeds, ``initial``, both directions."""
     from distscan._dtypes import scan_types
     from distscan.backends import cpu
     from distscan.backends.absorb import segmented_tail
-    from distscan.backends.cuda import extended
+    from distscan.backends.cuda import absorbing
     from distscan.ops import get_op, segmented
     from tests.support.reference import segmented_reference
-    monkeypatch.setattr(extended, "cp", np)
+    monkeypatch.setattr(absorbing, "cp", np)
     rng = shared_rng(comm)
     for trial in range(600):
         dtype = ("float64", "float32")[trial % 2]
@@ -218,8 +218,8 @@ def test_the_gpu_scans_host_steps_on_the_cpu(comm, monkeypatch):
             tiled = _tiled_segmented(order[0], _starts(order[1], reverse, fresh_first),
                                      None if fresh_first else seed["value"], int(rng.integers(1, 9)), exclusive)
             out = np.ascontiguousarray(tiled[::-1] if reverse else tiled)
-            got_rows, got_flags, host_seed = extended._absorbed_results(x, flags, out, op, types, seed, exclusive,
-                                                                        reverse, initial, types.state)
+            got_rows, got_flags, host_seed = absorbing.absorbed_results(x, flags, out, op, types, seed, exclusive,
+                                                                         reverse, initial, types.state)
         assert _same_bits(out, want), (trial, reverse, exclusive, x[:, 0], flags, seed, initial, out[:, 0], want[:, 0])
         zeros = want == 0
         assert (np.signbit(out[zeros]) == np.signbit(want[zeros])).all(), (trial, out[:, 0], want[:, 0])

@@ -9,8 +9,7 @@ scan reads its tiles mirrored, a state operator's accumulator is the C struct of
 (segment flags, coefficients) run on the look-back with its reduction lead (on the look-ahead,
 whose ring stages them too, only when it is named: it is slower for them); the others (reverse
 plain scans, compensated sums) on the look-ahead kernel from the sizes where the plain scan does.
-None of this path is taken by the hot path or captured into graphs: a call inside a capture is
-refused (its seed and parameter are copied from the host).
+Not the hot path's, never captured: a call inside a capture is refused (seeds come from the host).
 """
 
 from __future__ import annotations
@@ -21,11 +20,10 @@ import threading
 
 import numpy as np
 
-from ..._carry import lifted
 from ..._dtypes import ScanTypes
 from ...ops import Op
-from ..absorb import absorb_segmented, segmented_tail
 from . import compile as cc
+from .absorbing import absorbed_results, absorbs, tail_of_part, tail_of_scan
 from .device import cp, device_info, reduction_columns, refuse_in_capture, remember, require_cupy
 from .launch import ArgBlock, first_row, launch_shape, write_first_row
 from .plans import STATE_LEAD_SHARE, Plan, costly, persistent_grid, setup_lead, status_words, uses_lookahead
@@ -49,26 +47,12 @@ def kernel_state(op: Op, types: ScanTypes) -> np.dtype:
     are combined in float32), or that value dtype for a plain operator.  A segmented float
     product's struct is (value, flag) without the host state's zero-absorption fields
     (``Segmented.kernel_dtype``): :func:`_restate` copies the fields both have, and
-    :func:`_absorbs` says where the host completes the rest."""
+    :func:`absorbing.absorbs` says where the host completes the rest."""
     value = cc.kernel_acc_dtype(types.acc)
     return op.state.kernel_dtype(value) if struct_state(op) else value
 
 
-def _absorbs(op: Op, types: ScanTypes) -> bool:
-    """A segmented float or complex product (``Segmented.absorbs``): its kernels multiply values tile
-    by tile, so the host repairs its results where a zero met a tile's overflowed product, and
-    gives its totals the state's zero-absorption fields (``backends/absorb.py``)."""
-    return struct_state(op).startswith("segmented") and op.state.absorbs(types.acc)
-
-
-def _scan_order(x, flags, op: Op, types: ScanTypes, reverse: bool):
-    """``x`` as ``(n, w)`` rows of the accumulator dtype as the operator reads them (nanprod's NaN
-    as 1), and the flags, both in scan order (views where they can be)."""
-    rows = lifted(cp, x.reshape(x.shape[0], -1), op).astype(types.acc, copy=False)
-    return (rows[::-1], flags[::-1]) if reverse else (rows, flags)
-
-
-def _check_gpu(op: Op) -> None:
+def _check_gpu(op: Op) -> None:  # a declared operator without cuda=
     if op.state is not None and op.state.kind == "declared" and not getattr(op, "gpu_ready", False):
         raise TypeError(f"declared operator {op.name!r} has no GPU form: give it cuda= (a C++ expression of a "
                         "and b); declared operators of structured states run on the CPU (backend='cpu')")
@@ -251,7 +235,7 @@ class ExtCall:
         self.host_dtype = np.dtype(types.state if op.state is not None else types.acc)
         self.aux_places = aux_places(op)
         self.first_row = first_row(op, types) if exclusive else None  # launch.first_is_identity
-        self.absorbs = _absorbs(op, types)
+        self.absorbs = absorbs(op, types)
         u64, i64, i32 = ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32
         self.args = ArgBlock(u64, u64, i64, u64, u64, u64, u64, u64, u64, i32, i64, u64, u64, i32, u64)
         self.lock = threading.Lock()
@@ -310,7 +294,7 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     result = out
     if out is not None and (out.dtype != types.result or out.size != n * w):  # the kernels would write past it
         raise TypeError(f"out must hold {n * w} items of {types.result}, not {out.size} of {out.dtype}")
-    if types.result != types.acc and _absorbs(op, types):
+    if types.result != types.acc and absorbs(op, types):
         # a segmented float product into a narrower result (float16): its zeros repaired where the
         # accumulator's values are (a float16 result overflows to inf where the float32 product is
         # still finite), then rounded once, as general._scan does for plain products
@@ -339,7 +323,8 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
         ent = _ext_call(key, dev_id, x.dtype, types, op, exclusive, reverse, device)
     kstate, plan = ent.kstate, ent.plan
     k = kstate.itemsize
-    # seeds and projected initial values: one copy to the device each, a state per column
+    # seeds and projected initial values: one copy to the device each (scratch.SeedStage, under the
+    # scratch's lock; the copies held to the end of the call), a state per column
     seeds = None if seed is None else _restate(np.asarray(seed, ent.host_dtype).reshape(w), kstate)
     # a segmented float product's initial is projected after the repair of its zeros (below)
     params = None if ent.absorbs else _param_rows(op, initial, kstate, w)
@@ -357,7 +342,6 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     coef_ptr = 0 if cs is None else cs.data.ptr
     step_x, step_out, step_coef = n * xs.itemsize, n * outs.itemsize, 0 if cs is None else n * cs.itemsize
     with scratch.lock:
-        # (the device copies held to the end of the call: their memory goes back to the stream's pool after the launch)
         d_seeds = None if seeds is None else scratch.to_device(seeds, stream_ptr)
         d_params = None if params is None else scratch.to_device(params, stream_ptr)
         seed_ptr, param_ptr = (0 if d is None else d.ptr for d in (d_seeds, d_params))
@@ -369,7 +353,7 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     if w > 1:
         out[...] = outs.T
     if ent.absorbs:  # the zeros that met a tile's overflowed product, segment by segment (absorb.py)
-        rows, order, host_seed = _absorbed_results(x, flags, out.reshape(n, w), op, types, seed, exclusive, reverse,
+        rows, order, host_seed = absorbed_results(x, flags, out.reshape(n, w), op, types, seed, exclusive, reverse,
                                                    initial, ent.host_dtype)
     if ent.first_row is not None and seed is None and params is None:
         # the identity (+0.0, nanmax's -inf) where the kernels start from the neutral element
@@ -380,24 +364,8 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     if want_total:
         total = _restate(totals.get().view(kstate).reshape(w), np.dtype(ent.host_dtype))
         if ent.absorbs:  # the state's zero-absorption fields, which the kernels' struct has not
-            total = segmented_tail(cp, op.state, rows, order, total, host_seed)
+            total = tail_of_scan(op, rows, order, total, host_seed)
     return _finish(result, out, one_d, fresh), total
-
-
-def _absorbed_results(x, flags, columns, op: Op, types: ScanTypes, seed, exclusive: bool, reverse: bool, initial,
-                      host_dtype):
-    """A segmented float product's results ``columns`` (``(n, w)``, the kernels' without ``initial``)
-    repaired where a zero met a tile's overflowed product (``absorb.absorb_segmented``), then
-    ``initial`` projected (``initial * value``, as the kernels' ``project``); returns the rows, flags
-    (scan order) and host seed that its total's fields come from (``absorb.segmented_tail``)."""
-    w = columns.shape[1]
-    rows, order = _scan_order(x, flags, op, types, reverse)
-    host_seed = None if seed is None else np.asarray(seed, host_dtype).reshape(w)
-    absorb_segmented(cp, rows, columns[::-1] if reverse else columns, order, host_seed, exclusive, op.state.ends)
-    if initial is not None:
-        init = np.broadcast_to(np.asarray(initial, types.acc).reshape(-1), (w,))
-        cp.multiply(cp.asarray(np.ascontiguousarray(init)).reshape(1, w), columns, out=columns)
-    return rows, order, host_seed
 
 
 def _neutral_rows(op: Op, types: ScanTypes, w: int) -> np.ndarray:
@@ -447,7 +415,6 @@ def reduce(x, op: Op, types: ScanTypes, aux=(), reverse: bool = False) -> np.nda
         plan.funcs["reduce_final_ordered"]((1,), (256,), (partials, np.int32(grid), totals[c]))
     host_dtype = types.state if op.state is not None else types.acc
     total = _restate(totals.get().view(kstate).reshape(w), np.dtype(host_dtype))
-    if _absorbs(op, types):  # the state's zero-absorption fields, which the kernels' struct has not
-        rows, order = _scan_order(x, flags, op, types, reverse)
-        total = segmented_tail(cp, op.state, rows, order, total, None)
+    if absorbs(op, types):  # the state's zero-absorption fields, which the kernels' struct has not
+        total = tail_of_part(x, flags, op, types, reverse, total)
     return total
