@@ -314,9 +314,9 @@ class Loops:
                 if seed is None:
                     return
                 x, flags, coef, out = self._inputs(x, aux, out.reshape(x.shape), reverse)
-                first = int(flags.argmax())  # the first flagged row in scan order (0 if none)
-                if not flags[first]:
-                    fresh = x.shape[0]
+                first = _first_flagged(flags)  # the first flagged row in scan order
+                if first == x.shape[0]:
+                    fresh = first
                 elif ends:
                     fresh = first + 1
                 else:
@@ -339,6 +339,26 @@ class Loops:
             x, flags, coef, out = self._inputs(x, aux, out.reshape(x.shape), reverse)
             self._run_one(self._scan, x, flags, coef, seed, out, zero, False, None)
         return before, after
+
+
+def _first_flagged(flags) -> int:
+    """The first set row of ``flags`` (in scan order: a reversed view in a reverse scan), or their
+    count where none is.  NumPy's argmax of bools stops at the first set row only where the rows lie
+    forwards (2^20 rows: 0.8 us); over a reversed view it reads every row (0.45 ms on the 2-core
+    VM), so a long reversed view is searched from its end backwards, in growing windows that lie
+    forwards."""
+    n = flags.shape[0]
+    if n <= 4096 or flags.strides[0] >= 0:
+        k = int(flags.argmax()) if n else 0
+        return k if n and flags[k] else n
+    rows, hi, size = flags[::-1], n, 4096  # rows forwards: the first in scan order is their last
+    while hi:
+        lo = max(0, hi - size)
+        found = np.flatnonzero(rows[lo:hi])
+        if found.size:
+            return n - 1 - (lo + int(found[-1]))
+        hi, size = lo, size * 4
+    return n
 
 
 def _segment_fields(state, seed, flags, ends: bool) -> None:

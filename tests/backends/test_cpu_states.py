@@ -205,3 +205,18 @@ def test_one_column_loops_are_the_w_column_loops_bit_for_bit(case, exclusive, se
                 assert _bits(total1[name]) == _bits(total[name][j:j + 1]), (name, j)
                 assert _bits(carry1[name]) == _bits(carry[name][j:j + 1]), (name, j)
     assert [len(one._carry.signatures), len(one._scan.signatures)] == [1, 1]  # scalars of the exact dtypes
+
+
+def test_the_fused_finish_finds_the_first_start_in_scan_order():
+    """cpu_states._first_flagged: the first set row of flags forwards or of a reversed view (a
+    reverse scan's scan order), the count where none is, for long views too (searched in windows
+    from the end, where a reversed view's argmax would read every row)."""
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 5, 4096, 4097, 20000, 1 << 18):
+        for density in (0.0, 1e-5, 1 / 64, 0.5):
+            flags = rng.random(n) < density
+            if n > 10:
+                flags[rng.integers(n)] = bool(rng.integers(2))
+            for view in (flags, flags[::-1], flags[::2], flags[::-2]):
+                set_rows = np.flatnonzero(view)
+                assert cpu_states._first_flagged(view) == (int(set_rows[0]) if set_rows.size else len(view))
