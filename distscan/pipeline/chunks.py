@@ -17,8 +17,9 @@ scanned last row first, and a chunk's carry is in that order); the rank whose of
 identity is the first in scan order (the last rank in reverse: :attr:`ScanPlan.first`).  The
 auxiliary inputs of a state operator (segment flags, a recurrence's coefficients: ``Layout.aux``)
 are read on the same read pool for the same rows, and go with the chunk to the engine.  A state
-operator's carry is a state (segmented: (flag, value); affine: (a, b); compensated: (sum, error)),
-so its plan is ``reduce_then_scan``, and each chunk's scan is seeded with the state before it.
+operator's carry is a state (segmented: (value, flag), a float product's with its zero-absorption
+fields; affine: (a, b); compensated: (sum, error)), so its plan is ``reduce_then_scan``, and each
+chunk's scan is seeded with the state before it.
 The chunking, the carries, the one exchange and the offsets are here:
 
 *pass A*
