@@ -21,6 +21,7 @@ import numpy as np
 from .._caches import publish
 from ..ops.folds import compensated_overflow_code
 from ..ops.jit import array_type, base_combine, compile_loop, scalar_type
+from .cpu_fused import fused_halves
 from .cpu_state_loops import (AFFINE, AFFINE_ONE, COMPENSATED, COMPENSATED_ONE, DECLARED, SEGMENTED, SEGMENTED_ONE,
                               SEGMENTED_TAIL, affine_code, nan_lift, numpy_type, tail_code)
 
@@ -298,67 +299,7 @@ class Loops:
         row after a flagged one, or the first row where the seed ends a segment).  Past it both
         scans restart alike, so ``out`` holds :meth:`scan`'s bits; a small part is one pass, not
         two (a carry pass, then the seeded scan)."""
-        zero = self.zero
-        segmented = self.kind == "segmented" or self.kind == "affine" and bool(self.state.segments)
-        scan_before = segmented or not last  # a segmented last part: for the rows its seed misses
-
-        def before(x, aux, out):
-            if scan_before:
-                x, flags, coef, out = self._inputs(x, aux, out.reshape(x.shape), reverse)
-                self._run_one(self._scan, x, flags, coef, None, out, zero, False, record)
-
-        if segmented:
-            ends = self.state.ends if self.kind == "segmented" else self.state.segments == "ends"
-
-            def after(x, aux, seed, out):
-                if seed is None:
-                    return
-                x, flags, coef, out = self._inputs(x, aux, out.reshape(x.shape), reverse)
-                first = _first_flagged(flags)  # the first flagged row in scan order
-                if first == x.shape[0]:
-                    fresh = first
-                elif ends:
-                    fresh = first + 1
-                else:
-                    fresh = first
-                if ends and seed["end"][0]:  # the seed ends a segment: the first row starts one
-                    fresh = 0
-                if fresh:
-                    self._run_one(self._scan, x[:fresh], flags[:fresh], None if coef is None else coef[:fresh], seed,
-                                  out[:fresh], zero, False, None)
-            return before, after
-
-        # The others (a recurrence without segments, the compensated sum): the scan's state after
-        # the last row is the carry loop's, bit for bit (one template; WRITE only adds the
-        # stores), and the first rank (no seed) is then done, one pass where it made two.  The
-        # others scan again from their seed.  The carry loop was no cheaper: float64 recurrences'
-        # took 6.3 us on 1000 rows where the scan took 3.8 (numba's code for it; the 2-core VM).
-        def after(x, aux, seed, out):
-            if seed is None and not last:
-                return  # scanned from no seed before the exchange
-            x, flags, coef, out = self._inputs(x, aux, out.reshape(x.shape), reverse)
-            self._run_one(self._scan, x, flags, coef, seed, out, zero, False, None)
-        return before, after
-
-
-def _first_flagged(flags) -> int:
-    """The first set row of ``flags`` (in scan order: a reversed view in a reverse scan), or their
-    count where none is.  NumPy's argmax of bools stops at the first set row only where the rows lie
-    forwards (2^20 rows: 0.8 us); over a reversed view it reads every row (0.45 ms on the 2-core
-    VM), so a long reversed view is searched from its end backwards, in growing windows that lie
-    forwards."""
-    n = flags.shape[0]
-    if n <= 4096 or flags.strides[0] >= 0:
-        k = int(flags.argmax()) if n else 0
-        return k if n and flags[k] else n
-    rows, hi, size = flags[::-1], n, 4096  # rows forwards: the first in scan order is their last
-    while hi:
-        lo = max(0, hi - size)
-        found = np.flatnonzero(rows[lo:hi])
-        if found.size:
-            return n - 1 - (lo + int(found[-1]))
-        hi, size = lo, size * 4
-    return n
+        return fused_halves(self, reverse, record, last)
 
 
 def _segment_fields(state, seed, flags, ends: bool) -> None:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from distscan._call import call_op
 from distscan._dtypes import scan_types
-from distscan.backends import cpu, cpu_states
+from distscan.backends import cpu, cpu_fused, cpu_states
 
 OPS = [("segments", "sum", "int64", False), ("segments", "max", "float64", True),
        ("segments", "nansum", "float32", False), ("affine", "sum", "float64", False),
@@ -208,7 +208,7 @@ def test_one_column_loops_are_the_w_column_loops_bit_for_bit(case, exclusive, se
 
 
 def test_the_fused_finish_finds_the_first_start_in_scan_order():
-    """cpu_states._first_flagged: the first set row of flags forwards or of a reversed view (a
+    """cpu_fused.first_flagged: the first set row of flags forwards or of a reversed view (a
     reverse scan's scan order), the count where none is, for long views too (searched in windows
     from the end, where a reversed view's argmax would read every row)."""
     rng = np.random.default_rng(3)
@@ -219,4 +219,4 @@ def test_the_fused_finish_finds_the_first_start_in_scan_order():
                 flags[rng.integers(n)] = bool(rng.integers(2))
             for view in (flags, flags[::-1], flags[::2], flags[::-2]):
                 set_rows = np.flatnonzero(view)
-                assert cpu_states._first_flagged(view) == (int(set_rows[0]) if set_rows.size else len(view))
+                assert cpu_fused.first_flagged(view) == (int(set_rows[0]) if set_rows.size else len(view))

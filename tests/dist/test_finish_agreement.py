@@ -153,15 +153,31 @@ def test_a_failure_of_the_state_loops_before_the_exchange_is_agreed(where, comm,
 
         monkeypatch.setattr(cpu, "prepare", failing)
     else:
-        distscan.cumsum(x, segments=f, comm=comm)  # warm: the next call is the plan's fused lean call
-        real = cpu_states.Loops._run_one  # the one-column loops' call, of the fused call and of carry()
+        # The carry fails in the fused call's first half (cpu_fused) and on the general route, which
+        # the fused call falls back to when its half raises (Loops._run_one, of carry())
+        _kinds.PLANS.clear()  # plans made anew: their fused calls from the failing halves below
+        _kinds.KINDS.clear()
+        real_halves, real_one = cpu_states.fused_halves, cpu_states.Loops._run_one
 
-        def failing(self, fn, *args):
+        def failing_halves(loops, reverse, record, last):
+            before, after = real_halves(loops, reverse, record, last)
+
+            def failing_before(*args):
+                if comm.rank == victim:
+                    raise MemoryError("injected: carry")
+                return before(*args)
+            return failing_before, after
+
+        def failing_one(self, fn, *args):
             if comm.rank == victim and args[-1] is not None:  # a loop that gives the part's state: before the exchange
                 raise MemoryError("injected: carry")
-            return real(self, fn, *args)
+            return real_one(self, fn, *args)
 
-        monkeypatch.setattr(cpu_states.Loops, "_run_one", failing)
+        monkeypatch.setattr(cpu_states, "fused_halves", failing_halves)
+        for _ in range(2):  # the kind's first call makes its plan's fused lean call: the next one is it
+            distscan.cumsum(x, segments=f, comm=comm)
+        assert any(plan.lean_run is not None for plan in _kinds.PLANS._plans.values() if plan.comm is comm)
+        monkeypatch.setattr(cpu_states.Loops, "_run_one", failing_one)
     msg = raises_everywhere(comm, MemoryError, "injected", lambda: distscan.cumsum(x, segments=f, comm=comm))
     assert msg.startswith(f"rank {victim}:"), msg
     monkeypatch.undo()

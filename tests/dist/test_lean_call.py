@@ -292,6 +292,8 @@ def _state_call(comm, name, seed, counts, odd_rank=None, odd=None):
     g = _state_global(seed, comm.size)
     total = sum(counts)
     g = {k: v[:total] for k, v in g.items()}
+    if odd == "float32 coefficients":  # values float32 holds, so that the odd rank's are the same
+        g["a"] = g["a"].astype(np.float32).astype(np.float64)
     parts = _state_parts(g, counts, comm.rank)
     key = "p" if name.endswith("product") else "x" if name.startswith("segmented") else "b"
     out = np.empty_like(reference({k: v[:1] for k, v in g.items()}), shape=len(parts[key]))
@@ -303,6 +305,12 @@ def _state_call(comm, name, seed, counts, odd_rank=None, odd=None):
             parts[key], out = s[::2], None
         elif odd == "list flags":
             parts["f"] = parts["f"].tolist()
+        elif odd == "byte flags":  # flags of another dtype (converted on the Part route)
+            parts["f"] = parts["f"].astype(np.uint8)
+        elif odd == "float32 coefficients":  # coefficients of another dtype (cast by Kind.aux)
+            parts["a"] = parts["a"].astype(np.float32)
+        elif odd == "narrow out":  # out of another dtype than the accumulator (values it holds exactly)
+            out = out.astype(np.int32 if out.dtype.kind == "i" else np.float32)
         elif odd == "short flags":
             parts["f"] = parts["f"][:-1]
         elif odd == "cold":
@@ -345,13 +353,20 @@ def test_state_scans_take_the_fused_call(comm, name):
 
 
 @pytest.mark.mpi(min_size=2)
-@pytest.mark.parametrize("odd", ["empty", "strided", "list flags", "short flags", "cold"])
+@pytest.mark.parametrize("odd", ["empty", "strided", "list flags", "short flags", "cold", "byte flags",
+                                 "float32 coefficients", "narrow out"])
 @pytest.mark.parametrize("name", sorted(STATE))
 def test_one_rank_differs_beside_fused_state_calls(comm, name, odd):
     """Each rank in turn passes something else beside the others' fused calls; every call is right
-    or raises on every rank, and the calls after it are right."""
-    if odd in ("list flags", "short flags") and "segment" not in name:
+    or raises on every rank, and the calls after it are right.  Arrays of other dtypes (flags,
+    coefficients, out) check the fused calls' assumption: the loops' entry points read every array
+    as the types they were compiled for (backends/cpu_fused.py), so such arrays must never reach them."""
+    if odd in ("list flags", "short flags", "byte flags") and "segment" not in name:
         pytest.skip("no flags in this scan")
+    if odd == "float32 coefficients" and "recurrence" not in name:
+        pytest.skip("no coefficients in this scan")
+    if odd == "narrow out" and ("recurrence" in name or "product" in name):
+        pytest.skip("a recurrence's or a product's values are not those of float32")
     _kinds.KINDS.clear()
     counts = [N] * comm.size
     for seed in range(2):
@@ -406,7 +421,7 @@ def _flags(pattern, n):
 
 @pytest.mark.mpi(min_size=2)
 @pytest.mark.parametrize("call", sorted(SEGMENTED_CALLS))
-@pytest.mark.parametrize("n", [1, 2, 7, 5000])  # 5000: past cpu_states._first_flagged's windows
+@pytest.mark.parametrize("n", [1, 2, 7, 5000])  # 5000: past cpu_fused.first_flagged's windows
 def test_the_fused_segmented_finish_stops_where_the_seed_does(comm, call, n):
     run, reference = SEGMENTED_CALLS[call]
     _kinds.KINDS.clear()
