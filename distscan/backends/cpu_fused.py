@@ -26,15 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def _entry(dispatcher):
-    """The compiled function of a dispatcher compiled for one signature, or the dispatcher."""
-    overloads = getattr(dispatcher, "overloads", None)
-    if overloads is not None and len(overloads) == 1:
-        entry = getattr(next(iter(overloads.values())), "entry_point", None)
-        if callable(entry):
-            return entry
-    return dispatcher
+from ..ops.jit import entry_point as _entry
 
 
 def first_flagged(flags) -> int:
