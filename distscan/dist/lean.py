@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 from .agree import collectively
-from ..ops.jit import entry_point
 from .options import NULL
 from .exchange import STATUS_HEAD
 
@@ -168,7 +167,9 @@ class LeanCalls:
         # writes them); more go through the state's compiled fold, Carry.fold's own (a numba loop
         # raises no floating-point error: the exchange's quiet wrapper has nothing to catch there).
         # (its entry point: the carries and the seed are arrays of exactly the state dtype it was
-        # compiled for, the exchange's records viewed as it and one made here: ops.jit.entry_point)
+        # compiled for, the exchange's records viewed as it and one made here: ops.jit.entry_point;
+        # ops.jit loads with the first state scan, not with the command: tests/cli/test_startup.py)
+        from ..ops.jit import entry_point
         fold_states, state_dtype = entry_point(self.carries.state.fold_for(self.carries.dtype)), self.carries.dtype
         before = carries[:place]
 

@@ -151,10 +151,34 @@ def compile_loop(template: str, name: str, base=None, signature: str = "", **con
         for k, v in sorted(constants.items(), key=lambda kv: -len(kv[0])):  # longest first: no partial names
             src = _substitute(src, k, str(v))  # code (a string) or a Python constant
         if not callable(base):
-            fn = _COMPILED[key] = _cached(src, name, base, signature)
+            fn = _COMPILED[key] = _dispatched_safely(_cached(src, name, base, signature))
         else:
-            fn = publish(_USER_LOOPS, key, _in_memory(src, name, base, signature), MAX_USER_LOOPS)
+            fn = publish(_USER_LOOPS, key, _dispatched_safely(_in_memory(src, name, base, signature)), MAX_USER_LOOPS)
     return fn
+
+
+# numba's dispatch of a call to its compiled function is not thread-safe the first time a
+# combination of argument types meets it: threads whose first calls of one loop come at once were
+# refused now and then with "No matching definition for argument type(s) ..." although the types
+# were exactly the loop's signature (tests/dist/test_first_calls_threads.py, 2 to 5 runs in 25 on
+# the 2-core VM, numba 0.68; a call made again at once was matched).
+_DISPATCH = threading.Lock()
+
+
+def _dispatched_safely(dispatcher):
+    """``dispatcher`` as a function whose call, refused by numba's dispatch (TypeError), is made
+    once more while no other such retry runs: a real mismatch of types raises again.  The
+    dispatcher is its ``dispatcher``, and its ``overloads`` the dispatcher's own (live) dictionary
+    (:func:`entry_point` reads it).  Assumption: the loops raise no TypeError of their own (numba compiles them in nopython
+    mode: a type error there is a compile error, raised when the loop is made)."""
+    def call(*args):
+        try:
+            return dispatcher(*args)
+        except TypeError:
+            with _DISPATCH:
+                return dispatcher(*args)
+    call.dispatcher, call.overloads = dispatcher, getattr(dispatcher, "overloads", None)
+    return call
 
 
 def entry_point(dispatcher):

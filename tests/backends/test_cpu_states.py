@@ -51,7 +51,7 @@ def test_loops_compile_once_and_take_any_layout(kind, base, dtype, reverse):
     w = 2
     loops = cpu.prepare(op, types, False, w)
     assert isinstance(loops, cpu_states.Loops)
-    compiled = [len(loops._carry.signatures), len(loops._scan.signatures)]
+    compiled = [len(loops._carry.dispatcher.signatures), len(loops._scan.dispatcher.signatures)]
     assert compiled == [1, 1]
     rng = np.random.default_rng(5)
     n = 37
@@ -80,17 +80,17 @@ def test_loops_compile_once_and_take_any_layout(kind, base, dtype, reverse):
     loops1.scan(x1[::-1], tuple(a[:1] if a.ndim == 1 else a[:1, :1] for a in aux), out=np.empty((1, 1), types.acc),
                 reverse=True)
     loops1.carry(x[:, 0].copy(), tuple(a if a.ndim == 1 else a[:, 0].copy() for a in aux))
-    assert [len(loops._carry.signatures), len(loops._scan.signatures)] == compiled
-    assert [len(loops1._carry.signatures), len(loops1._scan.signatures)] == [1, 1]
+    assert [len(loops._carry.dispatcher.signatures), len(loops._scan.dispatcher.signatures)] == compiled
+    assert [len(loops1._carry.dispatcher.signatures), len(loops1._scan.dispatcher.signatures)] == [1, 1]
     if loops.absorbs:  # a segmented float product's pass for its zero-absorption fields (SEGMENTED_TAIL)
-        assert len(loops._tail.signatures) == len(loops1._tail.signatures) == 1
+        assert len(loops._tail.dispatcher.signatures) == len(loops1._tail.dispatcher.signatures) == 1
 
 
 @pytest.mark.parametrize("kind,base,dtype,reverse", OPS)
 def test_folds_compile_once_and_take_any_layout(kind, base, dtype, reverse):
     op, types = _case(kind, base, dtype, reverse)
     fold = op.state.fold_for(types.state)
-    assert len(fold.signatures) == 1
+    assert len(fold.dispatcher.signatures) == 1
     rng = np.random.default_rng(6)
     stack = np.zeros((4, 3), types.state)
     for name in types.state.names:
@@ -113,7 +113,7 @@ def test_folds_compile_once_and_take_any_layout(kind, base, dtype, reverse):
     op.state.fold(packed, got)
     for name in types.state.names:
         assert got[name].tobytes() == want[name].tobytes(), name
-    assert len(fold.signatures) == 1
+    assert len(fold.dispatcher.signatures) == 1
 
 
 def test_declared_operators_have_no_prepared_loops():
@@ -204,7 +204,7 @@ def test_one_column_loops_are_the_w_column_loops_bit_for_bit(case, exclusive, se
             for name in types.state.names:
                 assert _bits(total1[name]) == _bits(total[name][j:j + 1]), (name, j)
                 assert _bits(carry1[name]) == _bits(carry[name][j:j + 1]), (name, j)
-    assert [len(one._carry.signatures), len(one._scan.signatures)] == [1, 1]  # scalars of the exact dtypes
+    assert [len(one._carry.dispatcher.signatures), len(one._scan.dispatcher.signatures)] == [1, 1]  # scalars of the exact dtypes
 
 
 def test_the_fused_finish_finds_the_first_start_in_scan_order():
