@@ -104,6 +104,22 @@ def _sequential(x, starts, seed_value, exclusive):
     return out
 
 
+def _check_tail(op, types, rows, flags, seed, value, want, what):
+    """``segmented_tail`` completes a GPU-like total (the kernels' fields of ``want`` and the tiled
+    ``value``, the rest zeros) to ``want``, the CPU's state, field for field, bit for bit."""
+    from distscan.backends.absorb import segmented_tail
+    kernel = np.zeros(rows.shape[1], types.state)
+    for field in op.state.kernel_dtype(types.acc).names:
+        kernel[field] = want[field]
+    kernel["value"] = value
+    got = segmented_tail(np, op.state, rows, flags, kernel, seed)
+    for field in types.state.names:
+        # (the sign of a zero has no meaning once the value is NaN: the parity of a NaN's sign bit)
+        g, h = (np.where(np.isnan(want["value"]), False, a[field]) if field == "sign" else a[field]
+                for a in (got, want))
+        assert _same_bits(g, h), (*what, field, got, want)
+
+
 def _same_bits(got, want):
     """Equal bit for bit, NaN as NaN (a NaN's sign and payload are no part of a result)."""
     got, want = np.array(got), np.array(want)
@@ -154,7 +170,6 @@ def test_gpu_segmented_totals_get_the_cpu_loops_state(comm):
     the state the CPU loops give, field for field."""
     from distscan._dtypes import scan_types
     from distscan.backends import cpu
-    from distscan.backends.absorb import segmented_tail
     from distscan.ops import get_op, segmented
     rng = shared_rng(comm)
     for trial in range(800):
@@ -172,16 +187,7 @@ def test_gpu_segmented_totals_get_the_cpu_loops_state(comm):
         fresh_first = seed is None or (ends and bool(seed["end"][0]))
         tiled = _tiled_segmented(rows, _starts(flags, ends, fresh_first), None if fresh_first else seed["value"],
                                  int(rng.integers(1, 9)), False)
-        kernel = np.zeros(w, types.state)  # the GPU's total: its value and segment fields, the rest zeros
-        for field in op.state.kernel_dtype(types.acc).names:
-            kernel[field] = want[field]
-        kernel["value"] = tiled[-1]
-        got = segmented_tail(np, op.state, rows, flags, kernel, seed)
-        for field in types.state.names:
-            # (the sign of a zero has no meaning once the value is NaN: the parity of a NaN's sign bit)
-            g, h = (np.where(np.isnan(want["value"]), False, a[field]) if field == "sign" else a[field]
-                    for a in (got, want))
-            assert _same_bits(g, h), (trial, field, x[:, 0], flags, seed, got, want)
+        _check_tail(op, types, rows, flags, seed, tiled[-1], want, (trial, x[:, 0], flags, seed))
 
 
 def test_the_gpu_scans_host_steps_on_the_cpu(comm, monkeypatch):
@@ -192,7 +198,6 @@ def test_the_gpu_scans_host_steps_on_the_cpu(comm, monkeypatch):
     CPU backend's total, for 1 and 3 columns, seeds, ``initial``, both directions."""
     from distscan._dtypes import scan_types
     from distscan.backends import cpu
-    from distscan.backends.absorb import segmented_tail
     from distscan.backends.cuda import absorbing
     from distscan.ops import get_op, segmented
     from tests.support.reference import segmented_reference
@@ -225,12 +230,4 @@ def test_the_gpu_scans_host_steps_on_the_cpu(comm, monkeypatch):
         assert (np.signbit(out[zeros]) == np.signbit(want[zeros])).all(), (trial, out[:, 0], want[:, 0])
         full = _tiled_segmented(order[0], _starts(order[1], reverse, fresh_first),
                                 None if fresh_first else seed["value"], 4, False)
-        kernel = np.zeros(w, types.state)  # the kernels' total: the value and the segment fields
-        for field in op.state.kernel_dtype(types.acc).names:
-            kernel[field] = want_total[field]
-        kernel["value"] = full[-1]
-        total = segmented_tail(np, op.state, got_rows, got_flags, kernel, host_seed)
-        for field in types.state.names:
-            g, h = (np.where(np.isnan(want_total["value"]), False, a[field]) if field == "sign" else a[field]
-                    for a in (total, want_total))
-            assert _same_bits(g, h), (trial, field, total, want_total)
+        _check_tail(op, types, got_rows, got_flags, host_seed, full[-1], want_total, (trial,))
