@@ -420,11 +420,15 @@ template <typename R> __device__ __forceinline__ void two_sum_renorm(R &s, R &e,
             return;
         }
     }
+    // The error negated (nlo = -lo), as the CPU's fold (distscan/ops/folds.py, _COMPENSATED):
+    // bit for bit the plain form's values (round to nearest is symmetric) but the sign of a
+    // zero: nlo is never -0.0, so where it is zero the sum is hi, sign and all (a sum of -0.0
+    // items stays -0.0, as NumPy's; hi + lo gave -0.0 + +0.0 = +0.0).
     const R bb = hi - s;
-    R lo = (s - (hi - bb)) + (ts - bb);
-    lo = lo + (e + te);
-    const R total = hi + lo;
-    const R err = lo - (total - hi);
+    R nlo = ((hi - bb) - s) + (bb - ts);
+    nlo = nlo - (e + te);
+    const R total = hi - nlo;
+    const R err = (hi - total) - nlo;
     if constexpr (FiniteBySelects<R>::value) {
         s = finite ? total : hi;
         e = finite ? err : R(0);
@@ -444,36 +448,49 @@ template <typename R> struct CompensatedMath<Complex<R> > {
 };
 
 // A thread's run of a compensated sum (RUN_STATE, operators.cuh), Neumaier's way: the plain
-// running sum s, and e, the sum of TwoSum's exact errors of its additions (a run's items are
-// lifted inputs, whose own error is 0: not added).  Its dependent chain is one addition per
-// item, where two_sum_renorm's is seven; the value renormalises (s + e, its TwoSum error) once
-// per read, and the store reads only its sum.  Where s is infinite or NaN it is the value,
+// running sum s, and ne, the sum of TwoSum's exact errors of its additions, negated (a run's
+// items are lifted inputs, whose own error is 0: not added).  Its dependent chain is one addition
+// per item, where two_sum_renorm's is seven; the value renormalises (s - ne, its TwoSum error)
+// once per read, and the store reads only its sum.  Where s is infinite or NaN it is the value,
 // error 0, as two_sum_renorm's rule.
-template <typename R> __device__ __forceinline__ void neumaier_add(R &s, R &e, R x) {
+// The error is negated for the sign of a zero sum, as two_sum_renorm's nlo: ne starts as 0 - e
+// (never -0.0), each term ((t - bb) - s) + (bb - x) is never -0.0 (round to nearest gives
+// x - y = -0.0 only for x = -0.0, y = +0.0, which t = s + x rules out), so neither is their sum,
+// and s - ne is s, sign and all, where ne is zero: a run of -0.0 items stays -0.0.  Nonzero
+// values are bit for bit the plain form's (s + e, e + ((s - (t - bb)) + (x - bb))).
+template <typename R> __device__ __forceinline__ R neumaier_negated(R e) { return R(0) - e; }
+template <typename R> __device__ __forceinline__ void neumaier_add(R &s, R &ne, R x) {
     const R t = s + x;
     const R bb = t - s;
-    e = e + ((s - (t - bb)) + (x - bb));
+    ne = ne + (((t - bb) - s) + (bb - x));
     s = t;
 }
-template <typename R> __device__ __forceinline__ void neumaier_value(R s, R e, R &vs, R &ve) {
-    const R total = s + e;
+template <typename R> __device__ __forceinline__ void neumaier_value(R s, R ne, R &vs, R &ve) {
+    const R total = s - ne;
     const R bb = total - s;
-    const R err = (s - (total - bb)) + (e - bb);
+    const R err = (s - (total - bb)) - (ne + bb);
     vs = isfinite(s) ? total : s;
     ve = isfinite(total) ? err : R(0);
 }
 template <typename V> struct NeumaierMath {
-    static __device__ __forceinline__ void add(V &s, V &e, V x) { neumaier_add(s, e, x); }
-    static __device__ __forceinline__ void value(V s, V e, V &vs, V &ve) { neumaier_value(s, e, vs, ve); }
+    static __device__ __forceinline__ V negated(V e) { return neumaier_negated(e); }
+    static __device__ __forceinline__ void add(V &s, V &ne, V x) { neumaier_add(s, ne, x); }
+    static __device__ __forceinline__ void value(V s, V ne, V &vs, V &ve) { neumaier_value(s, ne, vs, ve); }
 };
 template <typename R> struct NeumaierMath<Complex<R> > {
-    static __device__ __forceinline__ void add(Complex<R> &s, Complex<R> &e, Complex<R> x) {
-        neumaier_add(s.re, e.re, x.re);
-        neumaier_add(s.im, e.im, x.im);
+    static __device__ __forceinline__ Complex<R> negated(Complex<R> e) {
+        Complex<R> ne = e;
+        ne.re = neumaier_negated(e.re);
+        ne.im = neumaier_negated(e.im);
+        return ne;
     }
-    static __device__ __forceinline__ void value(Complex<R> s, Complex<R> e, Complex<R> &vs, Complex<R> &ve) {
-        neumaier_value(s.re, e.re, vs.re, ve.re);
-        neumaier_value(s.im, e.im, vs.im, ve.im);
+    static __device__ __forceinline__ void add(Complex<R> &s, Complex<R> &ne, Complex<R> x) {
+        neumaier_add(s.re, ne.re, x.re);
+        neumaier_add(s.im, ne.im, x.im);
+    }
+    static __device__ __forceinline__ void value(Complex<R> s, Complex<R> ne, Complex<R> &vs, Complex<R> &ve) {
+        neumaier_value(s.re, ne.re, vs.re, ve.re);
+        neumaier_value(s.im, ne.im, vs.im, ve.im);
     }
 };
 
@@ -483,20 +500,20 @@ struct Compensated : StateOpBase {
     static constexpr bool RUN_STATE = true;
     template <typename S> struct Run {
         typename S::Value s;
-        typename S::Value e;
+        typename S::Value ne;  // the error, negated (neumaier_add)
     };
     template <typename S> static __device__ __forceinline__ Run<S> run_begin(S p) {
         Run<S> r;
         r.s = p.s;
-        r.e = p.e;
+        r.ne = NeumaierMath<typename S::Value>::negated(p.e);
         return r;
     }
     template <typename S> static __device__ __forceinline__ void run_add(Run<S> &r, S x) {
-        NeumaierMath<typename S::Value>::add(r.s, r.e, x.s);  // x lifted: x.e == 0
+        NeumaierMath<typename S::Value>::add(r.s, r.ne, x.s);  // x lifted: x.e == 0
     }
     template <typename S> static __device__ __forceinline__ S run_value(const Run<S> &r) {
         S v;
-        NeumaierMath<typename S::Value>::value(r.s, r.e, v.s, v.e);
+        NeumaierMath<typename S::Value>::value(r.s, r.ne, v.s, v.e);
         return v;
     }
     template <typename S> static __device__ __forceinline__ S identity() {

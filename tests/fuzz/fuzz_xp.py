@@ -1020,8 +1020,7 @@ def comp_reference(sc, X, init, info):
             must_exact = span < 2 ** (40 if fdt == np.float32 else 98)
         outs.append(dict(rounded=rounded, exact=exactwide, bound=bound, cls=cls, must_exact=must_exact, span=span,
                          negzero=negzero))
-    # KNOWN on the GPU only (the CPU mended 2026-11-26): see compare_comp's zeros' signs
-    info.update(mode="comp", comp=outs, rdt=rdt, gpu_may_run=XP == "cupy" and sc["backend"] != "cpu")
+    info.update(mode="comp", comp=outs, rdt=rdt)
     return info
 
 
@@ -1173,13 +1172,9 @@ def compare_comp(g, info, sl, want_dt):
             else:
                 okval = special | (np.abs(gp64 - ex) <= b * (1.0001)) | (gp64 == ex)
                 what = "past the bound 2ulp + (3m+R^2)u^2 sum|x|"
-        # zeros' signs: == takes -0.0 for +0.0.  KNOWN (2026-11-25) on the GPU: a compensated sum of
-        # -0.0 items is +0.0 (TwoSum's error +0.0 is added to the sum -0.0: kernels/util/states.cuh,
-        # two_sum_renorm), where NumPy's cumsum keeps -0.0.  Mended on the CPU (2026-11-26): always
-        # compared where no rank's part can run on a GPU (--xp numpy, or backend="cpu")
+        # zeros' signs: == takes -0.0 for +0.0.  A compensated sum of -0.0 items is -0.0, as NumPy's
+        # cumsum (found 2026-11-25; mended on the CPU and in kernels/util/states.cuh 2026-11-26)
         oksign = special | (gp != 0) | (ex != 0) | (np.signbit(gp) == c["negzero"][sl])
-        if ARGS.skip_known and info["gpu_may_run"]:
-            oksign = np.ones_like(oksign)
         ok = okspec & okval & oksign
         if not ok.all():
             probs.append("compensated " + name + ": " + _first_bad(ok, what + " (zeros' signs compared)", got=gp,

@@ -349,3 +349,32 @@ def test_float_sums_start_from_the_bits_of_the_cpu(dtype, n):
             f"{np.flatnonzero(got.view(np.uint8) != cpu.view(np.uint8))[:4]}"
         if exclusive:
             assert not np.signbit(np.real(got[0])) and (n < 2 or np.signbit(np.real(got[1])))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("n", [6, 70_001, 1 << 21])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_compensated_sums_of_negative_zeros_keep_their_sign(dtype, n, reverse):
+    """``compensated=True`` on the GPU: a run of -0.0 items sums to -0.0, as NumPy's cumsum and the
+    CPU's loops (kernels/util/states.cuh writes the error negated, as distscan/ops/folds.py: the
+    runs' Neumaier error and the tiles' TwoSum join added +0.0 to -0.0 before, 2026-11-25).  The
+    items after the zeros are small integers (1, -1, -0.0: exact sums, some of them +0.0), so the
+    GPU's bits equal the CPU's whatever the association; a complex sum per component, its
+    imaginary parts -0.0 throughout."""
+    first = np.full(n // 2, -0.0, dtype)
+    tail = np.resize(np.array([1.0, -1.0, -0.0, 1.0], dtype), n - n // 2)
+    host = np.concatenate([tail[::-1], first]) if reverse else np.concatenate([first, tail])
+    if np.dtype(dtype).kind == "c":
+        host = (host.real + np.asarray(-0.0j, dtype)).astype(dtype)
+        host.imag[:] = -0.0
+    for exclusive in (False, True):
+        cpu = distscan.cumsum(host, exclusive=exclusive, reverse=reverse, compensated=True, comm=COMM)
+        got = cp.asnumpy(distscan.cumsum(cp.asarray(host), exclusive=exclusive, reverse=reverse,
+                                         compensated=True, comm=COMM))
+        assert got.tobytes() == cpu.tobytes(), f"exclusive={exclusive}: differing bytes at " \
+            f"{np.flatnonzero(got.view(np.uint8) != cpu.view(np.uint8))[:4]}"
+        in_scan_order = got[::-1] if reverse else got
+        start = 1 if exclusive else 0  # an exclusive scan's first is +0.0
+        assert np.all(np.signbit(np.real(in_scan_order[start:n // 2]))), "a sum of -0.0 items is -0.0"
+        if np.dtype(dtype).kind == "c":
+            assert np.all(np.signbit(np.imag(in_scan_order[start:]))), "imaginary sums of -0.0 are -0.0"
