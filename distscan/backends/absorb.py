@@ -147,7 +147,9 @@ def absorb_segmented(xp, x, out, flags, seed, exclusive: bool, ends: bool) -> No
         if not fresh_first:  # the first segment continues the seed: its sign counts
             seed_sign = xp.asarray(np.signbit(np.asarray(seed["value"]).real).reshape(1, w))
             negative ^= (seg == 0)[:, None] & seed_sign
-        zeros = xp.where(negative, xp.asarray(-0.0, out.dtype), xp.asarray(0.0, out.dtype))
+        # NumPy scalars, not 0-d arrays: CuPy 14.2's cp.asarray(-0.0, float32) is +0.0 (found on an
+        # H200, 2026-11-26: every repaired zero came out +0.0); cp.where keeps a scalar's sign
+        zeros = xp.where(negative, out.dtype.type(-0.0), out.dtype.type(0.0))
     fixed = xp.where(poisoned, xp.asarray(np.nan, out.dtype), zeros)
     where = started if writable is None else started & writable[:, None]
     xp.copyto(y, fixed, where=where)

@@ -42,7 +42,8 @@ def absorbed(xp, pre, after, sign):
     if pre.dtype.kind == "c":
         zeros = xp.zeros(pre.shape, pre.dtype)
     else:
-        zeros = xp.where(xp.signbit(pre) ^ sign, xp.asarray(-0.0, pre.dtype), xp.asarray(0.0, pre.dtype))
+        # NumPy scalars, not 0-d arrays: CuPy 14.2's cp.asarray(-0.0, float32) is +0.0 (H200, 2026-11-26)
+        zeros = xp.where(xp.signbit(pre) ^ sign, pre.dtype.type(-0.0), pre.dtype.type(0.0))
     return xp.where(nan, xp.asarray(np.nan, pre.dtype), zeros)
 
 

@@ -65,9 +65,12 @@ def _restate(rows, dtype: np.dtype) -> np.ndarray:
         return np.ascontiguousarray(rows)
     if dtype.names is None:
         return rows.astype(dtype)
+    # the fields both have: a segmented float product's host state has fields its kernel struct
+    # has not (zero absorption: absorbing.tail_of_part fills them), and the other way round none
     out = np.zeros(rows.shape, dtype)
     for name in dtype.names:
-        out[name] = rows[name]
+        if name in rows.dtype.names:
+            out[name] = rows[name]
     return out
 
 
