@@ -190,8 +190,56 @@ def test_gpu_segmented_totals_get_the_cpu_loops_state(comm):
         _check_tail(op, types, rows, flags, seed, tiled[-1], want, (trial, x[:, 0], flags, seed))
 
 
+class _CuPyLike:
+    """NumPy as the host steps meet CuPy 14.2: ``asarray`` of a zero makes a 0-d array of +0.0
+    (``cp.asarray(-0.0, cp.float32)`` has no sign bit: found on an H200, 2026-11-26, where every
+    zero the segmented repair wrote came out +0.0).  The rest is NumPy's."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def asarray(a, dtype=None):
+        r = np.asarray(a, dtype)
+        if r.ndim == 0 and r.dtype.kind == "f" and r == 0:
+            r = np.zeros((), r.dtype)
+        return r
+
+
+def test_the_cupy_stand_in_loses_the_sign_as_cupy_does():
+    assert not np.signbit(_CuPyLike().asarray(-0.0, np.float32))
+    assert np.signbit(_CuPyLike().where(True, np.float32(-0.0), np.float32(0.0)))
+
+
+def test_kernel_totals_take_the_host_states_shared_fields():
+    """``extended._restate``: the kernels' (value, flag) struct of a segmented float product into the
+    host state (which adds the zero-absorption fields: ``segmented_tail`` fills them) and back, the
+    fields both have copied, the others zero (it read every host field from the struct before,
+    'no field of name pre', on the GPU 2026-11-26)."""
+    from distscan._dtypes import scan_types
+    from distscan.backends.cuda import extended
+    from distscan.ops import get_op, segmented
+    for reverse in (False, True):
+        op = segmented(get_op("prod"), reverse)
+        types = scan_types(op, np.dtype("float32"))
+        kstate, host = extended.kernel_state(op, types), np.dtype(types.state)
+        assert set(kstate.names) < set(host.names)
+        kernel_rows = np.zeros(3, kstate)
+        kernel_rows["value"] = [-0.0, 2.0, np.inf]
+        for name in set(kstate.names) - {"value"}:
+            kernel_rows[name] = [True, False, True]
+        rows = extended._restate(kernel_rows, host)
+        assert rows.dtype == host
+        for name in host.names:
+            want = kernel_rows[name] if name in kstate.names else np.zeros(3, host[name])
+            assert rows[name].tobytes() == np.asarray(want, host[name]).tobytes(), name
+        back = extended._restate(rows, kstate)
+        assert back.tobytes() == kernel_rows.tobytes()
+
+
 def test_the_gpu_scans_host_steps_on_the_cpu(comm, monkeypatch):
-    """extended.scan's steps after the kernels for a segmented float product, with NumPy for CuPy:
+    """extended.scan's steps after the kernels for a segmented float product, with NumPy for CuPy
+    (NumPy that loses the sign of a 0-d zero as CuPy 14.2 does: ``_CuPyLike``):
     the tiles' results in array order (mirrored in reverse), without ``initial`` (the kernels leave
     it out for these), repaired and projected by ``cuda.absorbing.absorbed_results``; the total completed by
     ``segmented_tail`` from what it returns.  Against NumPy's sequential segmented product and the
@@ -201,7 +249,7 @@ def test_the_gpu_scans_host_steps_on_the_cpu(comm, monkeypatch):
     from distscan.backends.cuda import absorbing
     from distscan.ops import get_op, segmented
     from tests.support.reference import segmented_reference
-    monkeypatch.setattr(absorbing, "cp", np)
+    monkeypatch.setattr(absorbing, "cp", _CuPyLike())
     rng = shared_rng(comm)
     for trial in range(600):
         dtype = ("float64", "float32")[trial % 2]
