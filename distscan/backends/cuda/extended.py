@@ -65,8 +65,6 @@ def _restate(rows, dtype: np.dtype) -> np.ndarray:
         return np.ascontiguousarray(rows)
     if dtype.names is None:
         return rows.astype(dtype)
-    # the fields both have: a segmented float product's host state has fields its kernel struct
-    # has not (zero absorption: absorbing.tail_of_part fills them), and the other way round none
     out = np.zeros(rows.shape, dtype)
     for name in dtype.names:
         if name in rows.dtype.names:
@@ -163,11 +161,10 @@ def _device(op: Op, algorithm: str, n: int, in_size: int, out_size: int) -> str:
     return "lookahead" if not look_back and uses_lookahead(n, in_size, out_size) else "lookback"
 
 
-# Whether "auto" takes the look-ahead kernel for scans with flags or coefficients from the sizes
-# where the plain scan does (its ring stages them beside the items: agent_lookahead.cuh).  No:
-# on the H200 at 2^27 the look-back with its lead is 7-53 % faster for every one of them
-# (segmented float32 3211 against 2450 GB/s, recurrence float32 2724 against 2543; RESULTS.md,
-# "Flags and coefficients in the look-ahead kernel's ring").
+# Whether "auto" takes the look-ahead kernel for scans with flags or coefficients from the sizes where
+# the plain scan does (its ring stages them beside the items: agent_lookahead.cuh).  No: on the H200
+# at 2^27 the look-back with its lead is 7-53 % faster for every one of them (segmented float32 3211
+# against 2450 GB/s, recurrence 2724 against 2543; RESULTS.md, "Flags and coefficients in the ring").
 AUX_LOOKAHEAD = False
 
 
