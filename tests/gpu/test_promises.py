@@ -365,7 +365,6 @@ def test_compensated_sums_of_negative_zeros_keep_their_sign(dtype, n, reverse):
     tail = np.resize(np.array([1.0, -1.0, -0.0, 1.0], dtype), n - n // 2)
     host = np.concatenate([tail[::-1], first]) if reverse else np.concatenate([first, tail])
     if np.dtype(dtype).kind == "c":
-        host = (host.real + np.asarray(-0.0j, dtype)).astype(dtype)
         host.imag[:] = -0.0
     for exclusive in (False, True):
         cpu = distscan.cumsum(host, exclusive=exclusive, reverse=reverse, compensated=True, comm=COMM)
