@@ -164,21 +164,62 @@ def compile_loop(template: str, name: str, base=None, signature: str = "", **con
 # the 2-core VM, numba 0.68; a call made again at once was matched).
 _DISPATCH = threading.Lock()
 
+# numba's dispatch can also refuse such a call for the rest of the process: it types a read-only
+# or unaligned array by a fingerprint of its ndim, layout, writability and dtype number, without
+# the byte order, and keeps the first answer.  Once any numba function in the process (the user's,
+# another library's) was called with a byte-swapped array of that fingerprint, which numba types
+# as a Python object, every native array of the fingerprint is typed so too, and a loop compiled for
+# arrays refuses it ("No matching definition", CI of 2026-11-26; numba 0.68.1, _typeof.cpp).
+# tests/ops/test_numba_typecodes.py poisons a process so.  The conversions numba's typing allows
+# (exact, promotion, safe: same dtype, any layout, read-only accepted) are checked here instead.
+_SAFE = None  # numba.core.typeconv.Conversion.safe, once numba is imported
+
 
 def _dispatched_safely(dispatcher):
     """``dispatcher`` as a function whose call, refused by numba's dispatch (TypeError), is made
-    once more while no other such retry runs: a real mismatch of types raises again.  The
-    dispatcher is its ``dispatcher``, and its ``overloads`` the dispatcher's own (live) dictionary
-    (:func:`entry_point` reads it).  Assumption: the loops raise no TypeError of their own (numba compiles them in nopython
-    mode: a type error there is a compile error, raised when the loop is made)."""
+    once more while no other such retry runs, and, refused again, goes to the loop's compiled
+    function where numba's typing says every argument converts safely to its one signature
+    (:func:`_entry_if_arguments_convert`): a real mismatch of types raises.  The dispatcher is its
+    ``dispatcher``, and its ``overloads`` the dispatcher's own (live) dictionary
+    (:func:`entry_point` reads it).  Assumption: the loops raise no TypeError of their own (numba
+    compiles them in nopython mode: a type error there is a compile error, raised when the loop is
+    made)."""
     def call(*args):
         try:
             return dispatcher(*args)
         except TypeError:
             with _DISPATCH:
-                return dispatcher(*args)
+                try:
+                    return dispatcher(*args)
+                except TypeError:
+                    entry = _entry_if_arguments_convert(dispatcher, args)
+                    if entry is None:
+                        raise
+            return entry(*args)
     call.dispatcher, call.overloads = dispatcher, getattr(dispatcher, "overloads", None)
     return call
+
+
+def _entry_if_arguments_convert(dispatcher, args):
+    """The compiled function of ``dispatcher``'s one signature if numba's typing of each of
+    ``args`` (``typeof``, not the dispatcher's cached type codes) converts to it exactly, by
+    promotion or safely, else None.  A byte-swapped array types as a Python object, which
+    converts to no array: it is refused, as numba would refuse it."""
+    global _SAFE
+    overloads = getattr(dispatcher, "overloads", None)
+    if overloads is None or len(overloads) != 1:
+        return None
+    if _SAFE is None:
+        from numba.core.typeconv import Conversion
+        _SAFE = Conversion.safe
+    (formal, compiled), = overloads.items()
+    if len(formal) != len(args):
+        return None
+    for value, want in zip(args, formal):
+        conversion = dispatcher.typingctx.can_convert(dispatcher.typeof_pyval(value), want)
+        if conversion is None or conversion > _SAFE:
+            return None
+    return compiled.entry_point
 
 
 def entry_point(dispatcher):
