@@ -164,14 +164,14 @@ def compile_loop(template: str, name: str, base=None, signature: str = "", **con
 # the 2-core VM, numba 0.68; a call made again at once was matched).
 _DISPATCH = threading.Lock()
 
-# numba's dispatch can also refuse such a call for the rest of the process: it types a read-only
-# or unaligned array by a fingerprint of its ndim, layout, writability and dtype number, without
-# the byte order, and keeps the first answer.  Once any numba function in the process (the user's,
-# another library's) was called with a byte-swapped array of that fingerprint, which numba types
-# as a Python object, every native array of the fingerprint is typed so too, and a loop compiled for
-# arrays refuses it ("No matching definition", CI of 2026-11-26; numba 0.68.1, _typeof.cpp).
-# tests/ops/test_numba_typecodes.py poisons a process so.  The conversions numba's typing allows
-# (exact, promotion, safe: same dtype, any layout, read-only accepted) are checked here instead.
+# numba's dispatch can also refuse such a call for the rest of the process (CI of 2026-11-26, one
+# of three full serial runs on the VM; trigger not identified).  One known trigger: numba types a
+# read-only or unaligned array by a fingerprint without its byte order and keeps the first answer,
+# so once any numba function of the process (the user's, another library's) was called with a
+# byte-swapped array, which numba types as a Python object, every native array of that fingerprint
+# is typed so too (numba 0.68.1, _typeof.cpp; tests/ops/test_numba_typecodes.py poisons a process
+# so).  The conversions numba's typing allows (exact, promotion, safe: same dtype, any layout,
+# read-only accepted) are then checked here instead.
 _SAFE = None  # numba.core.typeconv.Conversion.safe, once numba is imported
 
 
