@@ -203,8 +203,9 @@ def _dispatched_safely(dispatcher):
 def _entry_if_arguments_convert(dispatcher, args):
     """The compiled function of ``dispatcher``'s one signature if numba's typing of each of
     ``args`` (``typeof``, not the dispatcher's cached type codes) converts to it exactly, by
-    promotion or safely, else None.  A byte-swapped array types as a Python object, which
-    converts to no array: it is refused, as numba would refuse it."""
+    promotion or safely, else None.  A byte-swapped array is refused: numba's typing refuses it,
+    though its dispatch, once it has typed a native array of the same fingerprint, takes it and
+    reads its bytes as native (numba 0.61 and 0.68: tests/ops/test_numba_typecodes.py)."""
     global _SAFE
     overloads = getattr(dispatcher, "overloads", None)
     if overloads is None or len(overloads) != 1:
@@ -216,7 +217,13 @@ def _entry_if_arguments_convert(dispatcher, args):
     if len(formal) != len(args):
         return None
     for value, want in zip(args, formal):
-        conversion = dispatcher.typingctx.can_convert(dispatcher.typeof_pyval(value), want)
+        if isinstance(value, np.ndarray) and not value.dtype.isnative:
+            return None  # the compiled loop would read its bytes as native
+        try:
+            have = dispatcher.typeof_pyval(value)
+        except Exception:  # noqa: BLE001 - older numba raises for what it cannot type (0.61: NumbaValueError)
+            return None
+        conversion = dispatcher.typingctx.can_convert(have, want)
         if conversion is None or conversion > _SAFE:
             return None
     return compiled.entry_point
