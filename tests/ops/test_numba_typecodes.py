@@ -3,10 +3,12 @@
 numba types a read-only or unaligned array by a fingerprint without its byte order and keeps the
 first answer: after any numba function of the process was called with a byte-swapped array
 (typed as a Python object), every native array of the same fingerprint is typed so too, and a
-loop compiled for arrays refused it for the rest of the process ("No matching definition for
-argument type(s) array(int32, 2d, C), readonly array(int32, 2d, C), ...": CI of 2026-11-26,
-tests/dist/test_state_calls_adversarial.py, after an earlier test's byte-swapped part).
-distscan.ops.jit now checks numba's own typing of the arguments when the dispatch refuses them.
+loop compiled for arrays refused it for the rest of the process.  That is one known way to the
+refusal CI saw on 2026-11-26 ("No matching definition for argument type(s) array(int32, 2d, C),
+readonly array(int32, 2d, C), ...", tests/dist/test_state_calls_adversarial.py); what set it off
+there is not identified (no byte-swapped array reached numba in the suite's runs that were
+watched).  distscan.ops.jit now checks numba's own typing of the arguments when the dispatch
+refuses them.
 
 A poisoned process is a child (the poison lasts as long as the process): it scans every case
 and saves the results, which must be the bits the clean test process gets for the same cases.
