@@ -122,7 +122,7 @@ def module_keys(n, device="auto", names=None):
     """The extended modules of every case (of ``names``) and shape, to compile in parallel processes first."""
     from distscan._call import call_op
     from distscan._dtypes import scan_types
-    from distscan.backends.cuda import extended
+    from distscan.backends.cuda import extended, plans
 
     keys, seen = [], []
     for kw, dt, size in [({"segments": 1}, "float32", 8), ({"segments": 1, "reverse": True}, "float32", 8),
@@ -139,13 +139,13 @@ def module_keys(n, device="auto", names=None):
         op = call_op("sum", segments=kw.get("segments"), coefficients=kw.get("coefficients"), reverse=reverse)
         dt = np.dtype(dt)
         types = scan_types(op, dt)
-        keys.append(extended.ext_module_key(dt, types, op, extended._device(op, "auto", n, dt.itemsize,
+        keys.append(extended.ext_module_key(dt, types, op, plans.ext_device(op, "auto", n, dt.itemsize,
                                                                             types.result.itemsize), reverse))
         for shape in SHAPES[size] if device == "auto" else LOOKAHEAD_SHAPES[size]:
             if device == "lookahead" and not fits(shape, dt, op):
                 continue
             with cuda.overrides(tuning=shape):
-                dev = extended._device(op, device, n, dt.itemsize, types.result.itemsize)
+                dev = plans.ext_device(op, device, n, dt.itemsize, types.result.itemsize)
                 keys.append(extended.ext_module_key(dt, types, op, dev, reverse))
     return keys
 

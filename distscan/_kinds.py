@@ -90,14 +90,17 @@ class Kind:
         self.xp = part.be.array_module() if self.aux_names else None
         # a plain forward scan (no state, no auxiliary inputs): one rank runs the plan's lean case
         self.plain = part.op.state is None and not part.reverse
-        self.single = None  # that case (ScanPlan.one_rank), made at the first call on one rank
+        # the call on one rank, untimed, made at the first: ScanPlan.one_rank for a plain scan, of
+        # (x, out); ScanPlan.one_rank_state for the others, of (x, out, aux)
+        self.single = None
 
     def run(self, x, out, options, group, timings):
         """The call the cheap way: on one rank, untimed, a plain scan is the plan's lean case
         (:meth:`ScanPlan.one_rank`: what its ``run(fast=True)`` does there, straight from here);
-        on many ranks, untimed, the plan's lean call (:meth:`ScanPlan.lean_call`: the same
-        collectives as ``run(fast=True)``, fused for the common kinds); any other call of the kind
-        is the plan's :meth:`ScanPlan.run` with ``fast=True``.  :data:`NOT_THIS_KIND` where the arrays are not
+        a reverse or state scan the plan's :meth:`ScanPlan.one_rank_state` (the GPU's without the
+        general route's frames); on many ranks, untimed, the plan's lean call
+        (:meth:`ScanPlan.lean_call`: the same collectives as ``run(fast=True)``, fused for the
+        common kinds); a timed call is the plan's :meth:`ScanPlan.run` with ``fast=True``.  :data:`NOT_THIS_KIND` where the arrays are not
         this kind's cheap case (the caller then resolves a :class:`Part`)."""
         if not self.aux_names:
             if not self.lean(x, out, self.types):
@@ -115,7 +118,12 @@ class Kind:
                 return NOT_THIS_KIND  # (a coefficient 2**70 that int64 cannot hold: before any collective)
             if aux is None:
                 return NOT_THIS_KIND
-        if group is None or timings is not None:
+        if group is None and timings is None:  # one rank, a reverse or state scan
+            single = self.single
+            if single is None:
+                single = self.single = self.plan(None).one_rank_state()
+            return single(x, out, aux)
+        if timings is not None:
             return self.plan(group).run(x, out=out, timings=timings, fast=True, aux=aux)
         plan = self.plans.get(id(group))  # self.plan(group) inlined: this is every warm call's path
         if plan is not None and plan.comm is group and plan.lean_run is not None:
@@ -164,7 +172,10 @@ class Kind:
                 if self.gpu:
                     if a.data.device_id != x.data.device_id:
                         return None
-                    aux.append(self.xp.ascontiguousarray(a if a.dtype == acc else a.astype(acc)))
+                    # (ascontiguousarray of an array that is contiguous already costs
+                    # a call of CuPy's in every recurrence call)
+                    aux.append(a.astype(acc, order="C") if a.dtype != acc else a if a._c_contiguous
+                               else self.xp.ascontiguousarray(a))
                 else:
                     aux.append(a if a.dtype == acc else a.astype(acc))
             elif type(a) in (int, float, complex):

@@ -42,6 +42,13 @@ they travel through MPI.
     kind, so each backend puts as little as it can between the call and its kernel.  It holds
     no array and nothing read from one.
 
+``lean_state_scanner(op, types, exclusive, reverse, algorithm)`` (optional; ``cuda``)
+    A reverse or state scan of one rank's part without a seed, as a function of ``(x, out,
+    aux)`` made once per plan (``ScanPlan.one_rank_state``), or None (the plan then runs its
+    ``run``): the single-rank call of the API runs it straight from its call kind, with the
+    arrays the kind checked (``distscan._kinds.Kind.aux``).  It holds no array and nothing
+    read from one.
+
 ``prepare(op, types, exclusive, w)`` (optional; ``cpu``)
     A state operator's loops for one plan, made once (compiled, constant rows), or None:
     an object with ``rows(x)`` (``x`` as the loops read it), ``carry(rows, aux, reverse)`` and

@@ -267,6 +267,33 @@ def prepare(op: Op, types: ScanTypes, exclusive: bool, w: int):
     return cpu_states.loops(op, types, exclusive, w)
 
 
+def lean_state_scanner(op: Op, types: ScanTypes, exclusive: bool, reverse: bool, algorithm: str, general):
+    """A reverse or state scan of one rank's part, as a function of ``(x, out, aux)`` made once per
+    plan (``ScanPlan.one_rank_state``): a plain inclusive reverse scan as NumPy's accumulate over
+    the mirrored views (what :func:`scan` does for it), a state scan by its compiled loops
+    (:func:`distscan.backends.cpu_fused.one_rank`); None where every call takes ``general`` (the
+    plan's own route): other plain scans, a result narrower than the accumulator, a named
+    algorithm, a declared operator."""
+    if algorithm != "auto" or types.result != types.acc:
+        return None
+    if op.state is None:
+        if not reverse or exclusive or op.nan_lift or types.input != types.acc:
+            return None
+        accumulate, acc = op.ufunc.accumulate, types.acc
+
+        def mirrored(x, out, aux):  # (_inclusive's one accumulate, over the mirrored views)
+            if out is None:
+                out = np.empty(x.shape, acc)
+            accumulate(x[::-1], dtype=acc, out=out[::-1])
+            return out
+        return mirrored
+    loops = prepare(op, types, exclusive, 1)
+    if loops is None:
+        return None
+    from .cpu_fused import one_rank  # as in _state_scan
+    return one_rank(loops, reverse, types.result, general)
+
+
 def array_module():
     """The array module of this backend's arrays."""
     return np

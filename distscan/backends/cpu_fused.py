@@ -59,6 +59,27 @@ def fused_halves(loops, reverse: bool, record, last: bool):
     return _compensated(loops, reverse, record, last)
 
 
+def one_rank(loops, reverse: bool, result, general):
+    """The scan of a part of one column on one rank from no seed, as a function of ``(x, out,
+    aux)`` (``backends.cpu.lean_state_scanner``): the halves of the last rank in scan order
+    (:func:`fused_halves`), which leave :meth:`Loops.scan`'s bits in ``out``, with arrays as the
+    call kinds check them (this module's assumption).  An empty part goes to ``general``."""
+    record = np.empty(1, loops.dtype)  # the carry the halves write, which no rank reads here
+    before, after = fused_halves(loops, reverse, record, True)
+    rows = loops.rows
+
+    def call(x, out, aux):
+        if not x.shape[0]:
+            return general(x, out, aux)
+        if out is None:
+            out = np.empty(x.shape, result)
+        x = rows(x)
+        before(x, aux, out)
+        after(x, aux, None, out)
+        return out
+    return call
+
+
 def _in_scan_order(reverse: bool):
     """The views a loop reads of ``(x, out)`` or one more array: mirrored for a reverse scan."""
     if reverse:

@@ -32,6 +32,26 @@ class LeanCalls:
 
     _one_rank = None
 
+    def one_rank_state(self):
+        """:meth:`run`'s case of one rank, ``fast``, untimed, without ``initial``, for a reverse or
+        state scan, as a function of ``(rows, out, aux)`` made once: the backend's
+        ``lean_state_scanner`` where it has one for this kind (the GPU's extended scans, the CPU's
+        state loops, without the general route's frames), else ``run`` itself, which the scanner
+        also hands the calls it does not take (an empty part, say).  The API's call kinds run it
+        (``distscan._kinds.Kind.run``) with the arrays they checked."""
+        if self._one_rank_state is None:
+            plan = self
+
+            def general(rows, out, aux):  # (plan.run looked up on each call, as the API's own route)
+                return plan.run(rows, out=out, fast=True, aux=aux)
+            maker = getattr(self.be, "lean_state_scanner", None)
+            scanner = (maker(self.op, self.types, self.exclusive, self.reverse, self.algorithm, general)
+                       if maker is not None and self.size == 1 else None)
+            self._one_rank_state = scanner or general
+        return self._one_rank_state
+
+    _one_rank_state = None
+
     def _scan_then_add(self, rows, out):
         """The lean call (``fast``) of an exact operator (:data:`EXACT`) on integers, as the bare
         ``cumsum`` + ``Exscan`` + add: this rank's scan, its last element as the carry, the

@@ -172,7 +172,6 @@ _DISPATCH = threading.Lock()
 # is typed so too (numba 0.68.1, _typeof.cpp; tests/ops/test_numba_typecodes.py poisons a process
 # so).  The conversions numba's typing allows (exact, promotion, safe: same dtype, any layout,
 # read-only accepted) are then checked here instead.
-_SAFE = None  # numba.core.typeconv.Conversion.safe, once numba is imported
 
 
 def _dispatched_safely(dispatcher):
@@ -206,14 +205,11 @@ def _entry_if_arguments_convert(dispatcher, args):
     promotion or safely, else None.  A byte-swapped array is refused: numba's typing refuses it,
     though its dispatch, once it has typed a native array of the same fingerprint, takes it and
     reads its bytes as native (numba 0.61 and 0.68: tests/ops/test_numba_typecodes.py)."""
-    global _SAFE
-    overloads = getattr(dispatcher, "overloads", None)
-    if overloads is None or len(overloads) != 1:
+    only = _only_overload(dispatcher)
+    if only is None:
         return None
-    if _SAFE is None:
-        from numba.core.typeconv import Conversion
-        _SAFE = Conversion.safe
-    (formal, compiled), = overloads.items()
+    from numba.core.typeconv import Conversion  # (numba is loaded: it compiled the dispatcher)
+    formal, compiled = only
     if len(formal) != len(args):
         return None
     for value, want in zip(args, formal):
@@ -224,7 +220,7 @@ def _entry_if_arguments_convert(dispatcher, args):
         except Exception:  # noqa: BLE001 - older numba raises for what it cannot type (0.61: NumbaValueError)
             return None
         conversion = dispatcher.typingctx.can_convert(have, want)
-        if conversion is None or conversion > _SAFE:
+        if conversion is None or conversion > Conversion.safe:
             return None
     return compiled.entry_point
 
@@ -235,12 +231,18 @@ def entry_point(dispatcher):
     arguments' types (about a microsecond a call of nine or ten arguments) and also its checks:
     arguments of other types than the signature's are read as if they were of those types.  Only
     for callers whose arguments have exactly those types (backends/cpu_fused.py says why theirs do)."""
+    only = _only_overload(dispatcher)
+    entry = None if only is None else getattr(only[1], "entry_point", None)
+    return entry if callable(entry) else dispatcher
+
+
+def _only_overload(dispatcher):
+    """``(signature, compiled)`` of a dispatcher compiled for one signature, else None."""
     overloads = getattr(dispatcher, "overloads", None)
-    if overloads is not None and len(overloads) == 1:
-        entry = getattr(next(iter(overloads.values())), "entry_point", None)
-        if callable(entry):
-            return entry
-    return dispatcher
+    if overloads is None or len(overloads) != 1:
+        return None
+    (only,) = overloads.items()
+    return only
 
 
 def _substitute(src: str, name: str, code: str) -> str:

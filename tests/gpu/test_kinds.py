@@ -294,3 +294,155 @@ def test_arrays_on_another_device(rng, parts):
         for name, call in _calls(f0, a0).items():
             with pytest.raises(ValueError, match="GPU"):
                 call(x0, out=out1)
+
+
+# -- the one-rank lean route of reverse and state scans (backends/cuda/extended_lean.py) --------
+
+@pytest.fixture
+def plan_runs(monkeypatch):
+    """How many ``ScanPlan.run`` calls the API makes (none on a warm one-rank call the lean route
+    takes)."""
+    from distscan.dist.plan import ScanPlan
+    made = []
+    real = ScanPlan.run
+
+    def counting(self, *args, **kwargs):
+        made.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ScanPlan, "run", counting)
+    return made
+
+
+def _more_calls(f, a):
+    """_calls' scans, and more of the kinds the lean route takes or hands back."""
+    calls = _calls(f, a)
+    calls.update({
+        "exclusive segments": lambda x, **kw: distscan.scan(x, "sum", exclusive=True, segments=f, comm=SELF, **kw),
+        "exclusive reverse nanmax": lambda x, **kw: distscan.scan(x, "nanmax", exclusive=True, reverse=True,
+                                                                  comm=SELF, **kw),
+        "reverse nancumsum": lambda x, **kw: distscan.nancumsum(x, reverse=True, comm=SELF, **kw),
+        "reverse logcumsumexp": lambda x, **kw: distscan.scan(x, np.logaddexp, reverse=True, comm=SELF, **kw),
+        "recurrence reverse": lambda x, **kw: distscan.linear_recurrence(a, x, reverse=True, comm=SELF,
+                                                                                   **kw),
+        "segmented product": lambda x, **kw: distscan.cumprod(x, segments=f, comm=SELF, **kw),  # handed back
+    })
+    return calls
+
+
+@pytest.mark.parametrize("n", [1, 1000, 100_003])
+def test_warm_one_rank_state_calls_take_the_lean_route_and_give_the_long_ways_bits(n, rng, parts, plan_runs):
+    x, f, a = _data(rng, n)
+    x[::97] = cp.nan  # the NaN-aware scans skip them; the others carry them
+    for name, call in _more_calls(f, a).items():
+        call(x)
+        out = cp.full(n, -7, call(x).dtype)
+        call(x, out=out)  # another kind (out=): cold
+        del plan_runs[:], parts[:]
+        warm = call(x)
+        out[...] = -7
+        assert call(x, out=out) is out
+        runs = len(plan_runs)
+        if name == "segmented product":  # its zeros are repaired on the host: the general route
+            assert runs == 2, name
+        else:
+            assert runs == 0, f"{name}: a warm call ran the plan (not the lean route)"
+        del plan_runs[:]
+        longway = call(_strided(x))  # (one item's view is C-contiguous: the lean route again)
+        assert len(plan_runs) == (1 if n > 1 or name == "segmented product" else 0), name
+        _same(warm, longway)
+        _same(out, longway)
+
+
+def test_lean_calls_of_empty_parts_sizes_and_the_look_ahead(rng, parts, plan_runs, monkeypatch):
+    """Warm kinds meet empty parts (the general route), sizes either side of the look-ahead's
+    threshold (lowered here: the lean route and the general one choose alike) and settings."""
+    from distscan.backends.cuda import plans
+    monkeypatch.setattr(plans, "LOOKAHEAD_MIN_BYTES", 1 << 16)
+    monkeypatch.setattr(plans, "LOOKAHEAD_MIN_BYTES_WIDE", 1 << 16)
+    for m in (0, 1, 3000, 50_001, 0, 7000):  # (8 bytes an item: the look-ahead from 8192 items)
+        xm, fm, am = _data(rng, m)
+        for name, call in _more_calls(fm, am).items():
+            got = call(xm)
+            assert got.shape == (m,), name
+            if m > 1:
+                _same(got, call(_strided(xm)))
+    x, f, a = _data(rng, 50_001)
+    for name, call in _more_calls(f, a).items():
+        with gpu.overrides(lead=0):
+            _same(call(x), call(_strided(x)))
+        _same(call(x), call(_strided(x)))
+
+
+def test_lean_calls_on_other_streams_and_threads(rng, parts):
+    """Each stream has its scratch; threads on streams of their own share the kinds and entries."""
+    import threading
+    n = 30_011
+    x, f, a = _data(rng, n)
+    calls = _more_calls(f, a)
+    want = {name: cp.asnumpy(call(_strided(x))) for name, call in calls.items()}
+    errors = []
+
+    def work(seed):
+        try:
+            stream = cp.cuda.Stream(non_blocking=True)
+            order = list(calls)
+            np.random.default_rng(seed).shuffle(order)
+            with stream:
+                for _ in range(3):
+                    for name in order:
+                        y = calls[name](x)
+                        stream.synchronize()
+                        np.testing.assert_array_equal(cp.asnumpy(y), want[name], err_msg=name)
+        except Exception as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+
+
+def test_drawn_sequences_of_lean_and_long_calls(rng):
+    """Drawn sequences of calls of every kind: sizes, out= or not, an out the next call reuses,
+    flags of other layouts, a caller's stream; each result the long way's, held ones unchanged."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    held = []
+
+    @settings(max_examples=30, deadline=None)
+    @given(st.lists(st.tuples(st.sampled_from(sorted(_more_calls(None, None))),
+                              st.sampled_from([0, 1, 33, 4096, 20_001]), st.sampled_from(["none", "new", "reused"]),
+                              st.booleans(), st.booleans()),
+                    min_size=1, max_size=8))
+    def run(steps):
+        reused = {}
+        stream = cp.cuda.Stream(non_blocking=True)
+        for name, n, out_kind, strided_flags, on_stream in steps:
+            x, f, a = _data(rng, n)
+            if strided_flags:
+                f = _strided(f)
+            call = _more_calls(f, a)[name]
+            want = call(_strided(x)) if n > 1 else call(x.copy())
+            with (stream if on_stream else cp.cuda.Stream.null):
+                kw = {}
+                if out_kind == "new":
+                    kw["out"] = cp.full(n, 3, want.dtype)
+                elif out_kind == "reused":
+                    kw["out"] = reused.setdefault((n, want.dtype.str), cp.empty(n, want.dtype))
+                got = call(x, **kw)
+                if "out" in kw:
+                    assert got is kw["out"], name
+                else:
+                    held.append((got, None))
+            stream.synchronize()
+            _same(got, want)
+            if "out" not in kw:
+                held[-1] = (got, cp.asnumpy(got))
+        for got, values in held:
+            np.testing.assert_array_equal(cp.asnumpy(got), values)
+
+    run()

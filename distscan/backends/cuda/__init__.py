@@ -39,7 +39,8 @@ Modules, each one concern: ``settings`` (what tests and benchmarks may override)
 (CuPy, GPU facts, streams, captures), ``compile`` (NVRTC modules), ``plans`` (which kernel, which
 shape), ``scratch`` (status words per stream and per captured launch), ``launch`` (launch shapes,
 argument blocks), ``hotpath`` (the common call in one lookup, graphs, dependent launches),
-``general`` (every other scan), ``reductions`` (carries and offsets), ``recycle`` (results handed
+``general`` (every other scan), ``extended`` (reverse and state scans), ``extended_lean`` (their
+one-rank call in one function), ``reductions`` (carries and offsets), ``recycle`` (results handed
 out again), ``dependent`` (cuLaunchKernelEx).  This module is the backend protocol of
 :mod:`distscan.backends` and the test surface (:func:`overrides`, :func:`clear_caches`,
 :func:`stats`).
@@ -52,14 +53,15 @@ from contextlib import contextmanager
 from . import hotpath, scratch
 from .device import DEVICE_INFO, SIDE_STREAMS, cp, require_cupy
 from .extended import EXT_CALLS, EXT_PLANS
+from .extended_lean import LEAN_EXT, lean_state_scanner
 from .general import NARROW_COLUMNS, array_module, lean_arrays, lean_scanner, scan, scan_lean
 from .plans import ADD_PLANS, PLANS, error_depth, lookahead_min_bytes, module_key, tuning, uses_lookahead
 from .reductions import REDUCTIONS, combine, reduce
 from .settings import SETTINGS
 
-__all__ = ["name", "is_native", "lean_arrays", "lean_scanner", "scan", "scan_lean", "reduce", "combine", "array_module",
-           "synchronize", "tuning", "module_key", "error_depth", "uses_lookahead", "lookahead_min_bytes",
-           "NARROW_COLUMNS", "SETTINGS", "overrides", "clear_caches", "stats"]
+__all__ = ["name", "is_native", "lean_arrays", "lean_scanner", "lean_state_scanner", "scan", "scan_lean", "reduce",
+           "combine", "array_module", "synchronize", "tuning", "module_key", "error_depth", "uses_lookahead",
+           "lookahead_min_bytes", "NARROW_COLUMNS", "SETTINGS", "overrides", "clear_caches", "stats"]
 
 name = "cuda"
 
@@ -128,7 +130,7 @@ def clear_caches() -> None:
             cp.cuda.runtime.deviceSynchronize()
     hotpath.forget()
     scratch.forget()
-    for cache in (REDUCTIONS, PLANS, ADD_PLANS, EXT_PLANS, EXT_CALLS, SIDE_STREAMS, DEVICE_INFO):
+    for cache in (REDUCTIONS, PLANS, ADD_PLANS, EXT_PLANS, EXT_CALLS, LEAN_EXT, SIDE_STREAMS, DEVICE_INFO):
         cache.clear()
 
 

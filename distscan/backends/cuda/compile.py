@@ -250,7 +250,7 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
             threads, items, min_blocks = 128, 16, 2
     elif state == "compensated" and s_acc <= 16:
         # The compensated sum (its runs in the run state, Neumaier's: kernels/util/states.cuh) on
-        # the look-back, as "auto" runs it (extended._device): 128 threads of 32 items, 4 blocks an
+        # the look-back, as "auto" runs it (plans.ext_device): 128 threads of 32 items, 4 blocks an
         # SM.  Measured on the H200 at 2^27 (benchmarks/sweep_costly_tiles.py; RESULTS.md, "Run
         # states"), time over the plain cumsum's of the dtype: float32 1.25 against 1.69 with the
         # 8-byte values' (256, 16, 3) and 1.58 with the look-ahead; float64 1.45 (no lead) against

@@ -26,7 +26,8 @@ from . import compile as cc
 from .absorbing import absorbed_results, absorbs, tail_of_part, tail_of_scan
 from .device import cp, device_info, reduction_columns, refuse_in_capture, remember, require_cupy
 from .launch import ArgBlock, first_row, launch_shape, write_first_row
-from .plans import STATE_LEAD_SHARE, Plan, costly, persistent_grid, setup_lead, status_words, uses_lookahead
+from .plans import (STATE_LEAD_SHARE, Plan, costly, ext_device, is_compensated, persistent_grid, setup_lead,
+                    status_words)
 from .scratch import scratch_of
 from .settings import SETTINGS
 
@@ -137,35 +138,8 @@ def _lead_share(op: Op, kstate: np.dtype) -> float:
         return 0.0
     wide = kstate.itemsize >= 16
     if op.state is None or not op.state.aux:
-        return 0.0 if _compensated(op) and wide else 1.0
+        return 0.0 if is_compensated(op) and wide else 1.0
     return 0.0 if op.state.kind.startswith("affine") and kstate.itemsize >= 12 else STATE_LEAD_SHARE
-
-
-def _compensated(op: Op) -> bool:
-    return op.state is not None and op.state.kind == "compensated"
-
-
-def _device(op: Op, algorithm: str, n: int, in_size: int, out_size: int) -> str:
-    """The device algorithm a named one asks for; for "auto", the look-back for operators with
-    auxiliary inputs (AUX_LOOKAHEAD), for costly ones (plans.costly) and for compensated sums of
-    states up to 16 bytes (their look-back shape, compile.choose_tuning, beats the look-ahead:
-    float32 1.25 against 1.58 times the plain sum's time, float64 1.45 against 2.30), else as the
-    plain scan chooses."""
-    if algorithm not in ("auto", "lookback", "lookahead"):
-        raise ValueError(f"algorithm={algorithm!r} is for plain forward scans; reverse scans and segmented, "
-                         "affine and compensated scans take 'auto', 'lookback' or 'lookahead'")
-    if algorithm != "auto":
-        return algorithm
-    aux = op.state is not None and len(op.state.aux) > 0
-    look_back = costly(op) or (_compensated(op) and in_size <= 8 and out_size <= 8) or (aux and not AUX_LOOKAHEAD)
-    return "lookahead" if not look_back and uses_lookahead(n, in_size, out_size) else "lookback"
-
-
-# Whether "auto" takes the look-ahead kernel for scans with flags or coefficients from the sizes where
-# the plain scan does (its ring stages them beside the items: agent_lookahead.cuh).  No: on the H200
-# at 2^27 the look-back with its lead is 7-53 % faster for every one of them (segmented float32 3211
-# against 2450 GB/s, recurrence 2724 against 2543; RESULTS.md, "Flags and coefficients in the ring").
-AUX_LOOKAHEAD = False
 
 
 def aux_places(op: Op) -> tuple:
@@ -274,7 +248,7 @@ class ExtCall:
             self.launch(self.kernel_ptr, grid, 1, 1, self.plan.threads, 1, 1, smem, stream_ptr, self.args.ptr, 0)
 
 
-def _ext_call(key, dev_id, in_dtype, types: ScanTypes, op: Op, exclusive: bool, reverse: bool, device: str):
+def ext_call(key, dev_id, in_dtype, types: ScanTypes, op: Op, exclusive: bool, reverse: bool, device: str):
     plan = ext_plan(dev_id, in_dtype, types, op, device, reverse)
     return remember(EXT_CALLS, key, ExtCall(plan, op, types, exclusive), 4 * SETTINGS.max_stream_entries)
 
@@ -316,11 +290,11 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     if not x._c_contiguous:
         x = cp.ascontiguousarray(x)
     dev_id = x.data.device_id
-    device = _device(op, algorithm, n, x.itemsize, types.result.itemsize)
+    device = ext_device(op, algorithm, n, x.itemsize, types.result.itemsize)
     key = (dev_id, x.dtype, types, op, exclusive, reverse, device, SETTINGS.tuning, SETTINGS.lead)
     ent = EXT_CALLS.get(key)
     if ent is None:
-        ent = _ext_call(key, dev_id, x.dtype, types, op, exclusive, reverse, device)
+        ent = ext_call(key, dev_id, x.dtype, types, op, exclusive, reverse, device)
     kstate, plan = ent.kstate, ent.plan
     k = kstate.itemsize
     # seeds and projected initial values: one copy to the device each (scratch.SeedStage, under the

@@ -85,7 +85,7 @@ LOOKAHEAD_MIN_BYTES_WIDE = 1 << 25  # items of 8 bytes or more
 # 1635 with the plain look-back (torch.logcumsumexp 1047), float64 206 against 599 (torch 335);
 # gcd int64 (gcds of 6) 481 against 1286.  lcm is gcd's loop plus a division and a product: listed
 # with it.  Not listed: the compensated sum (on the look-back since its runs are summed Neumaier's
-# way, with a shape and a lead of its own: extended._device, compile.choose_tuning), max and min
+# way, with a shape and a lead of its own: ext_device, compile.choose_tuning), max and min
 # (float32 2730 against 2960: the plain look-back 8 % faster at 2^27, but their lead was tuned at
 # smaller sizes, not measured for this).
 COSTLY_FUNCTORS = frozenset({"LogAddExp", "LogAddExp2", "Gcd", "Lcm"})
@@ -230,3 +230,36 @@ def error_depth(n: int, in_dtype, types: ScanTypes) -> int:
     # one anchor hop per window.
     return max(t.items + int(math.log2(t.block_threads)) + 16 + -(-max(n, 1) // (t.tile_items * t.window))
                for t in shapes)
+
+
+def is_compensated(op: Op) -> bool:
+    """Whether ``op`` is the compensated sum (its state's kind)."""
+    return op.state is not None and op.state.kind == "compensated"
+
+
+def ext_device(op: Op, algorithm: str, n: int, in_size: int, out_size: int) -> str:
+    """The device algorithm of an extended scan (``backends/cuda/extended``): a named one as asked
+    for; for "auto", the look-back for operators with auxiliary inputs (AUX_LOOKAHEAD), for costly
+    ones (:func:`costly`) and for compensated sums of states up to 16 bytes (their look-back shape,
+    compile.choose_tuning, beats the look-ahead: float32 1.25 against 1.58 times the plain sum's
+    time, float64 1.45 against 2.30), else as the plain scan chooses (:func:`uses_lookahead`)."""
+    if algorithm not in ("auto", "lookback", "lookahead"):
+        raise ValueError(f"algorithm={algorithm!r} is for plain forward scans; reverse scans and segmented, "
+                         "affine and compensated scans take 'auto', 'lookback' or 'lookahead'")
+    if algorithm != "auto":
+        return algorithm
+    return "lookahead" if not looks_back(op, in_size, out_size) and uses_lookahead(n, in_size, out_size) \
+        else "lookback"
+
+
+def looks_back(op: Op, in_size: int, out_size: int) -> bool:
+    """Whether "auto" scans ``op`` on the look-back at every size (:func:`ext_device`)."""
+    aux = op.state is not None and len(op.state.aux) > 0
+    return costly(op) or (is_compensated(op) and in_size <= 8 and out_size <= 8) or (aux and not AUX_LOOKAHEAD)
+
+
+# Whether "auto" takes the look-ahead kernel for scans with flags or coefficients from the sizes where
+# the plain scan does (its ring stages them beside the items: agent_lookahead.cuh).  No: on the H200
+# at 2^27 the look-back with its lead is 7-53 % faster for every one of them (segmented float32 3211
+# against 2450 GB/s, recurrence 2724 against 2543; RESULTS.md, "Flags and coefficients in the ring").
+AUX_LOOKAHEAD = False
