@@ -1,6 +1,7 @@
 """Issue 30's CPU calls across ranks, for A/B runs of API changes (one process group per tree).
 
     PYTHONPATH=TREE mpiexec -n 3 python benchmarks/ab_cpu_calls.py LABEL [--n 1000] [--reps 100]
+    PYTHONPATH=TREE python benchmarks/ab_cpu_calls.py LABEL      (one rank: ScanPlan.one_rank_state's calls)
 
 Question: did a change to the host side (the carries between ranks, the plans) make the CPU
 backend's distributed calls slower?  Each rank holds ``n`` float64 items (segment flags one in
@@ -35,6 +36,7 @@ def main():
     rs = np.random.default_rng(1000 + comm.rank)
     x = rs.uniform(0.999, 1.001, a.n)  # products of millions stay in range
     flags = rs.random(a.n) < 1 / 64
+    coef = rs.uniform(0.5, 1.0, a.n)  # the recurrence's coefficients
     y = np.empty_like(x)
     calls = {
         "segmented prod f64": lambda: distscan.cumprod(x, segments=flags, out=y, comm=comm),
@@ -43,16 +45,26 @@ def main():
         "prod f64": lambda: distscan.cumprod(x, out=y, comm=comm),
         "cumsum f64": lambda: distscan.cumsum(x, out=y, comm=comm),
         "nancumsum f64": lambda: distscan.nancumsum(x, out=y, comm=comm),
+        "cumsum f64 rev": lambda: distscan.cumsum(x, reverse=True, out=y, comm=comm),
+        "recurrence f64": lambda: distscan.linear_recurrence(coef, x, out=y, comm=comm),
+        "compensated f64": lambda: distscan.cumsum(x, compensated=True, out=y, comm=comm),
     }
     xs, fs = comm.allgather(x), comm.allgather(flags)
-    whole, starts = np.concatenate(xs), np.concatenate(fs)
+    whole, starts, coefs = np.concatenate(xs), np.concatenate(fs), np.concatenate(comm.allgather(coef))
+    recurrence = np.empty_like(whole)
+    prev = 0.0
+    for i, (ai, bi) in enumerate(zip(coefs, whole)):  # y[i] = a[i] y[i-1] + b[i], sequentially
+        prev = recurrence[i] = ai * prev + bi
     lo = sum(len(p) for p in xs[:comm.rank])
     for name, call in calls.items():  # check first
         call()
         ufunc = np.multiply if "prod" in name else np.add
         data, st = (whole[::-1], np.roll(starts, -1)[::-1]) if "rev" in name else (whole, starts)
-        if "rev" in name:
+        if "rev" in name and "segmented" in name:
             st[0] = True
+        if name == "recurrence f64":
+            assert np.allclose(y, recurrence[lo:lo + a.n], rtol=1e-9, atol=0), name
+            continue
         if "segmented" in name:
             want = np.empty_like(data)
             for seg in np.split(np.arange(len(data)), np.flatnonzero(st)[1:] if st[0] else np.flatnonzero(st)):
