@@ -178,6 +178,24 @@ def pytest_runtest_makereport(item, call):
 # -- temporary folders ------------------------------------------------------------------------------------
 
 @pytest.fixture
+def plan_runs(monkeypatch):
+    """How many ``ScanPlan.run`` calls the API makes (none on a warm one-rank call that the lean route,
+    ``ScanPlan.one_rank_state``, takes); the call kinds are forgotten first."""
+    from distscan._kinds import KINDS
+    from distscan.dist.plan import ScanPlan
+    made = []
+    real = ScanPlan.run
+
+    def counting(self, *args, **kwargs):
+        made.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ScanPlan, "run", counting)
+    KINDS.clear()
+    return made
+
+
+@pytest.fixture
 def rank_tmp_path(tmp_path):
     """This rank's own folder (under mpiexec, the per-rank basetemp set above keeps ranks apart)."""
     return tmp_path

@@ -16,31 +16,11 @@ import numpy as np
 import pytest
 
 import distscan
-from distscan._kinds import KINDS
-from distscan.dist.plan import ScanPlan
-
+from tests.support.data import strided_view
 from tests.support.ranks import SELF
 
 
-@pytest.fixture
-def plan_runs(monkeypatch):
-    """How many ``ScanPlan.run`` calls the API makes (none on a warm call the lean route takes)."""
-    made = []
-    real = ScanPlan.run
-
-    def counting(self, *args, **kwargs):
-        made.append(1)
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(ScanPlan, "run", counting)
-    KINDS.clear()
-    return made
-
-
-def _strided(a):
-    base = np.zeros((2 * a.shape[0],) + a.shape[1:], a.dtype)
-    base[::2] = a
-    return base[::2]
+_strided = strided_view
 
 
 def _scans(f, a):

@@ -21,6 +21,7 @@ import distscan
 from distscan import api
 from distscan._kinds import KINDS
 
+from tests.support.data import strided_view
 from tests.support.devices import require_gpu
 from tests.support.ranks import SELF
 
@@ -48,11 +49,7 @@ def parts(monkeypatch):
     return made
 
 
-def _strided(a):
-    """``a`` as a strided view (the long way: not a lean array)."""
-    base = cp.zeros((2 * a.shape[0],) + a.shape[1:], a.dtype)
-    base[::2] = a
-    return base[::2]
+_strided = strided_view  # (the long way: not a lean array)
 
 
 def _calls(f, a):
@@ -297,22 +294,6 @@ def test_arrays_on_another_device(rng, parts):
 
 
 # -- the one-rank lean route of reverse and state scans (backends/cuda/extended_lean.py) --------
-
-@pytest.fixture
-def plan_runs(monkeypatch):
-    """How many ``ScanPlan.run`` calls the API makes (none on a warm one-rank call the lean route
-    takes)."""
-    from distscan.dist.plan import ScanPlan
-    made = []
-    real = ScanPlan.run
-
-    def counting(self, *args, **kwargs):
-        made.append(1)
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(ScanPlan, "run", counting)
-    return made
-
 
 def _more_calls(f, a):
     """_calls' scans, and more of the kinds the lean route takes or hands back."""
