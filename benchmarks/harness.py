@@ -8,6 +8,7 @@
 ``wall_per_call``        a loop of calls and one synchronisation: host cost included
 ``ranks_interleaved``    µs per call of several host calls over MPI ranks, in turn within every
                          round (the slowest rank's loop, after a barrier)
+``bare_cumsum``          the bare pipeline of a rank's part: ``np.cumsum`` + ``Exscan`` + add
 ``make_cub``             CUB's inclusive sum through cuda.compute (None and why when missing)
 ``lead_multiples``, ``lead_of``  the sweeps' ``--leads`` and the lead a multiple of a plan's default gives
 ``SELF``                 MPI.COMM_SELF (None without mpi4py): one-rank calls without COMM_WORLD's agreement
@@ -143,6 +144,22 @@ def checked_per_call(comm, cases: dict, out, ref, calls: int, rounds: int) -> di
             fn()
         assert np.array_equal(out, ref), name
     return ranks_interleaved(comm, cases, calls, rounds, warm=0)  # interleaved: a slow moment hits all
+
+
+def bare_cumsum(comm, x, out):
+    """The bare pipeline the exchange benchmarks measure distscan against, as a function of no
+    arguments: ``np.cumsum(x, out=out)``, ``comm.Exscan`` of its last element (an int64 sum), the
+    offset added on every rank but the first."""
+    send, recv = np.zeros(1, np.int64), np.zeros(1, np.int64)
+    rank = comm.rank
+
+    def bare():
+        np.cumsum(x, out=out)
+        send[0] = out[-1]
+        comm.Exscan(send, recv, op=MPI.SUM)
+        if rank:
+            np.add(out, recv[0], out=out)
+    return bare
 
 
 def print_per_call(times: dict, base: str, header: str) -> dict:

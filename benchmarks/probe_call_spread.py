@@ -27,28 +27,30 @@ from mpi4py import MPI
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import distscan  # noqa: E402
+from harness import bare_cumsum  # noqa: E402
 
 clock = time.perf_counter
+
+
+def _timed(name: str):
+    """``MPI.Intracomm``'s collective ``name``, recording in ``marks`` when it is entered and left."""
+    collective = getattr(MPI.Intracomm, name)
+
+    def timed(self, *args, **kwargs):
+        self.marks[0] = clock()
+        try:
+            return collective(self, *args, **kwargs)
+        finally:
+            self.marks[1] = clock()
+    return timed
 
 
 class TimedComm(MPI.Intracomm):
     """The same communicator, its ``Allgather`` and ``Exscan`` timed (enter, leave)."""
 
     marks: list = [0.0, 0.0]
-
-    def Allgather(self, *args, **kwargs):  # noqa: N802 - mpi4py's name
-        self.marks[0] = clock()
-        try:
-            return super().Allgather(*args, **kwargs)
-        finally:
-            self.marks[1] = clock()
-
-    def Exscan(self, *args, **kwargs):  # noqa: N802
-        self.marks[0] = clock()
-        try:
-            return super().Exscan(*args, **kwargs)
-        finally:
-            self.marks[1] = clock()
+    Allgather = _timed("Allgather")
+    Exscan = _timed("Exscan")
 
 
 def main() -> None:
@@ -61,14 +63,7 @@ def main() -> None:
     rank, size = comm.rank, comm.size
     x = np.random.default_rng(rank).integers(-100, 100, a.n).astype(np.int64)
     out = np.empty_like(x)
-    send, recv = np.zeros(1, np.int64), np.zeros(1, np.int64)
-
-    def bare():
-        np.cumsum(x, out=out)
-        send[0] = out[-1]
-        comm.Exscan(send, recv, op=MPI.SUM)
-        if rank:
-            np.add(out, recv[0], out=out)
+    bare = bare_cumsum(comm, x, out)
 
     def call():
         distscan.cumsum(x, comm=comm, out=out)
