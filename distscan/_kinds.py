@@ -100,8 +100,9 @@ class Kind:
         a reverse or state scan the plan's :meth:`ScanPlan.one_rank_state` (the GPU's without the
         general route's frames); on many ranks, untimed, the plan's lean call
         (:meth:`ScanPlan.lean_call`: the same collectives as ``run(fast=True)``, fused for the
-        common kinds); a timed call is the plan's :meth:`ScanPlan.run` with ``fast=True``.  :data:`NOT_THIS_KIND` where the arrays are not
-        this kind's cheap case (the caller then resolves a :class:`Part`)."""
+        common kinds); a timed call is the plan's :meth:`ScanPlan.run` with ``fast=True``.
+        :data:`NOT_THIS_KIND` where the arrays are not this kind's cheap case (the caller then
+        resolves a :class:`Part`)."""
         if not self.aux_names:
             if not self.lean(x, out, self.types):
                 return NOT_THIS_KIND

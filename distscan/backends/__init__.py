@@ -42,12 +42,13 @@ they travel through MPI.
     kind, so each backend puts as little as it can between the call and its kernel.  It holds
     no array and nothing read from one.
 
-``lean_state_scanner(op, types, exclusive, reverse, algorithm)`` (optional; ``cuda``)
+``lean_state_scanner(op, types, exclusive, reverse, algorithm, general)`` (optional; ``cpu``, ``cuda``)
     A reverse or state scan of one rank's part without a seed, as a function of ``(x, out,
-    aux)`` made once per plan (``ScanPlan.one_rank_state``), or None (the plan then runs its
-    ``run``): the single-rank call of the API runs it straight from its call kind, with the
-    arrays the kind checked (``distscan._kinds.Kind.aux``).  It holds no array and nothing
-    read from one.
+    aux)`` made once per plan (``ScanPlan.one_rank_state``), or None where no call of this kind
+    takes it (the plan then runs ``general``): the single-rank call of the API runs it straight
+    from its call kind, with the arrays the kind checked (``distscan._kinds.Kind.aux``).
+    ``general(x, out, aux)`` is the plan's own route, which the function hands the calls it does
+    not take (an empty part, say).  It holds no array and nothing read from one.
 
 ``prepare(op, types, exclusive, w)`` (optional; ``cpu``)
     A state operator's loops for one plan, made once (compiled, constant rows), or None:

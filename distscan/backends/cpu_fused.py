@@ -53,7 +53,7 @@ def fused_halves(loops, reverse: bool, record, last: bool):
     """``(before, after)`` of :meth:`distscan.backends.cpu_states.Loops.fused` (its docstring says
     what each leaves where) for ``loops`` of one column."""
     if loops.kind == "segmented":
-        return _segmented(loops, reverse, record)
+        return _segmented(loops, reverse, record, last)
     if loops.kind == "affine":
         return _affine(loops, reverse, record, last)
     return _compensated(loops, reverse, record, last)
@@ -87,11 +87,13 @@ def _in_scan_order(reverse: bool):
     return lambda *arrays: arrays
 
 
-def _segmented(loops, reverse: bool, record):
+def _segmented(loops, reverse: bool, record, last: bool):
     """A segmented scan: scanned from no seed before the exchange on every rank (the last too: its
     rows before the first start are rescanned after it), then from the seed up to the first row
     that starts afresh (forwards the first flagged row; in scan order of a reverse scan the row
-    after the first flagged one, or row 0 where the seed ends a segment)."""
+    after the first flagged one, or row 0 where the seed ends a segment).  The last rank in scan
+    order (and one rank alone) writes only the value of its record: no rank reads its carry, so
+    it skips the count of its flags and a float product's pass over its tail."""
     scan, order, ends, absorbs = _entry(loops._scan), _in_scan_order(reverse), loops.state.ends, loops.absorbs
     zero, first, neutral = loops.zero, loops.first1, loops.neutral
     tail = loops._tail if absorbs else None
@@ -100,6 +102,8 @@ def _segmented(loops, reverse: bool, record):
     def before(x, aux, out):
         x, flags, out = order(x, aux[0], out.reshape(x.shape))
         record["value"] = scan(x, flags, out, zero, False, False, zero, False, first)
+        if last:
+            return
         if ends:
             record["inner"] = np.count_nonzero(flags[:-1]) > 0
             record["end"] = flags[-1]
@@ -140,6 +144,8 @@ def _affine(loops, reverse: bool, record, last: bool):
             coef, flags = _coef_flags(loops, aux)
             x, coef, flags, out = order(x, coefficients(coef, x.shape[0]), flags, out.reshape(x.shape))
             record["a"], record["b"] = scan(x, coef, flags, out, zero, zero, False, False, zero, False)
+            if last:  # (no rank reads its carry: as in _segmented)
+                return
             if ends:
                 record["inner"] = np.count_nonzero(flags[:-1]) > 0
                 record["end"] = flags[-1]

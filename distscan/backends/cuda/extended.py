@@ -53,8 +53,13 @@ def kernel_state(op: Op, types: ScanTypes) -> np.dtype:
     return op.state.kernel_dtype(value) if struct_state(op) else value
 
 
-def _check_gpu(op: Op) -> None:  # a declared operator without cuda=
-    if op.state is not None and op.state.kind == "declared" and not getattr(op, "gpu_ready", False):
+def has_gpu_form(op: Op) -> bool:
+    """Whether the kernels can scan ``op``: every operator but a declared one without ``cuda=``."""
+    return op.state is None or op.state.kind != "declared" or getattr(op, "gpu_ready", False)
+
+
+def _check_gpu(op: Op) -> None:
+    if not has_gpu_form(op):
         raise TypeError(f"declared operator {op.name!r} has no GPU form: give it cuda= (a C++ expression of a "
                         "and b); declared operators of structured states run on the CPU (backend='cpu')")
 

@@ -26,9 +26,9 @@ from ..._dtypes import ScanTypes
 from ...ops import Op
 from .absorbing import absorbs
 from .device import cp, is_capturing, remember
-from .extended import EXT_CALLS, aux_places, ext_call
+from .extended import EXT_CALLS, aux_places, ext_call, has_gpu_form
 from .launch import write_first_row
-from .plans import looks_back, uses_lookahead
+from .plans import auto_device, looks_back
 from .scratch import scratch_of
 from .settings import SETTINGS
 
@@ -44,9 +44,8 @@ def lean_state_scanner(op: Op, types: ScanTypes, exclusive: bool, reverse: bool,
     first item ``general.scan`` writes back), a declared operator without a GPU form, a named
     block algorithm.  ``general(x, out, aux)``: the plan's own route, for the calls it does not
     take."""
-    gpu_ready = op.state is None or op.state.kind != "declared" or getattr(op, "gpu_ready", False)
     raw_first = op.state is None and op.core.raw_first
-    if (cp is None or not gpu_ready or raw_first or absorbs(op, types)
+    if (cp is None or not has_gpu_form(op) or raw_first or absorbs(op, types)
             or algorithm not in ("auto", "lookback", "lookahead")):
         return None
     launch = getattr(cp.cuda.driver, "launchKernel", None)
@@ -54,7 +53,7 @@ def lean_state_scanner(op: Op, types: ScanTypes, exclusive: bool, reverse: bool,
         return None
     in_dtype, result = types.input, types.result
     in_size, out_size = in_dtype.itemsize, result.itemsize
-    look_back = looks_back(op, in_size, out_size)  # plans.ext_device's choice for "auto", but the size's
+    look_back = looks_back(op, in_size, out_size)  # (auto_device's answer for every size)
     flags_at, coef_at = aux_places(op)
     me = object()  # this scanner in LEAN_EXT's keys
 
@@ -64,8 +63,7 @@ def lean_state_scanner(op: Op, types: ScanTypes, exclusive: bool, reverse: bool,
         if not n or is_capturing(stream_ptr):  # the general route flags an empty part, refuses a capture
             return general(x, out, aux)
         dev_id = x.data.device_id
-        device = (algorithm if algorithm != "auto"
-                  else "lookahead" if not look_back and uses_lookahead(n, in_size, out_size) else "lookback")
+        device = algorithm if algorithm != "auto" else auto_device(n, in_size, out_size, look_back)
         key = (me, dev_id, device, SETTINGS.tuning, SETTINGS.lead)
         ent = LEAN_EXT.get(key)
         if ent is None:  # extended.scan's entry of the same fields (made here if it has none)

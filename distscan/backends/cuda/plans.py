@@ -248,8 +248,13 @@ def ext_device(op: Op, algorithm: str, n: int, in_size: int, out_size: int) -> s
                          "affine and compensated scans take 'auto', 'lookback' or 'lookahead'")
     if algorithm != "auto":
         return algorithm
-    return "lookahead" if not looks_back(op, in_size, out_size) and uses_lookahead(n, in_size, out_size) \
-        else "lookback"
+    return auto_device(n, in_size, out_size, looks_back(op, in_size, out_size))
+
+
+def auto_device(n: int, in_size: int, out_size: int, look_back: bool) -> str:
+    """:func:`ext_device`'s choice for "auto", ``look_back`` being :func:`looks_back`'s answer (which
+    a caller that scans many sizes of one operator finds once)."""
+    return "lookahead" if not look_back and uses_lookahead(n, in_size, out_size) else "lookback"
 
 
 def looks_back(op: Op, in_size: int, out_size: int) -> bool:
