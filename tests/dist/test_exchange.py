@@ -106,3 +106,23 @@ def test_recursive_doubling_exchange_gives_the_same_results(reverse, comm, monke
     finally:
         _kinds.PLANS.clear()
         _kinds.KINDS.clear()
+
+
+def test_the_status_heads_view_is_every_records_first_bytes(comm):
+    """``Exchange.heads`` (one 16-byte item a rank, what the common call compares with
+    ``agreed_heads``) holds exactly the first STATUS_HEAD bytes of every gathered record, in rank
+    order, whatever the records hold after them; and it stays a view: the next gather's records
+    show through it."""
+    from distscan.dist.exchange import STATUS_HEAD, Exchange
+
+    like = np.zeros(2, np.int64)
+    ex = Exchange(comm, "flat", 1, like, lambda stack: stack.sum(axis=0), np.add)
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        ex.recs[...] = rng.integers(0, 256, ex.recs.shape, dtype=np.uint8)
+        assert ex.heads.shape == (comm.size,)
+        assert ex.heads.tobytes() == ex.recs[:, :STATUS_HEAD].tobytes()
+    ex.recs[:, :STATUS_HEAD] = np.frombuffer(ex.agreed_heads(12345), np.uint8).reshape(comm.size, STATUS_HEAD)
+    assert ex.heads.tobytes() == ex.agreed_heads(12345)
+    ex.sts[comm.size - 1, 0] = 4  # a flag on the last rank's record only
+    assert ex.heads.tobytes() != ex.agreed_heads(12345)
