@@ -133,9 +133,10 @@ class ScanPlan(LeanCalls):
             "backend": self.backend, "algorithm": self.algorithm, "reverse": self.reverse, **(agree_on or {}),
         }
         self.fingerprint = fingerprint(self.fields)
-        # a plain NumPy finish: see _finish_may_fail
+        # a plain NumPy finish, forwards or over the mirrored rows (the same backend code on reversed
+        # views: backends/cpu.scan): see _finish_may_fail
         self._lean_cpu = (self.backend == "cpu" and self.algorithm == "auto" and self.strategy == "reduce_then_scan"
-                          and self.op.plain and not self.reverse)
+                          and self.op.plain)
         # The lean call of an exact operator on integers scans first and adds the offset after
         # (_scan_then_add), unless reduce_then_scan was named.
         self._adds = (self.backend == "cpu" and self.algorithm == "auto"
@@ -297,7 +298,8 @@ class ScanPlan(LeanCalls):
         lean integer call (:meth:`_scan_then_add`); a CPU state scan by its prepared loops into
         an array of the accumulator dtype allocated before the exchange (run() asks no agreement
         for it: the assumption is at :class:`distscan.backends.cpu_states.Loops`); NumPy's
-        accumulate of a plain part (``fast``) into an array allocated before the exchange, when
+        accumulate of a plain part (``fast``, forwards or reverse: a reverse scan is the same
+        accumulate over mirrored views) into an array allocated before the exchange, when
         nothing turns a floating-point flag into an exception (integers set none; for floats,
         :func:`distscan.dist.agree.numpy_may_raise`: errstate, warnings filters)."""
         if not (fast and self._lean_cpu):

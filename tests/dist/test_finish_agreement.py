@@ -73,6 +73,35 @@ def test_integer_sums_make_one_collective_whatever_numpy_is_told(comm):
 
 
 @pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("dtype", ["int64", "uint8", "float64", "float32"])
+def test_plain_reverse_scans_make_one_collective_unless_numpy_may_raise(dtype, comm):
+    """A warm plain reverse scan on the CPU is NumPy's accumulate over mirrored views (the forward
+    scan's code), so it makes the exchange alone; where NumPy is told to raise, a float one's record
+    asks every rank to agree after the finish (integers set no flag).  The results stay NumPy's on
+    the reversed concatenation, calls in a row."""
+    c = Counting(comm)
+    rng = shared_rng(comm)
+    counts = rng.integers(1, 41, comm.size)  # no empty part (an empty part takes the general route)
+    g = rng.integers(0, 50, int(counts.sum())).astype(dtype)
+    x = rank_part(g, counts, comm)
+    floats = np.dtype(dtype).kind == "f"
+    for op, exclusive in (("sum", False), ("max", False), ("sum", True)):
+        ref = reference_scan(g[::-1], op, exclusive=exclusive)[::-1]
+        lo = int(counts[:comm.rank].sum())
+        want = ref[lo:lo + counts[comm.rank]]
+        call = lambda: distscan.scan(x, op, reverse=True, exclusive=exclusive, comm=c)  # noqa: E731
+        call()  # the kind is warm
+        for _ in range(2):
+            y = []
+            made = _count(c, lambda: y.append(call()))
+            assert made == ["Allgather"], (op, exclusive, made)
+            all_ranks_ok(comm, lambda: np.testing.assert_array_equal(y[0], want, err_msg=f"{op} {exclusive}"))
+            with np.errstate(all="raise"):
+                made = _count(c, call)
+            assert made == (["Allgather", "Allreduce"] if floats else ["Allgather"]), (op, exclusive, made)
+
+
+@pytest.mark.mpi(min_size=2)
 def test_a_narrower_out_on_one_rank_makes_every_rank_agree(comm):
     """One rank's ``out=`` of a narrower dtype (a cast after the exchange, which may fail): its record
     asks for the agreement, and every rank makes it, whichever route its own call took."""
@@ -88,9 +117,11 @@ def test_a_narrower_out_on_one_rank_makes_every_rank_agree(comm):
 
 @pytest.mark.mpi(min_size=2)
 @pytest.mark.parametrize("how", ["warnings", "errstate call"])
-def test_a_float_overflow_that_raises_on_one_rank_is_agreed(how, comm):
-    """The lean float sum: only the last rank makes a RuntimeWarning an error (or calls a handler
-    that raises), and only its finish overflows; every rank raises, in every call of a row."""
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_float_overflow_that_raises_on_one_rank_is_agreed(how, reverse, comm):
+    """The lean float sum, forwards and reverse: only the last rank makes a RuntimeWarning an error
+    (or calls a handler that raises), and only its finish overflows; every rank raises, in every
+    call of a row."""
     last = comm.rank == comm.size - 1
     x = np.array([1e308, 1e308]) if last else np.array([1.0e308 if comm.rank == 0 else 0.0])
 
@@ -104,14 +135,16 @@ def test_a_float_overflow_that_raises_on_one_rank_is_agreed(how, comm):
             return np.errstate(all="ignore", over="warn")
         return np.errstate(all="ignore", over="call", call=handler)
 
-    distscan.cumsum(np.ones(3), comm=comm)  # the kind is warm
+    distscan.cumsum(np.ones(3), comm=comm, reverse=reverse)  # the kind is warm
     exc = RuntimeWarning if how == "warnings" else FloatingPointError
     for _ in range(3):
         with warnings.catch_warnings(), state():
             if last and how == "warnings":
                 warnings.simplefilter("error")
-            raises_everywhere(comm, exc, f"rank {comm.size - 1}", lambda: distscan.cumsum(x, comm=comm))
-    np.testing.assert_array_equal(distscan.cumsum(np.ones(3), comm=comm), 3 * comm.rank + np.arange(1, 4))
+            raises_everywhere(comm, exc, f"rank {comm.size - 1}", lambda: distscan.cumsum(x, comm=comm, reverse=reverse))
+    after = 3 * (comm.size - 1 - comm.rank) if reverse else 3 * comm.rank
+    np.testing.assert_array_equal(distscan.cumsum(np.ones(3), comm=comm, reverse=reverse),
+                                  after + (np.arange(3, 0, -1) if reverse else np.arange(1, 4)))
 
 
 @pytest.mark.mpi(min_size=2)
