@@ -141,7 +141,8 @@ def test_a_float_overflow_that_raises_on_one_rank_is_agreed(how, reverse, comm):
         with warnings.catch_warnings(), state():
             if last and how == "warnings":
                 warnings.simplefilter("error")
-            raises_everywhere(comm, exc, f"rank {comm.size - 1}", lambda: distscan.cumsum(x, comm=comm, reverse=reverse))
+            raises_everywhere(comm, exc, f"rank {comm.size - 1}",
+                              lambda: distscan.cumsum(x, comm=comm, reverse=reverse))
     after = 3 * (comm.size - 1 - comm.rank) if reverse else 3 * comm.rank
     np.testing.assert_array_equal(distscan.cumsum(np.ones(3), comm=comm, reverse=reverse),
                                   after + (np.arange(3, 0, -1) if reverse else np.arange(1, 4)))
