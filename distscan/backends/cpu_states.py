@@ -21,6 +21,7 @@ import numpy as np
 from .._caches import publish
 from ..ops.folds import compensated_overflow_code
 from ..ops.jit import array_type, base_combine, compile_loop, scalar_type
+from ..ops.state import carry_rows
 from .cpu_fused import fused_halves
 from .cpu_state_loops import (AFFINE, AFFINE_ONE, COMPENSATED, COMPENSATED_ONE, DECLARED, SEGMENTED, SEGMENTED_ONE,
                               SEGMENTED_TAIL, affine_code, nan_lift, numpy_type, tail_code)
@@ -68,6 +69,21 @@ def _declared(x, op, types, exclusive, seed, out, write):
             values[0] = first
         out[...] = values
     return np.array(scanned[-1])
+
+
+def find_flag(flags, lo: int, last: bool, block: int = 1 << 16) -> int:
+    """The index of the last (``last``) or first true flag of ``flags[lo:]`` (a host array, rows
+    first), or -1: block by block from that end, so that a flag near it is found without reading
+    the rest (:func:`distscan.ops.state.carry_rows`)."""
+    n = flags.shape[0]
+    spans = ((max(lo, hi - block), hi) for hi in range(n, lo, -block)) if last else \
+        ((start, min(n, start + block)) for start in range(lo, n, block))
+    for start, stop in spans:
+        rows = np.asarray(flags[start:stop])
+        hits = np.flatnonzero(rows if rows.ndim == 1 else rows.reshape(stop - start, -1).any(axis=1))
+        if hits.size:
+            return start + int(hits[-1] if last else hits[0])
+    return -1
 
 
 def _constant(value, w: int, dtype) -> np.ndarray:
@@ -169,8 +185,15 @@ class Loops:
         return rows if rows.dtype == self.acc else rows.astype(self.acc)
 
     def carry(self, x, aux, reverse: bool = False) -> np.ndarray:
-        """The state of the whole part (its carry), in scan order (``reverse``: last row first)."""
-        return self._run(self._carry, self.rows(x), aux, None, self.empty, None, reverse, True)
+        """The state of the whole part (its carry), in scan order (``reverse``: last row first):
+        with segments, that of its last segment's rows alone (:func:`distscan.ops.state.carry_rows`)."""
+        rows = self.rows(x)
+        n = rows.shape[0]
+        flags = aux[self.state.aux.index("segments")] if self.state.segments and len(aux) == len(self.state.aux) else None
+        lo, hi = carry_rows(self.state, n, flags, reverse, find_flag)
+        if hi - lo < n:
+            rows, aux = rows[lo:hi], tuple(a[lo:hi] for a in aux)
+        return self._run(self._carry, rows, aux, None, self.empty, None, reverse, True)
 
     def scan(self, x, aux, *, seed=None, out, initial=None, reverse: bool = False, want_total: bool = False):
         """Scan ``x`` (from :meth:`rows`) into ``out`` (``x``'s shape, the accumulator dtype) from

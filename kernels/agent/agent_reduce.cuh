@@ -73,11 +73,27 @@ __device__ __forceinline__ void reduce_final(const TAcc *d_partials, int count, 
     if (threadIdx.x == 0) d_out[0] = r;
 }
 
+// Op::RESTARTS where the operator declares it (util/states.cuh: StateOpBase), else false.
+template <typename Op, typename = void> struct Restarts {
+    static constexpr bool value = false;
+};
+template <typename Op> struct Restarts<Op, decltype(void(Op::RESTARTS))> {
+    static constexpr bool value = Op::RESTARTS;
+};
+
 // ---- ordered reductions: operators that are not commutative (state operators), in scan order --
 // Block b reduces the tiles [b * per_block, (b + 1) * per_block) of the scan order, each loaded
 // and reduced as the scan kernel does (coalesced, through shared memory; REVERSE mirrored), and
 // folds their aggregates in order into d_partials[b]; reduce_final_ordered folds the partials
 // in order.  The association depends on n, the tile shape and per_block only.
+//
+// Segmented states (Restarts): the block folds its run from the last tile back, each aggregate
+// on the left of what it holds, and stops at the first that holds a segment start: r . s is s
+// for any r then (util/states.cuh: restarts), so the tiles before it cannot change the partial.
+// A segmented part's carry then reads about one tile a block where flags are a tile or so apart
+// (2 GPUs, 2^28 items a part: benchmarks/RESULTS.md, "A segmented part's carry from its last
+// segment"), and every tile, as before, where none is flagged.  The fold starts from the last
+// tile's aggregate, not the identity: no identity stands on the right of a state.
 template <typename TIn, typename TAcc, typename Op, typename Policy, bool REVERSE>
 __device__ __forceinline__ void reduce_tiles(const TIn *d_in, i64 n, i64 per_block, TAcc *d_partials, bool vector_ok,
                                              const Extra<TAcc> &ex) {
@@ -90,8 +106,8 @@ __device__ __forceinline__ void reduce_tiles(const TIn *d_in, i64 n, i64 per_blo
     const i64 num_tiles = (n + Policy::TILE_ITEMS - 1) / Policy::TILE_ITEMS;
     const i64 first = (i64)blockIdx.x * per_block;
     const i64 last = first + per_block < num_tiles ? first + per_block : num_tiles;
-    TAcc acc = Op::template identity<TAcc>();
-    for (i64 tile = first; tile < last; ++tile) {
+    // one tile's aggregate (valid in thread 0), its loads and block scan as the scan kernel's
+    auto aggregate_of = [&](i64 tile) {
         TAcc items[Policy::ITEMS];
         unsigned starts;
         Tile::template load_items<false>(d_in, n, tile, vector_ok, smem, warp, lane, ex, items, starts);
@@ -99,8 +115,25 @@ __device__ __forceinline__ void reduce_tiles(const TIn *d_in, i64 n, i64 per_blo
         __syncthreads();
         TAcc aggregate;
         Tile::BScan::scan_down(s_scan, Op::template identity<TAcc>(), aggregate);
-        acc = Op::template apply<TAcc>(acc, aggregate);
-        __syncthreads();  // s_io and s_scan are free for the next tile
+        return aggregate;
+    };
+    TAcc acc = Op::template identity<TAcc>();
+    if constexpr (Restarts<Op>::value) {
+        __shared__ int s_restarted;
+        for (i64 tile = last - 1; tile >= first; --tile) {
+            const TAcc aggregate = aggregate_of(tile);
+            if (threadIdx.x == 0) {
+                acc = tile == last - 1 ? aggregate : Op::template apply<TAcc>(aggregate, acc);
+                s_restarted = Op::restarts(acc);
+            }
+            __syncthreads();  // s_io and s_scan are free for the next tile; s_restarted is written
+            if (s_restarted) break;  // read before the next tile's first barrier, after which thread 0 writes it
+        }
+    } else {
+        for (i64 tile = first; tile < last; ++tile) {
+            acc = Op::template apply<TAcc>(acc, aggregate_of(tile));
+            __syncthreads();  // s_io and s_scan are free for the next tile
+        }
     }
     if (threadIdx.x == 0) d_partials[blockIdx.x] = acc;
 }

@@ -93,7 +93,16 @@ __device__ __forceinline__ V apply_marked(V a, V b, bool a_empty, bool b_empty) 
     return b_empty ? a : (a_empty ? b : r);
 }
 
+// RESTARTS and restarts(s): whether a state s holds a segment start in scan order that drops all
+// before it exactly, so that r . s is s, every field, for any r (the combines below: a Segmented
+// or AffineStarts b whose flag is 1 is returned as it is; a SegmentedEnds or AffineEnds b whose
+// inner is set keeps its value, inner stays set and end is b's).  The ordered reduction reads a
+// run of tiles from its last one back and stops there (agent_reduce.cuh: reduce_tiles), so that a
+// segmented part's carry reads its last segment, not the part (distscan.ops.state.carry_rows says
+// the same of the CPU's loops).
 struct StateOpBase {
+    static constexpr bool RESTARTS = false;
+    template <typename S> static __device__ __forceinline__ bool restarts(const S &) { return false; }
     static constexpr bool COMMUTATIVE = false;
     static constexpr bool STATE = true;
     static constexpr bool INTERLEAVE = true;
@@ -117,6 +126,8 @@ struct SegmentedBase : StateOpBase {
 template <typename Base>
 struct Segmented : SegmentedBase {
     static constexpr bool MARKED = MarkedIdentity<Base>::value;
+    static constexpr bool RESTARTS = true;
+    template <typename S> static __device__ __forceinline__ bool restarts(const S &s) { return s.flag == 1; }
     template <typename S> static __device__ __forceinline__ S identity() {
         S s;
         s.value = Base::template identity<typename S::Value>();
@@ -163,6 +174,8 @@ struct SegmentedEnds : SegmentedBase {
     // is on the flags' chain alone; the value takes apply_marked's selects only where the base's
     // identity is not neutral on both sides (MARKED: gcd, lcm).
     static constexpr bool MARKED = MarkedIdentity<Base>::value;
+    static constexpr bool RESTARTS = true;
+    template <typename S> static __device__ __forceinline__ bool restarts(const S &s) { return s.inner; }
     template <typename S> static __device__ __forceinline__ S identity() {
         S s;
         s.value = Base::template identity<typename S::Value>();
@@ -325,6 +338,8 @@ struct Affine : AffineBase {
 };
 
 struct AffineStarts : AffineBase {
+    static constexpr bool RESTARTS = true;
+    template <typename S> static __device__ __forceinline__ bool restarts(const S &s) { return s.flag; }
     template <typename S> static __device__ __forceinline__ S identity() {
         S s = neutral<S>();
         s.flag = false;
@@ -349,6 +364,8 @@ struct AffineStarts : AffineBase {
 };
 
 struct AffineEnds : AffineBase {
+    static constexpr bool RESTARTS = true;
+    template <typename S> static __device__ __forceinline__ bool restarts(const S &s) { return s.inner; }
     // end EMPTY in the identity, as SegmentedEnds' (there), so that it keeps a segment's end on
     // the right as well
     template <typename S> static __device__ __forceinline__ S identity() {

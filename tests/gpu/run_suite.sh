@@ -39,7 +39,7 @@ run operators-starts $G/test_operators.py -k "$STARTS" &
 run operators-rest $G/test_operators.py -k "not ($BIG) and not matches_the_cpu and not $STARTS" &
 run command $G/test_command.py $G/test_kinds.py $G/test_promises.py $G/test_ranks_differ.py $G/test_seed_stage.py &
 run mpi $G/test_mpi.py &  # mpirun jobs, several ranks sharing one GPU where only one is visible
-run api $G/test_scan.py $G/test_hotpath.py $G/test_launches.py $G/test_algorithms.py $G/test_numpy_semantics.py &
+run api $G/test_scan.py $G/test_segment_carries.py $G/test_hotpath.py $G/test_launches.py $G/test_algorithms.py $G/test_numpy_semantics.py &
 wait
 run big $G/test_operators.py -k "$BIG"
 date -u
