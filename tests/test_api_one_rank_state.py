@@ -20,7 +20,6 @@ from tests.support.data import strided_view
 from tests.support.ranks import SELF
 
 
-_strided = strided_view
 
 
 def _scans(f, a):
@@ -75,7 +74,7 @@ def _check(name, call, lean, x, plan_runs):
     out[...] = 7
     assert call(x, out=out) is out, name
     assert len(plan_runs) == (0 if lean else 2), f"{name}: {len(plan_runs)} plan runs"
-    longway = call(_strided(x)) if len(x) > 1 else first
+    longway = call(strided_view(x)) if len(x) > 1 else first
     for got in (first, warm, out):
         np.testing.assert_array_equal(got, longway, err_msg=name)
         assert got.dtype == longway.dtype, name
@@ -116,7 +115,7 @@ def test_empty_read_only_and_mutated_parts(rng, plan_runs):
         held = call(y)
         kept = held.copy()
         y[::3] += 1.5  # read anew by the next call; the held result stays
-        np.testing.assert_array_equal(call(y), call(_strided(y)), err_msg=name)
+        np.testing.assert_array_equal(call(y), call(strided_view(y)), err_msg=name)
         np.testing.assert_array_equal(held, kept, err_msg=name)
     e, fe, ae = _data(rng, 0, np.float64)
     for name, (call, _) in dict(_scans(fe, ae), **_float_scans(fe, ae)).items():

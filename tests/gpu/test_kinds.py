@@ -21,7 +21,7 @@ import distscan
 from distscan import api
 from distscan._kinds import KINDS
 
-from tests.support.data import strided_view
+from tests.support.data import strided_view  # a strided view: the long way, not a lean array
 from tests.support.devices import require_gpu
 from tests.support.ranks import SELF
 
@@ -49,7 +49,6 @@ def parts(monkeypatch):
     return made
 
 
-_strided = strided_view  # (the long way: not a lean array)
 
 
 def _calls(f, a):
@@ -92,7 +91,7 @@ def test_warm_calls_take_the_kind_and_give_the_long_ways_bits(n, rng, parts):
         out[...] = -7
         assert call(x, out=out) is out
         assert not parts, f"{name}: out= of the result dtype took the long way"
-        strided = _strided(x)
+        strided = strided_view(x)
         longway = call(strided)
         # one item's view is C-contiguous (CuPy ignores the stride of a length-1 axis): a lean array
         assert len(parts) == (0 if strided.flags.c_contiguous else 1), name
@@ -104,11 +103,11 @@ def test_flags_of_any_layout_dtype_and_shape(rng, parts):
     n = 5000
     x, f, _ = _data(rng, n)
     want = distscan.cumsum(x, segments=f, comm=SELF)
-    for flags in (_strided(f), f[::-1].copy()[::-1], f.astype(np.int8), f.astype(np.uint8), f.astype(np.float32)):
+    for flags in (strided_view(f), f[::-1].copy()[::-1], f.astype(np.int8), f.astype(np.uint8), f.astype(np.float32)):
         for _ in range(2):  # cold, then warm
             _same(distscan.cumsum(x, segments=flags, comm=SELF), want)
     del parts[:]
-    distscan.cumsum(x, segments=_strided(f), comm=SELF)
+    distscan.cumsum(x, segments=strided_view(f), comm=SELF)
     assert not parts, "non-contiguous bool flags are the kind's (the kernels get a contiguous copy)"
     with pytest.raises(ValueError, match="segments"):
         distscan.cumsum(x, segments=cp.zeros(n + 1, bool), comm=SELF)
@@ -126,7 +125,7 @@ def test_coefficients_of_other_dtypes_and_scalars(b_dtype, a_kind, rng, parts):
     b = rng.standard_normal(n).astype(b_dtype)
     a_host = rng.uniform(0.5, 1.0, n)
     a = {"float64 array": cp.asarray(a_host), "float32 array": cp.asarray(a_host.astype(np.float32)),
-         "int32 array": cp.asarray((a_host > 0.75).astype(np.int32)), "strided array": _strided(cp.asarray(a_host)),
+         "int32 array": cp.asarray((a_host > 0.75).astype(np.int32)), "strided array": strided_view(cp.asarray(a_host)),
          "float": 0.5, "int": 1, "complex": 0.5 + 0.25j, "host array": a_host}[a_kind]
     a_cpu = cp.asnumpy(a) if isinstance(a, cp.ndarray) else a
     want = distscan.linear_recurrence(a_cpu, b, comm=SELF)  # the CPU's dtype and values
@@ -137,7 +136,7 @@ def test_coefficients_of_other_dtypes_and_scalars(b_dtype, a_kind, rng, parts):
         np.testing.assert_allclose(cp.asnumpy(got), want, rtol=0, atol=atol)
     del parts[:]
     warm = distscan.linear_recurrence(a, cp.asarray(b), comm=SELF)
-    _same(warm, distscan.linear_recurrence(a, _strided(cp.asarray(b)), comm=SELF))
+    _same(warm, distscan.linear_recurrence(a, strided_view(cp.asarray(b)), comm=SELF))
     # the warm call is the kind's (strided coefficients too: made contiguous); a host a goes the long way
     assert len(parts) == (2 if a_kind == "host array" else 1), parts
 
@@ -149,7 +148,7 @@ def test_out_of_another_dtype_and_overlapping_out(rng, parts):
         want = call(x)
         wide = cp.full(n, np.nan, np.float64)  # computed in float64, as NumPy computes into such an out
         longway = cp.full(n, np.nan, np.float64)
-        assert call(_strided(x), out=longway) is longway
+        assert call(strided_view(x), out=longway) is longway
         for _ in range(3):
             wide[...] = np.nan
             assert call(x, out=wide) is wide
@@ -171,7 +170,7 @@ def test_mutated_inputs_are_read_anew(rng, parts):
         f[...] = cp.asarray(rng.random(n) < 0.1 * step)
         a[...] = cp.asarray(rng.uniform(-1, 1, n).astype(np.float32))
         for name, call in calls.items():
-            _same(call(x), call(_strided(x)))
+            _same(call(x), call(strided_view(x)))
 
 
 def test_results_the_caller_holds_are_never_written_again(rng, parts):
@@ -258,7 +257,7 @@ def test_a_warm_kind_inside_a_capture_is_refused(rng, parts):
         finally:
             stream.end_capture()
         for name, call in calls.items():  # the same stream afterwards: right
-            _same(call(x), call(_strided(x)))
+            _same(call(x), call(strided_view(x)))
 
 
 needs_two = pytest.mark.skipif(not cp.is_available() or cp.cuda.runtime.getDeviceCount() < 2,
@@ -329,7 +328,7 @@ def test_warm_one_rank_state_calls_take_the_lean_route_and_give_the_long_ways_bi
         else:
             assert runs == 0, f"{name}: a warm call ran the plan (not the lean route)"
         del plan_runs[:]
-        longway = call(_strided(x))  # (one item's view is C-contiguous: the lean route again)
+        longway = call(strided_view(x))  # (one item's view is C-contiguous: the lean route again)
         assert len(plan_runs) == (1 if n > 1 or name == "segmented product" else 0), name
         _same(warm, longway)
         _same(out, longway)
@@ -347,12 +346,12 @@ def test_lean_calls_of_empty_parts_sizes_and_the_look_ahead(rng, parts, plan_run
             got = call(xm)
             assert got.shape == (m,), name
             if m > 1:
-                _same(got, call(_strided(xm)))
+                _same(got, call(strided_view(xm)))
     x, f, a = _data(rng, 50_001)
     for name, call in _more_calls(f, a).items():
         with gpu.overrides(lead=0):
-            _same(call(x), call(_strided(x)))
-        _same(call(x), call(_strided(x)))
+            _same(call(x), call(strided_view(x)))
+        _same(call(x), call(strided_view(x)))
 
 
 def test_lean_calls_on_other_streams_and_threads(rng, parts):
@@ -361,7 +360,7 @@ def test_lean_calls_on_other_streams_and_threads(rng, parts):
     n = 30_011
     x, f, a = _data(rng, n)
     calls = _more_calls(f, a)
-    want = {name: cp.asnumpy(call(_strided(x))) for name, call in calls.items()}
+    want = {name: cp.asnumpy(call(strided_view(x))) for name, call in calls.items()}
     errors = []
 
     def work(seed):
@@ -405,9 +404,9 @@ def test_drawn_sequences_of_lean_and_long_calls(rng):
         for name, n, out_kind, strided_flags, on_stream in steps:
             x, f, a = _data(rng, n)
             if strided_flags:
-                f = _strided(f)
+                f = strided_view(f)
             call = _more_calls(f, a)[name]
-            want = call(_strided(x)) if n > 1 else call(x.copy())
+            want = call(strided_view(x)) if n > 1 else call(x.copy())
             with (stream if on_stream else cp.cuda.Stream.null):
                 kw = {}
                 if out_kind == "new":
