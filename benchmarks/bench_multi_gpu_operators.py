@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 
 
 def _cases(cp, n, rank):
-    """{name: (input bytes, output bytes, call, check(global inputs) -> reference)}: each
+    """{name: (input bytes, output bytes, call, inputs, check(global inputs) -> reference[, output])}: each
     call scans this rank's part; inputs per rank from a seed of its own."""
     import distscan
 
@@ -42,8 +42,11 @@ def _cases(cp, n, rank):
     xnan = x.copy()
     xnan[rs.random_sample(n) < 0.01] = cp.nan
     flags = rs.random_sample(n) < 1e-3
+    no_flags = cp.zeros(n, bool)  # one segment over every part: the carry's search finds no flag
+    ints = rs.randint(-1000, 1000, n).astype(cp.int64)
     a = rs.uniform(0.5, 1.0, n).astype(cp.float32)
     y = cp.empty_like(x)
+    yi = cp.empty_like(ints)
     return {
         "cumsum f32": (4, 4, lambda c, **k: distscan.cumsum(x, out=y, comm=c, **k), (x,),
                        lambda g: np.cumsum(g[0].astype(np.float64))),
@@ -51,6 +54,13 @@ def _cases(cp, n, rank):
                                lambda g: np.cumsum(g[0][::-1].astype(np.float64))[::-1]),
         "segmented sum f32": (5, 4, lambda c, **k: distscan.cumsum(x, segments=flags, out=y, comm=c, **k), (x, flags),
                               lambda g: _segmented(g[0].astype(np.float64), g[1])),
+        "segmented sum i64": (9, 8, lambda c, **k: distscan.cumsum(ints, segments=flags, out=yi, comm=c, **k),
+                              (ints, flags), lambda g: _segmented(g[0].astype(np.float64), g[1]), yi),
+        "reverse segmented f32": (5, 4, lambda c, **k: distscan.cumsum(x, segments=flags, reverse=True, out=y, comm=c,
+                                                                       **k),
+                                  (x, flags), lambda g: _segmented_reverse(g[0].astype(np.float64), g[1])),
+        "segmented f32, 1 seg": (5, 4, lambda c, **k: distscan.cumsum(x, segments=no_flags, out=y, comm=c, **k),
+                                 (x, no_flags), lambda g: _segmented(g[0].astype(np.float64), g[1])),
         "recurrence f32": (8, 4, lambda c, **k: distscan.linear_recurrence(a, x, out=y, comm=c, **k), (a, x),
                            lambda g: _recurrence(g[0], g[1])),
         "logcumsumexp f32": (4, 4, lambda c, **k: distscan.scan(x, np.logaddexp, out=y, comm=c, **k), (x,),
@@ -66,6 +76,15 @@ def _segmented(x, flags):
     out, acc = np.empty_like(x), 0.0
     for i in range(len(x)):
         acc = x[i] if flags[i] else acc + x[i]
+        out[i] = acc
+    return out
+
+
+def _segmented_reverse(x, flags):
+    """Each run (a flag marks its first element) scanned right to left."""
+    out, acc = np.empty_like(x), 0.0
+    for i in range(len(x) - 1, -1, -1):
+        acc = x[i] if i == len(x) - 1 or flags[i + 1] else acc + x[i]
         out[i] = acc
     return out
 
@@ -99,9 +118,9 @@ def main():
     # the check: 2^16 items per rank, the gathered result against NumPy on the gathered inputs
     small, y = _cases(cp, 1 << 16, rank)
     checks = {}
-    for name, (_, _, call, inputs, ref) in small.items():
+    for name, (_, _, call, inputs, ref, *result) in small.items():  # result: an output other than y
         call(world)
-        parts = world.gather(([cp.asnumpy(v) for v in inputs], cp.asnumpy(y)), root=0)
+        parts = world.gather(([cp.asnumpy(v) for v in inputs], cp.asnumpy(result[0] if result else y)), root=0)
         if rank == 0:
             got = np.concatenate([p[1] for p in parts]).astype(np.float64)
             want = ref([np.concatenate([p[0][k] for p in parts]) for k in range(len(inputs))])
