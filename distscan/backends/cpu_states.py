@@ -21,7 +21,7 @@ import numpy as np
 from .._caches import publish
 from ..ops.folds import compensated_overflow_code
 from ..ops.jit import array_type, base_combine, compile_loop, scalar_type
-from ..ops.state import carry_rows
+from ..ops.restarts import carry_rows
 from .cpu_fused import fused_halves
 from .cpu_state_loops import (AFFINE, AFFINE_ONE, COMPENSATED, COMPENSATED_ONE, DECLARED, SEGMENTED, SEGMENTED_ONE,
                               SEGMENTED_TAIL, affine_code, nan_lift, numpy_type, tail_code)
@@ -74,7 +74,7 @@ def _declared(x, op, types, exclusive, seed, out, write):
 def find_flag(flags, lo: int, last: bool, block: int = 1 << 16) -> int:
     """The index of the last (``last``) or first true flag of ``flags[lo:]`` (a host array, rows
     first), or -1: block by block from that end, so that a flag near it is found without reading
-    the rest (:func:`distscan.ops.state.carry_rows`)."""
+    the rest (:func:`distscan.ops.restarts.carry_rows`)."""
     n = flags.shape[0]
     spans = ((max(lo, hi - block), hi) for hi in range(n, lo, -block)) if last else \
         ((start, min(n, start + block)) for start in range(lo, n, block))
@@ -186,7 +186,7 @@ class Loops:
 
     def carry(self, x, aux, reverse: bool = False) -> np.ndarray:
         """The state of the whole part (its carry), in scan order (``reverse``: last row first):
-        with segments, that of its last segment's rows alone (:func:`distscan.ops.state.carry_rows`)."""
+        with segments, that of its last segment's rows alone (:func:`distscan.ops.restarts.carry_rows`)."""
         rows = self.rows(x)
         n = rows.shape[0]
         flags = aux[self.state.aux.index("segments")] if self.state.segments and len(aux) == len(self.state.aux) else None

@@ -98,7 +98,7 @@ __device__ __forceinline__ V apply_marked(V a, V b, bool a_empty, bool b_empty) 
 // or AffineStarts b whose flag is 1 is returned as it is; a SegmentedEnds or AffineEnds b whose
 // inner is set keeps its value, inner stays set and end is b's).  The ordered reduction reads a
 // run of tiles from its last one back and stops there (agent_reduce.cuh: reduce_tiles), so that a
-// segmented part's carry reads its last segment, not the part (distscan.ops.state.carry_rows says
+// segmented part's carry reads its last segment, not the part (distscan.ops.restarts.carry_rows says
 // the same of the CPU's loops).
 struct StateOpBase {
     static constexpr bool RESTARTS = false;

@@ -1,4 +1,4 @@
-"""A segmented part's carry read from its last segment alone (distscan.ops.state.carry_rows): the
+"""A segmented part's carry read from its last segment alone (distscan.ops.restarts.carry_rows): the
 rows it picks, the CPU's search for the flag (cpu_states.find_flag), and the CPU loops' carry
 (cpu_states.Loops.carry) against the state fold over every row of the part, field for field and
 bit for bit, whatever the flags: none, row 0 only, the last row, all, dense, sparse.
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from distscan._call import call_op
 from distscan._dtypes import scan_types
 from distscan.backends import cpu, cpu_states
-from distscan.ops.state import carry_rows
+from distscan.ops.restarts import carry_rows
 
 CASES = [("segments", "sum", "int64"), ("segments", "max", "float64"), ("segments", "nansum", "float32"),
          ("segments", "prod", "float64"), ("affine segments", "sum", "float64"),

@@ -2,7 +2,7 @@
 folds each block's run of tiles from its last tile back and stops at a segment start
 (``restarts``, kernels/util/states.cuh; reduce_tiles, kernels/agent/agent_reduce.cuh).  The carry
 against the state fold over every row on the host (skipped without a GPU);
-tests/backends/test_segment_carries.py checks the CPU's (distscan.ops.state.carry_rows).
+tests/backends/test_segment_carries.py checks the CPU's (distscan.ops.restarts.carry_rows).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ PATTERNS = ["none", "far", "row 1", "first row", "last row", "sparse", "dense", 
 @pytest.mark.parametrize("reverse", [False, True])
 def test_a_segmented_carry_from_its_last_segment_is_the_whole_part_s(reverse, rng):
     """The GPU's carry of a segmented part, which reduces only the rows of its last segment in scan
-    order (distscan.ops.state.carry_rows), field for field the state fold over every row on the
+    order (distscan.ops.restarts.carry_rows), field for field the state fold over every row on the
     host: no flag (every tile read), one near the far end (nearly all of them), one at either edge
     or next to it, sparse flags (some blocks' runs hold none), dense flags, every row.  Segmented
     int64 sums, segmented gcd of negative items (the identity's EMPTY marker: a flag of 2 is no
