@@ -1,6 +1,7 @@
 """Issue 30's CPU calls across ranks, for A/B runs of API changes (one process group per tree).
 
     PYTHONPATH=TREE mpiexec -n 3 python benchmarks/ab_cpu_calls.py LABEL [--n 1000] [--reps 100]
+        [--strategy reduce_then_scan] [--calls "segmented sum f64,cumsum f64"]
     PYTHONPATH=TREE python benchmarks/ab_cpu_calls.py LABEL      (one rank: ScanPlan.one_rank_state's calls)
 
 Question: did a change to the host side (the carries between ranks, the plans) make the CPU
@@ -31,7 +32,10 @@ def main():
     ap.add_argument("label")
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--reps", type=int, default=100)
+    ap.add_argument("--strategy", default="auto", help="every call's strategy= (reduce_then_scan: each part's carry first)")
+    ap.add_argument("--calls", default=None, help="comma-separated names of the calls to time (default: all)")
     a = ap.parse_args()
+    kw = {"strategy": a.strategy}
     comm = MPI.COMM_WORLD
     rs = np.random.default_rng(1000 + comm.rank)
     x = rs.uniform(0.999, 1.001, a.n)  # products of millions stay in range
@@ -39,22 +43,26 @@ def main():
     coef = rs.uniform(0.5, 1.0, a.n)  # the recurrence's coefficients
     y = np.empty_like(x)
     calls = {
-        "segmented prod f64": lambda: distscan.cumprod(x, segments=flags, out=y, comm=comm),
-        "segmented prod f64 rev": lambda: distscan.cumprod(x, segments=flags, reverse=True, out=y, comm=comm),
-        "segmented sum f64": lambda: distscan.cumsum(x, segments=flags, out=y, comm=comm),
-        "prod f64": lambda: distscan.cumprod(x, out=y, comm=comm),
-        "cumsum f64": lambda: distscan.cumsum(x, out=y, comm=comm),
-        "nancumsum f64": lambda: distscan.nancumsum(x, out=y, comm=comm),
-        "cumsum f64 rev": lambda: distscan.cumsum(x, reverse=True, out=y, comm=comm),
-        "recurrence f64": lambda: distscan.linear_recurrence(coef, x, out=y, comm=comm),
-        "compensated f64": lambda: distscan.cumsum(x, compensated=True, out=y, comm=comm),
+        "segmented prod f64": lambda: distscan.cumprod(x, segments=flags, out=y, comm=comm, **kw),
+        "segmented prod f64 rev": lambda: distscan.cumprod(x, segments=flags, reverse=True, out=y, comm=comm, **kw),
+        "segmented sum f64": lambda: distscan.cumsum(x, segments=flags, out=y, comm=comm, **kw),
+        "segmented sum f64 rev": lambda: distscan.cumsum(x, segments=flags, reverse=True, out=y, comm=comm, **kw),
+        "prod f64": lambda: distscan.cumprod(x, out=y, comm=comm, **kw),
+        "cumsum f64": lambda: distscan.cumsum(x, out=y, comm=comm, **kw),
+        "nancumsum f64": lambda: distscan.nancumsum(x, out=y, comm=comm, **kw),
+        "cumsum f64 rev": lambda: distscan.cumsum(x, reverse=True, out=y, comm=comm, **kw),
+        "recurrence f64": lambda: distscan.linear_recurrence(coef, x, out=y, comm=comm, **kw),
+        "compensated f64": lambda: distscan.cumsum(x, compensated=True, out=y, comm=comm, **kw),
     }
+    if a.calls:
+        calls = {name: calls[name] for name in a.calls.split(",")}
     xs, fs = comm.allgather(x), comm.allgather(flags)
     whole, starts, coefs = np.concatenate(xs), np.concatenate(fs), np.concatenate(comm.allgather(coef))
     recurrence = np.empty_like(whole)
     prev = 0.0
-    for i, (ai, bi) in enumerate(zip(coefs, whole)):  # y[i] = a[i] y[i-1] + b[i], sequentially
-        prev = recurrence[i] = ai * prev + bi
+    if "recurrence f64" in calls:
+        for i, (ai, bi) in enumerate(zip(coefs, whole)):  # y[i] = a[i] y[i-1] + b[i], sequentially
+            prev = recurrence[i] = ai * prev + bi
     lo = sum(len(p) for p in xs[:comm.rank])
     for name, call in calls.items():  # check first
         call()
