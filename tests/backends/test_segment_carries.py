@@ -18,6 +18,8 @@ from distscan._dtypes import scan_types
 from distscan.backends import cpu, cpu_states
 from distscan.ops.restarts import carry_rows
 
+from tests.support.data import FLAG_PATTERNS, segment_flags
+
 CASES = [("segments", "sum", "int64"), ("segments", "max", "float64"), ("segments", "nansum", "float32"),
          ("segments", "prod", "float64"), ("affine segments", "sum", "float64"),
          ("affine segments", "sum", "complex128")]
@@ -47,21 +49,6 @@ def _assert_same_state(got, want, what):
         assert g.tobytes() == w.tobytes(), f"{what}: field {field}: {g} != {w}"
 
 
-def _flags_pattern(kind, n, rng):
-    flags = np.zeros(n, bool)
-    if kind == "random":
-        flags = rng.random(n) < rng.choice([0.01, 0.2, 0.7])
-    elif kind == "row 0":
-        flags[0] = True
-    elif kind == "last row":
-        flags[-1] = True
-    elif kind == "row 1":
-        flags[min(1, n - 1)] = True
-    elif kind == "all":
-        flags[:] = True
-    return flags
-
-
 def _values(dtype, n, w, rng):
     dtype = np.dtype(dtype)
     if dtype.kind == "i":
@@ -77,7 +64,7 @@ def _values(dtype, n, w, rng):
 
 @settings(max_examples=60, deadline=None)
 @given(case=st.sampled_from(CASES), ends=st.booleans(), reverse=st.booleans(), n=st.integers(1, 300),
-       w=st.sampled_from([1, 3]), pattern=st.sampled_from(["random", "none", "row 0", "row 1", "last row", "all"]),
+       w=st.sampled_from([1, 3]), pattern=st.sampled_from(FLAG_PATTERNS),
        seed=st.integers(0, 2**31))
 def test_the_carry_of_the_last_segment_is_the_whole_part_s(case, ends, reverse, n, w, pattern, seed):
     """Either state (flags that start runs, or end them in scan order) scanned either way: a
@@ -86,7 +73,7 @@ def test_the_carry_of_the_last_segment_is_the_whole_part_s(case, ends, reverse, 
     op, types = _case(kind, base, dtype, ends)
     rng = np.random.default_rng(seed)
     x = _values(types.acc, n, w, rng)
-    flags = _flags_pattern(pattern, n, rng)
+    flags = segment_flags(pattern, n, rng, rng.choice([0.01, 0.2, 0.7]))
     aux = (rng.uniform(-1.5, 1.5, (n, w)).astype(types.acc), flags) if kind.startswith("affine") else (flags,)
     loops = cpu.prepare(op, types, False, w)
     assert isinstance(loops, cpu_states.Loops)

@@ -2,7 +2,8 @@
 its last segment alone (distscan.ops.restarts.carry_rows, in the CPU loops' carry), so every
 pattern a rank may hold must give the whole part's state: no flag (the whole part), only the first
 row, only the last row, only the second row, every row, random flags, an empty or one-row part.
-Each rank draws its pattern and size anew for every call (seeded by rank); forwards and in
+First every rank takes each pattern in turn, then each rank draws its pattern and size anew for
+every call (seeded by rank); forwards and in
 reverse, one column and three, each strategy (``reduce_then_scan`` reduces every part first, by
 the loops' carry), segmented int64 sums (exact) and recurrences with segments
 (eighths and coefficients 1, -1, 0: exact in float64 in any association).  Every result against a
@@ -19,31 +20,14 @@ import pytest
 import distscan
 from distscan.backends import cpu_states
 
+from tests.support.data import FLAG_PATTERNS, segment_flags
 from tests.support.ranks import all_ranks_ok
 from tests.support.reference import recurrence_reference, segmented_reference
 
 pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(120)]
 
-PATTERNS = ["none", "first row", "last row", "second row", "every row", "random"]
 SIZES = [37, 0, 1, 2, 300, 5]
 CALLS = 24
-
-
-def _flags(pattern, n, rng):
-    flags = np.zeros(n, bool)
-    if n == 0:
-        return flags
-    if pattern == "first row":
-        flags[0] = True
-    elif pattern == "last row":
-        flags[-1] = True
-    elif pattern == "second row":
-        flags[min(1, n - 1)] = True
-    elif pattern == "every row":
-        flags[:] = True
-    elif pattern == "random":
-        flags = rng.random(n) < 0.05
-    return flags
 
 
 @pytest.mark.parametrize("strategy", ["auto", "reduce_then_scan"])
@@ -54,10 +38,12 @@ def test_segmented_carries_where_ranks_flag_differently(reverse, w, strategy, co
     find_flag = cpu_states.find_flag
     monkeypatch.setattr(cpu_states, "find_flag", lambda *a, **k: searched.append(1) or find_flag(*a, **k))
     rng = np.random.default_rng(1000 + comm.rank)
-    for call in range(CALLS):
-        k = int(rng.integers(len(PATTERNS)))  # each rank its own draw: the ranks' patterns meet in every combination
-        n = int(rng.choice(SIZES))
-        flags = _flags(PATTERNS[k], n, rng)
+    for call in range(len(FLAG_PATTERNS) + CALLS):
+        if call < len(FLAG_PATTERNS):  # first every rank the same pattern, 37 rows: a middle rank's carry
+            k, n = call, 37            # (in reverse its inner) decides what the ranks before it see
+        else:  # then each rank its own draw: the ranks' patterns meet in many combinations
+            k, n = int(rng.integers(len(FLAG_PATTERNS))), int(rng.choice(SIZES))
+        flags = segment_flags(FLAG_PATTERNS[k], n, rng, 0.05)
         shape = (n,) if w == 1 else (n, w)
         ints = rng.integers(-50, 50, shape).astype(np.int64)
         b = rng.integers(-64, 64, shape) / 8.0
@@ -69,7 +55,7 @@ def test_segmented_carries_where_ranks_flag_differently(reverse, w, strategy, co
         g_flags = np.concatenate([p[3] for p in parts])
 
         def check():
-            what = f"call {call}: rank {comm.rank} {PATTERNS[k]}, n={n}"
+            what = f"call {call}: rank {comm.rank} {FLAG_PATTERNS[k]}, n={n}"
             lo = sum(len(p[3]) for p in parts[:comm.rank])
             ref_sum = segmented_reference(g_ints, g_flags, "sum", reverse=reverse)[lo:lo + n]
             np.testing.assert_array_equal(got_sum, ref_sum, err_msg=what)

@@ -19,6 +19,28 @@ def random_array(rng, n, dtype, trailing=()):
     return rng.standard_normal(shape).astype(dtype)
 
 
+FLAG_PATTERNS = ("none", "first row", "second row", "last row", "every row", "random")
+
+
+def segment_flags(pattern, n, rng, density):
+    """Segment flags of ``n`` rows by one of :data:`FLAG_PATTERNS` (``random``: each row flagged
+    with probability ``density``): where a part's carry looks (distscan.ops.restarts.carry_rows)."""
+    flags = np.zeros(n, bool)
+    if n == 0:
+        return flags
+    if pattern == "first row":
+        flags[0] = True
+    elif pattern == "second row":
+        flags[min(1, n - 1)] = True
+    elif pattern == "last row":
+        flags[-1] = True
+    elif pattern == "every row":
+        flags[:] = True
+    elif pattern == "random":
+        flags = rng.random(n) < density
+    return flags
+
+
 def zero_rule_case(rng, n, dtype="float64"):
     """Coefficients and values for the zero rule (distscan.ops.state.affine_coef: tests/ops/test_recurrences.py, tests/pipeline/test_state_scans.py, tests/gpu/test_operators.py): ``a`` of 0, 1,
     inf and NaN, ``b`` of 0, 1 and 2, so that ``y`` is an integer (exact in any association),
