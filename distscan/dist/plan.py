@@ -240,8 +240,8 @@ class ScanPlan(LeanCalls):
                                    reverse=self.reverse)
                     elif fast and n and general is None:
                         self.be.scan_lean(rows, self.op, self.types, self.exclusive, out, seed)
-                    elif fast and n and self._lean_cpu and self._mirrors(aux):
-                        # the same lean scan over the mirrored views (forwards in scan order)
+                    elif fast and n and self._lean_cpu and self.reverse and not aux:  # a plain reverse scan:
+                        # the lean scan over the mirrored views (backends/cpu.scan does so by chunks)
                         self.be.scan_lean(rows[::-1], self.op, self.types, self.exclusive, out[::-1], seed)
                     else:
                         self.be.scan(rows, self.op, self.types, exclusive=self.exclusive, seed=seed, out=out,
@@ -282,12 +282,6 @@ class ScanPlan(LeanCalls):
         if not (self.reverse or aux or self.op.state is not None):
             return None
         return {"aux": aux, "reverse": self.reverse, "initial": initial if self.projects else None}
-
-    def _mirrors(self, aux) -> bool:
-        """Whether this plan's finish is a plain reverse scan: ``scan_lean`` over mirrored views gives
-        it (a contiguous part's mirror is a view NumPy's accumulate reads and writes in place), as
-        ``backends/cpu.scan`` does by chunks."""
-        return self.reverse and not aux and self.op.state is None and not self.projects
 
     def _initial_field(self, initial) -> dict:
         """Projected ``initial`` values are every rank's own: a rank whose value differs changes the
