@@ -22,7 +22,7 @@ from .._caches import publish
 from ..ops.folds import compensated_overflow_code
 from ..ops.jit import array_type, base_combine, compile_loop, scalar_type
 from ..ops.restarts import carry_rows
-from .cpu_fused import fused_halves
+from .cpu_fused import fused_halves, segment_fields
 from .cpu_state_loops import (AFFINE, AFFINE_ONE, COMPENSATED, COMPENSATED_ONE, DECLARED, SEGMENTED, SEGMENTED_ONE,
                               SEGMENTED_TAIL, affine_code, nan_lift, numpy_type, tail_code)
 
@@ -214,7 +214,7 @@ class Loops:
             # in place (the file pipeline's scans): the state from the rows before the scan
             # overwrites them (cpu_state_loops.SEGMENTED_TAIL, whole), then the scan alone
             early = np.empty(w, self.dtype)
-            _segment_fields(early, seed, flags, self.state.ends)
+            segment_fields(early, seed, flags, self.state.ends)
             self._tail(x, flags, seed if has_seed else self.neutral, has_seed, early, True)
             self._scan_rows(fn, x, flags, coef, seed, out, initial, False)
             return early
@@ -242,7 +242,7 @@ class Loops:
                        init if has_init else self.first)
             if want_state:
                 state["value"] = value
-                _segment_fields(state, seed, flags, ends)
+                segment_fields(state, seed, flags, ends)
                 if self.absorbs:
                     self._tail(x, flags, seed if has_seed else self.neutral, has_seed, state, False)
         elif self.kind == "affine":
@@ -252,7 +252,7 @@ class Loops:
             if want_state:
                 state["a"], state["b"] = a, b
                 if self.state.segments:
-                    _segment_fields(state, seed, flags, ends)
+                    segment_fields(state, seed, flags, ends)
         else:
             s, e = fn(x, out, seed["s"] if has_seed else self.neutral_s, seed["e"] if has_seed else self.neutral_e,
                       has_seed, self.first)
@@ -288,7 +288,7 @@ class Loops:
                        ini if has_init else self.first1)
             if dest is not None:
                 dest["value"] = value
-                _segment_fields(dest, seed, flags, ends)
+                segment_fields(dest, seed, flags, ends)
                 if self.absorbs:
                     self._tail(x, flags, seed if has_seed else self.neutral, has_seed, dest, False)
         elif self.kind == "affine":
@@ -299,7 +299,7 @@ class Loops:
             if dest is not None:
                 dest["a"], dest["b"] = a, b
                 if self.state.segments:
-                    _segment_fields(dest, seed, flags, ends)
+                    segment_fields(dest, seed, flags, ends)
         else:
             s, e = fn(x, out, seed["s"][0] if has_seed else self.neutral1[0],
                       seed["e"][0] if has_seed else self.neutral1[1], has_seed, self.first1)
@@ -323,20 +323,6 @@ class Loops:
         scans restart alike, so ``out`` holds :meth:`scan`'s bits; a small part is one pass, not
         two (a carry pass, then the seeded scan)."""
         return fused_halves(self, reverse, record, last)
-
-
-def _segment_fields(state, seed, flags, ends: bool) -> None:
-    """The segment fields of a part's state from its flags (in scan order) and the seed before it:
-    forwards ``flag`` (a segment starts inside); in reverse ``inner`` (a segment ends before the
-    last row, or the seed's does) and ``end`` (the last row ends one)."""
-    # np.count_nonzero, not .any(): a third of the time on a small part (.any() goes through Python)
-    if ends:
-        inner = np.count_nonzero(flags[:-1]) > 0
-        state["inner"] = inner if seed is None else inner | seed["inner"] | seed["end"]
-        state["end"] = flags[-1]
-    else:
-        any_flag = np.count_nonzero(flags) > 0
-        state["flag"] = any_flag if seed is None else any_flag | seed["flag"]
 
 
 _LOOPS: dict = {}

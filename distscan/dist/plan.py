@@ -240,6 +240,9 @@ class ScanPlan(LeanCalls):
                                    reverse=self.reverse)
                     elif fast and n and general is None:
                         self.be.scan_lean(rows, self.op, self.types, self.exclusive, out, seed)
+                    elif fast and n and self._lean_cpu and self.reverse and not aux:  # a plain reverse scan:
+                        # the lean scan over the mirrored views (backends/cpu.scan does so by chunks)
+                        self.be.scan_lean(rows[::-1], self.op, self.types, self.exclusive, out[::-1], seed)
                     else:
                         self.be.scan(rows, self.op, self.types, exclusive=self.exclusive, seed=seed, out=out,
                                      algorithm=self.algorithm, **(general or {}))
