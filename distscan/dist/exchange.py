@@ -123,6 +123,7 @@ def python_fold(combine: Combine) -> Callable:
 
 # What the common call's exchange finds (not changed by its readers).
 _ALL_AGREED = Status(False, True, False, -1)
+_ALL_AGREED_AFTER = Status(False, True, False, -1, True)
 
 
 class Exchange:
@@ -170,7 +171,7 @@ class Exchange:
             self.mine = self.rec[body].view(self.like.dtype).reshape(self.like.shape)
             self.carries = self.recs[:, body].view(self.like.dtype).reshape((self.size,) + self.like.shape)
         self.resolved = None
-        self._agreed = {}  # fingerprint -> the status bytes of every rank when nothing is flagged
+        self._agreed = {}  # (fingerprint, flags) -> the status bytes of every rank (agreed_heads)
 
     def __call__(self, flags: int, fingerprint: int, rows: int, carry, *, want_total: bool = False):
         """``(Status, offset, total)``: see :func:`exchange` (``carry`` None: this rank holds
@@ -219,12 +220,17 @@ class Exchange:
         :meth:`__call__` (after its ``Allgather``, or after the one a plan's lean call makes with
         this exchange's buffers: ``ScanPlan.lean_call``)."""
         inline = self.inline
-        if inline and self.heads.tobytes() == self.agreed_heads(fingerprint) \
-                and self.resolved == "flat":
-            # the common call: nobody failed, flagged anything or differs (the rows go unread)
+        # this rank's own flags: 0, or AGREE_AFTER where its finish may fail (every GPU call)
+        mine = int(self.st[FLAGS])
+        if inline and (mine == 0 or mine == AGREE_AFTER) and self.resolved == "flat" \
+                and self.heads.tobytes() == self.agreed_heads(fingerprint, mine):
+            # the common call: every rank's flags and fingerprint are this rank's, nobody failed
+            # or differs (the rows go unread); where all ask to agree after the finish, the
+            # same Status says so (that call took _slow's ~30-75 us before: a 2-GPU call's
+            # critical path, benchmarks/probe_multi_gpu_steps.py)
             carries = self.carries[::-1] if self.reverse else self.carries
             place = self.place
-            return (_ALL_AGREED, self.fold(carries[:place]) if place else None,
+            return (_ALL_AGREED_AFTER if mine else _ALL_AGREED, self.fold(carries[:place]) if place else None,
                     self.fold(carries) if want_total else None)
         sts = self.sts
         all_flags = int(np.bitwise_or.reduce(sts[:, FLAGS])) | (0 if inline else BIG)
@@ -234,12 +240,13 @@ class Exchange:
             return status, None, None
         return self._slow(status, carry, want_total)
 
-    def agreed_heads(self, fingerprint: int) -> bytes:
+    def agreed_heads(self, fingerprint: int, flags: int = 0) -> bytes:
         """The first :data:`STATUS_HEAD` bytes of every rank's record, in rank order, when every rank
-        agreed with nothing flagged: flags 0 and this fingerprint (made once per fingerprint)."""
-        agreed = self._agreed.get(fingerprint)
+        agreed with these ``flags`` (0, or AGREE_AFTER) and this fingerprint (made once for each)."""
+        key = (fingerprint, flags)
+        agreed = self._agreed.get(key)
         if agreed is None:
-            agreed = self._agreed[fingerprint] = np.array([0, fingerprint], np.int64).tobytes() * self.size
+            agreed = self._agreed[key] = np.array([flags, fingerprint], np.int64).tobytes() * self.size
         return agreed
 
     def _slow(self, status: Status, carry, want_total: bool):

@@ -126,3 +126,33 @@ def test_the_status_heads_view_is_every_records_first_bytes(comm):
     assert ex.heads.tobytes() == ex.agreed_heads(12345)
     ex.sts[comm.size - 1, 0] = 4  # a flag on the last rank's record only
     assert ex.heads.tobytes() != ex.agreed_heads(12345)
+
+
+@pytest.mark.manyranks
+@pytest.mark.parametrize("reverse", [False, True])
+def test_agree_after_on_every_rank_or_some_gives_the_same_exchange(reverse, comm):
+    """The common call's shortcut (every rank's flags and fingerprint alike) also takes calls where
+    every rank asks to agree after its finish (AGREE_AFTER: each GPU call): the Status then says
+    ``agree_after`` on every rank, with the offsets of the full read.  Flags that differ between
+    ranks (AGREE_AFTER on one rank only, an EMPTY rank beside them) take the full read, and a call
+    of each kind follows each other kind on the same exchange."""
+    from distscan.dist.exchange import AGREE_AFTER, EMPTY, Exchange
+
+    like = np.zeros(1, np.int64)
+    ex = Exchange(comm, "flat", 1, like, lambda stack: np.add.accumulate(stack, axis=0)[-1], np.add,
+                  reverse=reverse)
+    size, rank = comm.size, comm.rank
+    order = list(range(size))[::-1] if reverse else list(range(size))
+    place = order.index(rank)
+    patterns = [[0] * size, [AGREE_AFTER] * size, [AGREE_AFTER if r == size - 1 else 0 for r in range(size)],
+                [EMPTY | AGREE_AFTER if r == 0 else AGREE_AFTER for r in range(size)], [AGREE_AFTER] * size,
+                [0] * size]
+    for flags in patterns + patterns[::-1]:
+        carry = None if flags[rank] & EMPTY else np.array([10 * rank + 1], np.int64)
+        status, offset, total = ex(flags[rank], 777, 5, carry, want_total=True)
+        held = [r for r in order if not flags[r] & EMPTY]
+        before = [10 * r + 1 for r in order[:place] if r in held]
+        assert not status.failed and status.agreed
+        assert status.agree_after == any(f & AGREE_AFTER for f in flags)
+        assert (offset is None) if not before else int(offset[0]) == sum(before)
+        assert (total is None) if not held else int(total[0]) == sum(10 * r + 1 for r in held)
