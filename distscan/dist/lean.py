@@ -51,6 +51,24 @@ class LeanCalls:
 
     _one_rank_state = None
 
+    def _seeded_lean(self, rows, out, aux, seed, general) -> bool:
+        """:meth:`run`'s seeded scan of a ``fast`` reverse or state part on many ranks, the lean way:
+        the backend's ``seeded_state_scanner`` (the GPU's, made once: ``extended_lean``, without
+        ``be.scan``'s frames between the exchange and the launch, a 2-GPU call's critical path)
+        where it takes the call.  False where ``be.scan`` must: a projected ``initial``, a backend
+        without one, a call the scanner hands back (an empty part, a capture).  Assumption: the
+        arrays are those :meth:`one_rank_state`'s scanner takes (``fast``: the same call kinds
+        checked them), ``out`` the caller's or allocated before the exchange."""
+        scanner = self._seeded_state
+        if scanner is None:
+            maker = getattr(self.be, "seeded_state_scanner", None)
+            scanner = (maker(self.op, self.types, self.exclusive, self.reverse, self.algorithm)
+                       if maker is not None else None) or False
+            self._seeded_state = scanner
+        return bool(scanner) and general["initial"] is None and scanner(rows, out, aux, seed) is not None
+
+    _seeded_state = None
+
     def _scan_then_add(self, rows, out):
         """The lean call (``fast``) of an exact operator (:data:`EXACT`) on integers, as the bare
         ``cumsum`` + ``Exscan`` + add: this rank's scan, its last element as the carry, the

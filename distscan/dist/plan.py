@@ -243,7 +243,7 @@ class ScanPlan(LeanCalls):
                     elif fast and n and self._lean_cpu and self.reverse and not aux:  # a plain reverse scan:
                         # the lean scan over the mirrored views (backends/cpu.scan does so by chunks)
                         self.be.scan_lean(rows[::-1], self.op, self.types, self.exclusive, out[::-1], seed)
-                    else:
+                    elif not (fast and n and general is not None and self._seeded_lean(rows, out, aux, seed, general)):
                         self.be.scan(rows, self.op, self.types, exclusive=self.exclusive, seed=seed, out=out,
                                      algorithm=self.algorithm, **(general or {}))
             else:

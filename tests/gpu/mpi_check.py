@@ -227,6 +227,57 @@ def operator_checks(rng, check, failures):
                     traceback.print_exc()
 
 
+def seeded_lean_checks(rng, check, failures):
+    """The warm state scans' seeded lean route (``ScanPlan._seeded_lean``: ``extended_lean`` with
+    a rank's offset as its seed): calls of one kind in a row, ``out=`` on some ranks and not on
+    others (a different set each call), uneven and empty parts, against the CPU's scan of the
+    whole array; every earlier result the caller still holds is unchanged by the later calls."""
+    self_ = MPI.COMM_SELF
+    kinds = [
+        ("segmented f32", lambda f, x, **k: distscan.cumsum(x[0], segments=x[1], comm=f, **k), np.float32),
+        ("segmented reverse excl i64", lambda f, x, **k: distscan.cumsum(x[0], segments=x[1], reverse=True,
+                                                                          exclusive=True, comm=f, **k), np.int64),
+        ("recurrence f32", lambda f, x, **k: distscan.linear_recurrence(x[2], x[0], comm=f, **k), np.float32),
+        ("recurrence reverse seg f64", lambda f, x, **k: distscan.linear_recurrence(x[2], x[0], segments=x[1],
+                                                                                     reverse=True, comm=f, **k),
+         np.float64),
+        ("compensated f32", lambda f, x, **k: distscan.cumsum(x[0], compensated=True, comm=f, **k), np.float32),
+        ("reverse cumsum f64", lambda f, x, **k: distscan.cumsum(x[0], reverse=True, comm=f, **k), np.float64),
+        ("reverse excl initial i64", lambda f, x, **k: distscan.cumsum(x[0], reverse=True, exclusive=True,
+                                                                        initial=7, comm=f, **k), np.int64),
+    ]
+    for name, call, dtype in kinds:
+        held = []  # (tag, the result this rank holds, what it must stay)
+        for k in range(4):
+            n = int(rng.integers(1, 200_000)) * size + int(rng.integers(0, 7))
+            counts = list(layouts(n, rng).values())[k % 4]
+            starts = np.concatenate([[0], np.cumsum(counts)]).astype(int)
+            mine = slice(starts[rank], starts[rank + 1])
+            x = (rng.integers(-1000, 1000, n) if np.dtype(dtype).kind == "i" else rng.standard_normal(n)).astype(dtype)
+            arrays = (x, rng.random(n) < 0.01, rng.uniform(0.5, 1.0, n).astype(dtype))
+            wide = [a.astype(np.float64) if a.dtype.kind == "f" else a for a in arrays]
+            tag = f"seeded lean {name} call {k} n={n}"
+            try:
+                want = np.asarray(call(self_, wide))[mine].astype(dtype)
+                use_out = (rank + k) % 2 == 1
+                out = cp.full(counts[rank], 0x5A, dtype=dtype) if use_out else None
+                got = call(comm, [cp.asarray(a[mine]) for a in arrays], **({"out": out} if use_out else {}))
+                check(not use_out or got is out, f"{tag}: out= not returned")
+                got_h = cp.asnumpy(got)
+                if dtype is np.int64:
+                    check(np.array_equal(got_h, want), f"{tag}: differs")
+                else:
+                    bound = (1e-4 if dtype is np.float32 else 1e-9) * np.abs(want).max(initial=1.0)
+                    check(np.allclose(got_h, want, rtol=0, atol=bound), f"{tag}: differs beyond {bound:.3g}")
+                held.append((tag, got, got_h.copy()))
+            except Exception as exc:  # noqa: BLE001
+                failures.append(f"rank {rank}: {tag}: {type(exc).__name__}: {exc}")
+                traceback.print_exc()
+        cp.cuda.get_current_stream().synchronize()
+        for tag, got, was in held:
+            check(np.array_equal(cp.asnumpy(got), was), f"{tag}: a held result changed after later calls")
+
+
 def main():
     expect_shared = "--expect-shared" in sys.argv
     b = bind_gpu(comm)
@@ -299,6 +350,7 @@ def main():
 
     lean_checks(rng, check, failures)
     operator_checks(rng, check, failures)
+    seeded_lean_checks(rng, check, failures)
 
     # A failure on one rank (a mismatched trailing shape) raises the same error everywhere, no hang.
     try:

@@ -105,3 +105,37 @@ def test_rows_larger_than_a_slot_and_two_streams():
         for seed, out in outs:
             want, _ = cpu.seeded_scan(xs, seed, out=np.empty(big, np.int64), aux=(flags,))
             np.testing.assert_array_equal(cp.asnumpy(out), want)
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("name", list(_cases()))
+def test_the_seeded_lean_scanner_gives_the_general_routes_bits(name, exclusive):
+    """``seeded_state_scanner`` (a warm state part's seeded scan on many ranks: ``ScanPlan._seeded_lean``)
+    gives ``extended.scan``'s bits from the same seed, into ``out`` or a new array, seeds back to
+    back on one stream (more than the stage's slots), with and without a seed; it hands back an
+    empty part (None) and a call inside a capture without launching anything."""
+    from distscan.backends import cuda as be
+
+    op, reverse, dtype, aux_kind = _cases()[name]
+    rng = np.random.default_rng(13)
+    x, aux = _inputs(rng, dtype, aux_kind)
+    plan = ScanPlan(op, dtype, backend="cuda", reverse=reverse, exclusive=exclusive)
+    cpu_plan = ScanPlan(op, dtype, backend="cpu", reverse=reverse, exclusive=exclusive)
+    scanner = be.seeded_state_scanner(plan.op, plan.types, exclusive, reverse, "auto")
+    assert scanner is not None
+    d_x, d_aux = cp.asarray(x), tuple(cp.asarray(a) for a in aux)
+    seeds = [None] + [cpu_plan.local_carry(x[k * 997:(k + 1) * 997], tuple(a[k * 997:(k + 1) * 997] for a in aux))
+                      for k in range(SeedStage.SLOTS + 3)]
+    got = [scanner(d_x, None if k % 2 else cp.full(N, 7, plan.types.result), d_aux, seed)
+           for k, seed in enumerate(seeds)]
+    for seed, out in zip(seeds, got):
+        want, _ = plan.seeded_scan(d_x, seed, out=cp.empty(N, plan.types.result), aux=d_aux)
+        np.testing.assert_array_equal(cp.asnumpy(out), cp.asnumpy(want))
+    assert scanner(d_x[:0], None, tuple(a[:0] for a in d_aux), seeds[1]) is None
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        try:
+            assert scanner(d_x, None, d_aux, seeds[1]) is None
+        finally:
+            stream.end_capture()

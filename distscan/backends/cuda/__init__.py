@@ -53,13 +53,13 @@ from contextlib import contextmanager
 from . import hotpath, scratch
 from .device import DEVICE_INFO, SIDE_STREAMS, cp, require_cupy
 from .extended import EXT_CALLS, EXT_PLANS
-from .extended_lean import LEAN_EXT, lean_state_scanner
+from .extended_lean import LEAN_EXT, lean_state_scanner, seeded_state_scanner
 from .general import NARROW_COLUMNS, array_module, lean_arrays, lean_scanner, scan, scan_lean
 from .plans import ADD_PLANS, PLANS, error_depth, lookahead_min_bytes, module_key, tuning, uses_lookahead
 from .reductions import REDUCTIONS, combine, reduce
 from .settings import SETTINGS
 
-__all__ = ["name", "is_native", "lean_arrays", "lean_scanner", "lean_state_scanner", "scan", "scan_lean", "reduce",
+__all__ = ["name", "is_native", "lean_arrays", "lean_scanner", "lean_state_scanner", "seeded_state_scanner", "scan", "scan_lean", "reduce",
            "combine", "array_module", "synchronize", "tuning", "module_key", "error_depth", "uses_lookahead",
            "lookahead_min_bytes", "NARROW_COLUMNS", "SETTINGS", "overrides", "clear_caches", "stats"]
 

@@ -221,6 +221,10 @@ class ExtCall:
         self.shapes: dict = {}  # n -> (grid, dynamic shared memory, lead, num_tiles)
         self.scratch, self.generation = None, -1  # the scratch whose pointers the block holds
 
+    def seed_rows(self, seed, w: int) -> np.ndarray:
+        """Host seeds (``w`` states of the host dtype, or values) as the kernels' states."""
+        return _restate(np.asarray(seed, self.host_dtype).reshape(w), self.kstate)
+
     def shape(self, n: int):
         shape = self.shapes.get(n)
         if shape is None:
@@ -304,7 +308,7 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     k = kstate.itemsize
     # seeds and projected initial values: one copy to the device each (scratch.SeedStage, under the
     # scratch's lock; the copies held to the end of the call), a state per column
-    seeds = None if seed is None else _restate(np.asarray(seed, ent.host_dtype).reshape(w), kstate)
+    seeds = None if seed is None else ent.seed_rows(seed, w)
     # a segmented float product's initial is projected after the repair of its zeros (below)
     params = None if ent.absorbs else _param_rows(op, initial, kstate, w)
     flags, cs = _aux_views(aux, ent.aux_places, n, w)

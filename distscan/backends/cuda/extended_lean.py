@@ -13,9 +13,11 @@ Assumptions, each checked on every call by the caller (``distscan._kinds.Kind.ru
 None or a contiguous CuPy array of ``x``'s shape, device and the result dtype that overlaps
 neither ``x`` nor the auxiliary inputs; the segment flags are a bool CuPy array of ``x``'s shape
 on its device (any layout), the coefficients a contiguous CuPy array of the accumulator dtype of
-``x``'s shape on its device.  There is no seed, no ``initial`` and no total.  Anything this
-function does not take (an empty part, a stream capturing a graph) goes the plan's own route
-(``ScanPlan.run``), which gives the same result or raises the same error.  The entries it keeps (:data:`LEAN_EXT`)
+``x``'s shape on its device.  There is no ``initial`` and no total; a seed (a rank's offset, a
+host state of the plan) only where the plan passes one (``ScanPlan._seeded_lean``: the same
+arrays, checked by the same call kinds, on many ranks).  Anything this function does not take
+(an empty part, a stream capturing a graph) goes the plan's own route (``ScanPlan.run``, or
+``be.scan`` with the seed), which gives the same result or raises the same error.  The entries it keeps (:data:`LEAN_EXT`)
 hold what ``extended.EXT_CALLS`` holds, under a key of the same fields (the scanner stands for
 the dtypes, operator, direction and exclusiveness it was made for).
 """
@@ -38,12 +40,12 @@ LEAN_EXT: dict = {}
 
 
 def lean_state_scanner(op: Op, types: ScanTypes, exclusive: bool, reverse: bool, algorithm: str, general):
-    """The scan of one rank's part (see the module docstring) as a function of ``(x, out, aux)``
-    that returns ``out`` (or the new result), or None where no call of this kind takes the lean
-    route: a segmented float product (its zeros are repaired on the host), gcd and lcm (whose
-    first item ``general.scan`` writes back), a declared operator without a GPU form, a named
-    block algorithm.  ``general(x, out, aux)``: the plan's own route, for the calls it does not
-    take."""
+    """The scan of one rank's part (see the module docstring) as a function of ``(x, out, aux,
+    seed=None)`` that returns ``out`` (or the new result), or None where no call of this kind
+    takes the lean route: a segmented float product (its zeros are repaired on the host), gcd
+    and lcm (whose first item ``general.scan`` writes back), a declared operator without a GPU
+    form, a named block algorithm.  ``general(x, out, aux)``: the plan's own route, for the
+    calls it does not take; None: such a call returns None (the caller's route then)."""
     raw_first = op.state is None and op.core.raw_first
     if (cp is None or not has_gpu_form(op) or raw_first or absorbs(op, types)
             or algorithm not in ("auto", "lookback", "lookahead")):
@@ -57,11 +59,11 @@ def lean_state_scanner(op: Op, types: ScanTypes, exclusive: bool, reverse: bool,
     flags_at, coef_at = aux_places(op)
     me = object()  # this scanner in LEAN_EXT's keys
 
-    def call(x, out, aux):
+    def call(x, out, aux, seed=None):
         n = x.shape[0]
         stream_ptr = cp.cuda.get_current_stream().ptr
         if not n or is_capturing(stream_ptr):  # the general route flags an empty part, refuses a capture
-            return general(x, out, aux)
+            return None if general is None else general(x, out, aux)
         dev_id = x.data.device_id
         device = algorithm if algorithm != "auto" else auto_device(n, in_size, out_size, look_back)
         key = (me, dev_id, device, SETTINGS.tuning, SETTINGS.lead)
@@ -85,10 +87,20 @@ def lean_state_scanner(op: Op, types: ScanTypes, exclusive: bool, reverse: bool,
         out_ptr, plan = out.data.ptr, ent.plan
         scratch = scratch_of(dev_id, stream_ptr)
         with scratch.lock:
+            # a seed: one copy to the device (scratch.SeedStage), held to the end of the call
+            seed_mem = None if seed is None else scratch.to_device(ent.seed_rows(seed, 1), stream_ptr)
             scratch.prepare(num_tiles, plan.window, plan.k_words)
-            ent.run(scratch, grid, smem, stream_ptr, x.data.ptr, out_ptr, n, 0, 0, lead, flags_ptr, coef_ptr, 0)
-        if ent.first_row is not None:  # extended.scan's: the identity where the kernels start from the neutral element
+            ent.run(scratch, grid, smem, stream_ptr, x.data.ptr, out_ptr, n, 0 if seed_mem is None else seed_mem.ptr,
+                    0, lead, flags_ptr, coef_ptr, 0)
+        if ent.first_row is not None and seed is None:
+            # extended.scan's: the identity where the kernels start from the neutral element
             write_first_row(out_ptr + (n - 1 if reverse else 0) * ent.first_row.itemsize, ent.first_row, 1,
                             stream_ptr)
         return out
     return call
+
+
+def seeded_state_scanner(op: Op, types: ScanTypes, exclusive: bool, reverse: bool, algorithm: str):
+    """:func:`lean_state_scanner`'s function for a part on many ranks (``ScanPlan._seeded_lean``):
+    ``(x, out, aux, seed)``, None where a call takes ``be.scan`` instead (or no call of the kind)."""
+    return lean_state_scanner(op, types, exclusive, reverse, algorithm, None)
