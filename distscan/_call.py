@@ -22,7 +22,7 @@ from ._kinds import plan_of
 from .dist.options import resolve_algorithm, resolve_hierarchy, resolve_strategy
 from .dist.plan import ScanPlan
 from .gpus import ensure_device
-from ._dtypes import ScanTypes, check_coefficients, scan_types
+from ._dtypes import ScanTypes, check_coefficients, check_int_coefficient, scan_types
 from .backends import get_backend
 from .ops import Op, get_op
 
@@ -214,6 +214,7 @@ class Part:
             else:  # a float a with an integer dtype= was truncated silently (found 2026-11-25)
                 check_coefficients(coef.dtype, dtype)
         self.types = scan_types(self.op, work.dtype, dtype, None if out_native is None else out_native.dtype)
+        check_int_coefficient(coefficients, self.types.acc)  # (None passes)
         self.dtype_arg = dtype
         if work.dtype != self.types.input:  # non-native byte order
             work = work.astype(self.types.input)

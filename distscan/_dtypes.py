@@ -87,6 +87,16 @@ def check_coefficients(a_dtype, dtype) -> None:
                         f"'same_kind' (NumPy's a*y in dtype={dtype} refuses it)")
 
 
+def check_int_coefficient(a, acc) -> None:
+    """Refuse a Python int coefficient ``a`` outside an integer accumulator's range, as NumPy 2's
+    ``a*y`` does (``OverflowError``: a Python int is weak, it takes ``y``'s dtype): it was wrapped
+    silently (``a=300`` with int8 ``b`` computed with 44; found 2026-11-26)."""
+    if isinstance(a, int) and not isinstance(a, bool) and np.dtype(acc).kind in "iu":
+        info = np.iinfo(acc)
+        if not info.min <= a <= info.max:
+            raise OverflowError(f"Python integer {a} out of bounds for {np.dtype(acc)}")
+
+
 # (threads: a value is published whole; two first calls at once may resolve one each, equal)
 _cache: dict = {}
 

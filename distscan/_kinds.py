@@ -12,6 +12,7 @@ import numpy as np
 
 from ._arrays import may_overlap
 from ._caches import publish
+from ._dtypes import check_int_coefficient
 from .dist.plan import ScanPlan
 
 # Plans and call kinds kept at most; the oldest go first (they are only this rank's shortcuts).
@@ -180,6 +181,7 @@ class Kind:
                 else:
                     aux.append(a if a.dtype == acc else a.astype(acc))
             elif type(a) in (int, float, complex):
+                check_int_coefficient(a, acc)  # out of an integer acc's range: the Part route raises it
                 if not self.gpu:
                     aux.append(np.broadcast_to(np.asarray(a).astype(acc), x.shape))
                 elif type(a) is complex and acc.kind != "c":

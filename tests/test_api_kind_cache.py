@@ -305,8 +305,9 @@ def test_a_remembered_kind_whose_check_raises_on_one_rank_raises_on_every_rank(c
     b = np.arange(5, dtype=np.int64)
     distscan.linear_recurrence(2, b, comm=comm)  # the kind (a Python int, int64 b) is remembered
     a = 2**70 if comm.rank == 0 else 2
-    # NumPy 2 cannot convert 2**70 to int64 (OverflowError); NumPy 1's value-based casting makes it an
-    # object dtype, which distscan refuses (TypeError): either way the same error on every rank
-    raises_everywhere(comm, (OverflowError, TypeError), "too large|not supported",
+    # NumPy 2 cannot convert 2**70 to int64 (OverflowError, "out of bounds" as its a*y says); NumPy 1's
+    # value-based casting makes it an object dtype, which distscan refuses (TypeError): either way the
+    # same error on every rank
+    raises_everywhere(comm, (OverflowError, TypeError), "too large|not supported|out of bounds",
                       lambda: distscan.linear_recurrence(a, b, comm=comm))
     np.testing.assert_array_equal(distscan.linear_recurrence(2, b[:0], comm=comm), b[:0])

@@ -192,6 +192,32 @@ def test_coefficients_refused_on_one_rank_are_refused_on_every_rank(comm):
     assert got.dtype == np.int64
 
 
+@pytest.mark.parametrize("a,b_dtype,dtype", [(300, np.int8, None), (-1, np.uint8, None), (2**40, np.int32, None),
+                                             (300, np.int64, np.int8)], ids=["300 int8", "-1 uint8", "2**40 int32",
+                                                                            "300 dtype=int8"])
+def test_a_python_int_coefficient_out_of_range_is_refused_as_numpy_does(comm, a, b_dtype, dtype):
+    """A Python int ``a`` takes ``b``'s (or ``dtype=``'s) integer dtype, as in NumPy 2's ``a*y``,
+    which refuses one out of its range (OverflowError); it was wrapped (300 with int8 ``b`` computed
+    with 44).  On one rank only, after the call's kind is warm, it is refused on every rank, and the
+    next call is right."""
+    b = np.arange(1, 4, dtype=b_dtype)
+    with pytest.raises(OverflowError):
+        np.multiply(a, b, dtype=dtype)  # NumPy's own refusal
+    for _ in range(2):  # the kind of the call warm on every rank
+        distscan.linear_recurrence(2, b, dtype=dtype, comm=comm)
+    raises_everywhere(comm, OverflowError, "out of bounds", lambda: distscan.linear_recurrence(
+        a if comm.rank == comm.size - 1 else 2, b, dtype=dtype, comm=comm))
+    raises_everywhere(comm, OverflowError, "out of bounds", lambda: distscan.linear_recurrence(
+        a, b, dtype=dtype, segments=np.zeros(3, bool), comm=comm))
+    got = distscan.linear_recurrence(2, b, dtype=dtype, comm=comm)
+    whole = np.tile(b, comm.size).astype(got.dtype)
+    y, want = got.dtype.type(0), np.empty(len(whole), got.dtype)
+    with np.errstate(over="ignore"):
+        for i in range(len(whole)):
+            y = want[i] = got.dtype.type(2) * y + whole[i]
+    all_ranks_ok(comm, lambda: np.testing.assert_array_equal(got, local_part(want, [3] * comm.size, comm.rank)))
+
+
 @pytest.mark.parametrize("a,dtype", [(np.array([2, -1]), np.float64), (np.array([0.5, 2.0]), np.float32),
                                      (np.array([2, 3], np.int8), np.int64), (3, np.int16)],
                          ids=["int array, float64", "float64 array, float32", "int8, int64", "int, int16"])
