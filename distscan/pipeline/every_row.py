@@ -12,7 +12,7 @@ from .. import io as _io
 PIECE_ROWS = 1 << 20
 
 
-def check_every_row(hdr, x2, start, op, types, carry, exclusive, raw_first=False):
+def check_every_row(hdr, x2, start, op, types, carry, exclusive, raw_first=False, lift=None):
     """For exact operators: every row of this rank's output against its predecessor.
 
     Inclusive: ``out[i] == out[i-1] op x[i]``, with ``out[start-1]`` the carry;
@@ -20,7 +20,9 @@ def check_every_row(hdr, x2, start, op, types, carry, exclusive, raw_first=False
     part starts the array, whose first prefix is its first row as it is (NumPy's accumulate copies
     it; the identity combined with it is not always it: ``gcd(0, -4)`` is 4, ``fmax(-inf, nan)`` -inf).
     One vectorized ufunc call per chunk, no ``accumulate``: a single wrong
-    element anywhere is found.  Returns a message for the first mismatch, or None.
+    element anywhere is found.  ``lift``: the NaN-aware operators' reading of the inputs (NaN as
+    the identity, in the file's dtype, before the cast to an integer accumulator).  Returns a
+    message for the first mismatch, or None.
     """
     n, w = x2.shape
     prev = carry.astype(types.result)  # the output row before the chunk (or the carry)
@@ -28,7 +30,8 @@ def check_every_row(hdr, x2, start, op, types, carry, exclusive, raw_first=False
     for lo in range(0, n, PIECE_ROWS):
         hi = min(n, lo + PIECE_ROWS)
         got = _io.read_rows(hdr, start + lo, start + hi).reshape(hi - lo, w)
-        xs = x2[lo:hi].astype(types.acc)
+        xs = x2[lo:hi] if lift is None else lift(x2[lo:hi], x2.dtype)
+        xs = xs.astype(types.acc)
         before = np.concatenate([prev.reshape(1, w), got[:-1]])
         if exclusive:
             xin = np.concatenate([xs[:0] if prev_x is None else prev_x.reshape(1, w), xs[:-1]])

@@ -304,7 +304,7 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
                 break
         if problem is None and not floaty:
             problem = check_every_row(hdr, x2, start, op, types, ident if carry is None else carry, exclusive,
-                                      raw_first)
+                                      raw_first, lift)
     except VerificationError as exc:
         problem = str(exc)
     except Exception as exc:  # noqa: BLE001 - a file we cannot read back is a failed check

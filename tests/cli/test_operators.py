@@ -41,7 +41,7 @@ def _data(folder, seed):
     nans[rng.random(N) < 0.1] = np.nan
     g = rng.integers(-60, 60, N)
     for name, arr in [("ints", ints), ("flags", flags), ("a", a), ("b", b), ("exact", exact), ("nans", nans),
-                      ("g", g), ("short", flags[:-1]), ("a2", np.stack([a, a], 1))]:
+                      ("g", g), ("plus", 1.0 + np.abs(nans)), ("short", flags[:-1]), ("a2", np.stack([a, a], 1))]:
         if folder is not None:
             np.save(folder / f"{name}.npy", arr)
     return dict(ints=ints, flags=flags, a=a, b=b, exact=exact, nans=nans, g=g)
@@ -77,6 +77,19 @@ def _check_nansum(d, y):
     np.testing.assert_allclose(y, ref, rtol=0, atol=1e-12 * (np.nansum(np.abs(d["nans"])) + 1))
 
 
+def _check_nansum_int(d, y):
+    np.testing.assert_array_equal(y, np.nancumsum(d["nans"], dtype=np.int64))
+
+
+def _check_nanprod_int_rev_seg_excl(d, y):
+    # NaN read as the identity before the conversion to int32 (not INT32_MIN); 1 + |x| truncated
+    # is 1 to 4, so the products of a run wrap as NumPy's int32 arithmetic does
+    x = np.where(np.isnan(d["nans"]), 1.0, 1.0 + np.abs(d["nans"])).astype(np.int32)
+    with np.errstate(over="ignore"):
+        ref = segmented_reference(x, d["flags"], "prod", exclusive=True, reverse=True, dtype=np.int32)
+    np.testing.assert_array_equal(y, ref)
+
+
 def _check_logaddexp(d, y):
     np.testing.assert_allclose(y, np.logaddexp.accumulate(d["nans"]), rtol=1e-12, equal_nan=True)
 
@@ -103,6 +116,14 @@ GOOD = [
     ("streamed_compensated", ["exact.npy", "--compensated", "--memory-limit", "4K"], "exact.compensated-cumsum.npy",
      _check_compensated),
     ("nansum", ["nans.npy", "--op", "nansum", "--verify"], "nans.scan-nansum.npy", _check_nansum),
+    # NaN into an integer --dtype: the identity first, as numpy.nancumsum (was INT_MIN, 2026-11-26)
+    ("nansum_int", ["nans.npy", "--op", "nansum", "--dtype", "int64", "--verify"], "nans.scan-nansum.npy",
+     _check_nansum_int),
+    ("streamed_nansum_int", ["nans.npy", "--op", "nansum", "--dtype", "int64", "--memory-limit", "4K"],
+     "nans.scan-nansum.npy", _check_nansum_int),
+    ("nanprod_int_rev_seg", ["plus.npy", "--op", "nanprod", "--dtype", "int32", "--segments", "flags.npy",
+                             "--reverse", "--exclusive"], "plus.reverse-exclusive-segmented-scan-nanprod.npy",
+     _check_nanprod_int_rev_seg_excl),
     ("logaddexp", ["nans.npy", "--op", "logaddexp"], "nans.scan-logaddexp.npy", _check_logaddexp),
     ("gcd", ["g.npy", "--op", "gcd", "--verify"], "g.scan-gcd.npy", _check_gcd),
 ]
