@@ -22,9 +22,7 @@ def carry_rows(state, n: int, flags, reverse: bool, find_flag) -> tuple:
     they end runs in scan order (``"ends"``, a reverse segmented scan's), a flagged row but the
     last, that row included (its ``end`` makes the carry's ``inner``; the last row's own flag is
     the carry's ``end``, read from the row).  So the CPU loops' carry reads the part's last segment
-    and the flags searched for it, not every row; a part with no such flag is read whole.  The
-    GPU's ordered reduction stops at the same row from within (``restarts`` in
-    ``kernels/util/states.cuh``).
+    and the flags searched for it, not every row; a part with no such flag is read whole.
 
     ``find_flag(flags, lo, last)``: the index of the last (``last``) or first true flag of
     ``flags[lo:]``, or -1 (:func:`distscan.backends.cpu_states.find_flag`, from that end)."""
