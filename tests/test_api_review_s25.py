@@ -201,8 +201,12 @@ def test_a_python_int_coefficient_out_of_range_is_refused_as_numpy_does(comm, a,
     with 44).  On one rank only, after the call's kind is warm, it is refused on every rank, and the
     next call is right."""
     b = np.arange(1, 4, dtype=b_dtype)
-    with pytest.raises(OverflowError):
-        np.multiply(a, b, dtype=dtype)  # NumPy's own refusal
+    try:
+        np.multiply(a, b, dtype=dtype)  # NumPy's own refusal (NumPy 2)
+    except OverflowError:
+        pass
+    else:  # (every rank has the same NumPy: all skip alike)
+        pytest.skip(f"NumPy {np.__version__} does not refuse {a} * {np.dtype(dtype or b_dtype)} (value-based casting)")
     for _ in range(2):  # the kind of the call warm on every rank
         distscan.linear_recurrence(2, b, dtype=dtype, comm=comm)
     raises_everywhere(comm, OverflowError, "out of bounds", lambda: distscan.linear_recurrence(
