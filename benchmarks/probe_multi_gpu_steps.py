@@ -22,10 +22,9 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_multi_gpu import REPO  # noqa: E402
+from bench_multi_gpu_operators import _cases  # noqa: E402 - the same calls on the same data
 
 sys.path.insert(0, str(REPO))
 
@@ -105,24 +104,6 @@ def _loops(reps: int = 2000) -> dict:
     return out
 
 
-def _cases(cp, n, rank):
-    import distscan
-
-    rs = cp.random.RandomState(100 + rank)
-    x = rs.standard_normal(n, dtype=cp.float32)
-    flags = rs.random_sample(n) < 1e-3
-    a = rs.uniform(0.5, 1.0, n).astype(cp.float32)
-    y = cp.empty_like(x)
-    return {
-        "cumsum f32": lambda c: distscan.cumsum(x, out=y, comm=c),
-        "reverse cumsum f32": lambda c: distscan.cumsum(x, reverse=True, out=y, comm=c),
-        "segmented sum f32": lambda c: distscan.cumsum(x, segments=flags, out=y, comm=c),
-        "recurrence f32": lambda c: distscan.linear_recurrence(a, x, out=y, comm=c),
-        "compensated f32": lambda c: distscan.cumsum(x, compensated=True, out=y, comm=c),
-        "logcumsumexp f32": lambda c: distscan.scan(x, np.logaddexp, out=y, comm=c),
-    }
-
-
 def _steps(events, origin):
     """{"step#k b|e": µs from origin} for the k-th call of each step in this call."""
     seen: dict = {}
@@ -145,7 +126,8 @@ def main():
     ap.add_argument("--log2n", type=int, default=28)
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--spin", action="store_true", help="the device's waits spin (cudaDeviceScheduleSpin)")
-    ap.add_argument("--only", default="", help="comma-separated case names (default: all)")
+    ap.add_argument("--only", default="cumsum f32,reverse cumsum f32,segmented sum f32,recurrence f32,compensated f32,"
+                    "logcumsumexp f32", help="comma-separated names of bench_multi_gpu_operators.py's cases")
     a = ap.parse_args()
     world = MPI.COMM_WORLD
     rank, size = world.Get_rank(), world.Get_size()
@@ -161,12 +143,12 @@ def main():
         print(f"rank {rank}: cuDevicePrimaryCtxSetFlags rc {rc}, flags now {flags.value}, active {active.value}",
               flush=True)
     _instrument()
-    cases = _cases(cp, 1 << a.log2n, rank)
+    cases = {name: (lambda c, call=case[2]: call(c)) for name, case in _cases(cp, 1 << a.log2n, rank)[0].items()}
     stream = cp.cuda.get_current_stream()
     results = {}
     loops = {}
     for name, call in cases.items():
-        if a.only and name not in a.only.split(","):
+        if name not in a.only.split(","):
             continue
         for _ in range(2):  # warm: compile, plans, kinds
             call(world)
