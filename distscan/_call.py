@@ -221,9 +221,10 @@ class Part:
         # nancumsum/nancumprod of floats with dtype= an integer: NumPy replaces NaN with the identity
         # before converting (a NaN cast to int64 first became INT64_MIN, and was summed); the call
         # kinds leave such calls to this route (_kinds.Kinds.remember)
-        self.nan_first = self.op.core.nan_lift and work.dtype.kind in "fc" and self.types.compute.kind not in "fc"
+        replacement = self.op.core.nan_replacement(work.dtype, self.types.compute)
+        self.nan_first = replacement is not None
         if self.nan_first:
-            work = self.xp.where(self.xp.isnan(work), work.dtype.type(self.op.core.identity(work.dtype)), work)
+            work = self.xp.where(self.xp.isnan(work), replacement, work)
         if self.types.rounds_inputs:
             # NumPy converts the input to the computation's dtype first: a float16 sum rounds every
             # input to float16 before the float32 accumulator sees it.

@@ -55,8 +55,9 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
         Value folded in before the first element of the global array (rank 0's
         value is used; with ``reverse=True`` the last rank's).  Shape: scalar or the trailing
         shape.  With ``segments=``, every segment starts from it: its elements give
-        ``initial op (x[s] op ... op x[i])``, an exclusive scan gives it at each segment's first
-        element; every rank must then pass the same value.
+        ``initial op (x[s] op ... op x[i])`` (a float product: ``initial`` multiplied in first, so
+        that a zero absorbs as in ``numpy.cumprod``), an exclusive scan gives it at each segment's
+        first element; every rank must then pass the same value.
     reverse : bool
         Suffix scan: element i combines the elements from i to the end of the global array
         (the last rank's part is scanned first), inclusive or exclusive.

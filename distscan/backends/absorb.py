@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops.absorbing import absorbed, absorbing_join
+from ..ops.absorbing import absorbed, absorbing_join, initial_first
 
 
 def absorb_zeros(xp, x, out, seed, exclusive):
@@ -108,33 +108,14 @@ def absorb_segmented(xp, x, out, flags, seed, exclusive: bool, ends: bool) -> No
     fresh_first = seed is None or (ends and bool(np.asarray(seed["end"]).reshape(-1)[0]))
     starts = _segment_starts(xp, flags, ends, fresh_first)
     n, w = x.shape
-    if exclusive:  # out[i] holds the product of the segment's rows before i: out[1:] aligns with x[:-1]
-        # the product before row k is out[k] itself (the seed's value, or the identity, at a start)
-        x, y, prev, writable = x[:-1], out[1:], out[:-1], ~starts[1:]
-        starts = starts[:-1]
-    else:
-        y, writable = out, None
-        prev = xp.empty_like(out)
-        prev[1:] = out[:-1]
-        prev[:1] = 1 if fresh_first else xp.asarray(np.asarray(seed["value"], out.dtype)).reshape(1, w)
-        prev[starts] = 1
+    x, y, prev, writable, starts = _aligned(xp, x, out, starts, None if fresh_first else seed["value"], exclusive)
     m = x.shape[0]
     if m == 0:
         return
     zero = (x == 0) | (y == 0)
     if not bool(_host(zero.any())):
         return
-    index = xp.int64
-    seg = xp.cumsum(starts, dtype=index)  # the segment of each row (0 before the first start)
-    first_rows = xp.concatenate([xp.zeros(1, index), xp.flatnonzero(starts).astype(index)])
-    seg_lo = first_rows[seg]  # each row's segment's first row
-
-    def in_segment(v):  # how many of v's rows are set from its segment's first row to each row
-        c = xp.cumsum(v, axis=0, dtype=index)
-        before = xp.zeros_like(c)
-        before[1:] = c[:-1]
-        return c - before[seg_lo]
-
+    seg, in_segment = _within_segments(xp, starts)
     seen = in_segment(zero)
     started = seen > 0
     first = zero & (seen == 1)
@@ -147,12 +128,117 @@ def absorb_segmented(xp, x, out, flags, seed, exclusive: bool, ends: bool) -> No
         if not fresh_first:  # the first segment continues the seed: its sign counts
             seed_sign = xp.asarray(np.signbit(np.asarray(seed["value"]).real).reshape(1, w))
             negative ^= (seg == 0)[:, None] & seed_sign
-        # NumPy scalars, not 0-d arrays: CuPy 14.2's cp.asarray(-0.0, float32) is +0.0 (found on an
-        # H200, 2026-11-26: every repaired zero came out +0.0); cp.where keeps a scalar's sign
-        zeros = xp.where(negative, out.dtype.type(-0.0), out.dtype.type(0.0))
+        zeros = _signed_zeros(xp, negative, out.dtype)
     fixed = xp.where(poisoned, xp.asarray(np.nan, out.dtype), zeros)
     where = started if writable is None else started & writable[:, None]
     xp.copyto(y, fixed, where=where)
+
+
+def _aligned(xp, x, out, starts, seed_value, exclusive: bool):
+    """``(x, y, prev, writable, starts)``: the rows ``x``, their results ``y`` and the product of the
+    segment's rows before each (``prev``: 1 at a start, ``seed_value`` (host, ``(w,)``) before row 0
+    where the first segment continues a seed, else None) aligned row by row, with the rows of ``y``
+    that hold a product of ``x``'s rows (``writable``; None: all) and the segment ``starts``.  An
+    exclusive scan's ``out[i]`` holds the product before row i: ``out[1:]`` aligns with ``x[:-1]``,
+    the product before row k is ``out[k]`` itself, and a segment's first row is no product."""
+    if exclusive:
+        return x[:-1], out[1:], out[:-1], ~starts[1:], starts[:-1]
+    prev = xp.empty_like(out)
+    prev[1:] = out[:-1]
+    prev[:1] = 1 if seed_value is None else xp.asarray(np.asarray(seed_value, out.dtype)).reshape(1, -1)
+    prev[starts] = 1
+    return x, out, prev, None, starts
+
+
+def _within_segments(xp, starts):
+    """``(seg, in_segment)`` of the rows' segments (a segment starts at each true row of ``starts``;
+    the rows before the first start are segment 0): each row's segment, and ``in_segment(v)``, how
+    many of ``v``'s rows are set from its segment's first row to each row (cumulative counts)."""
+    index = xp.int64
+    seg = xp.cumsum(starts, dtype=index)
+    first_rows = xp.concatenate([xp.zeros(1, index), xp.flatnonzero(starts).astype(index)])
+    seg_lo = first_rows[seg]  # each row's segment's first row
+
+    def in_segment(v):
+        c = xp.cumsum(v, axis=0, dtype=index)
+        before = xp.zeros_like(c)
+        before[1:] = c[:-1]
+        return c - before[seg_lo]
+    return seg, in_segment
+
+
+def _signed_zeros(xp, negative, dtype):
+    """Zeros of ``dtype`` (real), -0.0 where ``negative``."""
+    # NumPy scalars, not 0-d arrays: CuPy 14.2's cp.asarray(-0.0, float32) is +0.0 (found on an
+    # H200, 2026-11-26: every repaired zero came out +0.0); cp.where keeps a scalar's sign
+    return xp.where(negative, dtype.type(-0.0), dtype.type(0.0))
+
+
+def project_initial(xp, x, out, flags, seed, initial, exclusive: bool, ends: bool) -> None:
+    """Fold ``initial`` (a host row ``(w,)``) into ``out`` in place, as :meth:`distscan.ops.state.
+    Segmented.project` does (:func:`distscan.ops.absorbing.initial_first`): ``out`` holds the
+    segmented product of ``x`` (``(n, w)``, lifted) with ``flags`` (``(n,)``) from ``seed`` (host
+    state rows ``(w,)`` with the zero-absorption fields, or None), all in scan order, its zeros
+    absorbed (:func:`absorb_segmented`), without ``initial``.  Each row becomes ``initial * out``,
+    but where a zero absorbs:
+
+    - a zero ``initial`` gives NaN where an inf or NaN input lies in the row's segment so far (the
+      seed's rows too, where the segment continues it), else a zero with the sign of the product
+      of all signs (``initial``'s and those rows'); ``initial * out`` is NaN where ``out``
+      overflowed;
+    - a finite ``initial`` gives NaN where it times the product before the segment's first zero
+      (``pre``) is not finite: ``out`` is a zero there as ``pre`` alone was finite;
+    - an infinite or NaN ``initial`` gives ``initial * out``.
+
+    An exclusive scan's first row of a segment gets ``initial`` itself.  A few vectorised passes
+    (cumulative counts within segments), for float and complex products with ``initial`` only."""
+    n, w = out.shape
+    if n == 0:
+        return
+    init_host = np.ascontiguousarray(np.broadcast_to(np.asarray(initial, out.dtype).reshape(-1), (w,)))
+    init = xp.asarray(init_host).reshape(1, w)
+    fresh_first = seed is None or (ends and bool(np.asarray(seed["end"]).reshape(-1)[0]))
+    starts = _segment_starts(xp, flags, ends, fresh_first)
+    seed = None if fresh_first else np.asarray(seed).reshape(w)
+    first_starts = bool(_host(starts[0]))
+    x, y, prev, writable, starts = _aligned(xp, x, out, starts, None if seed is None else seed["value"], exclusive)
+    with np.errstate(all="ignore"):
+        fixed = init * y
+    if x.shape[0]:
+        seg, in_segment = _within_segments(xp, starts)
+        continues = xp.zeros((x.shape[0], 1), bool) if seed is None else (seg == 0)[:, None]
+        field = (lambda name: xp.asarray(seed[name]).reshape(1, w)) if seed is not None else None
+        nan = xp.asarray(np.nan, out.dtype)
+        # a zero initial: NaN after an inf or NaN input, else a signed zero
+        nonfinite = in_segment(~xp.isfinite(x)) > 0
+        if seed is not None:
+            nonfinite |= continues & field("nonfinite")
+        if out.dtype.kind == "c":
+            zeros = xp.zeros((), out.dtype)
+        else:
+            negative = (in_segment(xp.signbit(x)) & 1).astype(bool) ^ xp.signbit(init)
+            if seed is not None:  # the seed's signs: its product's before its zero, and its sign from there
+                negative ^= continues & (xp.signbit(field("pre")) ^ field("sign"))
+            zeros = _signed_zeros(xp, negative, out.dtype)
+        from_zero = xp.where(nonfinite, nan, zeros)
+        # a finite initial: NaN where initial times the product before the segment's first zero overflows
+        zero = x == 0
+        first = zero & (in_segment(zero) == 1)
+        with np.errstate(all="ignore"):
+            overflows = first & ~xp.isfinite(init * prev)
+            if seed is not None:  # where the seed holds the segment's first zero, it holds the product before it
+                seed_zero = continues & field("zero")
+                overflows &= ~seed_zero
+                poisoned = (in_segment(overflows) > 0) | (seed_zero & ~xp.isfinite(init * field("pre")))
+            else:
+                poisoned = in_segment(overflows) > 0
+        finite = xp.isfinite(init)
+        fixed = xp.where(init == 0, from_zero, xp.where(finite & poisoned, nan, fixed))
+    if writable is not None:
+        fixed = xp.where(writable[:, None], fixed, init)
+    y[...] = fixed
+    if exclusive:  # the first row: initial where it starts a segment, else the seed's state with initial first
+        out[:1] = init if first_starts else xp.asarray(np.asarray(initial_first(init_host, seed), out.dtype)).reshape(1, w)
 
 
 def _tail_summary(xp, tail, dtype: np.dtype) -> np.ndarray:

@@ -115,7 +115,7 @@ def _segmented(loops, reverse: bool, record, last: bool):
 
     def before(x, aux, out):
         x, flags, out = order(x, aux[0], out.reshape(x.shape))
-        record["value"] = scan(x, flags, out, zero, False, False, zero, False, first)
+        record["value"] = scan(x, flags, out, zero, False, False, zero, False, first, zero)
         if last:
             return
         segment_fields(record, None, flags, ends)
@@ -133,7 +133,7 @@ def _segmented(loops, reverse: bool, record, last: bool):
             fresh = 0
         if fresh:
             scan(x[:fresh], flags[:fresh], out[:fresh], seed["value"][0], bool(seed[seed_flag][0]), True, zero,
-                 False, first)
+                 False, first, zero)
     return before, after
 
 

@@ -49,7 +49,11 @@ def _one_column(args: str, prologue: str, body: str, epilogue: str, result: str)
 
 # Segmented scans: ``acc`` the value since the segment's start, ``fresh`` that the next row starts
 # one (nothing before it, or in reverse a row that ends one); ``ini`` a projected initial,
-# ``fst`` an exclusive scan's first value of a segment.
+# ``fst`` an exclusive scan's first value of a segment.  A zero-absorbing product (``ABSORBS``:
+# float and complex products) with an initial also keeps ``acci``, NumPy's running product from
+# ``ini`` (``ini * x[s] * ... * x[i]`` left to right, where ``ini * acc`` would multiply a zero by
+# an overflowed ``acc``: NaN where NumPy's product stays 0); it starts from ``ini_seed``, the
+# projection of the seed (``Segmented.project``) where the part's first segment continues it.
 _SEGMENTED_FRESH = "(not has_seed) or (ENDS and SEED_FLAG)"
 _SEGMENTED_BODY = """
     start = f[i]
@@ -60,29 +64,36 @@ _SEGMENTED_BODY = """
         if begin:
             out[i, j] = fst
         elif has_init:
-            out[i, j] = base(ini, acc)
+            out[i, j] = acci if ABSORBS else base(ini, acc)
         else:
             out[i, j] = acc
     if begin:
         acc = b
     else:
         acc = base(acc, b)
+    if ABSORBS and has_init:
+        acci = base(ini, b) if begin else base(acci, b)
     fresh = ENDS and start
     if not EXCLUSIVE and WRITE:
-        out[i, j] = base(ini, acc) if has_init else acc
+        if has_init:
+            out[i, j] = acci if ABSORBS else base(ini, acc)
+        else:
+            out[i, j] = acc
 """
 
 SEGMENTED = _blocked(
-    "x, f, out, seed_v, seed_flag, has_seed, init, has_init, first", f"""
+    "x, f, out, seed_v, seed_flag, has_seed, init, has_init, first, ini_seed", f"""
     accs = seed_v.copy()
+    accis = ini_seed.copy()
     # forwards nothing before the first row is "fresh"; in reverse, also a seed that ends a segment
     freshes = np.empty(w, np.bool_)
     for j in range(w):
         freshes[j] = {_SEGMENTED_FRESH.replace("SEED_FLAG", "seed_flag[j]")}
-""", (("acc", "accs"), ("fresh", "freshes")), "ini = init[j]\nfst = first[j]", _SEGMENTED_BODY, "", "accs")
+""", (("acc", "accs"), ("fresh", "freshes"), ("acci", "accis")), "ini = init[j]\nfst = first[j]", _SEGMENTED_BODY,
+    "", "accs")
 
 SEGMENTED_ONE = _one_column(
-    "x, f, out, acc, seed_flag, has_seed, ini, has_init, fst",
+    "x, f, out, acc, seed_flag, has_seed, ini, has_init, fst, acci",
     f"fresh = {_SEGMENTED_FRESH.replace('SEED_FLAG', 'seed_flag')}", _SEGMENTED_BODY, "", "AS_ACC(acc)")
 
 # A zero-absorbing segmented product's state after the last row (distscan.ops.state.Segmented): the

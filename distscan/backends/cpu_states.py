@@ -141,8 +141,8 @@ class Loops:
         seed_flag = "BOOL" if self.one else flags
         self.absorbs = self.kind == "segmented" and st.absorbs(acc)
         if self.kind == "segmented":
-            arguments = [rows, flags, out, value, seed_flag, "BOOL", value, "BOOL", value]
-            constants = {"ENDS": st.ends, "LIFT": nan_lift(st.base, acc)}
+            arguments = [rows, flags, out, value, seed_flag, "BOOL", value, "BOOL", value, value]
+            constants = {"ENDS": st.ends, "LIFT": nan_lift(st.base, acc), "ABSORBS": self.absorbs}
             base = base_combine(st.base)
             self.first = _constant(st.base.identity(acc), w, acc)
             if self.absorbs:  # a float product's zero-absorption fields (cpu_state_loops.SEGMENTED_TAIL)
@@ -239,7 +239,7 @@ class Loops:
             field = "end" if ends else "flag"
             value = fn(x, flags, out, seed["value"] if has_seed else self.zeros,
                        seed[field] if has_seed else self.falses, has_seed, init, has_init,
-                       init if has_init else self.first)
+                       init if has_init else self.first, self._initial_seed(seed, init, has_init))
             if want_state:
                 state["value"] = value
                 segment_fields(state, seed, flags, ends)
@@ -259,6 +259,14 @@ class Loops:
             if want_state:
                 state["s"], state["e"] = s, e
         return state
+
+    def _initial_seed(self, seed, init, has_init) -> np.ndarray:
+        """Where a zero-absorbing product's loop starts its running product from ``initial`` (the
+        loops' ``acci``) when the part's first segment continues ``seed``: the seed's projection,
+        ``initial`` folded in before the seed's rows (``Segmented.project``).  Unread otherwise."""
+        if not (self.absorbs and has_init and seed is not None):
+            return self.zeros
+        return np.ascontiguousarray(self.state.project(seed, init), self.acc).reshape(self.w)
 
     def _inputs(self, x, aux, out, reverse: bool):
         """What the loops read of a call: ``x``, the flags and the coefficients of ``aux`` (the
@@ -285,7 +293,7 @@ class Loops:
             ends = self.state.ends
             value = fn(x, flags, out, seed["value"][0] if has_seed else self.zero,
                        bool(seed["end" if ends else "flag"][0]) if has_seed else False, has_seed, ini, has_init,
-                       ini if has_init else self.first1)
+                       ini if has_init else self.first1, self._initial_seed(seed, ini, has_init)[0])
             if dest is not None:
                 dest["value"] = value
                 segment_fields(dest, seed, flags, ends)

@@ -64,3 +64,20 @@ def absorbing_join(s, t) -> np.ndarray:
     out["pre"], out["zero"], out["after"], out["sign"] = pre, zero, after, sign
     out["nonfinite"] = s["nonfinite"] | t["nonfinite"]
     return out
+
+
+def initial_first(init, s) -> np.ndarray:
+    """The values of the zero-absorbing states ``s`` with ``init`` (values of their dtype, broadcast
+    to them) multiplied in before their rows, as NumPy's running product from ``init`` absorbs a
+    zero: the join of ``init``'s states (``Segmented.lift``'s fields of a row ``init``, itself, not
+    NaN-lifted: an initial is no input) and ``s``.  ``init * s["value"]`` differs where a zero
+    absorbs: a zero ``init`` leaves 0 where ``s``'s own product overflowed (NaN but for an inf or
+    NaN input), and ``init`` times the product before ``s``'s first zero may overflow (NaN)."""
+    head = np.zeros(np.broadcast(init, s).shape, s.dtype)
+    value = np.broadcast_to(np.asarray(init, s["value"].dtype), head.shape)
+    zero = value == 0
+    head["value"] = value
+    head["pre"] = np.where(zero, np.ones((), value.dtype), value)
+    head["zero"], head["sign"] = zero, zero & signbit(value)
+    head["nonfinite"] = ~np.isfinite(value)
+    return absorbing_join(head, s)["value"]

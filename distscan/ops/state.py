@@ -28,7 +28,9 @@ with segments that restart it.  :class:`Compensated` carries a float sum as (sum
 combination error-free (TwoSum).
 
 ``initial`` is a *projection* of segmented and affine scans, the same on every segment:
-``initial op v`` for the value ``v`` of a segment's prefix, ``b + a*initial`` for an affine
+``initial op v`` for the value ``v`` of a segment's prefix (for a zero-absorbing product, the
+state of ``initial`` joined with the prefix's: ``initial`` multiplied in first, as NumPy's
+running product from ``initial`` absorbs a zero), ``b + a*initial`` for an affine
 state (the recurrence from ``y[-1] = initial``).  So carries never hold it, and a reverse or
 segmented scan needs no other rank's ``initial``.  Compensated sums fold it in before the first
 element, as plain scans do (``initial_mode = "seed"``).
@@ -40,7 +42,7 @@ import numpy as np
 
 from .folds import (AFFINE_ENDS_FOLD, AFFINE_FOLD, AFFINE_STARTS_FOLD, SEGMENTED_ENDS_FOLD, SEGMENTED_FOLD,
                     absorbing_fold, compensated_fold)
-from .absorbing import ABSORBING, absorbing_join, absorbs_zeros, signbit
+from .absorbing import ABSORBING, absorbing_join, absorbs_zeros, initial_first, signbit
 from .jit import array_type, base_combine, compile_loop
 
 
@@ -225,8 +227,11 @@ class Segmented(State):
     def project(self, s, init=None):
         if init is None:
             return s["value"]
+        init = np.asarray(init, s["value"].dtype)
+        if "zero" in s.dtype.names:  # initial first, as numpy.cumprod's running product absorbs a zero
+            return initial_first(init, s)
         with np.errstate(all="ignore"):
-            return self.base.combine(np.asarray(init, s["value"].dtype), s["value"])
+            return self.base.combine(init, s["value"])
 
     def neutral(self, value) -> np.ndarray:
         s = np.zeros((), self.dtype(value))

@@ -181,6 +181,17 @@ class Op:
         """Whether the state is the value itself, combined by a ufunc (NumPy's accumulate scans it)."""
         return self.state is None and self.ufunc is not None
 
+    def nan_replacement(self, inputs: np.dtype, compute: np.dtype):
+        """What replaces NaN in inputs of dtype ``inputs`` before their conversion to ``compute``, or
+        None where NaN stays: the identity for a NaN-aware operator's float inputs scanned as
+        integers (NumPy's ``nancumsum(x, dtype=int)`` replaces NaN first; converted first, a NaN
+        became INT_MIN), in the API's calls (``distscan._call``) and the command's
+        (``distscan.pipeline.host``) alike."""
+        inputs, compute = np.dtype(inputs), np.dtype(compute)
+        if self.nan_lift and inputs.kind in "fc" and compute.kind not in "fc":
+            return inputs.type(self.identity(inputs))
+        return None
+
     def lift(self, x, acc: np.dtype):
         """The inputs as the accumulator sees them (NumPy's conversion; NaN as the identity for the
         NaN-aware operators, as NumPy's ``nancumsum`` replaces it with 0)."""

@@ -39,10 +39,8 @@ class CpuEngine:
         (:func:`distscan.pipeline.chunks.initial_row`), given to every chunk's scan."""
         self.lay, self.plan, self.initial = layout, plan, initial
         # nancumsum/nancumprod of floats into an integer --dtype: NaN is the identity before the
-        # conversion, as the API's calls give it (distscan._call); cast first, NaN became INT_MIN
-        core, compute = plan.op.core, plan.types.compute
-        self._nan_first = (core.nan_lift and layout.in_dt.kind in "fc" and compute.kind not in "fc"
-                           and layout.in_dt.type(core.identity(layout.in_dt)))
+        # conversion (Op.nan_replacement), as the API's calls give it
+        self._nan_first = plan.op.core.nan_replacement(layout.in_dt, plan.types.compute)
         self.in_place = (not plan.exclusive) and layout.in_dt == layout.out_dt
         self._in_bytes = max(layout.chunk_rows * layout.w * layout.in_dt.itemsize, 1)
         self._out_bytes = max(layout.chunk_rows * layout.w * layout.out_dt.itemsize, 1)
@@ -92,7 +90,7 @@ class CpuEngine:
 
     def put(self, k: int, rows: np.ndarray, buf: np.ndarray, aux=()) -> None:
         """Chunk ``k``'s rows (in ``buf``) and its auxiliary inputs ``[(rows, buffer), ...]``."""
-        if self._nan_first is not False:
+        if self._nan_first is not None:
             np.copyto(rows, self._nan_first, where=np.isnan(rows))
         self.inp[k] = rows
         self._own[k] = (buf, self._free_in)

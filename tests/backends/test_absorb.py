@@ -243,7 +243,8 @@ def test_the_gpu_scans_host_steps_on_the_cpu(comm, monkeypatch):
     the tiles' results in array order (mirrored in reverse), without ``initial`` (the kernels leave
     it out for these), repaired and projected by ``cuda.absorbing.absorbed_results``; the total completed by
     ``segmented_tail`` from what it returns.  Against NumPy's sequential segmented product and the
-    CPU backend's total, for 1 and 3 columns, seeds, ``initial``, both directions."""
+    CPU backend's total, for 1 and 3 columns, seeds, ``initial`` (``absorb.project_initial``: drawn as the
+    rows are, a zero and an overflowing power among them), both directions."""
     from distscan._dtypes import scan_types
     from distscan.backends import cpu
     from distscan.backends.cuda import absorbing
@@ -251,7 +252,7 @@ def test_the_gpu_scans_host_steps_on_the_cpu(comm, monkeypatch):
     from tests.support.reference import segmented_reference
     monkeypatch.setattr(absorbing, "cp", _CuPyLike())
     rng = shared_rng(comm)
-    for trial in range(600):
+    for trial in range(1200):
         dtype = ("float64", "float32")[trial % 2]
         reverse, exclusive = bool(rng.integers(2)), bool(rng.integers(2))
         name = ("prod", "nanprod")[trial % 3 == 0]
@@ -261,7 +262,9 @@ def test_the_gpu_scans_host_steps_on_the_cpu(comm, monkeypatch):
         x = _powers(rng, (n, w), dtype)
         flags = rng.random(n) < rng.choice([0.0, 0.1, 0.4])
         seed = _seed_state(op, rng, w, dtype) if rng.random() < 0.5 else None
-        initial = np.full(w, rng.choice([-2.0, 0.0, 2.0]), types.acc) if rng.random() < 0.3 else None
+        # initial: also a zero (folded in first, it absorbs an overflowed product), a large power whose product
+        # with the rows before a zero overflows (NaN from the zero on), inf and NaN; per column
+        initial = _powers(rng, (w,), dtype).astype(types.acc) if rng.random() < 0.4 else None
         with np.errstate(all="ignore"):
             want, want_total = cpu.scan(x, op, types, exclusive=exclusive, seed=seed, want_total=True, aux=(flags,),
                                         reverse=reverse, initial=initial)

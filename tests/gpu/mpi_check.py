@@ -278,6 +278,62 @@ def seeded_lean_checks(rng, check, failures):
             check(np.array_equal(cp.asnumpy(got), was), f"{tag}: a held result changed after later calls")
 
 
+def seeded_lean_failure_checks(rng, check, failures):
+    """A failure inside the seeded lean scanner (``ScanPlan._seeded_lean``) on one rank, after the
+    exchange: every rank raises one error (the GPU calls' agreement after the exchange), none hangs;
+    the next calls of the kind on every rank give the right results, and what a rank held from
+    the call before the failure is unchanged."""
+    from distscan.dist.plan import ScanPlan
+    original = ScanPlan._seeded_lean
+    n = 300_000 * size + 5
+    counts = list(layouts(n, rng).values())[1]
+    starts = np.concatenate([[0], np.cumsum(counts)]).astype(int)
+    mine = slice(starts[rank], starts[rank + 1])
+    x = rng.standard_normal(n).astype(np.float32)
+    a = rng.uniform(0.5, 1.0, n).astype(np.float32)
+    want = np.asarray(distscan.linear_recurrence(a.astype(np.float64), x.astype(np.float64),
+                                                 comm=MPI.COMM_SELF))[mine]
+    bound = 1e-4 * np.abs(want).max(initial=1.0)
+
+    def call():
+        return distscan.linear_recurrence(cp.asarray(a[mine]), cp.asarray(x[mine]), comm=comm)
+
+    def failing(plan, *args):  # the scanner raises on this rank, as a failed launch would
+        def scanner(*_):
+            raise RuntimeError("injected failure in the seeded scanner")
+        made = plan._seeded_state
+        plan._seeded_state = scanner
+        try:
+            return original(plan, *args)
+        finally:
+            plan._seeded_state = made
+
+    for victim in sorted({0, size - 1}):
+        tag = f"seeded lean failure on rank {victim}"
+        call()
+        held = call()  # the kind is warm: the next call takes the seeded lean route
+        held_h = cp.asnumpy(held)
+        message = None
+        if rank == victim:
+            ScanPlan._seeded_lean = failing
+        try:
+            call()
+        except Exception as exc:  # noqa: BLE001 - the agreed error, on every rank
+            message = f"{type(exc).__name__}: {exc}"
+        finally:
+            ScanPlan._seeded_lean = original
+        messages = comm.allgather(message)
+        check(size == 1 or all(m is not None and "injected failure" in m for m in messages),
+              f"{tag}: not raised alike on every rank: {messages}")
+        check(len(set(messages)) == 1, f"{tag}: ranks raised different errors: {messages}")
+        try:
+            got = cp.asnumpy(call())
+            check(np.allclose(got, want, rtol=0, atol=bound), f"{tag}: the next call differs")
+        except Exception as exc:  # noqa: BLE001
+            failures.append(f"rank {rank}: {tag}: next call: {type(exc).__name__}: {exc}")
+        check(np.array_equal(cp.asnumpy(held), held_h), f"{tag}: a held result changed")
+
+
 def main():
     expect_shared = "--expect-shared" in sys.argv
     b = bind_gpu(comm)
@@ -351,6 +407,7 @@ def main():
     lean_checks(rng, check, failures)
     operator_checks(rng, check, failures)
     seeded_lean_checks(rng, check, failures)
+    seeded_lean_failure_checks(rng, check, failures)
 
     # A failure on one rank (a mismatched trailing shape) raises the same error everywhere, no hang.
     try:

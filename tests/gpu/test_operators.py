@@ -271,7 +271,8 @@ def test_segmented_float_products_are_the_cpus_bit_for_bit(dtype, n, rng):
     every product is exact, or overflows in any grouping where it does in sequence, so the GPU's
     results are the CPU's (NumPy's sequential ones) bit for bit, zeros' signs included, with flags
     sparse and dense, forwards and in reverse, inclusive and exclusive, from a seed (a carry of
-    rows before, as a rank's), with ``initial``, for 3 columns; float16 results come from float32
+    rows before, as a rank's), with ``initial`` (0 too: folded in first, it absorbs an overflowed
+    product; drawn from the factors, after a seed), for 3 columns; float16 results come from float32
     products (repaired there, then rounded).  The totals are the CPU loops' states."""
     big = 2.0 ** (600 if dtype == "float64" else 60 if dtype == "float32" else 8)
     values = np.array([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, big, -big, np.inf, -np.inf, np.nan])
@@ -287,7 +288,9 @@ def test_segmented_float_products_are_the_cpus_bit_for_bit(dtype, n, rng):
                         flags = rng.random(n) < density
                         head = rng.choice(values, (5, w), p=p / p.sum()).astype(dtype)
                         seed = cpu_backend.reduce(head, op, types, aux=(rng.random(5) < 0.3,))
-                        for kw in ({}, {"seed": seed}, {"initial": np.full(w, -2.0, types.acc)}):
+                        initial = rng.choice(values, w, p=p / p.sum()).astype(types.acc)  # a zero, a power, inf, NaN
+                        for kw in ({}, {"seed": seed}, {"initial": np.full(w, -2.0, types.acc)},
+                                   {"initial": np.zeros(w, types.acc)}, {"seed": seed, "initial": initial}):
                             what = f"{name} reverse={reverse} density={density} exclusive={exclusive} w={w} {list(kw)}"
                             with np.errstate(all="ignore"):
                                 want, want_total = cpu_backend.scan(x, op, types, exclusive=exclusive, want_total=True,

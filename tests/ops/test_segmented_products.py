@@ -59,14 +59,16 @@ def _equal_with_signs(got, want, what=""):
     """NumPy's bits: NaN where NaN, zeros of the same sign (``==`` takes -0.0 for +0.0)."""
     got, want = np.asarray(got), np.asarray(want)
     np.testing.assert_array_equal(got, want, err_msg=what)
+    if want.dtype.kind == "c":  # complex zeros: 0j (the kernels' and the loops' as NumPy's)
+        return
     zeros = want == 0
     np.testing.assert_array_equal(np.signbit(got[zeros]), np.signbit(want[zeros]),
                                   err_msg=f"{what}: signs of zeros differ: got {got[zeros]}, expected {want[zeros]}")
 
 
-def _reference(whole, flags, name, reverse, exclusive):
+def _reference(whole, flags, name, reverse, exclusive, initial=None):
     with np.errstate(all="ignore"):
-        return segmented_reference(whole, flags, name, exclusive=exclusive, reverse=reverse)
+        return segmented_reference(whole, flags, name, exclusive=exclusive, reverse=reverse, initial=initial)
 
 
 # -- the state: its combine, its fold and the CPU loops' carry ------------------------------------------
@@ -167,16 +169,49 @@ def _few_flags(data, n):
 @given(data=st.data(), dtype=st.sampled_from(["float64", "float32"]), name=st.sampled_from(["prod", "nanprod"]),
        reverse=st.booleans(), exclusive=st.booleans(), columns=st.sampled_from([(), (2,)]))
 def test_segmented_float_products_across_ranks_are_numpys(comm, data, dtype, name, reverse, exclusive, columns):
-    """Parts of drawn sizes (empty ones too) on every rank, drawn values and flags: each rank's part
-    of the result is NumPy's sequential segmented product of the concatenation, bit for bit."""
+    """Parts of drawn sizes (empty ones too) on every rank, drawn values and flags, an ``initial``
+    (of the same values: zeros, overflowing powers, inf, NaN) or none: each rank's part of the
+    result is NumPy's sequential segmented product of the concatenation, bit for bit, every
+    segment's running product starting from ``initial``."""
     counts = data.draw(st.lists(st.integers(0, 9), min_size=comm.size, max_size=comm.size))
     n = sum(counts)
     whole = data.draw(_values(dtype, n * int(np.prod(columns)))).reshape((n,) + columns)
     flags = _few_flags(data, n)
+    initial = data.draw(st.none() | st.sampled_from(VALUES[np.dtype(dtype)]))
     x, f = local_part(whole, counts, comm.rank), local_part(flags, counts, comm.rank)
-    got = distscan.scan(x, name, segments=f, reverse=reverse, exclusive=exclusive, comm=comm)
-    want = local_part(_reference(whole, flags, name, reverse, exclusive), counts, comm.rank)
-    all_ranks_ok(comm, lambda: _equal_with_signs(got, want, f"counts {counts}"))
+    got = distscan.scan(x, name, segments=f, reverse=reverse, exclusive=exclusive, initial=initial, comm=comm)
+    want = local_part(_reference(whole, flags, name, reverse, exclusive, initial), counts, comm.rank)
+    all_ranks_ok(comm, lambda: _equal_with_signs(got, want, f"counts {counts}, initial {initial}"))
+
+
+@pytest.mark.anyranks
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex128"])
+def test_segments_that_never_start_fold_initial_in_as_no_segments_do(comm, dtype):
+    """The review's cases: a running product from ``initial`` (0, or one whose product with the
+    first rows overflows) meets a zero.  All-False ``segments=`` give what no ``segments=`` give,
+    NumPy's ``cumprod`` of ``[initial, *x]`` (0 where the part's own product overflowed; NaN where
+    ``initial`` times it did), on one rank and split over the ranks."""
+    big = VALUES[np.dtype("float32" if dtype == "float32" else "float64")][6]
+    cases = [(np.array([big, big, 0.0, 2.0]), 0.0), (np.array([2.0, big, 0.0, 3.0]), big),
+             (np.array([2.0, -big, -0.0, 3.0, -1.0]), -0.0), (np.array([big, np.inf, 0.0, 1.0]), 0.0)]
+    for whole, initial in cases:
+        whole = whole.astype(dtype)
+        n = len(whole)
+        counts = [len(p) for p in np.array_split(np.arange(n), comm.size)]
+        x = local_part(whole, counts, comm.rank)
+        for reverse in (False, True):
+            for exclusive in (False, True):
+                with np.errstate(all="ignore"):
+                    ordered = whole[::-1] if reverse else whole
+                    full = np.cumprod(np.r_[np.asarray(initial, dtype), ordered])
+                    want = full[:-1] if exclusive else full[1:]
+                    want = local_part(want[::-1] if reverse else want, counts, comm.rank)
+                kw = dict(initial=initial, reverse=reverse, exclusive=exclusive, comm=comm)
+                plain = distscan.cumprod(x, **kw)
+                segmented_ = distscan.cumprod(x, segments=np.zeros(len(x), bool), **kw)
+                what = f"{whole} initial {initial} reverse {reverse} exclusive {exclusive}"
+                all_ranks_ok(comm, lambda: (_equal_with_signs(plain, want, what),
+                                            _equal_with_signs(segmented_, want, what)))
 
 
 @pytest.mark.anyranks

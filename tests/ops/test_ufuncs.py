@@ -99,3 +99,23 @@ def test_nancumprod_zeros_and_infinities_across_ranks(comm):
             y = distscan.nancumprod(rank_part(g, counts, comm), reverse=reverse, comm=comm)
         mine = rank_part(ref, counts, comm)
         all_ranks_ok(comm, lambda: np.testing.assert_array_equal(y, mine))
+
+
+def test_nan_is_replaced_first_only_where_nan_aware_floats_become_integers():
+    """Op.nan_replacement, the one rule of the API's calls and the command's: NumPy's nancumsum and
+    nancumprod of floats with an integer dtype replace NaN with the identity before the
+    conversion; floats scanned as floats keep NaN for the lift, and other operators keep it."""
+    for name, identity in (("nansum", 0), ("nanprod", 1)):
+        for inputs in ("float16", "float32", "float64", "complex64"):
+            for compute in ("int8", "int64", "uint32", "bool"):
+                got = get_op(name).nan_replacement(np.dtype(inputs), np.dtype(compute))
+                assert got is not None and got == identity and got.dtype == np.dtype(inputs), (name, inputs, compute)
+            assert get_op(name).nan_replacement(np.dtype(inputs), np.dtype("float64")) is None
+        assert get_op(name).nan_replacement(np.dtype("int32"), np.dtype("int64")) is None
+    assert get_op("sum").nan_replacement(np.dtype("float64"), np.dtype("int64")) is None
+    assert get_op("nanmax").nan_replacement(np.dtype("float64"), np.dtype("int64")) is None
+    with np.errstate(invalid="ignore"):
+        x = np.array([np.nan, 3.7, np.nan, -2.5, 9.1])
+        for name, reference in (("nansum", np.nancumsum), ("nanprod", np.nancumprod)):
+            np.testing.assert_array_equal(distscan.scan(x, name, dtype=np.int32, comm=SELF),
+                                          reference(x, dtype=np.int32))

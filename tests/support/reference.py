@@ -29,6 +29,7 @@ import numpy as np
 
 from distscan._dtypes import scan_types
 from distscan.ops import get_op
+from distscan.ops.absorbing import absorbs_zeros
 
 UFUNCS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum,
           "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
@@ -310,18 +311,24 @@ def assert_within_sum_bound(result, expected, x_abs_sums, dtype, n=None):
 
 def segmented_reference(g, flags, op, *, exclusive=False, initial=None, reverse=False, dtype=None):
     """Each run (a flag starts one; the array's first element always does) scanned on its own with
-    NumPy, right to left with ``reverse``: ``initial op prefix``, the identity (or ``initial``)
-    first for an exclusive scan."""
+    NumPy, right to left with ``reverse``: ``initial op prefix`` (a float product: NumPy's running
+    product from ``initial``), the identity (or ``initial``) first for an exclusive scan."""
     op = get_op(op)
     result_dtype = scan_types(op, g.dtype, dtype)
     acc, res = result_dtype.acc, result_dtype.result
     out = np.empty(g.shape, res)
     starts = np.flatnonzero(np.asarray(flags, bool) | (np.arange(len(g)) == 0))
+    # a float product's running product from initial absorbs a zero: initial first, as numpy.cumprod
+    fold_first = initial is not None and absorbs_zeros(op, acc)
     for s, e in zip(starts, list(starts[1:]) + [len(g)]):
         seg = op.lift(g[s:e], acc)
         seg = seg[::-1] if reverse else seg
-        scanned = op.ufunc.accumulate(seg, axis=0, dtype=acc)
-        if initial is not None:
+        if fold_first:
+            head = np.broadcast_to(np.asarray(initial, acc), (1,) + seg.shape[1:])
+            scanned = op.ufunc.accumulate(np.concatenate([head, seg]), axis=0, dtype=acc)[1:]
+        else:
+            scanned = op.ufunc.accumulate(seg, axis=0, dtype=acc)
+        if initial is not None and not fold_first:
             scanned = op.ufunc(np.asarray(initial, acc), scanned)
         if exclusive:
             first = np.full((1,) + g.shape[1:], initial if initial is not None else op.identity(acc), acc)

@@ -15,7 +15,7 @@ import numpy as np
 from ..._carry import lifted
 from ..._dtypes import ScanTypes
 from ...ops import Op
-from ..absorb import absorb_segmented, segmented_tail
+from ..absorb import absorb_segmented, project_initial, segmented_tail
 from .device import cp
 
 
@@ -37,15 +37,16 @@ def absorbed_results(x, flags, columns, op: Op, types: ScanTypes, seed, exclusiv
                      host_dtype):
     """A segmented float product's results ``columns`` (``(n, w)``, the kernels' without ``initial``)
     repaired where a zero met a tile's overflowed product (``absorb.absorb_segmented``), then
-    ``initial`` projected (``initial * value``, as the kernels' ``project``); returns the rows, flags
+    ``initial`` folded in (``absorb.project_initial``: ``initial * value`` but where a zero absorbs,
+    as ``Segmented.project``); returns the rows, flags
     (scan order) and host seed that its total's fields come from (:func:`tail_of_scan`)."""
     w = columns.shape[1]
     rows, order = _scan_order(x, flags, op, types, reverse)
     host_seed = None if seed is None else np.asarray(seed, host_dtype).reshape(w)
     absorb_segmented(cp, rows, columns[::-1] if reverse else columns, order, host_seed, exclusive, op.state.ends)
     if initial is not None:
-        init = np.broadcast_to(np.asarray(initial, types.acc).reshape(-1), (w,))
-        cp.multiply(cp.asarray(np.ascontiguousarray(init)).reshape(1, w), columns, out=columns)
+        project_initial(cp, rows, columns[::-1] if reverse else columns, order, host_seed, initial, exclusive,
+                        op.state.ends)
     return rows, order, host_seed
 
 
