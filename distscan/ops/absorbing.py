@@ -74,10 +74,17 @@ def initial_first(init, s) -> np.ndarray:
     absorbs: a zero ``init`` leaves 0 where ``s``'s own product overflowed (NaN but for an inf or
     NaN input), and ``init`` times the product before ``s``'s first zero may overflow (NaN)."""
     head = np.zeros(np.broadcast(init, s).shape, s.dtype)
-    value = np.broadcast_to(np.asarray(init, s["value"].dtype), head.shape)
-    zero = value == 0
-    head["value"] = value
-    head["pre"] = np.where(zero, np.ones((), value.dtype), value)
-    head["zero"], head["sign"] = zero, zero & signbit(value)
-    head["nonfinite"] = ~np.isfinite(value)
+    head["value"] = np.broadcast_to(np.asarray(init, s["value"].dtype), head.shape)
+    lift_fields(head)
     return absorbing_join(head, s)["value"]
+
+
+def lift_fields(states) -> None:
+    """Set the zero-absorption fields of single rows' states in place from their ``value`` (the
+    rows themselves): ``pre`` is the value (1 for a zero: nothing before it), ``zero``, ``nonfinite``,
+    ``sign`` (a zero's sign bit); ``after`` stays False (nothing follows a single row)."""
+    x = states["value"]
+    zero = x == 0
+    states["pre"] = np.where(zero, np.ones((), x.dtype), x)
+    states["zero"], states["sign"] = zero, zero & signbit(x)
+    states["nonfinite"] = ~np.isfinite(x)

@@ -42,7 +42,7 @@ import numpy as np
 
 from .folds import (AFFINE_ENDS_FOLD, AFFINE_FOLD, AFFINE_STARTS_FOLD, SEGMENTED_ENDS_FOLD, SEGMENTED_FOLD,
                     absorbing_fold, compensated_fold)
-from .absorbing import ABSORBING, absorbing_join, absorbs_zeros, initial_first, signbit
+from .absorbing import ABSORBING, absorbing_join, absorbs_zeros, initial_first, lift_fields
 from .jit import array_type, base_combine, compile_loop
 
 
@@ -194,12 +194,7 @@ class Segmented(State):
         s["end" if self.ends else "flag"] = _flags_like(aux[0], x.shape)
         s["value"] = x
         if self.absorbs(value):
-            x = s["value"]
-            zero = x == 0
-            s["pre"] = np.where(zero, np.ones((), x.dtype), x)  # nothing before the zero
-            s["zero"] = zero
-            s["nonfinite"] = ~np.isfinite(x)
-            s["sign"] = zero & signbit(x)
+            lift_fields(s)
         return s
 
     def combine(self, s, t) -> np.ndarray:

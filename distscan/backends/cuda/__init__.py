@@ -60,8 +60,8 @@ from .reductions import REDUCTIONS, combine, reduce
 from .settings import SETTINGS
 
 __all__ = ["name", "is_native", "lean_arrays", "lean_scanner", "lean_state_scanner", "seeded_state_scanner", "scan",
-           "scan_lean", "reduce", "combine", "array_module", "synchronize", "tuning", "module_key", "error_depth", "uses_lookahead",
-           "lookahead_min_bytes", "NARROW_COLUMNS", "SETTINGS", "overrides", "clear_caches", "stats"]
+           "scan_lean", "reduce", "combine", "array_module", "synchronize", "tuning", "module_key", "error_depth",
+           "uses_lookahead", "lookahead_min_bytes", "NARROW_COLUMNS", "SETTINGS", "overrides", "clear_caches", "stats"]
 
 name = "cuda"
 
