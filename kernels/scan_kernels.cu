@@ -102,25 +102,27 @@ __global__ void __launch_bounds__(REDUCE_THREADS)
 }
 
 // scan_tiles_kernel's work for reverse scans (REVERSE) and state operators.  The seed and the
-// parameter (the call's initial, which segmented and affine scans project) are read from
-// device memory (null: none), as their states are structs the host holds as bytes; d_flags
+// parameter (the call's initial, which segmented and affine scans project) come by value, as
+// scan_tiles_kernel's seed does (the host writes their states' bytes into the launch's
+// arguments: no copy to device memory before the launch), each with its flag (0: none); d_flags
 // and d_coef are the auxiliary inputs (null: none; coef_vector_ok: d_coef is 16-byte aligned).
 template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, DeviceAlgorithm DEVICE,
           typename Policy, bool REVERSE>
 __global__ void __launch_bounds__(Policy::LAUNCH_THREADS, Policy::MIN_BLOCKS)
     scan_ext_kernel(const TIn *d_in, TOut *d_out, i64 n, u64 *d_aggregates, u64 *d_subaggs, u64 *d_anchors,
-                    u64 *d_launch, const TAcc *d_seed, TAcc *d_total, int vector_ok, i64 lead,
-                    const unsigned char *d_flags, const void *d_coef, int coef_vector_ok, const TAcc *d_param) {
+                    u64 *d_launch, TAcc seed_value, int seed_given, TAcc *d_total, int vector_ok, i64 lead,
+                    const unsigned char *d_flags, const void *d_coef, int coef_vector_ok, TAcc param,
+                    int param_given) {
     static_assert((DEVICE == DEVICE_LOOKAHEAD) == (Policy::SERVICE_THREADS != 0),
                   "DEVICE_LOOKAHEAD takes a LookaheadPolicy, the other device algorithms a TilePolicy");
-    const bool has_seed = d_seed != 0;
-    const TAcc seed = has_seed ? *d_seed : Op::template identity<TAcc>();
+    const bool has_seed = seed_given != 0;
+    const TAcc seed = has_seed ? seed_value : Op::template identity<TAcc>();
     Extra<TAcc> ex;
     ex.flags = d_flags;
     ex.coef = d_coef;
     ex.coef_vector_ok = coef_vector_ok != 0;
-    ex.has_param = d_param != 0;
-    ex.param = ex.has_param ? *d_param : Op::template identity<TAcc>();
+    ex.has_param = param_given != 0;
+    ex.param = ex.has_param ? param : Op::template identity<TAcc>();
     if constexpr (DEVICE == DEVICE_LOOKAHEAD) {
         TileState st = TileState::begin(d_aggregates, d_subaggs, d_anchors, d_launch,
                                         (u64)((n + Policy::TILE_ITEMS - 1) / Policy::TILE_ITEMS) + gridDim.x);

@@ -71,33 +71,33 @@ template __global__ void scan_tiles_kernel<int, int, int, Lcm, false, DEVICE_LOO
     const int *, int *, i64, u64 *, u64 *, u64 *, u64 *, int, int, int *, int, i64);
 template __global__ void scan_ext_kernel<float, float, float, Sum, true, DEVICE_LOOKAHEAD,
                                          LookaheadPolicy<TilePolicy<64, 32, 1024, 3, BLOCK_COARSENED>, 9, 7, 2>, true>(
-    const float *, float *, i64, u64 *, u64 *, u64 *, u64 *, const float *, float *, int, i64,
-    const unsigned char *, const void *, int, const float *);
+    const float *, float *, i64, u64 *, u64 *, u64 *, u64 *, float, int, float *, int, i64,
+    const unsigned char *, const void *, int, float, int);
 template __global__ void scan_ext_kernel<int, SegState<long long>, long long, Segmented<Sum>, true, DEVICE_LOOKBACK,
                                          TilePolicy<256, 8, 1024, 1, BLOCK_COARSENED>, false>(
-    const int *, long long *, i64, u64 *, u64 *, u64 *, u64 *, const SegState<long long> *, SegState<long long> *,
-    int, i64, const unsigned char *, const void *, int, const SegState<long long> *);
+    const int *, long long *, i64, u64 *, u64 *, u64 *, u64 *, SegState<long long>, int, SegState<long long> *,
+    int, i64, const unsigned char *, const void *, int, SegState<long long>, int);
 template __global__ void scan_ext_kernel<float, SegEndsState<float>, float, SegmentedEnds<Max>, false, DEVICE_LOOKBACK,
                                          TilePolicy<256, 16, 1024, 3, BLOCK_COARSENED>, true>(
-    const float *, float *, i64, u64 *, u64 *, u64 *, u64 *, const SegEndsState<float> *, SegEndsState<float> *,
-    int, i64, const unsigned char *, const void *, int, const SegEndsState<float> *);
+    const float *, float *, i64, u64 *, u64 *, u64 *, u64 *, SegEndsState<float>, int, SegEndsState<float> *,
+    int, i64, const unsigned char *, const void *, int, SegEndsState<float>, int);
 template __global__ void scan_ext_kernel<float, AffState<float>, float, Affine, false, DEVICE_LOOKBACK,
                                          TilePolicy<256, 16, 1024, 3, BLOCK_COARSENED>, false>(
-    const float *, float *, i64, u64 *, u64 *, u64 *, u64 *, const AffState<float> *, AffState<float> *,
-    int, i64, const unsigned char *, const void *, int, const AffState<float> *);
+    const float *, float *, i64, u64 *, u64 *, u64 *, u64 *, AffState<float>, int, AffState<float> *,
+    int, i64, const unsigned char *, const void *, int, AffState<float>, int);
 template __global__ void scan_ext_kernel<Complex<double>, AffEndsState<Complex<double> >, Complex<double>, AffineEnds,
                                          false, DEVICE_LOOKBACK, TilePolicy<128, 8, 1024, 1, BLOCK_COARSENED>, true>(
     const Complex<double> *, Complex<double> *, i64, u64 *, u64 *, u64 *, u64 *,
-    const AffEndsState<Complex<double> > *, AffEndsState<Complex<double> > *, int, i64, const unsigned char *,
-    const void *, int, const AffEndsState<Complex<double> > *);
+    AffEndsState<Complex<double> >, int, AffEndsState<Complex<double> > *, int, i64, const unsigned char *,
+    const void *, int, AffEndsState<Complex<double> >, int);
 template __global__ void scan_ext_kernel<double, AffStartsState<double>, double, AffineStarts, false, DEVICE_LOOKBACK,
                                          TilePolicy<256, 8, 1024, 1, BLOCK_COARSENED>, false>(
-    const double *, double *, i64, u64 *, u64 *, u64 *, u64 *, const AffStartsState<double> *,
-    AffStartsState<double> *, int, i64, const unsigned char *, const void *, int, const AffStartsState<double> *);
+    const double *, double *, i64, u64 *, u64 *, u64 *, u64 *, AffStartsState<double>, int,
+    AffStartsState<double> *, int, i64, const unsigned char *, const void *, int, AffStartsState<double>, int);
 template __global__ void scan_ext_kernel<float, CompState<float>, float, Compensated<Sum>, false, DEVICE_LOOKAHEAD,
                                          LookaheadPolicy<TilePolicy<128, 16, 1024, 2, BLOCK_COARSENED>, 7, 5, 2>, false>(
-    const float *, float *, i64, u64 *, u64 *, u64 *, u64 *, const CompState<float> *, CompState<float> *,
-    int, i64, const unsigned char *, const void *, int, const CompState<float> *);
+    const float *, float *, i64, u64 *, u64 *, u64 *, u64 *, CompState<float>, int, CompState<float> *,
+    int, i64, const unsigned char *, const void *, int, CompState<float>, int);
 template __global__ void reduce_tiles_kernel<float, AffState<float>, Affine, TilePolicy<256, 16, 1024, 3, BLOCK_COARSENED>,
                                              true>(const float *, i64, i64, AffState<float> *, int,
                                                    const unsigned char *, const void *, int);
@@ -106,8 +106,8 @@ template __global__ void reduce_final_ordered_kernel<SegState<double>, Segmented
 // gcd and lcm: the states' EMPTY identity (util/states.cuh's MarkedIdentity), forwards and reversed
 template __global__ void scan_ext_kernel<long long, SegState<long long>, long long, Segmented<Gcd>, true,
                                          DEVICE_LOOKBACK, TilePolicy<256, 8, 1024, 1, BLOCK_COARSENED>, false>(
-    const long long *, long long *, i64, u64 *, u64 *, u64 *, u64 *, const SegState<long long> *,
-    SegState<long long> *, int, i64, const unsigned char *, const void *, int, const SegState<long long> *);
+    const long long *, long long *, i64, u64 *, u64 *, u64 *, u64 *, SegState<long long>, int,
+    SegState<long long> *, int, i64, const unsigned char *, const void *, int, SegState<long long>, int);
 template __global__ void reduce_final_ordered_kernel<SegEndsState<int>, SegmentedEnds<Lcm>>(const SegEndsState<int> *,
                                                                                            int, SegEndsState<int> *);
 }  // namespace distscan

@@ -197,26 +197,34 @@ EXT_CALLS: dict = {}
 
 
 class ExtCall:
-    """One kind of extended scan (see EXT_CALLS): its plan and kernel, and scan_ext_kernel's 15
+    """One kind of extended scan (see EXT_CALLS): its plan and kernel, and scan_ext_kernel's 17
     arguments as an :class:`ArgBlock` for cuLaunchKernel (CuPy's packing of them cost more host
     time than the rest of the call).  The block is rewritten and launched under the entry's
-    lock (threads on several streams may share an entry), inside the stream scratch's lock."""
+    lock (threads on several streams may share an entry), inside the stream scratch's lock.
+
+    The seed and the projected initial are state structs passed by value: their bytes go into the
+    block, and cuLaunchKernel copies the block when it queues the launch, so no later call can
+    change what a queued launch reads, and nothing is copied to the device before it (a seed's
+    copy through page-locked memory took 26-75 us of the waiting rank's host time on 2 GPUs).
+    CuPy's own launch cannot pass a struct: the driver's call is required (CuPy 14, the floor in
+    pyproject.toml, has ``cupy.cuda.driver.launchKernel``)."""
 
     __slots__ = ("plan", "fn", "kernel_ptr", "launch", "kstate", "host_dtype", "aux_places", "first_row",
-                 "args", "lock", "shapes", "scratch", "generation", "absorbs")
+                 "args", "lock", "shapes", "scratch", "generation", "absorbs", "seed", "param")
 
     def __init__(self, plan, op: Op, types: ScanTypes, exclusive: bool):
         self.plan = plan
         self.fn = plan.funcs["ext_excl" if exclusive else "ext_incl"]
-        self.launch = getattr(cp.cuda.driver, "launchKernel", None)  # None: CuPy's launch
-        self.kernel_ptr = self.fn.kernel.ptr if self.launch is not None else 0
+        self.launch = cp.cuda.driver.launchKernel
+        self.kernel_ptr = self.fn.kernel.ptr
         self.kstate = plan.kacc
         self.host_dtype = np.dtype(types.state if op.state is not None else types.acc)
         self.aux_places = aux_places(op)
         self.first_row = first_row(op, types) if exclusive else None  # launch.first_is_identity
         self.absorbs = absorbs(op, types)
-        u64, i64, i32 = ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32
-        self.args = ArgBlock(u64, u64, i64, u64, u64, u64, u64, u64, u64, i32, i64, u64, u64, i32, u64)
+        u64, i64, i32, k = ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32, self.kstate.itemsize
+        self.args = ArgBlock(u64, u64, i64, u64, u64, u64, u64, k, i32, u64, i32, i64, u64, u64, i32, k, i32)
+        self.seed, self.param = self.args.values[7], self.args.values[15]  # raw fields of the state's bytes
         self.lock = threading.Lock()
         self.shapes: dict = {}  # n -> (grid, dynamic shared memory, lead, num_tiles)
         self.scratch, self.generation = None, -1  # the scratch whose pointers the block holds
@@ -234,26 +242,23 @@ class ExtCall:
         return shape
 
     def run(self, scratch, grid, smem, stream_ptr, x, out, n, seed, total, lead, flags, coef, param) -> None:
-        """One launch (device pointers as ints, 0 for none), under ``scratch.lock`` and the
-        scratch prepared for it."""
+        """One launch (device pointers as ints, 0 for none; ``seed`` and ``param``: one kernel
+        state's bytes, or None for none), under ``scratch.lock`` and the scratch prepared for it."""
         vec = int((x | out) & 15 == 0)
         cvec = int(coef != 0 and coef & 15 == 0)
-        if self.launch is None:
-            self.fn((grid,), (self.plan.threads,),
-                    (np.uint64(x), np.uint64(out), np.int64(n), scratch.words, scratch.subaggs, scratch.anchors,
-                     scratch.launch_state, np.uint64(seed), np.uint64(total), np.int32(vec), np.int64(lead),
-                     np.uint64(flags), np.uint64(coef), np.int32(cvec), np.uint64(param)),
-                    shared_mem=smem)
-            return
         v = self.args.values
         with self.lock:
             if self.scratch is not scratch or self.generation != scratch.generation:
                 v[3].value, v[4].value = scratch.words.data.ptr, scratch.subaggs.data.ptr
                 v[5].value, v[6].value = scratch.anchors.data.ptr, scratch.launch_state.data.ptr
                 self.scratch, self.generation = scratch, scratch.generation
-            v[0].value, v[1].value, v[2].value, v[7].value, v[8].value = x, out, n, seed, total
-            v[9].value, v[10].value, v[11].value, v[12].value, v[13].value, v[14].value = (vec, lead, flags, coef,
-                                                                                             cvec, param)
+            if seed is not None:
+                self.seed.raw = seed
+            if param is not None:
+                self.param.raw = param
+            v[0].value, v[1].value, v[2].value, v[8].value, v[9].value = x, out, n, seed is not None, total
+            v[10].value, v[11].value, v[12].value, v[13].value, v[14].value, v[16].value = (
+                vec, lead, flags, coef, cvec, param is not None)
             self.launch(self.kernel_ptr, grid, 1, 1, self.plan.threads, 1, 1, smem, stream_ptr, self.args.ptr, 0)
 
 
@@ -306,8 +311,7 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
         ent = ext_call(key, dev_id, x.dtype, types, op, exclusive, reverse, device)
     kstate, plan = ent.kstate, ent.plan
     k = kstate.itemsize
-    # seeds and projected initial values: one copy to the device each (scratch.SeedStage, under the
-    # scratch's lock; the copies held to the end of the call), a state per column
+    # seeds and projected initial values: a state per column, passed by value (ExtCall)
     seeds = None if seed is None else ent.seed_rows(seed, w)
     # a segmented float product's initial is projected after the repair of its zeros (below)
     params = None if ent.absorbs else _param_rows(op, initial, kstate, w)
@@ -324,15 +328,13 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     total_ptr = 0 if totals is None else totals.data.ptr
     coef_ptr = 0 if cs is None else cs.data.ptr
     step_x, step_out, step_coef = n * xs.itemsize, n * outs.itemsize, 0 if cs is None else n * cs.itemsize
+    seed_bytes, param_bytes = (None if rows is None else rows.tobytes() for rows in (seeds, params))
     with scratch.lock:
-        d_seeds = None if seeds is None else scratch.to_device(seeds, stream_ptr)
-        d_params = None if params is None else scratch.to_device(params, stream_ptr)
-        seed_ptr, param_ptr = (0 if d is None else d.ptr for d in (d_seeds, d_params))
         scratch.prepare(num_tiles, plan.window, plan.k_words)
         for c in range(w):  # column c of the transposed copies: n items further on, its states k bytes on
             ent.run(scratch, grid, smem, stream_ptr, x_ptr + c * step_x, out_ptr + c * step_out, n,
-                    seed_ptr and seed_ptr + c * k, total_ptr and total_ptr + c * k, lead, flags_ptr,
-                    coef_ptr and coef_ptr + c * step_coef, param_ptr and param_ptr + c * k)
+                    seed_bytes and seed_bytes[c * k:(c + 1) * k], total_ptr and total_ptr + c * k, lead, flags_ptr,
+                    coef_ptr and coef_ptr + c * step_coef, param_bytes and param_bytes[c * k:(c + 1) * k])
     if w > 1:
         out[...] = outs.T
     if ent.absorbs:  # the zeros that met a tile's overflowed product, segment by segment (absorb.py)

@@ -50,9 +50,6 @@ def lean_state_scanner(op: Op, types: ScanTypes, exclusive: bool, reverse: bool,
     if (cp is None or not has_gpu_form(op) or raw_first or absorbs(op, types)
             or algorithm not in ("auto", "lookback", "lookahead")):
         return None
-    launch = getattr(cp.cuda.driver, "launchKernel", None)
-    if launch is None:  # a CuPy without the driver call: extended's own launch through CuPy
-        return None
     in_dtype, result = types.input, types.result
     in_size, out_size = in_dtype.itemsize, result.itemsize
     look_back = looks_back(op, in_size, out_size)  # (auto_device's answer for every size)
@@ -86,12 +83,11 @@ def lean_state_scanner(op: Op, types: ScanTypes, exclusive: bool, reverse: bool,
         grid, smem, lead, num_tiles = ent.shape(n)
         out_ptr, plan = out.data.ptr, ent.plan
         scratch = scratch_of(dev_id, stream_ptr)
+        seed_bytes = None if seed is None else ent.seed_rows(seed, 1).tobytes()  # by value (ExtCall)
         with scratch.lock:
-            # a seed: one copy to the device (scratch.SeedStage), held to the end of the call
-            seed_mem = None if seed is None else scratch.to_device(ent.seed_rows(seed, 1), stream_ptr)
             scratch.prepare(num_tiles, plan.window, plan.k_words)
-            ent.run(scratch, grid, smem, stream_ptr, x.data.ptr, out_ptr, n, 0 if seed_mem is None else seed_mem.ptr,
-                    0, lead, flags_ptr, coef_ptr, 0)
+            ent.run(scratch, grid, smem, stream_ptr, x.data.ptr, out_ptr, n, seed_bytes, 0, lead, flags_ptr, coef_ptr,
+                    None)
         if ent.first_row is not None and seed is None:
             # extended.scan's: the identity where the kernels start from the neutral element
             write_first_row(out_ptr + (n - 1 if reverse else 0) * ent.first_row.itemsize, ent.first_row, 1,

@@ -52,7 +52,6 @@ class TileScratch:
         # its launch (see SETTINGS.spare_max_bytes); None when there is none.
         self.spare = None
         self.results = ResultRing(holders=_result_holders())  # small results handed out, for reuse once dropped
-        self.stage = None  # SeedStage: the extended scans' seeds on their way to the device, made at the first
 
     def prepare(self, num_tiles: int, window: int, k: int) -> None:
         """Status words for a launch of ``num_tiles`` tiles (reallocated, zeroed, when too few).
@@ -85,65 +84,12 @@ class TileScratch:
         self.words, self.subaggs, self.anchors, self.launch_state = words, subaggs, anchors, launch_state
         self.generation += 1
 
-    def to_device(self, data: np.ndarray, stream_ptr: int):
-        """``data``'s bytes (a small host row: a seed, a projected initial value) in new device
-        memory, copied on the stream (:class:`SeedStage`); hold the scratch's lock."""
-        if self.stage is None:
-            self.stage = SeedStage()
-        return self.stage.to_device(data, stream_ptr)
-
     def capacity(self, window: int, k: int) -> int:
         """The most tiles one launch of a plan with this window and ``k`` words per status may
         take without :meth:`prepare` reallocating (-1 before the first prepare)."""
         if self.words is None:
             return -1
         return min(self.words.size // k, 32 * (self.subaggs.size // k) - 1, window * (self.anchors.size // k) - 1)
-
-
-class SeedStage:
-    """Small host rows (the seeds and projected initial values of the extended scans) copied to new
-    device memory on a stream, through page-locked slots of its own.
-
-    ``cupy.asarray`` of such a row took 18-78 us of host time (its page-locked pool and a new event
-    a call; H200, benchmarks/probe_seeded_scan.py, 2026-11-26), the whole seeded scan's surplus on
-    the last of two ranks.  Here a copy is a slot write, ``cudaMemcpyAsync`` and an event record.
-
-    Assumptions.  A slot is written only after the copy that last read it has finished (its event;
-    with :data:`SLOTS` slots the host waits only when that many copies are still queued behind the
-    stream's earlier work), so a queued copy never reads bytes of a later call.  The device memory
-    is new for each call (the memory pool's, returned when the caller drops it after its launch),
-    so a launch queued earlier, on this stream or on a stream that had this one's handle before,
-    never sees it change.  Held under the scratch's lock (threads sharing a stream)."""
-
-    SLOTS, SLOT_BYTES = 8, 1024
-
-    def __init__(self):
-        self._memory = cp.cuda.alloc_pinned_memory(self.SLOTS * self.SLOT_BYTES)  # held: the slots' pages
-        self.host = np.frombuffer(self._memory, np.uint8, self.SLOTS * self.SLOT_BYTES)
-        self.events = [None] * self.SLOTS
-        self.next = 0
-
-    def to_device(self, data: np.ndarray, stream_ptr: int):
-        """A ``cupy.cuda.MemoryPointer`` to a device copy of ``data``'s bytes, queued on the stream
-        (larger rows than a slot: ``cupy.asarray``'s own way)."""
-        raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
-        nbytes = raw.size
-        if nbytes > self.SLOT_BYTES:
-            return cp.asarray(raw).data
-        slot = self.next
-        event = self.events[slot]
-        if event is not None:
-            event.synchronize()  # the copy that read this slot last has read it
-        begin = slot * self.SLOT_BYTES
-        self.host[begin:begin + nbytes] = raw
-        device = cp.cuda.alloc(max(nbytes, 1))
-        rt = cp.cuda.runtime
-        rt.memcpyAsync(device.ptr, self.host.ctypes.data + begin, nbytes, rt.memcpyHostToDevice, stream_ptr)
-        if event is None:
-            event = self.events[slot] = cp.cuda.Event(disable_timing=True)
-        rt.eventRecord(event.ptr, stream_ptr)
-        self.next = (slot + 1) % self.SLOTS
-        return device
 
 
 _HOLDERS: list = []

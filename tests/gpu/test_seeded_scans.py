@@ -1,8 +1,9 @@
-"""The extended scans' seeds on their way to the device (``backends/cuda/scratch.SeedStage``): a
-slot of page-locked memory is written only after the copy that read it last, so seeded scans
-queued back to back on one stream, more of them than the stage has slots, each start from their
-own seed; rows larger than a slot take CuPy's own copy; two streams keep their own stages.  Each
-result equals the CPU backend's scan from the same seed.  Skipped without a GPU."""
+"""Seeded extended scans (reverse and state scans from a rank's offset, ``backends/cuda/extended``):
+the seed is a state struct passed by value in the launch's arguments, so seeded scans queued
+back to back on one stream, without a synchronisation between them, each start from their own
+seed although they share one argument block; a seed of many columns gives each column's launch
+its own state; two streams keep their seeds apart.  Each result equals the CPU backend's scan
+from the same seed.  Skipped without a GPU."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ from tests.support.devices import require_gpu
 cp = require_gpu()
 pytestmark = pytest.mark.gpu
 
-from distscan.backends.cuda.scratch import SeedStage  # noqa: E402
 from distscan.dist.plan import ScanPlan  # noqa: E402
 from distscan.ops import derive, get_op  # noqa: E402
 
 N = 50_003
+BACK_TO_BACK = 24  # seeded launches queued behind each other with no wait between them
 
 
 def _cases():
@@ -44,9 +45,9 @@ def _inputs(rng, dtype, aux, w=1):
 
 @pytest.mark.parametrize("name", list(_cases()))
 def test_seeded_scans_back_to_back_start_from_their_own_seeds(name):
-    """3 x SLOTS seeded scans queued on one stream without a synchronisation between them (every
-    slot written again while earlier copies may still wait behind the earlier kernels), then
-    each result against the CPU's scan from the same seed."""
+    """3 x BACK_TO_BACK seeded scans queued on one stream without a synchronisation between them
+    (the argument block rewritten while earlier launches may still wait behind the earlier
+    kernels), then each result against the CPU's scan from the same seed."""
     op, reverse, dtype, aux_kind = _cases()[name]
     rng = np.random.default_rng(11)
     x, aux = _inputs(rng, dtype, aux_kind)
@@ -54,7 +55,7 @@ def test_seeded_scans_back_to_back_start_from_their_own_seeds(name):
     cpu_plan = ScanPlan(op, dtype, backend="cpu", reverse=reverse)
     d_x, d_aux = cp.asarray(x), tuple(cp.asarray(a) for a in aux)
     seeds = [cpu_plan.local_carry(x[k * 997:(k + 1) * 997], tuple(a[k * 997:(k + 1) * 997] for a in aux))
-             for k in range(3 * SeedStage.SLOTS)]
+             for k in range(3 * BACK_TO_BACK)]
     outs = [cp.empty(x.shape, gpu_plan.types.result) for _ in seeds]
     for seed, out in zip(seeds, outs):
         gpu_plan.seeded_scan(d_x, seed, out=out, aux=d_aux)
@@ -68,11 +69,11 @@ def test_seeded_scans_back_to_back_start_from_their_own_seeds(name):
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3 * np.sqrt(N), err_msg=f"{name}, seed {k}")
 
 
-def test_rows_larger_than_a_slot_and_two_streams():
-    """A seed of many columns (past SLOT_BYTES) goes CuPy's way; scans on two streams, each queued
-    behind a long one, keep their seeds apart."""
+def test_seeds_of_many_columns_and_two_streams():
+    """A seed of many columns gives each column's launch its own state; scans on two streams, each
+    queued behind a long one, keep their seeds apart."""
     op = derive.compensated(get_op("sum"))
-    w = SeedStage.SLOT_BYTES // 8 + 3  # float64 (s, e) states: 16 bytes a column, past one slot
+    w = 131  # float64 (s, e) states: 16 bytes a column
     rng = np.random.default_rng(12)
     x = rng.standard_normal((2_000, w))
     gpu_plan = ScanPlan(op, np.float64, backend="cuda", trailing=(w,))
@@ -94,7 +95,7 @@ def test_rows_larger_than_a_slot_and_two_streams():
         stream = cp.cuda.Stream(non_blocking=True)
         with stream:
             outs = []
-            for k in range(SeedStage.SLOTS + 2):
+            for k in range(BACK_TO_BACK + 2):
                 seed = cpu.local_carry(np.array([stream_seed + k]), (np.array([True]),))
                 out = cp.empty(big, np.int64)
                 plan.seeded_scan(d_x, seed, out=out, aux=(d_f,))
@@ -112,7 +113,7 @@ def test_rows_larger_than_a_slot_and_two_streams():
 def test_the_seeded_lean_scanner_gives_the_general_routes_bits(name, exclusive):
     """``seeded_state_scanner`` (a warm state part's seeded scan on many ranks: ``ScanPlan._seeded_lean``)
     gives ``extended.scan``'s bits from the same seed, into ``out`` or a new array, seeds back to
-    back on one stream (more than the stage's slots), with and without a seed; it hands back an
+    back on one stream, with and without a seed; it hands back an
     empty part (None) and a call inside a capture without launching anything."""
     from distscan.backends import cuda as be
 
@@ -125,7 +126,7 @@ def test_the_seeded_lean_scanner_gives_the_general_routes_bits(name, exclusive):
     assert scanner is not None
     d_x, d_aux = cp.asarray(x), tuple(cp.asarray(a) for a in aux)
     seeds = [None] + [cpu_plan.local_carry(x[k * 997:(k + 1) * 997], tuple(a[k * 997:(k + 1) * 997] for a in aux))
-                      for k in range(SeedStage.SLOTS + 3)]
+                      for k in range(BACK_TO_BACK + 3)]
     got = [scanner(d_x, None if k % 2 else cp.full(N, 7, plan.types.result), d_aux, seed)
            for k, seed in enumerate(seeds)]
     for seed, out in zip(seeds, got):
