@@ -387,7 +387,13 @@ def test_lean_calls_on_other_streams_and_threads(rng, parts):
 
 def test_drawn_sequences_of_lean_and_long_calls(rng):
     """Drawn sequences of calls of every kind: sizes, out= or not, an out the next call reuses,
-    flags of other layouts, a caller's stream; each result the long way's, held ones unchanged."""
+    flags of other layouts, a caller's stream; each result the long way's, held ones unchanged.
+
+    The parts and the long way's results are made on the null stream, and a caller's stream made
+    non-blocking does not wait for it: the test waits for them before that stream reads them (its
+    calls read half-copied parts otherwise).  A result is held only once checked: an unchecked
+    one, held after a failing example, failed every later example in its place and hid the first
+    failure from the report (2026-11-26, twice)."""
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
@@ -407,6 +413,7 @@ def test_drawn_sequences_of_lean_and_long_calls(rng):
                 f = strided_view(f)
             call = _more_calls(f, a)[name]
             want = call(strided_view(x)) if n > 1 else call(x.copy())
+            cp.cuda.Stream.null.synchronize()  # the parts, want and the reused outs, for another stream
             with (stream if on_stream else cp.cuda.Stream.null):
                 kw = {}
                 if out_kind == "new":
@@ -416,12 +423,11 @@ def test_drawn_sequences_of_lean_and_long_calls(rng):
                 got = call(x, **kw)
                 if "out" in kw:
                     assert got is kw["out"], name
-                else:
-                    held.append((got, None))
             stream.synchronize()
+            cp.cuda.Stream.null.synchronize()
             _same(got, want)
             if "out" not in kw:
-                held[-1] = (got, cp.asnumpy(got))
+                held.append((got, cp.asnumpy(got)))
         for got, values in held:
             np.testing.assert_array_equal(cp.asnumpy(got), values)
 
