@@ -181,6 +181,46 @@ sys.exit(entry.run())
 """
 
 
+TERMINATED_IMPORT = """
+import os
+import signal
+import sys
+import distscan.__main__ as entry
+
+
+class TerminatedImport:  # a meta path finder that sends this process SIGTERM on importing distscan.cli
+    def find_spec(self, name, path=None, target=None):
+        if name == "distscan.cli":
+            os.kill(os.getpid(), signal.SIGTERM)
+        return None
+
+
+sys.modules.pop("distscan.cli", None)
+sys.meta_path.insert(0, TerminatedImport())
+sys.exit(entry.run())
+"""
+
+
+@pytest.mark.parametrize("rank", [None, "2"])
+def test_a_sigterm_while_the_command_loads_is_one_line(rank):
+    """SIGTERM to the ranks while they import NumPy and MPI ended them without a word (Python's
+    default action; an audit, 2026-11-26: `mpiexec -n 1|2 python -m distscan ...` sent SIGTERM
+    after 0.15-0.3 s, rc 15, empty stderr), where docs/command.md promises one line for SIGINT
+    and SIGTERM alike; now the line, and the rank still dies of the SIGTERM."""
+    import signal
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                                                             "SLURM_PROCID")}
+    if rank is not None:
+        env["PMI_RANK"] = rank
+    proc = subprocess.run([sys.executable, "-c", TERMINATED_IMPORT], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == -signal.SIGTERM, (proc.returncode, proc.stderr)
+    where = f"rank {rank}: " if rank else ""
+    assert proc.stderr == f"distscan: error: {where}interrupted by SIGTERM while starting; nothing was published\n"
+
+
 INTERRUPTED_BEFORE_THE_WATCHER = """
 import sys
 import distscan.__main__ as entry
