@@ -36,9 +36,10 @@ def run() -> int:
     ignores the signals; the watcher gives the handlers set here back otherwise)."""
     phase = " while starting"
     try:
-        signal.signal(signal.SIGTERM, _terminated)
+        earlier_sigterm = signal.signal(signal.SIGTERM, _terminated)
+        handled = True
     except ValueError:  # not the main thread: Python's defaults stay
-        pass
+        handled = False
     try:
         from .cli import main, signals
         try:
@@ -63,6 +64,11 @@ def run() -> int:
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         return 128 + signum  # (where the signal does not end the process at once)
+    finally:
+        # The handler serves the start-up only: a SIGTERM after main() returns (in MPI's finalisation
+        # at exit) takes the action it had before, not a _Terminated raised in an atexit callback.
+        if handled and signal.getsignal(signal.SIGTERM) is _terminated:
+            signal.signal(signal.SIGTERM, earlier_sigterm if earlier_sigterm is not None else signal.SIG_DFL)
 
 
 if __name__ == "__main__":

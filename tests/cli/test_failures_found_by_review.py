@@ -273,3 +273,38 @@ def test_an_interrupt_while_the_command_loads_is_one_line(tmp_path, rank):
     err = proc.stderr
     where = f"rank {rank}: " if rank else ""
     assert err == f"distscan: error: {where}interrupted by SIGINT while starting; nothing was published\n"
+
+
+ACTION_AFTER_THE_RUN = """
+import signal
+import sys
+import distscan.__main__ as entry
+
+
+def earlier(signum, frame):
+    pass
+
+
+signal.signal(signal.SIGTERM, earlier)
+try:
+    entry.run()
+except SystemExit:
+    pass
+print(signal.getsignal(signal.SIGTERM) is earlier)
+"""
+
+
+def test_a_sigterm_after_the_run_takes_its_action_from_before(tmp_path):
+    """The start-up's SIGTERM handler outlived the run (review of cfeb62f): after a failed run, a
+    SIGTERM during MPI's finalisation at exit raised _Terminated in an atexit callback, a traceback
+    and status 1 where the process had ended of the signal; now SIGTERM gets its earlier action
+    back once the command returns."""
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                                                             "SLURM_PROCID")}
+    proc = subprocess.run([sys.executable, "-c", ACTION_AFTER_THE_RUN, str(tmp_path / "missing.npy"), "-o",
+                           str(tmp_path / "o.npy"), "--backend", "cpu"], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.stdout == "True\n", (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stderr.startswith("distscan: error: ") and proc.stderr.count("\n") == 1, proc.stderr
