@@ -15,6 +15,8 @@ Shape of a distributed scan (``strategy``):
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from ._arrays import foreign_device, to_native
@@ -30,7 +32,7 @@ __all__ = ["scan", "cumsum", "cumprod", "cummax", "cummin", "nancumsum", "nancum
 
 def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, reverse=False,
          segments=None, include_initial=False, compensated=False, strategy="auto", hierarchy="auto", backend="auto",
-         timings=None, node_size=None, algorithm="auto"):
+         timings=None, node_size=None, algorithm="auto", **unknown):
     """Scan the distributed array whose local part is ``x``.
 
     Parameters
@@ -124,8 +126,29 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
     DistScanError
         Any other failure on some rank (e.g. out of device memory), raised on all.
     """
+    if unknown:
+        _refuse_unknown("scan", unknown, comm)
     return _scan(x, op, exclusive, initial, dtype, out, default_comm(comm), axis, strategy, hierarchy, backend,
                  timings, node_size, algorithm, _options(reverse, segments, include_initial, compensated))
+
+
+# scan()'s keywords, which the functions built on it pass on
+_SCAN_KEYWORDS = frozenset(inspect.signature(scan).parameters) - {"x", "op", "unknown"}
+
+
+def _check_keywords(name, kwargs, known, comm):
+    """Refuse, on every rank, the keywords of ``kwargs`` that are not in ``known``."""
+    if not known.issuperset(kwargs):
+        _refuse_unknown(name, kwargs.keys() - known, comm)
+
+
+def _refuse_unknown(name, unknown, comm):
+    """An unknown keyword (a typo, or one another version takes) as Python's TypeError, on every
+    rank: the signatures take ``**unknown`` so that a rank whose call has one joins the exchange
+    the other ranks are in, instead of raising alone while they wait for it forever."""
+    names = ", ".join(repr(k) for k in sorted(unknown))
+    error = TypeError(f"{name}() got unexpected keyword argument{'s' if len(unknown) > 1 else ''} {names}")
+    raise_everywhere(_group(default_comm(comm)), error)
 
 
 def _group(comm):
@@ -221,6 +244,7 @@ def _named_scan(name: str, op: str, doc: str):
     def named(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, reverse=False,
               segments=None, **kwargs):
         if kwargs:
+            _check_keywords(name, kwargs, _SCAN_KEYWORDS, comm)
             return scan(x, op, exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis,
                         reverse=reverse, segments=segments, **kwargs)
         # reverse= and segments= alone (the common state scans) go straight on as well
@@ -258,6 +282,8 @@ def _cumulative(x, op, axis, dtype, include_initial, comm, kwargs):
             axis = 0
     if error is not None:
         raise_everywhere(_group(comm), error)
+    if kwargs:
+        _check_keywords(f"cumulative_{op}", kwargs, _SCAN_KEYWORDS - {"dtype", "axis", "include_initial"}, comm)
     return scan(x, op, dtype=dtype, comm=comm, axis=axis, include_initial=include_initial, **kwargs)
 
 
@@ -271,6 +297,10 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False, comm=
     """Cumulative product as in the Array API standard and NumPy 2 (``numpy.cumulative_prod``);
     with ``include_initial=True`` the first rank's part holds the leading one.  See :func:`scan`."""
     return _cumulative(x, "prod", axis, dtype, include_initial, comm, kwargs)
+
+
+# the keywords of scan() that linear_recurrence() passes on
+_RECURRENCE_KEYWORDS = frozenset(("strategy", "hierarchy", "backend", "timings", "node_size", "algorithm"))
 
 
 def linear_recurrence(a, b, *, initial=0, reverse=False, out=None, comm=None, axis=0, segments=None, dtype=None,
@@ -308,9 +338,7 @@ def linear_recurrence(a, b, *, initial=0, reverse=False, out=None, comm=None, ax
     options = {"reverse": reverse, "segments": segments, "coefficients": a}
     comm = default_comm(comm)
     if kwargs:
-        unknown = set(kwargs) - {"strategy", "hierarchy", "backend", "timings", "node_size", "algorithm"}
-        if unknown:
-            raise TypeError(f"linear_recurrence() got unexpected keyword arguments {sorted(unknown)}")
+        _check_keywords("linear_recurrence", kwargs, _RECURRENCE_KEYWORDS, comm)
     return _scan(b, "sum", False, initial, dtype, out, comm, axis, kwargs.get("strategy", "auto"),
                  kwargs.get("hierarchy", "auto"), kwargs.get("backend", "auto"), kwargs.get("timings"),
                  kwargs.get("node_size"), kwargs.get("algorithm", "auto"), options)
@@ -318,10 +346,12 @@ def linear_recurrence(a, b, *, initial=0, reverse=False, out=None, comm=None, ax
 
 def exclusive_scan(x, op="sum", **kwargs):
     """Exclusive scan: ``scan(x, op, exclusive=True, ...)``."""
+    if kwargs:
+        _check_keywords("exclusive_scan", kwargs, _SCAN_KEYWORDS - {"exclusive"}, comm=kwargs.get("comm"))
     return scan(x, op, exclusive=True, **kwargs)
 
 
-def reduce(x, op="sum", *, dtype=None, comm=None, axis=0, backend="auto"):
+def reduce(x, op="sum", *, dtype=None, comm=None, axis=0, backend="auto", **unknown):
     """The global total of the distributed array, returned on every rank.
 
     Reduces over the distributed axis 0 (``axis=None``: over all elements).
@@ -334,6 +364,8 @@ def reduce(x, op="sum", *, dtype=None, comm=None, axis=0, backend="auto"):
         If the global array is empty and the operator has no identity in NumPy
         (``max``, ``min``, ``nanmax``, ``nanmin``, ``lcm``), as ``numpy.max`` does.
     """
+    if unknown:  # (reduce takes no initial=: NumPy's sum(initial=) is not offered)
+        _refuse_unknown("reduce", unknown, comm)
     device = foreign_device(x)
     if device is not None:  # run where the data is
         with device:

@@ -247,3 +247,35 @@ def test_initial_differing_across_ranks_is_named(call, comm):
         assert message.startswith("initial differs across ranks: rank 0 has the default, ") or not zero, message
 
     all_ranks_ok(comm, check)
+
+
+UNKNOWN_KEYWORD_CALLS = {
+    "cumsum": lambda x, comm, **kw: distscan.cumsum(x, comm=comm, **kw),
+    "nancumprod": lambda x, comm, **kw: distscan.nancumprod(x, comm=comm, **kw),
+    "scan": lambda x, comm, **kw: distscan.scan(x, "max", comm=comm, **kw),
+    "exclusive_scan": lambda x, comm, **kw: distscan.exclusive_scan(x, comm=comm, **kw),
+    "cumulative_sum": lambda x, comm, **kw: distscan.cumulative_sum(x, comm=comm, **kw),
+    "linear_recurrence": lambda x, comm, **kw: distscan.linear_recurrence(0.5, x, comm=comm, **kw),
+    "reduce": lambda x, comm, **kw: distscan.reduce(x, comm=comm, **kw),
+}
+
+
+@pytest.mark.manyranks
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("name", sorted(UNKNOWN_KEYWORD_CALLS))
+def test_an_unknown_keyword_on_one_rank_raises_on_all(comm, name):
+    """A keyword the function does not take (a typo; ``reduce(initial=)``, which NumPy's sum takes)
+    on one rank raised Python's TypeError there alone, and the other ranks waited in the exchange
+    forever (an audit, 2026-11-27); now every rank raises it, with the rank's number, beside warm
+    calls of the same kind, and the calls after it are right."""
+    call = UNKNOWN_KEYWORD_CALLS[name]
+    x = np.arange(5.0) + comm.rank
+    want = call(x, comm)  # the kind warm on every rank
+    odd = comm.size - 1
+    bad = {"initial": 1.0} if name == "reduce" else {"bogus": 1, "typo_d": 2}
+    msg = raises_everywhere(comm, TypeError, "unexpected keyword argument",
+                            lambda: call(x, comm, **(bad if comm.rank == odd else {})))
+    assert msg.startswith(f"rank {odd}: {name}()"), msg
+    assert repr(sorted(bad)[0]) in msg
+    again = call(x, comm)
+    all_ranks_ok(comm, lambda: np.testing.assert_array_equal(again, want))
