@@ -101,21 +101,6 @@ def status(failed: bool, fingerprint: int, rows: int, *, empty: bool = False, ag
 Combine = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
-def _quiet(fn: Callable) -> Callable:
-    """``fn``, where a floating-point error the caller's ``np.errstate`` (or ``-W error``) would raise
-    gives the quiet result instead.  The folds and combines of carries run after the collective
-    on each rank, on carries every rank sees: a raise there on the one rank whose NumPy is told to
-    raise would leave the others waiting in the next collective (a float sum whose carries
-    overflow: the rank gets inf, as NumPy's quiet arithmetic gives)."""
-    def call(*args):
-        try:
-            return fn(*args)
-        except (FloatingPointError, RuntimeWarning):
-            with np.errstate(all="ignore"):
-                return fn(*args)
-    return call
-
-
 def python_fold(combine: Combine) -> Callable:
     """A fold of a stack of carries (in order; None for none) made of a two-carry ``combine``."""
     return lambda stack: fold(stack, combine)
@@ -146,7 +131,8 @@ class Exchange:
                  reverse: bool = False, guarded: bool = False):
         self.comm, self.method, self.node_size = comm, method, node_size
         self.size, self.rank = comm.Get_size(), comm.Get_rank()
-        self.fold, self.combine = _quiet(fold), _quiet(combine)
+        self.quiet_error: Optional[BaseException] = None  # what the last call's folds gave quietly
+        self.fold, self.combine = self._quiet(fold), self._quiet(combine)
         # guarded: the combine is the user's code (a declared operator), which may raise on some
         # ranks only, between two rounds of doubling or before an agreement: see __call__.
         self.guarded = guarded
@@ -178,10 +164,10 @@ class Exchange:
         nothing, and ``flags`` says EMPTY).
 
         A guarded exchange (the user's combine) never lets the combine's exception out between
-        collectives: it keeps it in :attr:`error`, goes on with a placeholder carry (so every
-        later message has its size), and ends with one more collective, made by every rank once
-        all agree (the operator is in the fingerprint, so all are guarded alike), that tells
-        every rank whether any combine failed: the Status then says ``failed`` on every rank."""
+        collectives: it keeps it in :attr:`error`, goes on with a placeholder carry (every later
+        message has its size), and ends with one more collective, made by every rank once all agree
+        (the operator is in the fingerprint), that tells all whether any combine failed."""
+        self.quiet_error = None
         if not self.guarded:
             return self._exchange(flags, fingerprint, rows, carry, want_total)
         self.error = None
@@ -191,6 +177,19 @@ class Exchange:
         if self.comm.allreduce(0 if self.error is None else 1):
             return replace(status, failed=True), None, None
         return status, offset, total
+
+    def _quiet(self, fn: Callable) -> Callable:
+        """``fn`` giving the quiet result where the caller's NumPy raises a floating-point error
+        (errstate, -W error), kept in :attr:`quiet_error`: a raise on one rank after the collective
+        would leave the others waiting (a CPU plan raises it in an agreement: dist.totals)."""
+        def call(*args):
+            try:
+                return fn(*args)
+            except (FloatingPointError, RuntimeWarning) as exc:
+                self.quiet_error = self.quiet_error or exc
+                with np.errstate(all="ignore"):
+                    return fn(*args)
+        return call
 
     def _caught(self, fn: Callable) -> Callable:
         """``fn``, whose exception is kept in :attr:`error` (the first one) and gives a placeholder."""
@@ -220,6 +219,7 @@ class Exchange:
         :meth:`__call__` (after its ``Allgather``, or after the one a plan's lean call makes with
         this exchange's buffers: ``ScanPlan.lean_call``)."""
         inline = self.inline
+        self.quiet_error = None
         # this rank's own flags: 0, or AGREE_AFTER where its finish may fail (every GPU call)
         mine = int(self.st[FLAGS])
         if inline and (mine == 0 or mine == AGREE_AFTER) and self.resolved == "flat" \

@@ -38,6 +38,7 @@ import numpy as np
 
 from . import exchange
 from .lean import LeanCalls
+from .totals import Totals
 from .nodes import explicit, fixed, node_size_override
 from .options import (EXACT, NULL, STRATEGY_ALIASES, UNTIMED, Timer, resolve_algorithm, resolve_hierarchy,
                       resolve_strategy)
@@ -50,7 +51,7 @@ from ..ops import Op, get_op
 __all__ = ["ScanPlan", "resolve_strategy", "resolve_algorithm", "resolve_hierarchy"]
 
 
-class ScanPlan(LeanCalls):
+class ScanPlan(LeanCalls, Totals):
     """A distributed scan of one kind, ready to run on any rows of that kind.
 
     Parameters
@@ -110,12 +111,10 @@ class ScanPlan(LeanCalls):
         # the ranks that scan first and last (reverse: the last rank's part comes first)
         self.first = self.rank == (self.size - 1 if self.reverse else 0)
         self.last = self.rank == (0 if self.reverse else self.size - 1)
-        # The node size, read once (``node_size``, else DISTSCAN_NODE_SIZE: as the call read it when
-        # it is a nodes.FromEnv), compared in every exchange (the fingerprint) and the one the
-        # exchange uses (fixed: it does not read the variable again).  Assumption: a plan is reused
-        # only by calls that ask for the same node size: distscan._kinds keys plans and call kinds
-        # on ``node_size`` as the API passes it (nodes.node_size_of_call: the variable's value at
-        # the call when no argument is given), never on None for several ranks.
+        # The node size, read once (``node_size``, else DISTSCAN_NODE_SIZE as the call read it: a
+        # nodes.FromEnv), compared in every exchange and used by it (fixed: not read again).
+        # Assumption: a plan is reused only by calls that ask for the same node size (distscan._kinds
+        # keys on ``node_size`` as the API passes it: nodes.node_size_of_call), never None for several.
         self.node_override = None
         if self.size > 1:
             self.node_override = node_size_override(node_size)
@@ -232,6 +231,7 @@ class ScanPlan(LeanCalls):
         if not self.first:
             seed = offset
         with (collectively(self.comm) if agreed.agree_after else NULL):
+            self._raise_quiet_error(agreed)
             if self.strategy == "reduce_then_scan":
                 with timer.phase("scan"):
                     # into the out allocated before the exchange (or the caller's)
@@ -308,31 +308,6 @@ class ScanPlan(LeanCalls):
         if not (fast and self._lean_cpu):
             return True
         return self._floats and numpy_may_raise()
-
-    def total(self, rows, *, error=None, what="reduce arguments"):
-        """``(the global total as a host row (w,) in the accumulator dtype, total rows)`` of every
-        rank's ``rows``, on every rank; None for the total when no rank holds a row."""
-        carry, n = None, 0
-        if error is None:
-            try:
-                n = int(rows.shape[0])
-                carry = self.local_carry(rows) if n else None
-            except Exception as exc:  # noqa: BLE001 - agreed in the exchange
-                error = exc
-        if self.size == 1:
-            if error is not None:
-                raise error
-            return self.carries.value(carry), n
-        agreed, _, total = self._exchange(carry, error, n, what, None, True, False)
-        return total, agreed.rows
-
-    def agree(self, error=None, *, rows: int = 0, what="scan arguments") -> None:
-        """Take part in an exchange that only agrees on failures and arguments (a scan along another
-        axis: each rank's work is its own)."""
-        if self.size > 1:
-            self.exchange(None, error, rows=rows, what=what)
-        elif error is not None:
-            raise error
 
     # -- the steps, for callers that work in chunks --------------------------------------------
 

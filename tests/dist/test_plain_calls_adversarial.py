@@ -543,6 +543,59 @@ def test_floating_point_errors_raised_on_one_rank_only(comm, mode):
         all_ranks_ok(comm, check)
 
 
+@pytest.mark.parametrize("mode", ["errstate", "warnings"])
+@pytest.mark.parametrize("call", ["reduce", "exclusive", "inclusive", "reverse exclusive"])
+@pytest.mark.parametrize("strict_ranks", ["all", "one"])
+def test_an_overflow_in_the_fold_of_the_totals_raises_as_numpy(comm, mode, call, strict_ranks):
+    """Every part holds one float64 max: no rank's own part overflows, but the fold of the ranks'
+    totals does (the total, and the seed of a rank after two others).  Under ``np.errstate(over=
+    "raise")`` (or warnings made errors) NumPy's reduce and cumsum of the whole array raise; the
+    exchange's quiet fold gave inf on every rank instead (an audit, 2026-11-27).  Now the ranks whose
+    NumPy raises raise it inside an agreement: every rank raises, or none does where nothing
+    overflows; the calls after it (quiet) are right."""
+    import warnings
+
+    rank, size = comm.rank, comm.size
+    x = np.array([np.finfo(np.float64).max])
+    g = np.full(size, x[0])
+    fns = {"reduce": (lambda: distscan.reduce(x, comm=comm), lambda: np.sum(g)),
+           "exclusive": (lambda: distscan.cumsum(x, exclusive=True, comm=comm),
+                         lambda: np.cumsum(np.concatenate([[0.0], g[:-1]]))[rank:rank + 1]),
+           "inclusive": (lambda: distscan.cumsum(x, comm=comm), lambda: np.cumsum(g)[rank:rank + 1]),
+           "reverse exclusive": (lambda: distscan.cumsum(x, exclusive=True, reverse=True, comm=comm),
+                                 lambda: np.cumsum(np.concatenate([[0.0], g[:-1]]))[size - 1 - rank:size - rank])}
+    fn, ref = fns[call]
+    with np.errstate(over="ignore"):
+        want = ref()
+    # NumPy's scan of the whole array overflows where any prefix the call computes does
+    overflows = {"reduce": size >= 2, "inclusive": size >= 2, "exclusive": size >= 3,
+                 "reverse exclusive": size >= 3}[call]
+    strict = strict_ranks == "all" or rank == size - 1
+    for rep in range(3):
+        def run():
+            if not (strict and rep == 1):
+                with np.errstate(over="ignore"):
+                    return fn()
+            if mode == "errstate":
+                with np.errstate(over="raise"):
+                    return fn()
+            with warnings.catch_warnings(), np.errstate(over="warn"):
+                warnings.simplefilter("error")
+                return fn()
+        outcome = _outcome(run)
+        seen = comm.allgather(outcome[0] if outcome[0] == "ok" else outcome)
+
+        def check():
+            assert len(set(map(str, seen))) == 1, (rep, seen)
+            if rep == 1 and overflows and strict_ranks == "all":
+                assert outcome[0] == "raised" and "overflow" in str(outcome), (rep, outcome)
+            if outcome[0] == "ok":
+                _assert_same_bits(np.asarray(outcome[1]), np.asarray(want), f"repetition {rep}")
+            else:
+                assert rep == 1, (rep, outcome)
+        all_ranks_ok(comm, check)
+
+
 # -- held results, inputs, reused memory ----------------------------------------------------------
 
 def test_held_results_views_and_weak_references(comm):
