@@ -55,7 +55,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _call
+from .._dtypes import scan_types
 from ..dist.plan import ScanPlan
+from ..ops import get_op
 from .context import phase
 from .files import IO_THREADS_ENV, READ_THREADS, WRITE_THREADS, Files, io_threads  # noqa: F401 - their names here too
 
@@ -172,9 +174,16 @@ class Done:
 
 def make_plan(job, ctx, backend, default_strategy: str) -> ScanPlan:
     """The distributed scan of this job's rows (:mod:`distscan.dist.plan`), on ``backend``.  A state
-    operator's plan takes ``reduce_then_scan`` whatever is asked (its carry is a state)."""
+    operator's plan takes ``reduce_then_scan`` whatever is asked (its carry is a state), and so
+    does a float result narrower than its accumulator (float16)."""
     hdr = ctx.header
     strategy = job.strategy if job.strategy not in (None, "auto") else default_strategy
+    types = scan_types(get_op(ctx.op), hdr.dtype.newbyteorder("="), ctx.dtype)
+    if types.result.kind in "fc" and types.result != types.acc:
+        # A float16 result accumulated in float32: scan_then_add's offset would be added to chunks
+        # already rounded to float16 (rounded twice: the API's plan offsets in float32, then rounds
+        # once); the seeded scan of reduce_then_scan rounds once.
+        strategy = "reduce_then_scan"
     return ScanPlan(ctx.op, hdr.dtype.newbyteorder("="), dtype=ctx.dtype, exclusive=job.exclusive,
                     trailing=tuple(hdr.shape[1:]), comm=ctx.comm, backend=backend, strategy=strategy,
                     hierarchy=job.hierarchy, algorithm=getattr(job, "algorithm", "auto"),

@@ -41,6 +41,9 @@ class CpuEngine:
         # nancumsum/nancumprod of floats into an integer --dtype: NaN is the identity before the
         # conversion (Op.nan_replacement), as the API's calls give it
         self._nan_first = plan.op.core.nan_replacement(layout.in_dt, plan.types.compute)
+        # --dtype float16 of wider input: every input is rounded to float16 before the float32
+        # accumulator sees it, as numpy.cumsum(dtype=) and the API's calls (_call.Part) do
+        self._round_to = plan.types.compute if plan.types.rounds_inputs else None
         self.in_place = (not plan.exclusive) and layout.in_dt == layout.out_dt
         self._in_bytes = max(layout.chunk_rows * layout.w * layout.in_dt.itemsize, 1)
         self._out_bytes = max(layout.chunk_rows * layout.w * layout.out_dt.itemsize, 1)
@@ -183,12 +186,18 @@ class CpuEngine:
 
     # The compute of one chunk's host rows: NumPy here; the GPU engine sends them through a GPU.
     def _carry_rows(self, x: np.ndarray, aux=()):
-        return self.plan.local_carry(x, aux)
+        return self.plan.local_carry(self._rounded(x), aux)
 
     def _scan_rows(self, x: np.ndarray, seed, out: np.ndarray, want_total: bool, aux=()):
         """``out`` (host rows, possibly ``x`` itself) = the scan of ``x`` (and its auxiliary inputs
         ``aux``) from ``seed``; the total if wanted."""
-        return self.plan.seeded_scan(x, seed, out=out, want_total=want_total, aux=aux, initial=self.initial)[1]
+        return self.plan.seeded_scan(self._rounded(x), seed, out=out, want_total=want_total, aux=aux, initial=self.initial)[1]
+
+    def _rounded(self, x: np.ndarray) -> np.ndarray:
+        """``x`` as the scan reads it: rounded to float16 first where ``--dtype float16`` scans wider
+        input (a new array; the chunk's rows stay as read: a GPU's chunk copies them as they are,
+        :class:`distscan.pipeline.device_chunks.DeviceChunks`, and rounds them there)."""
+        return x if self._round_to is None else x.astype(self._round_to)
 
     def output(self, k: int):
         return Done(self.out.pop(k))

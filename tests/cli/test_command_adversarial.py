@@ -103,6 +103,26 @@ def _flag_job(name, data, args):
     return prepare
 
 
+# Inputs whose float16 rounding changes every sum after it: 1000.3 is 1000.0 in float16, 70000 is
+# inf; their prefix sums in float32 are exact (multiples of 2**-14 below 2**10).
+F16_INPUTS = {"float64": np.tile([1000.3, -1000.0, 0.1], 20),
+              "int64": np.tile(np.array([70000, -69999, 3], np.int64), 5),
+              "float32": np.tile(np.array([1000.3, -1000.0, 0.1], np.float32), 20)}
+F16_ARGS = [(), ("--exclusive",), ("--reverse",)]
+
+
+def _float16_reference(a, args):
+    """numpy.cumsum(dtype=float16)'s rounding of the input, then the float32 accumulator
+    (docs/api.md: float16 sums accumulate in float32), rounded once to float16."""
+    x = a.astype(np.float16).astype(np.float64)
+    x = x[::-1] if "--reverse" in args else x
+    with np.errstate(invalid="ignore"):
+        y = np.cumsum(x)
+    if "--exclusive" in args:
+        y = np.concatenate([[0.0], y[:-1]])
+    return (y[::-1] if "--reverse" in args else y).astype(np.float16)
+
+
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
     b = CliBatches(tmp_path_factory, timeout=120)
@@ -111,6 +131,9 @@ def batch(tmp_path_factory):
     b.add(3, "gcd_excl", _flag_job("gcd", np.array([-6, 4, 9]), ["--op", "gcd", "--exclusive"]))
     b.add(3, "lcm_excl", _flag_job("lcm", np.array([-6, 4, 9]), ["--op", "lcm", "--exclusive"]))
     b.add(3, "nanmax_excl", _flag_job("nanmax", np.array([np.nan, 2.0, 5.0]), ["--op", "nanmax", "--exclusive"]))
+    for name, data in F16_INPUTS.items():
+        for args in F16_ARGS:
+            b.add(3, ("f16", name, *args), _flag_job("sum", data, ["--dtype", "float16", *args]))
     b.add(3, "logaddexp_verify", _flag_job("logaddexp", np.random.default_rng(9).standard_normal(30),
                                            ["--op", "logaddexp", "--verify"]))
     return b
@@ -163,6 +186,26 @@ def test_a_failing_forced_run_keeps_the_old_output_and_report(tmp_path, capsys):
     assert (tmp_path / "o.npy").read_bytes() == b"precious"
     assert (tmp_path / "r.json").read_text() == '{"old": 1}\n'
     assert leftover_temps(tmp_path) == []
+
+
+@pytest.mark.parametrize("args", F16_ARGS, ids=lambda a: "-".join(a) or "inclusive")
+@pytest.mark.parametrize("name", list(F16_INPUTS))
+def test_dtype_float16_rounds_the_input_first(tmp_path, capsys, monkeypatch, batch, name, args):
+    """``--dtype float16`` of wider input scanned the input unrounded in float32 (an audit,
+    2026-11-27: 1000.3 - 1000.0 gave 0.2998 where numpy.cumsum(dtype=float16) and
+    distscan.cumsum(dtype=float16) give 0.0); docs/command.md: "the input is cast to it first".
+    At 1 rank (tiny chunks) and 3 ranks."""
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 24)
+    a = F16_INPUTS[name]
+    want = _float16_reference(a, args)
+    np.save(tmp_path / "in.npy", a)
+    proc = cli_in_process(capsys, tmp_path / "in.npy", "-o", tmp_path / "o.npy", "--dtype", "float16",
+                          "--backend", "cpu", "--quiet", *args)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), want)
+    folder, proc, _ = batch.get(3, ("f16", name, *args))
+    assert proc.returncode == 0 and proc.codes == [0, 0, 0] and proc.stderr == "", proc.stderr
+    np.testing.assert_array_equal(np.load(folder / "o.npy"), want)
 
 
 # -- defects found by the review ------------------------------------------------------------------------------------------

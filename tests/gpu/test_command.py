@@ -122,3 +122,25 @@ def test_auto_leaves_a_small_part_on_the_host_and_cuda_takes_the_gpu(tmp_path):
     assert r["backend"] == {"requested": "cuda", "used": "cuda", "ranks": {"cuda": [0]}, "why": "--backend cuda"}
     assert "cuda on 1 rank" in proc.stdout and "chunks" in proc.stdout
     assert np.all(np.abs(np.load(out) - ref) <= _float_bound(a))
+
+
+@pytest.mark.parametrize("limit", [None, "64K"])
+def test_dtype_float16_rounds_the_input_first_on_the_gpu(tmp_path, limit):
+    """``--dtype float16`` of float64 and int64 files: the GPU's chunks round their input to float16
+    on the device before the float32 accumulator sees it, as numpy.cumsum(dtype=) and the host
+    engine do (an audit, 2026-11-27: the command scanned the input unrounded); 1 and 2 ranks, whole
+    chunks and pieces through small device slots.  1000.3 is 1000.5 in float16 and 70000 is inf; the
+    prefix sums are exact in float32, so the result is bit for bit the reference."""
+    inputs = {"float64": np.tile([1000.3, -1000.0, 0.125], 40_001),
+              "int64": np.tile(np.array([70000, -69999, 3], np.int64), 1_001)}
+    for name, a in inputs.items():
+        inp = tmp_path / f"{name}.npy"
+        np.save(inp, a)
+        with np.errstate(invalid="ignore"):
+            want = np.cumsum(a.astype(np.float16).astype(np.float64)).astype(np.float16)
+        for ranks in (1, 2):
+            out = tmp_path / f"o-{name}-{ranks}.npy"
+            args = [inp, "-o", out, "--backend", "cuda", "--dtype", "float16", "--quiet"]
+            args += ["--gpu-memory-limit", limit] if limit else []
+            _run(ranks, args, DISTSCAN_ALLOW_SHARED_GPU="1")
+            np.testing.assert_array_equal(np.load(out), want, err_msg=f"{name} at {ranks} ranks")

@@ -7,7 +7,7 @@ d = tempfile.mkdtemp()
 g = np.array([0.12573022, -0.13210486, 0.64042265, 0.10490012])   # float64 input
 np.save(f"{d}/in.npy", g)
 p = sys.argv[1] if len(sys.argv) > 1 else "1"
-subprocess.run(["timeout", "120", "/work/main/.venv/bin/mpiexec", "-n", p, sys.executable, "-m", "distscan", f"{d}/in.npy",
+subprocess.run(["timeout", "120", "mpiexec", "-n", p, sys.executable, "-m", "distscan", f"{d}/in.npy",
                 "--dtype", "float16", "-o", f"{d}/out.npy", "--force", "--quiet"], check=True)
 print("command --dtype float16      :", np.load(f"{d}/out.npy"))
 print("distscan.cumsum(dtype=f16)   :", distscan.cumsum(g, dtype=np.float16))
