@@ -134,6 +134,9 @@ class GpuEngine(CpuEngine):
 
     def report(self, ctx) -> None:
         """This rank's GPU facts, spans and GPU times into ``ctx`` (after the chunks)."""
+        # (a start this run cancelled, given a moment to stop at its checkpoint: the report then
+        # names where; under load the report was read between the cancel and the checkpoint)
+        self.start.settle(SETTLE_S)
         s, dev = self.start, self.start.ready()
         origin = ctx.t_start if ctx.t_start is not None else s.t0
         ctx.backend_used = "cuda" if self.chunks["gpu"] else "cpu"
@@ -157,6 +160,9 @@ class GpuEngine(CpuEngine):
         self.start.close()
         super().release()
 
+
+#: Seconds the report waits for a cancelled GPU start to reach its checkpoint (GpuStart.settle).
+SETTLE_S = 0.25
 
 #: ``--backend auto`` starts a rank's GPU only where the host's scan of its part would take longer
 #: than this, for a scan whose chunks run on the host while CUDA starts (:func:`exact_anywhere`:

@@ -160,6 +160,14 @@ class GpuStart:
     def done(self) -> bool:
         return self._done.is_set()
 
+    def settle(self, timeout: float) -> None:
+        """Give a cancelled start up to ``timeout`` seconds to reach its checkpoint, so that
+        :attr:`why` says where it stopped rather than "CUDA is starting" (a start between two
+        steps gets there within milliseconds once it has the GIL; one inside the CuPy import or
+        a CUDA call is not waited for).  Returns at once for a start not cancelled or ended."""
+        if self._cancel.is_set():
+            self._done.wait(timeout)
+
     def cancel(self) -> None:
         """No chunk will ask for the GPU: the start ends at its next checkpoint, and publishes no device
         after this returns (one already published stays, for :meth:`close`)."""
