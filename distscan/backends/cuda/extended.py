@@ -9,7 +9,8 @@ scan reads its tiles mirrored, a state operator's accumulator is the C struct of
 (segment flags, coefficients) run on the look-back with its reduction lead (on the look-ahead,
 whose ring stages them too, only when it is named: it is slower for them); the others (reverse
 plain scans, compensated sums) on the look-ahead kernel from the sizes where the plain scan does.
-Not the hot path's, never captured: a call inside a capture is refused (seeds come from the host).
+Not the hot path's, never captured: a call inside a capture is refused (its totals and carries are
+host arrays, copied back within the call; the seeds travel by value in the launch's arguments).
 """
 
 from __future__ import annotations
