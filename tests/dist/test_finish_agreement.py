@@ -248,8 +248,12 @@ def test_integer_scans_that_wrap_are_exact_on_every_route(comm):
 @pytest.mark.parametrize("method", ["gather", "doubling"])
 def test_carries_that_overflow_on_a_rank_told_to_raise_do_not_hang(method, comm, monkeypatch):
     """Ranks differ: only the last rank's NumPy raises on overflow, and the carries before it
-    overflow in the exchange's fold (on that rank alone).  No rank may be left waiting: every rank
-    returns, the last with NumPy's quiet result (inf), twice in a row."""
+    overflow in the exchange's fold (on that rank alone).  No rank may be left waiting: twice in a
+    row, every rank raises that rank's FloatingPointError (as NumPy's cumsum of the whole array
+    raises under its errstate; it gave the quiet inf there until 2026-11-27), or, where nothing
+    overflows (2 ranks: one carry, no fold), every rank returns.  Recursive doubling adds the
+    carries on the ranks between (rank 1 adds rank 0's to its own, under its quiet errstate): the
+    last rank meets no overflow of its own, and every rank returns inf alike."""
     from distscan.dist import exchange
 
     if method == "doubling":  # on every rank alike; plans made before kept the gather
@@ -259,10 +263,16 @@ def test_carries_that_overflow_on_a_rank_told_to_raise_do_not_hang(method, comm,
     x = np.array([1e308]) if comm.rank < comm.size - 1 else np.array([1.0])
     try:
         for _ in range(2):
-            with np.errstate(over="raise" if comm.rank == comm.size - 1 else "ignore"):
-                y = distscan.cumsum(x, comm=comm)
-            if comm.rank == comm.size - 1 and comm.size > 2:
-                assert np.isinf(y[0])
+            def call():
+                with np.errstate(over="raise" if comm.rank == comm.size - 1 else "ignore"):
+                    return distscan.cumsum(x, comm=comm)
+            if comm.size > 2 and method == "gather":
+                msg = raises_everywhere(comm, FloatingPointError, "overflow", call)
+                assert msg.startswith(f"rank {comm.size - 1}:"), msg
+            else:
+                y = call()
+                if comm.rank == comm.size - 1 and comm.size > 2:
+                    assert np.isinf(y[0])
             comm.Barrier()
     finally:
         _kinds.PLANS.clear()
