@@ -2,7 +2,6 @@
 
 import os
 import signal
-import sys
 import time
 
 # the variables by which launchers tell a process its rank (distscan.cli.signals has the sizes)
@@ -13,15 +12,50 @@ _RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
 _QUIET_S = 1.0
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM while the command starts, raised as a ^C is (Python's default action for SIGTERM
-    ends the process without a word): the same one line, then death by the SIGTERM itself."""
+# What a signal before the command's own watcher interrupts: " while starting" until NumPy and
+# MPI are up (run() sets "" then)
+_phase = " while starting"
+_START_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    signum = signal.SIGTERM
+
+class _CutShort(Exception):
+    """A second signal while a rank other than 0 waits before its line."""
 
 
-def _terminated(signum, frame):
-    raise _Terminated
+def _cut_short(signum, frame):
+    raise _CutShort
+
+
+def _end_by(signum: int) -> int:
+    """This rank's one line, then its death by ``signum`` itself: a launcher tears the job down when
+    a rank dies of a signal, not when it exits with a status (the other ranks would wait in
+    ``MPI_Init`` for it forever).  Nothing can have been published before the watcher is up."""
+    rank = next((os.environ[v] for v in _RANK_VARS if os.environ.get(v, "").isdigit()), None)
+    if rank not in (None, "0"):  # rank 0's line, or its death by the signal, ends this rank first
+        for s in _START_SIGNALS:  # (a second signal, the launcher's TERM, cuts the wait short)
+            signal.signal(s, _cut_short)
+        try:
+            time.sleep(_QUIET_S)
+        except (_CutShort, KeyboardInterrupt):
+            pass
+    where = f"rank {rank}: " if rank is not None else ""
+    line = f"distscan: error: {where}interrupted by {signal.Signals(signum).name}{_phase}; nothing was published\n"
+    try:
+        os.write(2, line.encode())
+    except OSError:
+        pass
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    return 128 + signum  # (where the signal does not end the process at once)
+
+
+def _die_of(signum, frame):
+    """SIGINT and SIGTERM before the command's watcher: the line and the death from the handler
+    itself.  Not an exception: Python runs a handler wherever the main thread is, and one raised
+    inside the import system's callbacks is printed and ignored (the run went on and published),
+    and NumPy's C import turns it into an ImportError traceback (an audit, 2026-11-27; SIGTERM
+    after 0.05-0.075 s)."""
+    _end_by(signum)
 
 
 def run() -> int:
@@ -29,17 +63,18 @@ def run() -> int:
 
     An interrupt (^C to ``mpiexec``, or SIGTERM) while NumPy and MPI load, before the command's own
     signal watcher is up (:class:`distscan.cli.signals.Interrupts`), ends this rank with one line
-    instead of a traceback per rank (or, for SIGTERM, no word at all), and by the signal itself: a
-    launcher tears the job down when a rank dies of a signal, not when it exits with a status (the
-    other ranks would wait in ``MPI_Init`` for it forever).  Nothing can have been published that
-    early.  The same holds after the watcher of a run that published nothing (a published run
-    ignores the signals; the watcher gives the handlers set here back otherwise)."""
-    phase = " while starting"
+    instead of a traceback per rank (or, for SIGTERM, no word at all), and by the signal itself
+    (:func:`_end_by`).  The same holds after the watcher of a run that published nothing (a
+    published run ignores the signals; the watcher gives the handlers set here back otherwise).
+    Once :func:`main` returns, the signals get their actions from before."""
+    global _phase
+    _phase = " while starting"
+    earlier = {}
     try:
-        earlier_sigterm = signal.signal(signal.SIGTERM, _terminated)
-        handled = True
+        for s in _START_SIGNALS:
+            earlier[s] = signal.signal(s, _die_of)
     except ValueError:  # not the main thread: Python's defaults stay
-        handled = False
+        pass
     try:
         from .cli import main, signals
         try:
@@ -47,28 +82,16 @@ def run() -> int:
         except ImportError:
             pass  # the command then runs as one process (distscan.cli.main says so)
         signals.HOLD_AFTER_PUBLISH = True
-        phase = ""
-        return main()  # its watcher is up only inside: a ^C before or after it is caught here too
-    except KeyboardInterrupt as interrupt:
-        signum = getattr(interrupt, "signum", signal.SIGINT)
-        rank = next((os.environ[v] for v in _RANK_VARS if os.environ.get(v, "").isdigit()), None)
-        if rank not in (None, "0"):  # rank 0's line, or its death by the signal, ends this rank first
-            try:
-                time.sleep(_QUIET_S)
-            except KeyboardInterrupt:
-                pass
-        where = f"rank {rank}: " if rank is not None else ""
-        sys.stderr.write(f"distscan: error: {where}interrupted by {signal.Signals(signum).name}{phase}; "
-                         "nothing was published\n")
-        sys.stderr.flush()
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-        return 128 + signum  # (where the signal does not end the process at once)
+        _phase = ""
+        return main()  # its watcher is up only inside: a signal before or after it ends here too
+    except KeyboardInterrupt:  # raised by other code than the handler above (its own ^C handling)
+        return _end_by(signal.SIGINT)
     finally:
-        # The handler serves the start-up only: a SIGTERM after main() returns (in MPI's finalisation
-        # at exit) takes the action it had before, not a _Terminated raised in an atexit callback.
-        if handled and signal.getsignal(signal.SIGTERM) is _terminated:
-            signal.signal(signal.SIGTERM, earlier_sigterm if earlier_sigterm is not None else signal.SIG_DFL)
+        # The handlers serve the start-up only: a signal after main() returns (in MPI's
+        # finalisation at exit) takes the action it had before, not a line about starting.
+        for s, action in earlier.items():
+            if signal.getsignal(s) is _die_of:
+                signal.signal(s, action if action is not None else signal.SIG_DFL)
 
 
 if __name__ == "__main__":

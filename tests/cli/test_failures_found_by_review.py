@@ -286,11 +286,12 @@ def earlier(signum, frame):
 
 
 signal.signal(signal.SIGTERM, earlier)
+default_int = signal.getsignal(signal.SIGINT)
 try:
     entry.run()
 except SystemExit:
     pass
-print(signal.getsignal(signal.SIGTERM) is earlier)
+print(signal.getsignal(signal.SIGTERM) is earlier, signal.getsignal(signal.SIGINT) is default_int)
 """
 
 
@@ -306,5 +307,57 @@ def test_a_sigterm_after_the_run_takes_its_action_from_before(tmp_path):
     proc = subprocess.run([sys.executable, "-c", ACTION_AFTER_THE_RUN, str(tmp_path / "missing.npy"), "-o",
                            str(tmp_path / "o.npy"), "--backend", "cpu"], env=env, capture_output=True, text=True,
                           timeout=60)
-    assert proc.stdout == "True\n", (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stdout == "True True\n", (proc.returncode, proc.stdout, proc.stderr)
     assert proc.stderr.startswith("distscan: error: ") and proc.stderr.count("\n") == 1, proc.stderr
+
+
+SIGNAL_LOST_IN_AN_IMPORT = """
+import os
+import signal
+import sys
+import time
+import distscan.__main__ as entry
+
+SIGNUM, HOW = int(sys.argv.pop(1)), sys.argv.pop(1)
+
+
+class SignalledImport:  # the signal arrives inside an import, whose machinery mishandles exceptions
+    def find_spec(self, name, path=None, target=None):
+        if name == "distscan.cli":
+            try:
+                os.kill(os.getpid(), SIGNUM)
+                time.sleep(0.2)  # the handler runs here
+            except BaseException:
+                if HOW == "swallowed":  # as the import lock's weakref callback does: printed and ignored
+                    return None
+                raise ImportError("PyCapsule_Import could not import module \\"datetime\\"")  # NumPy's C import
+        return None
+
+
+sys.modules.pop("distscan.cli", None)
+sys.meta_path.insert(0, SignalledImport())
+sys.exit(entry.run())
+"""
+
+
+@pytest.mark.parametrize("how", ["swallowed", "made an ImportError"])
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_a_signal_inside_an_import_still_ends_the_start(tmp_path, signame, how):
+    """A SIGTERM while the ranks imported NumPy (an audit, 2026-11-27, 0.05-0.075 s after the
+    start) raised the start-up's exception inside the import system: where a callback ignored it
+    the command ran on and published its output with status 0; where NumPy's C import turned it
+    into ImportError, a traceback and status 1.  Now the handler itself writes the one line and
+    the rank dies of the signal: no exception for the import to lose."""
+    import signal
+    import subprocess
+
+    signum = getattr(signal, signame)
+    env = {k: v for k, v in os.environ.items() if k not in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                                                             "SLURM_PROCID")}
+    np.save(tmp_path / "in.npy", np.arange(10))
+    proc = subprocess.run([sys.executable, "-c", SIGNAL_LOST_IN_AN_IMPORT, str(int(signum)), how,
+                           str(tmp_path / "in.npy"), "-o", str(tmp_path / "o.npy"), "--backend", "cpu"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == -signum, (proc.returncode, proc.stderr)
+    assert proc.stderr == f"distscan: error: interrupted by {signame} while starting; nothing was published\n"
+    assert not (tmp_path / "o.npy").exists() and leftover_temps(tmp_path) == []
