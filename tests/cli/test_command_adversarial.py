@@ -108,7 +108,12 @@ def _flag_job(name, data, args):
 F16_INPUTS = {"float64": np.tile([1000.3, -1000.0, 0.1], 20),
               "int64": np.tile(np.array([70000, -69999, 3], np.int64), 5),
               "float32": np.tile(np.array([1000.3, -1000.0, 0.1], np.float32), 20)}
-F16_ARGS = [(), ("--exclusive",), ("--reverse",)]
+F16_ARGS = [(), ("--exclusive",), ("--reverse",), ("--strategy", "scan_then_add"), ("--compensated",)]
+
+
+def _checked(args):
+    """``args`` with ``--verify`` where the command checks them (not ``--reverse``)."""
+    return args if "--reverse" in args else ("--verify", *args)
 
 
 def _float16_reference(a, args):
@@ -133,7 +138,7 @@ def batch(tmp_path_factory):
     b.add(3, "nanmax_excl", _flag_job("nanmax", np.array([np.nan, 2.0, 5.0]), ["--op", "nanmax", "--exclusive"]))
     for name, data in F16_INPUTS.items():
         for args in F16_ARGS:
-            b.add(3, ("f16", name, *args), _flag_job("sum", data, ["--dtype", "float16", *args]))
+            b.add(3, ("f16", name, *args), _flag_job("sum", data, ["--dtype", "float16", *_checked(args)]))
     b.add(3, "logaddexp_verify", _flag_job("logaddexp", np.random.default_rng(9).standard_normal(30),
                                            ["--op", "logaddexp", "--verify"]))
     return b
@@ -194,13 +199,14 @@ def test_dtype_float16_rounds_the_input_first(tmp_path, capsys, monkeypatch, bat
     """``--dtype float16`` of wider input scanned the input unrounded in float32 (an audit,
     2026-11-27: 1000.3 - 1000.0 gave 0.2998 where numpy.cumsum(dtype=float16) and
     distscan.cumsum(dtype=float16) give 0.0); docs/command.md: "the input is cast to it first".
-    At 1 rank (tiny chunks) and 3 ranks."""
+    At 1 rank (tiny chunks) and 3 ranks, with ``--verify`` (whose reference read the input
+    unrounded and refused the right result, exit 3: a second audit)."""
     monkeypatch.setattr(chunks, "CHUNK_BYTES", 24)
     a = F16_INPUTS[name]
     want = _float16_reference(a, args)
     np.save(tmp_path / "in.npy", a)
     proc = cli_in_process(capsys, tmp_path / "in.npy", "-o", tmp_path / "o.npy", "--dtype", "float16",
-                          "--backend", "cpu", "--quiet", *args)
+                          "--backend", "cpu", "--quiet", *_checked(args))
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), want)
     folder, proc, _ = batch.get(3, ("f16", name, *args))
