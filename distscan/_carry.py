@@ -57,8 +57,12 @@ def _combine_flagged(a, b, out=None):
     a5, b5 = np.asarray(a).reshape(5, -1), np.asarray(b).reshape(5, -1)
     az = a5[_ZERO] != 0
     c = np.empty_like(a5)
-    with np.errstate(all="ignore"):
-        c[_PRE] = np.where(az, a5[_PRE], a5[_PRE] * b5[_PRE])
+    # Multiplied only where no zero of a absorbs, under the caller's errstate for overflow: an
+    # exchange's fold keeps the error and a CPU plan raises it on every rank, as numpy.cumprod
+    # raises (its _quiet); pre holds no zero, so invalid (0 * inf) comes only from an underflow.
+    c[_PRE] = a5[_PRE]
+    with np.errstate(invalid="ignore"):
+        np.multiply(a5[_PRE], b5[_PRE], out=c[_PRE], where=~az)
     c[_ZERO] = np.maximum(a5[_ZERO], b5[_ZERO])
     c[_AFTER] = np.where(az, np.maximum(a5[_AFTER], b5[_ANY]), b5[_AFTER])
     c[_ANY] = np.maximum(a5[_ANY], b5[_ANY])

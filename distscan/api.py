@@ -380,7 +380,14 @@ def reduce(x, op="sum", *, dtype=None, comm=None, axis=0, backend="auto", **unkn
         plan = part.plan(group, None if group is None else node_size_of_call(None))
     except Exception as exc:  # noqa: BLE001 - every rank must learn it: join the plan's exchange
         raise_everywhere(group, exc)
-    total, rows = plan.total(part.rows, what="reduce arguments")
+    return plan.total(part.rows, finish=lambda total, rows: _reduce_result(plan, total, rows),
+                      what="reduce arguments")
+
+
+def _reduce_result(plan, total, rows: int):
+    """What :func:`reduce` returns for the global ``total`` (a host row in the accumulator dtype, or
+    None) of ``rows`` rows: run on every rank, inside an agreement where it may raise
+    (:meth:`distscan.dist.totals.Totals.total`)."""
     # NumPy's reduction starts from its ufunc's identity, or, where it has none (maximum, fmax, lcm),
     # from the first item: np.fmax.reduce of NaNs is NaN, np.lcm.reduce([-6]) is -6, and an empty
     # array is refused

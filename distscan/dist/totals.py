@@ -10,13 +10,17 @@ from .agree import collectively, numpy_may_raise
 
 
 class Totals:
-    """What :class:`distscan.dist.plan.ScanPlan` provides: ``size``, ``comm``, ``backend``,
+    """What :class:`distscan.dist.plan.ScanPlan` provides: ``size``, ``comm``, ``backend``, ``op``,
     ``carries``, ``_floats``, ``_exchanger``, :meth:`local_carry`, :meth:`exchange` and
     :meth:`_exchange`."""
 
-    def total(self, rows, *, error=None, what="reduce arguments"):
-        """``(the global total as a host row (w,) in the accumulator dtype, total rows)`` of every
-        rank's ``rows``, on every rank; None for the total when no rank holds a row."""
+    def total(self, rows, *, finish, error=None, what="reduce arguments"):
+        """``finish(total, rows)`` on every rank, where ``total`` is the global total of every rank's
+        ``rows`` as a host row (w,) in the accumulator dtype (None when no rank holds a row) and
+        ``rows`` their count.  ``finish`` (NumPy's casts and combines of the host row) runs inside
+        an agreement wherever some rank's NumPy may raise a floating-point error: a rank whose
+        errstate raises on the cast to float16 raised alone while the others returned inf (an
+        audit, 2026-11-27), as it still may where a one-rank call raises by itself."""
         carry, n = None, 0
         if error is None:
             try:
@@ -27,13 +31,16 @@ class Totals:
         if self.size == 1:
             if error is not None:
                 raise error
-            return self.carries.value(carry), n
-        agreed, _, total = self._exchange(carry, error, n, what, None, True,
-                                          self._floats and self.backend == "cpu" and numpy_may_raise())
-        if agreed.agree_after:
-            with collectively(self.comm):
-                self._raise_quiet_error(agreed)
-        return total, agreed.rows
+            return finish(self.carries.value(carry), n)
+        # (a declared operator's projection is the user's code, which may raise on some ranks only)
+        may_raise = self._floats and numpy_may_raise() or self.op.runs_user_code
+        agreed, _, total = self._exchange(carry, error, n, what, None, True, may_raise)
+        if not agreed.agree_after:
+            return finish(total, agreed.rows)
+        with collectively(self.comm):
+            self._raise_quiet_error(agreed)
+            result = finish(total, agreed.rows)
+        return result
 
     def _raise_quiet_error(self, agreed) -> None:
         """The floating-point error the exchange's folds gave quietly (the totals overflowed), raised

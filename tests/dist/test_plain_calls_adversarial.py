@@ -544,11 +544,13 @@ def test_floating_point_errors_raised_on_one_rank_only(comm, mode):
 
 
 @pytest.mark.parametrize("mode", ["errstate", "warnings"])
-@pytest.mark.parametrize("call", ["reduce", "exclusive", "inclusive", "reverse exclusive"])
+@pytest.mark.parametrize("call", ["reduce", "exclusive", "inclusive", "reverse exclusive", "reduce prod",
+                                  "exclusive cumprod", "reduce into float16"])
 @pytest.mark.parametrize("strict_ranks", ["all", "one"])
 def test_an_overflow_in_the_fold_of_the_totals_raises_as_numpy(comm, mode, call, strict_ranks):
-    """Every part holds one float64 max: no rank's own part overflows, but the fold of the ranks'
-    totals does (the total, and the seed of a rank after two others).  Under ``np.errstate(over=
+    """Every part holds one float64 max (1e200 for products): no rank's own part overflows, but the
+    fold of the ranks' totals does (the total, and the seed of a rank after two others), or the
+    cast of reduce's float32 total of float16 parts to float16.  Under ``np.errstate(over=
     "raise")`` (or warnings made errors) NumPy's reduce and cumsum of the whole array raise; the
     exchange's quiet fold gave inf on every rank instead (an audit, 2026-11-27).  Now the ranks whose
     NumPy raises raise it inside an agreement: every rank raises, or none does where nothing
@@ -558,7 +560,16 @@ def test_an_overflow_in_the_fold_of_the_totals_raises_as_numpy(comm, mode, call,
     rank, size = comm.rank, comm.size
     x = np.array([np.finfo(np.float64).max])
     g = np.full(size, x[0])
-    fns = {"reduce": (lambda: distscan.reduce(x, comm=comm), lambda: np.sum(g)),
+    # a float product's carries (five fields, distscan._carry) multiply in their own combine; a
+    # float16 total is cast after the fold (where one rank's raise left the others returning)
+    p, h = np.array([1e200]), np.array([40000.0], np.float16)
+    gp, gh = np.full(size, p[0]), np.full(size, h[0])
+    fns = {"reduce prod": (lambda: distscan.reduce(p, "prod", comm=comm), lambda: np.prod(gp)),
+           "exclusive cumprod": (lambda: distscan.cumprod(p, exclusive=True, comm=comm),
+                                 lambda: np.cumprod(np.concatenate([[1.0], gp[:-1]]))[rank:rank + 1]),
+           "reduce into float16": (lambda: distscan.reduce(h, comm=comm),
+                                   lambda: np.sum(gh.astype(np.float32)).astype(np.float16)),
+           "reduce": (lambda: distscan.reduce(x, comm=comm), lambda: np.sum(g)),
            "exclusive": (lambda: distscan.cumsum(x, exclusive=True, comm=comm),
                          lambda: np.cumsum(np.concatenate([[0.0], g[:-1]]))[rank:rank + 1]),
            "inclusive": (lambda: distscan.cumsum(x, comm=comm), lambda: np.cumsum(g)[rank:rank + 1]),
@@ -569,7 +580,8 @@ def test_an_overflow_in_the_fold_of_the_totals_raises_as_numpy(comm, mode, call,
         want = ref()
     # NumPy's scan of the whole array overflows where any prefix the call computes does
     overflows = {"reduce": size >= 2, "inclusive": size >= 2, "exclusive": size >= 3,
-                 "reverse exclusive": size >= 3}[call]
+                 "reverse exclusive": size >= 3, "reduce prod": size >= 2, "exclusive cumprod": size >= 3,
+                 "reduce into float16": size >= 2}[call]
     strict = strict_ranks == "all" or rank == size - 1
     for rep in range(3):
         def run():
