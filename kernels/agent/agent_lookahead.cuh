@@ -29,7 +29,8 @@
 // tile before it has long been reduced (the lead kernel's argument, with the data kept on the
 // SM instead of in L2), and while a block waits, LOADS tiles' loads stay in flight.  The
 // status words and their association are the look-back's (tile_state.cuh), and the block
-// scan is the same, so the results are bitwise those of the look-back kernel.
+// scan is the same, so the results are bitwise those of the look-back kernel (operators with
+// auxiliary inputs: their aggregates and totals; their floats' outputs round as RESCAN says).
 //
 // SHARED MEMORY.  Each data warp owns the same slice of every stage (its segment of the tile,
 // transposed as tile_io.cuh describes, swizzled rather than padded), so a warp's loads, reads
@@ -96,6 +97,21 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
     static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;  // dynamic shared memory per block
     static constexpr int LOADS = STAGES - DEPTH;             // tiles whose loads are in flight
     static constexpr int IDS = STAGES + 2;                   // ring of claimed tile ids
+    // RESCAN (operators with auxiliary inputs): a tile's reduction keeps, in its stage's
+    // s_lanes/s_warps slots, what the scan DEPTH iterations later needs of the block scan (each
+    // lane's exclusive prefix in its warp, each warp's total), and the scan lifts the staged
+    // items again and scans each thread's run from its prefix (store_rescanned).  A warp then
+    // holds one tile's states at a time, not the scanned tile's across the barrier beside the
+    // reduced one's (129-168 registers, 10 warps an SM: latency-bound, benchmarks/NOTES-gpu.md),
+    // and applies the operator twice an item, not three times.  The aggregates, prefixes and
+    // totals are the other path's bit for bit; a float sum's or product's outputs round in the
+    // order of a sequential run from the thread's prefix (tile_agent.cuh, store_rescanned).
+    static constexpr bool RESCAN = Op::AUX > 0 && !Op::RUN_STATE;
+    // The scan of t_{k-DEPTH} reads its stage's s_warps after iteration k's barrier; a warp already
+    // in iteration k+1 writes stage (k+1) % STAGES's, another one while LOADS >= 2.
+    static_assert(!RESCAN || LOADS >= 2, "RESCAN's s_warps need two stages' loads in flight");
+    static constexpr int RESCAN_STAGES = RESCAN ? STAGES : 1;  // the slots' size where unused
+    static constexpr int RESCAN_THREADS = RESCAN ? Policy::BLOCK_THREADS : 1;
 
     // The service warp's lane 0's claims, one in flight: take() returns the claim issued by
     // the previous take() and issues the next one while the ids are valid.
@@ -177,6 +193,9 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
         __shared__ typename Tile::BScan::TempStorage s_red[2], s_scn[2];
         __shared__ TAcc s_prefix[2];
         __shared__ i64 s_ids[IDS];
+        // RESCAN: by stage, from a tile's reduction to its scan
+        __shared__ typename Tile::BScan::TempStorage s_warps[RESCAN_STAGES];
+        __shared__ TAcc s_lanes[RESCAN_STAGES][RESCAN_THREADS];
 
         const int lane = threadIdx.x & 31;
         const int warp = threadIdx.x >> 5;
@@ -216,7 +235,17 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
 
             TAcc items[Policy::ITEMS], lane_exclusive;
             unsigned starts = 0u, red_starts;  // the scanned items' segment flags (Tile::lift_aux)
-            if (Op::INTERLEAVE && !service && t_scan >= 0 && t_red < num_tiles) {
+            if constexpr (RESCAN) {
+                if (!service && t_red < num_tiles) {
+                    const int red_stage = k % STAGES;
+                    TAcc red[Policy::ITEMS];
+                    cp_async_wait<LOADS - 1>();
+                    __syncwarp();
+                    stage_items(my_slices + red_stage * STAGE_BYTES, n, t_red, warp, lane, ex, red, red_starts);
+                    // scan_up's run total and warp scan: reduce_up's aggregate, scan_down's prefixes
+                    s_lanes[red_stage][threadIdx.x] = Tile::BScan::scan_up(s_warps[red_stage], red);
+                }
+            } else if (Op::INTERLEAVE && !service && t_scan >= 0 && t_red < num_tiles) {
                 // The steady state of operators with long chains (operators.cuh, INTERLEAVE): both
                 // halves in one block, so that the scan's and the reduction's chains overlap (the
                 // loads of t_red are waited for first: issued LOADS - 1 iterations ago, they are in
@@ -248,16 +277,28 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
 
             if (t_red < num_tiles && leader && t_red != num_tiles - 1) {
                 TAcc aggregate;
-                Tile::BScan::scan_down(s_red[par], Op::template identity<TAcc>(), aggregate);
+                Tile::BScan::scan_down(RESCAN ? s_warps[k % RESCAN_STAGES] : s_red[par], Op::template identity<TAcc>(),
+                                       aggregate);
                 StatusWord<TAcc>::store(st.d_aggregates + t_red * StatusWord<TAcc>::K, aggregate, st.epoch);
             }
             if (!service && t_scan >= 0) {
                 TAcc aggregate;
                 const TAcc prefix = s_prefix[par];
-                const TAcc thread_exclusive = Tile::BScan::scan_down(s_scn[par], lane_exclusive, aggregate);
-                if (threadIdx.x == 0) tile_total<TAcc, Op>(t_scan, num_tiles, prefix, aggregate, d_total);
-                Tile::store(d_out, n, t_scan, vector_ok, scan_slice, warp, lane,
-                            Op::template apply<TAcc>(prefix, thread_exclusive), items, ex, starts);
+                if constexpr (RESCAN) {
+                    const int scan_stage = (k + LOADS) % STAGES;  // = (k - DEPTH) % STAGES
+                    const TAcc thread_exclusive =
+                        Tile::BScan::scan_down(s_warps[scan_stage], s_lanes[scan_stage][threadIdx.x], aggregate);
+                    if (threadIdx.x == 0) tile_total<TAcc, Op>(t_scan, num_tiles, prefix, aggregate, d_total);
+                    stage_items(scan_slice, n, t_scan, warp, lane, ex, items, starts);
+                    __syncwarp();  // every lane past reading the stage the outputs go through
+                    Tile::store_rescanned(d_out, n, t_scan, vector_ok, scan_slice, warp, lane,
+                                          Op::template apply<TAcc>(prefix, thread_exclusive), items, ex, starts);
+                } else {
+                    const TAcc thread_exclusive = Tile::BScan::scan_down(s_scn[par], lane_exclusive, aggregate);
+                    if (threadIdx.x == 0) tile_total<TAcc, Op>(t_scan, num_tiles, prefix, aggregate, d_total);
+                    Tile::store(d_out, n, t_scan, vector_ok, scan_slice, warp, lane,
+                                Op::template apply<TAcc>(prefix, thread_exclusive), items, ex, starts);
+                }
             }
             if (service) {
                 if (t_behind < num_tiles)

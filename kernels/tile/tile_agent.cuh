@@ -271,6 +271,35 @@ struct TileAgent {
         } else {
             fold_prefix<false>(prefix, items, ex, starts, out);
         }
+        store_out(d_out, seg_base, valid, vector_ok, smem, lane, out);
+    }
+
+    // store() for items as lifted (not scanned): each thread's run scanned again, in order, from
+    // `prefix` (the tile's and the thread's), one application an item where store()'s prefix op
+    // the scanned run costs the run's scan and then one more (the look-ahead's RESCAN,
+    // agent_lookahead.cuh).  Integers and max/min give store()'s bits; float sums and products
+    // round in another order (each output is still prefix, then the run's items one by one).
+    static __device__ __forceinline__ void store_rescanned(TOut *d_out, i64 n, i64 tile, bool vector_ok, char *smem,
+                                                           int warp, int lane, TAcc prefix, const TAcc (&items)[ITEMS],
+                                                           const Extra<TAcc> &ex, unsigned starts) {
+        int valid;
+        const i64 seg_base = segment(n, tile, warp, valid);
+        const bool whole = Op::RUN_APPLY && valid == 32 * ITEMS;  // no item the identity: apply_run serves
+        TOut out[ITEMS];
+        TAcc running = prefix;
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+            if (EXCLUSIVE) out[run_item(i)] = output(running, ex, (starts >> i) & 1u);
+            running = whole ? apply_run<Op, TAcc>(running, items[i]) : Op::template apply<TAcc>(running, items[i]);
+            if (!EXCLUSIVE) out[run_item(i)] = output(running, ex, (starts >> i) & 1u);
+        }
+        store_out(d_out, seg_base, valid, vector_ok, smem, lane, out);
+    }
+
+  private:
+    // The lane's outputs through the warp's slice (free: every lane past reading it) to d_out.
+    static __device__ __forceinline__ void store_out(TOut *d_out, i64 seg_base, int valid, bool vector_ok, char *smem,
+                                                     int lane, const TOut (&out)[ITEMS]) {
         OutIO::regs_to_smem(smem, run_lane(lane), out);
         __syncwarp();
         OutIO::store_from_smem(d_out + seg_base, valid, vector_ok, smem, lane);

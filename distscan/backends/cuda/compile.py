@@ -207,10 +207,19 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
     elif device == "lookahead" and state.split("_")[0] in ("segmented", "affine"):
         # flags and coefficients staged in the ring beside the items (kernels/agent/agent_lookahead.cuh):
         # runs of 16 items (the flags' 16-byte vectors), fewer stages than the plain sums' so
-        # that two blocks' rings fit an SM with the coefficients in them; 16-byte states one
-        # block an SM (two spill: 168 registers a thread)
-        window, threads, items = 1024, 128, 16
-        min_blocks, stages, depth = (2, 6, 4) if s_acc <= 8 else (1, 5, 3)
+        # that two blocks' rings fit an SM with the coefficients in them.  16-byte states in
+        # 64-thread blocks, two an SM: against (128, 16, 1 block, 5 stages, depth 3), on the H100
+        # at 2^27, the float64 recurrence 0.914 of copy against 0.720, segmented int64 0.869
+        # against 0.826, the complex64 recurrence 0.330 against 0.342 (RESULTS.md, "Each thread's
+        # run scanned again from the stage"); the others (the 12-byte segmented float32 maps: 0.499
+        # against 0.538, and larger states) one block of 128 an SM
+        window, items = 1024, 16
+        if s_acc <= 8:
+            threads, min_blocks, stages, depth = 128, 2, 6, 4
+        elif s_acc == 16:
+            threads, min_blocks, stages, depth = 64, 2, 6, 4
+        else:
+            threads, min_blocks, stages, depth = 128, 1, 5, 3
     elif device == "lookahead":  # persistent blocks, shared memory for STAGES tiles each
         window = 1024
         if max(s_in, s_acc, s_out) <= 4:

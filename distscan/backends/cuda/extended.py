@@ -305,7 +305,7 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     if not x._c_contiguous:
         x = cp.ascontiguousarray(x)
     dev_id = x.data.device_id
-    device = ext_device(op, algorithm, n, x.itemsize, types.result.itemsize)
+    device = ext_device(op, algorithm, n, x.itemsize, types.result.itemsize, types.result.kind)
     key = (dev_id, x.dtype, types, op, exclusive, reverse, device, SETTINGS.tuning, SETTINGS.lead)
     ent = EXT_CALLS.get(key)
     if ent is None:

@@ -52,7 +52,7 @@ def lean_state_scanner(op: Op, types: ScanTypes, exclusive: bool, reverse: bool,
         return None
     in_dtype, result = types.input, types.result
     in_size, out_size = in_dtype.itemsize, result.itemsize
-    look_back = looks_back(op, in_size, out_size)  # (auto_device's answer for every size)
+    look_back = looks_back(op, in_size, out_size, result.kind)  # (auto_device's answer for every size)
     flags_at, coef_at = aux_places(op)
     me = object()  # this scanner in LEAN_EXT's keys
 

@@ -237,18 +237,19 @@ def is_compensated(op: Op) -> bool:
     return op.state is not None and op.state.kind == "compensated"
 
 
-def ext_device(op: Op, algorithm: str, n: int, in_size: int, out_size: int) -> str:
+def ext_device(op: Op, algorithm: str, n: int, in_size: int, out_size: int, result_kind: str = "") -> str:
     """The device algorithm of an extended scan (``backends/cuda/extended``): a named one as asked
-    for; for "auto", the look-back for operators with auxiliary inputs (AUX_LOOKAHEAD), for costly
-    ones (:func:`costly`) and for compensated sums of states up to 16 bytes (their look-back shape,
-    compile.choose_tuning, beats the look-ahead: float32 1.25 against 1.58 times the plain sum's
-    time, float64 1.45 against 2.30), else as the plain scan chooses (:func:`uses_lookahead`)."""
+    for; for "auto", the look-back for operators with auxiliary inputs but those of
+    :func:`aux_looks_ahead`, for costly ones (:func:`costly`) and for compensated sums of states up
+    to 16 bytes (their look-back shape, compile.choose_tuning, beats the look-ahead: float32 1.25
+    against 1.58 times the plain sum's time, float64 1.45 against 2.30), else as the plain scan
+    chooses (:func:`uses_lookahead`).  ``result_kind``: the result dtype's kind."""
     if algorithm not in ("auto", "lookback", "lookahead"):
         raise ValueError(f"algorithm={algorithm!r} is for plain forward scans; reverse scans and segmented, "
                          "affine and compensated scans take 'auto', 'lookback' or 'lookahead'")
     if algorithm != "auto":
         return algorithm
-    return auto_device(n, in_size, out_size, looks_back(op, in_size, out_size))
+    return auto_device(n, in_size, out_size, looks_back(op, in_size, out_size, result_kind))
 
 
 def auto_device(n: int, in_size: int, out_size: int, look_back: bool) -> str:
@@ -257,14 +258,22 @@ def auto_device(n: int, in_size: int, out_size: int, look_back: bool) -> str:
     return "lookahead" if not look_back and uses_lookahead(n, in_size, out_size) else "lookback"
 
 
-def looks_back(op: Op, in_size: int, out_size: int) -> bool:
+def looks_back(op: Op, in_size: int, out_size: int, result_kind: str = "") -> bool:
     """Whether "auto" scans ``op`` on the look-back at every size (:func:`ext_device`)."""
     aux = op.state is not None and len(op.state.aux) > 0
-    return costly(op) or (is_compensated(op) and in_size <= 8 and out_size <= 8) or (aux and not AUX_LOOKAHEAD)
+    return (costly(op) or (is_compensated(op) and in_size <= 8 and out_size <= 8)
+            or (aux and not aux_looks_ahead(op, in_size, out_size, result_kind)))
 
 
-# Whether "auto" takes the look-ahead kernel for scans with flags or coefficients from the sizes where
-# the plain scan does (its ring stages them beside the items: agent_lookahead.cuh).  No: on the H200
-# at 2^27 the look-back with its lead is 7-53 % faster for every one of them (segmented float32 3211
-# against 2450 GB/s, recurrence 2724 against 2543; RESULTS.md, "Flags and coefficients in the ring").
-AUX_LOOKAHEAD = False
+def aux_looks_ahead(op: Op, in_size: int, out_size: int, result_kind: str) -> bool:
+    """Whether "auto" takes the look-ahead kernel, from the sizes where the plain scan does, for an
+    operator with flags or coefficients (its ring stages them beside the items, and each thread's
+    run is scanned again from the stage: RESCAN, kernels/agent/agent_lookahead.cuh).
+
+    Only for the float64 recurrence without segments: on the H100 at 2^27 it reads 0.914 of copy
+    there against the look-back's 0.791.  The look-back stays faster for the segmented sums (float32
+    0.909 against 0.931, reversed 0.692 against 0.901, int64 0.869 against 0.919), the float32
+    recurrence (0.677 against 0.844) and the complex64 one (0.342 against 0.736) (RESULTS.md, "Each
+    thread's run scanned again from the stage").  Not yet measured on the H200."""
+    return (op.state is not None and op.state.kind == "affine" and result_kind == "f"
+            and in_size == 8 and out_size == 8)
