@@ -167,7 +167,6 @@ class Exchange:
         collectives: it keeps it in :attr:`error`, goes on with a placeholder carry (every later
         message has its size), and ends with one more collective, made by every rank once all agree
         (the operator is in the fingerprint), that tells all whether any combine failed."""
-        self.quiet_error = None
         if not self.guarded:
             return self._exchange(flags, fingerprint, rows, carry, want_total)
         self.error = None
@@ -276,6 +275,7 @@ class Exchange:
         """The exchange in ``log2(p)`` rounds of ``Sendrecv`` (module docstring).  A carry that does
         not fit in a record travels in a second pass, once the first has shown that every rank
         agrees (so that every carry has the same size)."""
+        self.quiet_error = None  # (read's, on the gather's path)
         inline = self.inline
         mine = (flags if inline else flags | BIG, fingerprint, rows, carry if inline else None)
         prefix, total = self._hypercube(mine, INLINE_BYTES)

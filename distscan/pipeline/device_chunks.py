@@ -49,9 +49,6 @@ class DeviceChunks:
         cupy.cuda.Device(device_id).use()  # the context
         checkpoint()  # a cancelled start ends here (GpuStart): nothing of ours is on the device yet
         self.stream = cupy.cuda.Stream(non_blocking=True)
-        # --dtype float16 of wider input: the rows copied in are rounded to float16 on the device
-        # before the scan reads them (numpy.cumsum(dtype=) does; CpuEngine._rounded on the host)
-        self._round_to = plan.types.compute if plan.types.rounds_inputs else None
         self.slot_rows = max(1, int(slot_rows))
         with self.stream:
             self.d_in = cupy.empty((self.slot_rows, w), in_dt)
@@ -61,8 +58,8 @@ class DeviceChunks:
             # The kernels' modules are compiled or loaded now, on this thread, at the slot's size
             # (the size picks the kernel): not on the first chunk.  The results are not read.
             self.d_in.fill(0)
-            plan.seeded_scan(self._rounded(self.d_in), None, out=self.d_out, want_total=True, aux=tuple(self.d_aux))
-            plan.local_carry(self._rounded(self.d_in), tuple(self.d_aux))
+            plan.seeded_scan(self.d_in, None, out=self.d_out, want_total=True, aux=tuple(self.d_aux))
+            plan.local_carry(self.d_in, tuple(self.d_aux))
         self.stream.synchronize()
         self._events = {"h2d": [], "scan": [], "d2h": []}
 
@@ -99,7 +96,7 @@ class DeviceChunks:
                 self._copy(d_in.data.ptr, piece, 1)
                 d_aux = self._copy_aux([a[lo:hi] for a in aux])
                 ev2 = self._mark()
-                c = self.plan.local_carry(self._rounded(d_in), d_aux)
+                c = self.plan.local_carry(d_in, d_aux)
                 self._events["h2d"].append((ev, ev2))
                 self._events["scan"].append((ev2, self._mark()))
                 carry = c if carry is None else self.plan.combine(carry, c)
@@ -123,7 +120,7 @@ class DeviceChunks:
             self._copy(d_in.data.ptr, x, 1)
             d_aux = self._copy_aux(aux)
             e1 = self._mark()
-            _, total = self.plan.seeded_scan(self._rounded(d_in), seed, out=d_out, want_total=want_total, aux=d_aux,
+            _, total = self.plan.seeded_scan(d_in, seed, out=d_out, want_total=want_total, aux=d_aux,
                                              initial=initial)
             e2 = self._mark()
             self._copy(d_out.data.ptr, out, 2)
@@ -133,10 +130,6 @@ class DeviceChunks:
         self._events["scan"].append((e1, e2))
         self._events["d2h"].append((e2, e3))
         return total
-
-    def _rounded(self, d_in):
-        """The device rows as the scan reads them (see ``_round_to``), on the current stream."""
-        return d_in if self._round_to is None else d_in.astype(self._round_to)
 
     def _mark(self):
         ev = self.cp.cuda.Event()

@@ -297,14 +297,21 @@ def starter(ctx, job, layout, strategy: str, *, local: tuple, budget: Optional[i
         if binding is None:
             return GpuStart(choose, None, count=count, host_only=why)
 
-    def build(device_id: int, checkpoint: Callable[[], None]) -> DeviceChunks:
+    def device_plan(in_dt) -> ScanPlan:
         # comm=None: the device only runs the local steps (carries, seeded scans); the exchange is
         # the host plan's.  The same operator and dtypes as the host plan: carries are the same.
-        plan = ScanPlan(ctx.op, layout.in_dt, dtype=ctx.dtype, exclusive=job.exclusive,
+        return ScanPlan(ctx.op, in_dt, dtype=ctx.dtype, exclusive=job.exclusive,
                         trailing=tuple(ctx.header.shape[1:]), comm=None, backend=chunks_class.backend,
                         strategy=strategy, algorithm=getattr(job, "algorithm", "auto"),
                         reverse=bool(getattr(job, "reverse", False)))
-        return chunks_class(device_id, plan, slot_rows, layout.w, layout.in_dt, layout.out_dt, staging, aux=aux,
+
+    def build(device_id: int, checkpoint: Callable[[], None]) -> DeviceChunks:
+        in_dt = layout.in_dt
+        plan = device_plan(in_dt)
+        if plan.types.rounds_inputs:  # --dtype float16: the host rounds each chunk's rows as they come (CpuEngine.put)
+            in_dt = plan.types.compute
+            plan = device_plan(in_dt)
+        return chunks_class(device_id, plan, slot_rows, layout.w, in_dt, layout.out_dt, staging, aux=aux,
                             checkpoint=checkpoint)
 
     return GpuStart(choose, build, count=count, must_start=required)

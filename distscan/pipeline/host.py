@@ -42,8 +42,11 @@ class CpuEngine:
         # conversion (Op.nan_replacement), as the API's calls give it
         self._nan_first = plan.op.core.nan_replacement(layout.in_dt, plan.types.compute)
         # --dtype float16 of wider input: every input is rounded to float16 before the float32
-        # accumulator sees it, as numpy.cumsum(dtype=) and the API's calls (_call.Part) do
+        # accumulator sees it, as numpy.cumsum(dtype=) and the API's calls (_call.Part) do: once,
+        # when the chunk comes (put), into a buffer of its own; the file's rows go back at once
         self._round_to = plan.types.compute if plan.types.rounds_inputs else None
+        self._free_rounded = []
+        self._rounded_bytes = layout.chunk_rows * layout.w * (self._round_to.itemsize if self._round_to else 0)
         self.in_place = (not plan.exclusive) and layout.in_dt == layout.out_dt
         self._in_bytes = max(layout.chunk_rows * layout.w * layout.in_dt.itemsize, 1)
         self._out_bytes = max(layout.chunk_rows * layout.w * layout.out_dt.itemsize, 1)
@@ -95,8 +98,15 @@ class CpuEngine:
         """Chunk ``k``'s rows (in ``buf``) and its auxiliary inputs ``[(rows, buffer), ...]``."""
         if self._nan_first is not None:
             np.copyto(rows, self._nan_first, where=np.isnan(rows))
+        free = self._free_in
+        if self._round_to is not None:
+            rounded = self._take(self._free_rounded, max(self._rounded_bytes, 1))
+            view = rounded[: rows.size * self._round_to.itemsize].view(self._round_to).reshape(rows.shape)
+            np.copyto(view, rows, casting="unsafe")  # as rows.astype(float16)
+            free.append(buf)
+            rows, buf, free = view, rounded, self._free_rounded
         self.inp[k] = rows
-        self._own[k] = (buf, self._free_in)
+        self._own[k] = (buf, free)
         if self.lay.aux:
             owned = []
             self.aux[k] = tuple(self._scan_form(i, a, abuf, owned) for i, (a, abuf) in enumerate(aux))
@@ -186,18 +196,12 @@ class CpuEngine:
 
     # The compute of one chunk's host rows: NumPy here; the GPU engine sends them through a GPU.
     def _carry_rows(self, x: np.ndarray, aux=()):
-        return self.plan.local_carry(self._rounded(x), aux)
+        return self.plan.local_carry(x, aux)
 
     def _scan_rows(self, x: np.ndarray, seed, out: np.ndarray, want_total: bool, aux=()):
         """``out`` (host rows, possibly ``x`` itself) = the scan of ``x`` (and its auxiliary inputs
         ``aux``) from ``seed``; the total if wanted."""
-        return self.plan.seeded_scan(self._rounded(x), seed, out=out, want_total=want_total, aux=aux, initial=self.initial)[1]
-
-    def _rounded(self, x: np.ndarray) -> np.ndarray:
-        """``x`` as the scan reads it: rounded to float16 first where ``--dtype float16`` scans wider
-        input (a new array; the chunk's rows stay as read: a GPU's chunk copies them as they are,
-        :class:`distscan.pipeline.device_chunks.DeviceChunks`, and rounds them there)."""
-        return x if self._round_to is None else x.astype(self._round_to)
+        return self.plan.seeded_scan(x, seed, out=out, want_total=want_total, aux=aux, initial=self.initial)[1]
 
     def output(self, k: int):
         return Done(self.out.pop(k))
@@ -226,6 +230,7 @@ class CpuEngine:
 
     def release(self) -> None:
         self._free_in.clear()
+        self._free_rounded.clear()
         self._free_out.clear()
         self._free_aux.clear()
         self.inp.clear()

@@ -93,7 +93,7 @@ def verify(header_out_path: str, x: np.ndarray, start: int, op, types, *, exclus
     n = x.shape[0]
     w = int(np.prod(x.shape[1:], dtype=np.int64)) if x.ndim > 1 else 1
     x2 = x.reshape(n, w)
-    if types.rounds_inputs:  # --dtype float16 of wider input: the scan read it rounded (CpuEngine._rounded)
+    if types.rounds_inputs:  # --dtype float16 of wider input: the scan read it rounded (CpuEngine.put)
         x2 = x2.astype(types.compute)
     ref = _ref_dtype(op, types.acc)
     rref = _real(ref)

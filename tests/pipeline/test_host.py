@@ -196,3 +196,40 @@ def test_a_small_memory_limit_shrinks_the_chunks_to_fit_it(tmp_path, monkeypatch
         assert mine["chunk_rows"] == rows, (limit, mine)
         if limit == "4M":
             assert mine["mode"] == "streamed" and rows * ring_row <= 4 << 20
+
+
+@pytest.mark.parametrize("limit", [None, "10K"])
+def test_float16_of_wider_input_is_rounded_once_as_each_chunk_comes(tmp_path, monkeypatch, limit):
+    """``--dtype float16`` of float64 input: each chunk is rounded once, when it comes
+    (CpuEngine.put), into a float16 buffer of its own, and the file's buffer goes back to the pool
+    at once; the carries and scans read the float16 rows as they are (each chunk used to be
+    rounded again by both passes of reduce_then_scan, which float16 results take)."""
+    a = np.random.default_rng(9).standard_normal(30_011) * 300
+    inp, out = str(tmp_path / "in.npy"), str(tmp_path / "out.npy")
+    np.save(inp, a)
+    seen = {"puts": 0, "reads": []}
+    put = CpuEngine.put
+
+    def spy_put(self, k, rows, buf, aux=()):
+        free_before = len(self._free_in)
+        put(self, k, rows, buf, aux)
+        seen["puts"] += 1
+        assert self.inp[k].dtype == np.float16
+        assert len(self._free_in) == free_before + 1 and self._free_in[-1] is buf  # the file's buffer is free
+
+    def spy(name):
+        original = getattr(ScanPlan, name)
+
+        def call(self, x, *args, **kwargs):
+            seen["reads"].append(x.dtype)
+            return original(self, x, *args, **kwargs)
+        return call
+
+    monkeypatch.setattr(CpuEngine, "put", spy_put)
+    for name in ("local_carry", "seeded_scan"):
+        monkeypatch.setattr(ScanPlan, name, spy(name))
+    job = pipeline.Job(input=inp, output=out, dtype="float16", force=True, memory_limit=limit, verify=True)
+    report = pipeline.run(job)
+    assert report["verify"]["passed"]
+    assert seen["puts"] > 3 and set(seen["reads"]) == {np.dtype(np.float16)}
+    np.testing.assert_array_equal(np.load(out), np.cumsum(a.astype(np.float16).astype(np.float32)).astype(np.float16))
