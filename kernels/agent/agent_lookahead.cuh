@@ -60,6 +60,15 @@ template <typename T, int ITEMS> struct StagedSliceBytes<T, ITEMS, true> {
     static constexpr int value = WarpTileIO<T, ITEMS, true>::WARP_BYTES;
 };
 
+// Whether AgentLookahead rescans (RESCAN below): only state operators with auxiliary inputs
+// (STATE_AUX) say, per state type (StateOpBase::rescans, util/states.cuh); the others have no say.
+template <typename Op, typename TAcc, bool STATE_AUX> struct RescanFor {
+    static constexpr bool value = false;
+};
+template <typename Op, typename TAcc> struct RescanFor<Op, TAcc, true> {
+    static constexpr bool value = Op::template rescans<TAcc>();
+};
+
 // Policy: a LookaheadPolicy (agent_policy.cuh): the tile shape, STAGES, DEPTH and BEHIND.
 // REVERSE: a suffix scan (tile_agent.cuh).
 //
@@ -106,7 +115,7 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
     // and applies the operator twice an item, not three times.  The aggregates, prefixes and
     // totals are the other path's bit for bit; a float sum's or product's outputs round in the
     // order of a sequential run from the thread's prefix (tile_agent.cuh, store_rescanned).
-    static constexpr bool RESCAN = Op::AUX > 0 && !Op::RUN_STATE;
+    static constexpr bool RESCAN = RescanFor<Op, TAcc, (Op::AUX > 0 && !Op::RUN_STATE)>::value;
     // The scan of t_{k-DEPTH} reads its stage's s_warps after iteration k's barrier; a warp already
     // in iteration k+1 writes stage (k+1) % STAGES's, another one while LOADS >= 2.
     static_assert(!RESCAN || LOADS >= 2, "RESCAN's s_warps need two stages' loads in flight");

@@ -110,6 +110,9 @@ struct StateOpBase {
     static constexpr bool PREFIX_UNDER_LOAD = true;
     static constexpr bool RUN_APPLY = false;
     template <typename S> static __device__ __forceinline__ bool fresh(const S &, bool) { return false; }
+    // Whether the look-ahead scans a thread's run again from the stage for states S (RESCAN,
+    // agent/agent_lookahead.cuh): for operators with auxiliary inputs, but AffineBase's below.
+    template <typename S> static constexpr bool rescans() { return true; }
 };
 
 // The segmented scans take a lead tile's prefix after the block scan (operators.cuh,
@@ -303,6 +306,11 @@ template <typename V> __device__ __forceinline__ V compose_b(V sb, V ta, V tb) {
 
 struct AffineBase : StateOpBase {
     static constexpr int AUX = 2;  // the coefficients (and the flags, with segments)
+    // Not for the 8-byte maps (float32 a, b): their rescan is one chain of compositions after the
+    // barrier, where the path without it overlaps two tiles' chains (INTERLEAVE): 0.51 against
+    // 0.81 of copy on the H100 at 2^27 (benchmarks/RESULTS.md, "Each thread's run scanned again
+    // from the stage").  The 16-byte maps gained by it (float64 0.61 -> 0.74, complex64 0.30 -> 0.34).
+    template <typename S> static constexpr bool rescans() { return sizeof(S) > 8; }
     template <typename TOut, typename S> static __device__ __forceinline__ TOut project(const S &s, const S &p, bool has) {
         typedef typename S::Value V;
         return Convert<TOut, V>::apply(has ? AffineMul<V>::mul_add(s.a, p.b, s.b) : s.b);
