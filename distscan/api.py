@@ -30,7 +30,7 @@ __all__ = ["scan", "cumsum", "cumprod", "cummax", "cummin", "nancumsum", "nancum
            "cumulative_prod", "linear_recurrence", "exclusive_scan", "reduce", "BACKENDS"]
 
 
-def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, reverse=False,
+def scan(x, op="sum", *extra, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, reverse=False,
          segments=None, include_initial=False, compensated=False, strategy="auto", hierarchy="auto", backend="auto",
          timings=None, node_size=None, algorithm="auto", **unknown):
     """Scan the distributed array whose local part is ``x``.
@@ -119,21 +119,23 @@ def scan(x, op="sum", *, exclusive=False, initial=None, dtype=None, out=None, co
     Raises
     ------
     TypeError
-        Unsupported dtype for the operator, or a mismatched ``out``.
+        Unsupported dtype for the operator, or a mismatched ``out``; an unknown keyword or a
+        positional argument past ``x`` and ``op`` (on any rank: raised on every rank, as every
+        failure is).
     ValueError
         Unknown operator/strategy, bad ``axis``/``initial``/``out`` shape, or
         arguments (op, dtypes, axis, trailing shape, ...) that differ across ranks.
     DistScanError
         Any other failure on some rank (e.g. out of device memory), raised on all.
     """
-    if unknown:
-        _refuse_unknown("scan", unknown, comm)
+    if unknown or extra:
+        _refuse_unknown("scan", unknown, comm, extra, (1, 2))
     return _scan(x, op, exclusive, initial, dtype, out, default_comm(comm), axis, strategy, hierarchy, backend,
                  timings, node_size, algorithm, _options(reverse, segments, include_initial, compensated))
 
 
 # scan()'s keywords, which the functions built on it pass on
-_SCAN_KEYWORDS = frozenset(inspect.signature(scan).parameters) - {"x", "op", "unknown"}
+_SCAN_KEYWORDS = frozenset(inspect.signature(scan).parameters) - {"x", "op", "extra", "unknown"}
 
 
 def _check_keywords(name, kwargs, known, comm):
@@ -142,12 +144,20 @@ def _check_keywords(name, kwargs, known, comm):
         _refuse_unknown(name, kwargs.keys() - known, comm)
 
 
-def _refuse_unknown(name, unknown, comm):
-    """An unknown keyword (a typo, or one another version takes) as Python's TypeError, on every
-    rank: the signatures take ``**unknown`` so that a rank whose call has one joins the exchange
-    the other ranks are in, instead of raising alone while they wait for it forever."""
-    names = ", ".join(repr(k) for k in sorted(unknown))
-    error = TypeError(f"{name}() got unexpected keyword argument{'s' if len(unknown) > 1 else ''} {names}")
+def _refuse_unknown(name, unknown, comm, extra=(), takes=(1, 1)):
+    """An unknown keyword (a typo, or one another version takes) or a positional argument past
+    the ``takes`` (fewest, most) the function has, as Python's TypeError, on every rank: the
+    signatures take ``*extra`` and ``**unknown`` so that a rank whose call has one joins the
+    exchange the other ranks are in, instead of raising alone while they wait for it forever."""
+    if extra:
+        fewest, most = takes
+        given = most + len(extra)
+        count = f"{most}" if fewest == most else f"from {fewest} to {most}"
+        error = TypeError(f"{name}() takes {count} positional argument{'s' if most > 1 else ''} "
+                          f"but {given} were given")
+    else:
+        names = ", ".join(repr(k) for k in sorted(unknown))
+        error = TypeError(f"{name}() got unexpected keyword argument{'s' if len(unknown) > 1 else ''} {names}")
     raise_everywhere(_group(default_comm(comm)), error)
 
 
@@ -241,8 +251,10 @@ def _named_scan(name: str, op: str, doc: str):
     ``scan(x, op, ...)`` that goes to :func:`_scan` itself, one Python call fewer and without
     passing ten keywords on (each shows in a loop of small calls: benchmarks/RESULTS.md, "Issue
     10, eleventh pass")."""
-    def named(x, *, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, reverse=False,
+    def named(x, *extra, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, reverse=False,
               segments=None, **kwargs):
+        if extra:
+            _refuse_unknown(name, (), comm, extra)
         if kwargs:
             _check_keywords(name, kwargs, _SCAN_KEYWORDS, comm)
             return scan(x, op, exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis,
@@ -263,10 +275,12 @@ nancumsum = _named_scan("nancumsum", "nansum", "Cumulative sum with NaN counted 
 nancumprod = _named_scan("nancumprod", "nanprod", "Cumulative product with NaN counted as one, as ``numpy.nancumprod``")
 
 
-def _cumulative(x, op, axis, dtype, include_initial, comm, kwargs):
+def _cumulative(x, op, axis, dtype, include_initial, comm, kwargs, extra):
     """The Array API's ``cumulative_sum``/``cumulative_prod``: ``axis`` may be None only for 1-D
     parts, and 0-d parts are refused (NumPy 2 does the same): on every rank, when one rank's part is
     (the others are in the plan's exchange by then: that rank joins it as failed)."""
+    if extra:
+        _refuse_unknown(f"cumulative_{op}", (), comm, extra)
     comm = default_comm(comm)
     error = None
     try:  # a DLPack or CUDA-array-interface object has no ndim: its array's (np.ndim took it as 0-d)
@@ -287,23 +301,23 @@ def _cumulative(x, op, axis, dtype, include_initial, comm, kwargs):
     return scan(x, op, dtype=dtype, comm=comm, axis=axis, include_initial=include_initial, **kwargs)
 
 
-def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False, comm=None, **kwargs):
+def cumulative_sum(x, /, *extra, axis=None, dtype=None, include_initial=False, comm=None, **kwargs):
     """Cumulative sum as in the Array API standard and NumPy 2 (``numpy.cumulative_sum``); with
     ``include_initial=True`` the first rank's part holds the leading zero.  See :func:`scan`."""
-    return _cumulative(x, "sum", axis, dtype, include_initial, comm, kwargs)
+    return _cumulative(x, "sum", axis, dtype, include_initial, comm, kwargs, extra)
 
 
-def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False, comm=None, **kwargs):
+def cumulative_prod(x, /, *extra, axis=None, dtype=None, include_initial=False, comm=None, **kwargs):
     """Cumulative product as in the Array API standard and NumPy 2 (``numpy.cumulative_prod``);
     with ``include_initial=True`` the first rank's part holds the leading one.  See :func:`scan`."""
-    return _cumulative(x, "prod", axis, dtype, include_initial, comm, kwargs)
+    return _cumulative(x, "prod", axis, dtype, include_initial, comm, kwargs, extra)
 
 
 # the keywords of scan() that linear_recurrence() passes on
 _RECURRENCE_KEYWORDS = frozenset(("strategy", "hierarchy", "backend", "timings", "node_size", "algorithm"))
 
 
-def linear_recurrence(a, b, *, initial=0, reverse=False, out=None, comm=None, axis=0, segments=None, dtype=None,
+def linear_recurrence(a, b, *extra, initial=0, reverse=False, out=None, comm=None, axis=0, segments=None, dtype=None,
                       **kwargs):
     """``y[i] = a[i] * y[i-1] + b[i]`` over the distributed array whose local parts are ``a`` and
     ``b``, with ``y[-1] = initial``; ``reverse=True``: ``y[i] = a[i] * y[i+1] + b[i]`` from the
@@ -337,6 +351,8 @@ def linear_recurrence(a, b, *, initial=0, reverse=False, out=None, comm=None, ax
         initial = None
     options = {"reverse": reverse, "segments": segments, "coefficients": a}
     comm = default_comm(comm)
+    if extra:
+        _refuse_unknown("linear_recurrence", (), comm, extra, (2, 2))
     if kwargs:
         _check_keywords("linear_recurrence", kwargs, _RECURRENCE_KEYWORDS, comm)
     return _scan(b, "sum", False, initial, dtype, out, comm, axis, kwargs.get("strategy", "auto"),
@@ -344,14 +360,16 @@ def linear_recurrence(a, b, *, initial=0, reverse=False, out=None, comm=None, ax
                  kwargs.get("node_size"), kwargs.get("algorithm", "auto"), options)
 
 
-def exclusive_scan(x, op="sum", **kwargs):
+def exclusive_scan(x, op="sum", *extra, **kwargs):
     """Exclusive scan: ``scan(x, op, exclusive=True, ...)``."""
+    if extra:
+        _refuse_unknown("exclusive_scan", (), kwargs.get("comm"), extra, (1, 2))
     if kwargs:
         _check_keywords("exclusive_scan", kwargs, _SCAN_KEYWORDS - {"exclusive"}, comm=kwargs.get("comm"))
     return scan(x, op, exclusive=True, **kwargs)
 
 
-def reduce(x, op="sum", *, dtype=None, comm=None, axis=0, backend="auto", **unknown):
+def reduce(x, op="sum", *extra, dtype=None, comm=None, axis=0, backend="auto", **unknown):
     """The global total of the distributed array, returned on every rank.
 
     Reduces over the distributed axis 0 (``axis=None``: over all elements).
@@ -364,8 +382,8 @@ def reduce(x, op="sum", *, dtype=None, comm=None, axis=0, backend="auto", **unkn
         If the global array is empty and the operator has no identity in NumPy
         (``max``, ``min``, ``nanmax``, ``nanmin``, ``lcm``), as ``numpy.max`` does.
     """
-    if unknown:  # (reduce takes no initial=: NumPy's sum(initial=) is not offered)
-        _refuse_unknown("reduce", unknown, comm)
+    if unknown or extra:  # (reduce takes no initial=: NumPy's sum(initial=) is not offered)
+        _refuse_unknown("reduce", unknown, comm, extra, (1, 2))
     device = foreign_device(x)
     if device is not None:  # run where the data is
         with device:

@@ -297,20 +297,16 @@ def starter(ctx, job, layout, strategy: str, *, local: tuple, budget: Optional[i
         if binding is None:
             return GpuStart(choose, None, count=count, host_only=why)
 
-    def device_plan(in_dt) -> ScanPlan:
+    def build(device_id: int, checkpoint: Callable[[], None]) -> DeviceChunks:
+        # --dtype float16 of wider input: the host rounds each chunk's rows as they come
+        # (CpuEngine.put), so the device's slots and plan take float16 (ctx.types: the host plan's)
+        in_dt = ctx.types.compute if ctx.types.rounds_inputs else layout.in_dt
         # comm=None: the device only runs the local steps (carries, seeded scans); the exchange is
         # the host plan's.  The same operator and dtypes as the host plan: carries are the same.
-        return ScanPlan(ctx.op, in_dt, dtype=ctx.dtype, exclusive=job.exclusive,
+        plan = ScanPlan(ctx.op, in_dt, dtype=ctx.dtype, exclusive=job.exclusive,
                         trailing=tuple(ctx.header.shape[1:]), comm=None, backend=chunks_class.backend,
                         strategy=strategy, algorithm=getattr(job, "algorithm", "auto"),
                         reverse=bool(getattr(job, "reverse", False)))
-
-    def build(device_id: int, checkpoint: Callable[[], None]) -> DeviceChunks:
-        in_dt = layout.in_dt
-        plan = device_plan(in_dt)
-        if plan.types.rounds_inputs:  # --dtype float16: the host rounds each chunk's rows as they come (CpuEngine.put)
-            in_dt = plan.types.compute
-            plan = device_plan(in_dt)
         return chunks_class(device_id, plan, slot_rows, layout.w, in_dt, layout.out_dt, staging, aux=aux,
                             checkpoint=checkpoint)
 

@@ -46,7 +46,7 @@ class CpuEngine:
         # when the chunk comes (put), into a buffer of its own; the file's rows go back at once
         self._round_to = plan.types.compute if plan.types.rounds_inputs else None
         self._free_rounded = []
-        self._rounded_bytes = layout.chunk_rows * layout.w * (self._round_to.itemsize if self._round_to else 0)
+        self._rounded_bytes = max(layout.chunk_rows * layout.w * (self._round_to.itemsize if self._round_to else 0), 1)
         self.in_place = (not plan.exclusive) and layout.in_dt == layout.out_dt
         self._in_bytes = max(layout.chunk_rows * layout.w * layout.in_dt.itemsize, 1)
         self._out_bytes = max(layout.chunk_rows * layout.w * layout.out_dt.itemsize, 1)
@@ -98,15 +98,12 @@ class CpuEngine:
         """Chunk ``k``'s rows (in ``buf``) and its auxiliary inputs ``[(rows, buffer), ...]``."""
         if self._nan_first is not None:
             np.copyto(rows, self._nan_first, where=np.isnan(rows))
-        free = self._free_in
-        if self._round_to is not None:
-            rounded = self._take(self._free_rounded, max(self._rounded_bytes, 1))
-            view = rounded[: rows.size * self._round_to.itemsize].view(self._round_to).reshape(rows.shape)
-            np.copyto(view, rows, casting="unsafe")  # as rows.astype(float16)
-            free.append(buf)
-            rows, buf, free = view, rounded, self._free_rounded
+        if self._round_to is None:
+            self._own[k] = (buf, self._free_in)
+        else:  # as rows.astype(float16)
+            rows, self._own[k] = self._converted(rows, self._round_to, buf, self._free_in, self._free_rounded,
+                                                 self._rounded_bytes)
         self.inp[k] = rows
-        self._own[k] = (buf, free)
         if self.lay.aux:
             owned = []
             self.aux[k] = tuple(self._scan_form(i, a, abuf, owned) for i, (a, abuf) in enumerate(aux))
@@ -120,15 +117,23 @@ class CpuEngine:
         if rows.dtype == spec.dt:
             owned.append((buf, raw))
             return rows.reshape(shape)
-        cbuf = self._take(conv, self._aux_bytes[i][1])
-        out = cbuf[: rows.size * spec.dt.itemsize].view(spec.dt).reshape(shape)
-        if spec.dt == np.bool_:
-            np.not_equal(rows.reshape(shape), 0, out=out)
-        else:
-            np.copyto(out, rows.reshape(shape), casting="unsafe")
-        raw.append(buf)  # the file's rows are no longer needed
-        owned.append((cbuf, conv))
+        out, held = self._converted(rows.reshape(shape), spec.dt, buf, raw, conv, self._aux_bytes[i][1])
+        owned.append(held)
         return out
+
+    def _converted(self, rows: np.ndarray, dt: np.dtype, buf: np.ndarray, raw_free: list, conv_free: list,
+                   conv_bytes: int):
+        """``rows`` cast to ``dt`` as NumPy casts (a flag: ``!= 0``) in a buffer of ``conv_free``'s
+        pool, and that (buffer, pool) to give back when the chunk is done; the file's buffer ``buf``
+        goes back to ``raw_free`` at once (its rows are no longer needed)."""
+        cbuf = self._take(conv_free, conv_bytes)
+        out = cbuf[: rows.size * dt.itemsize].view(dt).reshape(rows.shape)
+        if dt == np.bool_:
+            np.not_equal(rows, 0, out=out)
+        else:
+            np.copyto(out, rows, casting="unsafe")
+        raw_free.append(buf)
+        return out, (cbuf, conv_free)
 
     def _free_aux_of(self, k: int) -> None:
         self.aux.pop(k, None)

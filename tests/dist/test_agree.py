@@ -279,3 +279,49 @@ def test_an_unknown_keyword_on_one_rank_raises_on_all(comm, name):
     assert repr(sorted(bad)[0]) in msg
     again = call(x, comm)
     all_ranks_ok(comm, lambda: np.testing.assert_array_equal(again, want))
+
+
+# Each public function with the positional arguments it takes (the rest go by keyword), and the
+# message Python gives for one too many
+EXTRA_POSITIONAL_CALLS = {
+    "cumsum": (lambda x, comm, *extra: distscan.cumsum(x, *extra, comm=comm), "takes 1 positional argument but 2"),
+    "nancumprod": (lambda x, comm, *extra: distscan.nancumprod(x, *extra, comm=comm),
+                   "takes 1 positional argument but 2"),
+    "scan": (lambda x, comm, *extra: distscan.scan(x, "max", *extra, comm=comm),
+             "takes from 1 to 2 positional arguments but 3"),
+    "exclusive_scan": (lambda x, comm, *extra: distscan.exclusive_scan(x, "sum", *extra, comm=comm),
+                       "takes from 1 to 2 positional arguments but 3"),
+    "cumulative_sum": (lambda x, comm, *extra: distscan.cumulative_sum(x, *extra, comm=comm),
+                       "takes 1 positional argument but 2"),
+    "linear_recurrence": (lambda x, comm, *extra: distscan.linear_recurrence(0.5, x, *extra, comm=comm),
+                          "takes 2 positional arguments but 3"),
+    "reduce": (lambda x, comm, *extra: distscan.reduce(x, "sum", *extra, comm=comm),
+               "takes from 1 to 2 positional arguments but 3"),
+}
+
+
+@pytest.mark.manyranks
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("name", sorted(EXTRA_POSITIONAL_CALLS))
+def test_an_extra_positional_argument_on_one_rank_raises_on_all(comm, name):
+    """A positional argument too many on one rank (``cumsum(x, 0)`` where another rank writes
+    ``cumsum(x, axis=0)``) raised Python's TypeError there alone before distscan ran, and the other
+    ranks waited in the exchange forever; now every rank raises Python's message, with the rank's
+    number, beside warm calls of the same kind, and the calls after it are right."""
+    call, message = EXTRA_POSITIONAL_CALLS[name]
+    x = np.arange(5.0) + comm.rank
+    want = call(x, comm)  # the kind warm on every rank
+    odd = comm.size - 1
+    msg = raises_everywhere(comm, TypeError, "positional argument",
+                            lambda: call(x, comm, *((0,) if comm.rank == odd else ())))
+    assert msg == f"rank {odd}: {name}() {message} were given", msg
+    again = call(x, comm)
+    all_ranks_ok(comm, lambda: np.testing.assert_array_equal(again, want))
+
+
+@pytest.mark.parametrize("name", sorted(EXTRA_POSITIONAL_CALLS))
+def test_an_extra_positional_argument_gives_pythons_message_on_one_rank(name):
+    """Alone (no communicator of several ranks) the message is Python's own."""
+    call, message = EXTRA_POSITIONAL_CALLS[name]
+    with pytest.raises(TypeError, match=f"^{name}\\(\\) {message} were given$"):
+        call(np.arange(5.0), None, 0)
