@@ -23,6 +23,7 @@ from ._arrays import foreign_device, to_native
 from ._call import BACKENDS, Part
 from ._kinds import KINDS, NOT_THIS_KIND, options_key
 from .dist.agree import default_comm
+from .dist.arguments import check_keywords, group_of, refuse_arguments
 from .dist.exchange import raise_everywhere
 from .dist.nodes import node_size_of_call
 
@@ -129,42 +130,13 @@ def scan(x, op="sum", *extra, exclusive=False, initial=None, dtype=None, out=Non
         Any other failure on some rank (e.g. out of device memory), raised on all.
     """
     if unknown or extra:
-        _refuse_unknown("scan", unknown, comm, extra, (1, 2))
+        refuse_arguments("scan", unknown, comm, extra, (1, 2))
     return _scan(x, op, exclusive, initial, dtype, out, default_comm(comm), axis, strategy, hierarchy, backend,
                  timings, node_size, algorithm, _options(reverse, segments, include_initial, compensated))
 
 
 # scan()'s keywords, which the functions built on it pass on
 _SCAN_KEYWORDS = frozenset(inspect.signature(scan).parameters) - {"x", "op", "extra", "unknown"}
-
-
-def _check_keywords(name, kwargs, known, comm):
-    """Refuse, on every rank, the keywords of ``kwargs`` that are not in ``known``."""
-    if not known.issuperset(kwargs):
-        _refuse_unknown(name, kwargs.keys() - known, comm)
-
-
-def _refuse_unknown(name, unknown, comm, extra=(), takes=(1, 1)):
-    """An unknown keyword (a typo, or one another version takes) or a positional argument past
-    the ``takes`` (fewest, most) the function has, as Python's TypeError, on every rank: the
-    signatures take ``*extra`` and ``**unknown`` so that a rank whose call has one joins the
-    exchange the other ranks are in, instead of raising alone while they wait for it forever."""
-    if extra:
-        fewest, most = takes
-        given = most + len(extra)
-        count = f"{most}" if fewest == most else f"from {fewest} to {most}"
-        error = TypeError(f"{name}() takes {count} positional argument{'s' if most > 1 else ''} "
-                          f"but {given} were given")
-    else:
-        names = ", ".join(repr(k) for k in sorted(unknown))
-        error = TypeError(f"{name}() got unexpected keyword argument{'s' if len(unknown) > 1 else ''} {names}")
-    raise_everywhere(_group(default_comm(comm)), error)
-
-
-def _group(comm):
-    """``comm`` where the call spans several ranks (its collectives run there), else None: a call
-    of one rank makes none."""
-    return comm if comm is not None and comm.Get_size() > 1 else None
 
 
 def _options(reverse, segments, include_initial, compensated):
@@ -183,7 +155,7 @@ def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy
     as a :class:`distscan._call.Part`); a rank that cannot resolve it joins the plan's exchange
     as failed.  Then every rank runs its plan: the same collectives whichever way the part was
     resolved (:mod:`distscan.dist.plan`)."""
-    group = _group(comm)
+    group = group_of(comm)
     if node_size is None and group is not None:
         # DISTSCAN_NODE_SIZE as it is now, in the key of the call's kind and plan: a call after the
         # variable changed finds the plan of its new value (distscan.dist.nodes.node_size_of_call)
@@ -254,9 +226,9 @@ def _named_scan(name: str, op: str, doc: str):
     def named(x, *extra, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, reverse=False,
               segments=None, **kwargs):
         if extra:
-            _refuse_unknown(name, (), comm, extra)
+            refuse_arguments(name, (), comm, extra)
         if kwargs:
-            _check_keywords(name, kwargs, _SCAN_KEYWORDS, comm)
+            check_keywords(name, kwargs, _SCAN_KEYWORDS, comm)
             return scan(x, op, exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis,
                         reverse=reverse, segments=segments, **kwargs)
         # reverse= and segments= alone (the common state scans) go straight on as well
@@ -280,7 +252,7 @@ def _cumulative(x, op, axis, dtype, include_initial, comm, kwargs, extra):
     parts, and 0-d parts are refused (NumPy 2 does the same): on every rank, when one rank's part is
     (the others are in the plan's exchange by then: that rank joins it as failed)."""
     if extra:
-        _refuse_unknown(f"cumulative_{op}", (), comm, extra)
+        refuse_arguments(f"cumulative_{op}", (), comm, extra)
     comm = default_comm(comm)
     error = None
     try:  # a DLPack or CUDA-array-interface object has no ndim: its array's (np.ndim took it as 0-d)
@@ -295,9 +267,9 @@ def _cumulative(x, op, axis, dtype, include_initial, comm, kwargs, extra):
                 error = ValueError(f"cumulative_{op}: axis is required for arrays of more than one dimension")
             axis = 0
     if error is not None:
-        raise_everywhere(_group(comm), error)
+        raise_everywhere(group_of(comm), error)
     if kwargs:
-        _check_keywords(f"cumulative_{op}", kwargs, _SCAN_KEYWORDS - {"dtype", "axis", "include_initial"}, comm)
+        check_keywords(f"cumulative_{op}", kwargs, _SCAN_KEYWORDS - {"dtype", "axis", "include_initial"}, comm)
     return scan(x, op, dtype=dtype, comm=comm, axis=axis, include_initial=include_initial, **kwargs)
 
 
@@ -352,9 +324,9 @@ def linear_recurrence(a, b, *extra, initial=0, reverse=False, out=None, comm=Non
     options = {"reverse": reverse, "segments": segments, "coefficients": a}
     comm = default_comm(comm)
     if extra:
-        _refuse_unknown("linear_recurrence", (), comm, extra, (2, 2))
+        refuse_arguments("linear_recurrence", (), comm, extra, (2, 2))
     if kwargs:
-        _check_keywords("linear_recurrence", kwargs, _RECURRENCE_KEYWORDS, comm)
+        check_keywords("linear_recurrence", kwargs, _RECURRENCE_KEYWORDS, comm)
     return _scan(b, "sum", False, initial, dtype, out, comm, axis, kwargs.get("strategy", "auto"),
                  kwargs.get("hierarchy", "auto"), kwargs.get("backend", "auto"), kwargs.get("timings"),
                  kwargs.get("node_size"), kwargs.get("algorithm", "auto"), options)
@@ -363,9 +335,9 @@ def linear_recurrence(a, b, *extra, initial=0, reverse=False, out=None, comm=Non
 def exclusive_scan(x, op="sum", *extra, **kwargs):
     """Exclusive scan: ``scan(x, op, exclusive=True, ...)``."""
     if extra:
-        _refuse_unknown("exclusive_scan", (), kwargs.get("comm"), extra, (1, 2))
+        refuse_arguments("exclusive_scan", (), kwargs.get("comm"), extra, (1, 2))
     if kwargs:
-        _check_keywords("exclusive_scan", kwargs, _SCAN_KEYWORDS - {"exclusive"}, comm=kwargs.get("comm"))
+        check_keywords("exclusive_scan", kwargs, _SCAN_KEYWORDS - {"exclusive"}, comm=kwargs.get("comm"))
     return scan(x, op, exclusive=True, **kwargs)
 
 
@@ -383,13 +355,13 @@ def reduce(x, op="sum", *extra, dtype=None, comm=None, axis=0, backend="auto", *
         (``max``, ``min``, ``nanmax``, ``nanmin``, ``lcm``), as ``numpy.max`` does.
     """
     if unknown or extra:  # (reduce takes no initial=: NumPy's sum(initial=) is not offered)
-        _refuse_unknown("reduce", unknown, comm, extra, (1, 2))
+        refuse_arguments("reduce", unknown, comm, extra, (1, 2))
     device = foreign_device(x)
     if device is not None:  # run where the data is
         with device:
             return reduce(x, op, dtype=dtype, comm=comm, axis=axis, backend=backend)
     comm = default_comm(comm)
-    group = _group(comm)
+    group = group_of(comm)
     part, plan = None, None
     try:
         if axis not in (0, None):

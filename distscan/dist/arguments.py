@@ -1,0 +1,39 @@
+"""The public functions' arguments that Python would refuse on one rank alone, refused on every rank.
+
+An unknown keyword (a typo, or one another version takes) or a positional argument too many
+raises Python's TypeError before the function's body runs, on the rank whose call has it, while
+the other ranks wait in the call's exchange forever.  So the public signatures take ``*extra``
+and ``**unknown``, and the function refuses them here: the rank joins the exchange as failed and
+every rank raises Python's own message (with the failing rank's number).
+"""
+
+from __future__ import annotations
+
+from .agree import default_comm
+from .exchange import raise_everywhere
+
+
+def group_of(comm):
+    """``comm`` where the call spans several ranks (its collectives run there), else None: a call
+    of one rank makes none."""
+    return comm if comm is not None and comm.Get_size() > 1 else None
+
+
+def check_keywords(name, kwargs, known, comm):
+    """Refuse, on every rank, the keywords of ``kwargs`` that are not in ``known``."""
+    if not known.issuperset(kwargs):
+        refuse_arguments(name, kwargs.keys() - known, comm)
+
+
+def refuse_arguments(name, unknown, comm, extra=(), takes=(1, 1)):
+    """Raise, on every rank, Python's TypeError for the keywords ``unknown`` or, where ``extra``
+    holds positional arguments past the ``takes`` (fewest, most) that ``name`` has, for those."""
+    if extra:
+        fewest, most = takes
+        count = f"{most}" if fewest == most else f"from {fewest} to {most}"
+        error = TypeError(f"{name}() takes {count} positional argument{'s' if most > 1 else ''} "
+                          f"but {most + len(extra)} were given")
+    else:
+        names = ", ".join(repr(k) for k in sorted(unknown))
+        error = TypeError(f"{name}() got unexpected keyword argument{'s' if len(unknown) > 1 else ''} {names}")
+    raise_everywhere(group_of(default_comm(comm)), error)
