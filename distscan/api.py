@@ -226,7 +226,7 @@ def _named_scan(name: str, op: str, doc: str):
     def named(x, *extra, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, reverse=False,
               segments=None, **kwargs):
         if extra:
-            refuse_arguments(name, (), comm, extra)
+            refuse_arguments(name, kwargs, comm, extra)
         if kwargs:
             check_keywords(name, kwargs, _SCAN_KEYWORDS, comm)
             return scan(x, op, exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis,
@@ -251,8 +251,10 @@ def _cumulative(x, op, axis, dtype, include_initial, comm, kwargs, extra):
     """The Array API's ``cumulative_sum``/``cumulative_prod``: ``axis`` may be None only for 1-D
     parts, and 0-d parts are refused (NumPy 2 does the same): on every rank, when one rank's part is
     (the others are in the plan's exchange by then: that rank joins it as failed)."""
-    if extra:
-        refuse_arguments(f"cumulative_{op}", (), comm, extra)
+    if extra:  # (before default_comm: a communicator among them may be the call's, dist/arguments.py)
+        refuse_arguments(f"cumulative_{op}", kwargs, comm, extra)
+    if kwargs:
+        check_keywords(f"cumulative_{op}", kwargs, _SCAN_KEYWORDS - {"dtype", "axis", "include_initial"}, comm)
     comm = default_comm(comm)
     error = None
     try:  # a DLPack or CUDA-array-interface object has no ndim: its array's (np.ndim took it as 0-d)
@@ -268,8 +270,6 @@ def _cumulative(x, op, axis, dtype, include_initial, comm, kwargs, extra):
             axis = 0
     if error is not None:
         raise_everywhere(group_of(comm), error)
-    if kwargs:
-        check_keywords(f"cumulative_{op}", kwargs, _SCAN_KEYWORDS - {"dtype", "axis", "include_initial"}, comm)
     return scan(x, op, dtype=dtype, comm=comm, axis=axis, include_initial=include_initial, **kwargs)
 
 
@@ -322,11 +322,11 @@ def linear_recurrence(a, b, *extra, initial=0, reverse=False, out=None, comm=Non
     elif initial is not None and np.ndim(initial) == 0 and not np.any(initial):
         initial = None
     options = {"reverse": reverse, "segments": segments, "coefficients": a}
-    comm = default_comm(comm)
-    if extra:
-        refuse_arguments("linear_recurrence", (), comm, extra, (2, 2))
+    if extra:  # (before default_comm: a communicator among them may be the call's, dist/arguments.py)
+        refuse_arguments("linear_recurrence", kwargs, comm, extra, (2, 2))
     if kwargs:
         check_keywords("linear_recurrence", kwargs, _RECURRENCE_KEYWORDS, comm)
+    comm = default_comm(comm)
     return _scan(b, "sum", False, initial, dtype, out, comm, axis, kwargs.get("strategy", "auto"),
                  kwargs.get("hierarchy", "auto"), kwargs.get("backend", "auto"), kwargs.get("timings"),
                  kwargs.get("node_size"), kwargs.get("algorithm", "auto"), options)
@@ -335,7 +335,7 @@ def linear_recurrence(a, b, *extra, initial=0, reverse=False, out=None, comm=Non
 def exclusive_scan(x, op="sum", *extra, **kwargs):
     """Exclusive scan: ``scan(x, op, exclusive=True, ...)``."""
     if extra:
-        refuse_arguments("exclusive_scan", (), kwargs.get("comm"), extra, (1, 2))
+        refuse_arguments("exclusive_scan", kwargs, kwargs.get("comm"), extra, (1, 2))
     if kwargs:
         check_keywords("exclusive_scan", kwargs, _SCAN_KEYWORDS - {"exclusive"}, comm=kwargs.get("comm"))
     return scan(x, op, exclusive=True, **kwargs)

@@ -5,6 +5,11 @@ raises Python's TypeError before the function's body runs, on the rank whose cal
 the other ranks wait in the call's exchange forever.  So the public signatures take ``*extra``
 and ``**unknown``, and the function refuses them here: the rank joins the exchange as failed and
 every rank raises Python's own message (with the failing rank's number).
+
+Which ranks: the call's ``comm=``, else a communicator among the refused arguments themselves (a
+communicator passed by position, ``cumsum(x, sub)``, or under a misspelt keyword, is the one the
+call was meant for: all the ranks of ``sub`` make that mistake together, and refusing it over
+``COMM_WORLD`` would wait for ranks that never call), else ``COMM_WORLD`` as the call would.
 """
 
 from __future__ import annotations
@@ -22,12 +27,15 @@ def group_of(comm):
 def check_keywords(name, kwargs, known, comm):
     """Refuse, on every rank, the keywords of ``kwargs`` that are not in ``known``."""
     if not known.issuperset(kwargs):
-        refuse_arguments(name, kwargs.keys() - known, comm)
+        refuse_arguments(name, {k: kwargs[k] for k in kwargs.keys() - known}, comm)
 
 
-def refuse_arguments(name, unknown, comm, extra=(), takes=(1, 1)):
-    """Raise, on every rank, Python's TypeError for the keywords ``unknown`` or, where ``extra``
-    holds positional arguments past the ``takes`` (fewest, most) that ``name`` has, for those."""
+def refuse_arguments(name, unknown: dict, comm, extra=(), takes=(1, 1)):
+    """Raise, on every rank, Python's TypeError for the keywords ``unknown`` (name: value) or,
+    where ``extra`` holds positional arguments past the ``takes`` (fewest, most) that ``name``
+    has, for those."""
+    if comm is None:
+        comm = next((a for a in (*extra, *unknown.values()) if _is_communicator(a)), None)
     if extra:
         fewest, most = takes
         count = f"{most}" if fewest == most else f"from {fewest} to {most}"
@@ -37,3 +45,11 @@ def refuse_arguments(name, unknown, comm, extra=(), takes=(1, 1)):
         names = ", ".join(repr(k) for k in sorted(unknown))
         error = TypeError(f"{name}() got unexpected keyword argument{'s' if len(unknown) > 1 else ''} {names}")
     raise_everywhere(group_of(default_comm(comm)), error)
+
+
+def _is_communicator(value) -> bool:
+    """Whether ``value`` is an mpi4py communicator (mpi4py already imported: a call that holds one)."""
+    import sys
+
+    mpi = sys.modules.get("mpi4py.MPI")
+    return mpi is not None and isinstance(value, mpi.Comm)

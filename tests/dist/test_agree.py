@@ -325,3 +325,58 @@ def test_an_extra_positional_argument_gives_pythons_message_on_one_rank(name):
     call, message = EXTRA_POSITIONAL_CALLS[name]
     with pytest.raises(TypeError, match=f"^{name}\\(\\) {message} were given$"):
         call(np.arange(5.0), None, 0)
+
+
+# A communicator given where the function takes none: by position, or under a misspelt keyword
+MISPLACED_COMMUNICATOR_CALLS = {
+    "cumsum by position": (lambda x, sub: distscan.cumsum(x, sub), "takes 1 positional argument but 2"),
+    "scan by position": (lambda x, sub: distscan.scan(x, "sum", sub), "takes from 1 to 2 positional arguments"),
+    "linear_recurrence by position": (lambda x, sub: distscan.linear_recurrence(0.5, x, sub),
+                                      "takes 2 positional arguments but 3"),
+    "cumulative_sum by position": (lambda x, sub: distscan.cumulative_sum(x, sub), "takes 1 positional argument"),
+    "reduce by position": (lambda x, sub: distscan.reduce(x, "sum", sub), "takes from 1 to 2 positional"),
+    "exclusive_scan by position": (lambda x, sub: distscan.exclusive_scan(x, "sum", sub),
+                                   "takes from 1 to 2 positional"),
+    "cumsum misspelt": (lambda x, sub: distscan.cumsum(x, communicator=sub), "unexpected keyword argument"),
+    "reduce misspelt": (lambda x, sub: distscan.reduce(x, communicator=sub), "unexpected keyword argument"),
+    "linear_recurrence misspelt": (lambda x, sub: distscan.linear_recurrence(0.5, x, communicator=sub),
+                                   "unexpected keyword argument"),
+    "cumulative_sum misspelt": (lambda x, sub: distscan.cumulative_sum(x, communicator=sub),
+                                "unexpected keyword argument"),
+}
+
+
+@pytest.mark.manyranks
+@pytest.mark.mpi(min_size=3)
+@pytest.mark.parametrize("name", sorted(MISPLACED_COMMUNICATOR_CALLS))
+def test_a_sub_communicator_given_in_the_wrong_place_is_refused_over_it(comm, name):
+    """Every rank of a sub-communicator passes it by position (``cumsum(x, sub)``) or under a
+    misspelt keyword: the call is refused over ``sub``, the communicator meant, not over
+    ``COMM_WORLD``, whose other ranks never make the call (they would wait for them forever);
+    the ranks outside ``sub`` go on with calls of their own meanwhile."""
+    call, message = MISPLACED_COMMUNICATOR_CALLS[name]
+    inside = comm.rank < comm.size - 1  # the last rank alone in the other part of the split
+    sub = comm.Split(0 if inside else 1, comm.rank)
+    x = np.arange(4.0) + comm.rank
+    outcome, again = None, None
+    try:
+        if inside:
+            try:
+                call(x, sub)
+            except TypeError as exc:
+                outcome = str(exc)
+            again = distscan.cumsum(x, comm=sub)  # the sub-communicator still works
+        else:
+            again = distscan.cumsum(x, comm=sub)
+    finally:
+        sub.Free()
+
+    def check():
+        if inside:
+            assert outcome is not None and message in outcome, outcome
+            before = np.concatenate([np.arange(4.0) + r for r in range(comm.rank + 1)])
+            np.testing.assert_array_equal(again, np.cumsum(before)[-4:])
+        else:
+            np.testing.assert_array_equal(again, np.cumsum(x))
+
+    all_ranks_ok(comm, check)  # every rank gets here: none waits for another that failed
