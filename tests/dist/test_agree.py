@@ -16,7 +16,7 @@ import distscan
 from distscan import DistScanError
 from distscan.backends import cpu as cpu_backend
 
-from tests.support.ranks import all_ranks_ok, raises_everywhere
+from tests.support.ranks import all_ranks_ok, outcome_of, raises_everywhere
 
 pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(120)]
 
@@ -380,3 +380,41 @@ def test_a_sub_communicator_given_in_the_wrong_place_is_refused_over_it(comm, na
             np.testing.assert_array_equal(again, np.cumsum(x))
 
     all_ranks_ok(comm, check)  # every rank gets here: none waits for another that failed
+
+
+# What one rank's call may get wrong, beside the others' right or wrong calls
+ARGUMENT_MISTAKES = {
+    "none": lambda x, comm: distscan.cumsum(x, comm=comm),
+    "extra positional": lambda x, comm: distscan.cumsum(x, 0, comm=comm),
+    "unknown keyword": lambda x, comm: distscan.cumsum(x, comm=comm, bogus=1),
+    "communicator by position": lambda x, comm: distscan.cumsum(x, comm),
+    "both": lambda x, comm: distscan.cumsum(x, 0, bogus=2, comm=comm),
+}
+
+
+@pytest.mark.manyranks
+@pytest.mark.mpi(min_size=2)
+def test_argument_mistakes_drawn_per_rank_raise_alike_and_leave_no_state(comm):
+    """Calls in a row where each rank draws its own argument mistake (or none): a call with a
+    mistake on any rank raises the same TypeError on every rank, one without raises nowhere and is
+    right, and every call after either is right (no rank left in a collective of its own)."""
+    rng = np.random.default_rng(3700 + comm.size)  # the same draws on every rank
+    names = sorted(ARGUMENT_MISTAKES)
+    x = np.arange(5.0) + comm.rank
+    want = distscan.cumsum(x, comm=comm)
+    for _ in range(40):
+        drawn = rng.choice(names, size=comm.size)  # every rank draws the same table, and takes its own
+        outcome = outcome_of(lambda: ARGUMENT_MISTAKES[drawn[comm.rank]](x, comm))
+        outcomes = comm.allgather(outcome[0] if outcome[0] == "raised" else "ok")
+        every = comm.allgather(outcome[1] if outcome[0] == "raised" else None)
+
+        def check():
+            if all(d == "none" for d in drawn):
+                assert outcomes == ["ok"] * comm.size, outcomes
+            else:
+                assert outcomes == ["raised"] * comm.size and len(set(every)) == 1, (list(drawn), every)
+                assert every[0].startswith("TypeError: "), every[0]
+
+        all_ranks_ok(comm, check)
+        again = distscan.cumsum(x, comm=comm)
+        all_ranks_ok(comm, lambda: np.testing.assert_array_equal(again, want))
