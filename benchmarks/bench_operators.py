@@ -112,7 +112,7 @@ def module_keys(n):
         dt = np.dtype(dt)
         types = scan_types(op, dt)
         if kw.get("reverse") or op.state is not None:
-            device = plans.ext_device(op, "auto", n, dt.itemsize, types.result.itemsize)
+            device = plans.ext_device(op, "auto", n, dt.itemsize, types.result.itemsize, types.result.kind)
             keys.append(extended.ext_module_key(dt, types, op, device, kw.get("reverse", False)))
         else:
             keys.append(plans.module_key(dt, types, op, "auto"))

@@ -140,12 +140,13 @@ def module_keys(n, device="auto", names=None):
         dt = np.dtype(dt)
         types = scan_types(op, dt)
         keys.append(extended.ext_module_key(dt, types, op, plans.ext_device(op, "auto", n, dt.itemsize,
-                                                                            types.result.itemsize), reverse))
+                                                                            types.result.itemsize,
+                                                                            types.result.kind), reverse))
         for shape in SHAPES[size] if device == "auto" else LOOKAHEAD_SHAPES[size]:
             if device == "lookahead" and not fits(shape, dt, op):
                 continue
             with cuda.overrides(tuning=shape):
-                dev = plans.ext_device(op, device, n, dt.itemsize, types.result.itemsize)
+                dev = plans.ext_device(op, device, n, dt.itemsize, types.result.itemsize, types.result.kind)
                 keys.append(extended.ext_module_key(dt, types, op, dev, reverse))
     return keys
 
