@@ -23,7 +23,7 @@ from ._arrays import foreign_device, to_native
 from ._call import BACKENDS, Part
 from ._kinds import KINDS, NOT_THIS_KIND, options_key
 from .dist.agree import default_comm
-from .dist.arguments import check_keywords, group_of, refuse_arguments
+from .dist.arguments import MISSING, check_keywords, group_of, missing_parts, refuse_arguments
 from .dist.exchange import raise_everywhere
 from .dist.nodes import node_size_of_call
 
@@ -31,7 +31,7 @@ __all__ = ["scan", "cumsum", "cumprod", "cummax", "cummin", "nancumsum", "nancum
            "cumulative_prod", "linear_recurrence", "exclusive_scan", "reduce", "BACKENDS"]
 
 
-def scan(x, op="sum", *extra, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, reverse=False,
+def scan(x=MISSING, op="sum", *extra, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, reverse=False,
          segments=None, include_initial=False, compensated=False, strategy="auto", hierarchy="auto", backend="auto",
          timings=None, node_size=None, algorithm="auto", **unknown):
     """Scan the distributed array whose local part is ``x``.
@@ -129,8 +129,8 @@ def scan(x, op="sum", *extra, exclusive=False, initial=None, dtype=None, out=Non
     DistScanError
         Any other failure on some rank (e.g. out of device memory), raised on all.
     """
-    if unknown or extra:
-        refuse_arguments("scan", unknown, comm, extra, (1, 2))
+    if unknown or extra or x is MISSING:
+        refuse_arguments("scan", unknown, comm, extra, (1, 2), missing_parts(x=x))
     return _scan(x, op, exclusive, initial, dtype, out, default_comm(comm), axis, strategy, hierarchy, backend,
                  timings, node_size, algorithm, _options(reverse, segments, include_initial, compensated))
 
@@ -223,10 +223,10 @@ def _named_scan(name: str, op: str, doc: str):
     ``scan(x, op, ...)`` that goes to :func:`_scan` itself, one Python call fewer and without
     passing ten keywords on (each shows in a loop of small calls: benchmarks/RESULTS.md, "Issue
     10, eleventh pass")."""
-    def named(x, *extra, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, reverse=False,
-              segments=None, **kwargs):
-        if extra:
-            refuse_arguments(name, kwargs, comm, extra)
+    def named(x=MISSING, *extra, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0,
+              reverse=False, segments=None, **kwargs):
+        if extra or x is MISSING:
+            refuse_arguments(name, kwargs, comm, extra, missing=missing_parts(x=x), known=_SCAN_KEYWORDS)
         if kwargs:
             check_keywords(name, kwargs, _SCAN_KEYWORDS, comm)
             return scan(x, op, exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis,
@@ -247,14 +247,18 @@ nancumsum = _named_scan("nancumsum", "nansum", "Cumulative sum with NaN counted 
 nancumprod = _named_scan("nancumprod", "nanprod", "Cumulative product with NaN counted as one, as ``numpy.nancumprod``")
 
 
+# the keywords of scan() that cumulative_sum() and cumulative_prod() pass on
+_CUMULATIVE_KEYWORDS = _SCAN_KEYWORDS - {"dtype", "axis", "include_initial"}
+
+
 def _cumulative(x, op, axis, dtype, include_initial, comm, kwargs, extra):
     """The Array API's ``cumulative_sum``/``cumulative_prod``: ``axis`` may be None only for 1-D
     parts, and 0-d parts are refused (NumPy 2 does the same): on every rank, when one rank's part is
     (the others are in the plan's exchange by then: that rank joins it as failed)."""
-    if extra:  # (before default_comm: a communicator among them may be the call's, dist/arguments.py)
-        refuse_arguments(f"cumulative_{op}", kwargs, comm, extra)
+    if extra or x is MISSING:  # (before default_comm: a communicator among them may be the call's)
+        refuse_arguments(f"cumulative_{op}", kwargs, comm, extra, missing=missing_parts(x=x), known=_CUMULATIVE_KEYWORDS)
     if kwargs:
-        check_keywords(f"cumulative_{op}", kwargs, _SCAN_KEYWORDS - {"dtype", "axis", "include_initial"}, comm)
+        check_keywords(f"cumulative_{op}", kwargs, _CUMULATIVE_KEYWORDS, comm)
     comm = default_comm(comm)
     error = None
     try:  # a DLPack or CUDA-array-interface object has no ndim: its array's (np.ndim took it as 0-d)
@@ -273,13 +277,13 @@ def _cumulative(x, op, axis, dtype, include_initial, comm, kwargs, extra):
     return scan(x, op, dtype=dtype, comm=comm, axis=axis, include_initial=include_initial, **kwargs)
 
 
-def cumulative_sum(x, /, *extra, axis=None, dtype=None, include_initial=False, comm=None, **kwargs):
+def cumulative_sum(x=MISSING, /, *extra, axis=None, dtype=None, include_initial=False, comm=None, **kwargs):
     """Cumulative sum as in the Array API standard and NumPy 2 (``numpy.cumulative_sum``); with
     ``include_initial=True`` the first rank's part holds the leading zero.  See :func:`scan`."""
     return _cumulative(x, "sum", axis, dtype, include_initial, comm, kwargs, extra)
 
 
-def cumulative_prod(x, /, *extra, axis=None, dtype=None, include_initial=False, comm=None, **kwargs):
+def cumulative_prod(x=MISSING, /, *extra, axis=None, dtype=None, include_initial=False, comm=None, **kwargs):
     """Cumulative product as in the Array API standard and NumPy 2 (``numpy.cumulative_prod``);
     with ``include_initial=True`` the first rank's part holds the leading one.  See :func:`scan`."""
     return _cumulative(x, "prod", axis, dtype, include_initial, comm, kwargs, extra)
@@ -289,8 +293,8 @@ def cumulative_prod(x, /, *extra, axis=None, dtype=None, include_initial=False, 
 _RECURRENCE_KEYWORDS = frozenset(("strategy", "hierarchy", "backend", "timings", "node_size", "algorithm"))
 
 
-def linear_recurrence(a, b, *extra, initial=0, reverse=False, out=None, comm=None, axis=0, segments=None, dtype=None,
-                      **kwargs):
+def linear_recurrence(a=MISSING, b=MISSING, *extra, initial=0, reverse=False, out=None, comm=None, axis=0,
+                      segments=None, dtype=None, **kwargs):
     """``y[i] = a[i] * y[i-1] + b[i]`` over the distributed array whose local parts are ``a`` and
     ``b``, with ``y[-1] = initial``; ``reverse=True``: ``y[i] = a[i] * y[i+1] + b[i]`` from the
     end of the last rank's part.
@@ -322,8 +326,9 @@ def linear_recurrence(a, b, *extra, initial=0, reverse=False, out=None, comm=Non
     elif initial is not None and np.ndim(initial) == 0 and not np.any(initial):
         initial = None
     options = {"reverse": reverse, "segments": segments, "coefficients": a}
-    if extra:  # (before default_comm: a communicator among them may be the call's, dist/arguments.py)
-        refuse_arguments("linear_recurrence", kwargs, comm, extra, (2, 2))
+    if extra or a is MISSING or b is MISSING:  # (before default_comm: a communicator among them may be the call's)
+        refuse_arguments("linear_recurrence", kwargs, comm, extra, (2, 2), missing_parts(a=a, b=b),
+                         _RECURRENCE_KEYWORDS)
     if kwargs:
         check_keywords("linear_recurrence", kwargs, _RECURRENCE_KEYWORDS, comm)
     comm = default_comm(comm)
@@ -332,16 +337,20 @@ def linear_recurrence(a, b, *extra, initial=0, reverse=False, out=None, comm=Non
                  kwargs.get("node_size"), kwargs.get("algorithm", "auto"), options)
 
 
-def exclusive_scan(x, op="sum", *extra, **kwargs):
+_EXCLUSIVE_KEYWORDS = _SCAN_KEYWORDS - {"exclusive"}
+
+
+def exclusive_scan(x=MISSING, op="sum", *extra, **kwargs):
     """Exclusive scan: ``scan(x, op, exclusive=True, ...)``."""
-    if extra:
-        refuse_arguments("exclusive_scan", kwargs, kwargs.get("comm"), extra, (1, 2))
+    if extra or x is MISSING:
+        refuse_arguments("exclusive_scan", kwargs, kwargs.get("comm"), extra, (1, 2), missing_parts(x=x),
+                         _EXCLUSIVE_KEYWORDS)
     if kwargs:
-        check_keywords("exclusive_scan", kwargs, _SCAN_KEYWORDS - {"exclusive"}, comm=kwargs.get("comm"))
+        check_keywords("exclusive_scan", kwargs, _EXCLUSIVE_KEYWORDS, comm=kwargs.get("comm"))
     return scan(x, op, exclusive=True, **kwargs)
 
 
-def reduce(x, op="sum", *extra, dtype=None, comm=None, axis=0, backend="auto", **unknown):
+def reduce(x=MISSING, op="sum", *extra, dtype=None, comm=None, axis=0, backend="auto", **unknown):
     """The global total of the distributed array, returned on every rank.
 
     Reduces over the distributed axis 0 (``axis=None``: over all elements).
@@ -354,8 +363,8 @@ def reduce(x, op="sum", *extra, dtype=None, comm=None, axis=0, backend="auto", *
         If the global array is empty and the operator has no identity in NumPy
         (``max``, ``min``, ``nanmax``, ``nanmin``, ``lcm``), as ``numpy.max`` does.
     """
-    if unknown or extra:  # (reduce takes no initial=: NumPy's sum(initial=) is not offered)
-        refuse_arguments("reduce", unknown, comm, extra, (1, 2))
+    if unknown or extra or x is MISSING:  # (reduce takes no initial=: NumPy's sum(initial=) is not offered)
+        refuse_arguments("reduce", unknown, comm, extra, (1, 2), missing_parts(x=x))
     device = foreign_device(x)
     if device is not None:  # run where the data is
         with device:

@@ -1,10 +1,11 @@
 """The public functions' arguments that Python would refuse on one rank alone, refused on every rank.
 
-An unknown keyword (a typo, or one another version takes) or a positional argument too many
-raises Python's TypeError before the function's body runs, on the rank whose call has it, while
-the other ranks wait in the call's exchange forever.  So the public signatures take ``*extra``
-and ``**unknown``, and the function refuses them here: the rank joins the exchange as failed and
-every rank raises Python's own message (with the failing rank's number).
+An unknown keyword (a typo, or one another version takes), a positional argument too many, or a
+missing part (``cumsum(comm=comm)``) raises Python's TypeError before the function's body runs, on
+the rank whose call has it, while the other ranks wait in the call's exchange forever.  So the
+public signatures take ``*extra`` and ``**unknown``, their parts default to :data:`MISSING`, and
+the function refuses these here: the rank joins the exchange as failed and every rank raises
+Python's own message (with the failing rank's number).
 
 Which ranks: the call's ``comm=``, else a communicator among the refused arguments themselves (a
 communicator passed by position, ``cumsum(x, sub)``, or under a misspelt keyword, is the one the
@@ -14,8 +15,23 @@ call was meant for: all the ranks of ``sub`` make that mistake together, and ref
 
 from __future__ import annotations
 
+import sys
+
 from .agree import default_comm
 from .exchange import raise_everywhere
+
+
+class _Missing:
+    """The default of a public function's parts, which every call must pass (see the module's
+    docstring): a rank that passes none raises with the others, not alone."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<required>"
+
+
+MISSING = _Missing()
 
 
 def group_of(comm):
@@ -30,26 +46,35 @@ def check_keywords(name, kwargs, known, comm):
         refuse_arguments(name, {k: kwargs[k] for k in kwargs.keys() - known}, comm)
 
 
-def refuse_arguments(name, unknown: dict, comm, extra=(), takes=(1, 1)):
-    """Raise, on every rank, Python's TypeError for the keywords ``unknown`` (name: value) or,
-    where ``extra`` holds positional arguments past the ``takes`` (fewest, most) that ``name``
-    has, for those."""
+def refuse_arguments(name, keywords: dict, comm, extra=(), takes=(1, 1), missing=(), known=None):
+    """Raise, on every rank, Python's TypeError for what Python would refuse first: the keywords of
+    ``keywords`` (name: value) not in ``known`` (None: all of them), positional arguments ``extra``
+    past the ``takes`` (fewest, most) that ``name`` has, the parts named in ``missing`` (passed as
+    :data:`MISSING`)."""
+    unknown = keywords if known is None else {k: v for k, v in keywords.items() if k not in known}
     if comm is None:
         comm = next((a for a in (*extra, *unknown.values()) if _is_communicator(a)), None)
-    if extra:
+    if unknown:
+        names = ", ".join(repr(k) for k in sorted(unknown))
+        error = TypeError(f"{name}() got unexpected keyword argument{'s' if len(unknown) > 1 else ''} {names}")
+    elif extra:
         fewest, most = takes
         count = f"{most}" if fewest == most else f"from {fewest} to {most}"
         error = TypeError(f"{name}() takes {count} positional argument{'s' if most > 1 else ''} "
                           f"but {most + len(extra)} were given")
     else:
-        names = ", ".join(repr(k) for k in sorted(unknown))
-        error = TypeError(f"{name}() got unexpected keyword argument{'s' if len(unknown) > 1 else ''} {names}")
+        names = " and ".join(repr(k) for k in missing)
+        error = TypeError(f"{name}() missing {len(missing)} required positional argument"
+                          f"{'s' if len(missing) > 1 else ''}: {names}")
     raise_everywhere(group_of(default_comm(comm)), error)
+
+
+def missing_parts(**parts) -> tuple:
+    """The names of ``parts`` (name: value) passed as :data:`MISSING`, in order."""
+    return tuple(k for k, v in parts.items() if v is MISSING)
 
 
 def _is_communicator(value) -> bool:
     """Whether ``value`` is an mpi4py communicator (mpi4py already imported: a call that holds one)."""
-    import sys
-
     mpi = sys.modules.get("mpi4py.MPI")
     return mpi is not None and isinstance(value, mpi.Comm)

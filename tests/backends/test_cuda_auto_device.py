@@ -2,7 +2,7 @@
 (``distscan.backends.cuda.plans.ext_device``), on the CPU: the look-ahead kernel for the float64
 recurrence without segments from the sizes where the plain scan takes it, the look-back for every
 other of them at every size (benchmarks/RESULTS.md, "Each thread's run scanned again from the
-stage"), and the look-back where the caller does not say the result's kind."""
+stage"), and a caller must say the result's kind (the choice depends on it)."""
 
 from __future__ import annotations
 
@@ -40,8 +40,12 @@ def test_the_other_state_scans_look_back_at_every_size(kind, dtype, segments):
         assert _device(kind, dtype, n, segments=segments) == "lookback", (kind, dtype, segments, n)
 
 
-def test_a_caller_that_does_not_name_the_result_s_kind_gets_the_look_back():
-    assert _device("affine", "float64", LARGE, result_kind="") == "lookback"
+def test_a_caller_must_name_the_result_s_kind():
+    op = call_op("sum", segments=None, coefficients=1, reverse=False)
+    with pytest.raises(TypeError):
+        plans.ext_device(op, "auto", LARGE, 8, 8)  # (a default once gave the float64 recurrence the look-back)
+    with pytest.raises(TypeError):
+        plans.looks_back(op, 8, 8)
 
 
 def test_a_named_algorithm_is_kept():

@@ -327,6 +327,69 @@ def test_an_extra_positional_argument_gives_pythons_message_on_one_rank(name):
         call(np.arange(5.0), None, 0)
 
 
+# Each public function called without its part (or parts), and Python's message for it; the
+# valid keyword beside it must not be named as unknown
+MISSING_PART_CALLS = {
+    "cumsum": (lambda x, comm, drop: distscan.cumsum(comm=comm, backend="cpu") if drop
+               else distscan.cumsum(x, comm=comm, backend="cpu"), "missing 1 required positional argument: 'x'"),
+    "nancumprod": (lambda x, comm, drop: distscan.nancumprod(comm=comm) if drop else distscan.nancumprod(x, comm=comm),
+                   "missing 1 required positional argument: 'x'"),
+    "scan": (lambda x, comm, drop: distscan.scan(op="max", comm=comm) if drop else distscan.scan(x, "max", comm=comm),
+             "missing 1 required positional argument: 'x'"),
+    "exclusive_scan": (lambda x, comm, drop: distscan.exclusive_scan(comm=comm, initial=1.0) if drop
+                       else distscan.exclusive_scan(x, comm=comm, initial=1.0),
+                       "missing 1 required positional argument: 'x'"),
+    "cumulative_sum": (lambda x, comm, drop: distscan.cumulative_sum(comm=comm, backend="cpu") if drop
+                       else distscan.cumulative_sum(x, comm=comm, backend="cpu"),
+                       "missing 1 required positional argument: 'x'"),
+    "linear_recurrence": (lambda x, comm, drop: distscan.linear_recurrence(0.5, comm=comm, backend="cpu") if drop
+                          else distscan.linear_recurrence(0.5, x, comm=comm, backend="cpu"),
+                          "missing 1 required positional argument: 'b'"),
+    "linear_recurrence, both": (lambda x, comm, drop: distscan.linear_recurrence(comm=comm) if drop
+                                else distscan.linear_recurrence(0.5, x, comm=comm),
+                                "missing 2 required positional arguments: 'a' and 'b'"),
+    "reduce": (lambda x, comm, drop: distscan.reduce(comm=comm) if drop else distscan.reduce(x, comm=comm),
+               "missing 1 required positional argument: 'x'"),
+}
+
+
+@pytest.mark.manyranks
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("name", sorted(MISSING_PART_CALLS))
+def test_a_missing_part_on_one_rank_raises_on_all(comm, name):
+    """A call without its part on one rank (``cumsum(comm=comm)``) raised Python's TypeError there
+    alone before distscan ran, and the other ranks waited in the exchange forever; now every rank
+    raises Python's message, with the rank's number, and the calls after it are right."""
+    call, message = MISSING_PART_CALLS[name]
+    x = np.arange(5.0) + comm.rank
+    want = call(x, comm, False)  # the kind warm on every rank
+    odd = comm.size - 1
+    msg = raises_everywhere(comm, TypeError, "required positional argument",
+                            lambda: call(x, comm, comm.rank == odd))
+    assert msg == f"rank {odd}: {name.split(',')[0]}() {message}", msg
+    again = call(x, comm, False)
+    all_ranks_ok(comm, lambda: np.testing.assert_array_equal(again, want))
+
+
+@pytest.mark.parametrize("name", sorted(MISSING_PART_CALLS))
+def test_a_missing_part_gives_pythons_message_on_one_rank(name):
+    """Alone (no communicator of several ranks) the message is Python's own."""
+    call, message = MISSING_PART_CALLS[name]
+    with pytest.raises(TypeError, match=f"^{name.split(',')[0]}\\(\\) {message}$"):
+        call(np.arange(5.0), None, True)
+
+
+def test_an_unknown_keyword_is_named_before_a_missing_or_extra_argument():
+    """Python's order: an unknown keyword first, then a positional argument too many, then a
+    missing one."""
+    with pytest.raises(TypeError, match="^cumsum\\(\\) got unexpected keyword argument 'bogus'$"):
+        distscan.cumsum(bogus=1)
+    with pytest.raises(TypeError, match="^cumsum\\(\\) got unexpected keyword argument 'bogus'$"):
+        distscan.cumsum(np.ones(2), 0, bogus=1)
+    with pytest.raises(TypeError, match="^linear_recurrence\\(\\) got unexpected keyword argument 'bogus'$"):
+        distscan.linear_recurrence(bogus=1, backend="cpu")
+
+
 # A communicator given where the function takes none: by position, or under a misspelt keyword
 MISPLACED_COMMUNICATOR_CALLS = {
     "cumsum by position": (lambda x, sub: distscan.cumsum(x, sub), "takes 1 positional argument but 2"),
@@ -389,6 +452,7 @@ ARGUMENT_MISTAKES = {
     "unknown keyword": lambda x, comm: distscan.cumsum(x, comm=comm, bogus=1),
     "communicator by position": lambda x, comm: distscan.cumsum(x, comm),
     "both": lambda x, comm: distscan.cumsum(x, 0, bogus=2, comm=comm),
+    "missing part": lambda x, comm: distscan.cumsum(comm=comm),
 }
 
 

@@ -237,13 +237,15 @@ def is_compensated(op: Op) -> bool:
     return op.state is not None and op.state.kind == "compensated"
 
 
-def ext_device(op: Op, algorithm: str, n: int, in_size: int, out_size: int, result_kind: str = "") -> str:
+def ext_device(op: Op, algorithm: str, n: int, in_size: int, out_size: int, result_kind: str) -> str:
     """The device algorithm of an extended scan (``backends/cuda/extended``): a named one as asked
     for; for "auto", the look-back for operators with auxiliary inputs but those of
     :func:`aux_looks_ahead`, for costly ones (:func:`costly`) and for compensated sums of states up
     to 16 bytes (their look-back shape, compile.choose_tuning, beats the look-ahead: float32 1.25
     against 1.58 times the plain sum's time, float64 1.45 against 2.30), else as the plain scan
-    chooses (:func:`uses_lookahead`).  ``result_kind``: the result dtype's kind."""
+    chooses (:func:`uses_lookahead`).  ``result_kind``: the result dtype's kind, required: the
+    choice depends on it, and a caller that guessed would precompile or time another kernel than
+    the API's."""
     if algorithm not in ("auto", "lookback", "lookahead"):
         raise ValueError(f"algorithm={algorithm!r} is for plain forward scans; reverse scans and segmented, "
                          "affine and compensated scans take 'auto', 'lookback' or 'lookahead'")
@@ -258,7 +260,7 @@ def auto_device(n: int, in_size: int, out_size: int, look_back: bool) -> str:
     return "lookahead" if not look_back and uses_lookahead(n, in_size, out_size) else "lookback"
 
 
-def looks_back(op: Op, in_size: int, out_size: int, result_kind: str = "") -> bool:
+def looks_back(op: Op, in_size: int, out_size: int, result_kind: str) -> bool:
     """Whether "auto" scans ``op`` on the look-back at every size (:func:`ext_device`)."""
     aux = op.state is not None and len(op.state.aux) > 0
     return (costly(op) or (is_compensated(op) and in_size <= 8 and out_size <= 8)
@@ -274,6 +276,9 @@ def aux_looks_ahead(op: Op, in_size: int, out_size: int, result_kind: str) -> bo
     there against the look-back's 0.791.  The look-back stays faster for the segmented sums (float32
     0.909 against 0.931, reversed 0.692 against 0.901, int64 0.869 against 0.919), the float32
     recurrence (0.677 against 0.844) and the complex64 one (0.342 against 0.736) (RESULTS.md, "Each
-    thread's run scanned again from the stage").  Not yet measured on the H200."""
+    thread's run scanned again from the stage").  On the H200 the float64 recurrence reads 0.715 on
+    the look-ahead (2026-11-27) against the look-back's 0.698 (2026-11-25), and the others lose
+    more there (segmented float32 0.680 against 0.810; RESULTS.md, "The float32 recurrence's
+    RESCAN gate, ...")."""
     return (op.state is not None and op.state.kind == "affine" and result_kind == "f"
             and in_size == 8 and out_size == 8)
