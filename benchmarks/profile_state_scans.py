@@ -3,11 +3,12 @@ items, for Nsight Compute to profile the third launch (the first two compile, pl
 
     ncu --kernel-name regex:"scan_ext_kernel|scan_tiles_kernel" --launch-skip 2 --launch-count 1 \\
         --section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats \\
-        --section LaunchStats python3 benchmarks/profile_state_scans.py recurrence|segmented|plain [ALGORITHM]
+        --section LaunchStats python3 benchmarks/profile_state_scans.py recurrence|segmented|plain [ALGORITHM] [DTYPE]
 
 ``recurrence``: ``linear_recurrence(a, x)`` with ``a`` in [0.5, 1); ``segmented``: ``cumsum(x,
 segments=f)`` with a flag every ~1000 items; ``plain``: ``cumsum(x)``, the baseline.  Each with
-``out=`` on one rank, ``algorithm="auto"`` unless ALGORITHM is given ("lookahead", "lookback").  The figures: benchmarks/RESULTS.md, "Where the
+``out=`` on one rank, ``algorithm="auto"`` unless ALGORITHM is given ("lookahead", "lookback"),
+float32 unless DTYPE is given (float64, complex64: the 16-byte recurrences).  The figures: benchmarks/RESULTS.md, "Where the
 look-back's cycles go".
 """
 
@@ -28,12 +29,15 @@ from harness import SELF  # noqa: E402
 def main():
     which = sys.argv[1] if len(sys.argv) > 1 else "recurrence"
     alg = sys.argv[2] if len(sys.argv) > 2 else "auto"
+    dtype = cp.dtype(sys.argv[3] if len(sys.argv) > 3 else "float32")
     n = 1 << 27
     rs = cp.random.RandomState(7)
-    x = rs.standard_normal(n, dtype=cp.float32)
+    x = rs.standard_normal(n, dtype=cp.float32).astype(dtype)
     y = cp.empty_like(x)
     if which == "recurrence":
-        a = rs.uniform(0.5, 1.0, n).astype(cp.float32)
+        a = rs.uniform(0.5, 1.0, n).astype(dtype)
+        if dtype.kind == "c":  # a turn as well as a decay
+            a = a * cp.exp(1j * rs.uniform(-0.1, 0.1, n)).astype(dtype)
         call = lambda: distscan.linear_recurrence(a, x, out=y, comm=SELF, algorithm=alg)  # noqa: E731
     elif which == "segmented":
         f = rs.random_sample(n) < 1e-3
