@@ -94,9 +94,7 @@ def status(failed: bool, fingerprint: int, rows: int, *, empty: bool = False, ag
     return np.array([flags, fingerprint, rows], np.int64)
 
 
-# ---------------------------------------------------------------------------
-# The exchange
-# ---------------------------------------------------------------------------
+# -- the exchange ---------------------------------------------------------------------------
 
 Combine = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -272,40 +270,41 @@ class Exchange:
     # -- recursive doubling ----------------------------------------------------------------
 
     def _doubling(self, flags: int, fingerprint: int, rows: int, carry, want_total: bool):
-        """The exchange in ``log2(p)`` rounds of ``Sendrecv`` (module docstring).  A carry that does
-        not fit in a record travels in a second pass, once the first has shown that every rank
-        agrees (so that every carry has the same size)."""
+        """The exchange in ``log2(p)`` rounds of ``Sendrecv`` (module docstring); a carry too big for a
+        record goes in a second pass, once the first has shown that all agree.  The first pass pairs
+        ranks alike whatever their arguments: where p is not a power of two a reverse scan's mirrored
+        pairs are other pairs (a rank that failed before it read ``reverse=``, or ranks whose ``reverse=``
+        differ, waited forever: 2026-11-27), so there a reverse scan's carries go in the second."""
         self.quiet_error = None  # (read's, on the gather's path)
-        inline = self.inline
-        mine = (flags if inline else flags | BIG, fingerprint, rows, carry if inline else None)
-        prefix, total = self._hypercube(mine, INLINE_BYTES)
-        total = self._complete(total, INLINE_BYTES)
+        inline, size = self.inline, self.size
+        in_scan_order = self.reverse and size & (size - 1) == 0  # (at a power of two: the same pairs)
+        carries_now = inline and in_scan_order == self.reverse
+        mine = (flags if inline else flags | BIG, fingerprint, rows, carry if carries_now else None)
+        prefix, total = self._hypercube(mine, INLINE_BYTES, in_scan_order)
+        total = self._complete(total, INLINE_BYTES, in_scan_order)
         t_flags = total[0]
         status = Status(bool(t_flags & FAILED), not t_flags & MISMATCH, bool(t_flags & BIG), total[2],
                         bool(t_flags & AGREE_AFTER), 0 if prefix is None else prefix[2])
         if status.failed or not status.agreed:
             return status, None, None
-        if not inline:  # the carries, now that their sizes agree
-            prefix_c, total_c = self._hypercube((flags & EMPTY, fingerprint, rows, carry), self.like.nbytes)
-            prefix = None if prefix_c is None else prefix_c
-            total = self._complete(total_c, self.like.nbytes)
-        offset = None if prefix is None else prefix[3]
-        return status, offset, (total[3] if want_total else None)
+        if not carries_now:  # the carries (and a reverse scan's rows before), now that all agree
+            prefix, total = self._hypercube((flags & EMPTY, fingerprint, rows, carry), self.like.nbytes, self.reverse)
+            total = self._complete(total, self.like.nbytes, self.reverse)
+            status.rows_before = 0 if prefix is None else prefix[2]
+        return status, None if prefix is None else prefix[3], (total[3] if want_total else None)
 
-    def _complete(self, total, carry_bytes: int):
-        """Every rank's total, whatever the rank count.  With p not a power of two, a rank whose
-        partner place does not exist in a round hears nothing from the ranks after it (3 ranks: place
-        1 never hears from place 2), so its total can miss a later rank's failure or request to agree
-        (every rank would not make the same collectives next).  The last place in scan order always
-        hears from all the others (each of its partner blocks lies before it or is empty): its total
-        is broadcast, one more collective, made only when p is not a power of two."""
+    def _complete(self, total, carry_bytes: int, in_scan_order: bool):
+        """Every rank's total.  With p not a power of two, a rank whose partner place does not exist
+        in a round misses the ranks after it (3 ranks: place 1 never hears from place 2), and so
+        maybe a failure or a request to agree; the last place (as :meth:`_hypercube` orders them)
+        hears from all (its partner blocks lie before it or are empty): its total is broadcast."""
         size = self.size
         if size & (size - 1) == 0:
             return total
         buf = np.zeros(STATUS_BYTES + carry_bytes, np.uint8)
         st = buf[:STATUS_BYTES].view(np.int64)
         body = slice(STATUS_BYTES, STATUS_BYTES + self.like.nbytes)
-        root = 0 if self.reverse else size - 1  # the last place in scan order
+        root = 0 if in_scan_order and self.reverse else size - 1  # the last place
         if self.comm.Get_rank() == root:
             flags, fp, rows, carry = total
             st[0], st[1], st[2] = flags | (EMPTY if carry is None else 0), fp, rows
@@ -335,15 +334,16 @@ class Exchange:
         flags = flags & ~EMPTY | (a[0] & b[0] & EMPTY)
         return flags, a[1], a[2] + b[2], carry
 
-    def _hypercube(self, mine, carry_bytes: int):
-        """``(prefix, total)``: the records of the ranks before this one in scan order merged
-        (None for none) and of all ranks.  Round k pairs ranks whose places differ in bit k."""
+    def _hypercube(self, mine, carry_bytes: int, in_scan_order: bool):
+        """``(prefix, total)``: the records of the ranks before this one (None for none) and of all, places
+        in scan order where ``in_scan_order``, else in rank order; round k pairs places that differ in bit k."""
         send = np.zeros(STATUS_BYTES + carry_bytes, np.uint8)
         recv = np.empty_like(send)
         sst, rst = send[:STATUS_BYTES].view(np.int64), recv[:STATUS_BYTES].view(np.int64)
         nbytes = self.like.nbytes
         body = slice(STATUS_BYTES, STATUS_BYTES + nbytes)
-        place, size, comm = self.place, self.size, self.comm
+        mirrored, size, comm = in_scan_order and self.reverse, self.size, self.comm
+        place = self.place if in_scan_order else self.rank
         prefix, total = None, mine
         mask = 1
         while mask < size:
@@ -353,7 +353,7 @@ class Exchange:
                 sst[0], sst[1], sst[2] = flags | (EMPTY if carry is None else 0), fp, rows
                 if carry is not None and nbytes <= carry_bytes:
                     send[body] = np.ascontiguousarray(carry, self.like.dtype).reshape(-1).view(np.uint8)
-                partner = size - 1 - other if self.reverse else other
+                partner = size - 1 - other if mirrored else other
                 comm.Sendrecv(send, partner, 7, recv, partner, 7)
                 r_flags = int(rst[0])
                 r_carry = None

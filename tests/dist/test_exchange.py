@@ -108,6 +108,59 @@ def test_recursive_doubling_exchange_gives_the_same_results(reverse, comm, monke
         _kinds.KINDS.clear()
 
 
+# One rank's mistake in a reverse scan (or a direction that differs): (the call, a text of the error)
+REVERSE_MISTAKES = {
+    "out of another shape": (lambda x, bad, comm: distscan.cumsum(x, reverse=True, comm=comm,
+                                                                  out=np.empty(5, x.dtype) if bad else None),
+                             "out"),
+    "flags of another length": (lambda x, bad, comm: distscan.cumsum(
+        x, reverse=True, segments=np.zeros(len(x) + bad, bool), comm=comm), "segments"),
+    "a misspelt keyword": (lambda x, bad, comm: distscan.cumsum(x, reverse=True, comm=comm,
+                                                                **({"revers": True} if bad else {})), "revers"),
+    "coefficients of another shape": (lambda x, bad, comm: distscan.linear_recurrence(
+        np.ones(len(x) + bad), x, reverse=True, comm=comm), ""),
+    "reverse= differs": (lambda x, bad, comm: distscan.cumsum(x, reverse=not bad, comm=comm), "reverse"),
+}
+
+
+@pytest.mark.manyranks
+@pytest.mark.parametrize("mistake", sorted(REVERSE_MISTAKES))
+def test_recursive_doubling_agrees_one_ranks_mistake_in_a_reverse_scan(mistake, comm, monkeypatch):
+    """A reverse scan that fails on one rank (a rank that failed before it read ``reverse=`` joins
+    the exchange as a forward one: exchange.fail_exchange), or whose ``reverse=`` differs by rank,
+    raises on every rank through the doubling.  At a rank count that is not a power of two the
+    mirrored pairs of a reverse scan are other pairs than the forward ones, and every rank waited
+    forever (2026-11-27, 3 ranks, DISTSCAN_DOUBLING_RANKS=2); now the first pass pairs in rank
+    order.  The calls after it, reversed and forwards, are right."""
+    if mistake == "reverse= differs" and comm.size == 1:
+        pytest.skip("one rank: its direction differs from no other")
+    call, text = REVERSE_MISTAKES[mistake]
+    x = np.arange(1, 5, dtype=np.int64) + 10 * comm.rank
+    whole = np.concatenate([np.arange(1, 5, dtype=np.int64) + 10 * r for r in range(comm.size)])
+    mine = slice(4 * comm.rank, 4 * comm.rank + 4)
+    monkeypatch.setattr(hierarchy, "DOUBLING_RANKS", 1)  # on every rank alike
+    _kinds.PLANS.clear()
+    _kinds.KINDS.clear()
+    try:
+        for bad_rank in sorted({0, comm.size // 2, comm.size - 1}):
+            distscan.cumsum(x, reverse=True, comm=comm)  # a warm reverse plan on every rank
+            with pytest.raises((TypeError, ValueError, distscan.DistScanError)) as info:
+                call(x, int(comm.rank == bad_rank), comm)
+            messages = comm.allgather(f"{type(info.value).__name__}: {info.value}")
+            all_ranks_ok(comm, lambda: (len(set(messages)) == 1 and text in messages[0]) or
+                         pytest.fail(f"{mistake}, rank {bad_rank}: {messages}"))
+            again = [distscan.cumsum(x, reverse=True, comm=comm), distscan.cumsum(x, comm=comm),
+                     distscan.cumsum(x, reverse=True, segments=x % 3 == 0, comm=comm)]
+            flags = whole % 3 == 0
+            starts = np.cumsum(flags)  # each element's segment (a flag starts one, in array order)
+            segmented = np.array([whole[i:][starts[i:] == starts[i]].sum() for i in range(len(whole))])
+            want = [np.cumsum(whole[::-1])[::-1][mine], np.cumsum(whole)[mine], segmented[mine]]
+            all_ranks_ok(comm, lambda: [np.testing.assert_array_equal(g, w) for g, w in zip(again, want)])
+    finally:
+        _kinds.PLANS.clear()
+        _kinds.KINDS.clear()
+
+
 def test_the_status_heads_view_is_every_records_first_bytes(comm):
     """``Exchange.heads`` (one 16-byte item a rank, what the common call compares with
     ``agreed_heads``) holds exactly the first STATUS_HEAD bytes of every gathered record, in rank
