@@ -23,7 +23,7 @@ from ._arrays import foreign_device, to_native
 from ._call import BACKENDS, Part
 from ._kinds import KINDS, NOT_THIS_KIND, options_key
 from .dist.agree import default_comm
-from .dist.arguments import MISSING, check_keywords, group_of, missing_parts, refuse_arguments
+from .dist.arguments import MISSING, check_arguments, group_of, missing_parts, refuse_arguments
 from .dist.exchange import raise_everywhere
 from .dist.nodes import node_size_of_call
 
@@ -225,10 +225,8 @@ def _named_scan(name: str, op: str, doc: str):
     10, eleventh pass")."""
     def named(x=MISSING, *extra, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0,
               reverse=False, segments=None, **kwargs):
-        if extra or x is MISSING:
-            refuse_arguments(name, kwargs, comm, extra, missing=missing_parts(x=x), known=_SCAN_KEYWORDS)
-        if kwargs:
-            check_keywords(name, kwargs, _SCAN_KEYWORDS, comm)
+        if kwargs or extra or x is MISSING:
+            check_arguments(name, kwargs, comm, _SCAN_KEYWORDS, extra, missing=missing_parts(x=x))
             return scan(x, op, exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis,
                         reverse=reverse, segments=segments, **kwargs)
         # reverse= and segments= alone (the common state scans) go straight on as well
@@ -255,10 +253,8 @@ def _cumulative(x, op, axis, dtype, include_initial, comm, kwargs, extra):
     """The Array API's ``cumulative_sum``/``cumulative_prod``: ``axis`` may be None only for 1-D
     parts, and 0-d parts are refused (NumPy 2 does the same): on every rank, when one rank's part is
     (the others are in the plan's exchange by then: that rank joins it as failed)."""
-    if extra or x is MISSING:  # (before default_comm: a communicator among them may be the call's)
-        refuse_arguments(f"cumulative_{op}", kwargs, comm, extra, missing=missing_parts(x=x), known=_CUMULATIVE_KEYWORDS)
-    if kwargs:
-        check_keywords(f"cumulative_{op}", kwargs, _CUMULATIVE_KEYWORDS, comm)
+    if kwargs or extra or x is MISSING:  # (before default_comm: a communicator among them may be the call's)
+        check_arguments(f"cumulative_{op}", kwargs, comm, _CUMULATIVE_KEYWORDS, extra, missing=missing_parts(x=x))
     comm = default_comm(comm)
     error = None
     try:  # a DLPack or CUDA-array-interface object has no ndim: its array's (np.ndim took it as 0-d)
@@ -326,11 +322,9 @@ def linear_recurrence(a=MISSING, b=MISSING, *extra, initial=0, reverse=False, ou
     elif initial is not None and np.ndim(initial) == 0 and not np.any(initial):
         initial = None
     options = {"reverse": reverse, "segments": segments, "coefficients": a}
-    if extra or a is MISSING or b is MISSING:  # (before default_comm: a communicator among them may be the call's)
-        refuse_arguments("linear_recurrence", kwargs, comm, extra, (2, 2), missing_parts(a=a, b=b),
-                         _RECURRENCE_KEYWORDS)
-    if kwargs:
-        check_keywords("linear_recurrence", kwargs, _RECURRENCE_KEYWORDS, comm)
+    if kwargs or extra or a is MISSING or b is MISSING:  # (before default_comm: a communicator in them may be the call's)
+        check_arguments("linear_recurrence", kwargs, comm, _RECURRENCE_KEYWORDS, extra, (2, 2),
+                        missing_parts(a=a, b=b))
     comm = default_comm(comm)
     return _scan(b, "sum", False, initial, dtype, out, comm, axis, kwargs.get("strategy", "auto"),
                  kwargs.get("hierarchy", "auto"), kwargs.get("backend", "auto"), kwargs.get("timings"),
@@ -342,11 +336,9 @@ _EXCLUSIVE_KEYWORDS = _SCAN_KEYWORDS - {"exclusive"}
 
 def exclusive_scan(x=MISSING, op="sum", *extra, **kwargs):
     """Exclusive scan: ``scan(x, op, exclusive=True, ...)``."""
-    if extra or x is MISSING:
-        refuse_arguments("exclusive_scan", kwargs, kwargs.get("comm"), extra, (1, 2), missing_parts(x=x),
-                         _EXCLUSIVE_KEYWORDS)
-    if kwargs:
-        check_keywords("exclusive_scan", kwargs, _EXCLUSIVE_KEYWORDS, comm=kwargs.get("comm"))
+    if kwargs or extra or x is MISSING:
+        check_arguments("exclusive_scan", kwargs, kwargs.get("comm"), _EXCLUSIVE_KEYWORDS, extra, (1, 2),
+                        missing_parts(x=x))
     return scan(x, op, exclusive=True, **kwargs)
 
 

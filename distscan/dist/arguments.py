@@ -40,10 +40,11 @@ def group_of(comm):
     return comm if comm is not None and comm.Get_size() > 1 else None
 
 
-def check_keywords(name, kwargs, known, comm):
-    """Refuse, on every rank, the keywords of ``kwargs`` that are not in ``known``."""
-    if not known.issuperset(kwargs):
-        refuse_arguments(name, {k: kwargs[k] for k in kwargs.keys() - known}, comm)
+def check_arguments(name, keywords: dict, comm, known, extra=(), takes=(1, 1), missing=()):
+    """Refuse on every rank (:func:`refuse_arguments`) a call with keywords outside ``known``,
+    positional arguments ``extra`` or parts named in ``missing``; return where it has none."""
+    if extra or missing or not known.issuperset(keywords):
+        refuse_arguments(name, keywords, comm, extra, takes, missing, known)
 
 
 def refuse_arguments(name, keywords: dict, comm, extra=(), takes=(1, 1), missing=(), known=None):
