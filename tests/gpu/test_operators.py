@@ -17,10 +17,11 @@ import distscan
 from distscan._dtypes import scan_types
 from distscan.ops import affine, get_op, segmented
 
-from tests.support.data import zero_rule_case
+from tests.support.data import COMPLEX_NONFINITE, complex_zero_rule_case, zero_rule_case
 from tests.support.devices import require_gpu
 from tests.support.ranks import SELF
-from tests.support.reference import assert_compensated, compensated_case, recurrence_reference, segmented_reference
+from tests.support.reference import (assert_compensated, compensated_case, nonfinite_at_zero_states, recurrence_reference,
+                                     segmented_reference)
 
 cp = require_gpu()
 pytestmark = pytest.mark.gpu
@@ -480,6 +481,37 @@ def test_an_infinite_or_nan_coefficient_times_a_zero_is_zero_in_every_lane_threa
                 got = _gpu(distscan.linear_recurrence, x, b, reverse=reverse, initial=initial,
                            segments=None if segments is None else cp.asarray(segments))
                 np.testing.assert_array_equal(cp.asnumpy(got), want)
+
+
+@pytest.mark.parametrize("n", SIZES[:5])
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_a_complex_coefficient_with_an_infinite_or_nan_part_times_a_zero_is_zero(dtype, n, rng):
+    """The zero rule for complex maps (kernels/util/states.cuh, AffineMul<Complex>): a coefficient
+    with an infinite or NaN real or imaginary part, met where the state before it is exactly 0
+    (at every lane, thread and tile start among them, where the kernels pad with the identity
+    (1, -0)), contributes nothing: the result is the same as with a finite coefficient there,
+    bit for bit and finite everywhere (Gaussian integers: exact in any association).  One more
+    such coefficient where the state is not 0 makes the rest non-finite, as the loop's."""
+    a, b = complex_zero_rule_case(rng, n, dtype)
+    edges = np.array([0, 1, 31, 32, 255, 256, 1023, 1024, 4095, 4096, 8191, 8192, 65535, 65536, n - 1])
+    for segments in (None, rng.random(n) < 0.05):
+        for reverse in (False, True):
+            for initial in (0, 2 + 1j):
+                x, want = nonfinite_at_zero_states(rng, a, b, COMPLEX_NONFINITE, initial=initial, reverse=reverse,
+                                                   segments=segments, edges=edges[edges < n])
+                assert n < 32 or np.count_nonzero(~np.isfinite(x)) > n // 100
+                got = cp.asnumpy(_gpu(distscan.linear_recurrence, x, b, reverse=reverse, initial=initial,
+                                      segments=None if segments is None else cp.asarray(segments)))
+                np.testing.assert_array_equal(got, want.astype(dtype), err_msg=f"reverse={reverse} initial={initial}")
+                # one more where the state is not 0: non-finite from there on, as the loop's
+                k = n // 2
+                x[k] = COMPLEX_NONFINITE[0]
+                ref = recurrence_reference(x, b, initial=initial, reverse=reverse, segments=segments)
+                got = cp.asnumpy(_gpu(distscan.linear_recurrence, x, b, reverse=reverse, initial=initial,
+                                      segments=None if segments is None else cp.asarray(segments)))
+                finite = np.isfinite(ref)
+                np.testing.assert_array_equal(np.isfinite(got), finite)
+                np.testing.assert_array_equal(got[finite], ref[finite].astype(dtype))
 
 
 @pytest.mark.parametrize("n", SIZES)

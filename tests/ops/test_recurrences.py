@@ -14,9 +14,10 @@ import pytest
 
 import distscan
 
-from tests.support.data import random_array, random_counts, rank_part, zero_rule_case
+from tests.support.data import (COMPLEX_NONFINITE, complex_zero_rule_case, random_array, random_counts, rank_part,
+                                zero_rule_case)
 from tests.support.ranks import all_ranks_ok
-from tests.support.reference import assert_within_sum_bound, recurrence_reference
+from tests.support.reference import assert_within_sum_bound, nonfinite_at_zero_states, recurrence_reference
 from tests.support.seeds import shared_rng
 
 pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(300)]
@@ -85,6 +86,29 @@ def test_an_infinite_or_nan_coefficient_times_a_zero_is_zero_however_the_ranks_s
                                        reverse=reverse, segments=f, comm=comm)
         ref = rank_part(recurrence_reference(a, b, initial=initial, reverse=reverse, segments=segments), counts, comm)
         all_ranks_ok(comm, lambda: np.testing.assert_array_equal(y, ref))
+
+
+@pytest.mark.manyranks
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_complex_coefficient_with_an_infinite_or_nan_part_times_a_zero_state_is_zero(dtype, reverse, comm):
+    """The zero rule for complex maps: a coefficient with an infinite or NaN real or imaginary
+    part, where the state before it is exactly 0, leaves the sequential loop's result as a finite
+    coefficient there would, bit for bit (Gaussian integers), however the ranks split the array,
+    with an initial value and segments."""
+    rng = shared_rng(comm)
+    for trial in range(8):
+        counts = random_counts(rng, comm.size, 30)
+        n = int(counts.sum())
+        a, b = complex_zero_rule_case(rng, n, dtype)
+        segments = rng.random(n) < 0.1 if trial % 3 else None
+        initial = 2 + 1j if trial % 4 == 3 else 0
+        x, want = nonfinite_at_zero_states(rng, a, b, COMPLEX_NONFINITE, initial=initial, reverse=reverse,
+                                           segments=segments, edges=[0, n - 1])
+        f = None if segments is None else rank_part(segments, counts, comm)
+        y = distscan.linear_recurrence(rank_part(x, counts, comm), rank_part(b, counts, comm), initial=initial,
+                                       reverse=reverse, segments=f, comm=comm)
+        all_ranks_ok(comm, lambda: np.testing.assert_array_equal(y, rank_part(want, counts, comm).astype(dtype)))
 
 
 @pytest.mark.manyranks

@@ -51,6 +51,22 @@ def zero_rule_case(rng, n, dtype="float64"):
     return a, b
 
 
+# coefficients with an infinite or NaN part: real, imaginary or both
+COMPLEX_NONFINITE = np.array([complex(np.inf, 0), complex(0, np.inf), complex(-np.inf, 1), complex(np.nan, 0),
+                              complex(1, np.nan), complex(np.inf, np.nan)])
+
+
+def complex_zero_rule_case(rng, n, dtype="complex128"):
+    """Finite coefficients and values for the complex zero rule: ``a`` of 0 and 1, ``b`` of
+    Gaussian integers with parts 0, 1 and 2 (mostly 0), so that ``y`` is exact in any association
+    and often exactly 0; a test puts :data:`COMPLEX_NONFINITE` coefficients where it is (once
+    infinite, a complex ``y``'s NaN parts would depend on the association: IEEE's complex
+    product of an infinity)."""
+    a = np.where(rng.random(n) < 0.2, 0, 1).astype(dtype)
+    b = (rng.choice([0, 0, 0, 1, 2], n) + 1j * rng.choice([0, 0, 0, 1, 2], n)).astype(dtype)
+    return a, b
+
+
 def random_counts(rng, size, max_rows=30, empty=0.25):
     """Random row counts of ``size`` ranks, up to ``max_rows`` each, a share ``empty`` of them (about)
     set to zero: uneven parts, empty ones among them, so that runs cross rank boundaries anywhere."""

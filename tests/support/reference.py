@@ -366,6 +366,26 @@ def recurrence_reference(a, b, *, initial=0, reverse=False, segments=None):
     return y
 
 
+def nonfinite_at_zero_states(rng, a, b, nonfinite, *, initial=0, reverse=False, segments=None, edges=()):
+    """Coefficients ``a`` with values of ``nonfinite`` put where the sequential loop's state
+    before the item is exactly 0 (about a third of those places, and each of ``edges`` that is
+    one), and the loop's result, which the zero rule leaves as ``a``'s: ``(x, y)``."""
+    n = len(b)
+    y = recurrence_reference(a, b, initial=initial, reverse=reverse, segments=segments)
+    starts = np.zeros(n, bool) if segments is None else np.asarray(segments, bool)
+    before = np.empty(n, y.dtype)  # the state before each item in scan order: `initial` where a run starts
+    if reverse:  # a run restarts after its first item (recurrence_reference's `ends`)
+        before[:-1] = np.where(starts[1:], initial, y[1:])
+        before[-1:] = initial
+    else:
+        before[1:] = np.where(starts[1:], initial, y[:-1])
+        before[:1] = initial
+    wild = (before == 0) & ((rng.random(n) < 0.3) | np.isin(np.arange(n), edges))
+    x = np.array(a, copy=True)
+    x[wild] = rng.choice(nonfinite, int(wild.sum()))
+    return x, y
+
+
 # Compensated float32 sums (compensated=True: (sum, error) carries, distscan.ops.state.Compensated).
 # Items are multiples of 2^-12, so their exact prefix sums are integers in that unit (int64).
 COMPENSATED_UNIT_LOG2 = -12
