@@ -96,10 +96,11 @@ def scan(x=MISSING, op="sum", *extra, exclusive=False, initial=None, dtype=None,
         flattened parts; the result is 1-D.
     algorithm : str
         The scan algorithm (``distscan.ALGORITHMS``; docs/algorithms.md): ``"auto"`` (the
-        fastest: NumPy's sequential scan on the CPU, the coarsened block scan with decoupled
-        look-back on the GPU), a block-level name (``kogge_stone``,
-        ``kogge_stone_double_buffer``, ``brent_kung``, ``blelloch``, ``coarsened``) for the scan
-        inside a tile, or a device-level one (``hierarchical``, ``domino``, ``lookback``).
+        fastest: NumPy's sequential scan on the CPU; on the GPU the coarsened block scan with
+        decoupled look-back, or for large arrays the look-ahead kernel), a block-level name
+        (``kogge_stone``, ``kogge_stone_double_buffer``, ``brent_kung``, ``blelloch``,
+        ``coarsened``) for the scan inside a tile, or a device-level one (``hierarchical``,
+        ``domino``, ``lookback``, ``lookahead``).
     strategy : {"auto", "reduce_then_scan", "scan_then_add"}
         See the module docstring; auto is ``reduce_then_scan``.
     hierarchy : {"auto", "flat", "node"}

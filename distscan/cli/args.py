@@ -64,7 +64,8 @@ verification (--verify):
   Floating-point warnings (overflow to inf, as NumPy gives) are not printed.
 
 exit status:
-  0 success, 1 error, 2 bad command line, 3 verification failed.
+  0 success, 1 error, 2 bad command line, 3 verification failed, 128 + N
+  interrupted by signal N (130 SIGINT, 143 SIGTERM).
 """
 
 
@@ -143,7 +144,8 @@ Linear recurrence y[i] = a[i] * y[i-1] + b[i] (y[-1] = --initial, default 0) ove
 in two .npy files of the same shape, in parallel over MPI ranks, along axis 0: each rank
 composes its rows' affine maps, the ranks exchange one map each, and each rank runs its rows
 from the value before them.  --reverse: y[i] = a[i] * y[i+1] + b[i] from the end.  The result
-dtype is NumPy's for a*b + b (or --dtype).  Each rank holds its rows (A, B and Y) in memory.
+dtype is NumPy's for a*b + b (or --dtype).  Each rank streams its rows (A, B and Y) in chunks,
+as a scan does.
 """
 
 _RECURRENCE_EPILOG = """\
@@ -174,7 +176,7 @@ def build_parser(rank: int = 0) -> argparse.ArgumentParser:
     p.add_argument("--algorithm", type=_algorithm_arg, default="auto", metavar="NAME",
                    help="scan algorithm (docs/algorithms.md): auto (fastest), kogge_stone, "
                         "kogge_stone_double_buffer, brent_kung, blelloch, coarsened (inside a tile), "
-                        "hierarchical, domino, lookback (between tiles); default auto")
+                        "hierarchical, domino, lookback, lookahead (between tiles); default auto")
     p.add_argument("--hierarchy", choices=("auto", "flat", "node"), default="auto",
                    help="how slice totals travel: one exchange of every rank's carry (an Allgather, or "
                         "recursive doubling from DISTSCAN_DOUBLING_RANKS ranks), or node then cluster; default auto")

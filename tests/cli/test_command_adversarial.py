@@ -365,10 +365,31 @@ def test_a_signal_while_the_published_run_finishes_exits_zero(tmp_path):
     assert bad == [], f"exit status non-zero with the output published: {bad}"
 
 
-def test_sigint_to_one_rank_while_it_imports_ends_the_job(tmp_path):
+def _catches(pid, signum) -> bool:
+    """Whether process ``pid`` has a handler for ``signum`` (its /proc status's SigCgt mask)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            mask = next(int(line.split()[1], 16) for line in f if line.startswith("SigCgt:"))
+    except (OSError, StopIteration):
+        return False
+    return bool(mask >> (signum - 1) & 1)
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.05])
+def test_sigint_to_one_rank_while_it_imports_ends_the_job(tmp_path, delay):
+    """SIGINT to one rank while distscan imports NumPy and mpi4py (MPI_Init): the rank dies of it
+    (``distscan.__main__._die_of``), so the launcher ends the others.  The signal is sent once the
+    rank catches SIGTERM (distscan's first lines set that handler; Python catches only SIGINT):
+    before them, in the interpreter's own start, no code of distscan's has run, the rank exits
+    with a status, and MPICH's other ranks wait in MPI_Init for it forever (pmodels/mpich#6124,
+    closed as wontfix; docs/command.md says so).  On a loaded 2-core VM a fixed sleep of 0.1 s
+    after the ranks appeared landed there in 2 runs of 3 (2026-11-27)."""
     proc, pids = _launch(tmp_path, 2, 1000)
     assert len(pids) == 2, pids
-    time.sleep(0.1)  # the ranks import NumPy and mpi4py (MPI_Init)
+    deadline = time.monotonic() + 20
+    while not _catches(pids[-1], signal.SIGTERM) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.001)
+    time.sleep(delay)  # the ranks import NumPy and mpi4py (MPI_Init)
     try:
         os.kill(pids[-1], signal.SIGINT)
     except ProcessLookupError:
