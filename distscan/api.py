@@ -140,8 +140,15 @@ _SCAN_KEYWORDS = frozenset(inspect.signature(scan).parameters) - {"x", "op", "ex
 
 
 def _options(reverse, segments, include_initial, compensated):
-    """:func:`scan`'s state options as :func:`_scan` takes them: None for a plain scan."""
-    if reverse or segments is not None or include_initial or compensated:
+    """:func:`scan`'s state options as :func:`_scan` takes them: None for a plain scan.  A flag with
+    no truth value (an array of several items) goes on in the options: its ``bool`` raised here, on
+    its rank alone and before any collective, while the others waited in the exchange forever
+    (2026-11-27); :class:`distscan._call.Part` raises it inside the call's agreement."""
+    try:
+        state = bool(reverse or segments is not None or include_initial or compensated)
+    except Exception:  # noqa: BLE001 - raised by Part on every rank (api._scan's raise_everywhere)
+        state = True
+    if state:
         return {"reverse": reverse, "segments": segments, "include_initial": include_initial,
                 "compensated": compensated}
     return None

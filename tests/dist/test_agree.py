@@ -482,3 +482,38 @@ def test_argument_mistakes_drawn_per_rank_raise_alike_and_leave_no_state(comm):
         all_ranks_ok(comm, check)
         again = distscan.cumsum(x, comm=comm)
         all_ranks_ok(comm, lambda: np.testing.assert_array_equal(again, want))
+
+
+# A flag given as an array of several items (no truth value), by each function that takes it
+FLAG_WITHOUT_TRUTH_CALLS = {
+    "cumsum reverse": lambda x, comm, bad: distscan.cumsum(x, reverse=bad, comm=comm),
+    "cumprod reverse": lambda x, comm, bad: distscan.cumprod(x, reverse=bad, comm=comm),
+    "scan reverse": lambda x, comm, bad: distscan.scan(x, "max", reverse=bad, comm=comm),
+    "scan include_initial": lambda x, comm, bad: distscan.scan(x, include_initial=bad, comm=comm),
+    "scan compensated": lambda x, comm, bad: distscan.scan(x, compensated=bad, comm=comm),
+    "cumulative_sum reverse": lambda x, comm, bad: distscan.cumulative_sum(x, reverse=bad, comm=comm),
+    "cumulative_sum include_initial": lambda x, comm, bad: distscan.cumulative_sum(x, include_initial=bad,
+                                                                                   comm=comm),
+    "exclusive_scan reverse": lambda x, comm, bad: distscan.exclusive_scan(x, reverse=bad, comm=comm),
+    "linear_recurrence reverse": lambda x, comm, bad: distscan.linear_recurrence(0.5, x, reverse=bad, comm=comm),
+    "cumsum exclusive": lambda x, comm, bad: distscan.cumsum(x, exclusive=bad, comm=comm),
+}
+
+
+@pytest.mark.manyranks
+@pytest.mark.parametrize("name", sorted(FLAG_WITHOUT_TRUTH_CALLS))
+def test_a_flag_without_a_truth_value_on_one_rank_raises_on_all(comm, name):
+    """``reverse=``, ``include_initial=`` or ``compensated=`` given as an array of several items on one
+    rank: its ``bool`` raised NumPy's ValueError while the API sorted out the call's options, there
+    alone and before any collective, and the other ranks waited in the exchange forever (2026-11-27);
+    now every rank raises it, with the rank's number, beside warm calls of the same kind, and the
+    calls after it are right."""
+    call = FLAG_WITHOUT_TRUTH_CALLS[name]
+    x = np.arange(5.0) + comm.rank
+    want = call(x, comm, False)  # the kind warm on every rank
+    odd = comm.size - 1
+    msg = raises_everywhere(comm, ValueError, "truth value of an array",
+                            lambda: call(x, comm, np.array([True, False]) if comm.rank == odd else False))
+    assert msg.startswith(f"rank {odd}: ") or comm.size == 1, msg
+    again = call(x, comm, False)
+    all_ranks_ok(comm, lambda: np.testing.assert_array_equal(again, want))
