@@ -323,11 +323,19 @@ def linear_recurrence(a=MISSING, b=MISSING, *extra, initial=0, reverse=False, ou
     # the same truth np.any gives it) is tested without NumPy (np.any took 4.9 us of a small call).
     # An array of zeros is left to the call, which checks its shape first (a zero array of any
     # shape went unchecked) and then drops it alike.
+    # (an initial NumPy cannot read, a ragged list, raised here on its rank alone, before any
+    # collective, and the others waited in the exchange forever (2026-11-27): left to the call,
+    # whose Part raises it on every rank)
     if type(initial) in (int, float, complex):
         if initial == 0:
             initial = None
-    elif initial is not None and np.ndim(initial) == 0 and not np.any(initial):
-        initial = None
+    elif initial is not None:
+        try:
+            zero = np.ndim(initial) == 0 and not np.any(initial)
+        except Exception:  # noqa: BLE001 - raised by Part on every rank (api._scan's raise_everywhere)
+            zero = False
+        if zero:
+            initial = None
     options = {"reverse": reverse, "segments": segments, "coefficients": a}
     if kwargs or extra or a is MISSING or b is MISSING:  # (before default_comm: a communicator in them may be the call's)
         check_arguments("linear_recurrence", kwargs, comm, _RECURRENCE_KEYWORDS, extra, (2, 2),

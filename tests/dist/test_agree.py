@@ -517,3 +517,20 @@ def test_a_flag_without_a_truth_value_on_one_rank_raises_on_all(comm, name):
     assert msg.startswith(f"rank {odd}: ") or comm.size == 1, msg
     again = call(x, comm, False)
     all_ranks_ok(comm, lambda: np.testing.assert_array_equal(again, want))
+
+
+@pytest.mark.manyranks
+@pytest.mark.parametrize("initial", [[[1.0], [1.0, 2.0]], [1.0, [2.0, 3.0]]], ids=["ragged", "nested"])
+def test_a_recurrence_initial_numpy_cannot_read_on_one_rank_raises_on_all(comm, initial):
+    """``linear_recurrence(initial=)`` that NumPy cannot make an array of (a ragged list) on one rank:
+    the test for a zero ``initial`` (``np.ndim``) raised NumPy's ValueError there alone, before any
+    collective, and the other ranks waited in the exchange forever (2026-11-27); now every rank
+    raises it, with the rank's number, and the calls after it are right."""
+    x = np.arange(4.0) + comm.rank
+    want = distscan.linear_recurrence(0.5, x, initial=1.0, comm=comm)
+    odd = comm.size - 1
+    msg = raises_everywhere(comm, ValueError, "inhomogeneous", lambda: distscan.linear_recurrence(
+        0.5, x, initial=initial if comm.rank == odd else 1.0, comm=comm))
+    assert msg.startswith(f"rank {odd}: ") or comm.size == 1, msg
+    again = distscan.linear_recurrence(0.5, x, initial=1.0, comm=comm)
+    all_ranks_ok(comm, lambda: np.testing.assert_array_equal(again, want))
