@@ -23,7 +23,7 @@ from ._arrays import foreign_device, to_native
 from ._call import BACKENDS, Part
 from ._kinds import KINDS, NOT_THIS_KIND, options_key
 from .dist.agree import default_comm
-from .dist.arguments import MISSING, check_arguments, group_of, missing_parts, refuse_arguments
+from .dist.arguments import MISSING, SUM, by_keyword, check_arguments, group_of, missing_parts, refuse_arguments
 from .dist.exchange import raise_everywhere
 from .dist.nodes import node_size_of_call
 
@@ -31,7 +31,7 @@ __all__ = ["scan", "cumsum", "cumprod", "cummax", "cummin", "nancumsum", "nancum
            "cumulative_prod", "linear_recurrence", "exclusive_scan", "reduce", "BACKENDS"]
 
 
-def scan(x=MISSING, op="sum", *extra, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, reverse=False,
+def scan(x=MISSING, op=SUM, /, *extra, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, reverse=False,
          segments=None, include_initial=False, compensated=False, strategy="auto", hierarchy="auto", backend="auto",
          timings=None, node_size=None, algorithm="auto", **unknown):
     """Scan the distributed array whose local part is ``x``.
@@ -130,7 +130,10 @@ def scan(x=MISSING, op="sum", *extra, exclusive=False, initial=None, dtype=None,
         Any other failure on some rank (e.g. out of device memory), raised on all.
     """
     if unknown or extra or x is MISSING:
-        refuse_arguments("scan", unknown, comm, extra, (1, 2), missing_parts(x=x))
+        if "x" in unknown or "op" in unknown:  # (x and op by keyword, as they may be)
+            x, op = by_keyword("scan", unknown, comm, extra, x=x, op=op)
+        if unknown or extra or x is MISSING:
+            refuse_arguments("scan", unknown, comm, extra, (1, 2), missing_parts(x=x))
     return _scan(x, op, exclusive, initial, dtype, out, default_comm(comm), axis, strategy, hierarchy, backend,
                  timings, node_size, algorithm, _options(reverse, segments, include_initial, compensated))
 
@@ -230,9 +233,11 @@ def _named_scan(name: str, op: str, doc: str):
     ``scan(x, op, ...)`` that goes to :func:`_scan` itself, one Python call fewer and without
     passing ten keywords on (each shows in a loop of small calls: benchmarks/RESULTS.md, "Issue
     10, eleventh pass")."""
-    def named(x=MISSING, *extra, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0,
+    def named(x=MISSING, /, *extra, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0,
               reverse=False, segments=None, **kwargs):
         if kwargs or extra or x is MISSING:
+            if "x" in kwargs:
+                (x,) = by_keyword(name, kwargs, comm, extra, x=x)
             check_arguments(name, kwargs, comm, _SCAN_KEYWORDS, extra, missing=missing_parts(x=x))
             return scan(x, op, exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis,
                         reverse=reverse, segments=segments, **kwargs)
@@ -296,7 +301,7 @@ def cumulative_prod(x=MISSING, /, *extra, axis=None, dtype=None, include_initial
 _RECURRENCE_KEYWORDS = frozenset(("strategy", "hierarchy", "backend", "timings", "node_size", "algorithm"))
 
 
-def linear_recurrence(a=MISSING, b=MISSING, *extra, initial=0, reverse=False, out=None, comm=None, axis=0,
+def linear_recurrence(a=MISSING, b=MISSING, /, *extra, initial=0, reverse=False, out=None, comm=None, axis=0,
                       segments=None, dtype=None, **kwargs):
     """``y[i] = a[i] * y[i-1] + b[i]`` over the distributed array whose local parts are ``a`` and
     ``b``, with ``y[-1] = initial``; ``reverse=True``: ``y[i] = a[i] * y[i+1] + b[i]`` from the
@@ -319,6 +324,8 @@ def linear_recurrence(a=MISSING, b=MISSING, *extra, initial=0, reverse=False, ou
     recurrence of a sequential float64 loop (tests/ops/__init__.py states the bounds).
     Other keywords (``backend=``, ``strategy=``, ...) as :func:`scan`.
     """
+    if kwargs and ("a" in kwargs or "b" in kwargs):  # (a and b by keyword, as they may be)
+        a, b = by_keyword("linear_recurrence", kwargs, comm, extra, a=a, b=b)
     # y[-1] = 0 contributes nothing.  The default (a Python 0, or any Python number equal to 0:
     # the same truth np.any gives it) is tested without NumPy (np.any took 4.9 us of a small call).
     # An array of zeros is left to the call, which checks its shape first (a zero array of any
@@ -349,15 +356,17 @@ def linear_recurrence(a=MISSING, b=MISSING, *extra, initial=0, reverse=False, ou
 _EXCLUSIVE_KEYWORDS = _SCAN_KEYWORDS - {"exclusive"}
 
 
-def exclusive_scan(x=MISSING, op="sum", *extra, **kwargs):
+def exclusive_scan(x=MISSING, op=SUM, /, *extra, **kwargs):
     """Exclusive scan: ``scan(x, op, exclusive=True, ...)``."""
     if kwargs or extra or x is MISSING:
+        if "x" in kwargs or "op" in kwargs:
+            x, op = by_keyword("exclusive_scan", kwargs, kwargs.get("comm"), extra, x=x, op=op)
         check_arguments("exclusive_scan", kwargs, kwargs.get("comm"), _EXCLUSIVE_KEYWORDS, extra, (1, 2),
                         missing_parts(x=x))
     return scan(x, op, exclusive=True, **kwargs)
 
 
-def reduce(x=MISSING, op="sum", *extra, dtype=None, comm=None, axis=0, backend="auto", **unknown):
+def reduce(x=MISSING, op=SUM, /, *extra, dtype=None, comm=None, axis=0, backend="auto", **unknown):
     """The global total of the distributed array, returned on every rank.
 
     Reduces over the distributed axis 0 (``axis=None``: over all elements).
@@ -371,7 +380,10 @@ def reduce(x=MISSING, op="sum", *extra, dtype=None, comm=None, axis=0, backend="
         (``max``, ``min``, ``nanmax``, ``nanmin``, ``lcm``), as ``numpy.max`` does.
     """
     if unknown or extra or x is MISSING:  # (reduce takes no initial=: NumPy's sum(initial=) is not offered)
-        refuse_arguments("reduce", unknown, comm, extra, (1, 2), missing_parts(x=x))
+        if "x" in unknown or "op" in unknown:  # (x and op by keyword, as they may be)
+            x, op = by_keyword("reduce", unknown, comm, extra, x=x, op=op)
+        if unknown or extra or x is MISSING:
+            refuse_arguments("reduce", unknown, comm, extra, (1, 2), missing_parts(x=x))
     device = foreign_device(x)
     if device is not None:  # run where the data is
         with device:
