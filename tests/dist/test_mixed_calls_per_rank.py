@@ -8,7 +8,8 @@ Each call draws one function (``cumsum``, ``cumprod``, ``cummax``, ``nancumsum``
 ``dtype=``, ``axis=`` over 2-D parts), the row counts (empty parts among them), and for every rank on
 its own: the kind of its part (contiguous, strided, reversed, Fortran, list, read-only, byte-swapped,
 memmap, a NumPy scalar), of its flags (bool array, list, int8), of its coefficients (array or a
-Python number), an ``out=`` or none, a ``dtype=`` that names the default or none, ``timings={}`` or
+Python number), an ``out=`` or none (and, alike on every rank, ``node_size=`` now and then: the
+node method under the gather), a ``dtype=`` that names the default or none, ``timings={}`` or
 none.  Then, in about half the calls, one or two ranks make a mistake of their own: one that is
 refused on one rank alone too (an unknown keyword, a positional argument too many, a missing part, a
 part passed by position and by keyword, an ``out=`` of another shape, read-only or a list, flags of
@@ -122,6 +123,8 @@ def draw_call(rng, size):
         # (floats: whole numbers that stay small, exact in any association; integers wrap exactly)
         c["a_values"] = [-1, 0, 1, 2] if dtype.kind == "i" else [-1.0, 0.0, 1.0, 1.0]
         c["a_scalar"] = bool(rng.random() < 0.3)  # one a for every element: a Python number on some ranks
+    # the node method under the gather (node_size= on every rank alike; reduce takes none)
+    c["node_size"] = None if fn == "reduce" else [None, None, None, 1, 2][int(rng.integers(0, 5))]
     counts = rng.choice([0, 0, 1, 1, 2, 3, 5, 8], size)
     if rng.random() < 0.1:
         counts[:] = 0
@@ -273,6 +276,8 @@ def rank_call(c, size, rank, tmp_path, k):
         shape_dtype = rank_expected(c, size, rank)
         if shape_dtype is not None:
             kw["out"] = np.full(shape_dtype.shape, 7, shape_dtype.dtype)
+    if c["node_size"] is not None:
+        kw["node_size"] = c["node_size"]
     if c["timed"][rank] and fn != "reduce":
         kw["timings"] = {}
     if mistake == "flag array":  # no truth value
