@@ -23,7 +23,7 @@ from ._arrays import foreign_device, to_native
 from ._call import BACKENDS, Part
 from ._kinds import KINDS, NOT_THIS_KIND, options_key
 from .dist.agree import default_comm
-from .dist.arguments import MISSING, check_arguments, group_of, missing_parts, refuse_arguments
+from .dist.arguments import MISSING, SUM, by_keyword, check_arguments, group_of, missing_parts, refuse_arguments
 from .dist.exchange import raise_everywhere
 from .dist.nodes import node_size_of_call
 
@@ -31,7 +31,7 @@ __all__ = ["scan", "cumsum", "cumprod", "cummax", "cummin", "nancumsum", "nancum
            "cumulative_prod", "linear_recurrence", "exclusive_scan", "reduce", "BACKENDS"]
 
 
-def scan(x=MISSING, op="sum", *extra, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, reverse=False,
+def scan(x=MISSING, op=SUM, /, *extra, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0, reverse=False,
          segments=None, include_initial=False, compensated=False, strategy="auto", hierarchy="auto", backend="auto",
          timings=None, node_size=None, algorithm="auto", **unknown):
     """Scan the distributed array whose local part is ``x``.
@@ -131,7 +131,10 @@ def scan(x=MISSING, op="sum", *extra, exclusive=False, initial=None, dtype=None,
         Any other failure on some rank (e.g. out of device memory), raised on all.
     """
     if unknown or extra or x is MISSING:
-        refuse_arguments("scan", unknown, comm, extra, (1, 2), missing_parts(x=x))
+        if "x" in unknown or "op" in unknown:  # (x and op by keyword, as they may be)
+            x, op = by_keyword("scan", unknown, comm, extra, x=x, op=op)
+        if unknown or extra or x is MISSING:
+            refuse_arguments("scan", unknown, comm, extra, (1, 2), missing_parts(x=x))
     return _scan(x, op, exclusive, initial, dtype, out, default_comm(comm), axis, strategy, hierarchy, backend,
                  timings, node_size, algorithm, _options(reverse, segments, include_initial, compensated))
 
@@ -141,8 +144,15 @@ _SCAN_KEYWORDS = frozenset(inspect.signature(scan).parameters) - {"x", "op", "ex
 
 
 def _options(reverse, segments, include_initial, compensated):
-    """:func:`scan`'s state options as :func:`_scan` takes them: None for a plain scan."""
-    if reverse or segments is not None or include_initial or compensated:
+    """:func:`scan`'s state options as :func:`_scan` takes them: None for a plain scan.  A flag with
+    no truth value (an array of several items) goes on in the options: its ``bool`` raised here, on
+    its rank alone and before any collective, while the others waited in the exchange forever
+    (2026-11-27); :class:`distscan._call.Part` raises it inside the call's agreement."""
+    try:
+        state = bool(reverse or segments is not None or include_initial or compensated)
+    except Exception:  # noqa: BLE001 - raised by Part on every rank (api._scan's raise_everywhere)
+        state = True
+    if state:
         return {"reverse": reverse, "segments": segments, "include_initial": include_initial,
                 "compensated": compensated}
     return None
@@ -224,9 +234,11 @@ def _named_scan(name: str, op: str, doc: str):
     ``scan(x, op, ...)`` that goes to :func:`_scan` itself, one Python call fewer and without
     passing ten keywords on (each shows in a loop of small calls: benchmarks/RESULTS.md, "Issue
     10, eleventh pass")."""
-    def named(x=MISSING, *extra, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0,
+    def named(x=MISSING, /, *extra, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0,
               reverse=False, segments=None, **kwargs):
         if kwargs or extra or x is MISSING:
+            if "x" in kwargs:
+                (x,) = by_keyword(name, kwargs, comm, extra, x=x)
             check_arguments(name, kwargs, comm, _SCAN_KEYWORDS, extra, missing=missing_parts(x=x))
             return scan(x, op, exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis,
                         reverse=reverse, segments=segments, **kwargs)
@@ -290,7 +302,7 @@ def cumulative_prod(x=MISSING, /, *extra, axis=None, dtype=None, include_initial
 _RECURRENCE_KEYWORDS = frozenset(("strategy", "hierarchy", "backend", "timings", "node_size", "algorithm"))
 
 
-def linear_recurrence(a=MISSING, b=MISSING, *extra, initial=0, reverse=False, out=None, comm=None, axis=0,
+def linear_recurrence(a=MISSING, b=MISSING, /, *extra, initial=0, reverse=False, out=None, comm=None, axis=0,
                       segments=None, dtype=None, **kwargs):
     """``y[i] = a[i] * y[i-1] + b[i]`` over the distributed array whose local parts are ``a`` and
     ``b``, with ``y[-1] = initial``; ``reverse=True``: ``y[i] = a[i] * y[i+1] + b[i]`` from the
@@ -313,15 +325,25 @@ def linear_recurrence(a=MISSING, b=MISSING, *extra, initial=0, reverse=False, ou
     recurrence of a sequential float64 loop (tests/ops/__init__.py states the bounds).
     Other keywords (``backend=``, ``strategy=``, ...) as :func:`scan`.
     """
+    if kwargs and ("a" in kwargs or "b" in kwargs):  # (a and b by keyword, as they may be)
+        a, b = by_keyword("linear_recurrence", kwargs, comm, extra, a=a, b=b)
     # y[-1] = 0 contributes nothing.  The default (a Python 0, or any Python number equal to 0:
     # the same truth np.any gives it) is tested without NumPy (np.any took 4.9 us of a small call).
     # An array of zeros is left to the call, which checks its shape first (a zero array of any
     # shape went unchecked) and then drops it alike.
+    # (an initial NumPy cannot read, a ragged list, raised here on its rank alone, before any
+    # collective, and the others waited in the exchange forever (2026-11-27): left to the call,
+    # whose Part raises it on every rank)
     if type(initial) in (int, float, complex):
         if initial == 0:
             initial = None
-    elif initial is not None and np.ndim(initial) == 0 and not np.any(initial):
-        initial = None
+    elif initial is not None:
+        try:
+            zero = np.ndim(initial) == 0 and not np.any(initial)
+        except Exception:  # noqa: BLE001 - raised by Part on every rank (api._scan's raise_everywhere)
+            zero = False
+        if zero:
+            initial = None
     options = {"reverse": reverse, "segments": segments, "coefficients": a}
     if kwargs or extra or a is MISSING or b is MISSING:  # (before default_comm: a communicator in them may be the call's)
         check_arguments("linear_recurrence", kwargs, comm, _RECURRENCE_KEYWORDS, extra, (2, 2),
@@ -335,15 +357,17 @@ def linear_recurrence(a=MISSING, b=MISSING, *extra, initial=0, reverse=False, ou
 _EXCLUSIVE_KEYWORDS = _SCAN_KEYWORDS - {"exclusive"}
 
 
-def exclusive_scan(x=MISSING, op="sum", *extra, **kwargs):
+def exclusive_scan(x=MISSING, op=SUM, /, *extra, **kwargs):
     """Exclusive scan: ``scan(x, op, exclusive=True, ...)``."""
     if kwargs or extra or x is MISSING:
+        if "x" in kwargs or "op" in kwargs:
+            x, op = by_keyword("exclusive_scan", kwargs, kwargs.get("comm"), extra, x=x, op=op)
         check_arguments("exclusive_scan", kwargs, kwargs.get("comm"), _EXCLUSIVE_KEYWORDS, extra, (1, 2),
                         missing_parts(x=x))
     return scan(x, op, exclusive=True, **kwargs)
 
 
-def reduce(x=MISSING, op="sum", *extra, dtype=None, comm=None, axis=0, backend="auto", **unknown):
+def reduce(x=MISSING, op=SUM, /, *extra, dtype=None, comm=None, axis=0, backend="auto", **unknown):
     """The global total of the distributed array, returned on every rank.
 
     Reduces over the distributed axis 0 (``axis=None``: over all elements).
@@ -357,7 +381,10 @@ def reduce(x=MISSING, op="sum", *extra, dtype=None, comm=None, axis=0, backend="
         (``max``, ``min``, ``nanmax``, ``nanmin``, ``lcm``), as ``numpy.max`` does.
     """
     if unknown or extra or x is MISSING:  # (reduce takes no initial=: NumPy's sum(initial=) is not offered)
-        refuse_arguments("reduce", unknown, comm, extra, (1, 2), missing_parts(x=x))
+        if "x" in unknown or "op" in unknown:  # (x and op by keyword, as they may be)
+            x, op = by_keyword("reduce", unknown, comm, extra, x=x, op=op)
+        if unknown or extra or x is MISSING:
+            refuse_arguments("reduce", unknown, comm, extra, (1, 2), missing_parts(x=x))
     device = foreign_device(x)
     if device is not None:  # run where the data is
         with device:

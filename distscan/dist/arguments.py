@@ -34,6 +34,30 @@ class _Missing:
 MISSING = _Missing()
 
 
+class Default(str):
+    """A part's default that is also its value (:data:`SUM`, ``"sum"``): told apart from the same value
+    passed by position, so that a part passed by keyword too (``scan(x, "max", op="min")``) is refused
+    (:func:`by_keyword`) instead of Python's TypeError on that rank alone."""
+
+    __slots__ = ()
+
+
+SUM = Default("sum")  # the default operator of scan, exclusive_scan and reduce
+
+
+def by_keyword(name, keywords: dict, comm, extra=(), **parts) -> tuple:
+    """``parts`` (each positional-only parameter of ``name`` as passed: its value, or :data:`MISSING` or a
+    :class:`Default` where no position gave it) with those passed by keyword taken out of ``keywords``.
+    A part passed both ways raised Python's "got multiple values for argument" on its rank alone while
+    the others waited in the exchange (2026-11-27): refused on every rank (:func:`refuse_arguments`)."""
+    for key, value in parts.items():
+        if key in keywords:
+            if value is not MISSING and type(value) is not Default:
+                refuse_arguments(name, keywords, comm, extra, twice=key)
+            parts[key] = keywords.pop(key)
+    return tuple(parts.values())
+
+
 def group_of(comm):
     """``comm`` where the call spans several ranks (its collectives run there), else None: a call
     of one rank makes none."""
@@ -47,15 +71,17 @@ def check_arguments(name, keywords: dict, comm, known, extra=(), takes=(1, 1), m
         refuse_arguments(name, keywords, comm, extra, takes, missing, known)
 
 
-def refuse_arguments(name, keywords: dict, comm, extra=(), takes=(1, 1), missing=(), known=None):
-    """Raise, on every rank, Python's TypeError for what Python would refuse first: the keywords of
-    ``keywords`` (name: value) not in ``known`` (None: all of them), positional arguments ``extra``
-    past the ``takes`` (fewest, most) that ``name`` has, the parts named in ``missing`` (passed as
-    :data:`MISSING`)."""
+def refuse_arguments(name, keywords: dict, comm, extra=(), takes=(1, 1), missing=(), known=None, twice=None):
+    """Raise, on every rank, Python's TypeError for what Python would refuse first: a part ``twice``
+    passed by position and by keyword (:func:`by_keyword`), the keywords of ``keywords`` (name: value)
+    not in ``known`` (None: all of them), positional arguments ``extra`` past the ``takes`` (fewest,
+    most) that ``name`` has, the parts named in ``missing`` (passed as :data:`MISSING`)."""
     unknown = keywords if known is None else {k: v for k, v in keywords.items() if k not in known}
     if comm is None:
         comm = next((a for a in (*extra, *unknown.values()) if _is_communicator(a)), None)
-    if unknown:
+    if twice is not None:
+        error = TypeError(f"{name}() got multiple values for argument {twice!r}")
+    elif unknown:
         names = ", ".join(repr(k) for k in sorted(unknown))
         error = TypeError(f"{name}() got unexpected keyword argument{'s' if len(unknown) > 1 else ''} {names}")
     elif extra:

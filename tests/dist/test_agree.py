@@ -482,3 +482,93 @@ def test_argument_mistakes_drawn_per_rank_raise_alike_and_leave_no_state(comm):
         all_ranks_ok(comm, check)
         again = distscan.cumsum(x, comm=comm)
         all_ranks_ok(comm, lambda: np.testing.assert_array_equal(again, want))
+
+
+# A flag given as an array of several items (no truth value), by each function that takes it
+FLAG_WITHOUT_TRUTH_CALLS = {
+    "cumsum reverse": lambda x, comm, bad: distscan.cumsum(x, reverse=bad, comm=comm),
+    "cumprod reverse": lambda x, comm, bad: distscan.cumprod(x, reverse=bad, comm=comm),
+    "scan reverse": lambda x, comm, bad: distscan.scan(x, "max", reverse=bad, comm=comm),
+    "scan include_initial": lambda x, comm, bad: distscan.scan(x, include_initial=bad, comm=comm),
+    "scan compensated": lambda x, comm, bad: distscan.scan(x, compensated=bad, comm=comm),
+    "cumulative_sum reverse": lambda x, comm, bad: distscan.cumulative_sum(x, reverse=bad, comm=comm),
+    "cumulative_sum include_initial": lambda x, comm, bad: distscan.cumulative_sum(x, include_initial=bad,
+                                                                                   comm=comm),
+    "exclusive_scan reverse": lambda x, comm, bad: distscan.exclusive_scan(x, reverse=bad, comm=comm),
+    "linear_recurrence reverse": lambda x, comm, bad: distscan.linear_recurrence(0.5, x, reverse=bad, comm=comm),
+    "cumsum exclusive": lambda x, comm, bad: distscan.cumsum(x, exclusive=bad, comm=comm),
+}
+
+
+@pytest.mark.manyranks
+@pytest.mark.parametrize("name", sorted(FLAG_WITHOUT_TRUTH_CALLS))
+def test_a_flag_without_a_truth_value_on_one_rank_raises_on_all(comm, name):
+    """``reverse=``, ``include_initial=`` or ``compensated=`` given as an array of several items on one
+    rank: its ``bool`` raised NumPy's ValueError while the API sorted out the call's options, there
+    alone and before any collective, and the other ranks waited in the exchange forever (2026-11-27);
+    now every rank raises it, with the rank's number, beside warm calls of the same kind, and the
+    calls after it are right."""
+    call = FLAG_WITHOUT_TRUTH_CALLS[name]
+    x = np.arange(5.0) + comm.rank
+    want = call(x, comm, False)  # the kind warm on every rank
+    odd = comm.size - 1
+    msg = raises_everywhere(comm, ValueError, "truth value of an array",
+                            lambda: call(x, comm, np.array([True, False]) if comm.rank == odd else False))
+    assert msg.startswith(f"rank {odd}: ") or comm.size == 1, msg
+    again = call(x, comm, False)
+    all_ranks_ok(comm, lambda: np.testing.assert_array_equal(again, want))
+
+
+@pytest.mark.manyranks
+@pytest.mark.parametrize("initial", [[[1.0], [1.0, 2.0]], [1.0, [2.0, 3.0]]], ids=["ragged", "nested"])
+def test_a_recurrence_initial_numpy_cannot_read_on_one_rank_raises_on_all(comm, initial):
+    """``linear_recurrence(initial=)`` that NumPy cannot make an array of (a ragged list) on one rank:
+    the test for a zero ``initial`` (``np.ndim``) raised NumPy's ValueError there alone, before any
+    collective, and the other ranks waited in the exchange forever (2026-11-27); now every rank
+    raises it, with the rank's number, and the calls after it are right."""
+    x = np.arange(4.0) + comm.rank
+    want = distscan.linear_recurrence(0.5, x, initial=1.0, comm=comm)
+    odd = comm.size - 1
+    msg = raises_everywhere(comm, ValueError, "inhomogeneous", lambda: distscan.linear_recurrence(
+        0.5, x, initial=initial if comm.rank == odd else 1.0, comm=comm))
+    assert msg.startswith(f"rank {odd}: ") or comm.size == 1, msg
+    again = distscan.linear_recurrence(0.5, x, initial=1.0, comm=comm)
+    all_ranks_ok(comm, lambda: np.testing.assert_array_equal(again, want))
+
+
+# A part passed by position and by keyword too, and Python's message for it; beside it the same call
+# with the part by keyword alone (which is valid)
+TWICE_CALLS = {
+    "cumsum": (lambda x, comm, twice: distscan.cumsum(x, x=x, comm=comm) if twice
+               else distscan.cumsum(x=x, comm=comm), "x"),
+    "nancumprod": (lambda x, comm, twice: distscan.nancumprod(x, x=x, comm=comm) if twice
+                   else distscan.nancumprod(x=x, comm=comm), "x"),
+    "scan": (lambda x, comm, twice: distscan.scan(x, "max", op="min", comm=comm) if twice
+             else distscan.scan(x, op="max", comm=comm), "op"),
+    "scan, x": (lambda x, comm, twice: distscan.scan(x, x=x, op="max", comm=comm) if twice
+                else distscan.scan(op="max", x=x, comm=comm), "x"),
+    "exclusive_scan": (lambda x, comm, twice: distscan.exclusive_scan(x, "max", op="max", comm=comm) if twice
+                       else distscan.exclusive_scan(x=x, op="max", comm=comm), "op"),
+    "linear_recurrence": (lambda x, comm, twice: distscan.linear_recurrence(0.5, x, b=x, comm=comm) if twice
+                          else distscan.linear_recurrence(a=0.5, b=x, comm=comm), "b"),
+    "reduce": (lambda x, comm, twice: distscan.reduce(x, "sum", op="sum", comm=comm) if twice
+               else distscan.reduce(x=x, op="sum", comm=comm), "op"),
+}
+
+
+@pytest.mark.manyranks
+@pytest.mark.parametrize("name", sorted(TWICE_CALLS))
+def test_a_part_passed_twice_on_one_rank_raises_on_all(comm, name):
+    """A part passed by position and by keyword on one rank (``scan(x, "max", op="min")``) raised
+    Python's "got multiple values" TypeError there alone before distscan ran, and the other ranks
+    waited in the exchange forever (2026-11-27); now every rank raises Python's message, with the
+    rank's number, and a part passed by keyword alone is taken as before."""
+    call, part = TWICE_CALLS[name]
+    x = np.arange(5.0) + comm.rank
+    want = call(x, comm, False)  # the kind warm on every rank
+    odd = comm.size - 1
+    msg = raises_everywhere(comm, TypeError, "multiple values", lambda: call(x, comm, comm.rank == odd))
+    assert msg == f"{'' if comm.size == 1 else f'rank {odd}: '}{name.split(',')[0]}() got multiple values for " \
+                  f"argument {part!r}", msg
+    again = call(x, comm, False)
+    all_ranks_ok(comm, lambda: np.testing.assert_array_equal(again, want))
