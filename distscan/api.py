@@ -26,6 +26,7 @@ from .dist.agree import default_comm
 from .dist.arguments import MISSING, SUM, by_keyword, check_arguments, group_of, missing_parts, refuse_arguments
 from .dist.exchange import raise_everywhere
 from .dist.nodes import node_size_of_call
+from .dist.totals import reduce_result
 
 __all__ = ["scan", "cumsum", "cumprod", "cummax", "cummin", "nancumsum", "nancumprod", "cumulative_sum",
            "cumulative_prod", "linear_recurrence", "exclusive_scan", "reduce", "BACKENDS"]
@@ -186,8 +187,8 @@ def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy
                    strategy, hierarchy, backend, algorithm, node_size, None if reads is None else reads(),
                    None if options is None else options_key(options))
             kind = KINDS.get(key)
-        except (AttributeError, TypeError):  # not an array (a list, a scalar), or an unhashable argument
-            kind = None
+        except Exception:  # noqa: BLE001 - not an array (a list, a scalar), an unhashable argument, or
+            kind = None     # one whose dtype or hash raises: Part below meets it inside the agreement
         if kind is not None:
             result = kind.run(x, out, options, group, timings)
             if result is not NOT_THIS_KIND:
@@ -399,32 +400,5 @@ def reduce(x=MISSING, op=SUM, /, *extra, dtype=None, comm=None, axis=0, backend=
         plan = part.plan(group, None if group is None else node_size_of_call(None))
     except Exception as exc:  # noqa: BLE001 - every rank must learn it: join the plan's exchange
         raise_everywhere(group, exc)
-    return plan.total(part.rows, finish=lambda total, rows: _reduce_result(plan, total, rows),
+    return plan.total(part.rows, finish=lambda total, rows: reduce_result(plan, total, rows),
                       what="reduce arguments")
-
-
-def _reduce_result(plan, total, rows: int):
-    """What :func:`reduce` returns for the global ``total`` (a host row in the accumulator dtype, or
-    None) of ``rows`` rows: run on every rank, inside an agreement where it may raise
-    (:meth:`distscan.dist.totals.Totals.total`)."""
-    # NumPy's reduction starts from its ufunc's identity, or, where it has none (maximum, fmax, lcm),
-    # from the first item: np.fmax.reduce of NaNs is NaN, np.lcm.reduce([-6]) is -6, and an empty
-    # array is refused
-    no_identity = plan.op.ufunc is not None and plan.op.ufunc.identity is None
-    if rows == 0 and no_identity:
-        raise ValueError(f"zero-size array to reduction operation {plan.op.name} which has no identity")
-    acc = plan.types.acc
-    if plan.op.ufunc is None:  # a declared operator: the total is its state (the identity if empty), projected
-        state = plan.op.state
-        empty = np.full(plan.w, state.neutral(acc), state.dtype(acc))
-        total = np.asarray(state.project(empty if total is None else np.asarray(total, state.dtype(acc))))
-    else:
-        identity = np.full(plan.w, plan.op.identity(acc), acc)
-        # NumPy's reductions start from the identity (np.sum([-0.0]) is +0.0); carries start from the
-        # neutral element (-0.0 for float sums), which keeps a part's own signs.
-        if total is None:
-            total = identity
-        elif not no_identity:
-            total = plan.op.ufunc(identity, np.asarray(total, acc)).astype(acc)
-    total = np.asarray(total).astype(plan.types.result)
-    return total.reshape(plan.trailing)[()] if plan.trailing else total[0]

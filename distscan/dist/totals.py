@@ -2,9 +2,12 @@
 :class:`distscan.dist.plan.ScanPlan`): :meth:`Totals.total` (``distscan.reduce``), and
 :meth:`Totals.agree` (a scan along another axis, each rank's work its own); with the raise of a
 floating-point error that the exchange's fold gave quietly (:meth:`Totals._raise_quiet_error`,
-which :meth:`ScanPlan.run` raises too)."""
+which :meth:`ScanPlan.run` raises too); and :func:`reduce_result`, what ``distscan.reduce``
+returns for the total."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from .agree import collectively, numpy_may_raise
 
@@ -57,3 +60,30 @@ class Totals:
             self.exchange(None, error, rows=rows, what=what)
         elif error is not None:
             raise error
+
+
+def reduce_result(plan, total, rows: int):
+    """What :func:`distscan.reduce` returns for the global ``total`` (a host row in the accumulator dtype, or
+    None) of ``rows`` rows: run on every rank, inside an agreement where it may raise
+    (:meth:`distscan.dist.totals.Totals.total`)."""
+    # NumPy's reduction starts from its ufunc's identity, or, where it has none (maximum, fmax, lcm),
+    # from the first item: np.fmax.reduce of NaNs is NaN, np.lcm.reduce([-6]) is -6, and an empty
+    # array is refused
+    no_identity = plan.op.ufunc is not None and plan.op.ufunc.identity is None
+    if rows == 0 and no_identity:
+        raise ValueError(f"zero-size array to reduction operation {plan.op.name} which has no identity")
+    acc = plan.types.acc
+    if plan.op.ufunc is None:  # a declared operator: the total is its state (the identity if empty), projected
+        state = plan.op.state
+        empty = np.full(plan.w, state.neutral(acc), state.dtype(acc))
+        total = np.asarray(state.project(empty if total is None else np.asarray(total, state.dtype(acc))))
+    else:
+        identity = np.full(plan.w, plan.op.identity(acc), acc)
+        # NumPy's reductions start from the identity (np.sum([-0.0]) is +0.0); carries start from the
+        # neutral element (-0.0 for float sums), which keeps a part's own signs.
+        if total is None:
+            total = identity
+        elif not no_identity:
+            total = plan.op.ufunc(identity, np.asarray(total, acc)).astype(acc)
+    total = np.asarray(total).astype(plan.types.result)
+    return total.reshape(plan.trailing)[()] if plan.trailing else total[0]

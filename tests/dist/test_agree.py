@@ -572,3 +572,22 @@ def test_a_part_passed_twice_on_one_rank_raises_on_all(comm, name):
                   f"argument {part!r}", msg
     again = call(x, comm, False)
     all_ranks_ok(comm, lambda: np.testing.assert_array_equal(again, want))
+
+
+class _HashRaises(float):
+    """A float whose hash raises ValueError (an axis the call kind's key hashes)."""
+
+    def __hash__(self):
+        raise ValueError("this argument cannot be hashed")
+
+
+@pytest.mark.manyranks
+def test_an_argument_whose_hash_raises_on_one_rank_raises_on_all(comm):
+    """The call kind's key hashes the arguments before any collective; a hash that raised anything
+    but TypeError went out of the call on that rank alone while the others waited in the exchange.
+    Now the call goes on to Part, whose error every rank raises (or which takes the value)."""
+    x = np.arange(4.0)
+    axis = _HashRaises(0) if comm.rank == comm.size - 1 else 0
+    raises_everywhere(comm, TypeError, "axis", lambda: distscan.cumsum(x, axis=axis, comm=comm))
+    all_ranks_ok(comm, lambda: np.testing.assert_array_equal(distscan.cumsum(x, comm=comm)[-1], 6.0 * comm.size
+                                                             if comm.rank == comm.size - 1 else 6.0 * (comm.rank + 1)))
