@@ -273,15 +273,14 @@ def _cumulative(x, op, axis, dtype, include_initial, comm, kwargs, extra):
     error = None
     try:  # a DLPack or CUDA-array-interface object has no ndim: its array's (np.ndim took it as 0-d)
         ndim = x.ndim if hasattr(x, "ndim") else to_native(x)[0].ndim
-    except Exception as exc:  # noqa: BLE001 - what cannot be converted fails on every rank, as in scan
-        error = exc
-    else:
-        if ndim == 0:
+        if ndim == 0:  # (an ndim that is not a number raises here too, on every rank)
             error = ValueError(f"cumulative_{op} does not take 0-d arrays")
         elif axis is None:
             if ndim > 1:
                 error = ValueError(f"cumulative_{op}: axis is required for arrays of more than one dimension")
             axis = 0
+    except Exception as exc:  # noqa: BLE001 - what cannot be converted fails on every rank, as in scan
+        error = exc
     if error is not None:
         raise_everywhere(group_of(comm), error)
     return scan(x, op, dtype=dtype, comm=comm, axis=axis, include_initial=include_initial, **kwargs)

@@ -591,3 +591,19 @@ def test_an_argument_whose_hash_raises_on_one_rank_raises_on_all(comm):
     raises_everywhere(comm, TypeError, "axis", lambda: distscan.cumsum(x, axis=axis, comm=comm))
     all_ranks_ok(comm, lambda: np.testing.assert_array_equal(distscan.cumsum(x, comm=comm)[-1], 6.0 * comm.size
                                                              if comm.rank == comm.size - 1 else 6.0 * (comm.rank + 1)))
+
+
+class _OddDimensions:
+    """A part whose ``ndim`` has no truth value (an array of two numbers)."""
+
+    ndim = np.array([1, 1])
+
+
+@pytest.mark.manyranks
+def test_a_part_whose_ndim_is_not_a_number_on_one_rank_raises_on_all_in_cumulative_sum(comm):
+    """cumulative_sum tests the part's ``ndim`` before the call's exchange; an ``ndim`` without a
+    truth value raised there on its rank alone while the others waited.  Now every rank raises."""
+    x = _OddDimensions() if comm.rank == comm.size - 1 else np.arange(3.0)
+    raises_everywhere(comm, ValueError, "truth value", lambda: distscan.cumulative_sum(x, comm=comm))
+    all_ranks_ok(comm, lambda: np.testing.assert_array_equal(distscan.cumulative_sum(np.ones(2), comm=comm),
+                                                             [2.0 * comm.rank + 1, 2.0 * comm.rank + 2]))
