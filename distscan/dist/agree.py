@@ -80,6 +80,15 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__module__}:{type(exc).__qualname__}"
 
 
+def message_of(exc: BaseException) -> str:
+    """``str(exc)``, or its type's name where that is empty, or where it raises (a user's exception
+    whose ``__str__`` fails raised on its rank alone, before the collective that shares it)."""
+    try:
+        return str(exc) or type(exc).__name__
+    except Exception:  # noqa: BLE001 - the others wait in the collective: never raise here
+        return f"{type(exc).__name__} (its message raised)"
+
+
 def _exception_class(type_name: str):
     """The exception class named ``module:QualName`` if it lies in a trusted module, else None."""
     module_name, _, qualname = type_name.rpartition(":")
@@ -173,7 +182,7 @@ def _compared(fields):
 
 def raise_agreed(comm, error):
     """Every rank, once all know that some rank failed: raise the first failing rank's error."""
-    mine = None if error is None else (describe(error), str(error) or type(error).__name__)
+    mine = None if error is None else (describe(error), message_of(error))
     reports = comm.allgather(mine)
     failing = [r for r, rep in enumerate(reports) if rep is not None]
     type_name, message = reports[failing[0]]
@@ -250,7 +259,7 @@ def decide_on_root(comm, fn):
             outcome = ("ok", fn())
         except Exception as exc:  # noqa: BLE001 - every failure is shared, whatever it is
             error = exc
-            outcome = ("err", describe(exc), str(exc) or type(exc).__name__)
+            outcome = ("err", describe(exc), message_of(exc))
     outcome = comm.bcast(outcome, root=0)
     if outcome[0] == "ok":
         return outcome[1]

@@ -607,3 +607,40 @@ def test_a_part_whose_ndim_is_not_a_number_on_one_rank_raises_on_all_in_cumulati
     raises_everywhere(comm, ValueError, "truth value", lambda: distscan.cumulative_sum(x, comm=comm))
     all_ranks_ok(comm, lambda: np.testing.assert_array_equal(distscan.cumulative_sum(np.ones(2), comm=comm),
                                                              [2.0 * comm.rank + 1, 2.0 * comm.rank + 2]))
+
+
+class _Unprintable(Exception):
+    """A user's exception whose message raises."""
+
+    def __str__(self):
+        raise RuntimeError("no message")
+
+
+def _unprintable_on_the_last_rank(a, b):
+    from mpi4py import MPI
+
+    if MPI.COMM_WORLD.rank == MPI.COMM_WORLD.size - 1:
+        raise _Unprintable()
+    return np.add(a, b)
+
+
+UNPRINTABLE = distscan.Operator("unprintable", _unprintable_on_the_last_rank, identity=0, kinds="i")
+
+
+@pytest.mark.manyranks
+def test_an_error_whose_message_raises_on_one_rank_is_raised_on_all(comm):
+    """A user's combine raises, on the last rank only, an exception whose ``str`` raises: the
+    agreement read its message before the collective that shares it, and that rank left alone
+    while the others waited.  Now every rank raises, with the type's name for the message."""
+    from distscan.dist.agree import message_of
+
+    x = np.arange(1, 5, dtype=np.int64)
+    try:
+        distscan.scan(x, UNPRINTABLE, comm=comm)
+        outcome = ("ok", "")
+    except Exception as exc:  # noqa: BLE001 - compared across ranks
+        outcome = ("raised", message_of(exc))
+    outcomes = comm.allgather(outcome)
+    assert all(o[0] == "raised" for o in outcomes), outcomes
+    assert all("_Unprintable (its message raised)" in o[1] for o in outcomes[:-1]), outcomes
+    all_ranks_ok(comm, lambda: np.testing.assert_array_equal(distscan.cumsum(x, comm=comm)[-1], 10 * (comm.rank + 1)))
