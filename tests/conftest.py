@@ -78,11 +78,28 @@ class _RankLines:
         return getattr(self._f, name)
 
 
+def _hypothesis_draws_alike_on_every_rank():
+    """Hypothesis (6.131 on) mixes into its draws the constants of the project's modules loaded so
+    far (``providers._get_local_constants``), and ranks import different modules (lazy imports of a
+    kind of call that one rank made): a derandomized test then drew other examples on other ranks,
+    and their calls met as mismatched collectives (CI, 2026-11-27: "reverse differs across ranks"
+    in tests/dist/test_ranks_differ_options.py after tests/dist/test_mixed_calls_per_rank.py).
+    Under a launcher the local constants are none, so a test's draws depend on its seed alone."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover - the test extra installs hypothesis
+        return
+    if hasattr(providers, "_get_local_constants") and hasattr(providers, "Constants"):
+        none = providers.Constants()
+        providers._get_local_constants = lambda: none
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     rank = launcher_rank()
     if rank is None:
         return
+    _hypothesis_draws_alike_on_every_rank()
     # Per-rank temporary folders (read by pytest's tmp_path factory, configured after this hook).
     base = config.option.basetemp
     if base:

@@ -73,6 +73,12 @@ def _counts(comm, pattern):
 
 # -- the operators and their sequential references ---------------------------------------------------
 
+def _wrapped(value: int) -> int:
+    """A Python integer as int64 arithmetic wraps it (the counted state's base-3 digits pass 2^63
+    past 40 items: the reference's conversion overflowed at 6 ranks, found 2026-11-27)."""
+    return (value + 2**63) % 2**64 - 2**63
+
+
 def _operators():
     """Fresh declared operators (each rank makes its own, as an MPI program does), with a scalar
     sequential combine, lift and projection for the reference, and the reference's tolerance."""
@@ -89,7 +95,7 @@ def _operators():
         "counted": (distscan.Operator("counted", _counted_combine, identity=lambda dt: np.zeros((), _COUNTED),
                                       state=_COUNTED, lift=_counted_lift, project=lambda s: s["s"] * 100 + s["n"]),
                     lambda a, b: (a[0] + b[0], a[1] * 3 ** b[0] + b[1]), lambda v: (1, int(v)),
-                    lambda s: s[1] * 100 + s[0], None),
+                    lambda s: _wrapped(s[1] * 100 + s[0]), None),
         # the running mean (floats)
         "mean": (distscan.Operator("running mean", _mean_combine, identity=lambda dt: np.zeros((), _MEAN),
                                    state=_MEAN, lift=_mean_lift, project=lambda s: s["m"]),
