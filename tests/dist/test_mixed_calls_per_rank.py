@@ -48,7 +48,7 @@ from distscan.ops import get_op
 
 from tests.support.kinds import part_as
 from tests.support.ranks import all_ranks_ok
-from tests.support.reference import accumulate0, recurrence_reference, segmented_reference
+from tests.support.reference import accumulate0, plain_scan_reference, recurrence_reference, segmented_reference
 from tests.support.seeds import shared_rng
 
 pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(240)]
@@ -189,13 +189,8 @@ def expected_whole(c):
     if c["axis"] == 1 or c["axis"] == -1:
         return None  # each rank's own scan (local_expected)
     h = g.reshape(-1) if c["axis"] is None else g
-    h = h[::-1] if c["reverse"] else h
-    res = accumulate0(h, o.ufunc, t.acc, exclusive=c["exclusive"], initial=c["initial"],
-                      first=o.identity(t.acc)).astype(t.result)
-    if c["include_initial"]:
-        start = o.identity(t.acc) if c["initial"] is None else c["initial"]
-        res = np.concatenate([np.full((1,) + h.shape[1:], start, t.result), res])
-    return res[::-1] if c["reverse"] else res
+    return plain_scan_reference(h, o, t, exclusive=c["exclusive"], initial=c["initial"], reverse=c["reverse"],
+                                include_initial=c["include_initial"])
 
 
 def rank_expected(c, size, rank):

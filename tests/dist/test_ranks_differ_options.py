@@ -28,7 +28,7 @@ import distscan  # noqa: E402
 from distscan._dtypes import scan_types  # noqa: E402
 from distscan.ops import get_op  # noqa: E402
 from tests.support.ranks import all_ranks_ok  # noqa: E402
-from tests.support.reference import accumulate0, segmented_reference  # noqa: E402
+from tests.support.reference import plain_scan_reference, segmented_reference  # noqa: E402
 from tests.support.kinds import part_as  # noqa: E402
 
 pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(180)]
@@ -90,13 +90,8 @@ def _reference(call, g, flags):
     if call["segmented"]:
         return segmented_reference(g, flags, call["op"], exclusive=call["exclusive"], initial=call["initial"],
                                    reverse=call["reverse"])
-    h = g[::-1] if call["reverse"] else g
-    res = accumulate0(h, op.ufunc, t.acc, exclusive=call["exclusive"], initial=call["initial"],
-                      first=op.identity(t.acc)).astype(t.result)
-    if call["include_initial"]:
-        start = op.identity(t.acc) if call["initial"] is None else call["initial"]
-        res = np.concatenate([np.full((1,) + g.shape[1:], start, t.result), res])
-    return res[::-1] if call["reverse"] else res
+    return plain_scan_reference(g, op, t, exclusive=call["exclusive"], initial=call["initial"],
+                                reverse=call["reverse"], include_initial=call["include_initial"])
 
 
 def _bounds(call, counts):

@@ -366,6 +366,19 @@ def recurrence_reference(a, b, *, initial=0, reverse=False, segments=None):
     return y
 
 
+def plain_scan_reference(g, op, types, *, exclusive=False, initial=None, reverse=False, include_initial=False):
+    """NumPy's scan of ``op`` (a distscan op with a ufunc) over axis 0 of ``g`` with the API's
+    options: reversed, exclusive, ``initial`` folded in, and with ``include_initial`` the start
+    (``initial`` or the identity) first; in ``types.result``."""
+    h = g[::-1] if reverse else g
+    res = accumulate0(h, op.ufunc, types.acc, exclusive=exclusive, initial=initial,
+                      first=op.identity(types.acc)).astype(types.result)
+    if include_initial:
+        start = op.identity(types.acc) if initial is None else initial
+        res = np.concatenate([np.full((1,) + h.shape[1:], start, types.result), res])
+    return res[::-1] if reverse else res
+
+
 def nonfinite_at_zero_states(rng, a, b, nonfinite, *, initial=0, reverse=False, segments=None, edges=()):
     """Coefficients ``a`` with values of ``nonfinite`` put where the sequential loop's state
     before the item is exactly 0 (about a third of those places, and each of ``edges`` that is
