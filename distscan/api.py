@@ -204,8 +204,8 @@ def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy
         part = Part(x, op, exclusive, initial, dtype, out, axis, strategy, hierarchy, backend, algorithm,
                     first=first, **(options or {}))
         plan = part.plan(group, node_size)
-    except Exception as exc:  # noqa: BLE001 - every rank must learn it: join the plan's exchange
-        raise_everywhere(group, exc)
+    except BaseException as exc:  # noqa: BLE001 - every rank must learn it: join the plan's exchange
+        raise_everywhere(group, exc)  # (a KeyboardInterrupt of check=True's combine too: agree.raise_agreed)
     if not getattr(part.op, "check", False):  # check=True samples every call's input: each takes this route
         KINDS.remember(key, x, part, node_size)
     if part.distributed:
@@ -218,7 +218,7 @@ def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy
         rows, _ = plan.seeded_scan(part.rows, plan.initial_seed(part.initial), out=part.out_rows, aux=part.aux,
                                    initial=part.initial)
         result = part.finish(rows)
-    except Exception as exc:  # noqa: BLE001
+    except BaseException as exc:  # noqa: BLE001 - a user's combine may raise KeyboardInterrupt too
         if group is None:
             raise
         error = exc
@@ -397,7 +397,7 @@ def reduce(x=MISSING, op=SUM, /, *extra, dtype=None, comm=None, axis=0, backend=
             raise ValueError(f"reduce works over the distributed axis: axis must be 0 or None, got {axis!r}")
         part = Part(x, op, False, None, dtype, None, axis, "auto", "auto", backend)
         plan = part.plan(group, None if group is None else node_size_of_call(None))
-    except Exception as exc:  # noqa: BLE001 - every rank must learn it: join the plan's exchange
-        raise_everywhere(group, exc)
+    except BaseException as exc:  # noqa: BLE001 - every rank must learn it: join the plan's exchange
+        raise_everywhere(group, exc)  # (a KeyboardInterrupt of check=True's combine too: agree.raise_agreed)
     return plan.total(part.rows, finish=lambda total, rows: reduce_result(plan, total, rows),
                       what="reduce arguments")

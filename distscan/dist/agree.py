@@ -84,9 +84,12 @@ def message_of(exc: BaseException) -> str:
     """``str(exc)``, or its type's name where that is empty, or where it raises (a user's exception
     whose ``__str__`` fails raised on its rank alone, before the collective that shares it)."""
     try:
-        return str(exc) or type(exc).__name__
+        text = str(exc)
     except Exception:  # noqa: BLE001 - the others wait in the collective: never raise here
         return f"{type(exc).__name__} (its message raised)"
+    if not isinstance(exc, Exception) and text:  # SystemExit(3): "SystemExit: 3", not "3", on the others
+        return f"{type(exc).__name__}: {text}"
+    return text or type(exc).__name__
 
 
 def _exception_class(type_name: str):
@@ -184,6 +187,12 @@ def raise_agreed(comm, error):
     """Every rank, once all know that some rank failed: raise the first failing rank's error."""
     mine = None if error is None else (describe(error), message_of(error))
     reports = comm.allgather(mine)
+    if error is not None and not isinstance(error, Exception):
+        # This process's own interrupt or exit (a user's combine raised KeyboardInterrupt or
+        # SystemExit(3) on this rank: uncaught, it left this rank alone while the others waited in
+        # the exchange, 2026-11-27): raised as it is, type and exit code kept, now that every rank
+        # knows; the others raise the agreed error (a DistScanError naming it).
+        raise error
     failing = [r for r, rep in enumerate(reports) if rep is not None]
     type_name, message = reports[failing[0]]
     if len(failing) == len(reports) and all(rep == reports[0] for rep in reports):
@@ -281,7 +290,7 @@ def collectively(comm):
     error = None
     try:
         yield
-    except Exception as exc:  # noqa: BLE001 - every failure must be agreed, whatever it is
+    except BaseException as exc:  # noqa: BLE001 - every failure must be agreed, whatever it is (raise_agreed)
         error = exc
     agree(comm, error)
 
