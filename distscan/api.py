@@ -23,7 +23,8 @@ from ._arrays import foreign_device, to_native
 from ._call import BACKENDS, Part
 from ._kinds import KINDS, NOT_THIS_KIND, options_key
 from .dist.agree import default_comm
-from .dist.arguments import MISSING, SUM, by_keyword, check_arguments, group_of, missing_parts, refuse_arguments
+from .dist.arguments import (MISSING, SUM, by_keyword, check_arguments, group_of, missing_parts, refuse_arguments,
+                             refuse_communicator_as_op)
 from .dist.exchange import raise_everywhere
 from .dist.nodes import node_size_of_call
 from .dist.totals import reduce_result
@@ -136,6 +137,7 @@ def scan(x=MISSING, op=SUM, /, *extra, exclusive=False, initial=None, dtype=None
             x, op = by_keyword("scan", unknown, comm, extra, x=x, op=op)
         if unknown or extra or x is MISSING:
             refuse_arguments("scan", unknown, comm, extra, (1, 2), missing_parts(x=x))
+    refuse_communicator_as_op("scan", op, comm)
     return _scan(x, op, exclusive, initial, dtype, out, default_comm(comm), axis, strategy, hierarchy, backend,
                  timings, node_size, algorithm, _options(reverse, segments, include_initial, compensated))
 
@@ -364,6 +366,7 @@ def exclusive_scan(x=MISSING, op=SUM, /, *extra, **kwargs):
             x, op = by_keyword("exclusive_scan", kwargs, kwargs.get("comm"), extra, x=x, op=op)
         check_arguments("exclusive_scan", kwargs, kwargs.get("comm"), _EXCLUSIVE_KEYWORDS, extra, (1, 2),
                         missing_parts(x=x))
+    refuse_communicator_as_op("exclusive_scan", op, kwargs.get("comm"))
     return scan(x, op, exclusive=True, **kwargs)
 
 
@@ -385,6 +388,7 @@ def reduce(x=MISSING, op=SUM, /, *extra, dtype=None, comm=None, axis=0, backend=
             x, op = by_keyword("reduce", unknown, comm, extra, x=x, op=op)
         if unknown or extra or x is MISSING:
             refuse_arguments("reduce", unknown, comm, extra, (1, 2), missing_parts(x=x))
+    refuse_communicator_as_op("reduce", op, comm)
     device = foreign_device(x)
     if device is not None:  # run where the data is
         with device:
