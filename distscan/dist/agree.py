@@ -195,12 +195,17 @@ def raise_agreed(comm, error):
         raise error
     failing = [r for r, rep in enumerate(reports) if rep is not None]
     type_name, message = reports[failing[0]]
+    # This rank's own class only where every rank raised that class itself; else the class every
+    # rank builds by name (or DistScanError): a class of the user's, which the others cannot
+    # build, was raised as itself on the failing rank and as DistScanError on the others, so no
+    # one except clause caught the call's failure everywhere (2026-11-27)
+    local = error if all(rep is not None and rep[0] == type_name for rep in reports) else None
     if len(failing) == len(reports) and all(rep == reports[0] for rep in reports):
         # Every rank failed the same way: the message needs no rank.
-        raise _rebuild(type_name, message, error) from error
+        raise _rebuild(type_name, message, local) from error
     others = len(failing) - 1
     suffix = f" (and {others} other rank{'s' if others > 1 else ''})" if others else ""
-    raise _rebuild(type_name, f"rank {failing[0]}{suffix}: {message}", error) from error
+    raise _rebuild(type_name, f"rank {failing[0]}{suffix}: {message}", local) from error
 
 
 def raise_mismatch(comm, what, fields):
