@@ -182,7 +182,9 @@ class Part:
             raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
         # A Python or NumPy scalar is a part of one element and gives a scalar (the write-offset
         # idiom: exclusive_scan(n_local)); 0-d arrays follow NumPy (axis=None gives 1-D).
-        self.scalar = np.isscalar(x)
+        # (not a memoryview, an array of the buffer protocol that np.isscalar calls a scalar, as
+        # numpy.ScalarType lists it: its part was refused "cannot reshape", 2026-11-27)
+        self.scalar = np.isscalar(x) and not isinstance(x, memoryview)
         x, self.wrap = _unwrap(x, self.op)
         native, self.native_backend, self.restore = to_native(x)
         self.backend_name = self.native_backend if backend == "auto" else backend

@@ -23,7 +23,8 @@ from ._arrays import foreign_device, to_native
 from ._call import BACKENDS, Part
 from ._kinds import KINDS, NOT_THIS_KIND, options_key
 from .dist.agree import default_comm
-from .dist.arguments import MISSING, SUM, by_keyword, check_arguments, group_of, missing_parts, refuse_arguments
+from .dist.arguments import (MISSING, SUM, by_keyword, check_arguments, group_of, missing_parts, refuse_arguments,
+                             refuse_communicator_as_op)
 from .dist.exchange import raise_everywhere
 from .dist.nodes import node_size_of_call
 from .dist.totals import reduce_result
@@ -136,6 +137,7 @@ def scan(x=MISSING, op=SUM, /, *extra, exclusive=False, initial=None, dtype=None
             x, op = by_keyword("scan", unknown, comm, extra, x=x, op=op)
         if unknown or extra or x is MISSING:
             refuse_arguments("scan", unknown, comm, extra, (1, 2), missing_parts(x=x))
+    refuse_communicator_as_op("scan", op, comm)
     return _scan(x, op, exclusive, initial, dtype, out, default_comm(comm), axis, strategy, hierarchy, backend,
                  timings, node_size, algorithm, _options(reverse, segments, include_initial, compensated))
 
@@ -204,8 +206,8 @@ def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy
         part = Part(x, op, exclusive, initial, dtype, out, axis, strategy, hierarchy, backend, algorithm,
                     first=first, **(options or {}))
         plan = part.plan(group, node_size)
-    except Exception as exc:  # noqa: BLE001 - every rank must learn it: join the plan's exchange
-        raise_everywhere(group, exc)
+    except BaseException as exc:  # noqa: BLE001 - every rank must learn it: join the plan's exchange
+        raise_everywhere(group, exc)  # (a KeyboardInterrupt of check=True's combine too: agree.raise_agreed)
     if not getattr(part.op, "check", False):  # check=True samples every call's input: each takes this route
         KINDS.remember(key, x, part, node_size)
     if part.distributed:
@@ -218,7 +220,7 @@ def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy
         rows, _ = plan.seeded_scan(part.rows, plan.initial_seed(part.initial), out=part.out_rows, aux=part.aux,
                                    initial=part.initial)
         result = part.finish(rows)
-    except Exception as exc:  # noqa: BLE001
+    except BaseException as exc:  # noqa: BLE001 - a user's combine may raise KeyboardInterrupt too
         if group is None:
             raise
         error = exc
@@ -364,6 +366,7 @@ def exclusive_scan(x=MISSING, op=SUM, /, *extra, **kwargs):
             x, op = by_keyword("exclusive_scan", kwargs, kwargs.get("comm"), extra, x=x, op=op)
         check_arguments("exclusive_scan", kwargs, kwargs.get("comm"), _EXCLUSIVE_KEYWORDS, extra, (1, 2),
                         missing_parts(x=x))
+    refuse_communicator_as_op("exclusive_scan", op, kwargs.get("comm"))
     return scan(x, op, exclusive=True, **kwargs)
 
 
@@ -385,6 +388,7 @@ def reduce(x=MISSING, op=SUM, /, *extra, dtype=None, comm=None, axis=0, backend=
             x, op = by_keyword("reduce", unknown, comm, extra, x=x, op=op)
         if unknown or extra or x is MISSING:
             refuse_arguments("reduce", unknown, comm, extra, (1, 2), missing_parts(x=x))
+    refuse_communicator_as_op("reduce", op, comm)
     device = foreign_device(x)
     if device is not None:  # run where the data is
         with device:
@@ -397,7 +401,7 @@ def reduce(x=MISSING, op=SUM, /, *extra, dtype=None, comm=None, axis=0, backend=
             raise ValueError(f"reduce works over the distributed axis: axis must be 0 or None, got {axis!r}")
         part = Part(x, op, False, None, dtype, None, axis, "auto", "auto", backend)
         plan = part.plan(group, None if group is None else node_size_of_call(None))
-    except Exception as exc:  # noqa: BLE001 - every rank must learn it: join the plan's exchange
-        raise_everywhere(group, exc)
+    except BaseException as exc:  # noqa: BLE001 - every rank must learn it: join the plan's exchange
+        raise_everywhere(group, exc)  # (a KeyboardInterrupt of check=True's combine too: agree.raise_agreed)
     return plan.total(part.rows, finish=lambda total, rows: reduce_result(plan, total, rows),
                       what="reduce arguments")

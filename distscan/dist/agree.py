@@ -84,9 +84,12 @@ def message_of(exc: BaseException) -> str:
     """``str(exc)``, or its type's name where that is empty, or where it raises (a user's exception
     whose ``__str__`` fails raised on its rank alone, before the collective that shares it)."""
     try:
-        return str(exc) or type(exc).__name__
+        text = str(exc)
     except Exception:  # noqa: BLE001 - the others wait in the collective: never raise here
         return f"{type(exc).__name__} (its message raised)"
+    if not isinstance(exc, Exception) and text:  # SystemExit(3): "SystemExit: 3", not "3", on the others
+        return f"{type(exc).__name__}: {text}"
+    return text or type(exc).__name__
 
 
 def _exception_class(type_name: str):
@@ -184,14 +187,25 @@ def raise_agreed(comm, error):
     """Every rank, once all know that some rank failed: raise the first failing rank's error."""
     mine = None if error is None else (describe(error), message_of(error))
     reports = comm.allgather(mine)
+    if error is not None and not isinstance(error, Exception):
+        # This process's own interrupt or exit (a user's combine raised KeyboardInterrupt or
+        # SystemExit(3) on this rank: uncaught, it left this rank alone while the others waited in
+        # the exchange, 2026-11-27): raised as it is, type and exit code kept, now that every rank
+        # knows; the others raise the agreed error (a DistScanError naming it).
+        raise error
     failing = [r for r, rep in enumerate(reports) if rep is not None]
     type_name, message = reports[failing[0]]
+    # This rank's own class only where every rank raised that class itself; else the class every
+    # rank builds by name (or DistScanError): a class of the user's, which the others cannot
+    # build, was raised as itself on the failing rank and as DistScanError on the others, so no
+    # one except clause caught the call's failure everywhere (2026-11-27)
+    local = error if all(rep is not None and rep[0] == type_name for rep in reports) else None
     if len(failing) == len(reports) and all(rep == reports[0] for rep in reports):
         # Every rank failed the same way: the message needs no rank.
-        raise _rebuild(type_name, message, error) from error
+        raise _rebuild(type_name, message, local) from error
     others = len(failing) - 1
     suffix = f" (and {others} other rank{'s' if others > 1 else ''})" if others else ""
-    raise _rebuild(type_name, f"rank {failing[0]}{suffix}: {message}", error) from error
+    raise _rebuild(type_name, f"rank {failing[0]}{suffix}: {message}", local) from error
 
 
 def raise_mismatch(comm, what, fields):
@@ -281,7 +295,7 @@ def collectively(comm):
     error = None
     try:
         yield
-    except Exception as exc:  # noqa: BLE001 - every failure must be agreed, whatever it is
+    except BaseException as exc:  # noqa: BLE001 - every failure must be agreed, whatever it is (raise_agreed)
         error = exc
     agree(comm, error)
 

@@ -96,6 +96,15 @@ def refuse_arguments(name, keywords: dict, comm, extra=(), takes=(1, 1), missing
     raise_everywhere(group_of(default_comm(comm)), error)
 
 
+def refuse_communicator_as_op(name, op, comm) -> None:
+    """Refuse, over that communicator, a call without ``comm=`` whose operator is a communicator
+    (``scan(x, sub)``: the mistake of ``cumsum(x, sub)``, one place on).  Refused over
+    ``COMM_WORLD`` as an unknown operator, it hung the ranks of ``sub`` where the others never call
+    (2026-11-27).  Cheap where ``op`` is a name (the common call)."""
+    if comm is None and not isinstance(op, str) and _is_communicator(op):
+        raise_everywhere(group_of(op), TypeError(f"{name}() got a communicator as its operator: pass it as comm="))
+
+
 def missing_parts(**parts) -> tuple:
     """The names of ``parts`` (name: value) passed as :data:`MISSING`, in order."""
     return tuple(k for k, v in parts.items() if v is MISSING)

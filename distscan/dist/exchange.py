@@ -193,7 +193,7 @@ class Exchange:
         def call(*args):
             try:
                 return fn(*args)
-            except Exception as exc:  # noqa: BLE001 - agreed at the end of the exchange (__call__)
+            except BaseException as exc:  # noqa: BLE001 - agreed in __call__ (KeyboardInterrupt too)
                 if self.error is None:
                     self.error = exc
                 return self.like.copy()

@@ -221,8 +221,8 @@ class ScanPlan(LeanCalls, Totals):
                 if seeds_initial and self.strategy == "reduce_then_scan":
                     init = self.carries.of_values(initial)
                     carry = init if carry is None else self.combine(init, carry)
-            except Exception as exc:  # noqa: BLE001 - agreed in the exchange, then raised on every rank
-                error = exc
+            except BaseException as exc:  # noqa: BLE001 - agreed in the exchange, then raised on every rank
+                error = exc  # (a user's combine may raise KeyboardInterrupt or SystemExit: agree.raise_agreed)
         # The prepared loops' finish cannot fail (their assumption: cpu_states.Loops): no agreement.
         may_fail = finish_may_fail or (loops is None and self._finish_may_fail(fast))
         with timer.phase("exscan"):

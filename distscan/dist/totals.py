@@ -29,7 +29,7 @@ class Totals:
             try:
                 n = int(rows.shape[0])
                 carry = self.local_carry(rows) if n else None
-            except Exception as exc:  # noqa: BLE001 - agreed in the exchange
+            except BaseException as exc:  # noqa: BLE001 - agreed in the exchange (agree.raise_agreed)
                 error = exc
         if self.size == 1:
             if error is not None:

@@ -406,6 +406,13 @@ MISPLACED_COMMUNICATOR_CALLS = {
                                    "unexpected keyword argument"),
     "cumulative_sum misspelt": (lambda x, sub: distscan.cumulative_sum(x, communicator=sub),
                                 "unexpected keyword argument"),
+    # in the operator's place (found 2026-11-27, s40: refused over COMM_WORLD, whose other ranks
+    # never call, so the ranks of sub waited forever)
+    "scan as the operator": (lambda x, sub: distscan.scan(x, sub), "got a communicator as its operator"),
+    "scan as op=": (lambda x, sub: distscan.scan(x, op=sub), "got a communicator as its operator"),
+    "exclusive_scan as the operator": (lambda x, sub: distscan.exclusive_scan(x, sub),
+                                       "exclusive_scan() got a communicator as its operator"),
+    "reduce as the operator": (lambda x, sub: distscan.reduce(x, sub), "reduce() got a communicator as its operator"),
 }
 
 
