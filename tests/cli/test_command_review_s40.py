@@ -1,17 +1,20 @@
 """Defects of the ``distscan`` command found by the red-team pass of 2026-11-27 (fortieth session),
 mended: an ``--initial`` past 64 bits for an integer recurrence ended in NumPy's "Python int too
-large to convert to C long" (``_call.initial_row``).  The --dtype that NumPy's parser chokes on is in
+large to convert to C long" (``_call.initial_row``); a run started with its standard error closed
+(``2>&-``) published its output and exited 1 (``__main__.run``).  The --dtype that NumPy's parser chokes on is in
 test_args.py, a non-numeric recurrence A or B in test_command_adversarial.py.
 """
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from tests.support.command import assert_one_error_line, cli_in_process
+from tests.support.command import T, assert_one_error_line, cli_in_process, distscan_args
 from tests.support.files import leftover_temps
-from tests.support.launch import files_and_sizes
+from tests.support.launch import files_and_sizes, python_env
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -43,3 +46,33 @@ def test_an_initial_past_64_bits_still_works_for_a_float_recurrence(tmp_path, ca
                           "-o", tmp_path / "y.npy", "--backend", "cpu", "--quiet")
     assert proc.returncode == 0, proc.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), np.full(3, float(2**70)))
+
+
+# -- standard error (or output) closed: the exit status still tells whether the run published ----------
+
+def _closed(fds):
+    def close():
+        for fd in fds:
+            os.close(fd)
+    return close
+
+
+@pytest.mark.parametrize("fds", [(2,), (1, 2), (0, 1, 2)], ids=["stderr", "stdout-stderr", "all"])
+@pytest.mark.parametrize("extra", [[], ["--progress", "--report", "r.json"]], ids=["plain", "progress-report"])
+def test_a_run_with_its_standard_error_closed_exits_0_when_it_publishes(tmp_path, fds, extra):
+    """``2>&-`` (a cron job, a daemon): Python sets ``sys.stderr`` to None, and the command's last
+    ``sys.stderr.flush()`` raised AttributeError after the output was published: exit 1 with a
+    complete output in place, where a non-zero status must mean nothing was published."""
+    np.save(tmp_path / "in.npy", np.arange(100, dtype=np.int64))
+    extra = [str(tmp_path / x) if x.endswith(".json") else x for x in extra]
+    cmd = distscan_args(tmp_path / "in.npy", "-o", tmp_path / "o.npy", "--backend", "cpu", *extra)
+    proc = subprocess.run(cmd, env=python_env(), timeout=T, preexec_fn=_closed(fds), stdout=subprocess.DEVNULL
+                          if 1 not in fds else None)
+    assert proc.returncode == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), np.cumsum(np.arange(100)))
+    assert leftover_temps(tmp_path) == []
+    again = subprocess.run(cmd, env=python_env(), timeout=T, preexec_fn=_closed(fds), stdout=subprocess.DEVNULL
+                           if 1 not in fds else None)
+    assert again.returncode == 1  # the output exists: refused, nothing changed
+    np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), np.cumsum(np.arange(100)))
+    assert leftover_temps(tmp_path) == []
