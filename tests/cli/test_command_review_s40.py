@@ -1,7 +1,8 @@
 """Defects of the ``distscan`` command found by the red-team pass of 2026-11-27 (fortieth session),
 mended: an ``--initial`` past 64 bits for an integer recurrence ended in NumPy's "Python int too
 large to convert to C long" (``_call.initial_row``); a run started with its standard error closed
-(``2>&-``) published its output and exited 1 (``__main__.run``).  The --dtype that NumPy's parser chokes on is in
+(``2>&-``) published its output and exited 1 (``__main__.run``); a full disk on the ranks but
+rank 0 said "rank 0 (and 1 other rank): rank 1: ..." (``io/writer.NpyWriter.__exit__``).  The --dtype that NumPy's parser chokes on is in
 test_args.py, a non-numeric recurrence A or B in test_command_adversarial.py.
 """
 
@@ -14,7 +15,7 @@ import pytest
 
 from tests.support.command import T, assert_one_error_line, cli_in_process, distscan_args
 from tests.support.files import leftover_temps
-from tests.support.launch import files_and_sizes, python_env
+from tests.support.launch import CliBatches, files_and_sizes, python_env
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -76,3 +77,41 @@ def test_a_run_with_its_standard_error_closed_exits_0_when_it_publishes(tmp_path
     assert again.returncode == 1  # the output exists: refused, nothing changed
     np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), np.cumsum(np.arange(100)))
     assert leftover_temps(tmp_path) == []
+
+
+# -- a failure agreed inside the writer's block is not agreed a second time under another rank's name ----
+
+# Every rank but 0 finds the disk full: rank 0 writes its rows, the others fail theirs.
+FULL_DISK_BUT_RANK_0 = """
+import errno, os
+real = os.pwritev
+def pwritev(fd, bufs, pos, *rest):
+    if rank != 0:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    return real(fd, bufs, pos, *rest)
+patch(os, "pwritev", pwritev)
+"""
+
+
+@pytest.fixture(scope="module")
+def disk_batches(tmp_path_factory):
+    b = CliBatches(tmp_path_factory)
+    for ranks in (2, 3):
+        def prepare(folder):
+            np.save(folder / "in.npy", np.arange(10_000, dtype=np.int64))
+            return [folder / "in.npy", "-o", folder / "o.npy", "--backend", "cpu", "--quiet"], \
+                {"setup": FULL_DISK_BUT_RANK_0}
+        b.add(ranks, "full_disk_but_rank_0", prepare)
+    return b
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_a_full_disk_on_some_ranks_is_told_once_under_their_names(disk_batches, ranks):
+    """The store phase agreed "rank 1: ... No space left on device"; the writer's exit agreed again,
+    rank 0 with that agreed error and the others with their own raw one, which differ: the line was
+    "rank 0 (and 1 other rank): rank 1: ...", naming rank 0, which wrote all its rows."""
+    folder, proc, opts = disk_batches.get(ranks, "full_disk_but_rank_0")
+    line = assert_one_error_line(proc, "No space left on device", str(folder / "o.npy"))
+    others = "" if ranks == 2 else " (and 1 other rank)"
+    assert f"error: rank 1{others}: [Errno 28] cannot write" in line and "rank 0" not in line, line
+    assert files_and_sizes(folder) == opts["before"] and leftover_temps(folder) == []
