@@ -2,7 +2,9 @@
 mended: an ``--initial`` past 64 bits for an integer recurrence ended in NumPy's "Python int too
 large to convert to C long" (``_call.initial_row``); a run started with its standard error closed
 (``2>&-``) published its output and exited 1 (``__main__.run``); a full disk on the ranks but
-rank 0 said "rank 0 (and 1 other rank): rank 1: ..." (``io/writer.NpyWriter.__exit__``).  The --dtype that NumPy's parser chokes on is in
+rank 0 said "rank 0 (and 1 other rank): rank 1: ..." (``io/writer.NpyWriter.__exit__``); an input
+replaced (renamed over) between the header's read and the ranks' opens was scanned with the old
+header, garbage published with exit 0 (``io/npy.NpyHeader.file_id``, ``pipeline/files.Files``).  The --dtype that NumPy's parser chokes on is in
 test_args.py, a non-numeric recurrence A or B in test_command_adversarial.py.
 """
 
@@ -93,6 +95,25 @@ patch(os, "pwritev", pwritev)
 """
 
 
+# Rank 0 renames another file (the same size, another dtype) over the input once every header is
+# read, before the ranks open the input for their rows; the others wait for it.
+REPLACED_BY_RANK_0 = """
+import os
+import numpy as np
+from mpi4py import MPI
+import distscan.pipeline.files as files
+orig = files.Files.__init__
+def init(self, header, writer, layout):
+    if rank == 0:
+        new = header.path + ".new.npy"
+        np.save(new, np.arange(1000, dtype=np.float64))
+        os.replace(new, header.path)
+    MPI.COMM_WORLD.Barrier()
+    orig(self, header, writer, layout)
+patch(files.Files, "__init__", init)
+"""
+
+
 @pytest.fixture(scope="module")
 def disk_batches(tmp_path_factory):
     b = CliBatches(tmp_path_factory)
@@ -102,6 +123,12 @@ def disk_batches(tmp_path_factory):
             return [folder / "in.npy", "-o", folder / "o.npy", "--backend", "cpu", "--quiet"], \
                 {"setup": FULL_DISK_BUT_RANK_0}
         b.add(ranks, "full_disk_but_rank_0", prepare)
+
+        def replaced(folder):
+            np.save(folder / "in.npy", np.arange(1000, dtype=np.int64))
+            return [folder / "in.npy", "-o", folder / "o.npy", "--backend", "cpu", "--quiet"], \
+                {"setup": REPLACED_BY_RANK_0}
+        b.add(ranks, "input_replaced", replaced)
     return b
 
 
@@ -115,3 +142,31 @@ def test_a_full_disk_on_some_ranks_is_told_once_under_their_names(disk_batches, 
     others = "" if ranks == 2 else " (and 1 other rank)"
     assert f"error: rank 1{others}: [Errno 28] cannot write" in line and "rank 0" not in line, line
     assert files_and_sizes(folder) == opts["before"] and leftover_temps(folder) == []
+
+
+# -- an input replaced while the run reads it: refused, not scanned with the old header ----------------
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_an_input_replaced_after_its_header_was_read_is_refused(disk_batches, ranks):
+    """``os.replace`` of another file over the input (a tool that saves by renaming, another
+    distscan run with ``-o`` the input's name and ``--force``) between rank 0's read of the header and
+    the ranks' opens: the float64 file's bytes were scanned as the int64 the old header said, and
+    that garbage published with exit 0."""
+    folder, proc, _ = disk_batches.get(ranks, "input_replaced")
+    assert_one_error_line(proc, str(folder / "in.npy"), "replaced")
+    assert not (folder / "o.npy").exists() and leftover_temps(folder) == []
+
+
+def test_an_input_replaced_after_its_header_was_read_is_refused_at_one_rank(tmp_path, capsys, monkeypatch):
+    import distscan.pipeline.files as files
+    np.save(tmp_path / "in.npy", np.arange(1000, dtype=np.int64))
+    orig = files.Files.__init__
+
+    def init(self, header, writer, layout):
+        np.save(tmp_path / "new.npy", np.arange(1000, dtype=np.float64))
+        os.replace(tmp_path / "new.npy", header.path)
+        orig(self, header, writer, layout)
+    monkeypatch.setattr(files.Files, "__init__", init)
+    proc = cli_in_process(capsys, tmp_path / "in.npy", "-o", tmp_path / "o.npy", "--backend", "cpu", "--quiet")
+    assert_one_error_line(proc, str(tmp_path / "in.npy"), "replaced")
+    assert not (tmp_path / "o.npy").exists() and leftover_temps(tmp_path) == []
