@@ -4,7 +4,10 @@ large to convert to C long" (``_call.initial_row``); a run started with its stan
 (``2>&-``) published its output and exited 1 (``__main__.run``); a full disk on the ranks but
 rank 0 said "rank 0 (and 1 other rank): rank 1: ..." (``io/writer.NpyWriter.__exit__``); an input
 replaced (renamed over) between the header's read and the ranks' opens was scanned with the old
-header, garbage published with exit 0 (``io/npy.NpyHeader.file_id``, ``pipeline/files.Files``).  The --dtype that NumPy's parser chokes on is in
+header, garbage published with exit 0 (``io/npy.NpyHeader.file_id``, ``pipeline/files.Files``); ranks
+given different command lines (``mpiexec -n 1 distscan ... : -n 1 distscan ...``) hung (a usage error
+or --help on one rank) or aborted after the final agreement's timeout, their temporary file left
+(``cli._agree_on_arguments``).  The --dtype that NumPy's parser chokes on is in
 test_args.py, a non-numeric recurrence A or B in test_command_adversarial.py.
 """
 
@@ -17,7 +20,7 @@ import pytest
 
 from tests.support.command import T, assert_one_error_line, cli_in_process, distscan_args
 from tests.support.files import leftover_temps
-from tests.support.launch import CliBatches, files_and_sizes, python_env
+from tests.support.launch import CliBatches, files_and_sizes, python_env, require_mpiexec, run
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -170,3 +173,42 @@ def test_an_input_replaced_after_its_header_was_read_is_refused_at_one_rank(tmp_
     proc = cli_in_process(capsys, tmp_path / "in.npy", "-o", tmp_path / "o.npy", "--backend", "cpu", "--quiet")
     assert_one_error_line(proc, str(tmp_path / "in.npy"), "replaced")
     assert not (tmp_path / "o.npy").exists() and leftover_temps(tmp_path) == []
+
+
+# -- ranks given different command lines: refused on every rank in one line, at once ------------------
+
+def _mpmd(folder, first, second):
+    """``mpiexec -n 1 distscan FIRST : -n 1 distscan SECOND`` (MPICH's and Open MPI's MPMD form)."""
+    mpiexec = require_mpiexec()
+    return run([mpiexec, "-n", "1", *distscan_args(*first), ":", "-n", "1", *distscan_args(*second)], timeout=T)
+
+
+_SAME = ["--backend", "cpu", "--quiet"]
+
+
+@pytest.mark.parametrize("extra, words, code", [
+    (["--op", "bogus"], ["different command lines"], 2),       # a usage error on rank 1 alone: it hung
+    (["--help"], ["different command lines"], 2),               # --help on rank 1 alone: it hung
+    (["--report", "r.json"], ["--report differs across ranks", "rank 1 has"], 2),  # a 20 s abort, temp left
+    (["--segments", "flags.npy"], ["--segments differs across ranks"], 2),         # the same
+    (["--compensated"], ["--compensated differs across ranks"], 2),                # the same
+    (["--verify"], ["--verify differs across ranks"], 2),       # "tuple index out of range"
+], ids=["usage", "help", "report", "segments", "compensated", "verify"])
+def test_ranks_given_different_arguments_are_refused_at_once(tmp_path, extra, words, code):
+    np.save(tmp_path / "in.npy", np.arange(100, dtype=np.int64))
+    np.save(tmp_path / "flags.npy", np.arange(100) % 7 == 0)
+    before = files_and_sizes(tmp_path)
+    base = [tmp_path / "in.npy", "-o", tmp_path / "o.npy", *_SAME]
+    extra = [str(tmp_path / x) if x.endswith((".npy", ".json")) else x for x in extra]
+    proc = _mpmd(tmp_path, base, base + extra)
+    assert_one_error_line(proc, *words, code=code)
+    assert files_and_sizes(tmp_path) == before and leftover_temps(tmp_path) == []
+
+
+def test_options_of_a_rank_s_own_may_differ(tmp_path):
+    """``--memory-limit``, ``--quiet``, ``--debug`` (and the GPU options) are each rank's own."""
+    np.save(tmp_path / "in.npy", np.arange(100, dtype=np.int64))
+    base = [tmp_path / "in.npy", "-o", tmp_path / "o.npy", "--backend", "cpu"]
+    proc = _mpmd(tmp_path, base + ["--quiet"], base + ["--memory-limit", "1", "--debug"])
+    assert proc.returncode == 0, proc.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), np.cumsum(np.arange(100)))
