@@ -249,10 +249,14 @@ def main(argv=None) -> int:
 # --gpu 1"); every other argument must be the same on every rank (_agree_on_arguments).
 _PER_RANK = frozenset({"gpu", "gpu_memory_limit", "memory_limit", "quiet", "progress", "debug"})
 _NAMES = {"input": "INPUT", "coefficients": "A", "recurrence": "the subcommand"}
+# Paths: rank 0's are the job's (it reads the headers, names the output and the report for all), so
+# only whether one is given must agree (a rank with --segments takes other collectives).
+_PATHS = frozenset({"input", "output", "segments", "coefficients", "report"})
 
 
 def _shared_arguments(args, recurrence: bool) -> dict:
     fields = {"recurrence": recurrence, **{k: v for k, v in vars(args).items() if k not in _PER_RANK}}
+    fields = {k: ("given" if v is not None else None) if k in _PATHS else v for k, v in fields.items()}
     return {_NAMES.get(k, f"--{k.replace('_', '-')}"): v for k, v in sorted(fields.items())}
 
 
