@@ -2,6 +2,7 @@
 
 import os
 import signal
+import sys
 import time
 
 # the variables by which launchers tell a process its rank (distscan.cli.signals has the sizes)
@@ -58,6 +59,23 @@ def _die_of(signum, frame):
     _end_by(signum)
 
 
+def _open_std_streams() -> None:
+    """A standard stream closed when the command starts (``2>&-``, a daemon): /dev/null in its
+    place.  Python leaves ``sys.stderr`` None then, and the command's last flush of it raised after
+    the output was published (exit 1, the output in place; found 2026-11-27); and the first file
+    the run opens would take the free descriptor 2, where a line meant for stderr would land."""
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, mode, closefd=False))
+
+
 def run() -> int:
     """The command (``python -m distscan`` and the ``distscan`` script): :func:`distscan.cli.main`.
 
@@ -69,6 +87,7 @@ def run() -> int:
     Once :func:`main` returns, the signals get their actions from before."""
     global _phase
     _phase = " while starting"
+    _open_std_streams()
     earlier = {}
     try:
         for s in _START_SIGNALS:

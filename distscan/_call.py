@@ -67,6 +67,10 @@ def initial_row(initial, types: ScanTypes, trailing: tuple):
         row = row != 0  # logical scans read any number as a truth value
     elif row.dtype.kind == "c" and types.acc.kind != "c":
         raise TypeError(f"initial value {initial!r} is complex but the scan computes in {types.acc}")
+    elif row.dtype.kind == "O" and types.acc.kind in "iu" and all(type(v) is int for v in row.flat):
+        # a Python int past 64 bits, which NumPy keeps as an object: its cast said only "Python
+        # int too large to convert to C long" (found 2026-11-27)
+        raise OverflowError(f"initial value {initial!r} is out of the range of {types.acc}")
     elif row.dtype.kind in "fiu" and types.acc.kind in "iu":
         # Past the integer range refused, not cast to garbage: an integer as NumPy 2 refuses a
         # Python int (cummax(int8, initial=300) wrapped to 44; found 2026-11-25), a float as NumPy's

@@ -26,7 +26,7 @@ import traceback
 
 import numpy as np
 
-from ..dist.agree import abort_job, decide_on_root
+from ..dist.agree import abort_job, decide_on_root, fingerprint, raise_mismatch
 from .. import pipeline
 from ..io import check_replaceable, same_file
 from ..pipeline.chunks import io_threads
@@ -245,27 +245,72 @@ def main(argv=None) -> int:
         return _main(argv, world, rank, abort)
 
 
+# Options a rank may give itself (mpiexec's MPMD form: "-n 1 distscan ... --gpu 0 : -n 1 distscan ...
+# --gpu 1"); every other argument must be the same on every rank (_agree_on_arguments).
+_PER_RANK = frozenset({"gpu", "gpu_memory_limit", "memory_limit", "quiet", "progress", "debug"})
+_NAMES = {"input": "INPUT", "coefficients": "A", "recurrence": "the subcommand"}
+# Paths: rank 0's are the job's (it reads the headers, names the output and the report for all), so
+# only whether one is given must agree (a rank with --segments takes other collectives).
+_PATHS = frozenset({"input", "output", "segments", "coefficients", "report"})
+
+
+def _shared_arguments(args, recurrence: bool) -> dict:
+    fields = {"recurrence": recurrence, **{k: v for k, v in vars(args).items() if k not in _PER_RANK}}
+    fields = {k: ("given" if v is not None else None) if k in _PATHS else v for k, v in fields.items()}
+    return {_NAMES.get(k, f"--{k.replace('_', '-')}"): v for k, v in sorted(fields.items())}
+
+
+def _agree_on_arguments(world, rank: int, code, shared, env_error):
+    """One allgather, before any other collective, of every rank's parse outcome (``code``: None, or
+    the exit status of --help or a usage error), its shared arguments and its environment's error.
+    Ranks given different command lines (the MPMD form of mpiexec, a wrapper) hung where one
+    rank's parse ended it (a usage error, --help) or took other collectives (--report, --segments),
+    and aborted after the final agreement's timeout with the temporary file left (2026-11-27).
+    Returns ``(status or None, the environment errors of every rank)``."""
+    mine = (code, env_error, 0 if shared is None else fingerprint(shared))
+    everyone = [mine] if world is None else world.allgather(mine)
+    codes = {c for c, _, _ in everyone}
+    if len(codes) == 1 and code is not None:
+        return code, []  # --help or the same usage error everywhere: rank 0's parser printed it
+    if len(codes) > 1 or len({crc for _, _, crc in everyone}) > 1:
+        why = "the ranks were given different command lines (mpiexec's MPMD form?)"
+        if codes == {None}:  # every rank parsed its arguments: name the first that differs
+            try:
+                raise_mismatch(world, "arguments", shared)
+            except ValueError as exc:
+                why = f"{exc}; the ranks must be given the same command line"
+        if rank == 0 and code is None:  # (rank 0's parser told its own usage error)
+            sys.stderr.write(f"distscan: error: {_one_line(why)}\n")
+            sys.stderr.flush()
+        return EXIT_USAGE, []
+    return None, [e for _, e, _ in everyone]
+
+
 def _main(argv, world, rank: int, abort) -> int:
     """:func:`main` once MPI is up and the signal watcher installed."""
     words = list(sys.argv[1:] if argv is None else argv)
     recurrence = bool(words) and words[0] == "recurrence"  # distscan recurrence A.npy B.npy
     parser = build_recurrence_parser(rank) if recurrence else build_parser(rank)
+    args, code = None, None
     try:
         args = parser.parse_args(words[1:] if recurrence else words)
         if args.backend == "cpu":
             for flag, value in (("--gpu", args.gpu), ("--gpu-memory-limit", args.gpu_memory_limit)):
                 if value is not None:
                     parser.error(f"{flag} needs --backend cuda or auto (the cpu backend uses no GPU)")
-    except SystemExit as exc:  # --help (0) or a usage error (2): same arguments, same outcome everywhere
-        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    args._argv = argv
+    except SystemExit as exc:  # --help (0) or a usage error (2): agreed below, with the arguments
+        args, code = None, exc.code if isinstance(exc.code, int) else EXIT_USAGE
 
     # Environment values: checked before any work; the first bad one (rank order) is reported once.
     try:
         final_timeout, env_error = _check_env(), None
     except ValueError as exc:
         final_timeout, env_error = _DEFAULT_FINAL_TIMEOUT, str(exc)
-    errors = [env_error] if world is None else world.allgather(env_error)
+    shared = None if args is None else _shared_arguments(args, recurrence)
+    code, errors = _agree_on_arguments(world, rank, code, shared, env_error)
+    if code is not None:
+        return code
+    args._argv = argv
     if any(errors):
         if rank == 0:
             sys.stderr.write(f"distscan: error: {_one_line(next(e for e in errors if e))}\n")

@@ -98,7 +98,7 @@ def _algorithm_arg(text: str) -> str:
 def _dtype_arg(text: str) -> str:
     try:
         dt = np.dtype(text)
-    except TypeError:
+    except (TypeError, ValueError, SyntaxError):  # NumPy's parser of '(i8,2)' raises SyntaxError
         raise argparse.ArgumentTypeError(f"unknown dtype {text!r} (e.g. int64, float32, uint8)") from None
     if dt.kind not in "biufc" or dt.names is not None or dt.subdtype is not None:
         # a string, record, datetime or object dtype: a usage error (exit 2), not a failure later

@@ -68,7 +68,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         dtype = np.dtype(args.dtype)
-    except TypeError:
+    except (TypeError, ValueError, SyntaxError):  # as distscan's --dtype ('(i8,2)': SyntaxError)
         p.error(f"unknown dtype {args.dtype!r}")
     if os.path.exists(args.output) and not args.force:
         sys.stderr.write(f"distscan-example: error: {args.output} exists (use --force to overwrite it)\n")

@@ -16,12 +16,12 @@ import math
 import os
 import stat as _stat
 import tokenize
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.lib import format as _format
 
-__all__ = ["MAGIC", "NpyHeader", "read_header", "header_bytes", "open_regular", "file_kind"]
+__all__ = ["MAGIC", "NpyHeader", "read_header", "header_bytes", "open_regular", "file_kind", "check_same_file"]
 
 MAGIC = b"\x93NUMPY"
 # A header longer than this is not something distscan would scan (structured dtypes are refused).
@@ -44,6 +44,8 @@ class NpyHeader:
         Byte offset of the first element.
     version : tuple of int
         Format version, e.g. ``(1, 0)``.
+    file_id : tuple or None
+        ``(host, st_dev, st_ino)`` of the file the header was read from (:func:`check_same_file`).
     """
 
     path: str
@@ -51,6 +53,7 @@ class NpyHeader:
     dtype: np.dtype
     offset: int
     version: tuple
+    file_id: tuple = field(default=None, compare=False)
 
     @property
     def rows(self) -> int:
@@ -221,7 +224,8 @@ def read_header(path) -> NpyHeader:
         if f.read(4) == b"PK\x03\x04":
             raise _npz_error(path)
         f.seek(0)
-        file_size = os.fstat(f.fileno()).st_size
+        fst = os.fstat(f.fileno())
+        file_size, file_id = fst.st_size, (os.uname().nodename, fst.st_dev, fst.st_ino)
         shape, fortran, dtype, offset, version = _parse(_pyio.BufferedReader(f), path, file_size)
     if dtype.hasobject:
         raise ValueError(f"{path} holds Python objects (a pickled array); distscan never loads pickled "
@@ -233,7 +237,7 @@ def read_header(path) -> NpyHeader:
     if fortran and sum(s != 1 for s in shape) > 1:
         raise ValueError(f"{path} is stored in Fortran (column-major) order; distscan needs C order along "
                          "axis 0 (re-save it with numpy.save(path, numpy.ascontiguousarray(a)))")
-    header = NpyHeader(path=path, shape=tuple(shape), dtype=dtype, offset=offset, version=version)
+    header = NpyHeader(path=path, shape=tuple(shape), dtype=dtype, offset=offset, version=version, file_id=file_id)
     if header.nbytes >= 1 << 63:  # beyond any file's size and any index of int64
         raise ValueError(f"{path} promises {'x'.join(map(str, shape))} {dtype}: {header.nbytes} bytes, more "
                          "than any file can hold")
@@ -242,6 +246,19 @@ def read_header(path) -> NpyHeader:
                          f"({'x'.join(map(str, shape)) or '()'} {dtype}) but the file holds only "
                          f"{max(file_size - offset, 0)}")
     return header
+
+
+def check_same_file(header: NpyHeader, fd: int) -> None:
+    """Raise ``ValueError`` if ``fd`` (opened by ``header.path``) is not the file the header was read
+    from: a file renamed over the input after rank 0 read its header was scanned as the old header
+    said, and the garbage published with exit 0 (found 2026-11-27).  Told on the host that read the
+    header only: another host may mount the folder as another device, or hold its own copy."""
+    if header.file_id is None or header.file_id[0] != os.uname().nodename:
+        return
+    st = os.fstat(fd)
+    if (st.st_dev, st.st_ino) != tuple(header.file_id[1:]):
+        raise ValueError(f"{header.path} was replaced by another file after its header was read; nothing was "
+                         "scanned (run again once the file stays put)")
 
 
 def header_bytes(shape, dtype) -> bytes:

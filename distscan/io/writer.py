@@ -323,7 +323,10 @@ class NpyWriter:
             # but the temporary files go on this rank (unlinking twice is harmless).
             self._remove_temp()
             return False
-        err = self._error or exc
+        # The exception that left the block first: where it came from an agreement it is the same on
+        # every rank, and this rank's own write error (agreed there already) would differ from it
+        # on the ranks that had one ("rank 0 (and 1 other rank): rank 1: ...", 2026-11-27).
+        err = exc if exc is not None else self._error
         if not self._closed:
             err = self._close_local(err)
         # One agreement for everything that happened on this rank inside the block.

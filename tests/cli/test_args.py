@@ -92,3 +92,15 @@ def test_a_dtype_that_is_not_numeric_is_a_usage_error(tmp_path, capsys, dtype):
     err = capsys.readouterr().err
     assert f"--dtype {dtype!r} is not a numeric dtype" in err and err.count("distscan: error:") == 1
     assert files_in(tmp_path) == ["in.npy"]
+
+
+@pytest.mark.parametrize("dtype", ["(i8,2)", "((2,)i8", "(-1,)i8", "i8,(a)"])
+def test_a_dtype_numpy_cannot_parse_is_a_usage_error_in_one_line(tmp_path, capsys, dtype):
+    """A --dtype that NumPy's parser chokes on: ``np.dtype('(i8,2)')`` raises SyntaxError (a
+    traceback, exit 1) and ``np.dtype('((2,)i8')`` ValueError (argparse's "invalid _dtype_arg
+    value"), not the TypeError of an unknown name (2026-11-27)."""
+    inp = input_npy(tmp_path)
+    assert cli.main([inp, "--dtype", dtype]) == 2
+    err = capsys.readouterr().err
+    assert f"unknown dtype {dtype!r}" in err and err.count("distscan: error:") == 1 and "Traceback" not in err
+    assert files_in(tmp_path) == ["in.npy"]

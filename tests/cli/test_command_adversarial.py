@@ -169,15 +169,24 @@ def test_float_complex_bool_ops_match_numpy_at_three_ranks(batch, dt, op):
     assert leftover_temps(folder) == []
 
 
-@pytest.mark.parametrize("case", ["scalar_a", "missing_a"])
+@pytest.mark.parametrize("case", ["scalar_a", "missing_a", "datetime_a", "bytes_a", "datetime_a_dtype", "datetime_b"])
 def test_refused_recurrence_changes_nothing(tmp_path, capsys, case):
-    np.save(tmp_path / "b.npy", np.arange(3.0))
+    """A datetime or string A (2026-11-27) was refused with NumPy's promotion error, a paragraph
+    that names neither file, or as 'requested dtype |S21', a dtype no one requested."""
+    np.save(tmp_path / "b.npy", np.arange(3).astype("M8[s]") if case == "datetime_b" else np.arange(3.0))
     if case == "scalar_a":
         np.save(tmp_path / "a.npy", np.array(2.0))
+    elif case == "datetime_b":
+        np.save(tmp_path / "a.npy", np.ones(3))
+    elif case.startswith("datetime_a"):
+        np.save(tmp_path / "a.npy", np.arange(3).astype("M8[s]"))
+    elif case == "bytes_a":
+        np.save(tmp_path / "a.npy", np.arange(3).astype("S3"))
     before = files_and_sizes(tmp_path)
     proc = cli_in_process(capsys, "recurrence", tmp_path / "a.npy", tmp_path / "b.npy", "-o", tmp_path / "y.npy",
-                          "--backend", "cpu", "--quiet")
-    assert_one_error_line(proc, "a.npy")
+                          "--backend", "cpu", "--quiet", *(["--dtype", "float64"] if case.endswith("_dtype") else []))
+    line = assert_one_error_line(proc, "b.npy" if case == "datetime_b" else "a.npy")
+    assert len(line) < 300, line
     assert files_and_sizes(tmp_path) == before and leftover_temps(tmp_path) == []
 
 
