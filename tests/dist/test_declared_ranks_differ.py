@@ -79,13 +79,21 @@ def _wrapped(value: int) -> int:
     return (value + 2**63) % 2**64 - 2**63
 
 
+def _saturating_add(a, b):
+    return np.minimum(a + b, 1000)
+
+
 def _operators():
     """Fresh declared operators (each rank makes its own, as an MPI program does), with a scalar
-    sequential combine, lift and projection for the reference, and the reference's tolerance."""
+    sequential combine, lift and projection for the reference, and the reference's tolerance.
+    The saturating add's combine is one function of the module, not a lambda made anew: numba
+    compiles a declared function's loops per function object and part layout (distscan.ops.jit,
+    in memory), and a fresh lambda in each drawn sequence cost 1-2 s a compile on each rank
+    (9-12 compiles per rank, 30-45 s of the sequence test at 5 ranks on the 2-core VM);
+    test_an_operator_redefined_under_its_name_in_later_calls makes fresh functions."""
     return {
         # a function (numba's loop), not commutative: the ordered path of a declared state
-        "saturating": (distscan.Operator("saturating add", lambda a, b: np.minimum(a + b, 1000), identity=0,
-                                         kinds="i"),
+        "saturating": (distscan.Operator("saturating add", _saturating_add, identity=0, kinds="i"),
                        lambda a, b: min(a + b, 1000), None, None, None),
         # a commutative ufunc: the plain path (NumPy's accumulate, carries reduced by the ufunc)
         "imax": (distscan.Operator("integer max", np.maximum, identity=lambda dt: np.iinfo(dt).min, kinds="iu",
@@ -113,6 +121,9 @@ def _data(rng, key, n):
         return rng.standard_normal(n)
     if key == "counted":
         return rng.integers(0, 3, n).astype(np.int64)
+    if key == "saturating":  # associative on items >= 0 only: with negative items, sums that reached
+        # 1000 before one rank's part and not within it differed from the sequential scan (8 ranks)
+        return rng.integers(0, 40, n).astype(np.int64)
     return rng.integers(-40, 90, n).astype(np.int64)
 
 
@@ -434,8 +445,19 @@ def _part(g, kind, tmp_path, name):
 
 
 def _run_sequence(comm, tmp_path, key, steps):
-    op = _operators()[key][0]
-    tol = _operators()[key][4]
+    """The calls of ``steps``, each part dropped and collected after its call.  What the process
+    held before is frozen meanwhile (``gc.freeze``): each collection looks at what the sequence
+    made, not at the whole heap (numba's and hypothesis's), which took 0.2 s a collection serially
+    and 0.5-0.8 s per rank at 5 ranks on the 2-core VM."""
+    gc.freeze()
+    try:
+        _run_steps(comm, tmp_path, key, steps)
+    finally:
+        gc.unfreeze()
+
+
+def _run_steps(comm, tmp_path, key, steps):
+    op, _, _, _, tol = _operators()[key]
     for k, step in enumerate(steps):
         kinds = [step["kinds"][r % len(step["kinds"])] for r in range(comm.size)]
         counts = [0 if kd == "empty" else 1 if kd == "scalar" else c
@@ -499,6 +521,11 @@ def sequences(draw):
     return key, steps
 
 
+# Run alone (-k) or first in its process, the test compiles each rank's loops of the saturating
+# add for the layouts and options drawn (3 to 7 per rank, 1-2 s each serially, 4-6 s each with 8
+# ranks on the 2-core VM: 77 s at 8 ranks there, load 9); after test_declared_parts_of_every_kind_in_a_row
+# most are compiled (17 s at 5 ranks).  The file's 120 s would leave no margin for the first case.
+@pytest.mark.timeout(240)
 @PROFILE
 @given(seq=sequences())
 def test_sequences_of_declared_calls_where_ranks_differ(comm, tmp_path, seq):
