@@ -184,7 +184,7 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
             if constexpr (STAGE_COEF) {
                 if (ex.coef != 0) CoefIO::smem_to_regs(slice + COEF_OFFSET, src, aux.c.coef);
             }
-            Tile::lift_aux(slice, lane, valid, ex, aux, items, starts);
+            Tile::template lift_aux<Op::RUN_BITS>(slice, lane, valid, ex, aux, items, starts);
         } else {
             Tile::staged_items(slice, lane, valid, items);
         }

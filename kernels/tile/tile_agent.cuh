@@ -163,16 +163,20 @@ struct TileAgent {
 
     // staged_items for operators with auxiliary inputs, from the run load_aux loaded.  `starts`
     // gets bit i set where item i's flag is.
+    // BITS (the look-ahead, for RUN_BITS operators, whose runs fold by `starts` alone): the flags
+    // as bits first (flag_bits), each item's flag then one bit of them.  A byte's extraction, test
+    // and shift an item (SASS: PRMT, LOP3, ISETP) were a third of the segmented look-ahead's
+    // instructions.  Not on the look-back, whose generic runs read each item's flag byte: there
+    // it took the segmented float32 kernel from 88 to 127 registers and 5 % of its speed (H100).
+    template <bool BITS = false>
     static __device__ __forceinline__ void lift_aux(const char *smem, int lane, int valid, const Extra<TAcc> &ex,
                                                     const AuxRun &aux, TAcc (&items)[ITEMS], unsigned &starts) {
         TIn raw[ITEMS];
         const int src = run_lane(lane);
         InIO::smem_to_regs(smem, src, raw);
         const bool whole = valid == 32 * ITEMS;  // every segment but the last: no item to test
-        if constexpr (ITEMS % 4 == 0 && ITEMS <= 32) {
-            // The flags as bits first (flag_bits), each item's flag then one bit of them: a byte's
-            // extraction, test and shift an item cost the segmented look-ahead's lifts (two a
-            // tile) a third of its instructions (SASS: PRMT, LOP3, ISETP; NOTES-gpu.md).
+        if constexpr (BITS) {
+            static_assert(ITEMS % 4 == 0 && ITEMS <= 32, "flag_bits: four flags a word, 32 at most");
             unsigned bits = flag_bits(aux);  // bit k: the run's flag k, in memory order
             const int present = valid - src * ITEMS;  // the run's items that exist, from its first in memory
             if (!whole) bits &= present >= ITEMS ? ~0u : (present <= 0 ? 0u : (1u << present) - 1u);
