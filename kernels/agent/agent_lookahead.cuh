@@ -184,7 +184,7 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
             if constexpr (STAGE_COEF) {
                 if (ex.coef != 0) CoefIO::smem_to_regs(slice + COEF_OFFSET, src, aux.c.coef);
             }
-            Tile::lift_aux(slice, lane, valid, ex, aux, items, starts);
+            Tile::template lift_aux<Op::RUN_BITS>(slice, lane, valid, ex, aux, items, starts);
         } else {
             Tile::staged_items(slice, lane, valid, items);
         }
@@ -252,7 +252,12 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
                     __syncwarp();
                     stage_items(my_slices + red_stage * STAGE_BYTES, n, t_red, warp, lane, ex, red, red_starts);
                     // scan_up's run total and warp scan: reduce_up's aggregate, scan_down's prefixes
-                    s_lanes[red_stage][threadIdx.x] = Tile::BScan::scan_up(s_warps[red_stage], red);
+                    if constexpr (Op::RUN_BITS) {
+                        s_lanes[red_stage][threadIdx.x] =
+                            Tile::BScan::scan_up_total(s_warps[red_stage], Tile::run_total_bits(red, red_starts));
+                    } else {
+                        s_lanes[red_stage][threadIdx.x] = Tile::BScan::scan_up(s_warps[red_stage], red);
+                    }
                 }
             } else if (Op::INTERLEAVE && !service && t_scan >= 0 && t_red < num_tiles) {
                 // The steady state of operators with long chains (operators.cuh, INTERLEAVE): both

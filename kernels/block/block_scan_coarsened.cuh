@@ -35,6 +35,12 @@ struct BlockScanCoarsened {
         return warp_part(tmp, runs_inclusive<T, Op, ITEMS>(items));
     }
 
+    // scan_up for a thread whose run total the caller folded (the look-ahead's RESCAN, whose
+    // scan of the run comes later: tile_agent.cuh, run_total_bits).
+    static __device__ __forceinline__ T scan_up_total(TempStorage &tmp, const T &run_total) {
+        return warp_part(tmp, run_total);
+    }
+
     // The block aggregate alone: the same association as scan()'s, the items untouched.
     template <int ITEMS>
     static __device__ __forceinline__ void reduce_up(TempStorage &tmp, const T (&items)[ITEMS]) {

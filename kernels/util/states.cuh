@@ -109,6 +109,10 @@ struct StateOpBase {
     static constexpr bool RUN_STATE = false;
     static constexpr bool PREFIX_UNDER_LOAD = true;
     static constexpr bool RUN_APPLY = false;
+    // RUN_BITS: a thread's run of lifted items may be folded by their start bits (Tile::lift_aux's
+    // `starts`) with apply_start(a, b, start), b's own flag unread, the run's flag set from the
+    // bits after (tile_agent.cuh, run_total_bits and store_rescanned).
+    static constexpr bool RUN_BITS = false;
     template <typename S> static __device__ __forceinline__ bool fresh(const S &, bool) { return false; }
     // Whether the look-ahead scans a thread's run again from the stage for states S (RESCAN,
     // agent/agent_lookahead.cuh): for operators with auxiliary inputs, but AffineBase's below.
@@ -155,6 +159,16 @@ struct Segmented : SegmentedBase {
         s.value = Base::template lift<typename S::Value, TIn>(x);
         s.flag = flag;
         return s;
+    }
+    // apply(a, b) for a lifted (or padding) item b whose flag is `start`, but the flag: a's (the
+    // caller sets it from the bits; StateOpBase::RUN_BITS).  The flag byte's round trip through a
+    // register (its extraction, packing and test an item: SASS PRMT, SHF, ISETP) left the
+    // look-ahead's runs of segmented float32 at about six instructions an item, against two
+    // here (a test of the bit and the select's FADD).  Not with the EMPTY marker (MARKED).
+    static constexpr bool RUN_BITS = !MARKED;
+    template <typename S> static __device__ __forceinline__ S apply_start(S a, const S &b, bool start) {
+        a.value = start ? b.value : Base::template apply<typename S::Value>(a.value, b.value);
+        return a;
     }
     template <typename TOut, typename S> static __device__ __forceinline__ TOut project(const S &s, const S &p, bool has) {
         typedef typename S::Value V;
@@ -360,6 +374,16 @@ struct AffineStarts : AffineBase {
         r.b = compose_b(s.b, t.a, t.b);
         r.flag = s.flag;
         return r;
+    }
+    // apply(s, t) for a lifted (or padding) item t whose flag is `start`, but the flag: s's (as
+    // Segmented::apply_start)
+    static constexpr bool RUN_BITS = true;
+    template <typename S> static __device__ __forceinline__ S apply_start(S s, const S &t, bool start) {
+        const auto a = compose_a(s.a, t.a);
+        const auto b = compose_b(s.b, t.a, t.b);
+        s.a = start ? t.a : a;
+        s.b = start ? t.b : b;
+        return s;
     }
     template <typename S, typename TIn, typename TC>
     static __device__ __forceinline__ S lift(TIn x, bool flag, TC coef) {

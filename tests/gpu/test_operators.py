@@ -615,6 +615,48 @@ def test_the_look_ahead_ring_stages_flags_and_coefficients(n, rng):
     assert "lookahead" in devices, devices
 
 
+@pytest.mark.parametrize("n", [31, 2048 * 53 + 777, (1 << 20) + 5])
+def test_the_look_ahead_reads_any_nonzero_flag_byte_as_a_start(n, rng):
+    """The look-ahead folds the segmented runs by their flags' bits (RUN_BITS, Tile::flag_bits: four
+    flag bytes a word, bit 7 of each byte set where it is nonzero, gathered by a multiply).  A bool
+    array may hold bytes other than 0 and 1 (a view of uint8 data); each nonzero one is a start, as
+    NumPy reads it and as the look-back tests it.  Flags of bytes 0, 1, 2, 0x7f, 0x80 and 0xff give
+    the bits of the same call with canonical flags (bit for bit: the same kernel), and integers the
+    CPU's; forwards and reversed, inclusive and exclusive, a partial last tile, views one on."""
+    raw = rng.choice(np.array([1, 2, 0x7F, 0x80, 0xFF], np.uint8), n + 1)
+    raw[rng.random(n + 1) >= 0.02] = 0
+    raw[::2048] = 0x80  # every tile's first item (the shape below: 2048 items a tile)
+    odd = cp.asarray(raw).view(cp.bool_)
+    canonical = cp.asarray(raw != 0)
+    x32 = cp.asarray(rng.standard_normal(n + 1).astype(np.float32))
+    xi = cp.asarray(rng.integers(-2**40, 2**40, n + 1))
+    a32 = cp.asarray(rng.uniform(-1, 1, n + 1).astype(np.float32))
+    for off in (0, 1):
+        sl = slice(off, off + n)
+        for reverse in (False, True):
+            for exclusive in (False, True):
+                calls = [
+                    lambda f: distscan.cumsum(x32[sl], segments=f[sl], reverse=reverse, exclusive=exclusive,
+                                              comm=SELF, algorithm="lookahead"),
+                    lambda f: distscan.cumsum(xi[sl], segments=f[sl], reverse=reverse, exclusive=exclusive,
+                                              comm=SELF, algorithm="lookahead"),
+                    lambda f: distscan.scan(xi[sl], np.gcd, segments=f[sl], reverse=reverse, exclusive=exclusive,
+                                            comm=SELF, algorithm="lookahead"),
+                    lambda f: distscan.linear_recurrence(a32[sl], x32[sl], segments=f[sl], reverse=reverse,
+                                                         comm=SELF, algorithm="lookahead"),
+                ]
+                for i, call in enumerate(calls):
+                    what = f"call {i}, offset {off}, reverse {reverse}, exclusive {exclusive}"
+                    got = cp.asnumpy(call(odd))
+                    np.testing.assert_array_equal(got, cp.asnumpy(call(canonical)), err_msg=what)
+                    if i in (1, 2):  # the integer scans: the CPU's bits, from the same parts on the host
+                        xs, fs = cp.asnumpy(xi[sl]), cp.asnumpy(canonical[sl])
+                        ref = (distscan.cumsum(xs, segments=fs, reverse=reverse, exclusive=exclusive, comm=SELF)
+                               if i == 1 else
+                               distscan.scan(xs, np.gcd, segments=fs, reverse=reverse, exclusive=exclusive, comm=SELF))
+                        np.testing.assert_array_equal(got, ref, err_msg=what)
+
+
 @pytest.mark.parametrize("density", [0.5, 0.01, 1e-3, 0.0])
 def test_the_segmented_lead_keeps_the_look_back_s_bits(density, rng):
     """Segmented scans on the look-back with a reduction lead (forced: 16 tiles) give the bits of
