@@ -32,7 +32,7 @@ from .._call import call_op
 from .._dtypes import check_coefficients, scan_types
 from ..ops import get_op
 from .context import Context, Job, default_output, null_progress  # noqa: F401 - the pipeline's names
-from .finish import run_empty
+from .finish import inputs_unchanged, run_empty
 from .host import run_cpu
 from .report import report as _report
 
@@ -145,4 +145,5 @@ def run(job: Job, comm=None, *, progress: Optional[Callable] = None, notice: Opt
             report["rows_per_rank"] = {"min": 0, "max": 0}
         if before_publish is not None:
             before_publish(report, writer)
+        inputs_unchanged(ctx)  # the last step before the rename
     return report
