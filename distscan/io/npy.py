@@ -300,7 +300,7 @@ def _change(header: NpyHeader, st) -> str:
         return ""
     size, mtime_ns = header.file_state
     if st.st_size != size:
-        return f"its size went from {size} to {st.st_size} bytes"
+        return f"{'truncated' if st.st_size < size else 'extended'} from {size} to {st.st_size} bytes"
     if st.st_mtime_ns != mtime_ns:
         return "its modification time changed"
     return ""
