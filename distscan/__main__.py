@@ -16,7 +16,8 @@ _QUIET_S = 1.0
 # What a signal before the command's own watcher interrupts: " while starting" until NumPy and
 # MPI are up (run() sets "" then)
 _phase = " while starting"
-_START_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# (as distscan.cli.signals.SIGNALS, not imported from there for the same reason)
+_START_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
 class _CutShort(Exception):
@@ -51,7 +52,7 @@ def _end_by(signum: int) -> int:
 
 
 def _die_of(signum, frame):
-    """SIGINT and SIGTERM before the command's watcher: the line and the death from the handler
+    """SIGINT, SIGTERM and SIGHUP before the command's watcher: the line and the death from the handler
     itself.  Not an exception: Python runs a handler wherever the main thread is, and one raised
     inside the import system's callbacks is printed and ignored (the run went on and published),
     and NumPy's C import turns it into an ImportError traceback (an audit, 2026-11-27; SIGTERM
@@ -100,6 +101,9 @@ def run() -> int:
             from mpi4py import MPI  # noqa: F401 - MPI_Init here, where an interrupt is caught
         except ImportError:
             pass  # the command then runs as one process (distscan.cli.main says so)
+        for s in earlier:  # MPI_Init gave SIGHUP a handler of its own (UCX's debug signal): ours again
+            if signal.getsignal(s) is _die_of:
+                signal.signal(s, _die_of)
         signals.HOLD_AFTER_PUBLISH = True
         _phase = ""
         return main()  # its watcher is up only inside: a signal before or after it ends here too

@@ -35,8 +35,9 @@ output:
   (NAME.distscan-<tag>-<host>-<pid>.part, locked while the run lives) and
   renamed when every rank has succeeded (and --verify passed, and the --report
   file was written): a file under the final name is always complete, and a
-  non-zero exit status means nothing was published. SIGINT or SIGTERM (to
-  mpiexec or any rank) removes the temporary file and ends every rank; a
+  non-zero exit status means nothing was published. SIGINT, SIGTERM or SIGHUP
+  (to any rank; SIGINT or SIGTERM to mpiexec) removes the temporary file and
+  ends every rank; a
   temporary file left by a killed run is removed by the next run to the same
   output (said on stderr). The input is never overwritten; --force replaces
   regular files only (never a FIFO, device, socket or directory).
@@ -65,7 +66,7 @@ verification (--verify):
 
 exit status:
   0 success, 1 error, 2 bad command line, 3 verification failed, 128 + N
-  interrupted by signal N (130 SIGINT, 143 SIGTERM).
+  interrupted by signal N (130 SIGINT, 143 SIGTERM, 129 SIGHUP).
 """
 
 

@@ -20,6 +20,11 @@ _LAUNCHER_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_VERIFY = 0, 1, 2, 3
 
+# The signals that end a run on every rank (Interrupts), each the same way.  SIGHUP (a closed
+# terminal, a scheduler's hang-up) is one: MPI_Init gives it a handler of the MPI library's (UCX's
+# debug signal), under which a rank signalled alone ran on and published (2026-11-28).
+SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+
 
 def final_agreement(comm, code: int, timeout: float) -> tuple:
     """Non-blocking MAX/MIN of the exit codes with a timeout: ``(max, min)``; aborts if ranks cannot join."""
@@ -37,8 +42,8 @@ def final_agreement(comm, code: int, timeout: float) -> tuple:
     return int(recv[0]), int(-recv[1])
 
 
-# Set by the command's entry point (distscan.__main__.run): ignore SIGINT and SIGTERM after a
-# published run, to the end of the process.
+# Set by the command's entry point (distscan.__main__.run): ignore SIGNALS after a published run,
+# to the end of the process.
 HOLD_AFTER_PUBLISH = False
 
 # Seconds a signalled rank that holds no temporary file waits before it aborts the job.
@@ -78,7 +83,8 @@ def signalled_status():
 
 
 class Interrupts:
-    """SIGINT and SIGTERM end the run on every rank within moments, leaving no temporary file.
+    """SIGINT, SIGTERM and SIGHUP (:data:`SIGNALS`) end the run on every rank within moments,
+    leaving no temporary file.
 
     The block is the run's scope: its record of a signal (:func:`distscan.io.interrupted_by`) is
     cleared as it starts and as it ends.
@@ -108,7 +114,7 @@ class Interrupts:
         os.set_blocking(self._w, False)
         try:
             self._old_fd = signal.set_wakeup_fd(self._w, warn_on_full_buffer=False)
-            self._old = {s: signal.signal(s, self._noop) for s in (signal.SIGINT, signal.SIGTERM)}
+            self._old = {s: signal.signal(s, self._noop) for s in SIGNALS}
         except (ValueError, OSError):  # pragma: no cover - not the main thread of the main interpreter
             os.close(self._r)
             os.close(self._w)

@@ -34,11 +34,12 @@ from __future__ import annotations
 from .names import (Interrupted, check_replaceable, clear_interrupted, create_temp, emergency_cleanup,  # noqa: F401
                     forget_temps, interrupted_by, is_published, mark_interrupted, remove_stale_temps,
                     temp_name_for)
-from .npy import MAGIC, NpyHeader, check_same_file, file_kind, header_bytes, open_regular, read_header  # noqa: F401
+from .npy import (MAGIC, NpyHeader, check_same_file, check_unchanged, file_kind, header_bytes,  # noqa: F401
+                  open_regular, read_header)
 from .read import CHUNK_BYTES, block_split, open_input, read_rows, same_file  # noqa: F401
 from .writer import NpyWriter  # noqa: F401
 
 __all__ = ["NpyHeader", "read_header", "open_input", "block_split", "read_rows", "header_bytes", "NpyWriter",
            "same_file", "CHUNK_BYTES", "check_replaceable", "temp_name_for", "remove_stale_temps",
            "emergency_cleanup", "is_published", "mark_interrupted", "clear_interrupted", "interrupted_by",
-           "forget_temps", "Interrupted", "check_same_file"]
+           "forget_temps", "Interrupted", "check_same_file", "check_unchanged"]

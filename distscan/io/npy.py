@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.lib import format as _format
 
-__all__ = ["MAGIC", "NpyHeader", "read_header", "header_bytes", "open_regular", "file_kind", "check_same_file"]
+__all__ = ["MAGIC", "NpyHeader", "read_header", "header_bytes", "open_regular", "file_kind", "check_same_file",
+           "check_unchanged"]
 
 MAGIC = b"\x93NUMPY"
 # A header longer than this is not something distscan would scan (structured dtypes are refused).
@@ -46,6 +47,8 @@ class NpyHeader:
         Format version, e.g. ``(1, 0)``.
     file_id : tuple or None
         ``(host, st_dev, st_ino)`` of the file the header was read from (:func:`check_same_file`).
+    file_state : tuple or None
+        ``(st_size, st_mtime_ns)`` of that file as its header was read (:func:`check_unchanged`).
     """
 
     path: str
@@ -54,6 +57,7 @@ class NpyHeader:
     offset: int
     version: tuple
     file_id: tuple = field(default=None, compare=False)
+    file_state: tuple = field(default=None, compare=False)
 
     @property
     def rows(self) -> int:
@@ -226,6 +230,7 @@ def read_header(path) -> NpyHeader:
         f.seek(0)
         fst = os.fstat(f.fileno())
         file_size, file_id = fst.st_size, (os.uname().nodename, fst.st_dev, fst.st_ino)
+        file_state = (fst.st_size, fst.st_mtime_ns)
         shape, fortran, dtype, offset, version = _parse(_pyio.BufferedReader(f), path, file_size)
     if dtype.hasobject:
         raise ValueError(f"{path} holds Python objects (a pickled array); distscan never loads pickled "
@@ -237,7 +242,8 @@ def read_header(path) -> NpyHeader:
     if fortran and sum(s != 1 for s in shape) > 1:
         raise ValueError(f"{path} is stored in Fortran (column-major) order; distscan needs C order along "
                          "axis 0 (re-save it with numpy.save(path, numpy.ascontiguousarray(a)))")
-    header = NpyHeader(path=path, shape=tuple(shape), dtype=dtype, offset=offset, version=version, file_id=file_id)
+    header = NpyHeader(path=path, shape=tuple(shape), dtype=dtype, offset=offset, version=version, file_id=file_id,
+                       file_state=file_state)
     if header.nbytes >= 1 << 63:  # beyond any file's size and any index of int64
         raise ValueError(f"{path} promises {'x'.join(map(str, shape))} {dtype}: {header.nbytes} bytes, more "
                          "than any file can hold")
@@ -251,14 +257,53 @@ def read_header(path) -> NpyHeader:
 def check_same_file(header: NpyHeader, fd: int) -> None:
     """Raise ``ValueError`` if ``fd`` (opened by ``header.path``) is not the file the header was read
     from: a file renamed over the input after rank 0 read its header was scanned as the old header
-    said, and the garbage published with exit 0 (found 2026-11-27).  Told on the host that read the
-    header only: another host may mount the folder as another device, or hold its own copy."""
+    said, and the garbage published with exit 0 (found 2026-11-27); or if that file's size or
+    modification time changed since (rewritten in place).  Told on the host that read the header
+    only: another host may mount the folder as another device, or hold its own copy."""
     if header.file_id is None or header.file_id[0] != os.uname().nodename:
         return
     st = os.fstat(fd)
     if (st.st_dev, st.st_ino) != tuple(header.file_id[1:]):
         raise ValueError(f"{header.path} was replaced by another file after its header was read; nothing was "
                          "scanned (run again once the file stays put)")
+    change = _change(header, st)
+    if change:
+        raise ValueError(f"{header.path} was changed in place after its header was read ({change}); nothing "
+                         "was scanned (run again once the file stays put)")
+
+
+def check_unchanged(header: NpyHeader) -> None:
+    """Raise ``ValueError`` if the file now at ``header.path`` is not the one whose header was read,
+    or if its size or modification time differ from theirs then: an input rewritten in place during
+    a run (same inode; ``open(path, 'r+b')`` writes, a truncation) was scanned half old, half new,
+    and published with exit 0.  Called just before the output is published.  A rewrite that keeps
+    both the size and the modification time is not seen (only a second read would see it).  On the
+    host that read the header only, as :func:`check_same_file`."""
+    if header.file_id is None or header.file_state is None or header.file_id[0] != os.uname().nodename:
+        return
+    try:
+        st = os.stat(header.path)
+    except OSError:
+        st = None
+    if st is None or (st.st_dev, st.st_ino) != tuple(header.file_id[1:]):
+        raise ValueError(f"{header.path} was replaced or removed while it was scanned; nothing was published "
+                         "(run again once the file stays put)")
+    change = _change(header, st)
+    if change:
+        raise ValueError(f"{header.path} was changed in place while it was scanned ({change}); nothing was "
+                         "published (run again once the file stays put)")
+
+
+def _change(header: NpyHeader, st) -> str:
+    """How ``st`` differs from the file's size and modification time when its header was read, or ''."""
+    if header.file_state is None:
+        return ""
+    size, mtime_ns = header.file_state
+    if st.st_size != size:
+        return f"{'truncated' if st.st_size < size else 'extended'} from {size} to {st.st_size} bytes"
+    if st.st_mtime_ns != mtime_ns:
+        return "its modification time changed"
+    return ""
 
 
 def header_bytes(shape, dtype) -> bytes:

@@ -32,7 +32,7 @@ from .._call import call_op
 from .._dtypes import check_coefficients, scan_types
 from ..ops import get_op
 from .context import Context, Job, default_output, null_progress  # noqa: F401 - the pipeline's names
-from .finish import run_empty
+from .finish import inputs_unchanged, run_empty
 from .host import run_cpu
 from .report import report as _report
 
@@ -79,14 +79,30 @@ def prepare(job: Job, comm=None) -> tuple:
     if job.verify and (job.reverse or flags is not None or coef is not None):
         raise ValueError("--verify checks forward scans (compensated sums too); it does not check --reverse, "
                          "--segments or recurrences yet")
-    op = call_op(get_op(job.op), segments=None if flags is None else True, compensated=job.compensated,
+    # The library's refusals of these (compensated=True, segments=, dtype=) in the command's words
+    base = get_op(job.op)
+    if job.compensated and flags is not None:
+        raise ValueError("--compensated and --segments together are not supported")
+    if job.compensated and base.name not in ("sum", "nansum"):
+        raise ValueError(f"--compensated is for sums (--op sum or nansum), not --op {job.op}")
+    if base.logical and job.dtype is not None and np.dtype(job.dtype) != np.dtype(bool):
+        raise TypeError(f"--op {job.op} always gives bool; --dtype {np.dtype(job.dtype)} is not allowed")
+    op = call_op(base, segments=None if flags is None else True, compensated=job.compensated,
                  coefficients=None if coef is None else True, reverse=job.reverse)
     dtype = job.dtype
     if coef is not None and dtype is None:  # y = a*y + b in the dtype NumPy gives a*b + b
         dtype = np.result_type(coef.dtype, header.dtype)
     elif coef is not None:  # as the API: a float A with an integer --dtype is refused, not truncated
-        check_coefficients(coef.dtype, dtype)
+        try:
+            check_coefficients(coef.dtype, dtype)
+        except TypeError:
+            raise TypeError(f"recurrence: A {job.coefficients} is {coef.dtype}, which --dtype {np.dtype(dtype)} "
+                            f"would truncate (NumPy's a*y in {np.dtype(dtype)} refuses it: same_kind casting)") from None
     types = scan_types(op, header.dtype.newbyteorder("="), dtype)
+    if op.state is not None and types.acc.char in "gG":  # the CPU's loops said "pass dtype=numpy.float64"
+        raise TypeError(f"--segments, --compensated and recurrences take no {types.acc} (long double): "
+                        "numba, which compiles their loops on the host, and CUDA have no such type; pass "
+                        f"--dtype {'complex128' if types.acc.kind == 'c' else 'float64'}")
     return header, op, types, (flags, coef), dtype
 
 
@@ -145,4 +161,5 @@ def run(job: Job, comm=None, *, progress: Optional[Callable] = None, notice: Opt
             report["rows_per_rank"] = {"min": 0, "max": 0}
         if before_publish is not None:
             before_publish(report, writer)
+        inputs_unchanged(ctx)  # the last step before the rename
     return report

@@ -184,9 +184,23 @@ AUTO_MIN_HOST_SCAN_WAITING_S = 1.5
 HOST_SCAN_S_PER_ELEMENT = 3e-9
 
 
+#: The GPU's algorithms for reverse scans and the scans that carry a state (``backends.cuda.plans.ext_device``).
+EXTENDED_ALGORITHMS = ("auto", "lookback", "lookahead")
+
+
+def check_algorithm(job, op) -> None:
+    """Refuse, in the command's words, an ``--algorithm`` that the GPU's reverse and state scans do not
+    take (the CUDA backend's refusal at the first chunk said ``algorithm='blelloch'``)."""
+    algorithm = getattr(job, "algorithm", "auto")
+    if (op.state is not None or getattr(job, "reverse", False)) and algorithm not in EXTENDED_ALGORITHMS:
+        raise ValueError(f"--algorithm {algorithm} is for plain forward scans on a GPU; --reverse, --segments, "
+                         f"--compensated and recurrences take {', '.join(EXTENDED_ALGORITHMS)} there")
+
+
 def engine_for(job, ctx, layout, plan, local: tuple, *, required: bool, **stand_ins):
     """This rank's GPU engine, CUDA started now on its own thread (``stand_ins``: see
     :func:`~distscan.pipeline.gpu_start.starter`)."""
+    check_algorithm(job, ctx.op)
     from .gpu_start import starter  # CUDA's start-up code loads only on a rank that takes its GPU
 
     budget = parse_bytes(job.gpu_memory_limit) if job.gpu_memory_limit else None

@@ -86,7 +86,7 @@ class Files:
     def _fd(self, header) -> int:
         f = _io.open_regular(header.path)
         self._open.append(f)
-        _io.check_same_file(header, f.fileno())  # not a file renamed over it since its header was read
+        _io.check_same_file(header, f.fileno())  # not renamed over nor rewritten since its header was read
         return f.fileno()
 
     def read(self, lo: int, hi: int, buf: np.ndarray):

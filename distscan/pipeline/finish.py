@@ -1,11 +1,13 @@
 """The end of a file scan: the output closed (complete under its temporary name), then checked
-with ``--verify``; and the scan of an array with no elements (only its header is written)."""
+with ``--verify``; the inputs checked unchanged before the output is published; and the scan of an
+array with no elements (only its header is written)."""
 
 from __future__ import annotations
 
 import time
 
 from .. import io as _io
+from ..dist.agree import agree
 from .chunks import input_view
 from .context import Context, Job, phase
 
@@ -16,6 +18,7 @@ def finish(job: Job, ctx: Context) -> None:
     ctx.writer.close()
     ctx.times["write"] = ctx.times.get("write", 0.0) + time.perf_counter() - t0
     if job.verify:
+        inputs_unchanged(ctx)  # else a changed input would read as a wrong result
         from .verify import verify  # the check loads only for --verify
         t0 = time.perf_counter()
         local = input_view(ctx.header, ctx.start, ctx.stop)
@@ -24,6 +27,21 @@ def finish(job: Job, ctx: Context) -> None:
                                     exclusive=job.exclusive, total_rows=ctx.header.rows, out_shape=ctx.header.shape,
                                     comm=ctx.comm)
         ctx.times["verify"] = time.perf_counter() - t0
+
+
+def inputs_unchanged(ctx: Context) -> None:
+    """Collective: refuse on every rank (the writer then removes the temporary output) if an input
+    (the array, its segment flags, a recurrence's coefficients) was replaced, truncated or written
+    to since its header was read (:func:`distscan.io.check_unchanged`: its inode, size and
+    modification time).  Called just before the output is published, and before ``--verify``."""
+    error = None
+    try:
+        for h in (ctx.header, *(ctx.aux_headers or ())):
+            if h is not None:
+                _io.check_unchanged(h)
+    except Exception as exc:  # noqa: BLE001 - agreed on every rank
+        error = exc
+    agree(ctx.comm, error)
 
 
 def run_empty(job: Job, ctx: Context) -> None:

@@ -97,7 +97,8 @@ def _ends_clean(proc, pids, out):
     return err
 
 
-@pytest.mark.parametrize("target, n", [("mpiexec_sigint", 2), ("mpiexec_sigint", 3), ("rank_sigterm", 3)])
+@pytest.mark.parametrize("target, n", [("mpiexec_sigint", 2), ("mpiexec_sigint", 3), ("rank_sigterm", 3),
+                                       ("rank_sighup", 3)])
 def test_signal_ends_every_rank_and_removes_the_temp(tmp_path, big_input, target, n):
     out = tmp_path / "o.npy"
     proc, ranks = _start(big_input, out, n)
@@ -105,7 +106,7 @@ def test_signal_ends_every_rank_and_removes_the_temp(tmp_path, big_input, target
     if target == "mpiexec_sigint":
         os.kill(proc.pid, signal.SIGINT)
     else:
-        os.kill(ranks[-1], signal.SIGTERM)
+        os.kill(ranks[-1], signal.SIGHUP if target == "rank_sighup" else signal.SIGTERM)
     err = _ends_clean(proc, [proc.pid] + ranks, out)
     assert "distscan: error:" in err and "interrupted by SIG" in err and "nothing was published" in err
     # One line for the job (MPI_Abort's own line aside): one rank signalled, no other rank's failure
@@ -115,6 +116,9 @@ def test_signal_ends_every_rank_and_removes_the_temp(tmp_path, big_input, target
     assert len(ours) == 1, err
     if target == "mpiexec_sigint":
         assert ours[0].startswith("distscan: error: rank 0: interrupted by SIGINT"), err
+    if target == "rank_sighup":  # as SIGTERM (2026-11-28: MPI_Init's handler, UCX's, let the run publish)
+        assert ours[0].startswith(f"distscan: error: rank {n - 1}: interrupted by SIGHUP"), err
+        assert proc.returncode == 128 + signal.SIGHUP, (proc.returncode, err)
 
 
 def test_sigkill_leaves_a_stale_temp_that_the_next_run_removes(tmp_path, big_input):
@@ -132,3 +136,21 @@ def test_sigkill_leaves_a_stale_temp_that_the_next_run_removes(tmp_path, big_inp
     assert rerun.returncode == 0, rerun.stderr
     assert f"removed stale temporary file {stale[0]}" in rerun.stderr
     assert leftover_temps(tmp_path) == []
+
+
+def test_sighup_after_mpi_init_before_the_watcher_ends_the_rank_with_one_line():
+    """SIGHUP between MPI_Init and the command's watcher (distscan.__main__.run): the start-up's
+    handler, set again after MPI_Init (which gives SIGHUP a handler of UCX's, under which the rank ran
+    on), prints the line and ends the rank by the signal, as SIGINT and SIGTERM there."""
+    code = ("import os, signal, time\n"
+            "import distscan.cli\n"
+            "def main():\n"
+            "    os.kill(os.getpid(), signal.SIGHUP)\n"
+            "    time.sleep(10)\n"
+            "    return 0\n"
+            "distscan.cli.main = main\n"
+            "from distscan.__main__ import run\n"
+            "raise SystemExit(run())\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=python_env())
+    assert proc.returncode == -signal.SIGHUP, (proc.returncode, proc.stderr)
+    assert proc.stderr.splitlines() == ["distscan: error: interrupted by SIGHUP; nothing was published"], proc.stderr

@@ -188,6 +188,7 @@ def _one_sign_of_infinity(a, reverse):
     return np.cumprod(s[::-1])[::-1] if reverse else np.cumprod(s)
 
 
+@pytest.mark.manyranks  # its seeds failed at 5 to 8 ranks only (the fold of the carries): CI's 8-rank run too
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("segmented", [False, True])
 @pytest.mark.parametrize("dtype", ["float64", "complex128"])
