@@ -23,7 +23,7 @@ from ._arrays import foreign_device, to_native
 from ._call import BACKENDS, Part
 from ._kinds import KINDS, NOT_THIS_KIND, options_key, state_options
 from .dist.agree import default_comm
-from .dist.arguments import (MISSING, SUM, by_keyword, check_arguments, group_of, missing_parts,
+from .dist.arguments import (MISSING, SUM, Default, by_keyword, check_arguments, group_of, missing_parts,
                              refuse_arguments, refuse_communicator_as_op, refuse_communicator_as_part)
 from .dist.exchange import raise_everywhere
 from .dist.nodes import node_size_of_call
@@ -132,12 +132,15 @@ def scan(x=MISSING, op=SUM, /, *extra, exclusive=False, initial=None, dtype=None
     DistScanError
         Any other failure on some rank (e.g. out of device memory), raised on all.
     """
-    if unknown or extra or x is MISSING:  # (a communicator among them first: it says which ranks call)
-        refuse_communicator_as_part("scan", comm, {"x": x}, extra, unknown)
-        if "x" in unknown or "op" in unknown:  # (x and op by keyword, as they may be)
-            x, op = by_keyword("scan", unknown, comm, extra, x=x, op=op)
-        if unknown or extra or x is MISSING:
-            refuse_arguments("scan", unknown, comm, extra, (1, 2), missing_parts(x=x))
+    if unknown or extra or x is MISSING:
+        if len(unknown) == 1 and type(op) is Default and not extra and x is not MISSING:
+            op = unknown.pop("op", op)  # scan(x, op="max"), op alone by keyword: as by_keyword takes it
+        if unknown or extra or x is MISSING:  # (a communicator among them first: it says which ranks call)
+            refuse_communicator_as_part("scan", comm, {"x": x}, extra, unknown)
+            if "x" in unknown or "op" in unknown:  # (x and op by keyword, as they may be)
+                x, op = by_keyword("scan", unknown, comm, extra, x=x, op=op)
+            if unknown or extra or x is MISSING:
+                refuse_arguments("scan", unknown, comm, extra, (1, 2), missing_parts(x=x))
     refuse_communicator_as_op("scan", op, comm)
     if type(x) is not np.ndarray and comm is None:  # (the common call pays this test alone)
         refuse_communicator_as_part("scan", comm, {"x": x})
@@ -227,13 +230,16 @@ def _named_scan(name: str, op: str, doc: str):
     10, eleventh pass")."""
     def named(x=MISSING, /, *extra, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0,
               reverse=False, segments=None, **kwargs):
-        if kwargs or extra or x is MISSING:  # (a communicator among them first: it says which ranks call)
-            refuse_communicator_as_part(name, comm, {"x": x}, extra, kwargs)
-            if "x" in kwargs:
-                (x,) = by_keyword(name, kwargs, comm, extra, x=x)
-            check_arguments(name, kwargs, comm, _SCAN_KEYWORDS, extra, missing=missing_parts(x=x))
-            return scan(x, op, exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis,
-                        reverse=reverse, segments=segments, **kwargs)
+        if kwargs or extra or x is MISSING:
+            if len(kwargs) == 1 and x is MISSING and not extra:
+                x = kwargs.pop("x", MISSING)  # cumsum(x=x), the part alone by keyword: as by_keyword takes it
+            if kwargs or extra or x is MISSING:  # (a communicator among them first: it says which ranks call)
+                refuse_communicator_as_part(name, comm, {"x": x}, extra, kwargs)
+                if "x" in kwargs:
+                    (x,) = by_keyword(name, kwargs, comm, extra, x=x)
+                check_arguments(name, kwargs, comm, _SCAN_KEYWORDS, extra, missing=missing_parts(x=x))
+                return scan(x, op, exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis,
+                            reverse=reverse, segments=segments, **kwargs)
         if type(x) is not np.ndarray and comm is None:  # (the common call pays this test alone)
             refuse_communicator_as_part(name, comm, {"x": x})
         # reverse= and segments= alone (the common state scans) go straight on as well
