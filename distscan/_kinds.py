@@ -241,6 +241,22 @@ class Kinds:
 KINDS = Kinds()
 
 
+def state_options(reverse, segments, include_initial, compensated):
+    """:func:`distscan.scan`'s state options as :func:`distscan.api._scan` takes them: None for a
+    plain scan.  A flag with no truth value (an array of several items) goes on in the options: its
+    ``bool`` raised here, on its rank alone and before any collective, while the others waited in
+    the exchange forever (2026-11-27); :class:`distscan._call.Part` raises it inside the call's
+    agreement."""
+    try:
+        state = bool(reverse or segments is not None or include_initial or compensated)
+    except Exception:  # noqa: BLE001 - raised by Part on every rank (api._scan's raise_everywhere)
+        state = True
+    if state:
+        return {"reverse": reverse, "segments": segments, "include_initial": include_initial,
+                "compensated": compensated}
+    return None
+
+
 def options_key(options):
     """The options of :func:`distscan.scan` and ``linear_recurrence`` in a call kind's key (the
     last field of the key :func:`distscan.api._scan` makes): by their values, and their arrays

@@ -21,10 +21,10 @@ import numpy as np
 
 from ._arrays import foreign_device, to_native
 from ._call import BACKENDS, Part
-from ._kinds import KINDS, NOT_THIS_KIND, options_key
+from ._kinds import KINDS, NOT_THIS_KIND, options_key, state_options
 from .dist.agree import default_comm
-from .dist.arguments import (MISSING, SUM, by_keyword, check_arguments, group_of, missing_parts, refuse_arguments,
-                             refuse_communicator_as_op)
+from .dist.arguments import (MISSING, SUM, Default, by_keyword, check_arguments, group_of, missing_parts,
+                             refuse_arguments, refuse_communicator_as_op, refuse_communicator_as_part)
 from .dist.exchange import raise_everywhere
 from .dist.nodes import node_size_of_call
 from .dist.totals import reduce_result
@@ -133,32 +133,23 @@ def scan(x=MISSING, op=SUM, /, *extra, exclusive=False, initial=None, dtype=None
         Any other failure on some rank (e.g. out of device memory), raised on all.
     """
     if unknown or extra or x is MISSING:
-        if "x" in unknown or "op" in unknown:  # (x and op by keyword, as they may be)
-            x, op = by_keyword("scan", unknown, comm, extra, x=x, op=op)
-        if unknown or extra or x is MISSING:
-            refuse_arguments("scan", unknown, comm, extra, (1, 2), missing_parts(x=x))
+        if len(unknown) == 1 and type(op) is Default and not extra and x is not MISSING:
+            op = unknown.pop("op", op)  # scan(x, op="max"), op alone by keyword: as by_keyword takes it
+        if unknown or extra or x is MISSING:  # (a communicator among them first: it says which ranks call)
+            refuse_communicator_as_part("scan", comm, {"x": x}, extra, unknown)
+            if "x" in unknown or "op" in unknown:  # (x and op by keyword, as they may be)
+                x, op = by_keyword("scan", unknown, comm, extra, x=x, op=op)
+            if unknown or extra or x is MISSING:
+                refuse_arguments("scan", unknown, comm, extra, (1, 2), missing_parts(x=x))
     refuse_communicator_as_op("scan", op, comm)
+    if type(x) is not np.ndarray and comm is None:  # (the common call pays this test alone)
+        refuse_communicator_as_part("scan", comm, {"x": x})
     return _scan(x, op, exclusive, initial, dtype, out, default_comm(comm), axis, strategy, hierarchy, backend,
-                 timings, node_size, algorithm, _options(reverse, segments, include_initial, compensated))
+                 timings, node_size, algorithm, state_options(reverse, segments, include_initial, compensated))
 
 
 # scan()'s keywords, which the functions built on it pass on
 _SCAN_KEYWORDS = frozenset(inspect.signature(scan).parameters) - {"x", "op", "extra", "unknown"}
-
-
-def _options(reverse, segments, include_initial, compensated):
-    """:func:`scan`'s state options as :func:`_scan` takes them: None for a plain scan.  A flag with
-    no truth value (an array of several items) goes on in the options: its ``bool`` raised here, on
-    its rank alone and before any collective, while the others waited in the exchange forever
-    (2026-11-27); :class:`distscan._call.Part` raises it inside the call's agreement."""
-    try:
-        state = bool(reverse or segments is not None or include_initial or compensated)
-    except Exception:  # noqa: BLE001 - raised by Part on every rank (api._scan's raise_everywhere)
-        state = True
-    if state:
-        return {"reverse": reverse, "segments": segments, "include_initial": include_initial,
-                "compensated": compensated}
-    return None
 
 
 def _scan(x, op, exclusive, initial, dtype, out, comm, axis, strategy, hierarchy, backend, timings, node_size,
@@ -240,14 +231,20 @@ def _named_scan(name: str, op: str, doc: str):
     def named(x=MISSING, /, *extra, exclusive=False, initial=None, dtype=None, out=None, comm=None, axis=0,
               reverse=False, segments=None, **kwargs):
         if kwargs or extra or x is MISSING:
-            if "x" in kwargs:
-                (x,) = by_keyword(name, kwargs, comm, extra, x=x)
-            check_arguments(name, kwargs, comm, _SCAN_KEYWORDS, extra, missing=missing_parts(x=x))
-            return scan(x, op, exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis,
-                        reverse=reverse, segments=segments, **kwargs)
+            if len(kwargs) == 1 and x is MISSING and not extra:
+                x = kwargs.pop("x", MISSING)  # cumsum(x=x), the part alone by keyword: as by_keyword takes it
+            if kwargs or extra or x is MISSING:  # (a communicator among them first: it says which ranks call)
+                refuse_communicator_as_part(name, comm, {"x": x}, extra, kwargs)
+                if "x" in kwargs:
+                    (x,) = by_keyword(name, kwargs, comm, extra, x=x)
+                check_arguments(name, kwargs, comm, _SCAN_KEYWORDS, extra, missing=missing_parts(x=x))
+                return scan(x, op, exclusive=exclusive, initial=initial, dtype=dtype, out=out, comm=comm, axis=axis,
+                            reverse=reverse, segments=segments, **kwargs)
+        if type(x) is not np.ndarray and comm is None:  # (the common call pays this test alone)
+            refuse_communicator_as_part(name, comm, {"x": x})
         # reverse= and segments= alone (the common state scans) go straight on as well
         return _scan(x, op, exclusive, initial, dtype, out, default_comm(comm), axis, "auto", "auto", "auto", None,
-                     None, "auto", _options(reverse, segments, False, False))
+                     None, "auto", state_options(reverse, segments, False, False))
     named.__name__ = named.__qualname__ = name
     named.__doc__ = doc + "; see :func:`scan`."
     return named
@@ -269,8 +266,10 @@ def _cumulative(x, op, axis, dtype, include_initial, comm, kwargs, extra):
     """The Array API's ``cumulative_sum``/``cumulative_prod``: ``axis`` may be None only for 1-D
     parts, and 0-d parts are refused (NumPy 2 does the same): on every rank, when one rank's part is
     (the others are in the plan's exchange by then: that rank joins it as failed)."""
-    if kwargs or extra or x is MISSING:  # (before default_comm: a communicator among them may be the call's)
-        check_arguments(f"cumulative_{op}", kwargs, comm, _CUMULATIVE_KEYWORDS, extra, missing=missing_parts(x=x))
+    if kwargs or extra or type(x) is not np.ndarray:  # (before default_comm: a communicator in them may be the call's)
+        refuse_communicator_as_part(f"cumulative_{op}", comm, {"x": x}, extra)
+        if kwargs or extra or x is MISSING:
+            check_arguments(f"cumulative_{op}", kwargs, comm, _CUMULATIVE_KEYWORDS, extra, missing=missing_parts(x=x))
     comm = default_comm(comm)
     error = None
     try:  # a DLPack or CUDA-array-interface object has no ndim: its array's (np.ndim took it as 0-d)
@@ -327,6 +326,10 @@ def linear_recurrence(a=MISSING, b=MISSING, /, *extra, initial=0, reverse=False,
     recurrence of a sequential float64 loop (tests/ops/__init__.py states the bounds).
     Other keywords (``backend=``, ``strategy=``, ...) as :func:`scan`.
     """
+    # a communicator among the arguments first, before by_keyword refuses: it says which ranks call (a
+    # Python float a, the common constant decay, is tested as cheaply as an array)
+    if kwargs or extra or type(b) is not np.ndarray or type(a) is not np.ndarray and type(a) is not float:
+        refuse_communicator_as_part("linear_recurrence", comm, {"a": a, "b": b}, extra, kwargs)
     if kwargs and ("a" in kwargs or "b" in kwargs):  # (a and b by keyword, as they may be)
         a, b = by_keyword("linear_recurrence", kwargs, comm, extra, a=a, b=b)
     # y[-1] = 0 contributes nothing.  The default (a Python 0, or any Python number equal to 0:
@@ -361,7 +364,8 @@ _EXCLUSIVE_KEYWORDS = _SCAN_KEYWORDS - {"exclusive"}
 
 def exclusive_scan(x=MISSING, op=SUM, /, *extra, **kwargs):
     """Exclusive scan: ``scan(x, op, exclusive=True, ...)``."""
-    if kwargs or extra or x is MISSING:
+    if kwargs or extra or type(x) is not np.ndarray:  # (MISSING is not an ndarray)
+        refuse_communicator_as_part("exclusive_scan", kwargs.get("comm"), {"x": x}, extra, kwargs)
         if "x" in kwargs or "op" in kwargs:
             x, op = by_keyword("exclusive_scan", kwargs, kwargs.get("comm"), extra, x=x, op=op)
         check_arguments("exclusive_scan", kwargs, kwargs.get("comm"), _EXCLUSIVE_KEYWORDS, extra, (1, 2),
@@ -383,7 +387,8 @@ def reduce(x=MISSING, op=SUM, /, *extra, dtype=None, comm=None, axis=0, backend=
         If the global array is empty and the operator has no identity in NumPy
         (``max``, ``min``, ``nanmax``, ``nanmin``, ``lcm``), as ``numpy.max`` does.
     """
-    if unknown or extra or x is MISSING:  # (reduce takes no initial=: NumPy's sum(initial=) is not offered)
+    if unknown or extra or type(x) is not np.ndarray:  # (no initial=: NumPy's sum(initial=) is not offered)
+        refuse_communicator_as_part("reduce", comm, {"x": x}, extra, unknown)
         if "x" in unknown or "op" in unknown:  # (x and op by keyword, as they may be)
             x, op = by_keyword("reduce", unknown, comm, extra, x=x, op=op)
         if unknown or extra or x is MISSING:

@@ -96,11 +96,20 @@ def _algorithm_arg(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _dtype_arg(text: str) -> str:
+def dtype_named(text: str) -> np.dtype | None:
+    """``np.dtype(text)``, or None where NumPy cannot read ``text`` as a dtype: the one rule of the
+    command's ``--dtype`` and distscan-example's.  NumPy refuses a name in three ways: TypeError
+    (``'bogus'``), ValueError (``'((2,)i8'``) and SyntaxError (its parser of ``'(i8,2)'``)."""
     try:
-        dt = np.dtype(text)
-    except (TypeError, ValueError, SyntaxError):  # NumPy's parser of '(i8,2)' raises SyntaxError
-        raise argparse.ArgumentTypeError(f"unknown dtype {text!r} (e.g. int64, float32, uint8)") from None
+        return np.dtype(text)
+    except (TypeError, ValueError, SyntaxError):
+        return None
+
+
+def _dtype_arg(text: str) -> str:
+    dt = dtype_named(text)
+    if dt is None:
+        raise argparse.ArgumentTypeError(f"unknown dtype {text!r} (e.g. int64, float32, uint8)")
     if dt.kind not in "biufc" or dt.names is not None or dt.subdtype is not None:
         # a string, record, datetime or object dtype: a usage error (exit 2), not a failure later
         raise argparse.ArgumentTypeError(f"--dtype {text!r} is not a numeric dtype (e.g. int64, float32, uint8)")

@@ -17,6 +17,8 @@ import sys
 
 import numpy as np
 
+from .args import dtype_named
+
 _CHUNK = 1 << 22
 
 
@@ -66,9 +68,8 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
     args = p.parse_args(argv)
-    try:
-        dtype = np.dtype(args.dtype)
-    except (TypeError, ValueError, SyntaxError):  # as distscan's --dtype ('(i8,2)': SyntaxError)
+    dtype = dtype_named(args.dtype)  # (the rule of distscan's --dtype)
+    if dtype is None:
         p.error(f"unknown dtype {args.dtype!r}")
     if os.path.exists(args.output) and not args.force:
         sys.stderr.write(f"distscan-example: error: {args.output} exists (use --force to overwrite it)\n")

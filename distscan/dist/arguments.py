@@ -8,9 +8,12 @@ the function refuses these here: the rank joins the exchange as failed and every
 Python's own message (with the failing rank's number).
 
 Which ranks: the call's ``comm=``, else a communicator among the refused arguments themselves (a
-communicator passed by position, ``cumsum(x, sub)``, or under a misspelt keyword, is the one the
-call was meant for: all the ranks of ``sub`` make that mistake together, and refusing it over
-``COMM_WORLD`` would wait for ranks that never call), else ``COMM_WORLD`` as the call would.
+communicator under a misspelt keyword, ``cumsum(x, communicator=sub)``, is the one the call was
+meant for: all the ranks of ``sub`` make that mistake together, and refusing it over
+``COMM_WORLD`` would wait for ranks that never call), else ``COMM_WORLD`` as the call would.  A
+communicator passed in a part's place or by position past the parts (``cumsum(sub, x)``,
+``cumsum(x, sub)``) is refused over it first, with a message of its own
+(:func:`refuse_communicator_as_part`); one as the operator likewise (:func:`refuse_communicator_as_op`).
 """
 
 from __future__ import annotations
@@ -103,6 +106,37 @@ def refuse_communicator_as_op(name, op, comm) -> None:
     (2026-11-27).  Cheap where ``op`` is a name (the common call)."""
     if comm is None and not isinstance(op, str) and _is_communicator(op):
         raise_everywhere(group_of(op), TypeError(f"{name}() got a communicator as its operator: pass it as comm="))
+
+
+def refuse_communicator_as_part(name, comm, parts: dict, extra=(), keywords=()) -> None:
+    """Refuse, over that communicator, a call without ``comm=`` that passes a communicator as one of
+    its ``parts`` (name: value as passed by position; the same names in ``keywords`` as passed by
+    keyword) or as a positional argument ``extra`` past them: ``cumsum(sub, x)``, ``cumsum(sub)``,
+    ``linear_recurrence(a, sub)``, ``cumsum(x, sub)``.  Refused over ``COMM_WORLD`` (the call's
+    default), it hung the ranks of ``sub`` where the others never call (review, s41).
+
+    Assumed: a communicator given there, without ``comm=``, is the one the call was meant for, and
+    every rank of it makes the call with it (the mistake is the program's, made by all its ranks
+    together, as with ``comm=sub``); so each raises over it, and no rank outside it is waited for.
+    With ``comm=`` given the call is ``comm``'s, and the communicator is refused over ``comm`` as
+    any input it cannot scan.  A caller tests ``type(part) is not np.ndarray`` first (the common
+    call pays that alone)."""
+    if comm is not None:
+        return
+    mpi = sys.modules.get("mpi4py.MPI")  # (not imported: no communicator can have been passed)
+    if mpi is None:
+        return
+    communicator = mpi.Comm
+    for key, value in parts.items():  # (no generator: making one cost a microsecond here)
+        if not isinstance(value, communicator) and key in keywords:
+            value = keywords[key]  # (passed both ways: by_keyword refuses it, over this communicator if one)
+        if isinstance(value, communicator):
+            raise_everywhere(group_of(value), TypeError(
+                f"{name}() got a communicator as its part {key!r}: pass it as comm="))
+    for value in extra:
+        if isinstance(value, communicator):
+            raise_everywhere(group_of(value), TypeError(
+                f"{name}() got a communicator as an extra positional argument: pass it as comm="))
 
 
 def missing_parts(**parts) -> tuple:

@@ -69,10 +69,11 @@ def prepare(job: Job, comm=None) -> tuple:
     if flags is not None and (len(flags.shape) != 1 or flags.rows != header.rows or flags.dtype.kind not in "biu"):
         raise ValueError(f"--segments {job.segments}: expected one flag (bool or integer) per row of the input, "
                          f"a 1-D array of {header.rows} items; got {flags.dtype} {flags.shape}")
-    for name, h in (("A", coef), ("B", header)) if coef is not None else ():
-        if h.dtype.kind not in "biufc":  # before NumPy's promotion: a paragraph naming no file
-            raise TypeError(f"recurrence: {name} {h.path} has dtype {h.dtype}; a recurrence takes bool, "
-                            "integer, float or complex data")
+    if coef is not None:
+        for name, h in (("A", coef), ("B", header)):
+            if h.dtype.kind not in "biufc":  # before NumPy's promotion: a paragraph naming no file
+                raise TypeError(f"recurrence: {name} {h.path} has dtype {h.dtype}; a recurrence takes bool, "
+                                "integer, float or complex data")
     if coef is not None and coef.shape != header.shape:
         raise ValueError(f"recurrence: A {job.coefficients} has shape {coef.shape}, B {job.input} has "
                          f"{header.shape}; they must be the same")

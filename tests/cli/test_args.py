@@ -5,6 +5,7 @@ under mpiexec), and GPU options refused without ``--backend cuda``.
 
 import os
 
+import numpy as np
 import pytest
 
 from distscan import cli
@@ -104,3 +105,12 @@ def test_a_dtype_numpy_cannot_parse_is_a_usage_error_in_one_line(tmp_path, capsy
     err = capsys.readouterr().err
     assert f"unknown dtype {dtype!r}" in err and err.count("distscan: error:") == 1 and "Traceback" not in err
     assert files_in(tmp_path) == ["in.npy"]
+
+
+@pytest.mark.parametrize("text", ["bogus", "(i8,2)", "((2,)i8", "(-1,)i8", "i8,(a)", "["])
+def test_dtype_named_is_none_for_every_way_numpy_refuses_a_name(text):
+    """The one rule of ``--dtype`` and distscan-example's (``distscan.cli.args.dtype_named``): NumPy
+    refuses a name with TypeError, ValueError or SyntaxError; each gives None, never an exception."""
+    from distscan.cli.args import dtype_named
+    assert dtype_named(text) is None
+    assert dtype_named("int16") == np.int16 and dtype_named("S3") == np.dtype("S3")  # (numeric or not: read)

@@ -33,6 +33,25 @@ def _example(*args):
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.parametrize("dtype", ["bogus", "(i8,2)", "((2,)i8", "i8,(a)"])
+def test_example_refuses_a_dtype_numpy_cannot_read_in_one_line(tmp_path, dtype):
+    """A --dtype NumPy refuses (TypeError, ValueError or SyntaxError): exit 2 naming it, no file."""
+    with pytest.raises(SystemExit) as info:
+        _example("--n", "10", "--dtype", dtype, "-o", tmp_path / "ex.npy")
+    assert info.value.code == 2 and not (tmp_path / "ex.npy").exists()
+
+
+def test_example_reads_its_dtype_by_the_commands_rule(tmp_path, monkeypatch, capsys):
+    """distscan-example reads --dtype by the command's rule (``distscan.cli.args.dtype_named``), not a
+    copy of it: a name that rule refuses is refused here too."""
+    from distscan.cli import example
+    monkeypatch.setattr(example, "dtype_named", lambda text: None if text == "int16" else np.dtype(text))
+    with pytest.raises(SystemExit) as info:
+        example.main(["--n", "10", "--dtype", "int16", "-o", str(tmp_path / "ex.npy")])
+    assert info.value.code == 2 and "unknown dtype 'int16'" in capsys.readouterr().err
+    assert example.main(["--n", "10", "--dtype", "int8", "-o", str(tmp_path / "ex.npy")]) == 0
+
+
 @job(2, "example")
 def _example_job(folder):
     first = _example("--n", "1009", "--dtype", "int16", "--seed", "3", "-o", folder / "ex.npy")

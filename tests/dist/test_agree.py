@@ -392,14 +392,17 @@ def test_an_unknown_keyword_is_named_before_a_missing_or_extra_argument():
 
 # A communicator given where the function takes none: by position, or under a misspelt keyword
 MISPLACED_COMMUNICATOR_CALLS = {
-    "cumsum by position": (lambda x, sub: distscan.cumsum(x, sub), "takes 1 positional argument but 2"),
-    "scan by position": (lambda x, sub: distscan.scan(x, "sum", sub), "takes from 1 to 2 positional arguments"),
+    # (by position past the parts: the message of tests/dist/test_communicator_as_part.py, s41)
+    "cumsum by position": (lambda x, sub: distscan.cumsum(x, sub), "cumsum() got a communicator as an extra "
+                           "positional argument: pass it as comm="),
+    "scan by position": (lambda x, sub: distscan.scan(x, "sum", sub), "scan() got a communicator as an extra"),
     "linear_recurrence by position": (lambda x, sub: distscan.linear_recurrence(0.5, x, sub),
-                                      "takes 2 positional arguments but 3"),
-    "cumulative_sum by position": (lambda x, sub: distscan.cumulative_sum(x, sub), "takes 1 positional argument"),
-    "reduce by position": (lambda x, sub: distscan.reduce(x, "sum", sub), "takes from 1 to 2 positional"),
+                                      "linear_recurrence() got a communicator as an extra"),
+    "cumulative_sum by position": (lambda x, sub: distscan.cumulative_sum(x, sub),
+                                   "cumulative_sum() got a communicator as an extra"),
+    "reduce by position": (lambda x, sub: distscan.reduce(x, "sum", sub), "reduce() got a communicator as an extra"),
     "exclusive_scan by position": (lambda x, sub: distscan.exclusive_scan(x, "sum", sub),
-                                   "takes from 1 to 2 positional"),
+                                   "exclusive_scan() got a communicator as an extra"),
     "cumsum misspelt": (lambda x, sub: distscan.cumsum(x, communicator=sub), "unexpected keyword argument"),
     "reduce misspelt": (lambda x, sub: distscan.reduce(x, communicator=sub), "unexpected keyword argument"),
     "linear_recurrence misspelt": (lambda x, sub: distscan.linear_recurrence(0.5, x, communicator=sub),
