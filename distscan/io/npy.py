@@ -262,14 +262,7 @@ def check_same_file(header: NpyHeader, fd: int) -> None:
     only: another host may mount the folder as another device, or hold its own copy."""
     if header.file_id is None or header.file_id[0] != os.uname().nodename:
         return
-    st = os.fstat(fd)
-    if (st.st_dev, st.st_ino) != tuple(header.file_id[1:]):
-        raise ValueError(f"{header.path} was replaced by another file after its header was read; nothing was "
-                         "scanned (run again once the file stays put)")
-    change = _change(header, st)
-    if change:
-        raise ValueError(f"{header.path} was changed in place after its header was read ({change}); nothing "
-                         "was scanned (run again once the file stays put)")
+    _refuse_if_moved(header, os.fstat(fd), "replaced by another file", "after its header was read", "scanned")
 
 
 def check_unchanged(header: NpyHeader) -> None:
@@ -285,13 +278,19 @@ def check_unchanged(header: NpyHeader) -> None:
         st = os.stat(header.path)
     except OSError:
         st = None
+    _refuse_if_moved(header, st, "replaced or removed", "while it was scanned", "published")
+
+
+def _refuse_if_moved(header: NpyHeader, st, replaced: str, when: str, outcome: str) -> None:
+    """Raise ``ValueError`` if ``st`` (None: no file) is not the file of ``header.file_id``, or its size or
+    modification time changed (:func:`_change`); ``replaced``, ``when`` and ``outcome`` word the message."""
     if st is None or (st.st_dev, st.st_ino) != tuple(header.file_id[1:]):
-        raise ValueError(f"{header.path} was replaced or removed while it was scanned; nothing was published "
-                         "(run again once the file stays put)")
+        raise ValueError(f"{header.path} was {replaced} {when}; nothing was {outcome} (run again once the file "
+                         "stays put)")
     change = _change(header, st)
     if change:
-        raise ValueError(f"{header.path} was changed in place while it was scanned ({change}); nothing was "
-                         "published (run again once the file stays put)")
+        raise ValueError(f"{header.path} was changed in place {when} ({change}); nothing was {outcome} (run again "
+                         "once the file stays put)")
 
 
 def _change(header: NpyHeader, st) -> str:
