@@ -253,8 +253,10 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
                     stage_items(my_slices + red_stage * STAGE_BYTES, n, t_red, warp, lane, ex, red, red_starts);
                     // scan_up's run total and warp scan: reduce_up's aggregate, scan_down's prefixes
                     if constexpr (Op::RUN_BITS) {
-                        s_lanes[red_stage][threadIdx.x] =
-                            Tile::BScan::scan_up_total(s_warps[red_stage], Tile::run_total_bits(red, red_starts));
+                        int valid;
+                        Tile::segment(n, t_red, warp, valid);
+                        s_lanes[red_stage][threadIdx.x] = Tile::BScan::scan_up_total(
+                            s_warps[red_stage], Tile::run_total_bits(red, red_starts, valid));
                     } else {
                         s_lanes[red_stage][threadIdx.x] = Tile::BScan::scan_up(s_warps[red_stage], red);
                     }

@@ -341,8 +341,10 @@ struct TileAgent {
         for (int i = 0; i < ITEMS; ++i) {
             const bool start = (starts & (1u << i)) != 0u;
             if (EXCLUSIVE) out[run_item(i)] = output(running, ex, start);
-            if constexpr (Op::RUN_BITS) {  // the outputs read no flag of the running state (output())
-                running = Op::template apply_start<TAcc>(running, items[i], start);
+            // by the bits where run_total_bits takes them, from item 0 where that item's left may
+            // be the prefix (BITS_AT_FIRST); the outputs read no flag apply_bits leaves out
+            if (Op::RUN_BITS && (i > 0 || Op::BITS_AT_FIRST) && (!REVERSE || valid == 32 * ITEMS)) {
+                running = bits_apply(running, items[i], starts, i);
             } else {
                 running = whole ? apply_run<Op, TAcc>(running, items[i]) : Op::template apply<TAcc>(running, items[i]);
             }
@@ -352,16 +354,27 @@ struct TileAgent {
     }
 
     // The run total of lifted items (lift_aux's, with its `starts`) for RUN_BITS operators: the
-    // values folded by the bits, the flag theirs (any start in the run), as run_total's.
-    static __device__ __forceinline__ TAcc run_total_bits(const TAcc (&items)[ITEMS], unsigned starts) {
+    // values folded by the bits, the flags set from them, as run_total's.  A reverse scan's partial
+    // run (padded first with the identity: valid < 32 * ITEMS) by run_total's applications.
+    static __device__ __forceinline__ TAcc run_total_bits(const TAcc (&items)[ITEMS], unsigned starts, int valid) {
+        if (REVERSE && valid != 32 * ITEMS) return run_total<TAcc, Op, ITEMS>(items);
         TAcc run = items[0];
 #pragma unroll
-        for (int i = 1; i < ITEMS; ++i) run = Op::template apply_start<TAcc>(run, items[i], (starts & (1u << i)) != 0u);
-        run.flag = starts != 0u;
+        for (int i = 1; i < ITEMS; ++i) run = bits_apply(run, items[i], starts, i);
+        bits_close(run, starts);
         return run;
     }
 
   private:
+    // Op::apply_bits and Op::close_run, for RUN_BITS operators only (the others have none)
+    static __device__ __forceinline__ TAcc bits_apply(const TAcc &a, const TAcc &b, unsigned starts, int i) {
+        if constexpr (Op::RUN_BITS) return Op::template apply_bits<TAcc>(a, b, starts, i);
+        else return b;
+    }
+    static __device__ __forceinline__ void bits_close(TAcc &run, unsigned starts) {
+        if constexpr (Op::RUN_BITS) Op::template close_run<TAcc>(run, starts, ITEMS - 1);
+    }
+
     // The lane's outputs through the warp's slice (free: every lane past reading it) to d_out.
     static __device__ __forceinline__ void store_out(TOut *d_out, i64 seg_base, int valid, bool vector_ok, char *smem,
                                                      int lane, const TOut (&out)[ITEMS]) {

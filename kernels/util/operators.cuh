@@ -142,7 +142,7 @@ struct OpBase {
     static constexpr bool RUN_STATE = false;
     static constexpr bool PREFIX_UNDER_LOAD = true;
     static constexpr bool RUN_APPLY = false;  // apply_run below
-    static constexpr bool RUN_BITS = false;   // StateOpBase (util/states.cuh)
+    static constexpr bool RUN_BITS = false, BITS_AT_FIRST = false;  // StateOpBase (util/states.cuh)
     template <typename TAcc, typename TIn> static __device__ __forceinline__ TAcc lift(TIn x) {
         return Convert<TAcc, TIn>::apply(x);
     }

@@ -109,10 +109,15 @@ struct StateOpBase {
     static constexpr bool RUN_STATE = false;
     static constexpr bool PREFIX_UNDER_LOAD = true;
     static constexpr bool RUN_APPLY = false;
-    // RUN_BITS: a thread's run of lifted items may be folded by their start bits (Tile::lift_aux's
-    // `starts`) with apply_start(a, b, start), b's own flag unread, the run's flag set from the
-    // bits after (tile_agent.cuh, run_total_bits and store_rescanned).
+    // RUN_BITS: a thread's run of lifted items may be folded by their flags' bits (Tile::lift_aux's
+    // `starts`, bit i item i's flag in scan order): apply_bits(a, b, starts, i) is apply(a, b) for
+    // b the run's item i >= 1 and a the fold of the items before it, the flag bytes unread, and
+    // close_run(run, starts, last) sets the run total's flags from the bits (tile_agent.cuh,
+    // run_total_bits and store_rescanned).
     static constexpr bool RUN_BITS = false;
+    // Whether apply_bits also serves item 0 of a run, whose left is the thread's prefix (a state,
+    // not a bit): where it reads only b's own bit
+    static constexpr bool BITS_AT_FIRST = false;
     template <typename S> static __device__ __forceinline__ bool fresh(const S &, bool) { return false; }
     // Whether the look-ahead scans a thread's run again from the stage for states S (RESCAN,
     // agent/agent_lookahead.cuh): for operators with auxiliary inputs, but AffineBase's below.
@@ -160,15 +165,18 @@ struct Segmented : SegmentedBase {
         s.flag = flag;
         return s;
     }
-    // apply(a, b) for a lifted (or padding) item b whose flag is `start`, but the flag: a's (the
-    // caller sets it from the bits; StateOpBase::RUN_BITS).  The flag byte's round trip through a
-    // register (its extraction, packing and test an item: SASS PRMT, SHF, ISETP) left the
-    // look-ahead's runs of segmented float32 at about six instructions an item, against two
-    // here (a test of the bit and the select's FADD).  Not with the EMPTY marker (MARKED).
-    static constexpr bool RUN_BITS = !MARKED;
-    template <typename S> static __device__ __forceinline__ S apply_start(S a, const S &b, bool start) {
-        a.value = start ? b.value : Base::template apply<typename S::Value>(a.value, b.value);
+    // apply(a, b) by the bits, but the flag: a's (close_run sets it; StateOpBase::RUN_BITS).  The
+    // flag byte's round trip through a register (its extraction, packing and test an item: SASS
+    // PRMT, SHF, ISETP) left the look-ahead's runs of segmented float32 at about six instructions
+    // an item, against two here (a test of the bit and the select's FADD).  Not with the EMPTY
+    // marker (MARKED).
+    static constexpr bool RUN_BITS = !MARKED, BITS_AT_FIRST = true;
+    template <typename S> static __device__ __forceinline__ S apply_bits(S a, const S &b, unsigned starts, int i) {
+        a.value = (starts & (1u << i)) != 0u ? b.value : Base::template apply<typename S::Value>(a.value, b.value);
         return a;
+    }
+    template <typename S> static __device__ __forceinline__ void close_run(S &run, unsigned starts, int) {
+        run.flag = starts != 0u;
     }
     template <typename TOut, typename S> static __device__ __forceinline__ TOut project(const S &s, const S &p, bool has) {
         typedef typename S::Value V;
@@ -213,6 +221,22 @@ struct SegmentedEnds : SegmentedBase {
     static constexpr bool RUN_APPLY = true;
     template <typename S> static __device__ __forceinline__ S apply_run(S a, S b) {
         return join(a, b, a.end == 1, b.end);
+    }
+    // apply_run by the bits (StateOpBase::RUN_BITS): a cut where item i - 1 ends a segment, b's end
+    // its bit (an exclusive scan's fresh() reads it), inner left to close_run.  Whole runs only:
+    // a reverse scan pads a partial run first, with the EMPTY identity, whose end no bit says
+    // (tile_agent.cuh takes the byte path there).  The look-ahead's reverse segmented float32
+    // sum went from 0.594 to 0.511 ms at 2^27 (H100, 2026-11-27; benchmarks/logs/2026-11-27-s42/exp1/).
+    static constexpr bool RUN_BITS = !MARKED;
+    template <typename S> static __device__ __forceinline__ S apply_bits(S a, const S &b, unsigned starts, int i) {
+        const bool cut = (starts & (1u << (i - 1))) != 0u;
+        a.value = cut ? b.value : Base::template apply<typename S::Value>(a.value, b.value);
+        a.end = (starts & (1u << i)) != 0u;
+        return a;
+    }
+    template <typename S> static __device__ __forceinline__ void close_run(S &run, unsigned starts, int last) {
+        run.inner = run.inner | ((starts & ((1u << last) - 1u)) != 0u);  // a cut after any item but the last
+        run.end = (starts & (1u << last)) != 0u;
     }
     template <typename S, typename TIn, typename TC>
     static __device__ __forceinline__ S lift(TIn x, bool flag, TC) {
@@ -375,15 +399,18 @@ struct AffineStarts : AffineBase {
         r.flag = s.flag;
         return r;
     }
-    // apply(s, t) for a lifted (or padding) item t whose flag is `start`, but the flag: s's (as
-    // Segmented::apply_start)
-    static constexpr bool RUN_BITS = true;
-    template <typename S> static __device__ __forceinline__ S apply_start(S s, const S &t, bool start) {
+    // apply(s, t) by the bits, but the flag: s's (as Segmented::apply_bits)
+    static constexpr bool RUN_BITS = true, BITS_AT_FIRST = true;
+    template <typename S> static __device__ __forceinline__ S apply_bits(S s, const S &t, unsigned starts, int i) {
+        const bool start = (starts & (1u << i)) != 0u;
         const auto a = compose_a(s.a, t.a);
         const auto b = compose_b(s.b, t.a, t.b);
         s.a = start ? t.a : a;
         s.b = start ? t.b : b;
         return s;
+    }
+    template <typename S> static __device__ __forceinline__ void close_run(S &run, unsigned starts, int) {
+        run.flag = starts != 0u;
     }
     template <typename S, typename TIn, typename TC>
     static __device__ __forceinline__ S lift(TIn x, bool flag, TC coef) {
@@ -416,6 +443,9 @@ struct AffineEnds : AffineBase {
     template <typename S> static __device__ __forceinline__ S apply_run(S s, S t) {
         return join(s, t, s.end == 1, t.end);
     }
+    // Not by the bits (RUN_BITS, as SegmentedEnds): built and measured, the look-ahead's reverse
+    // segmented float32 recurrence went from 1.52 to 2.52 ms at 2^27 (H100, 2026-11-27; registers
+    // 157/166 -> 170/174; benchmarks/logs/2026-11-27-s42/exp2/).
     template <typename S, typename TIn, typename TC>
     static __device__ __forceinline__ S lift(TIn x, bool flag, TC coef) {
         S s;

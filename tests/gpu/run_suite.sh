@@ -49,7 +49,9 @@ run_spare kernels $G/test_kernels_lead.py $G/test_kernels_lookahead.py $G/test_k
 # bit-for-bit product and float16 tests (some 150 s there) run beside "matches_the_cpu".
 # The look-ahead's flag-byte test (RUN_BITS, 2026-11-27) compiles eight modules of its own: here, beside
 # the starts test, rather than in operators-rest (441 s of its 560 on 2 H200s, record AX).
-STARTS="segment_starts_at_warp_and_tile_boundaries or any_nonzero_flag_byte"
+# The ring test (reverse segmented runs by their bits too, 2026-11-28) joins them: operators-rest
+# took 491 s of its 560 on 2 H100s (record AY), the starts run 236 s.
+STARTS="segment_starts_at_warp_and_tile_boundaries or any_nonzero_flag_byte or ring_stages_flags"
 CPU="matches_the_cpu or are_the_cpus_bit_for_bit or float16_state_scans"
 run operators-cpu $G/test_operators.py -k "not ($BIG) and ($CPU)" &
 run_spare operators-starts $G/test_operators.py -k "$STARTS" &

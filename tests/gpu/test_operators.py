@@ -596,6 +596,8 @@ def test_the_look_ahead_ring_stages_flags_and_coefficients(n, rng):
                                                           exclusive=True, initial=-5, comm=SELF, algorithm=alg),
                 lambda alg, v=v, r=reverse: distscan.linear_recurrence(v["a32"], v["x32"], reverse=r, comm=SELF,
                                                                        algorithm=alg),
+                lambda alg, v=v, r=reverse: distscan.linear_recurrence(v["a32"], v["x32"], segments=v["flags"],
+                                                                       reverse=r, comm=SELF, algorithm=alg),
                 lambda alg, v=v, r=reverse: distscan.linear_recurrence(v["a_c"], v["b_c"], segments=v["flags"],
                                                                        initial=0.5, reverse=r, comm=SELF,
                                                                        algorithm=alg),
