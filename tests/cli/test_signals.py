@@ -116,7 +116,7 @@ def test_signal_ends_every_rank_and_removes_the_temp(tmp_path, big_input, target
     assert len(ours) == 1, err
     if target == "mpiexec_sigint":
         assert ours[0].startswith("distscan: error: rank 0: interrupted by SIGINT"), err
-    if target == "rank_sighup":  # as SIGTERM (2026-11-28: MPI_Init's handler, UCX's, let the run publish)
+    if target == "rank_sighup":  # as SIGTERM (2026-11-27: MPI_Init's handler, UCX's, let the run publish)
         assert ours[0].startswith(f"distscan: error: rank {n - 1}: interrupted by SIGHUP"), err
         assert proc.returncode == 128 + signal.SIGHUP, (proc.returncode, err)
 
