@@ -105,13 +105,14 @@ def run() -> int:
     except ValueError:  # not the main thread: Python's defaults stay
         pass
     try:
-        from .cli import main, signals
         # MPI_Init gives SIGHUP a handler of its own (UCX's debug signal, which logs and lets the rank
         # go on): held back while it runs, and delivered to ours once ours is set again (a SIGHUP in
-        # MPI_Init published with exit 0 in 2 of 12 tries, 2026-11-27).  Threads MPI_Init starts keep
-        # it blocked: the main thread takes it.
+        # MPI_Init published with exit 0 in 2 of 12 tries, 2026-11-27).  Held from before NumPy's
+        # import: the threads it and MPI_Init start (OpenBLAS's pool, one a core) inherit the mask,
+        # so none of them can take a process's SIGHUP under UCX's handler; the main thread takes it.
         held = _hold(signal.SIGHUP) if getattr(signal, "SIGHUP", None) in earlier else set()
         try:
+            from .cli import main, signals
             try:
                 from mpi4py import MPI  # noqa: F401 - MPI_Init here, where an interrupt is caught
             except ImportError:
