@@ -77,6 +77,15 @@ def _open_std_streams() -> None:
             setattr(sys, name, open(fd, mode, closefd=False))
 
 
+def _hold(signum) -> set:
+    """Block ``signum`` in this thread (where the platform can): the set to unblock after."""
+    try:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signum})
+    except (AttributeError, OSError, ValueError):
+        return set()
+    return {signum}
+
+
 def run() -> int:
     """The command (``python -m distscan`` and the ``distscan`` script): :func:`distscan.cli.main`.
 
@@ -96,14 +105,24 @@ def run() -> int:
     except ValueError:  # not the main thread: Python's defaults stay
         pass
     try:
-        from .cli import main, signals
+        # MPI_Init gives SIGHUP a handler of its own (UCX's debug signal, which logs and lets the rank
+        # go on): held back while it runs, and delivered to ours once ours is set again (a SIGHUP in
+        # MPI_Init published with exit 0 in 2 of 12 tries, 2026-11-27).  Held from before NumPy's
+        # import: the threads it and MPI_Init start (OpenBLAS's pool, one a core) inherit the mask,
+        # so none of them can take a process's SIGHUP under UCX's handler; the main thread takes it.
+        held = _hold(signal.SIGHUP) if getattr(signal, "SIGHUP", None) in earlier else set()
         try:
-            from mpi4py import MPI  # noqa: F401 - MPI_Init here, where an interrupt is caught
-        except ImportError:
-            pass  # the command then runs as one process (distscan.cli.main says so)
-        for s in earlier:  # MPI_Init gave SIGHUP a handler of its own (UCX's debug signal): ours again
-            if signal.getsignal(s) is _die_of:
-                signal.signal(s, _die_of)
+            from .cli import main, signals
+            try:
+                from mpi4py import MPI  # noqa: F401 - MPI_Init here, where an interrupt is caught
+            except ImportError:
+                pass  # the command then runs as one process (distscan.cli.main says so)
+        finally:
+            for s in earlier:  # ours again, over the MPI library's
+                if signal.getsignal(s) is _die_of:
+                    signal.signal(s, _die_of)
+            if held:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, held)  # a held SIGHUP reaches _die_of here
         signals.HOLD_AFTER_PUBLISH = True
         _phase = ""
         return main()  # its watcher is up only inside: a signal before or after it ends here too

@@ -22,7 +22,7 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_VERIFY = 0, 1, 2, 3
 
 # The signals that end a run on every rank (Interrupts), each the same way.  SIGHUP (a closed
 # terminal, a scheduler's hang-up) is one: MPI_Init gives it a handler of the MPI library's (UCX's
-# debug signal), under which a rank signalled alone ran on and published (2026-11-28).
+# debug signal), under which a rank signalled alone ran on and published (2026-11-27).
 SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 

@@ -272,7 +272,7 @@ def check_unchanged(header: NpyHeader) -> None:
     and published with exit 0.  Called just before the output is published.  A rewrite that keeps
     both the size and the modification time is not seen (only a second read would see it).  On the
     host that read the header only, as :func:`check_same_file`."""
-    if header.file_id is None or header.file_state is None or header.file_id[0] != os.uname().nodename:
+    if header.file_id is None or header.file_id[0] != os.uname().nodename:
         return
     try:
         st = os.stat(header.path)

@@ -90,6 +90,12 @@ def prepare(job: Job, comm=None) -> tuple:
         raise TypeError(f"--op {job.op} always gives bool; --dtype {np.dtype(job.dtype)} is not allowed")
     op = call_op(base, segments=None if flags is None else True, compensated=job.compensated,
                  coefficients=None if coef is None else True, reverse=job.reverse)
+    if job.compensated:  # the library's "operator 'compensated sum' is not defined for input dtype int64"
+        summed = header.dtype.newbyteorder("=") if job.dtype is None else np.dtype(job.dtype)
+        if summed.kind in "biufc" and summed.kind not in op.kinds:
+            raise TypeError("--compensated takes float or complex data; " + (
+                f"{job.input} holds {summed} (add --dtype float64 to sum it as floats)" if job.dtype is None
+                else f"--dtype {summed} is neither"))
     dtype = job.dtype
     if coef is not None and dtype is None:  # y = a*y + b in the dtype NumPy gives a*b + b
         dtype = np.result_type(coef.dtype, header.dtype)

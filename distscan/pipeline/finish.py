@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 from .. import io as _io
-from ..dist.agree import agree
+from ..dist.agree import collectively
 from .chunks import input_view
 from .context import Context, Job, phase
 
@@ -34,14 +34,10 @@ def inputs_unchanged(ctx: Context) -> None:
     (the array, its segment flags, a recurrence's coefficients) was replaced, truncated or written
     to since its header was read (:func:`distscan.io.check_unchanged`: its inode, size and
     modification time).  Called just before the output is published, and before ``--verify``."""
-    error = None
-    try:
+    with collectively(ctx.comm):
         for h in (ctx.header, *(ctx.aux_headers or ())):
             if h is not None:
                 _io.check_unchanged(h)
-    except Exception as exc:  # noqa: BLE001 - agreed on every rank
-        error = exc
-    agree(ctx.comm, error)
 
 
 def run_empty(job: Job, ctx: Context) -> None:

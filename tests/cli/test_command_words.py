@@ -5,7 +5,9 @@ said "compensated=True and segments= together are not supported", ``--compensate
 is not allowed", a recurrence's float A with an integer ``--dtype`` "NumPy's a*y in dtype=int32", a
 state scan of a long double file "pass dtype=numpy.float64", and an ``--algorithm`` that the GPU's
 reverse and state scans do not take "algorithm='blelloch'" (``pipeline.prepare``,
-``pipeline.cuda.check_algorithm``)."""
+``pipeline.cuda.check_algorithm``); and (the forty-second session) ``--compensated`` on an integer or
+bool input, or with an integer ``--dtype``, "operator 'compensated sum' is not defined for input dtype
+int64"."""
 
 import os
 import re
@@ -13,8 +15,9 @@ import re
 import numpy as np
 import pytest
 
-from tests.support.command import assert_one_error_line, cli_in_process
+from tests.support.command import assert_one_error_line, cli_in_process, input_npy, job
 from tests.support.files import leftover_temps
+from tests.support.launch import files_and_sizes
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -53,6 +56,37 @@ def test_compensated_and_segments_are_refused_in_the_command_s_flags(files, caps
 def test_compensated_with_an_operator_other_than_a_sum_is_refused_in_the_command_s_flags(files, capsys, op):
     _refused(files, capsys, files / "x.npy", "--compensated", "--op", op, "--backend", "cpu",
              words=[f"--compensated is for sums (--op sum or nansum), not --op {op}"])
+
+
+def test_compensated_on_an_integer_input_is_refused_in_the_command_s_flags(files, capsys):
+    """The library's words were "operator 'compensated sum' is not defined for input dtype int64"."""
+    _refused(files, capsys, files / "i.npy", "--compensated", "--backend", "cpu",
+             words=[f"--compensated takes float or complex data; {files / 'i.npy'} holds int64",
+                    "add --dtype float64 to sum it as floats"])
+
+
+def test_compensated_with_an_integer_dtype_is_refused_in_the_command_s_flags(files, capsys):
+    _refused(files, capsys, files / "x.npy", "--compensated", "--dtype", "int64", "--backend", "cpu",
+             words=["--compensated takes float or complex data; --dtype int64 is neither"])
+
+
+def test_compensated_on_an_integer_input_with_a_float_dtype_still_runs(files, capsys):
+    proc = cli_in_process(capsys, files / "i.npy", "--compensated", "--dtype", "float64", "--backend", "cpu",
+                          "-o", files / "o.npy", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    np.testing.assert_array_equal(np.load(files / "o.npy"), np.cumsum(np.arange(10.0)))
+
+
+@job(3, "compensated_int")
+def _compensated_int_job(folder):
+    return [input_npy(folder), "--compensated", "--backend", "cpu", "-o", folder / "o.npy"], {}
+
+
+def test_compensated_on_an_integer_input_is_refused_on_every_rank(batch3):
+    """Every rank refuses from the header it was given (rank 0's, broadcast): one line, the same status."""
+    folder, proc, opts = batch3("compensated_int")
+    assert_one_error_line(proc, "--compensated takes float or complex data", "holds int64")
+    assert files_and_sizes(folder) == opts["before"] and leftover_temps(folder) == []
 
 
 def test_a_logical_operator_with_another_dtype_is_refused_in_the_command_s_flags(files, capsys):

@@ -116,7 +116,7 @@ def test_signal_ends_every_rank_and_removes_the_temp(tmp_path, big_input, target
     assert len(ours) == 1, err
     if target == "mpiexec_sigint":
         assert ours[0].startswith("distscan: error: rank 0: interrupted by SIGINT"), err
-    if target == "rank_sighup":  # as SIGTERM (2026-11-28: MPI_Init's handler, UCX's, let the run publish)
+    if target == "rank_sighup":  # as SIGTERM (2026-11-27: MPI_Init's handler, UCX's, let the run publish)
         assert ours[0].startswith(f"distscan: error: rank {n - 1}: interrupted by SIGHUP"), err
         assert proc.returncode == 128 + signal.SIGHUP, (proc.returncode, err)
 
@@ -154,3 +154,40 @@ def test_sighup_after_mpi_init_before_the_watcher_ends_the_rank_with_one_line():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=python_env())
     assert proc.returncode == -signal.SIGHUP, (proc.returncode, proc.stderr)
     assert proc.stderr.splitlines() == ["distscan: error: interrupted by SIGHUP; nothing was published"], proc.stderr
+
+
+# A stand-in for MPI_Init's SIGHUP handler (UCX's debug signal): when ``from mpi4py import MPI``
+# starts, SIGHUP is set to be ignored at the C level (Python's own record still names distscan's
+# handler, as under UCX), and the process sends itself SIGHUP; the real import then goes on.
+_HUP_IN_MPI_INIT = """\
+import ctypes, os, runpy, signal, sys
+
+class StandIn:
+    def find_spec(self, name, path=None, target=None):
+        if name == "mpi4py.MPI":
+            sys.meta_path.remove(self)
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.signal.restype = ctypes.c_void_p
+            libc.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
+            libc.signal(signal.SIGHUP, 1)  # SIG_IGN
+            os.write(2, b"stand-in MPI_Init: SIGHUP ignored\\n")
+            os.kill(os.getpid(), signal.SIGHUP)
+        return None  # the real module
+
+sys.meta_path.insert(0, StandIn())
+sys.argv = ["distscan"] + sys.argv[1:]
+runpy.run_module("distscan", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_sighup_during_mpi_init_ends_the_rank_with_one_line_and_publishes_nothing(tmp_path):
+    """SIGHUP while MPI_Init runs, under the MPI library's handler that lets the rank go on (UCX's,
+    2026-11-27: such a run published with exit 0): held back during the import (distscan.__main__.run)
+    and delivered to distscan's handler once that is set again."""
+    inp, out = input_npy(tmp_path), tmp_path / "o.npy"
+    proc = subprocess.run([sys.executable, "-c", _HUP_IN_MPI_INIT, inp, "-o", out, "--backend", "cpu"],
+                          capture_output=True, text=True, timeout=60, env=python_env())
+    ended = (proc.returncode, out.exists(), leftover_temps(tmp_path), proc.stderr.splitlines())
+    assert ended == (-signal.SIGHUP, False, [], [
+        "stand-in MPI_Init: SIGHUP ignored",
+        "distscan: error: interrupted by SIGHUP while starting; nothing was published"]), ended
