@@ -126,6 +126,13 @@ def check_replaceable(path: str, force: bool, what: str = "output") -> None:
         lst = os.lstat(path)
     except FileNotFoundError:
         return
+    fd_link = _descriptor_link(path) if _stat.S_ISLNK(lst.st_mode) else None
+    if fd_link is not None:
+        # /dev/stdout, /dev/fd/N: the rename would replace the link itself, not write to the stream
+        # (as root, with --force and stdout a file, it replaced the system's /dev/stdout with a .npy,
+        # 2026-11-28); refused whatever the descriptor is now (a file, a pipe, a terminal)
+        raise FileExistsError(f"{what} {path} is a link to a process's file descriptor ({fd_link}), not a file; "
+                              "distscan writes its output to a named file only")
     try:
         st = os.stat(path)
     except OSError:
@@ -138,6 +145,21 @@ def check_replaceable(path: str, force: bool, what: str = "output") -> None:
                               "distscan replaces regular files only, even with --force")
     if not force:
         raise FileExistsError(f"{what} file exists: {path} (use --force to overwrite it)")
+
+
+def _descriptor_link(path: str):
+    """The hop of ``path``'s chain of links that names a process's descriptor (``/proc/PID/fd/N``,
+    ``/dev/fd/N``, which ``/dev/stdout`` is), or None."""
+    for _ in range(40):  # the kernel's own limit of hops
+        try:
+            target = os.readlink(path)
+        except OSError:
+            return None
+        path = os.path.normpath(os.path.join(os.path.dirname(path), target))
+        parts = path.split(os.sep)
+        if (parts[1:2] == ["proc"] and parts[3:4] == ["fd"]) or parts[1:3] == ["dev", "fd"]:
+            return path
+    return None
 
 
 def create_temp(path: str, role: str = None, *, notice=None):

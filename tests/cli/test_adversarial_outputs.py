@@ -56,6 +56,8 @@ CASES = {
                                   ["exists"]),
     "dangling_symlink_force": (lambda f: (_link(f, "o.npy", "no/such.npy"), ["-o", f / "o.npy", "--force"])[1],
                                None),
+    "link_to_a_descriptor_force": (lambda f: (_link(f, "o.npy", "/proc/self/fd/1"), ["-o", f / "o.npy", "--force"])[1],
+                                   ["link to a process's file descriptor"]),
     "output_is_flags": (lambda f: ["-o", f / "flags.npy", "--segments", f / "flags.npy", "--force"],
                         ["is the input"]),
     "output_is_coefficients": (lambda f: ["recurrence-coef", "-o", f / "coef.npy", "--force"], ["is the input"]),

@@ -191,6 +191,26 @@ def test_force_replaces_regular_file_and_link_to_one(tmp_path):
         np.testing.assert_array_equal(np.load(tmp_path / out), np.cumsum(np.arange(10)))
 
 
+@pytest.mark.parametrize("via", ["/proc/self/fd/1", "/dev/fd/1", "/dev/stdout", "chain"])
+def test_a_link_to_a_descriptor_is_refused_even_with_force(tmp_path, via):
+    """``-o`` a link to this process's stdout (what /dev/stdout is): the rename replaced the link
+    itself (as root with ``-o /dev/stdout --force``, the system's /dev/stdout became a regular .npy
+    file; 2026-11-28).  Under pytest fd 1 is a regular file, the case that was let through."""
+    if not os.path.exists(via if via != "chain" else "/proc/self/fd/1"):
+        pytest.skip(f"{via}: not on this system")
+    inp = _good(tmp_path)
+    out = tmp_path / "out.npy"
+    if via == "chain":  # a link to a link to the descriptor
+        os.symlink("/dev/stdout", tmp_path / "hop")
+        os.symlink(tmp_path / "hop", out)
+    else:
+        os.symlink(via, out)
+    with pytest.raises(FileExistsError, match="link to a process's file descriptor"):
+        pipeline.run(pipeline.Job(input=inp, output=str(out), force=True), None)
+    assert os.path.islink(out) and os.readlink(out) == (via if via != "chain" else str(tmp_path / "hop"))
+    assert leftover_temps(tmp_path) == []
+
+
 # -- 9: temporary names, locks, stale temporaries -------------------------------------------------
 
 def test_temp_name_is_short_visible_and_in_the_folder(tmp_path):
