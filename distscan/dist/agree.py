@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import sys
 import time
 import warnings
@@ -45,6 +46,14 @@ def abort_job(code: int) -> None:
 
     sys.stderr.flush()
     time.sleep(ABORT_FLUSH_S)
+    # MPICH's MPI_Abort prints its own banner to stderr ("Abort(143) on node 1 (rank 1 in comm 0):
+    # application called MPI_Abort(...)"), a second line after this rank's one (found 2026-11-28):
+    # stderr goes to /dev/null first, now that the line is out.
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)
+    except OSError:
+        pass
     MPI.COMM_WORLD.Abort(code)
 
 
