@@ -131,12 +131,21 @@ def refuse_communicator_as_part(name, comm, parts: dict, extra=(), keywords=()) 
         if not isinstance(value, communicator) and key in keywords:
             value = keywords[key]  # (passed both ways: by_keyword refuses it, over this communicator if one)
         if isinstance(value, communicator):
-            raise_everywhere(group_of(value), TypeError(
-                f"{name}() got a communicator as its part {key!r}: pass it as comm="))
+            _refuse_over(value, mpi, TypeError(f"{name}() got a communicator as its part {key!r}: pass it as comm="))
     for value in extra:
         if isinstance(value, communicator):
-            raise_everywhere(group_of(value), TypeError(
+            _refuse_over(value, mpi, TypeError(
                 f"{name}() got a communicator as an extra positional argument: pass it as comm="))
+
+
+def _refuse_over(given, mpi, error: TypeError) -> None:
+    """Raise ``error`` over the communicator ``given`` in a part's place: on its ranks together, or
+    here alone where no collective can run over it (``COMM_NULL``, a freed communicator: their size
+    raised MPI's own error; an intercommunicator: the agreement's ``Allreduce`` over it raised
+    mpi4py's on the ranks of its larger group, TypeError on the others)."""
+    if given == mpi.COMM_NULL or isinstance(given, mpi.Intercomm):
+        raise error
+    raise_everywhere(group_of(given), error)
 
 
 def missing_parts(**parts) -> tuple:

@@ -111,3 +111,29 @@ def test_with_comm_given_a_communicator_as_a_part_is_refused_over_comm(comm, nam
     finally:
         other.Free()
     all_ranks_ok(comm, lambda: np.testing.assert_array_equal(distscan.cumsum(x, comm=comm)[-1], 6.0 * (comm.rank + 1)))
+
+
+@pytest.mark.parametrize("name", ["cumsum(sub)", "cumsum(x, sub)", "scan(sub, x)", "linear_recurrence(a, sub)"])
+def test_a_communicator_no_collective_can_run_over_is_refused_where_it_is_passed(comm, name):
+    """``COMM_NULL`` (what ``Split(MPI.UNDEFINED)`` gives) and an intercommunicator in a part's place:
+    no collective can agree over them (COMM_NULL's size raised MPI's own error; over an
+    intercommunicator the agreement's Allreduce raised mpi4py's on the ranks of its larger group and
+    the TypeError on the others: found 2026-11-27), so each rank that passes one raises the same
+    TypeError at once, and the next call goes on."""
+    from mpi4py import MPI
+
+    call = CALLS[name][0]
+    x = np.arange(5.0)
+    with pytest.raises(TypeError, match="pass it as comm="):
+        call(x, MPI.COMM_NULL)
+    if comm.size >= 2:
+        last = comm.rank == comm.size - 1
+        local = comm.Split(0 if last else 1)
+        inter = local.Create_intercomm(0, comm, 0 if last else comm.size - 1)
+        try:
+            with pytest.raises(TypeError, match="pass it as comm="):
+                call(x, inter)
+        finally:
+            inter.Free()
+            local.Free()
+    all_ranks_ok(comm, lambda: np.testing.assert_allclose(distscan.cumsum(x, comm=comm)[-1:], 10.0 + 10.0 * comm.rank))
