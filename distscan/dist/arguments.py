@@ -61,6 +61,21 @@ def by_keyword(name, keywords: dict, comm, extra=(), **parts) -> tuple:
     return tuple(parts.values())
 
 
+def parts_of(name, x, op, comm, extra, keywords: dict, known=frozenset()) -> tuple:
+    """``(x, op)`` of a call ``name(x, op, /, *extra, **keywords)`` (scan, exclusive_scan, reduce) that
+    has keywords, positional arguments past its parts, or ``x`` not a NumPy array: a communicator
+    among them refused over it first (:func:`refuse_communicator_as_part`: it says which ranks call),
+    then ``x`` and ``op`` taken out of ``keywords`` (:func:`by_keyword`), then what Python would refuse
+    (:func:`check_arguments`: keywords outside ``known``, ``extra``, ``x`` missing), on every rank.
+    The same three steps, in this order, for each of the three functions."""
+    refuse_communicator_as_part(name, comm, {"x": x}, extra, keywords)
+    if "x" in keywords or "op" in keywords:  # (x and op by keyword, as they may be)
+        x, op = by_keyword(name, keywords, comm, extra, x=x, op=op)
+    if keywords or extra or x is MISSING:  # (reduce(x, op="max") stops here: check_arguments cost it 1.8 us)
+        check_arguments(name, keywords, comm, known, extra, (1, 2), missing_parts(x=x))
+    return x, op
+
+
 def group_of(comm):
     """``comm`` where the call spans several ranks (its collectives run there), else None: a call
     of one rank makes none."""
