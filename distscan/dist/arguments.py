@@ -138,26 +138,25 @@ def refuse_communicator_as_part(name, comm, parts: dict, extra=(), keywords=()) 
     call pays that alone)."""
     if comm is not None:
         return
-    mpi = sys.modules.get("mpi4py.MPI")  # (not imported: no communicator can have been passed)
-    if mpi is None:
-        return
-    communicator = mpi.Comm
+    # (_is_communicator per value, not its lookup inlined: measured the same for one part, 0.03 us
+    # more for two, of this function's 0.4 us; nothing on a whole call)
     for key, value in parts.items():  # (no generator: making one cost a microsecond here)
-        if not isinstance(value, communicator) and key in keywords:
+        if key in keywords and not _is_communicator(value):
             value = keywords[key]  # (passed both ways: by_keyword refuses it, over this communicator if one)
-        if isinstance(value, communicator):
-            _refuse_over(value, mpi, TypeError(f"{name}() got a communicator as its part {key!r}: pass it as comm="))
+        if _is_communicator(value):
+            _refuse_over(value, TypeError(f"{name}() got a communicator as its part {key!r}: pass it as comm="))
     for value in extra:
-        if isinstance(value, communicator):
-            _refuse_over(value, mpi, TypeError(
+        if _is_communicator(value):
+            _refuse_over(value, TypeError(
                 f"{name}() got a communicator as an extra positional argument: pass it as comm="))
 
 
-def _refuse_over(given, mpi, error: TypeError) -> None:
+def _refuse_over(given, error: TypeError) -> None:
     """Raise ``error`` over the communicator ``given`` in a part's place: on its ranks together, or
     here alone where no collective can run over it (``COMM_NULL``, a freed communicator: their size
     raised MPI's own error; an intercommunicator: the agreement's ``Allreduce`` over it raised
     mpi4py's on the ranks of its larger group, TypeError on the others)."""
+    mpi = sys.modules["mpi4py.MPI"]  # (imported: given is one of its communicators)
     if given == mpi.COMM_NULL or isinstance(given, mpi.Intercomm):
         raise error
     raise_everywhere(group_of(given), error)
