@@ -23,8 +23,8 @@ from ._arrays import foreign_device, to_native
 from ._call import BACKENDS, Part
 from ._kinds import KINDS, NOT_THIS_KIND, options_key, state_options
 from .dist.agree import default_comm
-from .dist.arguments import (MISSING, SUM, Default, by_keyword, check_arguments, group_of, missing_parts,
-                             refuse_arguments, refuse_communicator_as_op, refuse_communicator_as_part)
+from .dist.arguments import (MISSING, SUM, Default, by_keyword, check_arguments, group_of, missing_parts, parts_of,
+                             refuse_communicator_as_op, refuse_communicator_as_part)
 from .dist.exchange import raise_everywhere
 from .dist.nodes import node_size_of_call
 from .dist.totals import reduce_result
@@ -132,17 +132,15 @@ def scan(x=MISSING, op=SUM, /, *extra, exclusive=False, initial=None, dtype=None
     DistScanError
         Any other failure on some rank (e.g. out of device memory), raised on all.
     """
+    checked = False  # (whether parts_of has tested x for a communicator: not twice)
     if unknown or extra or x is MISSING:
         if len(unknown) == 1 and type(op) is Default and not extra and x is not MISSING:
             op = unknown.pop("op", op)  # scan(x, op="max"), op alone by keyword: as by_keyword takes it
-        if unknown or extra or x is MISSING:  # (a communicator among them first: it says which ranks call)
-            refuse_communicator_as_part("scan", comm, {"x": x}, extra, unknown)
-            if "x" in unknown or "op" in unknown:  # (x and op by keyword, as they may be)
-                x, op = by_keyword("scan", unknown, comm, extra, x=x, op=op)
-            if unknown or extra or x is MISSING:
-                refuse_arguments("scan", unknown, comm, extra, (1, 2), missing_parts(x=x))
+        if unknown or extra or x is MISSING:
+            x, op = parts_of("scan", x, op, comm, extra, unknown)
+            checked = True
     refuse_communicator_as_op("scan", op, comm)
-    if type(x) is not np.ndarray and comm is None:  # (the common call pays this test alone)
+    if type(x) is not np.ndarray and comm is None and not checked:  # (the common call pays this test alone)
         refuse_communicator_as_part("scan", comm, {"x": x})
     return _scan(x, op, exclusive, initial, dtype, out, default_comm(comm), axis, strategy, hierarchy, backend,
                  timings, node_size, algorithm, state_options(reverse, segments, include_initial, compensated))
@@ -365,11 +363,7 @@ _EXCLUSIVE_KEYWORDS = _SCAN_KEYWORDS - {"exclusive"}
 def exclusive_scan(x=MISSING, op=SUM, /, *extra, **kwargs):
     """Exclusive scan: ``scan(x, op, exclusive=True, ...)``."""
     if kwargs or extra or type(x) is not np.ndarray:  # (MISSING is not an ndarray)
-        refuse_communicator_as_part("exclusive_scan", kwargs.get("comm"), {"x": x}, extra, kwargs)
-        if "x" in kwargs or "op" in kwargs:
-            x, op = by_keyword("exclusive_scan", kwargs, kwargs.get("comm"), extra, x=x, op=op)
-        check_arguments("exclusive_scan", kwargs, kwargs.get("comm"), _EXCLUSIVE_KEYWORDS, extra, (1, 2),
-                        missing_parts(x=x))
+        x, op = parts_of("exclusive_scan", x, op, kwargs.get("comm"), extra, kwargs, _EXCLUSIVE_KEYWORDS)
     refuse_communicator_as_op("exclusive_scan", op, kwargs.get("comm"))
     return scan(x, op, exclusive=True, **kwargs)
 
@@ -388,11 +382,7 @@ def reduce(x=MISSING, op=SUM, /, *extra, dtype=None, comm=None, axis=0, backend=
         (``max``, ``min``, ``nanmax``, ``nanmin``, ``lcm``), as ``numpy.max`` does.
     """
     if unknown or extra or type(x) is not np.ndarray:  # (no initial=: NumPy's sum(initial=) is not offered)
-        refuse_communicator_as_part("reduce", comm, {"x": x}, extra, unknown)
-        if "x" in unknown or "op" in unknown:  # (x and op by keyword, as they may be)
-            x, op = by_keyword("reduce", unknown, comm, extra, x=x, op=op)
-        if unknown or extra or x is MISSING:
-            refuse_arguments("reduce", unknown, comm, extra, (1, 2), missing_parts(x=x))
+        x, op = parts_of("reduce", x, op, comm, extra, unknown)
     refuse_communicator_as_op("reduce", op, comm)
     device = foreign_device(x)
     if device is not None:  # run where the data is

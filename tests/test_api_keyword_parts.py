@@ -11,6 +11,7 @@ import pytest
 
 import distscan
 from distscan import api
+from distscan.dist import arguments
 
 from tests.support.ranks import all_ranks_ok, raises_everywhere
 
@@ -42,6 +43,7 @@ def test_a_part_alone_by_keyword_skips_the_general_route(comm, name, monkeypatch
 
     want = positional(x, comm)
     monkeypatch.setattr(api, "by_keyword", refused)
+    monkeypatch.setattr(arguments, "by_keyword", refused)  # (scan's general route calls it from parts_of)
     got = [keyword(x, comm) for _ in range(2)]  # the first call of its kind, and one that finds it
     all_ranks_ok(comm, lambda: [np.testing.assert_array_equal(g, want) for g in got])
 

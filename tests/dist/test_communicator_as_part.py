@@ -15,7 +15,7 @@ import pytest
 
 import distscan
 
-from tests.support.ranks import all_ranks_ok, raises_everywhere
+from tests.support.ranks import all_ranks_ok, outcome_of, raises_everywhere
 
 pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(60)]
 
@@ -24,8 +24,6 @@ CALLS = {
     "cumsum(sub, x)": (lambda x, sub: distscan.cumsum(sub, x), "cumsum", "its part 'x'"),
     "cumsum(sub)": (lambda x, sub: distscan.cumsum(sub), "cumsum", "its part 'x'"),
     "cumsum(x=sub)": (lambda x, sub: distscan.cumsum(x=sub), "cumsum", "its part 'x'"),
-    "cumsum(sub, x=x)": (lambda x, sub: distscan.cumsum(sub, x=x), "cumsum", "its part 'x'"),
-    "cumsum(x, x=sub)": (lambda x, sub: distscan.cumsum(x, x=sub), "cumsum", "its part 'x'"),
     "cumsum(sub, reverse=True)": (lambda x, sub: distscan.cumsum(sub, reverse=True), "cumsum", "its part 'x'"),
     "cumsum(x, sub)": (lambda x, sub: distscan.cumsum(x, sub), "cumsum", "an extra positional argument"),
     "cumprod(sub)": (lambda x, sub: distscan.cumprod(sub), "cumprod", "its part 'x'"),
@@ -111,3 +109,79 @@ def test_with_comm_given_a_communicator_as_a_part_is_refused_over_comm(comm, nam
     finally:
         other.Free()
     all_ranks_ok(comm, lambda: np.testing.assert_array_equal(distscan.cumsum(x, comm=comm)[-1], 6.0 * (comm.rank + 1)))
+
+
+@pytest.mark.parametrize("name", ["cumsum(sub)", "cumsum(x, sub)", "scan(sub, x)", "linear_recurrence(a, sub)"])
+def test_a_communicator_no_collective_can_run_over_is_refused_where_it_is_passed(comm, name):
+    """``COMM_NULL`` (what ``Split(MPI.UNDEFINED)`` gives) and an intercommunicator in a part's place:
+    no collective can agree over them (COMM_NULL's size raised MPI's own error; over an
+    intercommunicator the agreement's Allreduce raised mpi4py's on the ranks of its larger group and
+    the TypeError on the others: found 2026-11-27), so each rank that passes one raises the same
+    TypeError at once, and the next call goes on."""
+    from mpi4py import MPI
+
+    call = CALLS[name][0]
+    x = np.arange(5.0)
+    with pytest.raises(TypeError, match="pass it as comm="):
+        call(x, MPI.COMM_NULL)
+    if comm.size >= 2:
+        last = comm.rank == comm.size - 1
+        local = comm.Split(0 if last else 1)
+        inter = local.Create_intercomm(0, comm, 0 if last else comm.size - 1)
+        try:
+            with pytest.raises(TypeError, match="pass it as comm="):
+                call(x, inter)
+        finally:
+            inter.Free()
+            local.Free()
+    all_ranks_ok(comm, lambda: np.testing.assert_allclose(distscan.cumsum(x, comm=comm)[-1:], 10.0 + 10.0 * comm.rank))
+
+
+# A part passed by position and by keyword, one of the two a communicator, without comm=: Python's own
+# first error (as by_keyword gives it where neither is one)
+TWICE = {
+    "cumsum(x, x=sub)": (lambda x, sub: distscan.cumsum(x, x=sub), "cumsum() got multiple values for argument 'x'"),
+    "cumsum(sub, x=x)": (lambda x, sub: distscan.cumsum(sub, x=x), "cumsum() got multiple values for argument 'x'"),
+    "nancumprod(x, x=sub, reverse=True)": (lambda x, sub: distscan.nancumprod(x, x=sub, reverse=True),
+                                           "nancumprod() got multiple values for argument 'x'"),
+    "scan(x, x=sub)": (lambda x, sub: distscan.scan(x, x=sub), "scan() got multiple values for argument 'x'"),
+    "scan(sub, 'max', x=x)": (lambda x, sub: distscan.scan(sub, "max", x=x),
+                              "scan() got multiple values for argument 'x'"),
+    "exclusive_scan(x, x=sub)": (lambda x, sub: distscan.exclusive_scan(x, x=sub),
+                                 "exclusive_scan() got multiple values for argument 'x'"),
+    "reduce(sub, x=x)": (lambda x, sub: distscan.reduce(sub, x=x), "reduce() got multiple values for argument 'x'"),
+    "linear_recurrence(a, b, b=sub)": (lambda x, sub: distscan.linear_recurrence(0.5, x, b=sub),
+                                       "linear_recurrence() got multiple values for argument 'b'"),
+    "linear_recurrence(sub, b, a=a)": (lambda x, sub: distscan.linear_recurrence(sub, x, a=0.5),
+                                       "linear_recurrence() got multiple values for argument 'a'"),
+}
+
+
+@pytest.mark.manyranks
+@pytest.mark.parametrize("name", sorted(TWICE))
+def test_a_part_passed_both_ways_a_communicator_one_of_them_is_refused_as_python_would(comm, name):
+    """``cumsum(x, x=sub)``, ``cumsum(sub, x=x)``: Python's first error is "got multiple values for
+    argument 'x'" (it said "got a communicator as its part 'x'", 2026-11-27), raised on every rank of
+    ``sub`` (the even ranks, which all make the call: the same message on each) while the odd ranks
+    scan over their own ``sub``; with ``COMM_NULL`` in its place, on each rank at once.  ``sub``
+    still works after."""
+    from mpi4py import MPI
+
+    call, message = TWICE[name]
+    inside = comm.rank % 2 == 0
+    sub = comm.Split(comm.rank % 2, comm.rank)
+    x = np.arange(4.0) + comm.rank
+    try:  # (outcomes checked at the end, on every rank together: a wrong one fails the test, hangs none)
+        seen = outcome_of(lambda: call(x, sub)) if inside else None
+        alone = outcome_of(lambda: call(x, MPI.COMM_NULL))
+        again = distscan.cumsum(x, comm=sub)
+    finally:
+        sub.Free()
+    want = ("raised", f"TypeError: {message}")
+    before = np.concatenate([np.arange(4.0) + r for r in range(comm.rank % 2, comm.rank + 1, 2)])
+
+    def check():
+        assert seen in (None, want), seen
+        assert alone == want, alone
+        np.testing.assert_array_equal(again, np.cumsum(before)[-4:])
+    all_ranks_ok(comm, check)
