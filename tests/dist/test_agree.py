@@ -162,6 +162,24 @@ def test_rebuild_by_module_and_name():
     assert type(e) is DistScanError and "evil_module" not in sys.modules
 
 
+class _LoadedError(Exception):
+    """A user's class of a module this process has imported (this one)."""
+
+
+def test_build_finds_a_users_class_only_in_modules_already_imported(monkeypatch):
+    """The agreement (raise_agreed) builds a user's class from a module in sys.modules, and never
+    imports one to find it: a name from another rank runs no import."""
+    from distscan.dist.agree import _build, describe
+    e = _build(describe(_LoadedError("x")), "rank 1: x", loaded=True)
+    assert type(e) is _LoadedError and str(e) == "rank 1: x"
+    assert _build(describe(_LoadedError("x")), "x") is None  # decide_on_root's rule: trusted modules only
+    assert _build("evil_module:Thing", "no", loaded=True) is None and "evil_module" not in sys.modules
+    monkeypatch.setitem(sys.modules, "blocked_module", None)  # an import blocked by a None entry
+    assert _build("blocked_module:Thing", "no", loaded=True) is None and sys.modules["blocked_module"] is None
+    assert _build(f"{__name__}:_LoadedError.nothing", "no", loaded=True) is None
+    assert _build(f"{__name__}:test_rebuild_by_module_and_name", "no", loaded=True) is None  # not a class
+
+
 # --- a declared operator's combine that raises between ranks ---------------------------------------
 
 def _picky(a, b):
