@@ -64,6 +64,14 @@ def _check_kind(op: Op, dtype: np.dtype, what: str) -> None:
         raise TypeError(f"operator {op.name!r} is not defined for {what} dtype {dtype} (it takes {allowed})")
 
 
+def _native(dtype) -> np.dtype:
+    """``dtype`` in native byte order; one distscan does not scan as it is, for its refusal: a
+    NumPy 2 StringDType has no byte order, and its newbyteorder raised NumPy's internal "Cannot use
+    DescrNewByteOrder for this new style DTypes" before distscan's "is not supported" (s42)."""
+    dtype = np.dtype(dtype)
+    return dtype.newbyteorder("=") if dtype.kind in "biufc" else dtype
+
+
 def default_result_dtype(op: Op, input_dtype: np.dtype) -> np.dtype:
     """The result dtype NumPy gives for ``op`` on ``input_dtype`` when ``dtype=None``."""
     if op.logical:
@@ -147,7 +155,7 @@ def _with_out(op: Op, types: ScanTypes, dtype, out_dtype) -> ScanTypes:
     """``types`` for a result cast into an ``out`` of ``out_dtype`` (None: no out)."""
     if out_dtype is None:
         return types
-    out = np.dtype(out_dtype).newbyteorder("=")
+    out = _native(out_dtype)
     if out == types.result:
         return types
     if out.kind not in "biufc" or out.hasobject:
@@ -167,7 +175,7 @@ def _with_out(op: Op, types: ScanTypes, dtype, out_dtype) -> ScanTypes:
 
 def _scan_types(op: Op, input_dtype, dtype=None) -> ScanTypes:
     # Byte order is a storage detail: results are in native order (callers convert inputs).
-    input_dtype = np.dtype(input_dtype).newbyteorder("=")
+    input_dtype = _native(input_dtype)
     if input_dtype.kind not in "biufc" or input_dtype.hasobject:
         _check_kind(op, input_dtype, "input")
     if op.logical:
@@ -180,7 +188,7 @@ def _scan_types(op: Op, input_dtype, dtype=None) -> ScanTypes:
         _check_kind(op, input_dtype, "input")
         result = default_result_dtype(op, input_dtype)
     else:
-        result = np.dtype(dtype).newbyteorder("=")
+        result = _native(dtype)
         _check_kind(op, result, "requested")
         if input_dtype.kind == "c" and result.kind != "c":
             raise TypeError(f"cannot scan complex input as {result} (it would discard the imaginary part)")

@@ -10,8 +10,9 @@ An MPI program hangs when one rank raises while the others wait in a collective.
 Each check that can fail on some ranks only is therefore followed by
 :func:`agree`, one ``Allreduce`` of a flag, before the next collective; if any
 rank failed, all ranks learn the first failing rank's message and raise the
-same :class:`DistScanError` (or the original exception type where it is a
-standard one, so ``TypeError``/``ValueError`` stay catchable as such).
+same :class:`DistScanError` (or the original exception type where every rank can
+build it: a standard one, or a user's class in a module every rank has imported,
+so ``TypeError``/``ValueError`` and ``except MyError`` stay catchable as such).
 """
 
 from __future__ import annotations
@@ -101,14 +102,22 @@ def message_of(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
-def _exception_class(type_name: str):
-    """The exception class named ``module:QualName`` if it lies in a trusted module, else None."""
+def _exception_class(type_name: str, loaded: bool = False):
+    """The exception class named ``module:QualName`` if it lies in a trusted module (imported if
+    need be), or, with ``loaded``, in any module this process has imported already (``__main__``,
+    the user's own modules; never imported here: a name from another rank runs no import), else None."""
     module_name, _, qualname = type_name.rpartition(":")
-    if not module_name or module_name.split(".")[0] not in _TRUSTED_MODULES:
+    if not module_name:
         return None
-
+    trusted = module_name.split(".")[0] in _TRUSTED_MODULES
     try:
-        obj = sys.modules.get(module_name) or importlib.import_module(module_name)
+        obj = sys.modules.get(module_name)
+        if obj is None:  # (a None entry in sys.modules blocks the import: no import then either)
+            if not trusted or module_name in sys.modules:
+                return None
+            obj = importlib.import_module(module_name)
+        elif not (trusted or loaded):
+            return None
         for part in qualname.split("."):
             obj = getattr(obj, part)
     except Exception:  # noqa: BLE001 - not importable here: fall back to DistScanError
@@ -116,23 +125,33 @@ def _exception_class(type_name: str):
     return obj if isinstance(obj, type) and issubclass(obj, Exception) else None
 
 
-def _rebuild(type_name: str, message: str, local: BaseException | None = None) -> BaseException:
-    """The agreed exception on this rank: the failing rank's type where this rank can build it
-    (its own error of that type, a class found by ``module:QualName`` in a trusted module, a
-    standard type, or a DistScanError subclass), else DistScanError."""
+def _build(type_name: str, message: str, local: BaseException | None = None,
+           loaded: bool = False) -> BaseException | None:
+    """The failing rank's type built with ``message`` where this rank can (its own error of that
+    type, a class found by ``module:QualName`` (:func:`_exception_class`), a standard type, or a
+    DistScanError subclass), else None."""
     short = type_name.rpartition(":")[2].rpartition(".")[2]
     candidates = [type(local)] if local is not None and (describe(local) == type_name
                                                          or type(local).__name__ == type_name) else []
-    found = _exception_class(type_name)
+    found = _exception_class(type_name, loaded)
     if found is not None:
         candidates.append(found)
     candidates += [c for c in list(_KEEP_TYPES) + list(_subclasses(DistScanError)) if c.__name__ == short]
     for cls in candidates:
         try:
-            return cls(message)
-        except Exception:  # noqa: BLE001 - a constructor with other arguments: try the next
-            continue
-    return DistScanError(message)
+            built = cls(message)
+        except BaseException:  # noqa: BLE001 - a constructor with other arguments (or a user's that raises
+            continue           # anything): try the next; never leave the agreement alone
+        if isinstance(built, BaseException):
+            return built
+    return None
+
+
+def _rebuild(type_name: str, message: str, local: BaseException | None = None) -> BaseException:
+    """The agreed exception where one rank decides (:func:`decide_on_root`): :func:`_build` from the
+    trusted modules, else DistScanError."""
+    built = _build(type_name, message, local)
+    return DistScanError(message) if built is None else built
 
 
 def agree(comm, error: BaseException | None, same: tuple | None = None) -> None:
@@ -193,28 +212,47 @@ def _compared(fields):
 
 
 def raise_agreed(comm, error):
-    """Every rank, once all know that some rank failed: raise the first failing rank's error."""
+    """Every rank, once all know that some rank failed: raise the first failing rank's error, as
+    one class on every rank: that rank's own where every rank builds it (:func:`_agreed_class`),
+    else DistScanError."""
     mine = None if error is None else (describe(error), message_of(error))
     reports = comm.allgather(mine)
+    failing = [r for r, rep in enumerate(reports) if rep is not None]
+    type_name, message = reports[failing[0]]
+    if len(failing) == len(reports) and all(rep == reports[0] for rep in reports):
+        text = message  # every rank failed the same way: the message needs no rank
+    else:
+        others = len(failing) - 1
+        suffix = f" (and {others} other rank{'s' if others > 1 else ''})" if others else ""
+        text = f"rank {failing[0]}{suffix}: {message}"
+    agreed = _agreed_class(comm, type_name, text, error)
     if error is not None and not isinstance(error, Exception):
         # This process's own interrupt or exit (a user's combine raised KeyboardInterrupt or
         # SystemExit(3) on this rank: uncaught, it left this rank alone while the others waited in
         # the exchange, 2026-11-27): raised as it is, type and exit code kept, now that every rank
-        # knows; the others raise the agreed error (a DistScanError naming it).
+        # knows (and has made the same collectives); the others raise the agreed error (a
+        # DistScanError naming it).
         raise error
-    failing = [r for r, rep in enumerate(reports) if rep is not None]
-    type_name, message = reports[failing[0]]
-    # This rank's own class only where every rank raised that class itself; else the class every
-    # rank builds by name (or DistScanError): a class of the user's, which the others cannot
-    # build, was raised as itself on the failing rank and as DistScanError on the others, so no
-    # one except clause caught the call's failure everywhere (2026-11-27)
-    local = error if all(rep is not None and rep[0] == type_name for rep in reports) else None
-    if len(failing) == len(reports) and all(rep == reports[0] for rep in reports):
-        # Every rank failed the same way: the message needs no rank.
-        raise _rebuild(type_name, message, local) from error
-    others = len(failing) - 1
-    suffix = f" (and {others} other rank{'s' if others > 1 else ''})" if others else ""
-    raise _rebuild(type_name, f"rank {failing[0]}{suffix}: {message}", local) from error
+    raise (DistScanError(text) if agreed is None else agreed) from error
+
+
+def _agreed_class(comm, type_name, text, error):
+    """The first failing rank's class built with ``text`` where every rank built it alike, else
+    None; one ``allgather`` on every rank (the error path only).
+
+    The failing rank's class is kept on every rank where each can build it: a user's class too,
+    found in a module every rank has imported (``__main__``, the user's own); a scan's last rank
+    never runs the combine before the exchange, so "every rank raised that class itself" never held
+    there, and ``except Boom`` caught the call at one rank but not at two (2026-11-28).  Where some
+    rank cannot build it (a class defined on some ranks only, an ``__init__`` of other arguments),
+    every rank raises DistScanError: one ``except`` clause catches the call everywhere."""
+    try:
+        built = _build(type_name, text, error, loaded=True)
+        seen = None if built is None else (describe(built), message_of(built))
+    except BaseException:  # noqa: BLE001 - a user's module or __str__ raising anything (SystemExit
+        built, seen = None, None  # too): not built, and this rank never leaves the others alone
+    views = comm.allgather(seen)
+    return built if seen is not None and all(v == seen for v in views) else None
 
 
 def raise_mismatch(comm, what, fields):

@@ -57,6 +57,39 @@ def test_bad_input_on_one_rank_raises_on_all(comm):
     assert msg.startswith(f"rank {comm.size - 1}:")
 
 
+_STRING_DTYPE = getattr(np.dtypes, "StringDType", None)  # NumPy 2 only
+_STRING_CALLS = {
+    "cumsum": (lambda x, s, comm: distscan.cumsum(x if s is None else x.astype(s), comm=comm), "input"),
+    "scan max": (lambda x, s, comm: distscan.scan(x if s is None else x.astype(s), "max", comm=comm), "input"),
+    "cumulative_sum": (lambda x, s, comm: distscan.cumulative_sum(x if s is None else x.astype(s), comm=comm),
+                       "input"),
+    "reduce": (lambda x, s, comm: distscan.reduce(x if s is None else x.astype(s), comm=comm), "input"),
+    "cumsum dtype=": (lambda x, s, comm: distscan.cumsum(x, dtype=s, comm=comm), "requested"),
+    "reduce dtype=": (lambda x, s, comm: distscan.reduce(x, dtype=s, comm=comm), "requested"),
+    "cumsum out=": (lambda x, s, comm: distscan.cumsum(x, out=None if s is None else np.empty(x.shape, s),
+                                                       comm=comm), "out"),
+}
+
+
+@pytest.mark.skipif(_STRING_DTYPE is None, reason="NumPy 1 has no StringDType")
+@pytest.mark.parametrize("name", sorted(_STRING_CALLS))
+def test_a_string_dtype_part_is_refused_in_distscans_words(comm, name):
+    """A NumPy 2 StringDType (the input, ``dtype=`` or ``out=``) on the last rank: its newbyteorder,
+    called before distscan's check, raised NumPy's "Cannot use DescrNewByteOrder for this new style
+    DTypes" (s42); now every rank raises distscan's refusal, and the calls after it are right."""
+    call, what = _STRING_CALLS[name]
+    x = np.arange(4.0) + comm.rank
+    want = call(x, None, comm)
+    last = comm.size - 1
+    verb = "writes" if what == "out" else "scans"
+    msg = raises_everywhere(comm, TypeError, "not supported",
+                            lambda: call(x, _STRING_DTYPE() if comm.rank == last else None, comm))
+    assert msg == (f"{'' if comm.size == 1 else f'rank {last}: '}{what} dtype StringDType() is not supported: "
+                   f"distscan {verb} bool, integer, float and complex data"), msg
+    again = call(x, None, comm)
+    all_ranks_ok(comm, lambda: np.testing.assert_array_equal(again, want))
+
+
 @pytest.mark.manyranks
 @pytest.mark.mpi(min_size=2)
 @pytest.mark.parametrize("phase", ["reduce", "scan"])
@@ -160,6 +193,24 @@ def test_rebuild_by_module_and_name():
     assert type(e) is DistScanError
     e = _rebuild("evil_module:Thing", "no")  # untrusted module: not imported
     assert type(e) is DistScanError and "evil_module" not in sys.modules
+
+
+class _LoadedError(Exception):
+    """A user's class of a module this process has imported (this one)."""
+
+
+def test_build_finds_a_users_class_only_in_modules_already_imported(monkeypatch):
+    """The agreement (raise_agreed) builds a user's class from a module in sys.modules, and never
+    imports one to find it: a name from another rank runs no import."""
+    from distscan.dist.agree import _build, describe
+    e = _build(describe(_LoadedError("x")), "rank 1: x", loaded=True)
+    assert type(e) is _LoadedError and str(e) == "rank 1: x"
+    assert _build(describe(_LoadedError("x")), "x") is None  # decide_on_root's rule: trusted modules only
+    assert _build("evil_module:Thing", "no", loaded=True) is None and "evil_module" not in sys.modules
+    monkeypatch.setitem(sys.modules, "blocked_module", None)  # an import blocked by a None entry
+    assert _build("blocked_module:Thing", "no", loaded=True) is None and sys.modules["blocked_module"] is None
+    assert _build(f"{__name__}:_LoadedError.nothing", "no", loaded=True) is None
+    assert _build(f"{__name__}:test_rebuild_by_module_and_name", "no", loaded=True) is None  # not a class
 
 
 # --- a declared operator's combine that raises between ranks ---------------------------------------
