@@ -22,7 +22,7 @@ from ._kinds import plan_of
 from .dist.options import resolve_algorithm, resolve_hierarchy, resolve_strategy
 from .dist.plan import ScanPlan
 from .gpus import ensure_device
-from ._dtypes import ScanTypes, check_coefficients, check_int_coefficient, scan_types
+from ._dtypes import ScanTypes, check_coefficients, check_int_coefficient, recurrence_dtype, scan_types
 from .backends import get_backend
 from .ops import Op, get_op
 
@@ -216,7 +216,7 @@ class Part:
             coef = self._on_device(self._to_backend(*to_native(coefficients)[:2]))
             if dtype is None:  # y = a*y + b computes in the dtype NumPy gives a*b + b (a Python number is weak)
                 python_number = isinstance(coefficients, (int, float, complex)) and not isinstance(coefficients, bool)
-                dtype = np.result_type(coefficients if python_number else coef.dtype, work.dtype)
+                dtype = recurrence_dtype(coefficients if python_number else coef.dtype, work.dtype)
             else:  # a float a with an integer dtype= was truncated silently (found 2026-11-25)
                 check_coefficients(coef.dtype, dtype)
         self.types = scan_types(self.op, work.dtype, dtype, None if out_native is None else out_native.dtype)

@@ -56,9 +56,13 @@ class ScanTypes:
         return self.compute != self.acc and self.input != self.compute
 
 
-def _check_kind(op: Op, dtype: np.dtype, what: str) -> None:
+def _check_scannable(dtype: np.dtype, what: str) -> None:
     if dtype.kind not in "biufc" or dtype.hasobject:
         raise TypeError(f"{what} dtype {dtype} is not supported: distscan scans bool, integer, float and complex data")
+
+
+def _check_kind(op: Op, dtype: np.dtype, what: str) -> None:
+    _check_scannable(dtype, what)
     if dtype.kind not in op.kinds:
         allowed = ", ".join(_KIND_NAMES[k] for k in op.kinds)
         raise TypeError(f"operator {op.name!r} is not defined for {what} dtype {dtype} (it takes {allowed})")
@@ -82,6 +86,17 @@ def default_result_dtype(op: Op, input_dtype: np.dtype) -> np.dtype:
         if input_dtype.kind == "u" and input_dtype.itemsize < np.dtype(np.uint).itemsize:
             return np.dtype(np.uint)
     return input_dtype
+
+
+def recurrence_dtype(a, b_dtype) -> np.dtype:
+    """The dtype NumPy gives ``a*b + b`` (``a`` the coefficients' dtype, or a Python number, which is
+    weak), in which a linear recurrence without ``dtype=`` computes.  An ``a`` or ``b`` that distscan
+    does not scan (a string, a datetime, objects) is refused in distscan's words first:
+    ``np.result_type`` of a Python float and a string ``b`` raised NumPy's DTypePromotionError (s42)."""
+    if not isinstance(a, (int, float, complex)):
+        _check_scannable(np.dtype(a), "coefficients a")
+    _check_scannable(np.dtype(b_dtype), "input")
+    return np.result_type(a, b_dtype)
 
 
 def check_coefficients(a_dtype, dtype) -> None:

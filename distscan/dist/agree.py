@@ -53,6 +53,7 @@ def abort_job(code: int) -> None:
     try:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 2)
+        os.close(null)
     except OSError:
         pass
     MPI.COMM_WORLD.Abort(code)
@@ -131,8 +132,7 @@ def _build(type_name: str, message: str, local: BaseException | None = None,
     type, a class found by ``module:QualName`` (:func:`_exception_class`), a standard type, or a
     DistScanError subclass), else None."""
     short = type_name.rpartition(":")[2].rpartition(".")[2]
-    candidates = [type(local)] if local is not None and (describe(local) == type_name
-                                                         or type(local).__name__ == type_name) else []
+    candidates = [type(local)] if local is not None and describe(local) == type_name else []
     found = _exception_class(type_name, loaded)
     if found is not None:
         candidates.append(found)

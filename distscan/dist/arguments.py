@@ -78,8 +78,31 @@ def parts_of(name, x, op, comm, extra, keywords: dict, known=frozenset()) -> tup
 
 def group_of(comm):
     """``comm`` where the call spans several ranks (its collectives run there), else None: a call
-    of one rank makes none."""
-    return comm if comm is not None and comm.Get_size() > 1 else None
+    of one rank makes none.  A ``comm`` no collective of the call can run over is refused on this
+    rank alone (as MPI would refuse it there): ``COMM_NULL`` or a freed communicator (its size
+    raised MPI's raw "Invalid communicator"), an intercommunicator (its collectives join two
+    groups: the exchange's Allgather raised mpi4py's "Invalid buffer pointer", or with one rank
+    a side the call scanned that rank alone), something that is not a communicator."""
+    if comm is None:
+        return None
+    try:
+        size, inter = comm.Get_size(), comm.Is_inter()
+    except Exception:  # noqa: BLE001 - COMM_NULL, a freed communicator, not a communicator
+        size, inter = 0, False
+    if size == 0 or inter:
+        raise unusable_comm(comm)
+    return comm if size > 1 else None
+
+
+def unusable_comm(comm) -> Exception:
+    """The error for a ``comm=`` that :func:`group_of` refuses."""
+    if not _is_communicator(comm):
+        return TypeError(f"comm must be an mpi4py communicator, got {type(comm).__name__}")
+    if comm == sys.modules["mpi4py.MPI"].COMM_NULL:
+        return ValueError("comm is MPI.COMM_NULL (or a freed communicator): this rank is in no communicator "
+                          "the call's collectives could run over")
+    return TypeError("comm is an intercommunicator: distscan's collectives run over the ranks of one "
+                     "intracommunicator (merge the two groups first: Intercomm.Merge)")
 
 
 def check_arguments(name, keywords: dict, comm, known, extra=(), takes=(1, 1), missing=()):
@@ -95,8 +118,9 @@ def refuse_arguments(name, keywords: dict, comm, extra=(), takes=(1, 1), missing
     not in ``known`` (None: all of them), positional arguments ``extra`` past the ``takes`` (fewest,
     most) that ``name`` has, the parts named in ``missing`` (passed as :data:`MISSING`)."""
     unknown = keywords if known is None else {k: v for k, v in keywords.items() if k not in known}
+    given = None  # a communicator among the refused arguments, where the call has no comm=
     if comm is None:
-        comm = next((a for a in (*extra, *unknown.values()) if _is_communicator(a)), None)
+        given = next((a for a in (*extra, *unknown.values()) if _is_communicator(a)), None)
     if twice is not None:
         error = TypeError(f"{name}() got multiple values for argument {twice!r}")
     elif unknown:
@@ -111,6 +135,8 @@ def refuse_arguments(name, keywords: dict, comm, extra=(), takes=(1, 1), missing
         names = " and ".join(repr(k) for k in missing)
         error = TypeError(f"{name}() missing {len(missing)} required positional argument"
                           f"{'s' if len(missing) > 1 else ''}: {names}")
+    if given is not None:
+        _refuse_over(given, error)
     raise_everywhere(group_of(default_comm(comm)), error)
 
 
@@ -120,7 +146,7 @@ def refuse_communicator_as_op(name, op, comm) -> None:
     ``COMM_WORLD`` as an unknown operator, it hung the ranks of ``sub`` where the others never call
     (2026-11-27).  Cheap where ``op`` is a name (the common call)."""
     if comm is None and not isinstance(op, str) and _is_communicator(op):
-        raise_everywhere(group_of(op), TypeError(f"{name}() got a communicator as its operator: pass it as comm="))
+        _refuse_over(op, TypeError(f"{name}() got a communicator as its operator: pass it as comm="))
 
 
 def refuse_communicator_as_part(name, comm, parts: dict, extra=(), keywords=()) -> None:
@@ -146,11 +172,12 @@ def refuse_communicator_as_part(name, comm, parts: dict, extra=(), keywords=()) 
         if key in keywords:
             if value is MISSING or type(value) is Default:  # by keyword alone
                 value = keywords[key]
-            elif _is_communicator(value) or _is_communicator(keywords[key]):
-                # passed both ways: Python's first error, as by_keyword's (where neither is a
-                # communicator, by_keyword refuses it over the call's ranks)
-                _refuse_over(value if _is_communicator(value) else keywords[key],
-                             TypeError(f"{name}() got multiple values for argument {key!r}"))
+            else:
+                # passed both ways: Python's first error, as by_keyword's, over the communicator
+                # where one of the two is one (else by_keyword refuses it over the call's ranks)
+                given = value if _is_communicator(value) else keywords[key]
+                if _is_communicator(given):
+                    _refuse_over(given, TypeError(f"{name}() got multiple values for argument {key!r}"))
         if _is_communicator(value):
             _refuse_over(value, TypeError(f"{name}() got a communicator as its part {key!r}: pass it as comm="))
     for value in extra:
@@ -165,7 +192,7 @@ def _refuse_over(given, error: TypeError) -> None:
     raised MPI's own error; an intercommunicator: the agreement's ``Allreduce`` over it raised
     mpi4py's on the ranks of its larger group, TypeError on the others)."""
     mpi = sys.modules["mpi4py.MPI"]  # (imported: given is one of its communicators)
-    if given == mpi.COMM_NULL or isinstance(given, mpi.Intercomm):
+    if given == mpi.COMM_NULL or given.Is_inter():
         raise error
     raise_everywhere(group_of(given), error)
 

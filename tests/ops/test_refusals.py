@@ -8,6 +8,8 @@ Written for any rank count (serially and under mpiexec, tests/run.sh).
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -57,3 +59,23 @@ def test_a_zero_initial_of_the_wrong_shape_is_refused():
             distscan.linear_recurrence(0.5, b, initial=bad, comm=SELF)
     np.testing.assert_array_equal(distscan.linear_recurrence(0.5, b, initial=np.zeros(3), comm=SELF),
                                   distscan.linear_recurrence(0.5, b, comm=SELF))
+
+
+@pytest.mark.parametrize("a, b, what", [
+    (0.5, np.array(["x"] * 4), "input dtype <U1"),            # NumPy's DTypePromotionError before (s42)
+    (0.5, np.array([b"x"] * 4), "input dtype |S1"),
+    (np.ones(4), np.arange(4).astype("M8[s]"), "input dtype datetime64"),
+    (np.array(["x"] * 4), np.ones(4), "coefficients a dtype <U1"),  # it said "input dtype" of a
+    (np.ones(4, "m8[s]"), np.ones(4), "coefficients a dtype timedelta64"),
+    (np.ones(4, object), np.ones(4), "coefficients a dtype object"),
+])
+def test_a_recurrence_of_data_distscan_does_not_scan_is_refused_in_its_words(comm, a, b, what):
+    """``linear_recurrence(0.5, strings)`` raised NumPy's DTypePromotionError from ``np.result_type``
+    (the dtype of ``a*b + b``) before distscan's own check; now every such ``a`` or ``b`` is refused as
+    a part of another dtype is, naming which of the two it is, on every rank (one rank's string
+    part fails all of them)."""
+    mine = comm.rank == comm.size - 1
+    with pytest.raises(TypeError, match=rf"^(rank \d+: )?{re.escape(what)}.* is not supported: distscan scans bool"):
+        distscan.linear_recurrence(a if mine else 0.5, b if mine else np.ones(4), comm=comm)
+    np.testing.assert_allclose(distscan.linear_recurrence(0.5, np.ones(4), comm=comm)[:1],
+                               [2 - 0.5 ** (4 * comm.rank)])
