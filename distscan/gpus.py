@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .dist.agree import agree, default_comm
+from .dist.arguments import group_of
 
 GPU_ENV = "DISTSCAN_GPU"
 SHARED_ENV = "DISTSCAN_ALLOW_SHARED_GPU"
@@ -152,8 +153,9 @@ def _use(binding: Binding) -> Binding:
 
 
 def node_position(comm) -> tuple:
-    """``(rank on this node, ranks on this node)``: collective (``Split_type``) over ``comm``."""
-    if comm is None or comm.Get_size() == 1:
+    """``(rank on this node, ranks on this node)``: collective (``Split_type``) over ``comm``
+    (one no collective can run over, ``COMM_NULL`` say, is refused here: ``group_of``)."""
+    if group_of(comm) is None:
         return 0, 1
     from mpi4py import MPI
 

@@ -5,7 +5,7 @@ AttributeError for ``comm=5``; over an intercommunicator mpi4py's "Invalid buffe
 agreement's Allreduce, or with one rank a side the call scanned that rank alone): now one clear
 error, on the rank that passes it, at once (it can share no collective), and the next call goes on.
 The same for ``COMM_NULL`` as the operator (``scan(x, MPI.COMM_NULL)``) and under a misspelt keyword
-(``cumsum(x, communicator=MPI.COMM_NULL)``), which keep their own messages.
+(``cumsum(x, communicator=MPI.COMM_NULL)``), which keep their own messages; and ``bind_gpu(MPI.COMM_NULL)``.
 
 Runs serially and under ``mpiexec -n K python -m pytest --with-mpi``: the ranks are split by parity,
 the even ones make the mistake, the odd ones make calls of their own meanwhile.
@@ -99,5 +99,7 @@ def test_comm_null_as_the_operator_or_under_a_misspelt_keyword_keeps_its_own_mes
         distscan.cumsum(x, communicator=MPI.COMM_NULL)
     with pytest.raises(TypeError, match=r"^exclusive_scan\(\) got unexpected keyword argument 'communicator'$"):
         distscan.exclusive_scan(x, communicator=MPI.COMM_NULL)
+    with pytest.raises(ValueError, match=r"^comm is MPI.COMM_NULL"):  # (before any GPU is looked for)
+        distscan.bind_gpu(MPI.COMM_NULL)
     all_ranks_ok(comm, lambda: np.testing.assert_array_equal(distscan.cumsum(x, comm=comm)[-1:],
                                                              [6.0 * (comm.rank + 1)]))
