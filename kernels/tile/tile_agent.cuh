@@ -44,6 +44,15 @@ __device__ __forceinline__ Extra<TAcc> no_extra() {
     return ex;
 }
 
+// A state operator's PARAM_READS_MORE (kernels/util/states.cuh); false for the value operators,
+// which have none.
+template <typename Op, bool STATE = Op::STATE> struct ParamReadsMore {
+    static constexpr bool value = false;
+};
+template <typename Op> struct ParamReadsMore<Op, true> {
+    static constexpr bool value = Op::PARAM_READS_MORE;
+};
+
 // The coefficient type of a state operator's items (a placeholder for the others).
 template <typename TAcc, bool STATE> struct CoefOf {
     typedef TAcc type;
@@ -265,10 +274,14 @@ struct TileAgent {
     }
 
     // An item's output from the state before it (exclusive) or its own prefix (inclusive).
+    // HAS: whether the call's parameter is projected, known at compile time (0 or 1: the store's
+    // copy for that value, Op::PARAM_READS_MORE), else -1: Extra::has_param.
+    template <int HAS = -1>
     static __device__ __forceinline__ TOut output(const TAcc &v, const Extra<TAcc> &ex, bool start) {
         if constexpr (Op::STATE) {
-            if (EXCLUSIVE && Op::fresh(v, start)) return Op::template first<TOut>(ex.param, ex.has_param);
-            return Op::template project<TOut>(v, ex.param, ex.has_param);
+            const bool has = HAS < 0 ? ex.has_param : HAS == 1;
+            if (EXCLUSIVE && Op::fresh(v, start)) return Op::template first<TOut>(ex.param, has);
+            return Op::template project<TOut>(v, ex.param, has);
         } else {
             return Convert<TOut, TAcc>::apply(v);
         }
@@ -276,7 +289,7 @@ struct TileAgent {
 
     // out[i]: item i's output from `prefix` op the thread's scanned items (the state before
     // item i, or its own); RUN: by apply_run, where no item is the identity.
-    template <bool RUN>
+    template <bool RUN, int HAS>
     static __device__ __forceinline__ void fold_prefix(const TAcc &prefix, const TAcc (&items)[ITEMS],
                                                        const Extra<TAcc> &ex, unsigned starts, TOut (&out)[ITEMS]) {
 #pragma unroll
@@ -288,7 +301,7 @@ struct TileAgent {
                 const TAcc &run = items[EXCLUSIVE ? i - 1 : i];
                 v = RUN ? apply_run<Op, TAcc>(prefix, run) : Op::template apply<TAcc>(prefix, run);
             }
-            out[run_item(i)] = output(v, ex, (starts >> i) & 1u);
+            out[run_item(i)] = output<HAS>(v, ex, (starts >> i) & 1u);
         }
     }
 
@@ -314,12 +327,20 @@ struct TileAgent {
                 out[run_item(i)] = output(v, ex, (starts >> i) & 1u);
                 if (EXCLUSIVE) Op::template run_add<TAcc>(r, items[i]);
             }
+        } else if constexpr (ParamReadsMore<Op>::value) {  // a copy for each value of has_param, as below
+            if (ex.has_param) {
+                if (Op::RUN_APPLY && valid == 32 * ITEMS) fold_prefix<true, 1>(prefix, items, ex, starts, out);
+                else fold_prefix<false, 1>(prefix, items, ex, starts, out);
+            } else {
+                if (Op::RUN_APPLY && valid == 32 * ITEMS) fold_prefix<true, 0>(prefix, items, ex, starts, out);
+                else fold_prefix<false, 0>(prefix, items, ex, starts, out);
+            }
         } else if (Op::RUN_APPLY && valid == 32 * ITEMS) {
             // A whole segment: every item lifted, none the identity, so the run's cheaper combine
             // serves (operators.cuh, apply_run; the same values)
-            fold_prefix<true>(prefix, items, ex, starts, out);
+            fold_prefix<true, -1>(prefix, items, ex, starts, out);
         } else {
-            fold_prefix<false>(prefix, items, ex, starts, out);
+            fold_prefix<false, -1>(prefix, items, ex, starts, out);
         }
         store_out(d_out, seg_base, valid, vector_ok, smem, lane, out);
     }
@@ -334,13 +355,27 @@ struct TileAgent {
                                                            const Extra<TAcc> &ex, unsigned starts) {
         int valid;
         const i64 seg_base = segment(n, tile, warp, valid);
-        const bool whole = Op::RUN_APPLY && valid == 32 * ITEMS;  // no item the identity: apply_run serves
         TOut out[ITEMS];
+        if constexpr (ParamReadsMore<Op>::value) {  // a copy for each value of has_param
+            if (ex.has_param) rescan_run<1>(prefix, items, ex, starts, valid, out);
+            else rescan_run<0>(prefix, items, ex, starts, valid, out);
+        } else {
+            rescan_run<-1>(prefix, items, ex, starts, valid, out);
+        }
+        store_out(d_out, seg_base, valid, vector_ok, smem, lane, out);
+    }
+
+    // store_rescanned's outputs of a thread's run; HAS as output()'s.
+    template <int HAS>
+    static __device__ __forceinline__ void rescan_run(const TAcc &prefix, const TAcc (&items)[ITEMS],
+                                                      const Extra<TAcc> &ex, unsigned starts, int valid,
+                                                      TOut (&out)[ITEMS]) {
+        const bool whole = Op::RUN_APPLY && valid == 32 * ITEMS;  // no item the identity: apply_run serves
         TAcc running = prefix;
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
             const bool start = (starts & (1u << i)) != 0u;
-            if (EXCLUSIVE) out[run_item(i)] = output(running, ex, start);
+            if (EXCLUSIVE) out[run_item(i)] = output<HAS>(running, ex, start);
             // by the bits where run_total_bits takes them, from item 0 where that item's left may
             // be the prefix (BITS_AT_FIRST); the outputs read no flag apply_bits leaves out
             if (Op::RUN_BITS && (i > 0 || Op::BITS_AT_FIRST) && (!REVERSE || valid == 32 * ITEMS)) {
@@ -348,9 +383,8 @@ struct TileAgent {
             } else {
                 running = whole ? apply_run<Op, TAcc>(running, items[i]) : Op::template apply<TAcc>(running, items[i]);
             }
-            if (!EXCLUSIVE) out[run_item(i)] = output(running, ex, start);
+            if (!EXCLUSIVE) out[run_item(i)] = output<HAS>(running, ex, start);
         }
-        store_out(d_out, seg_base, valid, vector_ok, smem, lane, out);
     }
 
     // The run total of lifted items (lift_aux's, with its `starts`) for RUN_BITS operators: the

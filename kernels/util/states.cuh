@@ -119,6 +119,11 @@ struct StateOpBase {
     // not a bit): where it reads only b's own bit
     static constexpr bool BITS_AT_FIRST = false;
     template <typename S> static __device__ __forceinline__ bool fresh(const S &, bool) { return false; }
+    // Whether project() reads more of a state with the call's parameter than without it (AffineBase:
+    // a, for a*param + b): the tile's store is then compiled twice (tile_agent.cuh, store and
+    // store_rescanned), once for each value of Extra::has_param, so that without one no output
+    // computes what it drops.
+    static constexpr bool PARAM_READS_MORE = false;
     // Whether the look-ahead scans a thread's run again from the stage for states S (RESCAN,
     // agent/agent_lookahead.cuh): for operators with auxiliary inputs, but AffineBase's below.
     template <typename S> static constexpr bool rescans() { return true; }
@@ -344,6 +349,12 @@ template <typename V> __device__ __forceinline__ V compose_b(V sb, V ta, V tb) {
 
 struct AffineBase : StateOpBase {
     static constexpr int AUX = 2;  // the coefficients (and the flags, with segments)
+    // Without an initial an output is b alone: the products of the a's that a store's compositions
+    // make (prefix.a times the run's, each item's) feed nothing, and the store's copy for
+    // has_param false computes none.  H100, 2^27, GPU time (benchmarks/RESULTS.md, "The affine
+    // store without the a's"): complex64 1.487-1.492 -> 1.457-1.458 ms (look-back, "auto"), 3.21-3.29
+    // -> 1.99-2.00 (look-ahead); the float32 and float64 ones within 1 %.
+    static constexpr bool PARAM_READS_MORE = true;
     // Not for the 8-byte maps (float32 a, b): their rescan is one chain of compositions after the
     // barrier, where the path without it overlaps two tiles' chains (INTERLEAVE): 0.51 against
     // 0.81 of copy on the H100 at 2^27 (benchmarks/RESULTS.md, "Each thread's run scanned again

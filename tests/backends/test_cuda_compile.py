@@ -15,6 +15,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from distscan._call import call_op
 from distscan._dtypes import scan_types
 from distscan.backends.cuda import compile as cc
 from distscan.backends.cuda import extended
@@ -197,3 +198,29 @@ def test_state_structs_match_the_host_layout():
         assert op.state.kernel_dtype(np.dtype(value)).itemsize == size, (op.name, value)
         assert extended.kernel_state(op, scan_types(op, np.dtype(value))) == op.state.kernel_dtype(np.dtype(value))
         assert op.state.dtype(np.dtype(value)).itemsize > size
+
+
+def test_every_state_scan_s_look_ahead_ring_fits_an_h100_block():
+    """The look-ahead's ring (its stages of items, flags and coefficients: Tuning.lookahead_smem)
+    of every state scan that ``algorithm="lookahead"`` may run, at most the 227 KB of dynamic shared
+    memory an H100 or H200 gives a block.  The complex128 recurrences' took 330 KB, and the driver
+    refused the size with a raw CUDA_ERROR_INVALID_VALUE (2026-11-28); now 3 stages (198 KB)."""
+    over = []
+    for base in ("sum", "prod", "max", "min", "logaddexp", "nansum", "gcd"):
+        for options in ({"segments": True}, {"coefficients": True}, {"segments": True, "coefficients": True},
+                        {"compensated": True}, {}):
+            if "coefficients" in options and base != "sum":
+                continue
+            for reverse in (False, True):
+                for name in ("int8", "int64", "uint32", "float16", "float32", "float64", "complex64", "complex128"):
+                    dt = np.dtype(name)
+                    try:
+                        op = call_op(base, reverse=reverse, **options)
+                        types = scan_types(op, dt)
+                    except (TypeError, ValueError):  # not defined there (compensated integers, gcd of floats)
+                        continue
+                    key = extended.ext_module_key(dt, types, op, "lookahead", reverse)
+                    smem = key.tuning.lookahead_smem(dt, types.result, extended.staged_aux(op, types))
+                    if smem > 227 * 1024:
+                        over.append((base, options, reverse, name, smem))
+    assert not over, over

@@ -212,12 +212,16 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
         # at 2^27, the float64 recurrence 0.914 of copy against 0.720, segmented int64 0.869
         # against 0.826, the complex64 recurrence 0.330 against 0.342 (RESULTS.md, "Each thread's
         # run scanned again from the stage"); the others (the 12-byte segmented float32 maps: 0.499
-        # against 0.538, and larger states) one block of 128 an SM
+        # against 0.538, and larger states) one block of 128 an SM; of 3 stages for the complex128
+        # maps, whose 16-byte items and coefficients took a ring of 5 to 330 KB (an H100 gives a
+        # block 227; 198 KB; not timed: "auto" runs them on the look-back, plans.aux_looks_ahead)
         window, items = 1024, 16
         if s_acc <= 8:
             threads, min_blocks, stages, depth = 128, 2, 6, 4
         elif s_acc == 16:
             threads, min_blocks, stages, depth = 64, 2, 6, 4
+        elif state.startswith("affine") and max(s_in, s_out) > 8:  # (RESCAN: 2 stages' loads in flight)
+            threads, min_blocks, stages, depth, behind = 128, 1, 3, 1, 1
         else:
             threads, min_blocks, stages, depth = 128, 1, 5, 3
     elif device == "lookahead":  # persistent blocks, shared memory for STAGES tiles each

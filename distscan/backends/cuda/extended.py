@@ -27,7 +27,7 @@ from . import compile as cc
 from .absorbing import absorbed_results, absorbs, tail_of_part, tail_of_scan
 from .device import cp, device_info, reduction_columns, refuse_in_capture, remember, require_cupy
 from .launch import ArgBlock, first_row, launch_shape, write_first_row
-from .plans import (STATE_LEAD_SHARE, Plan, costly, ext_device, is_compensated, persistent_grid, setup_lead,
+from .plans import (STATE_LEAD_SHARE, Plan, costly, ext_device, is_compensated, lookahead_grid, setup_lead,
                     status_words)
 from .scratch import scratch_of
 from .settings import SETTINGS
@@ -107,14 +107,8 @@ def ext_plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, device: str, rever
     plan.la_smem = plan.la_grid = 0
     if device == "lookahead":
         smem = tuning.lookahead_smem(in_dtype, types.result, staged_aux(op, types))
-        for role in ("ext_incl", "ext_excl"):
-            plan.funcs[role].max_dynamic_shared_size_bytes = smem
+        plan.la_grid = lookahead_grid(plan, ("ext_incl", "ext_excl"), smem, dev_id)
         plan.la_smem = smem
-        plan.la_grid = persistent_grid(plan.funcs["ext_incl"], plan.threads, smem, device_info(dev_id)["sms"],
-                                       tuning.min_blocks)
-        if plan.la_grid == 0:
-            raise RuntimeError(f"the look-ahead kernel needs {smem} bytes of shared memory per block, more than "
-                               f"GPU {dev_id} gives")
     setup_lead(plan, dev_id, "auto", _lead_share(op, kstate))
     EXT_PLANS[key] = plan
     return plan

@@ -49,17 +49,32 @@ def _setup_lookahead(plan: Plan, dev_id: int, in_dtype, out_dtype) -> None:
     if plan.device != "lookahead":
         return
     smem = plan.tuning.lookahead_smem(in_dtype, out_dtype)
+    plan.la_grid = lookahead_grid(plan, ("scan_incl", "scan_excl"), smem, dev_id)
+    plan.la_smem = smem
+
+
+def lookahead_grid(plan: Plan, roles: tuple, smem: int, dev_id: int) -> int:
+    """The persistent grid of a look-ahead plan's kernels ``roles`` (the first's occupancy), each
+    given ``smem`` bytes of dynamic shared memory first.
+
+    Raises
+    ------
+    RuntimeError
+        If the ring does not fit one block on this GPU's SMs.  The driver refuses a size past the
+        GPU's limit with CUDA_ERROR_INVALID_VALUE, which the complex128 recurrences' ring (330 KB
+        on an H100's 227) raised as it was for ``algorithm="lookahead"`` (2026-11-28).
+    """
     try:
-        for role in ("scan_incl", "scan_excl"):
+        for role in roles:
             plan.funcs[role].max_dynamic_shared_size_bytes = smem
-        grid = persistent_grid(plan.funcs["scan_incl"], plan.threads, smem, device_info(dev_id)["sms"],
-                                plan.tuning.min_blocks)
+        grid = persistent_grid(plan.funcs[roles[0]], plan.threads, smem, device_info(dev_id)["sms"],
+                               plan.tuning.min_blocks)
     except Exception:  # noqa: BLE001 - the driver refuses the size
         grid = 0
     if grid == 0:
         raise RuntimeError(f"the look-ahead scan kernel needs {smem} bytes of shared memory per block, "
                            f"more than GPU {dev_id} gives")
-    plan.la_smem, plan.la_grid = smem, grid
+    return grid
 
 
 # "auto" runs the look-ahead kernel (kernels/agent_lookahead.cuh) where a scan moves (reads plus
