@@ -154,6 +154,19 @@ def call_op(op, *, segments=None, compensated=False, coefficients=None, reverse=
     return base
 
 
+class _NoCoefficients:
+    """``linear_recurrence(None, b)``'s coefficients: None is the options' "no recurrence", and the
+    call scanned a plain cumulative sum of ``b`` (red team, s43); Part refuses this on every rank."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "None"
+
+
+NO_COEFFICIENTS = _NoCoefficients()
+
+
 class Part:
     """One call's arrays: the input as ``(n, w)`` rows of the backend, the output, and how the
     result goes back to the caller's form.  Resolved and checked locally, before any collective.
@@ -212,13 +225,17 @@ class Part:
                 raise ValueError("output array is read-only")
         coef = None
         if coefficients is not None:
+            if coefficients is NO_COEFFICIENTS:
+                raise TypeError("linear_recurrence() got None as its coefficients a: pass a number or an array")
             # a NumPy a (or a number) beside CuPy b; a CuPy a of another GPU
             coef = self._on_device(self._to_backend(*to_native(coefficients)[:2]))
+            python_number = isinstance(coefficients, (int, float, complex)) and not isinstance(coefficients, bool)
             if dtype is None:  # y = a*y + b computes in the dtype NumPy gives a*b + b (a Python number is weak)
-                python_number = isinstance(coefficients, (int, float, complex)) and not isinstance(coefficients, bool)
                 dtype = recurrence_dtype(coefficients if python_number else coef.dtype, work.dtype)
             else:  # a float a with an integer dtype= was truncated silently (found 2026-11-25)
-                check_coefficients(coef.dtype, dtype)
+                # (a Python number by its kind: 2**70 is an object array, which dtype=float refused
+                # where NumPy's a*y takes it; an integer dtype's range is check_int_coefficient's)
+                check_coefficients(type(coefficients) if python_number else coef.dtype, dtype)
         self.types = scan_types(self.op, work.dtype, dtype, None if out_native is None else out_native.dtype)
         check_int_coefficient(coefficients, self.types.acc)  # (None passes)
         self.dtype_arg = dtype

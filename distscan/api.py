@@ -20,7 +20,7 @@ import inspect
 import numpy as np
 
 from ._arrays import foreign_device, to_native
-from ._call import BACKENDS, Part
+from ._call import BACKENDS, NO_COEFFICIENTS, Part
 from ._kinds import KINDS, NOT_THIS_KIND, options_key, state_options
 from .dist.agree import default_comm
 from .dist.arguments import (MISSING, SUM, Default, by_keyword, check_arguments, group_of, missing_parts, parts_of,
@@ -330,6 +330,8 @@ def linear_recurrence(a=MISSING, b=MISSING, /, *extra, initial=0, reverse=False,
         refuse_communicator_as_part("linear_recurrence", comm, {"a": a, "b": b}, extra, kwargs)
     if kwargs and ("a" in kwargs or "b" in kwargs):  # (a and b by keyword, as they may be)
         a, b = by_keyword("linear_recurrence", kwargs, comm, extra, a=a, b=b)
+    if a is None:  # (None in the options is "no recurrence": Part refuses this one on every rank)
+        a = NO_COEFFICIENTS
     # y[-1] = 0 contributes nothing.  The default (a Python 0, or any Python number equal to 0:
     # the same truth np.any gives it) is tested without NumPy (np.any took 4.9 us of a small call).
     # An array of zeros is left to the call, which checks its shape first (a zero array of any
@@ -342,7 +344,9 @@ def linear_recurrence(a=MISSING, b=MISSING, /, *extra, initial=0, reverse=False,
             initial = None
     elif initial is not None:
         try:
-            zero = np.ndim(initial) == 0 and not np.any(initial)
+            # (a number's zero only: an empty string, b"", COMM_NULL are false too, and were dropped
+            # as a zero where the call refuses them; red team, s43)
+            zero = np.ndim(initial) == 0 and np.asarray(initial).dtype.kind in "biufc" and not np.any(initial)
         except Exception:  # noqa: BLE001 - raised by Part on every rank (api._scan's raise_everywhere)
             zero = False
         if zero:

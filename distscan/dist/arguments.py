@@ -98,7 +98,12 @@ def unusable_comm(comm) -> Exception:
     """The error for a ``comm=`` that :func:`group_of` refuses."""
     if not _is_communicator(comm):
         return TypeError(f"comm must be an mpi4py communicator, got {type(comm).__name__}")
-    if comm == sys.modules["mpi4py.MPI"].COMM_NULL:
+    try:  # (a communicator freed through another handle of it, MPI.Intracomm(c) say, raised MPI's
+        #  "Invalid communicator" here, and was called an intercommunicator)
+        inter = comm != sys.modules["mpi4py.MPI"].COMM_NULL and comm.Is_inter()
+    except Exception:  # noqa: BLE001 - freed
+        inter = False
+    if not inter:
         return ValueError("comm is MPI.COMM_NULL (or a freed communicator): this rank is in no communicator "
                           "the call's collectives could run over")
     return TypeError("comm is an intercommunicator: distscan's collectives run over the ranks of one "
@@ -192,7 +197,11 @@ def _refuse_over(given, error: TypeError) -> None:
     raised MPI's own error; an intercommunicator: the agreement's ``Allreduce`` over it raised
     mpi4py's on the ranks of its larger group, TypeError on the others)."""
     mpi = sys.modules["mpi4py.MPI"]  # (imported: given is one of its communicators)
-    if given == mpi.COMM_NULL or given.Is_inter():
+    try:
+        alone = given == mpi.COMM_NULL or given.Is_inter()
+    except Exception:  # noqa: BLE001 - freed through another handle of it: MPI's raw "Invalid communicator"
+        alone = True
+    if alone:
         raise error
     raise_everywhere(group_of(given), error)
 

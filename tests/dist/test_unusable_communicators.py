@@ -103,3 +103,35 @@ def test_comm_null_as_the_operator_or_under_a_misspelt_keyword_keeps_its_own_mes
         distscan.bind_gpu(MPI.COMM_NULL)
     all_ranks_ok(comm, lambda: np.testing.assert_array_equal(distscan.cumsum(x, comm=comm)[-1:],
                                                              [6.0 * (comm.rank + 1)]))
+
+
+def test_a_communicator_freed_through_another_handle_is_refused_as_freed(comm):
+    """A copy of a communicator's handle (``MPI.Intracomm(c)``) outlives ``c.Free()``: it is not
+    ``COMM_NULL``, and MPI's ``Is_inter`` raises "Invalid communicator" on it.  As ``comm=`` it was
+    called an intercommunicator, and in a part's place or past the parts MPI's raw error came out
+    (red team, s43): now the freed communicator's message, and the part's own, on the rank at once."""
+    from mpi4py import MPI
+
+    x = np.arange(4.0)
+    freed = comm.Dup()
+    handle = MPI.Intracomm(freed)
+    freed.Free()
+    assert handle != MPI.COMM_NULL
+    seen = {
+        "comm=": outcome_of(lambda: distscan.cumsum(x, comm=handle)),
+        "bind_gpu": outcome_of(lambda: distscan.bind_gpu(handle)),
+        "part": outcome_of(lambda: distscan.cumsum(handle)),
+        "extra": outcome_of(lambda: distscan.cumsum(x, handle)),
+        "operator": outcome_of(lambda: distscan.scan(x, handle)),
+    }
+    again = distscan.cumsum(x, comm=comm)
+
+    def check():
+        assert seen["comm="] == ("raised", NULL + " the call's collectives could run over"), seen["comm="]
+        assert seen["bind_gpu"][1].startswith(NULL), seen["bind_gpu"]
+        assert seen["part"] == ("raised", "TypeError: cumsum() got a communicator as its part 'x': pass it as comm="), seen
+        assert seen["extra"] == ("raised", "TypeError: cumsum() got a communicator as an extra positional argument: "
+                                           "pass it as comm="), seen
+        assert seen["operator"] == ("raised", "TypeError: scan() got a communicator as its operator: pass it as comm="), seen
+        np.testing.assert_array_equal(again[-1:], [6.0 * (comm.rank + 1)])
+    all_ranks_ok(comm, check)

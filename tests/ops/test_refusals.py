@@ -79,3 +79,49 @@ def test_a_recurrence_of_data_distscan_does_not_scan_is_refused_in_its_words(com
         distscan.linear_recurrence(a if mine else 0.5, b if mine else np.ones(4), comm=comm)
     np.testing.assert_allclose(distscan.linear_recurrence(0.5, np.ones(4), comm=comm)[:1],
                                [2 - 0.5 ** (4 * comm.rank)])
+
+
+@pytest.mark.parametrize("by_keyword", [False, True])
+def test_a_recurrence_whose_coefficients_are_none_is_refused_on_every_rank(comm, by_keyword):
+    """``linear_recurrence(None, b)``: None in the options means "no recurrence", and the call
+    returned the plain cumulative sum of ``b``, silently (red team, s43).  NumPy's ``None*y`` is a
+    TypeError: refused, on every rank where one rank passes it, and the next call goes on."""
+    mine = comm.rank == comm.size - 1
+    b = np.ones(4)
+    a = None if mine else 0.5
+    with pytest.raises(TypeError, match=r"^(rank \d+: )?linear_recurrence\(\) got None as its coefficients a"):
+        if by_keyword:
+            distscan.linear_recurrence(a=a, b=b, comm=comm)
+        else:
+            distscan.linear_recurrence(a, b, reverse=True, segments=b > 0, comm=comm)
+    np.testing.assert_allclose(distscan.linear_recurrence(0.5, b, comm=comm)[:1], [2 - 0.5 ** (4 * comm.rank)])
+
+
+def test_a_python_int_coefficient_beyond_int64_with_a_float_dtype_is_taken_as_numpy_takes_it():
+    """``linear_recurrence(2**70, b, dtype=float)``: NumPy's ``np.multiply(2**70, y, dtype=float)``
+    takes the Python int (it is weak); the check of ``a`` against ``dtype=`` read its object array and
+    refused "Cannot cast the coefficients a from dtype('O')" (red team, s43).  Without ``dtype=`` it
+    was taken already.  A Python float with an integer dtype is still refused, as NumPy refuses it."""
+    b = np.arange(3)
+    expected = [0.0, 1.0, 2.0 ** 70 + 2]
+    np.testing.assert_array_equal(distscan.linear_recurrence(2 ** 70, b, dtype=float, comm=SELF), expected)
+    np.testing.assert_array_equal(distscan.linear_recurrence(2 ** 70, b.astype(float), comm=SELF), expected)
+    with pytest.raises(TypeError, match="Cannot cast the coefficients a from dtype\\('float64'\\) to dtype\\('int64'\\)"):
+        distscan.linear_recurrence(0.5, b, dtype=np.int64, comm=SELF)
+    with pytest.raises(OverflowError, match="out of bounds for int64"):
+        distscan.linear_recurrence(2 ** 70, b, dtype=np.int64, comm=SELF)
+
+
+@pytest.mark.parametrize("initial", ["", b"", np.str_("")])
+def test_a_false_initial_that_is_not_a_number_is_refused_as_the_call_refuses_it(initial):
+    """``linear_recurrence(a, b, initial="")``: the test for a zero ``initial`` (which contributes
+    nothing) took any false scalar for one, so an empty string went through as 0 where
+    ``cumsum(x, initial="")`` and NumPy refuse it (red team, s43).  A number's zero still is one."""
+    b = np.arange(4.0)
+    with pytest.raises(ValueError, match="could not convert string to float"):
+        distscan.linear_recurrence(0.5, b, initial=initial, comm=SELF)
+    with pytest.raises(ValueError, match="could not convert string to float"):
+        distscan.cumsum(b, initial=initial, comm=SELF)
+    for zero in (0, 0.0, False, np.float32(0), np.array(0)):
+        np.testing.assert_array_equal(distscan.linear_recurrence(0.5, b, initial=zero, comm=SELF),
+                                      [0.0, 1.0, 2.5, 4.25])
