@@ -499,7 +499,10 @@ def test_a_complex_coefficient_with_an_infinite_or_nan_part_times_a_zero_is_zero
             for initial in (0, 2 + 1j):
                 x, want = nonfinite_at_zero_states(rng, a, b, COMPLEX_NONFINITE, initial=initial, reverse=reverse,
                                                    segments=segments, edges=edges[edges < n])
-                assert n < 32 or np.count_nonzero(~np.isfinite(x)) > n // 100
+                # (the data's own check: non-finite coefficients where the state is 0, at least one,
+                # and more than 1 % of the items where there are thousands; 257 items drew only 2,
+                # not the 3 asked before, in 1.5 % of draws: the suite of 2026-11-28 03:24 UTC met one)
+                assert n < 32 or np.count_nonzero(~np.isfinite(x)) > (n // 100 if n > 1000 else 0)
                 got = cp.asnumpy(_gpu(distscan.linear_recurrence, x, b, reverse=reverse, initial=initial,
                                       segments=None if segments is None else cp.asarray(segments)))
                 np.testing.assert_array_equal(got, want.astype(dtype), err_msg=f"reverse={reverse} initial={initial}")
