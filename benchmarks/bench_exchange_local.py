@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from distscan._call import call_op  # noqa: E402
+from distscan.ops.options import call_op  # noqa: E402
 from distscan._carry import Carries  # noqa: E402
 from distscan._dtypes import scan_types  # noqa: E402
 from distscan.dist import exchange  # noqa: E402

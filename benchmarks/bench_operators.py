@@ -97,7 +97,7 @@ def module_keys(n):
     """The kernel modules the distscan calls below compile (the plain forward module of "auto" and
     of the look-ahead, the extended one of reverse and state scans), as the backend routes them;
     a key missed here only costs its compile inside the timing's warm-up."""
-    from distscan._call import call_op
+    from distscan.ops.options import call_op
     from distscan._dtypes import scan_types
     from distscan.backends.cuda import extended, plans
 

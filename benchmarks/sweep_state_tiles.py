@@ -120,7 +120,7 @@ CASE_NAMES = ["segmented sum f32", "segmented sum f32 reverse", "segmented sum i
 
 def module_keys(n, device="auto", names=None):
     """The extended modules of every case (of ``names``) and shape, to compile in parallel processes first."""
-    from distscan._call import call_op
+    from distscan.ops.options import call_op
     from distscan._dtypes import scan_types
     from distscan.backends.cuda import extended, plans
 

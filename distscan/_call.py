@@ -24,7 +24,8 @@ from .dist.plan import ScanPlan
 from .gpus import ensure_device
 from ._dtypes import ScanTypes, check_coefficients, check_int_coefficient, recurrence_dtype, scan_types
 from .backends import get_backend
-from .ops import Op, get_op
+from .ops import Op
+from .ops.options import call_op
 
 BACKENDS = ("auto", "cpu", "cuda")
 
@@ -135,38 +136,6 @@ def _as_rows(x):
     return x.reshape(n, w)
 
 
-def call_op(op, *, segments=None, compensated=False, coefficients=None, reverse=False) -> Op:
-    """The operator of a call: ``op``, made segmented, compensated or affine by the call's options."""
-    base = get_op(op)
-    if not compensated and coefficients is None and segments is None:
-        return base
-    from .ops import derive  # deferred: the state operators load only for a call that makes one
-    if compensated:
-        if coefficients is not None:
-            raise ValueError("compensated=True is for sums, not linear recurrences")
-        if segments is not None:
-            raise ValueError("compensated=True and segments= together are not supported")
-        base = derive.compensated(base)
-    if coefficients is not None:
-        return derive.affine(segments is not None, reverse)
-    if segments is not None:
-        return derive.segmented(base, reverse)
-    return base
-
-
-class _NoCoefficients:
-    """``linear_recurrence(None, b)``'s coefficients: None is the options' "no recurrence", and the
-    call scanned a plain cumulative sum of ``b`` (red team, s43); Part refuses this on every rank."""
-
-    __slots__ = ()
-
-    def __repr__(self):
-        return "None"
-
-
-NO_COEFFICIENTS = _NoCoefficients()
-
-
 class Part:
     """One call's arrays: the input as ``(n, w)`` rows of the backend, the output, and how the
     result goes back to the caller's form.  Resolved and checked locally, before any collective.
@@ -225,8 +194,6 @@ class Part:
                 raise ValueError("output array is read-only")
         coef = None
         if coefficients is not None:
-            if coefficients is NO_COEFFICIENTS:
-                raise TypeError("linear_recurrence() got None as its coefficients a: pass a number or an array")
             # a NumPy a (or a number) beside CuPy b; a CuPy a of another GPU
             coef = self._on_device(self._to_backend(*to_native(coefficients)[:2]))
             python_number = isinstance(coefficients, (int, float, complex)) and not isinstance(coefficients, bool)

@@ -20,7 +20,7 @@ import inspect
 import numpy as np
 
 from ._arrays import foreign_device, to_native
-from ._call import BACKENDS, NO_COEFFICIENTS, Part
+from ._call import BACKENDS, Part
 from ._kinds import KINDS, NOT_THIS_KIND, options_key, state_options
 from .dist.agree import default_comm
 from .dist.arguments import (MISSING, SUM, Default, by_keyword, check_arguments, group_of, missing_parts, parts_of,
@@ -28,6 +28,7 @@ from .dist.arguments import (MISSING, SUM, Default, by_keyword, check_arguments,
 from .dist.exchange import raise_everywhere
 from .dist.nodes import node_size_of_call
 from .dist.totals import reduce_result
+from .ops.options import NO_COEFFICIENTS
 
 __all__ = ["scan", "cumsum", "cumprod", "cummax", "cummin", "nancumsum", "nancumprod", "cumulative_sum",
            "cumulative_prod", "linear_recurrence", "exclusive_scan", "reduce", "BACKENDS"]

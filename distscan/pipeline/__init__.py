@@ -28,7 +28,7 @@ from typing import Callable, Optional
 from .. import io as _io
 import numpy as np
 
-from .._call import call_op
+from ..ops.options import call_op
 from .._dtypes import check_coefficients, scan_types
 from ..ops import get_op
 from .context import Context, Job, default_output, null_progress  # noqa: F401 - the pipeline's names

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distscan._call import call_op
+from distscan.ops.options import call_op
 from distscan.backends.cuda import plans
 
 

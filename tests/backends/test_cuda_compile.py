@@ -15,7 +15,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from distscan._call import call_op
+from distscan.ops.options import call_op
 from distscan._dtypes import scan_types
 from distscan.backends.cuda import compile as cc
 from distscan.backends.cuda import extended

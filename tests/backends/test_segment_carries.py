@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from distscan._call import call_op
+from distscan.ops.options import call_op
 from distscan._dtypes import scan_types
 from distscan.backends import cpu, cpu_states
 from distscan.ops.restarts import carry_rows
