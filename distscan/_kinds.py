@@ -181,6 +181,11 @@ class Kind:
                 else:
                     aux.append(a if a.dtype == acc else a.astype(acc))
             elif type(a) in (int, float, complex):
+                if type(a) is int and not _NUMPY_INTS[0] <= a <= _NUMPY_INTS[1]:
+                    # NumPy keeps such an int as an object: NumPy 1's a*b is an object array, which
+                    # the Part route refuses, NumPy 2 takes it weakly; this kind's dtype was resolved
+                    # for a small int, which computed it on NumPy 1 where a cold call refused (s43)
+                    return None
                 check_int_coefficient(a, acc)  # out of an integer acc's range: the Part route raises it
                 if not self.gpu:
                     aux.append(np.broadcast_to(np.asarray(a).astype(acc), x.shape))
@@ -266,6 +271,7 @@ def options_key(options):
 
 
 _ARRAYS = ("segments", "coefficients")  # the options that hold arrays
+_NUMPY_INTS = (-2**63, 2**64 - 1)  # the Python ints NumPy holds as int64 or uint64
 
 
 def _kindable(name, value, array_type) -> bool:

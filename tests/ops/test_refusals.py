@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import distscan
-from distscan import _call
+from distscan import _call, _kinds
 
 from tests.support.ranks import SELF
 
@@ -106,13 +106,21 @@ def test_a_python_int_coefficient_beyond_int64_with_a_float_dtype_is_taken_as_nu
     b = np.arange(3)
     expected = [0.0, 1.0, 2.0 ** 70 + 2]
     np.testing.assert_array_equal(distscan.linear_recurrence(2 ** 70, b, dtype=float, comm=SELF), expected)
-    # Without dtype=: on NumPy 2 (NEP 50: a Python int is weak) float64.  NOT CHECKED on NumPy 1.x,
-    # where a first such call is refused ("requested dtype object": NumPy 1's 2**70 * y is an object
-    # array) but one after a call of the same kind with a small int a is run from the call kind's
-    # cache in float64 (_kinds.options_key keys a Python number by its type): a known difference
-    # between the cold and the warm route, open (benchmarks/NOTES-gpu.md, forty-third session).
-    if np.lib.NumpyVersion(np.__version__) >= "2.0.0":
-        np.testing.assert_array_equal(distscan.linear_recurrence(2 ** 70, b.astype(float), comm=SELF), expected)
+    # Without dtype=: what NumPy gives 2**70 * y + y.  NumPy 2 (NEP 50: a Python int is weak) gives
+    # float64; NumPy 1 an object array, which the call refuses.  Either way a call after one of the
+    # same kind with a small int a gives the same: it was run from the call kind's cache in float64
+    # on NumPy 1 (the cache keys a Python number by its type; floors CI, s43), where a first call
+    # was refused.
+    for warm in (False, True):
+        if warm:
+            distscan.linear_recurrence(3, b.astype(float), comm=SELF)
+        else:
+            _kinds.KINDS.clear()
+        if np.lib.NumpyVersion(np.__version__) >= "2.0.0":
+            np.testing.assert_array_equal(distscan.linear_recurrence(2 ** 70, b.astype(float), comm=SELF), expected)
+        else:
+            with pytest.raises(TypeError, match="requested dtype object is not supported"):
+                distscan.linear_recurrence(2 ** 70, b.astype(float), comm=SELF)
     with pytest.raises(TypeError, match="Cannot cast the coefficients a from dtype\\('float64'\\) to dtype\\('int64'\\)"):
         distscan.linear_recurrence(0.5, b, dtype=np.int64, comm=SELF)
     with pytest.raises(OverflowError, match="out of bounds for int64"):
