@@ -85,13 +85,20 @@ def group_of(comm):
     a side the call scanned that rank alone), something that is not a communicator."""
     if comm is None:
         return None
-    try:
-        size, inter = comm.Get_size(), comm.Is_inter()
-    except Exception:  # noqa: BLE001 - COMM_NULL, a freed communicator, not a communicator
-        size, inter = 0, False
-    if size == 0 or inter:
+    size = _collective_size(comm)
+    if size is None:
         raise unusable_comm(comm)
     return comm if size > 1 else None
+
+
+def _collective_size(comm):
+    """The size of ``comm`` where the call's collectives can run over it, else None: ``COMM_NULL``,
+    a freed communicator (through this handle or another: MPI's raw "Invalid communicator"), an
+    intercommunicator, something that is not a communicator.  Local: MPI asks no other rank."""
+    try:
+        return None if comm.Is_inter() else comm.Get_size() or None
+    except Exception:  # noqa: BLE001 - COMM_NULL, freed, not a communicator
+        return None
 
 
 def unusable_comm(comm) -> Exception:
@@ -196,12 +203,7 @@ def _refuse_over(given, error: TypeError) -> None:
     here alone where no collective can run over it (``COMM_NULL``, a freed communicator: their size
     raised MPI's own error; an intercommunicator: the agreement's ``Allreduce`` over it raised
     mpi4py's on the ranks of its larger group, TypeError on the others)."""
-    mpi = sys.modules["mpi4py.MPI"]  # (imported: given is one of its communicators)
-    try:
-        alone = given == mpi.COMM_NULL or given.Is_inter()
-    except Exception:  # noqa: BLE001 - freed through another handle of it: MPI's raw "Invalid communicator"
-        alone = True
-    if alone:
+    if _collective_size(given) is None:
         raise error
     raise_everywhere(group_of(given), error)
 
