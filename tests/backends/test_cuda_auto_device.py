@@ -1,8 +1,9 @@
 """Which device algorithm "auto" gives the scans with flags or coefficients
 (``distscan.backends.cuda.plans.ext_device``), on the CPU: the look-ahead kernel for the float64
-recurrence without segments from the sizes where the plain scan takes it, the look-back for every
-other of them at every size (benchmarks/RESULTS.md, "Each thread's run scanned again from the
-stage"), and a caller must say the result's kind (the choice depends on it)."""
+recurrence without segments and for the forward segmented scans of 4-byte items (but gcd and lcm)
+from the sizes where the plain scan takes it, the look-back for every other of them at every size
+(benchmarks/RESULTS.md, "Each thread's run scanned again from the stage", "The segmented sums on
+the look-ahead"), and a caller must say the result's kind (the choice depends on it)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from distscan.ops.options import call_op
 from distscan.backends.cuda import plans
 
 
-def _device(kind, dtype, n, *, segments=False, reverse=False, result_kind=None):
-    op = call_op("sum", segments=1 if segments else None, coefficients=1 if kind == "affine" else None,
+def _device(kind, dtype, n, *, segments=False, reverse=False, result_kind=None, base="sum"):
+    op = call_op(base, segments=1 if segments else None, coefficients=1 if kind == "affine" else None,
                  reverse=reverse)
     dt = np.dtype(dtype)
     rk = dt.kind if result_kind is None else result_kind
@@ -31,13 +32,30 @@ def test_the_float64_recurrence_looks_ahead_from_the_plain_scans_size(reverse):
     assert _device("affine", "float64", SMALL, reverse=reverse) == "lookback"
 
 
-@pytest.mark.parametrize("kind,dtype,segments", [
-    ("affine", "float32", False), ("affine", "complex64", False), ("affine", "complex128", False),
-    ("affine", "int64", False), ("affine", "float64", True), ("segmented", "float32", True),
-    ("segmented", "int64", True), ("segmented", "float64", True)])
-def test_the_other_state_scans_look_back_at_every_size(kind, dtype, segments):
+@pytest.mark.parametrize("base,dtype", [("sum", "float32"), ("max", "float32"), ("prod", "float32"),
+                                        ("nansum", "float32"), ("sum", "int32"), ("min", "uint32")])
+def test_the_forward_segmented_scans_of_4_byte_items_look_ahead_from_the_plain_scans_size(base, dtype):
+    assert plans.uses_lookahead(LARGE, 4, 4) and not plans.uses_lookahead(SMALL, 4, 4)
+    assert _device("segmented", dtype, LARGE, segments=True, base=base) == "lookahead"
+    assert _device("segmented", dtype, SMALL, segments=True, base=base) == "lookback"
+    # reversed, their runs are cut by the end bits, and the look-ahead trails (RESULTS.md)
+    assert _device("segmented", dtype, LARGE, segments=True, base=base, reverse=True) == "lookback"
+
+
+@pytest.mark.parametrize("kind,dtype,segments,base", [
+    ("affine", "float32", False, "sum"), ("affine", "complex64", False, "sum"),
+    ("affine", "complex128", False, "sum"), ("affine", "int64", False, "sum"), ("affine", "float64", True, "sum"),
+    ("segmented", "int64", True, "sum"), ("segmented", "float64", True, "sum"), ("segmented", "float16", True, "sum"),
+    ("segmented", "int32", True, "gcd"), ("segmented", "int32", True, "lcm")])
+def test_the_other_state_scans_look_back_at_every_size(kind, dtype, segments, base):
     for n in (SMALL, LARGE, 1 << 28):
-        assert _device(kind, dtype, n, segments=segments) == "lookback", (kind, dtype, segments, n)
+        assert _device(kind, dtype, n, segments=segments, base=base) == "lookback", (kind, dtype, segments, n)
+
+
+def test_a_segmented_scan_of_4_byte_items_into_8_bytes_looks_back():
+    """int32 summed into int64 (NumPy's cumsum of int32): its items are not the look-ahead's."""
+    op = call_op("sum", segments=1)
+    assert plans.ext_device(op, "auto", 1 << 28, 4, 8, "i") == "lookback"
 
 
 def test_a_caller_must_name_the_result_s_kind():

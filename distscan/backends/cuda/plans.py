@@ -287,7 +287,7 @@ def aux_looks_ahead(op: Op, in_size: int, out_size: int, result_kind: str) -> bo
     operator with flags or coefficients (its ring stages them beside the items, and each thread's
     run is scanned again from the stage: RESCAN, kernels/agent/agent_lookahead.cuh).
 
-    Only for the float64 recurrence without segments: on the H100 at 2^27 it reads 0.914 of copy
+    For the float64 recurrence without segments: on the H100 at 2^27 it reads 0.914 of copy
     there against the look-back's 0.791.  The look-back stays faster for the segmented sums (float32
     0.909 against 0.931, reversed 0.692 against 0.901, int64 0.869 against 0.919), the float32
     recurrence (0.677 against 0.844) and the complex64 one (0.342 against 0.736) (RESULTS.md, "Each
@@ -295,5 +295,13 @@ def aux_looks_ahead(op: Op, in_size: int, out_size: int, result_kind: str) -> bo
     the look-ahead (2026-11-27) against the look-back's 0.698 (2026-11-25), and the others lose
     more there (segmented float32 0.680 against 0.810; RESULTS.md, "The float32 recurrence's
     RESCAN gate, ...")."""
-    return (op.state is not None and op.state.kind == "affine" and result_kind == "f"
-            and in_size == 8 and out_size == 8)
+    if op.state is None or in_size != out_size:
+        return False
+    if op.state.kind == "affine":
+        return result_kind == "f" and in_size == 8
+    # The forward segmented scans of 4-byte items whose runs fold by their flags' bits (RUN_BITS:
+    # not gcd and lcm, whose identity is marked) since the forty-first session: on the H200 at 2^27
+    # the float32 sum reads 0.856-0.866 of copy on the look-ahead against the look-back's
+    # 0.805-0.806, on the H100 0.941-0.954 against 0.934-0.944 (RESULTS.md, "The segmented sums on
+    # the look-ahead").  The 8-byte ones stay behind there (int64 0.703 against 0.745 on the H200).
+    return op.state.kind == "segmented" and in_size == 4 and not op.state.base.raw_first
