@@ -546,8 +546,9 @@ def test_compensated_sums_that_overflow_or_meet_infinities_are_numpys(n, rng):
 
 def test_look_ahead_sizes_of_4_byte_items(rng):
     """Reverse sums and NaN-aware sums of float32 past 2^23 items (the look-ahead kernel,
-    mirrored), a segmented sum there (the look-back with its lead), and compensated sums on both
-    kernels ("auto" takes the look-back for them: plans.ext_device)."""
+    mirrored), a segmented sum there (forward the look-ahead by its flags' bits, reversed the
+    look-back with its lead: plans.aux_looks_ahead), and compensated sums on both kernels ("auto"
+    takes the look-back for them: plans.ext_device)."""
     x = rng.standard_normal(LARGE).astype(np.float32)
     x[rng.random(LARGE) < 0.01] = np.nan
     for name, kw in [("nansum", dict(reverse=True)), ("nansum", {}), ("nanmax", dict(reverse=True))]:
