@@ -69,23 +69,36 @@ def _host(a) -> np.ndarray:
     return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
+# Up to this many columns the GPU reduces each as a 1-D array (a launch or two a column), past it
+# CuPy's reduction over axis 0 (a block a column at least)
+_FEW_COLUMNS = 16
+
+
 def _down(xp, v, name: str):
     """``v.<name>(axis=0)`` of ``(m, w)`` rows (any, argmax, prod, sum), a ``(w,)`` array.  On the GPU a
-    single column is reduced as a 1-D array: CuPy 14 reduces axis 0 of an ``(m, 1)`` array in one
+    few columns are reduced each as a 1-D array: CuPy 14 reduces axis 0 of an ``(m, 1)`` array in one
     thread block (2^27 items on an H200: argmax 150 ms, any 51 ms; 1-D 0.9 and 0.4 ms), which made
     a float32 cumprod that reached a zero take 386 ms (2026-11-28).  NumPy's own order is kept
     (the CPU loops' products are compared bit for bit)."""
-    if xp is np or v.shape[1] != 1:
+    m, w = v.shape
+    if xp is np or w > _FEW_COLUMNS:
         return getattr(v, name)(axis=0)
-    return getattr(v.reshape(v.shape[0]), name)().reshape(1)
+    if w == 1:
+        return getattr(v.reshape(m), name)().reshape(1)
+    columns = xp.ascontiguousarray(v.T)  # (a few columns: 4 of 2^25 reached 0 in 420 ms, H200)
+    return xp.stack([getattr(columns[c], name)() for c in range(w)])
 
 
 def _cumsum_down(xp, v, dtype):
-    """``xp.cumsum(v, axis=0, dtype=dtype)`` (counts: exact in any order); one column on the GPU
-    as a 1-D array (2^27 items: 1.4 ms against 3.3 as ``(m, 1)``, H200)."""
-    if xp is np or v.shape[1] != 1:
+    """``xp.cumsum(v, axis=0, dtype=dtype)`` (counts: exact in any order); a few columns on the GPU
+    each as a 1-D array (2^27 items: 1.4 ms against 3.3 as ``(m, 1)``, H200)."""
+    m, w = v.shape
+    if xp is np or w > _FEW_COLUMNS:
         return xp.cumsum(v, axis=0, dtype=dtype)
-    return xp.cumsum(v.reshape(v.shape[0]), dtype=dtype).reshape(v.shape)
+    if w == 1:
+        return xp.cumsum(v.reshape(m), dtype=dtype).reshape(v.shape)
+    columns = xp.ascontiguousarray(v.T)
+    return xp.stack([xp.cumsum(columns[c], dtype=dtype) for c in range(w)], axis=1)
 
 
 def _any_zero(xp, a, b) -> bool:

@@ -3,6 +3,7 @@ does, checked on the CPU with NumPy: random products with zeros, signed zeros, o
 and NaN against NumPy's sequential product, for any tile size and seed."""
 
 import numpy as np
+import pytest
 
 from tests.support.reference import reference_scan
 from tests.support.seeds import shared_rng
@@ -22,22 +23,27 @@ def _tiled_cumprod(x, seed, tile):
     return out
 
 
-def test_gpu_zero_fix_up_logic_on_the_cpu(comm):
+@pytest.mark.parametrize("gpu_way", [False, True])
+def test_gpu_zero_fix_up_logic_on_the_cpu(comm, gpu_way):
+    """``gpu_way``: with an array module that is not NumPy (``_CuPyLike``), as on the GPU, where
+    a few columns' reductions go column by column as 1-D arrays (``absorb._down``)."""
     from distscan.backends.absorb import absorb_zeros
+    xp = _CuPyLike() if gpu_way else np
     rng = shared_rng(comm)
     big = 1e300
     values = np.array([0.0, -0.0, big, -big, 2.0, -3.0, 0.5, np.inf, -np.inf, np.nan])
     p = np.array([0.05, 0.02, 0.3, 0.1, 0.2, 0.1, 0.19, 0.02, 0.01, 0.01])
-    for _ in range(3000):
-        n = int(rng.integers(1, 60))
-        x = rng.choice(values, n, p=p / p.sum())
-        seed = float(rng.choice([1.0, 0.0, -0.0, big, -2.0, np.inf]))
-        ref = reference_scan(x, "prod", initial=seed)
-        out = _tiled_cumprod(x, seed, tile=int(rng.integers(1, 9))).reshape(-1, 1)
-        absorb_zeros(np, x.reshape(-1, 1), out, np.array([seed]), False)
-        got = out[:, 0]
-        assert ((np.isnan(got) & np.isnan(ref)) | ((got == ref) & (np.signbit(got) == np.signbit(ref)))
-                | (np.isfinite(ref) & (ref != 0) & np.isclose(got, ref, rtol=1e-12))).all(), (seed, x, got, ref)
+    for trial in range(3000):
+        n, w = int(rng.integers(1, 60)), (1, 3, 20)[trial % 3]  # (past absorb._FEW_COLUMNS too)
+        x = rng.choice(values, (n, w), p=p / p.sum())
+        seeds = rng.choice([1.0, 0.0, -0.0, big, -2.0, np.inf], w)
+        out = np.stack([_tiled_cumprod(x[:, c], seeds[c], tile=int(rng.integers(1, 9))) for c in range(w)], axis=1)
+        absorb_zeros(xp, x, out, seeds, False)
+        for c in range(w):
+            got, ref = out[:, c], reference_scan(x[:, c], "prod", initial=seeds[c])
+            assert ((np.isnan(got) & np.isnan(ref)) | ((got == ref) & (np.signbit(got) == np.signbit(ref)))
+                    | (np.isfinite(ref) & (ref != 0) & np.isclose(got, ref, rtol=1e-12))).all(), \
+                (seeds[c], x[:, c], got, ref)
 
 
 # --- segmented products: the GPU's repairs of its results and totals, on the CPU ----------------
@@ -141,15 +147,18 @@ def _seed_state(op, rng, w, dtype):
     return seed
 
 
-def test_gpu_segmented_zero_fix_up_logic_on_the_cpu(comm):
+@pytest.mark.parametrize("gpu_way", [False, True])
+def test_gpu_segmented_zero_fix_up_logic_on_the_cpu(comm, gpu_way):
+    """``gpu_way``: as in the test above; 1, 3 and 20 columns (past absorb._FEW_COLUMNS)."""
     from distscan.backends.absorb import absorb_segmented
     from distscan.ops import get_op, segmented
+    xp = _CuPyLike() if gpu_way else np
     rng = shared_rng(comm)
     for trial in range(1500):
         dtype = ("float64", "float32")[trial % 2]
         ends, exclusive = bool(rng.integers(2)), bool(rng.integers(2))
         op = segmented(get_op("prod"), ends)
-        n, w = int(rng.integers(1, 40)), int(rng.choice([1, 3]))
+        n, w = int(rng.integers(1, 40)), int(rng.choice([1, 3, 20]))
         x = _powers(rng, (n, w), dtype)
         flags = rng.random(n) < rng.choice([0.0, 0.1, 0.4])
         seed = _seed_state(op, rng, w, dtype)
@@ -159,7 +168,7 @@ def test_gpu_segmented_zero_fix_up_logic_on_the_cpu(comm):
         out = _tiled_segmented(x, starts, seed_value, int(rng.integers(1, 9)), exclusive)
         want = _sequential(x, starts, seed_value, exclusive)
         with np.errstate(all="ignore"):
-            absorb_segmented(np, x, out, flags, seed, exclusive, ends)
+            absorb_segmented(xp, x, out, flags, seed, exclusive, ends)
         assert _same_bits(out, want), (trial, ends, exclusive, x[:, 0], flags, seed, out[:, 0], want[:, 0])
         zeros = want == 0
         assert (np.signbit(out[zeros]) == np.signbit(want[zeros])).all()
