@@ -1,9 +1,10 @@
 """Which device algorithm "auto" gives the scans with flags or coefficients
 (``distscan.backends.cuda.plans.ext_device``), on the CPU: the look-ahead kernel for the float64
-recurrence without segments and for the forward segmented scans of 4-byte items (but gcd and lcm)
-from the sizes where the plain scan takes it, the look-back for every other of them at every size
-(benchmarks/RESULTS.md, "Each thread's run scanned again from the stage", "The segmented sums on
-the look-ahead"), and a caller must say the result's kind (the choice depends on it)."""
+recurrence without segments and for the forward segmented scans of 2- and 4-byte items (but gcd and
+lcm) from the sizes where the plain scan takes it, the look-back for every other of them at every
+size (benchmarks/RESULTS.md, "Each thread's run scanned again from the stage", "The forward
+segmented scans on the look-ahead"), and a caller must say the result's kind (the choice depends
+on it)."""
 
 from __future__ import annotations
 
@@ -33,9 +34,11 @@ def test_the_float64_recurrence_looks_ahead_from_the_plain_scans_size(reverse):
 
 
 @pytest.mark.parametrize("base,dtype", [("sum", "float32"), ("max", "float32"), ("prod", "float32"),
-                                        ("nansum", "float32"), ("sum", "int32"), ("min", "uint32")])
-def test_the_forward_segmented_scans_of_4_byte_items_look_ahead_from_the_plain_scans_size(base, dtype):
-    assert plans.uses_lookahead(LARGE, 4, 4) and not plans.uses_lookahead(SMALL, 4, 4)
+                                        ("nansum", "float32"), ("sum", "int32"), ("min", "uint32"),
+                                        ("sum", "float16"), ("max", "int16")])
+def test_the_forward_segmented_scans_of_2_and_4_byte_items_look_ahead_from_the_plain_scans_size(base, dtype):
+    size = np.dtype(dtype).itemsize
+    assert plans.uses_lookahead(LARGE, size, size) and not plans.uses_lookahead(SMALL, size, size)
     assert _device("segmented", dtype, LARGE, segments=True, base=base) == "lookahead"
     assert _device("segmented", dtype, SMALL, segments=True, base=base) == "lookback"
     # reversed, their runs are cut by the end bits, and the look-ahead trails (RESULTS.md)
@@ -45,7 +48,7 @@ def test_the_forward_segmented_scans_of_4_byte_items_look_ahead_from_the_plain_s
 @pytest.mark.parametrize("kind,dtype,segments,base", [
     ("affine", "float32", False, "sum"), ("affine", "complex64", False, "sum"),
     ("affine", "complex128", False, "sum"), ("affine", "int64", False, "sum"), ("affine", "float64", True, "sum"),
-    ("segmented", "int64", True, "sum"), ("segmented", "float64", True, "sum"), ("segmented", "float16", True, "sum"),
+    ("segmented", "int64", True, "sum"), ("segmented", "float64", True, "sum"), ("segmented", "int8", True, "max"),
     ("segmented", "int32", True, "gcd"), ("segmented", "int32", True, "lcm")])
 def test_the_other_state_scans_look_back_at_every_size(kind, dtype, segments, base):
     for n in (SMALL, LARGE, 1 << 28):

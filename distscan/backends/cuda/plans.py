@@ -285,7 +285,8 @@ def looks_back(op: Op, in_size: int, out_size: int, result_kind: str) -> bool:
 def aux_looks_ahead(op: Op, in_size: int, out_size: int, result_kind: str) -> bool:
     """Whether "auto" takes the look-ahead kernel, from the sizes where the plain scan does, for an
     operator with flags or coefficients (its ring stages them beside the items, and each thread's
-    run is scanned again from the stage: RESCAN, kernels/agent/agent_lookahead.cuh).
+    run is scanned again from the stage: RESCAN, kernels/agent/agent_lookahead.cuh); the forward
+    segmented scans of 2- and 4-byte items below.
 
     For the float64 recurrence without segments: on the H100 at 2^27 it reads 0.914 of copy
     there against the look-back's 0.791.  The look-back stays faster for the segmented sums (float32
@@ -299,9 +300,11 @@ def aux_looks_ahead(op: Op, in_size: int, out_size: int, result_kind: str) -> bo
         return False
     if op.state.kind == "affine":
         return result_kind == "f" and in_size == 8
-    # The forward segmented scans of 4-byte items whose runs fold by their flags' bits (RUN_BITS:
-    # not gcd and lcm, whose identity is marked) since the forty-first session: on the H200 at 2^27
-    # the float32 sum reads 0.856-0.866 of copy on the look-ahead against the look-back's
-    # 0.805-0.806, on the H100 0.941-0.954 against 0.934-0.944 (RESULTS.md, "The segmented sums on
-    # the look-ahead").  The 8-byte ones stay behind there (int64 0.703 against 0.745 on the H200).
-    return op.state.kind == "segmented" and in_size == 4 and not op.state.base.raw_first
+    # The forward segmented scans of 2- and 4-byte items whose runs fold by their flags' bits
+    # (RUN_BITS: not gcd and lcm, whose identity is marked) since the forty-first session.  H200,
+    # 2^24-2^29 (bench_segmented_device.py): the look-ahead takes 0.82-0.95 of the look-back's time
+    # for float32 sum, max and nansum, int32 sum and max and the float16 sum (float32 sum at 2^27:
+    # 0.851 of copy against 0.800); H100: the float32 sum 0.941-0.954 against 0.934-0.944.  The
+    # 8-byte ones stay behind from 2^27 (int64 0.701 against 0.745, float64 0.709 against 0.726), as
+    # int8 into int64 does (RESULTS.md, "The forward segmented scans on the look-ahead").
+    return op.state.kind == "segmented" and in_size in (2, 4) and not op.state.base.raw_first
