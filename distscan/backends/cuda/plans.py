@@ -289,13 +289,12 @@ def aux_looks_ahead(op: Op, in_size: int, out_size: int, result_kind: str) -> bo
     segmented scans of 2- and 4-byte items below.
 
     For the float64 recurrence without segments: on the H100 at 2^27 it reads 0.914 of copy
-    there against the look-back's 0.791.  The look-back stays faster for the segmented sums (float32
-    0.909 against 0.931, reversed 0.692 against 0.901, int64 0.869 against 0.919), the float32
-    recurrence (0.677 against 0.844) and the complex64 one (0.342 against 0.736) (RESULTS.md, "Each
-    thread's run scanned again from the stage").  On the H200 the float64 recurrence reads 0.715 on
-    the look-ahead (2026-11-27) against the look-back's 0.698 (2026-11-25), and the others lose
-    more there (segmented float32 0.680 against 0.810; RESULTS.md, "The float32 recurrence's
-    RESCAN gate, ...")."""
+    there against the look-back's 0.791.  The look-back stays faster for the reversed segmented
+    sums, the 8-byte segmented ones, the float32 recurrence (0.677 against 0.844) and the complex64
+    one (0.342 against 0.736) (RESULTS.md, "Each thread's run scanned again from the stage").  On
+    the H200 the float64 recurrence reads 0.715 on the look-ahead (2026-11-27) against the
+    look-back's 0.698 (2026-11-25), and the other recurrences lose more there (RESULTS.md, "The
+    float32 recurrence's RESCAN gate, ...")."""
     if op.state is None or in_size != out_size:
         return False
     if op.state.kind == "affine":
