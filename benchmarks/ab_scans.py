@@ -1,7 +1,7 @@
 """Issue 30's scans at one size, for A/B runs of kernel variants (one process per tree).
 
     PYTHONPATH=TREE python3 benchmarks/ab_scans.py LABEL [--log2n 27] [--reps 11] [--scans a,b] [--nocheck]
-                                                  [--density 1e-3]
+                                                  [--density 1e-3] [--algorithm auto]
 
 Question: did a change to kernels/ make a scan faster or slower?  Run it once per tree, each
 with its own PYTHONPATH, in one device call (the same machine), alternating the trees over two
@@ -10,11 +10,14 @@ rounds or more, so that a drift of the machine shows.  Every scan runs with ``al
 scans of one tree interleaved), median of --reps.  Each result is checked first against CuPy or
 a float64 loop on the GPU (``--nocheck``: a timing-only variant that is knowingly wrong).
 Prints one line per scan: LABEL, scan, GB/s over its bytes per item, and the check.
+``--algorithm lookahead`` (or any of ``distscan.ALGORITHMS``) passes ``algorithm=`` to every call in
+place of "auto".
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 
@@ -22,7 +25,7 @@ import cupy as cp
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SELF, events_interleaved  # noqa: E402
+from harness import SELF, copy_bandwidth, events_interleaved  # noqa: E402
 
 import distscan  # noqa: E402
 
@@ -120,10 +123,15 @@ def main():
     ap.add_argument("--scans", help="comma-separated names (default: all)")
     ap.add_argument("--nocheck", action="store_true")
     ap.add_argument("--density", type=float, default=1e-3, help="of the segment flags (default 1e-3)")
+    ap.add_argument("--algorithm", default="auto", help="passed as algorithm= to every call (default auto)")
     a = ap.parse_args()
+    if a.algorithm != "auto":  # the table's calls look these names up when they run
+        for name in ("cumsum", "nancumsum", "cummax", "linear_recurrence"):
+            setattr(distscan, name, functools.partial(getattr(distscan, name), algorithm=a.algorithm))
     n = 1 << a.log2n
     table = _scans(n, a.density)
     names = a.scans.split(",") if a.scans else list(table)
+    print(f"{a.label:<10} {'copy':<20} {copy_bandwidth(4 * n, a.reps):8.0f} GB/s", flush=True)
     for name in names:
         bpe, fn, out, ref = table[name]
         fn()

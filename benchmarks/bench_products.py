@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cupy as cp  # noqa: E402
 
 import distscan  # noqa: E402
-from harness import events_interleaved  # noqa: E402
+from harness import copy_bandwidth, events_interleaved  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
 SELF = MPI.COMM_SELF
@@ -48,10 +48,7 @@ def main():
         torch = None
     n = 1 << a.log2n
     rs = cp.random.RandomState(5)
-    src, dst = cp.empty(n, cp.float32), cp.empty(n, cp.float32)
-    copy_gbs = 8 * n / events_interleaved({"copy": lambda: cp.cuda.runtime.memcpyAsync(
-        dst.data.ptr, src.data.ptr, src.nbytes, 3, cp.cuda.get_current_stream().ptr)}, a.reps)["copy"] / 1e9
-    del src, dst
+    copy_gbs = copy_bandwidth(4 * n, a.reps)
     flags = rs.random_sample(n) < 1e-3
     rows = []
     for dt in ("float32", "float64"):

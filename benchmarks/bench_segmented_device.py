@@ -31,7 +31,7 @@ import cupy as cp  # noqa: E402
 import distscan  # noqa: E402
 from distscan.backends.cuda import plans  # noqa: E402
 from distscan.ops.options import call_op  # noqa: E402
-from harness import events_interleaved  # noqa: E402
+from harness import copy_bandwidth, events_interleaved  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
 SELF = MPI.COMM_SELF
@@ -85,11 +85,7 @@ def main():
     rows = []
     for log2n in [int(v) for v in a.log2n.split(",")]:
         n = 1 << log2n
-        src, dst = cp.empty(n, cp.float32), cp.empty(n, cp.float32)
-        copy = {"copy": lambda: cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, src.nbytes, 3,
-                                                            cp.cuda.get_current_stream().ptr)}
-        copy_gbs = 8 * n / events_interleaved(copy, a.reps)["copy"] / 1e9
-        del src, dst
+        copy_gbs = copy_bandwidth(4 * n, a.reps)
         flags = rs.random_sample(n) < 1e-3
         flags[0] = True
         for name, op, dt, dtype in CASES:

@@ -102,6 +102,20 @@ def events_interleaved(impls: dict, reps, warm=3, hide_host=False, sleep_us=2000
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def device_copy(dst, src):
+    """A call (for :func:`events_interleaved`) that copies ``src``'s bytes into ``dst`` on the
+    device, on the current stream: the bandwidth every scan is measured against."""
+    return lambda: cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, src.nbytes, 3,
+                                               cp.cuda.get_current_stream().ptr)
+
+
+def copy_bandwidth(nbytes: int, reps: int) -> float:
+    """GB/s of a device-to-device copy of ``nbytes`` (read and written: twice that many bytes
+    moved), median of ``reps`` (:func:`events_interleaved`, L2 flushed)."""
+    src, dst = cp.empty(nbytes, cp.uint8), cp.empty(nbytes, cp.uint8)
+    return 2 * nbytes / events_interleaved({"copy": device_copy(dst, src)}, reps)["copy"] / 1e9
+
+
 def wall_per_call(fn, reps=2000, warm=50):
     for _ in range(warm):
         fn()

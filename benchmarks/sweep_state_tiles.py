@@ -45,7 +45,7 @@ import cupy as cp  # noqa: E402
 
 import distscan  # noqa: E402
 from distscan.backends import cuda  # noqa: E402
-from harness import events_interleaved, lead_multiples, lead_of  # noqa: E402
+from harness import copy_bandwidth, events_interleaved, lead_multiples, lead_of  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
 SELF = MPI.COMM_SELF
@@ -183,9 +183,7 @@ def main():
 
     x = cp.empty(n, cp.float32)
     y = cp.empty_like(x)
-    copy = {"copy": lambda: cp.cuda.runtime.memcpyAsync(y.data.ptr, x.data.ptr, x.nbytes, 3,
-                                                        cp.cuda.get_current_stream().ptr)}
-    copy_gbs = 8 * n / events_interleaved(copy, a.reps)["copy"] / 1e9
+    copy_gbs = copy_bandwidth(4 * n, a.reps)
     rows = []
     for name, bytes_per, state_size, call, out in cases(n):
         if a.scans and name not in a.scans.split(","):
