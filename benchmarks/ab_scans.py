@@ -41,6 +41,7 @@ def _scans(n: int, density: float = 1e-3) -> dict:
     coef = rs.uniform(0.5, 1.0, n).astype(cp.float32)
     y32, y64 = cp.empty_like(x32), cp.empty_like(x64)
     coef64 = coef.astype(cp.float64)
+    coef_inf = cp.where(rs.random_sample(n) < 1e-4, cp.float32(cp.inf), coef)
     coefc = (coef * cp.exp(1j * rs.uniform(-0.1, 0.1, n))).astype(cp.complex64)  # |a| in (0.5, 1)
     xc = (x32 + 1j * x32[::-1]).astype(cp.complex64)
     yc = cp.empty_like(xc)
@@ -95,6 +96,8 @@ def _scans(n: int, density: float = 1e-3) -> dict:
                            lambda: _recurrence_prefix(coef64, x64)),
         "recurrence c64": (24, lambda: distscan.linear_recurrence(coefc, xc, out=yc, comm=SELF), yc,
                            lambda: _recurrence_prefix(coefc, xc)),
+        # one coefficient in 10^4 infinite: the threads whose runs hold one keep the zero rule's tests
+        "recurrence f32 inf": (12, lambda: distscan.linear_recurrence(coef_inf, x32, out=y32, comm=SELF), y32, None),
         "compensated f32": (8, lambda: distscan.cumsum(x32, compensated=True, out=y32, comm=SELF), y32,
                             lambda: cp.cumsum(x64)),
         "cummax f32": (8, lambda: distscan.cummax(x32, out=y32, comm=SELF), y32,

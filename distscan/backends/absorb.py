@@ -32,9 +32,7 @@ def absorb_zeros(xp, x, out, seed, exclusive):
         return np.zeros(w, bool)
     zero = (x == 0) | (out == 0)  # a product that underflowed is a zero too
     hit = _down(xp, zero, "any")
-    hit_host = _host(hit)
-    if not hit_host.any():
-        return hit_host
+    hit_host = _host(hit)  # some column: _any_zero found a zero
     rows = xp.arange(n)[:, None]
     first = xp.where(hit, _down(xp, zero, "argmax"), n)
     started = rows >= first
@@ -74,31 +72,31 @@ def _host(a) -> np.ndarray:
 _FEW_COLUMNS = 16
 
 
-def _down(xp, v, name: str):
-    """``v.<name>(axis=0)`` of ``(m, w)`` rows (any, argmax, prod, sum), a ``(w,)`` array.  On the GPU a
-    few columns are reduced each as a 1-D array: CuPy 14 reduces axis 0 of an ``(m, 1)`` array in one
-    thread block (2^27 items on an H200: argmax 150 ms, any 51 ms; 1-D 0.9 and 0.4 ms), which made
-    a float32 cumprod that reached a zero take 386 ms (2026-11-28).  NumPy's own order is kept
-    (the CPU loops' products are compared bit for bit)."""
+def _column_by_column(xp, v, whole, one, axis: int):
+    """``whole(v)`` of ``(m, w)`` rows; on the GPU for a few columns ``one`` of each column as a 1-D
+    array, the results stacked along ``axis`` (0 for reductions, 1 for cumulative sums).  CuPy 14
+    reduces axis 0 of an ``(m, 1)`` array in one thread block (2^27 items on an H200: argmax 150
+    ms, any 51 ms, cumsum 3.3; 1-D 0.9, 0.4 and 1.4 ms), which made a float32 cumprod that reached
+    a zero take 386 ms (2026-11-28).  NumPy's own order is kept (the CPU loops' products are
+    compared bit for bit)."""
     m, w = v.shape
     if xp is np or w > _FEW_COLUMNS:
-        return getattr(v, name)(axis=0)
+        return whole(v)
     if w == 1:
-        return getattr(v.reshape(m), name)().reshape(1)
+        return xp.expand_dims(one(v.reshape(m)), axis)
     columns = xp.ascontiguousarray(v.T)  # (a few columns: 4 of 2^25 reached 0 in 420 ms, H200)
-    return xp.stack([getattr(columns[c], name)() for c in range(w)])
+    return xp.stack([one(columns[c]) for c in range(w)], axis=axis)
+
+
+def _down(xp, v, name: str):
+    """``v.<name>(axis=0)`` of ``(m, w)`` rows (any, argmax, prod, sum), a ``(w,)`` array."""
+    return _column_by_column(xp, v, lambda a: getattr(a, name)(axis=0), lambda c: getattr(c, name)(), 0)
 
 
 def _cumsum_down(xp, v, dtype):
-    """``xp.cumsum(v, axis=0, dtype=dtype)`` (counts: exact in any order); a few columns on the GPU
-    each as a 1-D array (2^27 items: 1.4 ms against 3.3 as ``(m, 1)``, H200)."""
-    m, w = v.shape
-    if xp is np or w > _FEW_COLUMNS:
-        return xp.cumsum(v, axis=0, dtype=dtype)
-    if w == 1:
-        return xp.cumsum(v.reshape(m), dtype=dtype).reshape(v.shape)
-    columns = xp.ascontiguousarray(v.T)
-    return xp.stack([xp.cumsum(columns[c], dtype=dtype) for c in range(w)], axis=1)
+    """``xp.cumsum(v, axis=0, dtype=dtype)`` (counts: exact in any order)."""
+    return _column_by_column(xp, v, lambda a: xp.cumsum(a, axis=0, dtype=dtype),
+                             lambda c: xp.cumsum(c, dtype=dtype), 1)
 
 
 def _any_zero(xp, a, b) -> bool:

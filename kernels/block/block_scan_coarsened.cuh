@@ -67,11 +67,14 @@ struct BlockScanCoarsened {
             run = Op::template run_value<T>(b);
         } else {
             run = red[0];
+            by_tameness<Op, T>(all_tame<Op>(items) & all_tame<Op>(red), [&](auto tame) {  // operators.cuh, tames
+                constexpr bool TAME = decltype(tame)::value;
 #pragma unroll
-            for (int i = 1; i < ITEMS; ++i) {
-                items[i] = apply_run<Op, T>(items[i - 1], items[i]);
-                run = apply_run<Op, T>(run, red[i]);
-            }
+                for (int i = 1; i < ITEMS; ++i) {
+                    items[i] = apply_run<Op, T, TAME>(items[i - 1], items[i]);
+                    run = apply_run<Op, T, TAME>(run, red[i]);
+                }
+            });
             scan_total = items[ITEMS - 1];
         }
         const int lane = threadIdx.x & 31;

@@ -17,8 +17,10 @@ __device__ __forceinline__ T run_total(const T (&items)[ITEMS]) {
         return Op::template run_value<T>(r);
     } else {
         T run = items[0];
+        by_tameness<Op, T>(all_tame<Op>(items), [&](auto tame) {  // operators.cuh, tames
 #pragma unroll
-        for (int i = 1; i < ITEMS; ++i) run = apply_run<Op, T>(run, items[i]);
+            for (int i = 1; i < ITEMS; ++i) run = apply_run<Op, T, decltype(tame)::value>(run, items[i]);
+        });
         return run;
     }
 }
@@ -31,8 +33,10 @@ __device__ __forceinline__ T runs_inclusive(T (&items)[ITEMS]) {
     if constexpr (Op::RUN_STATE) {
         return run_total<T, Op, ITEMS>(items);
     } else {
+        by_tameness<Op, T>(all_tame<Op>(items), [&](auto tame) {  // operators.cuh, tames
 #pragma unroll
-        for (int i = 1; i < ITEMS; ++i) items[i] = apply_run<Op, T>(items[i - 1], items[i]);
+            for (int i = 1; i < ITEMS; ++i) items[i] = apply_run<Op, T, decltype(tame)::value>(items[i - 1], items[i]);
+        });
         return items[ITEMS - 1];
     }
 }

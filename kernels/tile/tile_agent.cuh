@@ -289,20 +289,24 @@ struct TileAgent {
 
     // out[i]: item i's output from `prefix` op the thread's scanned items (the state before
     // item i, or its own); RUN: by apply_run, where no item is the identity.
+    // The scanned items are the later operands: where all are tame, apply_tame serves (operators.cuh).
     template <bool RUN, int HAS>
     static __device__ __forceinline__ void fold_prefix(const TAcc &prefix, const TAcc (&items)[ITEMS],
                                                        const Extra<TAcc> &ex, unsigned starts, TOut (&out)[ITEMS]) {
+        by_tameness<Op, TAcc>(all_tame<Op>(items), [&](auto tame) {
+            constexpr bool TAME = decltype(tame)::value;
 #pragma unroll
-        for (int i = 0; i < ITEMS; ++i) {
-            TAcc v;
-            if (EXCLUSIVE && i == 0) {
-                v = prefix;
-            } else {
-                const TAcc &run = items[EXCLUSIVE ? i - 1 : i];
-                v = RUN ? apply_run<Op, TAcc>(prefix, run) : Op::template apply<TAcc>(prefix, run);
+            for (int i = 0; i < ITEMS; ++i) {
+                TAcc v;
+                if (EXCLUSIVE && i == 0) {
+                    v = prefix;
+                } else {
+                    const TAcc &run = items[EXCLUSIVE ? i - 1 : i];
+                    v = RUN ? apply_run<Op, TAcc, TAME>(prefix, run) : apply_maybe_tame<Op, TAcc, TAME>(prefix, run);
+                }
+                out[run_item(i)] = output<HAS>(v, ex, (starts >> i) & 1u);
             }
-            out[run_item(i)] = output<HAS>(v, ex, (starts >> i) & 1u);
-        }
+        });
     }
 
     // Fold `prefix` (the tile's and the thread's) into the scanned items and store them
@@ -372,19 +376,23 @@ struct TileAgent {
                                                       TOut (&out)[ITEMS]) {
         const bool whole = Op::RUN_APPLY && valid == 32 * ITEMS;  // no item the identity: apply_run serves
         TAcc running = prefix;
+        by_tameness<Op, TAcc>(all_tame<Op>(items), [&](auto tame) {  // operators.cuh, tames
+            constexpr bool TAME = decltype(tame)::value;
 #pragma unroll
-        for (int i = 0; i < ITEMS; ++i) {
-            const bool start = (starts & (1u << i)) != 0u;
-            if (EXCLUSIVE) out[run_item(i)] = output<HAS>(running, ex, start);
-            // by the bits where run_total_bits takes them, from item 0 where that item's left may
-            // be the prefix (BITS_AT_FIRST); the outputs read no flag apply_bits leaves out
-            if (Op::RUN_BITS && (i > 0 || Op::BITS_AT_FIRST) && (!REVERSE || valid == 32 * ITEMS)) {
-                running = bits_apply(running, items[i], starts, i);
-            } else {
-                running = whole ? apply_run<Op, TAcc>(running, items[i]) : Op::template apply<TAcc>(running, items[i]);
+            for (int i = 0; i < ITEMS; ++i) {
+                const bool start = (starts & (1u << i)) != 0u;
+                if (EXCLUSIVE) out[run_item(i)] = output<HAS>(running, ex, start);
+                // by the bits where run_total_bits takes them, from item 0 where that item's left may
+                // be the prefix (BITS_AT_FIRST); the outputs read no flag apply_bits leaves out
+                if (Op::RUN_BITS && (i > 0 || Op::BITS_AT_FIRST) && (!REVERSE || valid == 32 * ITEMS)) {
+                    running = bits_apply<TAME>(running, items[i], starts, i);
+                } else {
+                    running = whole ? apply_run<Op, TAcc, TAME>(running, items[i])
+                                    : apply_maybe_tame<Op, TAcc, TAME>(running, items[i]);
+                }
+                if (!EXCLUSIVE) out[run_item(i)] = output<HAS>(running, ex, start);
             }
-            if (!EXCLUSIVE) out[run_item(i)] = output<HAS>(running, ex, start);
-        }
+        });
     }
 
     // The run total of lifted items (lift_aux's, with its `starts`) for RUN_BITS operators: the
@@ -393,16 +401,21 @@ struct TileAgent {
     static __device__ __forceinline__ TAcc run_total_bits(const TAcc (&items)[ITEMS], unsigned starts, int valid) {
         if (REVERSE && valid != 32 * ITEMS) return run_total<TAcc, Op, ITEMS>(items);
         TAcc run = items[0];
+        by_tameness<Op, TAcc>(all_tame<Op>(items), [&](auto tame) {  // operators.cuh, tames
 #pragma unroll
-        for (int i = 1; i < ITEMS; ++i) run = bits_apply(run, items[i], starts, i);
+            for (int i = 1; i < ITEMS; ++i) run = bits_apply<decltype(tame)::value>(run, items[i], starts, i);
+        });
         bits_close(run, starts);
         return run;
     }
 
   private:
     // Op::apply_bits and Op::close_run, for RUN_BITS operators only (the others have none)
+    // TAME: b tame (operators.cuh, tames)
+    template <bool TAME = false>
     static __device__ __forceinline__ TAcc bits_apply(const TAcc &a, const TAcc &b, unsigned starts, int i) {
-        if constexpr (Op::RUN_BITS) return Op::template apply_bits<TAcc>(a, b, starts, i);
+        if constexpr (Op::RUN_BITS && TAME && Op::template tames<TAcc>()) return Op::template apply_bits<TAcc, true>(a, b, starts, i);
+        else if constexpr (Op::RUN_BITS) return Op::template apply_bits<TAcc>(a, b, starts, i);
         else return b;
     }
     static __device__ __forceinline__ void bits_close(TAcc &run, unsigned starts) {

@@ -26,6 +26,12 @@
 //                The block scans then total a thread's run and leave its items as lifted
 //                (block_scan_runs.cuh); the store scans them again from the thread's prefix
 //                (tile_agent.cuh).  The same results up to rounding, in a fixed association.
+//   tames<T>()   a rule of the operator's applications that only a later operand b out of
+//                range invokes (the affine maps' zero rule: b's coefficient not finite,
+//                util/states.cuh) may be left out where no such b is: tame<T>(b) says whether
+//                b is in range, and apply_tame<T>(a, b) is apply(a, b) for such a b, the same
+//                bits, without the rule's tests (a run whose every later operand is tame folds
+//                by it: apply_runs below).  False for the others.
 //   PREFIX_UNDER_LOAD  where the look-back with its reduction lead takes a tile's prefix
 //                (agent_scan.cuh): under the tile's load (true) or after its block scan, with a
 //                second barrier (false: the segmented scans, states.cuh).  Same bits either way.
@@ -143,6 +149,7 @@ struct OpBase {
     static constexpr bool PREFIX_UNDER_LOAD = true;
     static constexpr bool RUN_APPLY = false;  // apply_run below
     static constexpr bool RUN_BITS = false, BITS_AT_FIRST = false;  // StateOpBase (util/states.cuh)
+    template <typename T> __host__ __device__ static constexpr bool tames() { return false; }
     template <typename TAcc, typename TIn> static __device__ __forceinline__ TAcc lift(TIn x) {
         return Convert<TAcc, TIn>::apply(x);
     }
@@ -156,12 +163,54 @@ struct OpBase {
 // real states (a warp's lane 0, a tile's prefix and the look-back's trees put it there); an
 // operator whose apply pays for that on the per-item chain (RUN_APPLY: the reverse segmented
 // states, util/states.cuh) gives the cheaper combine for runs as apply_run.
-template <typename Op, typename T> __device__ __forceinline__ T apply_run(const T &a, const T &b) {
-    if constexpr (Op::RUN_APPLY) {
+// TAME: b is tame (Op::tame, checked by the caller: all_tame): Op::apply_tame serves, the same bits.
+template <typename Op, typename T, bool TAME = false> __device__ __forceinline__ T apply_run(const T &a, const T &b) {
+    if constexpr (TAME && Op::template tames<T>()) {
+        return Op::template apply_tame<T>(a, b);
+    } else if constexpr (Op::RUN_APPLY) {
         return Op::template apply_run<T>(a, b);
     } else {
         return Op::template apply<T>(a, b);
     }
+}
+
+// Op::apply(a, b), or Op::apply_tame where TAME (b tame): for runs that may hold the identity.
+template <typename Op, typename T, bool TAME> __device__ __forceinline__ T apply_maybe_tame(const T &a, const T &b) {
+    if constexpr (TAME && Op::template tames<T>()) {
+        return Op::template apply_tame<T>(a, b);
+    } else {
+        return Op::template apply<T>(a, b);
+    }
+}
+
+// Whether every state of `later` is tame (Op::tame): the items a thread's run folds on the right,
+// known before the fold, so that one test an item (for the affine maps, that its coefficient is
+// finite) replaces the rule's tests in every application, and the fold's chain carries none.
+// False at compile time for operators without tameness (the caller's tame branch is then dead).
+template <typename Op, typename T, int N> __device__ __forceinline__ bool all_tame(const T (&later)[N]) {
+    if constexpr (Op::template tames<T>()) {
+        bool ok = true;
+#pragma unroll
+        for (int i = 0; i < N; ++i) ok = ok & Op::template tame<T>(later[i]);
+        return ok;
+    } else {
+        return false;
+    }
+}
+
+// f(std::integral_constant-like tag) with the tag's value `tame` known at compile time: the one
+// branch a run's fold takes by all_tame (both compiled for operators with tameness, one for the rest).
+template <bool V> struct TameTag {
+    static constexpr bool value = V;
+};
+template <typename Op, typename T, typename F> __device__ __forceinline__ void by_tameness(bool tame, F &&f) {
+    if constexpr (Op::template tames<T>()) {
+        if (tame) {
+            f(TameTag<true>());
+            return;
+        }
+    }
+    f(TameTag<false>());
 }
 
 // What an empty prefix gives, as NumPy presents it: the identity, but +0.0 for float sums

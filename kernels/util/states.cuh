@@ -127,6 +127,7 @@ struct StateOpBase {
     // Whether the look-ahead scans a thread's run again from the stage for states S (RESCAN,
     // agent/agent_lookahead.cuh): for operators with auxiliary inputs, but AffineBase's below.
     template <typename S> static constexpr bool rescans() { return true; }
+    template <typename S> __host__ __device__ static constexpr bool tames() { return false; }  // operators.cuh
 };
 
 // The segmented scans take a lead tile's prefix after the block scan (operators.cuh,
@@ -296,18 +297,35 @@ struct SegmentedEnds : SegmentedBase {
 // (the PTX shows it; ncu puts the recurrences' stalls on the block barrier and the tile's loads
 // first and on such fixed-latency waits third: RESULTS.md).  The bits are the coefficient-first form's:
 // for y = +-0, 0*y is y itself and 0*y + b is y + b, and the FMA is the contraction nvcc made of it.
+//
+// Tame maps (operators.cuh, tames): the rule changes a product only where the coefficient is not
+// finite, so a run whose later maps all have finite a's (`finite`, one test an item, made before
+// the run's chain) composes by IEEE's products alone (`ieee_mul`, `ieee_mul_add`: the rule's `p`,
+// the same bits), with no test on the chain.  TAMES: the maps whose runs do so.  H200, 2^27, GPU
+// time (benchmarks/RESULTS.md, "Tame runs: the recurrences without the zero rule's tests"): the
+// segmented float32 recurrence 2077 -> 2351 GB/s ("auto", the look-back), the plain float32 one
+// unchanged (2965 -> 2963); float64 lost 4 % (2893 -> 2778, the look-ahead) and complex64 30 %
+// (2569 -> 1802, the look-back's registers 127 -> 181): they keep the rule's tests everywhere.
+// The rule left out altogether (a timing variant, not correct) took the float32 recurrence to 0.81
+// of copy on the look-back and 0.87 on the look-ahead, float64 to 0.86: most of the rule's cost is
+// in the warp scans, the block's fold and the look-back, which keep it.
 template <typename V> struct AffineMul {  // integers: no infinities, no rule
+    static constexpr bool RULE = false, TAMES = false;
     static __device__ __forceinline__ V mul(V a, V y) { return Wrap<V>::mul(a, y); }
     static __device__ __forceinline__ V mul_add(V a, V y, V b) { return Wrap<V>::add(Wrap<V>::mul(a, y), b); }
 };
 template <typename R> struct AffineMulReal {
+    static constexpr bool RULE = true, TAMES = false;
+    static __device__ __forceinline__ bool finite(R a) { return isfinite(a); }
     static __device__ __forceinline__ bool zero_rule(R a, R y) { return (y == R(0)) & !isfinite(a); }
+    static __device__ __forceinline__ R ieee_mul(R a, R y) { return Rounded<R>::mul(a, y); }
+    static __device__ __forceinline__ R ieee_mul_add(R a, R y, R b) { return Rounded<R>::fma(a, y, b); }
     static __device__ __forceinline__ R mul(R a, R y) {
-        const R p = Rounded<R>::mul(a, y);
+        const R p = ieee_mul(a, y);
         return zero_rule(a, y) ? y : p;
     }
     static __device__ __forceinline__ R mul_add(R a, R y, R b) {
-        const R p = Rounded<R>::fma(a, y, b);
+        const R p = ieee_mul_add(a, y, b);
         const R z = Rounded<R>::add(y, b);
         return zero_rule(a, y) ? z : p;
     }
@@ -316,14 +334,23 @@ template <typename R> struct AffineMulReal {
 // beside the product (2372 against 2475 GB/s at 2^27; the H200 1 % faster: 2750 against 2715),
 // where double and complex gained on both (f64 +6 % and +8 %, c64 +9 % and +11 %: RESULTS.md).
 template <typename R> struct AffineMulCoefFirst {
+    static constexpr bool RULE = true, TAMES = true;
+    static __device__ __forceinline__ bool finite(R a) { return isfinite(a); }
     static __device__ __forceinline__ R coef(R a, R y) { return (y == R(0) && !isfinite(a)) ? R(0) : a; }
-    static __device__ __forceinline__ R mul(R a, R y) { return Wrap<R>::mul(coef(a, y), y); }
-    static __device__ __forceinline__ R mul_add(R a, R y, R b) { return Wrap<R>::add(Wrap<R>::mul(coef(a, y), y), b); }
+    // mul and mul_add with coef(a, y) == a (a finite): the same expressions, so the same contraction
+    static __device__ __forceinline__ R ieee_mul(R a, R y) { return Wrap<R>::mul(a, y); }
+    static __device__ __forceinline__ R ieee_mul_add(R a, R y, R b) { return Wrap<R>::add(Wrap<R>::mul(a, y), b); }
+    static __device__ __forceinline__ R mul(R a, R y) { return ieee_mul(coef(a, y), y); }
+    static __device__ __forceinline__ R mul_add(R a, R y, R b) { return ieee_mul_add(coef(a, y), y, b); }
 };
 template <> struct AffineMul<float> : AffineMulCoefFirst<float> {};
 template <> struct AffineMul<double> : AffineMulReal<double> {};
 template <typename R> struct AffineMul<Complex<R> > {
     typedef Complex<R> C;
+    static constexpr bool RULE = true, TAMES = false;
+    static __device__ __forceinline__ bool finite(C a) { return isfinite(a.re) & isfinite(a.im); }
+    static __device__ __forceinline__ C ieee_mul(C a, C y) { return Wrap<C>::mul(a, y); }
+    static __device__ __forceinline__ C ieee_mul_add(C a, C y, C b) { return Wrap<C>::add(Wrap<C>::mul(a, y), b); }
     static __device__ __forceinline__ bool zero_rule(C a, C y) {
         return (y.re == R(0)) & (y.im == R(0)) & !(isfinite(a.re) & isfinite(a.im));
     }
@@ -335,17 +362,22 @@ template <typename R> struct AffineMul<Complex<R> > {
         return z;
     }
     static __device__ __forceinline__ C mul(C a, C y) {
-        const C p = Wrap<C>::mul(a, y);
+        const C p = ieee_mul(a, y);
         return zero_rule(a, y) ? zero_times(y) : p;
     }
     static __device__ __forceinline__ C mul_add(C a, C y, C b) {
-        const C p = Wrap<C>::add(Wrap<C>::mul(a, y), b);
+        const C p = ieee_mul_add(a, y, b);
         const C z = Wrap<C>::add(zero_times(y), b);
         return zero_rule(a, y) ? z : p;
     }
 };
 template <typename V> __device__ __forceinline__ V compose_a(V sa, V ta) { return AffineMul<V>::mul(ta, sa); }
 template <typename V> __device__ __forceinline__ V compose_b(V sb, V ta, V tb) { return AffineMul<V>::mul_add(ta, sb, tb); }
+// the same for ta finite (tame), where the rule never applies
+template <typename V> __device__ __forceinline__ V compose_a_tame(V sa, V ta) { return AffineMul<V>::ieee_mul(ta, sa); }
+template <typename V> __device__ __forceinline__ V compose_b_tame(V sb, V ta, V tb) {
+    return AffineMul<V>::ieee_mul_add(ta, sb, tb);
+}
 
 struct AffineBase : StateOpBase {
     static constexpr int AUX = 2;  // the coefficients (and the flags, with segments)
@@ -360,6 +392,12 @@ struct AffineBase : StateOpBase {
     // 0.81 of copy on the H100 at 2^27 (benchmarks/RESULTS.md, "Each thread's run scanned again
     // from the stage").  The 16-byte maps gained by it (float64 0.61 -> 0.74, complex64 0.30 -> 0.34).
     template <typename S> static constexpr bool rescans() { return sizeof(S) > 8; }
+    // operators.cuh, tames: the float32 maps (AffineMul::TAMES)
+    template <typename S> __host__ __device__ static constexpr bool tames() { return AffineMul<typename S::Value>::TAMES; }
+    template <typename S> static __device__ __forceinline__ bool tame(const S &t) {
+        if constexpr (AffineMul<typename S::Value>::TAMES) return AffineMul<typename S::Value>::finite(t.a);
+        else return false;
+    }
     template <typename TOut, typename S> static __device__ __forceinline__ TOut project(const S &s, const S &p, bool has) {
         typedef typename S::Value V;
         return Convert<TOut, V>::apply(has ? AffineMul<V>::mul_add(s.a, p.b, s.b) : s.b);
@@ -383,6 +421,12 @@ struct Affine : AffineBase {
         S r;
         r.a = compose_a(s.a, t.a);
         r.b = compose_b(s.b, t.a, t.b);
+        return r;
+    }
+    template <typename S> static __device__ __forceinline__ S apply_tame(S s, S t) {
+        S r;
+        r.a = compose_a_tame(s.a, t.a);
+        r.b = compose_b_tame(s.b, t.a, t.b);
         return r;
     }
     template <typename S, typename TIn, typename TC>
@@ -410,12 +454,27 @@ struct AffineStarts : AffineBase {
         r.flag = s.flag;
         return r;
     }
-    // apply(s, t) by the bits, but the flag: s's (as Segmented::apply_bits)
+    template <typename S> static __device__ __forceinline__ S apply_tame(S s, S t) {
+        if (t.flag) return t;
+        S r;
+        r.a = compose_a_tame(s.a, t.a);
+        r.b = compose_b_tame(s.b, t.a, t.b);
+        r.flag = s.flag;
+        return r;
+    }
+    // apply(s, t) by the bits, but the flag: s's (as Segmented::apply_bits); TAME: t tame
     static constexpr bool RUN_BITS = true, BITS_AT_FIRST = true;
-    template <typename S> static __device__ __forceinline__ S apply_bits(S s, const S &t, unsigned starts, int i) {
+    template <typename S, bool TAME = false>
+    static __device__ __forceinline__ S apply_bits(S s, const S &t, unsigned starts, int i) {
         const bool start = (starts & (1u << i)) != 0u;
-        const auto a = compose_a(s.a, t.a);
-        const auto b = compose_b(s.b, t.a, t.b);
+        decltype(s.a) a, b;
+        if constexpr (TAME) {
+            a = compose_a_tame(s.a, t.a);
+            b = compose_b_tame(s.b, t.a, t.b);
+        } else {
+            a = compose_a(s.a, t.a);
+            b = compose_b(s.b, t.a, t.b);
+        }
         s.a = start ? t.a : a;
         s.b = start ? t.b : b;
         return s;
@@ -435,6 +494,9 @@ struct AffineStarts : AffineBase {
 
 struct AffineEnds : AffineBase {
     static constexpr bool RESTARTS = true;
+    // its runs keep the rule's tests (its join has no tame form: the reversed segmented
+    // recurrences were not measured without them)
+    template <typename S> __host__ __device__ static constexpr bool tames() { return false; }
     template <typename S> static __device__ __forceinline__ bool restarts(const S &s) { return s.inner; }
     // end EMPTY in the identity, as SegmentedEnds' (there), so that it keeps a segment's end on
     // the right as well

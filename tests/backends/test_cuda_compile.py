@@ -151,6 +151,8 @@ def _ext_keys():
            (segmented(get_op("sum")), "float32", "lookahead", False),
            (segmented(get_op("max"), True), "int64", "lookahead", True),
            (affine(), "float32", "lookahead", False), (affine(True), "complex64", "lookahead", False),
+           # the tame runs (kernels/util/operators.cuh, tames): float32's, and integers' without them
+           (affine(True), "float32", "lookahead", False), (affine(True), "int64", "lookahead", False),
            (affine(True, True), "float64", "lookahead", True),
            (compensated(get_op("sum")), "float32", "lookahead", False),
            (compensated(get_op("sum")), "complex64", "lookback", True),

@@ -517,6 +517,27 @@ def test_a_complex_coefficient_with_an_infinite_or_nan_part_times_a_zero_is_zero
                 np.testing.assert_array_equal(got[finite], ref[finite].astype(dtype))
 
 
+@pytest.mark.parametrize("dtype,big", [("float32", 2.0**70), ("float64", 2.0**600), ("complex64", 2.0**70)])
+def test_finite_coefficients_whose_products_overflow_meet_zero_states_by_the_rule(dtype, big, rng):
+    """The kernels fold a thread's run without the zero rule's tests only where every later map of
+    the fold has a finite coefficient (kernels/util/operators.cuh, tames): the items' own, for the
+    run's scan, and the scanned products', for the fold of the thread's prefix into them.  Here
+    every coefficient is finite (0, 1 or ``big``) but two ``big`` in a row overflow, and every state
+    is 0 (b = 0): the prefix's 0 times an infinite product is the rule's 0, never IEEE's NaN, so
+    every output is 0.  A tame test of the items alone would pass these runs and give NaN."""
+    n = (1 << 21) + 7  # past the look-ahead's threshold of the 16-byte states
+    a = rng.choice(np.array([0, 1, big]), n, p=[0.1, 0.5, 0.4]).astype(dtype)
+    b = np.zeros(n, dtype)
+    for segments in (None, rng.random(n) < 0.01):
+        for reverse in (False, True):
+            for algorithm in ("auto", "lookback", "lookahead"):
+                got = cp.asnumpy(distscan.linear_recurrence(
+                    cp.asarray(a), cp.asarray(b), reverse=reverse, comm=SELF, algorithm=algorithm,
+                    segments=None if segments is None else cp.asarray(segments)))
+                np.testing.assert_array_equal(got, np.zeros(n, dtype),
+                                              err_msg=f"segments={segments is not None} reverse={reverse} {algorithm}")
+
+
 @pytest.mark.parametrize("n", SIZES)
 def test_compensated_float32_sums_are_correctly_rounded_or_within_the_bound(n, rng):
     _compensated_checked(n, rng)
