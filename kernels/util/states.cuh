@@ -301,14 +301,15 @@ struct SegmentedEnds : SegmentedBase {
 // Tame maps (operators.cuh, tames): the rule changes a product only where the coefficient is not
 // finite, so a run whose later maps all have finite a's (`finite`, one test an item, made before
 // the run's chain) composes by IEEE's products alone (`ieee_mul`, `ieee_mul_add`: the rule's `p`,
-// the same bits), with no test on the chain.  TAMES: the maps whose runs do so.  H200, 2^27, GPU
-// time (benchmarks/RESULTS.md, "Tame runs: the recurrences without the zero rule's tests"): the
-// segmented float32 recurrence 2077 -> 2351 GB/s ("auto", the look-back), the plain float32 one
-// unchanged (2965 -> 2963); float64 lost 4 % (2893 -> 2778, the look-ahead) and complex64 30 %
-// (2569 -> 1802, the look-back's registers 127 -> 181): they keep the rule's tests everywhere.
-// The rule left out altogether (a timing variant, not correct) took the float32 recurrence to 0.81
-// of copy on the look-back and 0.87 on the look-ahead, float64 to 0.86: most of the rule's cost is
-// in the warp scans, the block's fold and the look-back, which keep it.
+// the same bits), with no test on the chain.  TAMES: the value types whose runs may do so; only the
+// forward segmented recurrences take them (AffineStarts::tames).  H200, 2^27, GPU time
+// (benchmarks/RESULTS.md, "Tame runs"): the segmented float32 recurrence 2075 -> 2347 GB/s
+// ("auto", the look-back); the plain float32 one gained nothing forwards (2952 -> 2956) and lost
+// 3.5 % reversed (2906 -> 2806); float64 lost 4 % (2893 -> 2778, the look-ahead) and complex64 30 %
+// (2569 -> 1802, the look-back's registers 127 -> 181).  The rule left out altogether (a timing
+// variant, wrong for non-finite coefficients) took the float32 recurrence to 0.81 of copy on the
+// look-back and 0.87 on the look-ahead, float64 to 0.86: the rest of its cost lies outside the
+// runs (the warp scans, the block's fold, the look-back), which keep the rule (not measured apart).
 template <typename V> struct AffineMul {  // integers: no infinities, no rule
     static constexpr bool RULE = false, TAMES = false;
     static __device__ __forceinline__ V mul(V a, V y) { return Wrap<V>::mul(a, y); }
@@ -392,12 +393,6 @@ struct AffineBase : StateOpBase {
     // 0.81 of copy on the H100 at 2^27 (benchmarks/RESULTS.md, "Each thread's run scanned again
     // from the stage").  The 16-byte maps gained by it (float64 0.61 -> 0.74, complex64 0.30 -> 0.34).
     template <typename S> static constexpr bool rescans() { return sizeof(S) > 8; }
-    // operators.cuh, tames: the float32 maps (AffineMul::TAMES)
-    template <typename S> __host__ __device__ static constexpr bool tames() { return AffineMul<typename S::Value>::TAMES; }
-    template <typename S> static __device__ __forceinline__ bool tame(const S &t) {
-        if constexpr (AffineMul<typename S::Value>::TAMES) return AffineMul<typename S::Value>::finite(t.a);
-        else return false;
-    }
     template <typename TOut, typename S> static __device__ __forceinline__ TOut project(const S &s, const S &p, bool has) {
         typedef typename S::Value V;
         return Convert<TOut, V>::apply(has ? AffineMul<V>::mul_add(s.a, p.b, s.b) : s.b);
@@ -423,12 +418,6 @@ struct Affine : AffineBase {
         r.b = compose_b(s.b, t.a, t.b);
         return r;
     }
-    template <typename S> static __device__ __forceinline__ S apply_tame(S s, S t) {
-        S r;
-        r.a = compose_a_tame(s.a, t.a);
-        r.b = compose_b_tame(s.b, t.a, t.b);
-        return r;
-    }
     template <typename S, typename TIn, typename TC>
     static __device__ __forceinline__ S lift(TIn x, bool, TC coef) {
         S s;
@@ -440,6 +429,14 @@ struct Affine : AffineBase {
 
 struct AffineStarts : AffineBase {
     static constexpr bool RESTARTS = true;
+    // operators.cuh, tames: the float32 maps (AffineMul::TAMES).  Not the plain recurrences'
+    // (Affine): forwards they gained nothing and reversed lost 3.5 % (H200, 2^27: 2906 -> 2806
+    // GB/s, RESULTS.md, "Tame runs")
+    template <typename S> __host__ __device__ static constexpr bool tames() { return AffineMul<typename S::Value>::TAMES; }
+    template <typename S> static __device__ __forceinline__ bool tame(const S &t) {
+        if constexpr (AffineMul<typename S::Value>::TAMES) return AffineMul<typename S::Value>::finite(t.a);
+        else return false;
+    }
     template <typename S> static __device__ __forceinline__ bool restarts(const S &s) { return s.flag; }
     template <typename S> static __device__ __forceinline__ S identity() {
         S s = neutral<S>();
@@ -494,9 +491,6 @@ struct AffineStarts : AffineBase {
 
 struct AffineEnds : AffineBase {
     static constexpr bool RESTARTS = true;
-    // its runs keep the rule's tests (its join has no tame form: the reversed segmented
-    // recurrences were not measured without them)
-    template <typename S> __host__ __device__ static constexpr bool tames() { return false; }
     template <typename S> static __device__ __forceinline__ bool restarts(const S &s) { return s.inner; }
     // end EMPTY in the identity, as SegmentedEnds' (there), so that it keeps a segment's end on
     // the right as well
