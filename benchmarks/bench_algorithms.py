@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cupy as cp  # noqa: E402
 from bench_gpu import _check, _random  # noqa: E402
-from harness import events_median as _events_median, make_cub  # noqa: E402
+from harness import device_copy, events_median as _events_median, make_cub  # noqa: E402
 
 from distscan._dtypes import scan_types  # noqa: E402
 from distscan.backends.cuda import compile as cc  # noqa: E402
@@ -95,8 +95,7 @@ def main():
             y = cp.empty_like(x)
             nbytes = 2 * n * x.itemsize
             row = {"dtype": dtype, "log2n": lg}
-            impls = {"copy": lambda: cp.cuda.runtime.memcpyAsync(y.data.ptr, x.data.ptr, n * x.itemsize, 3,
-                                                                 cp.cuda.get_current_stream().ptr)}
+            impls = {"copy": device_copy(y, x)}
             for name in NAMES:
                 impls[name] = (lambda nm: lambda: gpu.scan(x, SUM, types, out=y, algorithm=nm))(name)
             cub, _ = make_cub(x, y, n)

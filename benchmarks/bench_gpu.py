@@ -51,7 +51,7 @@ except ImportError:  # --replot needs no GPU
     cp = None
 
 from harness import events_interleaved as _events_interleaved, events_median as _events_median  # noqa: E402
-from harness import make_cub, wall_per_call as _wall_per_call  # noqa: E402
+from harness import device_copy, make_cub, wall_per_call as _wall_per_call  # noqa: E402
 from distscan._dtypes import scan_types  # noqa: E402
 from distscan.backends import cuda as gpu  # noqa: E402
 from distscan.ops import get_op  # noqa: E402
@@ -85,8 +85,7 @@ def bench_case(dtype, n, reps, results, api):
     types = scan_types(SUM, np.dtype(dtype), np.dtype(dtype))
     row = {"dtype": dtype, "n": n, "log2n": int(np.log2(n)), "bytes": nbytes}
 
-    def copy():
-        cp.cuda.runtime.memcpyAsync(y.data.ptr, x.data.ptr, n * x.itemsize, 3, cp.cuda.get_current_stream().ptr)
+    copy = device_copy(y, x)
 
     impls = {"copy": copy,
              "auto": lambda: gpu.scan(x, SUM, types, out=y),
@@ -166,9 +165,7 @@ def _case_with_copy(dtype, n, seed, reps):
     """Fresh random input of n items, an output, and the median time of copying one to the other."""
     x = _random(dtype, n, cp.random.RandomState(seed))
     y = cp.empty_like(x)
-    copy, _ = _events_median(
-        lambda: cp.cuda.runtime.memcpyAsync(y.data.ptr, x.data.ptr, n * x.itemsize, 3,
-                                            cp.cuda.get_current_stream().ptr), reps)
+    copy, _ = _events_median(device_copy(y, x), reps)
     return x, y, copy
 
 

@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cupy as cp  # noqa: E402
 
 import distscan  # noqa: E402
-from harness import events_interleaved, make_cub  # noqa: E402
+from harness import device_copy, events_interleaved, make_cub  # noqa: E402
 
 try:
     from mpi4py import MPI
@@ -170,8 +170,7 @@ def rows_for(log2n, reps, torch, jax_mod, gpu_only=True):
             r["gpu_only"] = {k: bytes_per * n / t / 1e9 for k, t in med.items()}
         return r
 
-    def copy():
-        cp.cuda.runtime.memcpyAsync(y.data.ptr, x.data.ptr, x.nbytes, 3, cp.cuda.get_current_stream().ptr)
+    copy = device_copy(y, x)
 
     out = []
     fwd = {"copy": copy, "distscan": lambda: distscan.cumsum(x, out=y, comm=SELF)}

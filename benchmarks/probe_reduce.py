@@ -38,7 +38,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import cp, events_interleaved  # noqa: E402
+from harness import cp, device_copy, events_interleaved  # noqa: E402
 
 _SOURCE = r"""
 typedef long long i64;
@@ -164,8 +164,7 @@ def main() -> None:
                             final((1,), (256,), (partials, np.int32(g), o))
                         impls[f"{kind}{L}_b{B}"] = run
             impls["cupy.sum"] = lambda: x.sum()
-            impls["copy"] = lambda: cp.cuda.runtime.memcpyAsync(y.data.ptr, x.data.ptr, x.nbytes, 3,
-                                                                cp.cuda.get_current_stream().ptr)
+            impls["copy"] = device_copy(y, x)
             # check
             impls["shipped"]()
             want = res.get()[0]
