@@ -30,10 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cupy as cp  # noqa: E402
 
 import distscan  # noqa: E402
-from harness import copy_bandwidth, events_interleaved  # noqa: E402
-from mpi4py import MPI  # noqa: E402
+from harness import SELF, copy_bandwidth, events_interleaved  # noqa: E402
 
-SELF = MPI.COMM_SELF
 
 
 def main():

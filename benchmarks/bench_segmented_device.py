@@ -31,10 +31,8 @@ import cupy as cp  # noqa: E402
 import distscan  # noqa: E402
 from distscan.backends.cuda import plans  # noqa: E402
 from distscan.ops.options import call_op  # noqa: E402
-from harness import copy_bandwidth, events_interleaved  # noqa: E402
-from mpi4py import MPI  # noqa: E402
+from harness import SELF, copy_bandwidth, events_interleaved  # noqa: E402
 
-SELF = MPI.COMM_SELF
 # (name, op, input dtype, dtype=): 4-byte items first (the look-ahead's case), then others
 CASES = [("sum f32", "sum", "float32", None), ("max f32", "max", "float32", None),
          ("prod f32", "prod", "float32", None), ("nansum f32", "nansum", "float32", None),
