@@ -32,6 +32,10 @@
 //                b is in range, and apply_tame<T>(a, b) is apply(a, b) for such a b, the same
 //                bits, without the rule's tests (a run whose every later operand is tame folds
 //                by it: apply_runs below).  False for the others.
+//   bounds<T>()  the same rule cannot apply to any fold of states that are all bounded<T>() (the
+//                affine maps: |a| <= 1, so that no product of them overflows): the look-back
+//                (tile/tile_state.cuh) folds its aggregates by apply_tame where a warp finds
+//                every one of them bounded.  False for the others.
 //   PREFIX_UNDER_LOAD  where the look-back with its reduction lead takes a tile's prefix
 //                (agent_scan.cuh): under the tile's load (true) or after its block scan, with a
 //                second barrier (false: the segmented scans, states.cuh).  Same bits either way.
@@ -150,6 +154,7 @@ struct OpBase {
     static constexpr bool RUN_APPLY = false;  // apply_run below
     static constexpr bool RUN_BITS = false, BITS_AT_FIRST = false;  // StateOpBase (util/states.cuh)
     template <typename T> __host__ __device__ static constexpr bool tames() { return false; }
+    template <typename T> __host__ __device__ static constexpr bool bounds() { return false; }
     template <typename TAcc, typename TIn> static __device__ __forceinline__ TAcc lift(TIn x) {
         return Convert<TAcc, TIn>::apply(x);
     }
@@ -174,9 +179,10 @@ template <typename Op, typename T, bool TAME = false> __device__ __forceinline__
     }
 }
 
-// Op::apply(a, b), or Op::apply_tame where TAME (b tame): for runs that may hold the identity.
+// Op::apply(a, b), or Op::apply_tame where TAME (b tame, or bounded: bounds below): for runs that
+// may hold the identity, and the look-back.
 template <typename Op, typename T, bool TAME> __device__ __forceinline__ T apply_maybe_tame(const T &a, const T &b) {
-    if constexpr (TAME && Op::template tames<T>()) {
+    if constexpr (TAME && (Op::template tames<T>() || Op::template bounds<T>())) {
         return Op::template apply_tame<T>(a, b);
     } else {
         return Op::template apply<T>(a, b);

@@ -128,6 +128,7 @@ struct StateOpBase {
     // agent/agent_lookahead.cuh): for operators with auxiliary inputs, but AffineBase's below.
     template <typename S> static constexpr bool rescans() { return true; }
     template <typename S> __host__ __device__ static constexpr bool tames() { return false; }  // operators.cuh
+    template <typename S> __host__ __device__ static constexpr bool bounds() { return false; }  // operators.cuh
 };
 
 // The segmented scans take a lead tile's prefix after the block scan (operators.cuh,
@@ -311,12 +312,13 @@ struct SegmentedEnds : SegmentedBase {
 // look-back and 0.87 on the look-ahead, float64 to 0.86: the rest of its cost lies outside the
 // runs (the warp scans, the block's fold, the look-back), which keep the rule (not measured apart).
 template <typename V> struct AffineMul {  // integers: no infinities, no rule
-    static constexpr bool RULE = false, TAMES = false;
+    static constexpr bool RULE = false, TAMES = false, BOUNDS = false;
     static __device__ __forceinline__ V mul(V a, V y) { return Wrap<V>::mul(a, y); }
     static __device__ __forceinline__ V mul_add(V a, V y, V b) { return Wrap<V>::add(Wrap<V>::mul(a, y), b); }
 };
 template <typename R> struct AffineMulReal {
-    static constexpr bool RULE = true, TAMES = false;
+    static constexpr bool RULE = true, TAMES = false, BOUNDS = true;
+    static __device__ __forceinline__ bool bounded(R a) { return fabs(a) <= R(1); }
     static __device__ __forceinline__ bool finite(R a) { return isfinite(a); }
     static __device__ __forceinline__ bool zero_rule(R a, R y) { return (y == R(0)) & !isfinite(a); }
     static __device__ __forceinline__ R ieee_mul(R a, R y) { return Rounded<R>::mul(a, y); }
@@ -335,7 +337,8 @@ template <typename R> struct AffineMulReal {
 // beside the product (2372 against 2475 GB/s at 2^27; the H200 1 % faster: 2750 against 2715),
 // where double and complex gained on both (f64 +6 % and +8 %, c64 +9 % and +11 %: RESULTS.md).
 template <typename R> struct AffineMulCoefFirst {
-    static constexpr bool RULE = true, TAMES = true;
+    static constexpr bool RULE = true, TAMES = true, BOUNDS = true;
+    static __device__ __forceinline__ bool bounded(R a) { return fabs(a) <= R(1); }
     static __device__ __forceinline__ bool finite(R a) { return isfinite(a); }
     static __device__ __forceinline__ R coef(R a, R y) { return (y == R(0) && !isfinite(a)) ? R(0) : a; }
     // mul and mul_add with coef(a, y) == a (a finite): the same expressions, so the same contraction
@@ -348,7 +351,7 @@ template <> struct AffineMul<float> : AffineMulCoefFirst<float> {};
 template <> struct AffineMul<double> : AffineMulReal<double> {};
 template <typename R> struct AffineMul<Complex<R> > {
     typedef Complex<R> C;
-    static constexpr bool RULE = true, TAMES = false;
+    static constexpr bool RULE = true, TAMES = false, BOUNDS = false;
     static __device__ __forceinline__ bool finite(C a) { return isfinite(a.re) & isfinite(a.im); }
     static __device__ __forceinline__ C ieee_mul(C a, C y) { return Wrap<C>::mul(a, y); }
     static __device__ __forceinline__ C ieee_mul_add(C a, C y, C b) { return Wrap<C>::add(Wrap<C>::mul(a, y), b); }
@@ -393,6 +396,13 @@ struct AffineBase : StateOpBase {
     // 0.81 of copy on the H100 at 2^27 (benchmarks/RESULTS.md, "Each thread's run scanned again
     // from the stage").  The 16-byte maps gained by it (float64 0.61 -> 0.74, complex64 0.30 -> 0.34).
     template <typename S> static constexpr bool rescans() { return sizeof(S) > 8; }
+    // operators.cuh, bounds: the real maps (AffineMul::BOUNDS); the look-back folds aggregates
+    // whose |a| <= 1 without the rule (no product of them can overflow, so none is infinite)
+    template <typename S> __host__ __device__ static constexpr bool bounds() { return AffineMul<typename S::Value>::BOUNDS; }
+    template <typename S> static __device__ __forceinline__ bool bounded(const S &t) {
+        if constexpr (AffineMul<typename S::Value>::BOUNDS) return AffineMul<typename S::Value>::bounded(t.a);
+        else return false;
+    }
     template <typename TOut, typename S> static __device__ __forceinline__ TOut project(const S &s, const S &p, bool has) {
         typedef typename S::Value V;
         return Convert<TOut, V>::apply(has ? AffineMul<V>::mul_add(s.a, p.b, s.b) : s.b);
@@ -416,6 +426,12 @@ struct Affine : AffineBase {
         S r;
         r.a = compose_a(s.a, t.a);
         r.b = compose_b(s.b, t.a, t.b);
+        return r;
+    }
+    template <typename S> static __device__ __forceinline__ S apply_tame(S s, S t) {
+        S r;
+        r.a = compose_a_tame(s.a, t.a);
+        r.b = compose_b_tame(s.b, t.a, t.b);
         return r;
     }
     template <typename S, typename TIn, typename TC>
@@ -491,6 +507,7 @@ struct AffineStarts : AffineBase {
 
 struct AffineEnds : AffineBase {
     static constexpr bool RESTARTS = true;
+    template <typename S> __host__ __device__ static constexpr bool bounds() { return false; }  // no apply_tame
     template <typename S> static __device__ __forceinline__ bool restarts(const S &s) { return s.inner; }
     // end EMPTY in the identity, as SegmentedEnds' (there), so that it keeps a segment's end on
     // the right as well

@@ -47,7 +47,8 @@ __device__ __forceinline__ void warp_inclusive_scan_pair(T &x, T &y, int lane, T
 // l and its partner l^m compute a op b and b op a, which agree bit for bit.  For the others
 // (state operators) the butterfly runs from m = 1 up, so that each step joins two adjacent
 // aligned blocks of lanes, the lower block's value first: lanes 0..31 in order.
-template <typename T, typename Op>
+// TAME: every lane's value bounded (operators.cuh, bounds): apply_tame serves, the same bits.
+template <typename T, typename Op, bool TAME = false>
 __device__ __forceinline__ T warp_reduce(T x) {
     if constexpr (Op::COMMUTATIVE) {
 #pragma unroll
@@ -60,10 +61,17 @@ __device__ __forceinline__ T warp_reduce(T x) {
 #pragma unroll
         for (int m = 1; m <= 16; m <<= 1) {
             T other = shfl_xor(x, m);
-            x = (lane & m) ? Op::template apply<T>(other, x) : Op::template apply<T>(x, other);
+            x = (lane & m) ? apply_maybe_tame<Op, T, TAME>(other, x) : apply_maybe_tame<Op, T, TAME>(x, other);
         }
     }
     return x;
+}
+
+// Whether every lane's x is bounded (operators.cuh, bounds), so that folds of them may take
+// apply_tame: a vote of the whole warp, false at compile time for operators without bounds.
+template <typename T, typename Op> __device__ __forceinline__ bool warp_bounded(const T &x) {
+    if constexpr (Op::template bounds<T>()) return __all_sync(0xffffffffu, Op::template bounded<T>(x));
+    else return false;
 }
 
 }  // namespace distscan

@@ -517,6 +517,27 @@ def test_a_complex_coefficient_with_an_infinite_or_nan_part_times_a_zero_is_zero
                 np.testing.assert_array_equal(got[finite], ref[finite].astype(dtype))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_rare_non_finite_coefficients_among_bounded_tiles_keep_the_zero_rule(dtype, rng):
+    """The look-back folds its aggregates without the zero rule's tests where a warp finds every one
+    of them bounded (|a| <= 1: kernels/util/operators.cuh, bounds), and with them elsewhere.  Here
+    most tiles' coefficients are 0 or 1 (bounded aggregates) and one in 10^4 is infinite or NaN
+    (unbounded, the rule's case where the state before it is 0), so the look-back's windows mix
+    both: the sequential loop's result bit for bit (integer-valued states: exact in any association)."""
+    n = (1 << 21) + 7
+    a = rng.choice(np.array([0, 1, np.inf, np.nan]), n, p=[0.2, 0.7998, 1e-4, 1e-4]).astype(dtype)
+    b = rng.choice(np.array([0, 0, 0, 1, 2]), n).astype(dtype)
+    for segments in (None, rng.random(n) < 0.001):
+        for reverse in (False, True):
+            want = recurrence_reference(a, b, reverse=reverse, segments=segments).astype(dtype)
+            for algorithm in ("auto", "lookback", "lookahead"):
+                got = cp.asnumpy(distscan.linear_recurrence(
+                    cp.asarray(a), cp.asarray(b), reverse=reverse, comm=SELF, algorithm=algorithm,
+                    segments=None if segments is None else cp.asarray(segments)))
+                np.testing.assert_array_equal(got, want, err_msg=f"segments={segments is not None} "
+                                                                 f"reverse={reverse} {algorithm}")
+
+
 @pytest.mark.parametrize("dtype,big", [("float32", 2.0**70), ("float64", 2.0**600), ("complex64", 2.0**70)])
 def test_finite_coefficients_whose_products_overflow_meet_zero_states_by_the_rule(dtype, big, rng):
     """The kernels fold a thread's run without the zero rule's tests only where every later map of
