@@ -170,7 +170,7 @@ struct OpBase {
 // states, util/states.cuh) gives the cheaper combine for runs as apply_run.
 // TAME: b is tame (Op::tame, checked by the caller: all_tame): Op::apply_tame serves, the same bits.
 template <typename Op, typename T, bool TAME = false> __device__ __forceinline__ T apply_run(const T &a, const T &b) {
-    if constexpr (TAME && Op::template tames<T>()) {
+    if constexpr (TAME && (Op::template tames<T>() || Op::template bounds<T>())) {
         return Op::template apply_tame<T>(a, b);
     } else if constexpr (Op::RUN_APPLY) {
         return Op::template apply_run<T>(a, b);
@@ -204,11 +204,38 @@ template <typename Op, typename T, int N> __device__ __forceinline__ bool all_ta
     }
 }
 
+// Whether every state of `later` is bounded (Op::bounded; operators.cuh, bounds): false at compile
+// time for operators without bounds.
+template <typename Op, typename T, int N> __device__ __forceinline__ bool all_bounded(const T (&later)[N]) {
+    if constexpr (Op::template bounds<T>()) {
+        bool ok = true;
+#pragma unroll
+        for (int i = 0; i < N; ++i) ok = ok & Op::template bounded<T>(later[i]);
+        return ok;
+    } else {
+        return false;
+    }
+}
+template <typename Op, typename T> __device__ __forceinline__ bool all_bounded(const T &later) {
+    if constexpr (Op::template bounds<T>()) return Op::template bounded<T>(later);
+    else return false;
+}
+
 // f(std::integral_constant-like tag) with the tag's value `tame` known at compile time: the one
 // branch a run's fold takes by all_tame (both compiled for operators with tameness, one for the rest).
 template <bool V> struct TameTag {
     static constexpr bool value = V;
 };
+// f(TameTag) by all_bounded(later): both branches for operators with bounds, one for the rest
+template <typename Op, typename T, int N, typename F> __device__ __forceinline__ void by_bounds(const T (&later)[N], F &&f) {
+    if constexpr (Op::template bounds<T>()) {
+        if (all_bounded<Op>(later)) {
+            f(TameTag<true>());
+            return;
+        }
+    }
+    f(TameTag<false>());
+}
 template <typename Op, typename T, typename F> __device__ __forceinline__ void by_tameness(bool tame, F &&f) {
     if constexpr (Op::template tames<T>()) {
         if (tame) {

@@ -396,6 +396,12 @@ struct AffineBase : StateOpBase {
     // 0.81 of copy on the H100 at 2^27 (benchmarks/RESULTS.md, "Each thread's run scanned again
     // from the stage").  The 16-byte maps gained by it (float64 0.61 -> 0.74, complex64 0.30 -> 0.34).
     template <typename S> static constexpr bool rescans() { return sizeof(S) > 8; }
+    // operators.cuh, tames: the float32 maps (AffineMul::TAMES)
+    template <typename S> __host__ __device__ static constexpr bool tames() { return AffineMul<typename S::Value>::TAMES; }
+    template <typename S> static __device__ __forceinline__ bool tame(const S &t) {
+        if constexpr (AffineMul<typename S::Value>::TAMES) return AffineMul<typename S::Value>::finite(t.a);
+        else return false;
+    }
     // operators.cuh, bounds: the real maps (AffineMul::BOUNDS); the look-back folds aggregates
     // whose |a| <= 1 without the rule (no product of them can overflow, so none is infinite)
     template <typename S> __host__ __device__ static constexpr bool bounds() { return AffineMul<typename S::Value>::BOUNDS; }
@@ -445,14 +451,6 @@ struct Affine : AffineBase {
 
 struct AffineStarts : AffineBase {
     static constexpr bool RESTARTS = true;
-    // operators.cuh, tames: the float32 maps (AffineMul::TAMES).  Not the plain recurrences'
-    // (Affine): forwards they gained nothing and reversed lost 3.5 % (H200, 2^27: 2906 -> 2806
-    // GB/s, RESULTS.md, "Tame runs")
-    template <typename S> __host__ __device__ static constexpr bool tames() { return AffineMul<typename S::Value>::TAMES; }
-    template <typename S> static __device__ __forceinline__ bool tame(const S &t) {
-        if constexpr (AffineMul<typename S::Value>::TAMES) return AffineMul<typename S::Value>::finite(t.a);
-        else return false;
-    }
     template <typename S> static __device__ __forceinline__ bool restarts(const S &s) { return s.flag; }
     template <typename S> static __device__ __forceinline__ S identity() {
         S s = neutral<S>();
@@ -508,6 +506,7 @@ struct AffineStarts : AffineBase {
 struct AffineEnds : AffineBase {
     static constexpr bool RESTARTS = true;
     template <typename S> __host__ __device__ static constexpr bool bounds() { return false; }  // no apply_tame
+    template <typename S> __host__ __device__ static constexpr bool tames() { return false; }
     template <typename S> static __device__ __forceinline__ bool restarts(const S &s) { return s.inner; }
     // end EMPTY in the identity, as SegmentedEnds' (there), so that it keeps a segment's end on
     // the right as well

@@ -538,8 +538,9 @@ def test_rare_non_finite_coefficients_among_bounded_tiles_keep_the_zero_rule(dty
                                                                  f"reverse={reverse} {algorithm}")
 
 
+@pytest.mark.parametrize("share", [0.4, 2e-4])  # dense, and rare among bounded warps and tiles
 @pytest.mark.parametrize("dtype,big", [("float32", 2.0**70), ("float64", 2.0**600), ("complex64", 2.0**70)])
-def test_finite_coefficients_whose_products_overflow_meet_zero_states_by_the_rule(dtype, big, rng):
+def test_finite_coefficients_whose_products_overflow_meet_zero_states_by_the_rule(dtype, big, share, rng):
     """The kernels fold a thread's run without the zero rule's tests only where every later map of
     the fold has a finite coefficient (kernels/util/operators.cuh, tames): the items' own, for the
     run's scan, and the scanned products', for the fold of the thread's prefix into them.  Here
@@ -547,7 +548,10 @@ def test_finite_coefficients_whose_products_overflow_meet_zero_states_by_the_rul
     is 0 (b = 0): the prefix's 0 times an infinite product is the rule's 0, never IEEE's NaN, so
     every output is 0.  A tame test of the items alone would pass these runs and give NaN."""
     n = (1 << 21) + 7  # past the look-ahead's threshold of the 16-byte states
-    a = rng.choice(np.array([0, 1, big]), n, p=[0.1, 0.5, 0.4]).astype(dtype)
+    a = rng.choice(np.array([0, 1, big]), n, p=[0.1, 0.9 - share, share]).astype(dtype)
+    if share < 0.1:  # rare ones in pairs, so that they overflow
+        pairs = np.flatnonzero(a == big) + 1
+        a[pairs[pairs < n]] = big
     b = np.zeros(n, dtype)
     for segments in (None, rng.random(n) < 0.01):
         for reverse in (False, True):
