@@ -316,9 +316,9 @@ __device__ __forceinline__ void tile_total(i64 tile, i64 num_tiles, T exclusive,
 // SUBS-1), whose own sub-window total `own_sub` joins the others (`subs`) in lane s.
 template <typename T, typename Op, int WINDOW>
 __device__ __forceinline__ void store_anchor(const TileState &st, const TilePlace &p, T own_sub, T subs, T anchor) {
-    const T w = warp_reduce<T, Op>((threadIdx.x & 31) == p.s ? own_sub : subs);
-    if ((threadIdx.x & 31) == 0)
-        StatusWord<T>::store(st.d_anchors + p.g * StatusWord<T>::K, Op::template apply<T>(anchor, w), st.epoch);
+    const T w = reduce_aggregates<T, Op>((threadIdx.x & 31) == p.s ? own_sub : subs);
+    const T next = all_bounded<Op>(w) ? apply_maybe_tame<Op, T, true>(anchor, w) : Op::template apply<T>(anchor, w);
+    if ((threadIdx.x & 31) == 0) StatusWord<T>::store(st.d_anchors + p.g * StatusWord<T>::K, next, st.epoch);
 }
 
 // Called by all 32 lanes of ONE warp of the block owning `tile`, after the block
@@ -339,7 +339,8 @@ __device__ __forceinline__ T tile_lookback(const TileState &st, i64 tile, i64 nu
     if (lane == 0) tile_publish_aggregate<T>(st, tile, num_tiles, aggregate);
 
     const T in_sub = reduce_aggregates<T, Op>(wait_aggregates<T, Op>(st, tile - p.j, p.j));
-    const T own_sub = Op::template apply<T>(in_sub, aggregate);
+    const T own_sub = all_bounded<Op>(aggregate) ? apply_maybe_tame<Op, T, true>(in_sub, aggregate)
+                                                 : Op::template apply<T>(in_sub, aggregate);
     if (lane == 0 && p.j == 31 && p.s != SUBS - 1 && !last_tile)
         W::store(st.d_subaggs + (p.g * SUBS + p.s) * W::K, own_sub, st.epoch);
 
@@ -365,8 +366,10 @@ __device__ __forceinline__ void tile_publish_behind(const TileState &st, i64 til
     const TilePlace p = TilePlace::of<WINDOW>(tile);
     if (p.j != 31 || tile == num_tiles - 1) return;
     const T a = wait_aggregates<T, Op>(st, tile - 31, 32);  // the 31 before it, and its own
-    const T in_sub = warp_reduce<T, Op>((threadIdx.x & 31) < 31 ? a : Op::template identity<T>());
-    const T own_sub = Op::template apply<T>(in_sub, shfl_idx(a, 31));
+    const T in_sub = reduce_aggregates<T, Op>((threadIdx.x & 31) < 31 ? a : Op::template identity<T>());
+    const T last = shfl_idx(a, 31);
+    const T own_sub = all_bounded<Op>(last) ? apply_maybe_tame<Op, T, true>(in_sub, last)
+                                            : Op::template apply<T>(in_sub, last);
     if (p.s != SUBS - 1) {
         if ((threadIdx.x & 31) == 0) W::store(st.d_subaggs + (p.g * SUBS + p.s) * W::K, own_sub, st.epoch);
         return;
