@@ -351,7 +351,9 @@ template <> struct AffineMul<float> : AffineMulCoefFirst<float> {};
 template <> struct AffineMul<double> : AffineMulReal<double> {};
 template <typename R> struct AffineMul<Complex<R> > {
     typedef Complex<R> C;
-    static constexpr bool RULE = true, TAMES = false, BOUNDS = false;
+    // BOUNDS: |a|^2 <= 1 (rounded: a product of such maps may grow by a few ulps, never to infinity)
+    static constexpr bool RULE = true, TAMES = false, BOUNDS = true;
+    static __device__ __forceinline__ bool bounded(C a) { return a.re * a.re + a.im * a.im <= R(1); }
     static __device__ __forceinline__ bool finite(C a) { return isfinite(a.re) & isfinite(a.im); }
     static __device__ __forceinline__ C ieee_mul(C a, C y) { return Wrap<C>::mul(a, y); }
     static __device__ __forceinline__ C ieee_mul_add(C a, C y, C b) { return Wrap<C>::add(Wrap<C>::mul(a, y), b); }
