@@ -31,7 +31,7 @@
 //                util/states.cuh) may be left out where no such b is: tame<T>(b) says whether
 //                b is in range, and apply_tame<T>(a, b) is apply(a, b) for such a b, the same
 //                bits, without the rule's tests (a run whose every later operand is tame folds
-//                by it: apply_runs below).  False for the others.
+//                by it: all_tame and by_tameness below).  False for the others.
 //   bounds<T>()  the same rule cannot apply to any fold of states that are all bounded<T>() (the
 //                affine maps: |a| <= 1, so that no product of them overflows): the look-back
 //                (tile/tile_state.cuh) folds its aggregates by apply_tame where a warp finds

@@ -302,24 +302,24 @@ struct SegmentedEnds : SegmentedBase {
 // Tame maps (operators.cuh, tames): the rule changes a product only where the coefficient is not
 // finite, so a run whose later maps all have finite a's (`finite`, one test an item, made before
 // the run's chain) composes by IEEE's products alone (`ieee_mul`, `ieee_mul_add`: the rule's `p`,
-// the same bits), with no test on the chain.  TAMES: the value types whose runs may do so; only the
-// forward segmented recurrences take them (AffineStarts::tames).  H200, 2^27, GPU time
-// (benchmarks/RESULTS.md, "Tame runs"): the segmented float32 recurrence 2075 -> 2347 GB/s
-// ("auto", the look-back); the plain float32 one gained nothing forwards (2952 -> 2956) and lost
-// 3.5 % reversed (2906 -> 2806); float64 lost 4 % (2893 -> 2778, the look-ahead) and complex64 30 %
-// (2569 -> 1802, the look-back's registers 127 -> 181).  The rule left out altogether (a timing
+// the same bits), with no test on the chain.  TAMES: the value types whose runs may do so (float32,
+// AffineBase::tames; not the reversed segmented maps, AffineEnds).  H200, 2^27, GPU time
+// (benchmarks/RESULTS.md, "Tame runs"), tame runs alone: the segmented float32 recurrence 2075 ->
+// 2347 GB/s ("auto", the look-back); the plain float32 one gained nothing forwards (2952 -> 2956)
+// and lost 3.5 % reversed (2906 -> 2806); float64 lost 4 % (2893 -> 2778, the look-ahead) and
+// complex64 30 % (2569 -> 1802, the look-back's registers 127 -> 181): their runs keep the rule.  The rule left out altogether (a timing
 // variant, wrong for non-finite coefficients) took the float32 recurrence to 0.81 of copy on the
 // look-back and 0.87 on the look-ahead, float64 to 0.86: the rest of its cost lies outside the
-// runs (the warp scans, the block's fold, the look-back), which keep the rule (not measured apart).
+// runs: in the look-back with the warp scans and the block's fold (RESULTS.md, "Where the rest of
+// the rule's cost lies"), which fold bounded states without it (BOUNDS, operators.cuh's bounds).
 template <typename V> struct AffineMul {  // integers: no infinities, no rule
-    static constexpr bool RULE = false, TAMES = false, BOUNDS = false;
+    static constexpr bool TAMES = false, BOUNDS = false;
     static __device__ __forceinline__ V mul(V a, V y) { return Wrap<V>::mul(a, y); }
     static __device__ __forceinline__ V mul_add(V a, V y, V b) { return Wrap<V>::add(Wrap<V>::mul(a, y), b); }
 };
 template <typename R> struct AffineMulReal {
-    static constexpr bool RULE = true, TAMES = false, BOUNDS = true;
+    static constexpr bool TAMES = false, BOUNDS = true;
     static __device__ __forceinline__ bool bounded(R a) { return fabs(a) <= R(1); }
-    static __device__ __forceinline__ bool finite(R a) { return isfinite(a); }
     static __device__ __forceinline__ bool zero_rule(R a, R y) { return (y == R(0)) & !isfinite(a); }
     static __device__ __forceinline__ R ieee_mul(R a, R y) { return Rounded<R>::mul(a, y); }
     static __device__ __forceinline__ R ieee_mul_add(R a, R y, R b) { return Rounded<R>::fma(a, y, b); }
@@ -337,7 +337,7 @@ template <typename R> struct AffineMulReal {
 // beside the product (2372 against 2475 GB/s at 2^27; the H200 1 % faster: 2750 against 2715),
 // where double and complex gained on both (f64 +6 % and +8 %, c64 +9 % and +11 %: RESULTS.md).
 template <typename R> struct AffineMulCoefFirst {
-    static constexpr bool RULE = true, TAMES = true, BOUNDS = true;
+    static constexpr bool TAMES = true, BOUNDS = true;
     static __device__ __forceinline__ bool bounded(R a) { return fabs(a) <= R(1); }
     static __device__ __forceinline__ bool finite(R a) { return isfinite(a); }
     static __device__ __forceinline__ R coef(R a, R y) { return (y == R(0) && !isfinite(a)) ? R(0) : a; }
@@ -352,9 +352,8 @@ template <> struct AffineMul<double> : AffineMulReal<double> {};
 template <typename R> struct AffineMul<Complex<R> > {
     typedef Complex<R> C;
     // BOUNDS: |a|^2 <= 1 (rounded: a product of such maps may grow by a few ulps, never to infinity)
-    static constexpr bool RULE = true, TAMES = false, BOUNDS = true;
+    static constexpr bool TAMES = false, BOUNDS = true;
     static __device__ __forceinline__ bool bounded(C a) { return a.re * a.re + a.im * a.im <= R(1); }
-    static __device__ __forceinline__ bool finite(C a) { return isfinite(a.re) & isfinite(a.im); }
     static __device__ __forceinline__ C ieee_mul(C a, C y) { return Wrap<C>::mul(a, y); }
     static __device__ __forceinline__ C ieee_mul_add(C a, C y, C b) { return Wrap<C>::add(Wrap<C>::mul(a, y), b); }
     static __device__ __forceinline__ bool zero_rule(C a, C y) {
