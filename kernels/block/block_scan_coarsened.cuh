@@ -104,7 +104,7 @@ struct BlockScanCoarsened {
             }
         });
         block_aggregate = running;
-        if (all_bounded<Op>(lane_exclusive)) return apply_maybe_tame<Op, T, true>(warp_exclusive, lane_exclusive);
+        if (data_warps_bound<Op, T>() && all_bounded<Op>(lane_exclusive)) return apply_maybe_tame<Op, T, true>(warp_exclusive, lane_exclusive);
         return Op::template apply<T>(warp_exclusive, lane_exclusive);
     }
 

@@ -36,6 +36,9 @@
 //                affine maps: |a| <= 1, so that no product of them overflows): the look-back
 //                (tile/tile_state.cuh) folds its aggregates by apply_tame where a warp finds
 //                every one of them bounded.  False for the others.
+//   warps_bound<T>()  with bounds<T>(): the data warps (the warp scans of the run totals and the
+//                block's fold of the warp totals) vote on the bounds too, not only the look-back
+//                (operators with bounds but not this: their data warps keep the rule).
 //   PREFIX_UNDER_LOAD  where the look-back with its reduction lead takes a tile's prefix
 //                (agent_scan.cuh): under the tile's load (true) or after its block scan, with a
 //                second barrier (false: the segmented scans, states.cuh).  Same bits either way.
@@ -155,6 +158,7 @@ struct OpBase {
     static constexpr bool RUN_BITS = false, BITS_AT_FIRST = false;  // StateOpBase (util/states.cuh)
     template <typename T> __host__ __device__ static constexpr bool tames() { return false; }
     template <typename T> __host__ __device__ static constexpr bool bounds() { return false; }
+    template <typename T> __host__ __device__ static constexpr bool warps_bound() { return false; }
     template <typename TAcc, typename TIn> static __device__ __forceinline__ TAcc lift(TIn x) {
         return Convert<TAcc, TIn>::apply(x);
     }
@@ -226,9 +230,15 @@ template <typename Op, typename T> __device__ __forceinline__ bool all_bounded(c
 template <bool V> struct TameTag {
     static constexpr bool value = V;
 };
-// f(TameTag) by all_bounded(later): both branches for operators with bounds, one for the rest
+// Whether the data warps vote on bounds (OpBase, warps_bound)
+template <typename Op, typename T> __host__ __device__ constexpr bool data_warps_bound() {
+    if constexpr (Op::template bounds<T>()) return Op::template warps_bound<T>();
+    else return false;
+}
+// f(TameTag) by all_bounded(later) in the data warps: both branches for operators whose data warps
+// vote on bounds (data_warps_bound), one for the rest
 template <typename Op, typename T, int N, typename F> __device__ __forceinline__ void by_bounds(const T (&later)[N], F &&f) {
-    if constexpr (Op::template bounds<T>()) {
+    if constexpr (data_warps_bound<Op, T>()) {
         if (all_bounded<Op>(later)) {
             f(TameTag<true>());
             return;

@@ -313,12 +313,14 @@ struct SegmentedEnds : SegmentedBase {
 // runs: in the look-back with the warp scans and the block's fold (RESULTS.md, "Where the rest of
 // the rule's cost lies"), which fold bounded states without it (BOUNDS, operators.cuh's bounds).
 template <typename V> struct AffineMul {  // integers: no infinities, no rule
-    static constexpr bool TAMES = false, BOUNDS = false;
+    static constexpr bool TAMES = false, BOUNDS = false, WARPS_BOUND = false;
     static __device__ __forceinline__ V mul(V a, V y) { return Wrap<V>::mul(a, y); }
     static __device__ __forceinline__ V mul_add(V a, V y, V b) { return Wrap<V>::add(Wrap<V>::mul(a, y), b); }
 };
 template <typename R> struct AffineMulReal {
-    static constexpr bool TAMES = false, BOUNDS = true;
+    // WARPS_BOUND false: float64's look-ahead lost 4 % by the data warps' votes (H200, 2^27: 3035
+    // -> 2911 GB/s, benchmarks/RESULTS.md, "A tame look-back")
+    static constexpr bool TAMES = false, BOUNDS = true, WARPS_BOUND = false;
     static __device__ __forceinline__ bool bounded(R a) { return fabs(a) <= R(1); }
     static __device__ __forceinline__ bool zero_rule(R a, R y) { return (y == R(0)) & !isfinite(a); }
     static __device__ __forceinline__ R ieee_mul(R a, R y) { return Rounded<R>::mul(a, y); }
@@ -337,7 +339,7 @@ template <typename R> struct AffineMulReal {
 // beside the product (2372 against 2475 GB/s at 2^27; the H200 1 % faster: 2750 against 2715),
 // where double and complex gained on both (f64 +6 % and +8 %, c64 +9 % and +11 %: RESULTS.md).
 template <typename R> struct AffineMulCoefFirst {
-    static constexpr bool TAMES = true, BOUNDS = true;
+    static constexpr bool TAMES = true, BOUNDS = true, WARPS_BOUND = true;
     static __device__ __forceinline__ bool bounded(R a) { return fabs(a) <= R(1); }
     static __device__ __forceinline__ bool finite(R a) { return isfinite(a); }
     static __device__ __forceinline__ R coef(R a, R y) { return (y == R(0) && !isfinite(a)) ? R(0) : a; }
@@ -352,7 +354,7 @@ template <> struct AffineMul<double> : AffineMulReal<double> {};
 template <typename R> struct AffineMul<Complex<R> > {
     typedef Complex<R> C;
     // BOUNDS: |a|^2 <= 1 (rounded: a product of such maps may grow by a few ulps, never to infinity)
-    static constexpr bool TAMES = false, BOUNDS = true;
+    static constexpr bool TAMES = false, BOUNDS = true, WARPS_BOUND = true;
     static __device__ __forceinline__ bool bounded(C a) { return a.re * a.re + a.im * a.im <= R(1); }
     static __device__ __forceinline__ C ieee_mul(C a, C y) { return Wrap<C>::mul(a, y); }
     static __device__ __forceinline__ C ieee_mul_add(C a, C y, C b) { return Wrap<C>::add(Wrap<C>::mul(a, y), b); }
@@ -406,6 +408,7 @@ struct AffineBase : StateOpBase {
     // operators.cuh, bounds: the real maps (AffineMul::BOUNDS); the look-back folds aggregates
     // whose |a| <= 1 without the rule (no product of them can overflow, so none is infinite)
     template <typename S> __host__ __device__ static constexpr bool bounds() { return AffineMul<typename S::Value>::BOUNDS; }
+    template <typename S> __host__ __device__ static constexpr bool warps_bound() { return AffineMul<typename S::Value>::WARPS_BOUND; }
     template <typename S> static __device__ __forceinline__ bool bounded(const S &t) {
         if constexpr (AffineMul<typename S::Value>::BOUNDS) return AffineMul<typename S::Value>::bounded(t.a);
         else return false;

@@ -32,7 +32,7 @@ __device__ __forceinline__ T warp_inclusive_scan_by(T x, int lane, T &exclusive)
 }
 template <typename T, typename Op>
 __device__ __forceinline__ T warp_inclusive_scan(T x, int lane, T &exclusive) {
-    if (warp_bounded<T, Op>(x)) return warp_inclusive_scan_by<T, Op, true>(x, lane, exclusive);
+    if (data_warps_bound<Op, T>() && warp_bounded<T, Op>(x)) return warp_inclusive_scan_by<T, Op, true>(x, lane, exclusive);
     return warp_inclusive_scan_by<T, Op, false>(x, lane, exclusive);
 }
 
@@ -57,7 +57,7 @@ __device__ __forceinline__ void warp_inclusive_scan_pair_by(T &x, T &y, int lane
 }
 template <typename T, typename Op>
 __device__ __forceinline__ void warp_inclusive_scan_pair(T &x, T &y, int lane, T &x_exclusive) {
-    if (warp_bounded<T, Op>(x) && warp_bounded<T, Op>(y)) warp_inclusive_scan_pair_by<T, Op, true>(x, y, lane, x_exclusive);
+    if (data_warps_bound<Op, T>() && warp_bounded<T, Op>(x) && warp_bounded<T, Op>(y)) warp_inclusive_scan_pair_by<T, Op, true>(x, y, lane, x_exclusive);
     else warp_inclusive_scan_pair_by<T, Op, false>(x, y, lane, x_exclusive);
 }
 
