@@ -95,12 +95,16 @@ struct BlockScanCoarsened {
         const int warp = threadIdx.x >> 5;
         T running = Op::template identity<T>();
         T warp_exclusive = running;
+        // the warp totals bounded (operators.cuh, bounds): the fold without the rule's tests
+        by_bounds<Op, T>(tmp.warp_totals, [&](auto tame) {
 #pragma unroll
-        for (int w = 0; w < WARPS; ++w) {
-            if (w == warp) warp_exclusive = running;
-            running = apply_run<Op, T>(running, tmp.warp_totals[w]);
-        }
+            for (int w = 0; w < WARPS; ++w) {
+                if (w == warp) warp_exclusive = running;
+                running = apply_run<Op, T, decltype(tame)::value>(running, tmp.warp_totals[w]);
+            }
+        });
         block_aggregate = running;
+        if (data_warps_bound<Op, T>() && all_bounded<Op>(lane_exclusive)) return apply_maybe_tame<Op, T, true>(warp_exclusive, lane_exclusive);
         return Op::template apply<T>(warp_exclusive, lane_exclusive);
     }
 

@@ -287,9 +287,23 @@ __device__ __forceinline__ T wait_window_prefix(const TileState &st, const TileP
 }
 
 // exclusive(t) = (PREFIX(g) op R(SUB(g, 0..s-1))) op in_sub(t), from wait_window_prefix's values.
+// The sub-window totals and in_sub (the later operands) bounded on every lane: IEEE's folds alone
+// (operators.cuh, bounds), the same bits; the vote is off the anchor's chain.  H200, 2^27: the
+// float32 recurrence's look-ahead 0.65 -> 0.88 of copy, float64's 0.72 -> 0.87 with the rule left
+// out of the look-back (benchmarks/RESULTS.md, "Where the rest of the rule's cost lies").
 template <typename T, typename Op>
 __device__ __forceinline__ T tile_exclusive(T anchor, T subs, T in_sub) {
+    if (warp_bounded<T, Op>(subs) && warp_bounded<T, Op>(in_sub))
+        return apply_maybe_tame<Op, T, true>(apply_maybe_tame<Op, T, true>(anchor, warp_reduce<T, Op, true>(subs)),
+                                             in_sub);
     return Op::template apply<T>(Op::template apply<T>(anchor, warp_reduce<T, Op>(subs)), in_sub);
+}
+
+// warp_reduce of the lanes' aggregates, without the rule where every one is bounded
+template <typename T, typename Op>
+__device__ __forceinline__ T reduce_aggregates(T a) {
+    if (warp_bounded<T, Op>(a)) return warp_reduce<T, Op, true>(a);
+    return warp_reduce<T, Op>(a);
 }
 
 // The total for the last tile (the look-back's association: its prefix op its aggregate).
@@ -302,9 +316,9 @@ __device__ __forceinline__ void tile_total(i64 tile, i64 num_tiles, T exclusive,
 // SUBS-1), whose own sub-window total `own_sub` joins the others (`subs`) in lane s.
 template <typename T, typename Op, int WINDOW>
 __device__ __forceinline__ void store_anchor(const TileState &st, const TilePlace &p, T own_sub, T subs, T anchor) {
-    const T w = warp_reduce<T, Op>((threadIdx.x & 31) == p.s ? own_sub : subs);
-    if ((threadIdx.x & 31) == 0)
-        StatusWord<T>::store(st.d_anchors + p.g * StatusWord<T>::K, Op::template apply<T>(anchor, w), st.epoch);
+    const T w = reduce_aggregates<T, Op>((threadIdx.x & 31) == p.s ? own_sub : subs);
+    const T next = all_bounded<Op>(w) ? apply_maybe_tame<Op, T, true>(anchor, w) : Op::template apply<T>(anchor, w);
+    if ((threadIdx.x & 31) == 0) StatusWord<T>::store(st.d_anchors + p.g * StatusWord<T>::K, next, st.epoch);
 }
 
 // Called by all 32 lanes of ONE warp of the block owning `tile`, after the block
@@ -324,8 +338,9 @@ __device__ __forceinline__ T tile_lookback(const TileState &st, i64 tile, i64 nu
     // wait before publishing).
     if (lane == 0) tile_publish_aggregate<T>(st, tile, num_tiles, aggregate);
 
-    const T in_sub = warp_reduce<T, Op>(wait_aggregates<T, Op>(st, tile - p.j, p.j));
-    const T own_sub = Op::template apply<T>(in_sub, aggregate);
+    const T in_sub = reduce_aggregates<T, Op>(wait_aggregates<T, Op>(st, tile - p.j, p.j));
+    const T own_sub = all_bounded<Op>(aggregate) ? apply_maybe_tame<Op, T, true>(in_sub, aggregate)
+                                                 : Op::template apply<T>(in_sub, aggregate);
     if (lane == 0 && p.j == 31 && p.s != SUBS - 1 && !last_tile)
         W::store(st.d_subaggs + (p.g * SUBS + p.s) * W::K, own_sub, st.epoch);
 
@@ -351,8 +366,10 @@ __device__ __forceinline__ void tile_publish_behind(const TileState &st, i64 til
     const TilePlace p = TilePlace::of<WINDOW>(tile);
     if (p.j != 31 || tile == num_tiles - 1) return;
     const T a = wait_aggregates<T, Op>(st, tile - 31, 32);  // the 31 before it, and its own
-    const T in_sub = warp_reduce<T, Op>((threadIdx.x & 31) < 31 ? a : Op::template identity<T>());
-    const T own_sub = Op::template apply<T>(in_sub, shfl_idx(a, 31));
+    const T in_sub = reduce_aggregates<T, Op>((threadIdx.x & 31) < 31 ? a : Op::template identity<T>());
+    const T last = shfl_idx(a, 31);
+    const T own_sub = all_bounded<Op>(last) ? apply_maybe_tame<Op, T, true>(in_sub, last)
+                                            : Op::template apply<T>(in_sub, last);
     if (p.s != SUBS - 1) {
         if ((threadIdx.x & 31) == 0) W::store(st.d_subaggs + (p.g * SUBS + p.s) * W::K, own_sub, st.epoch);
         return;
@@ -402,7 +419,7 @@ struct PrefixPoll {
             if (!ok_c) ok_c = W::try_load(st.d_anchors + (p.g - 1) * W::K, st.epoch, anchor);
         }
         anchor = shfl_idx(anchor, 0);
-        return tile_exclusive<T, Op>(anchor, b, warp_reduce<T, Op>(a));
+        return tile_exclusive<T, Op>(anchor, b, reduce_aggregates<T, Op>(a));
     }
 };
 

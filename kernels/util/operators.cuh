@@ -31,7 +31,14 @@
 //                util/states.cuh) may be left out where no such b is: tame<T>(b) says whether
 //                b is in range, and apply_tame<T>(a, b) is apply(a, b) for such a b, the same
 //                bits, without the rule's tests (a run whose every later operand is tame folds
-//                by it: apply_runs below).  False for the others.
+//                by it: all_tame and by_tameness below).  False for the others.
+//   bounds<T>()  the same rule cannot apply to any fold of states that are all bounded<T>() (the
+//                affine maps: |a| <= 1, so that no product of them overflows): the look-back
+//                (tile/tile_state.cuh) folds its aggregates by apply_tame where a warp finds
+//                every one of them bounded.  False for the others.
+//   warps_bound<T>()  with bounds<T>(): the data warps (the warp scans of the run totals and the
+//                block's fold of the warp totals) vote on the bounds too, not only the look-back
+//                (operators with bounds but not this: their data warps keep the rule).
 //   PREFIX_UNDER_LOAD  where the look-back with its reduction lead takes a tile's prefix
 //                (agent_scan.cuh): under the tile's load (true) or after its block scan, with a
 //                second barrier (false: the segmented scans, states.cuh).  Same bits either way.
@@ -150,6 +157,8 @@ struct OpBase {
     static constexpr bool RUN_APPLY = false;  // apply_run below
     static constexpr bool RUN_BITS = false, BITS_AT_FIRST = false;  // StateOpBase (util/states.cuh)
     template <typename T> __host__ __device__ static constexpr bool tames() { return false; }
+    template <typename T> __host__ __device__ static constexpr bool bounds() { return false; }
+    template <typename T> __host__ __device__ static constexpr bool warps_bound() { return false; }
     template <typename TAcc, typename TIn> static __device__ __forceinline__ TAcc lift(TIn x) {
         return Convert<TAcc, TIn>::apply(x);
     }
@@ -165,7 +174,7 @@ struct OpBase {
 // states, util/states.cuh) gives the cheaper combine for runs as apply_run.
 // TAME: b is tame (Op::tame, checked by the caller: all_tame): Op::apply_tame serves, the same bits.
 template <typename Op, typename T, bool TAME = false> __device__ __forceinline__ T apply_run(const T &a, const T &b) {
-    if constexpr (TAME && Op::template tames<T>()) {
+    if constexpr (TAME && (Op::template tames<T>() || Op::template bounds<T>())) {
         return Op::template apply_tame<T>(a, b);
     } else if constexpr (Op::RUN_APPLY) {
         return Op::template apply_run<T>(a, b);
@@ -174,9 +183,10 @@ template <typename Op, typename T, bool TAME = false> __device__ __forceinline__
     }
 }
 
-// Op::apply(a, b), or Op::apply_tame where TAME (b tame): for runs that may hold the identity.
+// Op::apply(a, b), or Op::apply_tame where TAME (b tame, or bounded: bounds below): for runs that
+// may hold the identity, and the look-back.
 template <typename Op, typename T, bool TAME> __device__ __forceinline__ T apply_maybe_tame(const T &a, const T &b) {
-    if constexpr (TAME && Op::template tames<T>()) {
+    if constexpr (TAME && (Op::template tames<T>() || Op::template bounds<T>())) {
         return Op::template apply_tame<T>(a, b);
     } else {
         return Op::template apply<T>(a, b);
@@ -198,11 +208,44 @@ template <typename Op, typename T, int N> __device__ __forceinline__ bool all_ta
     }
 }
 
+// Whether every state of `later` is bounded (Op::bounded; operators.cuh, bounds): false at compile
+// time for operators without bounds.
+template <typename Op, typename T, int N> __device__ __forceinline__ bool all_bounded(const T (&later)[N]) {
+    if constexpr (Op::template bounds<T>()) {
+        bool ok = true;
+#pragma unroll
+        for (int i = 0; i < N; ++i) ok = ok & Op::template bounded<T>(later[i]);
+        return ok;
+    } else {
+        return false;
+    }
+}
+template <typename Op, typename T> __device__ __forceinline__ bool all_bounded(const T &later) {
+    if constexpr (Op::template bounds<T>()) return Op::template bounded<T>(later);
+    else return false;
+}
+
 // f(std::integral_constant-like tag) with the tag's value `tame` known at compile time: the one
 // branch a run's fold takes by all_tame (both compiled for operators with tameness, one for the rest).
 template <bool V> struct TameTag {
     static constexpr bool value = V;
 };
+// Whether the data warps vote on bounds (OpBase, warps_bound)
+template <typename Op, typename T> __host__ __device__ constexpr bool data_warps_bound() {
+    if constexpr (Op::template bounds<T>()) return Op::template warps_bound<T>();
+    else return false;
+}
+// f(TameTag) by all_bounded(later) in the data warps: both branches for operators whose data warps
+// vote on bounds (data_warps_bound), one for the rest
+template <typename Op, typename T, int N, typename F> __device__ __forceinline__ void by_bounds(const T (&later)[N], F &&f) {
+    if constexpr (data_warps_bound<Op, T>()) {
+        if (all_bounded<Op>(later)) {
+            f(TameTag<true>());
+            return;
+        }
+    }
+    f(TameTag<false>());
+}
 template <typename Op, typename T, typename F> __device__ __forceinline__ void by_tameness(bool tame, F &&f) {
     if constexpr (Op::template tames<T>()) {
         if (tame) {

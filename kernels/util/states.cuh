@@ -128,6 +128,7 @@ struct StateOpBase {
     // agent/agent_lookahead.cuh): for operators with auxiliary inputs, but AffineBase's below.
     template <typename S> static constexpr bool rescans() { return true; }
     template <typename S> __host__ __device__ static constexpr bool tames() { return false; }  // operators.cuh
+    template <typename S> __host__ __device__ static constexpr bool bounds() { return false; }  // operators.cuh
 };
 
 // The segmented scans take a lead tile's prefix after the block scan (operators.cuh,
@@ -301,23 +302,26 @@ struct SegmentedEnds : SegmentedBase {
 // Tame maps (operators.cuh, tames): the rule changes a product only where the coefficient is not
 // finite, so a run whose later maps all have finite a's (`finite`, one test an item, made before
 // the run's chain) composes by IEEE's products alone (`ieee_mul`, `ieee_mul_add`: the rule's `p`,
-// the same bits), with no test on the chain.  TAMES: the value types whose runs may do so; only the
-// forward segmented recurrences take them (AffineStarts::tames).  H200, 2^27, GPU time
-// (benchmarks/RESULTS.md, "Tame runs"): the segmented float32 recurrence 2075 -> 2347 GB/s
-// ("auto", the look-back); the plain float32 one gained nothing forwards (2952 -> 2956) and lost
-// 3.5 % reversed (2906 -> 2806); float64 lost 4 % (2893 -> 2778, the look-ahead) and complex64 30 %
-// (2569 -> 1802, the look-back's registers 127 -> 181).  The rule left out altogether (a timing
+// the same bits), with no test on the chain.  TAMES: the value types whose runs may do so (float32,
+// AffineBase::tames; not the reversed segmented maps, AffineEnds).  H200, 2^27, GPU time
+// (benchmarks/RESULTS.md, "Tame runs"), tame runs alone: the segmented float32 recurrence 2075 ->
+// 2347 GB/s ("auto", the look-back); the plain float32 one gained nothing forwards (2952 -> 2956)
+// and lost 3.5 % reversed (2906 -> 2806); float64 lost 4 % (2893 -> 2778, the look-ahead) and
+// complex64 30 % (2569 -> 1802, the look-back's registers 127 -> 181): their runs keep the rule.  The rule left out altogether (a timing
 // variant, wrong for non-finite coefficients) took the float32 recurrence to 0.81 of copy on the
 // look-back and 0.87 on the look-ahead, float64 to 0.86: the rest of its cost lies outside the
-// runs (the warp scans, the block's fold, the look-back), which keep the rule (not measured apart).
+// runs: in the look-back with the warp scans and the block's fold (RESULTS.md, "Where the rest of
+// the rule's cost lies"), which fold bounded states without it (BOUNDS, operators.cuh's bounds).
 template <typename V> struct AffineMul {  // integers: no infinities, no rule
-    static constexpr bool RULE = false, TAMES = false;
+    static constexpr bool TAMES = false, BOUNDS = false, WARPS_BOUND = false;
     static __device__ __forceinline__ V mul(V a, V y) { return Wrap<V>::mul(a, y); }
     static __device__ __forceinline__ V mul_add(V a, V y, V b) { return Wrap<V>::add(Wrap<V>::mul(a, y), b); }
 };
 template <typename R> struct AffineMulReal {
-    static constexpr bool RULE = true, TAMES = false;
-    static __device__ __forceinline__ bool finite(R a) { return isfinite(a); }
+    // WARPS_BOUND false: float64's look-ahead lost 4 % by the data warps' votes (H200, 2^27: 3035
+    // -> 2911 GB/s, benchmarks/RESULTS.md, "A tame look-back")
+    static constexpr bool TAMES = false, BOUNDS = true, WARPS_BOUND = false;
+    static __device__ __forceinline__ bool bounded(R a) { return fabs(a) <= R(1); }
     static __device__ __forceinline__ bool zero_rule(R a, R y) { return (y == R(0)) & !isfinite(a); }
     static __device__ __forceinline__ R ieee_mul(R a, R y) { return Rounded<R>::mul(a, y); }
     static __device__ __forceinline__ R ieee_mul_add(R a, R y, R b) { return Rounded<R>::fma(a, y, b); }
@@ -335,7 +339,8 @@ template <typename R> struct AffineMulReal {
 // beside the product (2372 against 2475 GB/s at 2^27; the H200 1 % faster: 2750 against 2715),
 // where double and complex gained on both (f64 +6 % and +8 %, c64 +9 % and +11 %: RESULTS.md).
 template <typename R> struct AffineMulCoefFirst {
-    static constexpr bool RULE = true, TAMES = true;
+    static constexpr bool TAMES = true, BOUNDS = true, WARPS_BOUND = true;
+    static __device__ __forceinline__ bool bounded(R a) { return fabs(a) <= R(1); }
     static __device__ __forceinline__ bool finite(R a) { return isfinite(a); }
     static __device__ __forceinline__ R coef(R a, R y) { return (y == R(0) && !isfinite(a)) ? R(0) : a; }
     // mul and mul_add with coef(a, y) == a (a finite): the same expressions, so the same contraction
@@ -348,8 +353,9 @@ template <> struct AffineMul<float> : AffineMulCoefFirst<float> {};
 template <> struct AffineMul<double> : AffineMulReal<double> {};
 template <typename R> struct AffineMul<Complex<R> > {
     typedef Complex<R> C;
-    static constexpr bool RULE = true, TAMES = false;
-    static __device__ __forceinline__ bool finite(C a) { return isfinite(a.re) & isfinite(a.im); }
+    // BOUNDS: |a|^2 <= 1 (rounded: a product of such maps may grow by a few ulps, never to infinity)
+    static constexpr bool TAMES = false, BOUNDS = true, WARPS_BOUND = true;
+    static __device__ __forceinline__ bool bounded(C a) { return a.re * a.re + a.im * a.im <= R(1); }
     static __device__ __forceinline__ C ieee_mul(C a, C y) { return Wrap<C>::mul(a, y); }
     static __device__ __forceinline__ C ieee_mul_add(C a, C y, C b) { return Wrap<C>::add(Wrap<C>::mul(a, y), b); }
     static __device__ __forceinline__ bool zero_rule(C a, C y) {
@@ -393,6 +399,20 @@ struct AffineBase : StateOpBase {
     // 0.81 of copy on the H100 at 2^27 (benchmarks/RESULTS.md, "Each thread's run scanned again
     // from the stage").  The 16-byte maps gained by it (float64 0.61 -> 0.74, complex64 0.30 -> 0.34).
     template <typename S> static constexpr bool rescans() { return sizeof(S) > 8; }
+    // operators.cuh, tames: the float32 maps (AffineMul::TAMES)
+    template <typename S> __host__ __device__ static constexpr bool tames() { return AffineMul<typename S::Value>::TAMES; }
+    template <typename S> static __device__ __forceinline__ bool tame(const S &t) {
+        if constexpr (AffineMul<typename S::Value>::TAMES) return AffineMul<typename S::Value>::finite(t.a);
+        else return false;
+    }
+    // operators.cuh, bounds: the real maps (AffineMul::BOUNDS); the look-back folds aggregates
+    // whose |a| <= 1 without the rule (no product of them can overflow, so none is infinite)
+    template <typename S> __host__ __device__ static constexpr bool bounds() { return AffineMul<typename S::Value>::BOUNDS; }
+    template <typename S> __host__ __device__ static constexpr bool warps_bound() { return AffineMul<typename S::Value>::WARPS_BOUND; }
+    template <typename S> static __device__ __forceinline__ bool bounded(const S &t) {
+        if constexpr (AffineMul<typename S::Value>::BOUNDS) return AffineMul<typename S::Value>::bounded(t.a);
+        else return false;
+    }
     template <typename TOut, typename S> static __device__ __forceinline__ TOut project(const S &s, const S &p, bool has) {
         typedef typename S::Value V;
         return Convert<TOut, V>::apply(has ? AffineMul<V>::mul_add(s.a, p.b, s.b) : s.b);
@@ -418,6 +438,12 @@ struct Affine : AffineBase {
         r.b = compose_b(s.b, t.a, t.b);
         return r;
     }
+    template <typename S> static __device__ __forceinline__ S apply_tame(S s, S t) {
+        S r;
+        r.a = compose_a_tame(s.a, t.a);
+        r.b = compose_b_tame(s.b, t.a, t.b);
+        return r;
+    }
     template <typename S, typename TIn, typename TC>
     static __device__ __forceinline__ S lift(TIn x, bool, TC coef) {
         S s;
@@ -429,14 +455,6 @@ struct Affine : AffineBase {
 
 struct AffineStarts : AffineBase {
     static constexpr bool RESTARTS = true;
-    // operators.cuh, tames: the float32 maps (AffineMul::TAMES).  Not the plain recurrences'
-    // (Affine): forwards they gained nothing and reversed lost 3.5 % (H200, 2^27: 2906 -> 2806
-    // GB/s, RESULTS.md, "Tame runs")
-    template <typename S> __host__ __device__ static constexpr bool tames() { return AffineMul<typename S::Value>::TAMES; }
-    template <typename S> static __device__ __forceinline__ bool tame(const S &t) {
-        if constexpr (AffineMul<typename S::Value>::TAMES) return AffineMul<typename S::Value>::finite(t.a);
-        else return false;
-    }
     template <typename S> static __device__ __forceinline__ bool restarts(const S &s) { return s.flag; }
     template <typename S> static __device__ __forceinline__ S identity() {
         S s = neutral<S>();
@@ -491,6 +509,8 @@ struct AffineStarts : AffineBase {
 
 struct AffineEnds : AffineBase {
     static constexpr bool RESTARTS = true;
+    template <typename S> __host__ __device__ static constexpr bool bounds() { return false; }  // no apply_tame
+    template <typename S> __host__ __device__ static constexpr bool tames() { return false; }
     template <typename S> static __device__ __forceinline__ bool restarts(const S &s) { return s.inner; }
     // end EMPTY in the identity, as SegmentedEnds' (there), so that it keeps a segment's end on
     // the right as well

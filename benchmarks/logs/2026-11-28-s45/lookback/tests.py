@@ -10,8 +10,8 @@ from tests.gpu import test_operators as t  # noqa: E402
 
 cases = [("rare_non_finite", t.test_rare_non_finite_coefficients_among_bounded_tiles_keep_the_zero_rule, dt, None)
          for dt in ("float32", "float64")]
-cases += [("overflow", t.test_finite_coefficients_whose_products_overflow_meet_zero_states_by_the_rule, dt, big)
-          for dt, big in (("float32", 2.0**70), ("float64", 2.0**600))]
+cases += [("overflow", t.test_finite_coefficients_whose_products_overflow_meet_zero_states_by_the_rule, dt, (big, share))
+          for dt, big in (("float32", 2.0**70), ("float64", 2.0**600)) for share in (0.4, 2e-4)]
 cases += [("zero_rule", t.test_an_infinite_or_nan_coefficient_times_a_zero_is_zero_in_every_lane_thread_and_tile, dt, n)
           for dt in ("float32", "float64") for n in t.SIZES[:5]]
 cases += [("matches_cpu", t.test_linear_recurrence_matches_the_cpu, dt, n) for dt in ("float32", "float64") for n in t.SIZES]
@@ -23,7 +23,7 @@ for name, fn, dt, arg in cases:
         if name == "rare_non_finite":
             fn(dt, rng)
         elif name == "overflow":
-            fn(dt, arg, rng)
+            fn(dt, *arg, rng)
         else:
             fn(dt, arg, rng)
         print(f"PASS {name} {dt} {arg} {time.time() - t0:.1f}s", flush=True)
