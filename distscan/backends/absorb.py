@@ -25,8 +25,7 @@ def absorb_zeros(xp, x, out, seed, exclusive):
     the scan's own: with no zero in the prefix no such NaN can arise.  Costs a few passes,
     and only for float products.
     """
-    if exclusive:  # out[i] combines x[:i]: align out[1:] with x[:-1]
-        x, out = x[:-1], out[1:]
+    x, out = _results_of_rows(x, out, exclusive)
     n, w = x.shape
     if n == 0 or not _any_zero(xp, x, out):
         return np.zeros(w, bool)
@@ -61,6 +60,12 @@ def absorb_zeros(xp, x, out, seed, exclusive):
     fixed = xp.where(poisoned, xp.asarray(np.nan, out.dtype), zeros)
     xp.copyto(out, fixed, where=started)
     return hit_host
+
+
+def _results_of_rows(x, out, exclusive: bool):
+    """``(x, out)`` row by row: each row of ``x`` beside the result that ends with it; an exclusive
+    scan's ``out[i]`` combines ``x[:i]``, so ``out[1:]`` aligns with ``x[:-1]``."""
+    return (x[:-1], out[1:]) if exclusive else (x, out)
 
 
 def _host(a) -> np.ndarray:
@@ -106,8 +111,6 @@ def _any_zero(xp, a, b) -> bool:
     return bool(_host((a == 0).any())) or bool(_host((b == 0).any()))
 
 
-
-
 # ---- segmented products (distscan.ops.state.Segmented over a float or complex product) ----------
 #
 # The GPU kernels scan a segmented product as (value, flag) states whose values multiply tile by
@@ -142,8 +145,8 @@ def absorb_segmented(xp, x, out, flags, seed, exclusive: bool, ends: bool) -> No
     the segment's start, the seed's too where the segment continues it) until an inf or NaN input
     turns it into NaN for good, and NaN from the zero on where the product before it is not
     finite.  Vectorised (cumulative counts within segments); two host syncs at most where no zero is."""
-    n, w = x.shape
-    if not _any_zero(xp, x[:-1] if exclusive else x, out[1:] if exclusive else out):
+    w = x.shape[1]
+    if not _any_zero(xp, *_results_of_rows(x, out, exclusive)):
         return  # (before the arrays below: most products meet no zero)
     fresh_first = seed is None or (ends and bool(np.asarray(seed["end"]).reshape(-1)[0]))
     starts = _segment_starts(xp, flags, ends, fresh_first)
