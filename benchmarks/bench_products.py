@@ -33,7 +33,6 @@ import distscan  # noqa: E402
 from harness import SELF, copy_bandwidth, events_interleaved  # noqa: E402
 
 
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")

@@ -181,8 +181,6 @@ def main():
     cc.precompile(module_keys(n, a.device, a.scans.split(",") if a.scans else None))
     print(f"kernels compiled in {time.perf_counter() - t0:.0f} s", flush=True)
 
-    x = cp.empty(n, cp.float32)
-    y = cp.empty_like(x)
     copy_gbs = copy_bandwidth(4 * n, a.reps)
     rows = []
     for name, bytes_per, state_size, call, out in cases(n):
