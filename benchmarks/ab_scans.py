@@ -42,6 +42,9 @@ def _scans(n: int, density: float = 1e-3) -> dict:
     y32, y64 = cp.empty_like(x32), cp.empty_like(x64)
     coef64 = coef.astype(cp.float64)
     coef_inf = cp.where(rs.random_sample(n) < 1e-4, cp.float32(cp.inf), coef)
+    coef_wide = rs.uniform(-1.25, 1.25, n).astype(cp.float32)  # |a| > 1 in a fifth of the items; stable
+    coef_late = coef.copy()
+    coef_late[-1] = 2  # one |a| > 1, in the last tile
     coefc = (coef * cp.exp(1j * rs.uniform(-0.1, 0.1, n))).astype(cp.complex64)  # |a| in (0.5, 1)
     xc = (x32 + 1j * x32[::-1]).astype(cp.complex64)
     yc = cp.empty_like(xc)
@@ -98,6 +101,11 @@ def _scans(n: int, density: float = 1e-3) -> dict:
                            lambda: _recurrence_prefix(coefc, xc)),
         # one coefficient in 10^4 infinite: the threads whose runs hold one keep the zero rule's tests
         "recurrence f32 inf": (12, lambda: distscan.linear_recurrence(coef_inf, x32, out=y32, comm=SELF), y32, None),
+        # coefficients past 1 everywhere (the rule's tests fail in every warp), or in the last tile alone
+        "recurrence f32 wide": (12, lambda: distscan.linear_recurrence(coef_wide, x32, out=y32, comm=SELF), y32,
+                                lambda: _recurrence_prefix(coef_wide, x32)),
+        "recurrence f32 late": (12, lambda: distscan.linear_recurrence(coef_late, x32, out=y32, comm=SELF), y32,
+                                lambda: _recurrence_prefix(coef_late, x32)),
         "compensated f32": (8, lambda: distscan.cumsum(x32, compensated=True, out=y32, comm=SELF), y32,
                             lambda: cp.cumsum(x64)),
         "cummax f32": (8, lambda: distscan.cummax(x32, out=y32, comm=SELF), y32,
