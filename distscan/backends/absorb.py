@@ -179,7 +179,8 @@ def _aligned(xp, x, out, starts, seed_value, exclusive: bool):
     exclusive scan's ``out[i]`` holds the product before row i: ``out[1:]`` aligns with ``x[:-1]``,
     the product before row k is ``out[k]`` itself, and a segment's first row is no product."""
     if exclusive:
-        return x[:-1], out[1:], out[:-1], ~starts[1:], starts[:-1]
+        rows, results = _results_of_rows(x, out, exclusive)
+        return rows, results, out[:-1], ~starts[1:], starts[:-1]
     prev = xp.empty_like(out)
     prev[1:] = out[:-1]
     prev[:1] = 1 if seed_value is None else xp.asarray(np.asarray(seed_value, out.dtype)).reshape(1, -1)

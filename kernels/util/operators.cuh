@@ -173,8 +173,11 @@ struct OpBase {
 // operator whose apply pays for that on the per-item chain (RUN_APPLY: the reverse segmented
 // states, util/states.cuh) gives the cheaper combine for runs as apply_run.
 // TAME: b is tame (Op::tame, checked by the caller: all_tame): Op::apply_tame serves, the same bits.
+template <typename Op, typename T, bool TAME> __host__ __device__ constexpr bool tame_serves() {
+    return TAME && (Op::template tames<T>() || Op::template bounds<T>());  // (bounds below)
+}
 template <typename Op, typename T, bool TAME = false> __device__ __forceinline__ T apply_run(const T &a, const T &b) {
-    if constexpr (TAME && (Op::template tames<T>() || Op::template bounds<T>())) {
+    if constexpr (tame_serves<Op, T, TAME>()) {
         return Op::template apply_tame<T>(a, b);
     } else if constexpr (Op::RUN_APPLY) {
         return Op::template apply_run<T>(a, b);
@@ -186,7 +189,7 @@ template <typename Op, typename T, bool TAME = false> __device__ __forceinline__
 // Op::apply(a, b), or Op::apply_tame where TAME (b tame, or bounded: bounds below): for runs that
 // may hold the identity, and the look-back.
 template <typename Op, typename T, bool TAME> __device__ __forceinline__ T apply_maybe_tame(const T &a, const T &b) {
-    if constexpr (TAME && (Op::template tames<T>() || Op::template bounds<T>())) {
+    if constexpr (tame_serves<Op, T, TAME>()) {
         return Op::template apply_tame<T>(a, b);
     } else {
         return Op::template apply<T>(a, b);
@@ -197,28 +200,23 @@ template <typename Op, typename T, bool TAME> __device__ __forceinline__ T apply
 // known before the fold, so that one test an item (for the affine maps, that its coefficient is
 // finite) replaces the rule's tests in every application, and the fold's chain carries none.
 // False at compile time for operators without tameness (the caller's tame branch is then dead).
-template <typename Op, typename T, int N> __device__ __forceinline__ bool all_tame(const T (&later)[N]) {
-    if constexpr (Op::template tames<T>()) {
-        bool ok = true;
+// Whether test(x) holds for every x of xs (every test made: no branch between them)
+template <typename T, int N, typename Test> __device__ __forceinline__ bool every(const T (&xs)[N], Test test) {
+    bool ok = true;
 #pragma unroll
-        for (int i = 0; i < N; ++i) ok = ok & Op::template tame<T>(later[i]);
-        return ok;
-    } else {
-        return false;
-    }
+    for (int i = 0; i < N; ++i) ok = ok & test(xs[i]);
+    return ok;
+}
+template <typename Op, typename T, int N> __device__ __forceinline__ bool all_tame(const T (&later)[N]) {
+    if constexpr (Op::template tames<T>()) return every(later, [](const T &s) { return Op::template tame<T>(s); });
+    else return false;
 }
 
 // Whether every state of `later` is bounded (Op::bounded; operators.cuh, bounds): false at compile
 // time for operators without bounds.
 template <typename Op, typename T, int N> __device__ __forceinline__ bool all_bounded(const T (&later)[N]) {
-    if constexpr (Op::template bounds<T>()) {
-        bool ok = true;
-#pragma unroll
-        for (int i = 0; i < N; ++i) ok = ok & Op::template bounded<T>(later[i]);
-        return ok;
-    } else {
-        return false;
-    }
+    if constexpr (Op::template bounds<T>()) return every(later, [](const T &s) { return Op::template bounded<T>(s); });
+    else return false;
 }
 template <typename Op, typename T> __device__ __forceinline__ bool all_bounded(const T &later) {
     if constexpr (Op::template bounds<T>()) return Op::template bounded<T>(later);
@@ -235,25 +233,23 @@ template <typename Op, typename T> __host__ __device__ constexpr bool data_warps
     if constexpr (Op::template bounds<T>()) return Op::template warps_bound<T>();
     else return false;
 }
-// f(TameTag) by all_bounded(later) in the data warps: both branches for operators whose data warps
-// vote on bounds (data_warps_bound), one for the rest
-template <typename Op, typename T, int N, typename F> __device__ __forceinline__ void by_bounds(const T (&later)[N], F &&f) {
-    if constexpr (data_warps_bound<Op, T>()) {
-        if (all_bounded<Op>(later)) {
+// f(TameTag<yes>()) where COMPILED (both branches compiled), else f(TameTag<false>()) alone
+template <bool COMPILED, typename F> __device__ __forceinline__ void by_tag(bool yes, F &&f) {
+    if constexpr (COMPILED) {
+        if (yes) {
             f(TameTag<true>());
             return;
         }
     }
     f(TameTag<false>());
 }
+// f(TameTag) by all_bounded(later) in the data warps: both branches for operators whose data warps
+// vote on bounds (data_warps_bound), one for the rest
+template <typename Op, typename T, int N, typename F> __device__ __forceinline__ void by_bounds(const T (&later)[N], F &&f) {
+    by_tag<data_warps_bound<Op, T>()>(all_bounded<Op>(later), f);
+}
 template <typename Op, typename T, typename F> __device__ __forceinline__ void by_tameness(bool tame, F &&f) {
-    if constexpr (Op::template tames<T>()) {
-        if (tame) {
-            f(TameTag<true>());
-            return;
-        }
-    }
-    f(TameTag<false>());
+    by_tag<Op::template tames<T>()>(tame, f);
 }
 
 // What an empty prefix gives, as NumPy presents it: the identity, but +0.0 for float sums

@@ -12,6 +12,12 @@ template <typename T, typename Op> __device__ __forceinline__ bool warp_bounded(
     if constexpr (Op::template bounds<T>()) return __all_sync(0xffffffffu, Op::template bounded<T>(x));
     else return false;
 }
+// warp_bounded where the data warps vote on bounds (operators.cuh, data_warps_bound), else false
+// at compile time
+template <typename T, typename Op> __device__ __forceinline__ bool data_warp_bounded(const T &x) {
+    if constexpr (data_warps_bound<Op, T>()) return warp_bounded<T, Op>(x);
+    else return false;
+}
 
 // Inclusive Kogge-Stone scan (5 shuffle steps).  Lane l gets x_0 op ... op x_l;
 // `exclusive` gets x_0 op ... op x_{l-1} (the identity on lane 0).
@@ -32,7 +38,7 @@ __device__ __forceinline__ T warp_inclusive_scan_by(T x, int lane, T &exclusive)
 }
 template <typename T, typename Op>
 __device__ __forceinline__ T warp_inclusive_scan(T x, int lane, T &exclusive) {
-    if (data_warps_bound<Op, T>() && warp_bounded<T, Op>(x)) return warp_inclusive_scan_by<T, Op, true>(x, lane, exclusive);
+    if (data_warp_bounded<T, Op>(x)) return warp_inclusive_scan_by<T, Op, true>(x, lane, exclusive);
     return warp_inclusive_scan_by<T, Op, false>(x, lane, exclusive);
 }
 
@@ -57,7 +63,7 @@ __device__ __forceinline__ void warp_inclusive_scan_pair_by(T &x, T &y, int lane
 }
 template <typename T, typename Op>
 __device__ __forceinline__ void warp_inclusive_scan_pair(T &x, T &y, int lane, T &x_exclusive) {
-    if (data_warps_bound<Op, T>() && warp_bounded<T, Op>(x) && warp_bounded<T, Op>(y)) warp_inclusive_scan_pair_by<T, Op, true>(x, y, lane, x_exclusive);
+    if (data_warp_bounded<T, Op>(x) && data_warp_bounded<T, Op>(y)) warp_inclusive_scan_pair_by<T, Op, true>(x, y, lane, x_exclusive);
     else warp_inclusive_scan_pair_by<T, Op, false>(x, y, lane, x_exclusive);
 }
 
@@ -84,7 +90,5 @@ __device__ __forceinline__ T warp_reduce(T x) {
     }
     return x;
 }
-
-
 
 }  // namespace distscan
