@@ -379,10 +379,11 @@ def plain_scan_reference(g, op, types, *, exclusive=False, initial=None, reverse
     return res[::-1] if reverse else res
 
 
-def nonfinite_at_zero_states(rng, a, b, nonfinite, *, initial=0, reverse=False, segments=None, edges=()):
+def nonfinite_at_zero_states(rng, a, b, nonfinite, *, initial=0, reverse=False, segments=None, edges=(), least=1):
     """Coefficients ``a`` with values of ``nonfinite`` put where the sequential loop's state
-    before the item is exactly 0 (about a third of those places, and each of ``edges`` that is
-    one), and the loop's result, which the zero rule leaves as ``a``'s: ``(x, y)``."""
+    before the item is exactly 0 (about a third of those places, each of ``edges`` that is one,
+    and at least ``least`` of them where there are as many), and the loop's result, which the zero
+    rule leaves as ``a``'s: ``(x, y)``."""
     n = len(b)
     y = recurrence_reference(a, b, initial=initial, reverse=reverse, segments=segments)
     starts = np.zeros(n, bool) if segments is None else np.asarray(segments, bool)
@@ -394,6 +395,9 @@ def nonfinite_at_zero_states(rng, a, b, nonfinite, *, initial=0, reverse=False, 
         before[1:] = np.where(starts[1:], initial, y[:-1])
         before[:1] = initial
     wild = (before == 0) & ((rng.random(n) < 0.3) | np.isin(np.arange(n), edges))
+    zero = np.flatnonzero(before == 0)
+    if np.count_nonzero(wild) < least and len(zero):  # (257 items drew none in the suite of 2026-11-28 13:50 UTC)
+        wild[rng.choice(zero, min(least, len(zero)), replace=False)] = True
     x = np.array(a, copy=True)
     x[wild] = rng.choice(nonfinite, int(wild.sum()))
     return x, y
