@@ -394,9 +394,10 @@ def nonfinite_at_zero_states(rng, a, b, nonfinite, *, initial=0, reverse=False, 
     else:
         before[1:] = np.where(starts[1:], initial, y[:-1])
         before[:1] = initial
-    wild = (before == 0) & ((rng.random(n) < 0.3) | np.isin(np.arange(n), edges))
-    zero = np.flatnonzero(before == 0)
-    if np.count_nonzero(wild) < least and len(zero):  # (257 items drew none in the suite of 2026-11-28 13:50 UTC)
+    at_zero = before == 0
+    wild = at_zero & ((rng.random(n) < 0.3) | np.isin(np.arange(n), edges))
+    if np.count_nonzero(wild) < least and at_zero.any():  # (257 items drew none in the suite of 2026-11-28 13:50 UTC)
+        zero = np.flatnonzero(at_zero)
         wild[rng.choice(zero, min(least, len(zero)), replace=False)] = True
     x = np.array(a, copy=True)
     x[wild] = rng.choice(nonfinite, int(wild.sum()))
