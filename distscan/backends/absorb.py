@@ -29,6 +29,9 @@ def absorb_zeros(xp, x, out, seed, exclusive):
     n, w = x.shape
     if n == 0 or not _any_zero(xp, x, out):
         return np.zeros(w, bool)
+    if xp is not np and w <= _FEW_COLUMNS:
+        seeds = [None] * w if seed is None else list(np.asarray(seed, out.dtype).reshape(w))
+        return np.array([_absorb_column(xp, x[:, c], out[:, c], seeds[c]) for c in range(w)])
     zero = (x == 0) | (out == 0)  # a product that underflowed is a zero too
     hit = _down(xp, zero, "any")
     hit_host = _host(hit)  # some column: _any_zero found a zero
@@ -96,6 +99,49 @@ def _column_by_column(xp, v, whole, one, axis: int):
 def _down(xp, v, name: str):
     """``v.<name>(axis=0)`` of ``(m, w)`` rows (any, argmax, prod, sum), a ``(w,)`` array."""
     return _column_by_column(xp, v, lambda a: getattr(a, name)(axis=0), lambda c: getattr(c, name)(), 0)
+
+
+def _absorb_column(xp, x, y, seed) -> bool:
+    """:func:`absorb_zeros` of one column (``x`` and its results ``y``, 1-D; ``seed`` a host scalar
+    or None), with passes over the rows from its first zero on only: the GPU's way for a few
+    columns (the whole-array form took 16.4 ms at 2^27 float32 on an H200, 2026-11-28, a dozen CuPy
+    passes).  Returns whether the column had a zero.
+
+    Where the results from the zero on are already the sequential ones (zeros up to the first inf
+    or NaN input, NaN from it on: a product that only underflowed or met a zero, as a product of
+    probabilities does; real items), nothing is written: two comparisons over those rows find it.  A zero's
+    sign needs no check: IEEE's product of any grouping has the sign of the product of the signs.
+    Else the rows are rewritten: zeros whose sign is that of the result before the zero (the
+    product of the seed and the rows before it, exact in any order; a NaN there poisons the rest)
+    times the signs counted from the zero on.  The seed's sign and finiteness are read on the
+    host (CuPy's ``asarray(-0.0)`` has no sign bit)."""
+    n = x.shape[0]
+    zero = (x == 0) | (y == 0)  # a product that underflowed is a zero too
+    k = zero.argmax()
+    first = int(_host(xp.where(zero[k], k, n)))
+    if first == n:
+        return False
+    before = _host(y[first - 1]) if first > 0 else np.asarray(1 if seed is None else seed, y.dtype)
+    x, tail = x[first:], y[first:]
+    m = n - first
+    first_bad = m
+    if x.dtype.kind in "fc":
+        bad = ~xp.isfinite(x)
+        j = bad.argmax()
+        first_bad = int(_host(xp.where(bad[j], j, m)))  # the first inf or NaN input from the zero on
+    poisoned_from = 0 if not np.isfinite(before) else first_bad  # inf * 0: NaN for good
+    if (y.dtype.kind != "c" and bool(_host((tail[:poisoned_from] == 0).all()))
+            and bool(_host(xp.isnan(tail[poisoned_from:]).all()))):
+        return True  # (tail[0] == 0 where poisoned_from > 0: not NaN; complex zeros are written +0)
+    if y.dtype.kind == "c":
+        zeros = xp.zeros((), y.dtype)
+    else:
+        signs = xp.signbit(x) if x.dtype.kind == "f" else x < 0
+        negative = ((xp.cumsum(signs, dtype=xp.uint8) & 1).astype(bool)) ^ bool(np.signbit(before.real))
+        zeros = _signed_zeros(xp, negative, y.dtype)
+    poisoned = xp.isnan(tail[0]) | (xp.arange(m) >= poisoned_from)
+    tail[...] = xp.where(poisoned, xp.asarray(np.nan, y.dtype), zeros)
+    return True
 
 
 def _cumsum_down(xp, v, dtype):
