@@ -16,25 +16,66 @@ import numpy as np
 from ..ops.absorbing import absorbed, absorbing_join, initial_first
 
 
-def absorb_zeros(xp, x, out, seed, exclusive):
+class ArraySearch:
+    """What the repair asks of the arrays before it writes anything, as array operations of ``xp``
+    (NumPy or CuPy); ``backends/cuda/zero_search.py`` answers the same in one kernel a question."""
+
+    def __init__(self, xp):
+        self.xp = xp
+
+    def any_zero(self, a, b) -> bool:
+        """Whether ``a`` or ``b`` holds a zero (one synchronisation each at most)."""
+        return bool(_host((a == 0).any())) or bool(_host((b == 0).any()))
+
+    def first_zero(self, a, b) -> int:
+        """The first row where 1-D ``a`` or ``b`` is 0 (a product that underflowed is a zero
+        too), or their length."""
+        return _first_true(self.xp, (a == 0) | (b == 0))
+
+    def tail_marks(self, x, y) -> tuple[int, int, int]:
+        """Over rows ``x`` and their results ``y`` (1-D): the first row whose item is inf or NaN
+        (or their length), the first whose result is not 0 (NaN is not) (or their length), and
+        the last whose result is not NaN (or -1)."""
+        xp, m = self.xp, x.shape[0]
+        bad = _first_true(xp, ~xp.isfinite(x)) if x.dtype.kind in "fc" else m
+        keep = ~xp.isnan(y)
+        last = m - 1 - _first_true(xp, keep[::-1])
+        return bad, _first_true(xp, y != 0), last
+
+
+def _first_true(xp, v) -> int:
+    """The first index where 1-D bool ``v`` is true, or its length (one host read)."""
+    if v.shape[0] == 0:
+        return 0
+    k = v.argmax()
+    return int(_host(xp.where(v[k], k, v.shape[0])))
+
+
+def absorb_zeros(xp, x, out, seed, exclusive, search: ArraySearch = None):
     """Repair ``out`` (the scan of ``x`` from ``seed``, ``(n, w)``) in place; returns the
-    columns it changed (host bool ``(w,)``).  ``xp`` is the array module (NumPy or CuPy).
+    columns it changed (host bool ``(w,)``).  ``xp`` is the array module (NumPy or CuPy);
+    ``search`` answers the repair's questions (default: ``ArraySearch(xp)``).
 
     In sequential order, from the first result that is 0 on, every result is a signed zero
     until an inf or NaN input turns it into NaN for good.  Results before the first zero are
     the scan's own: with no zero in the prefix no such NaN can arise.  Costs a few passes,
     and only for float products.
     """
+    search = ArraySearch(xp) if search is None else search
     x, out = _results_of_rows(x, out, exclusive)
     n, w = x.shape
-    if n == 0 or not _any_zero(xp, x, out):
+    if n == 0:
         return np.zeros(w, bool)
     if xp is not np and w <= _FEW_COLUMNS:
+        if w > 1 and not search.any_zero(x, out):  # (one pass over all columns; one column: its search is it)
+            return np.zeros(w, bool)
         seeds = [None] * w if seed is None else list(np.asarray(seed, out.dtype).reshape(w))
-        return np.array([_absorb_column(xp, x[:, c], out[:, c], seeds[c]) for c in range(w)])
+        return np.array([_absorb_column(search, x[:, c], out[:, c], seeds[c]) for c in range(w)])
+    if not search.any_zero(x, out):
+        return np.zeros(w, bool)
     zero = (x == 0) | (out == 0)  # a product that underflowed is a zero too
     hit = _down(xp, zero, "any")
-    hit_host = _host(hit)  # some column: _any_zero found a zero
+    hit_host = _host(hit)  # some column: any_zero found a zero
     rows = xp.arange(n)[:, None]
     first = xp.where(hit, _down(xp, zero, "argmax"), n)
     started = rows >= first
@@ -101,7 +142,7 @@ def _down(xp, v, name: str):
     return _column_by_column(xp, v, lambda a: getattr(a, name)(axis=0), lambda c: getattr(c, name)(), 0)
 
 
-def _absorb_column(xp, x, y, seed) -> bool:
+def _absorb_column(search: ArraySearch, x, y, seed) -> bool:
     """:func:`absorb_zeros` of one column (``x`` and its results ``y``, 1-D; ``seed`` a host scalar
     or None), with passes over the rows from its first zero on only: the GPU's way for a few
     columns (the whole-array form took 16.4 ms at 2^27 float32 on an H200, 2026-11-28, a dozen CuPy
@@ -109,30 +150,23 @@ def _absorb_column(xp, x, y, seed) -> bool:
 
     Where the results from the zero on are already the sequential ones (zeros up to the first inf
     or NaN input, NaN from it on: a product that only underflowed or met a zero, as a product of
-    probabilities does; real items), nothing is written: two comparisons over those rows find it.  A zero's
+    probabilities does; real items), nothing is written: ``search.tail_marks`` finds it.  A zero's
     sign needs no check: IEEE's product of any grouping has the sign of the product of the signs.
     Else the rows are rewritten: zeros whose sign is that of the result before the zero (the
     product of the seed and the rows before it, exact in any order; a NaN there poisons the rest)
     times the signs counted from the zero on.  The seed's sign and finiteness are read on the
     host (CuPy's ``asarray(-0.0)`` has no sign bit)."""
-    n = x.shape[0]
-    zero = (x == 0) | (y == 0)  # a product that underflowed is a zero too
-    k = zero.argmax()
-    first = int(_host(xp.where(zero[k], k, n)))
+    xp, n = search.xp, x.shape[0]
+    first = search.first_zero(x, y)
     if first == n:
         return False
     before = _host(y[first - 1]) if first > 0 else np.asarray(1 if seed is None else seed, y.dtype)
     x, tail = x[first:], y[first:]
     m = n - first
-    first_bad = m
-    if x.dtype.kind in "fc":
-        bad = ~xp.isfinite(x)
-        j = bad.argmax()
-        first_bad = int(_host(xp.where(bad[j], j, m)))  # the first inf or NaN input from the zero on
+    first_bad, first_nonzero, last_not_nan = search.tail_marks(x, tail)
     poisoned_from = 0 if not np.isfinite(before) else first_bad  # inf * 0: NaN for good
-    if (y.dtype.kind != "c" and bool(_host((tail[:poisoned_from] == 0).all()))
-            and bool(_host(xp.isnan(tail[poisoned_from:]).all()))):
-        return True  # (tail[0] == 0 where poisoned_from > 0: not NaN; complex zeros are written +0)
+    if y.dtype.kind != "c" and first_nonzero >= poisoned_from and last_not_nan < poisoned_from:
+        return True  # zeros, then NaN: (tail[0] == 0 where poisoned_from > 0; complex zeros are written +0)
     if y.dtype.kind == "c":
         zeros = xp.zeros((), y.dtype)
     else:
@@ -148,13 +182,6 @@ def _cumsum_down(xp, v, dtype):
     """``xp.cumsum(v, axis=0, dtype=dtype)`` (counts: exact in any order)."""
     return _column_by_column(xp, v, lambda a: xp.cumsum(a, axis=0, dtype=dtype),
                              lambda c: xp.cumsum(c, dtype=dtype), 1)
-
-
-def _any_zero(xp, a, b) -> bool:
-    """Whether ``a`` or ``b`` holds a zero (one synchronisation each at most: two comparisons and
-    reductions over the whole arrays, 2.4 ms at 2^27 float32 on an H200 as ``((a == 0) | (b ==
-    0)).any()``, the check every segmented float product pays)."""
-    return bool(_host((a == 0).any())) or bool(_host((b == 0).any()))
 
 
 # ---- segmented products (distscan.ops.state.Segmented over a float or complex product) ----------
@@ -182,7 +209,7 @@ def _segment_starts(xp, flags, ends: bool, fresh_first):
     return starts
 
 
-def absorb_segmented(xp, x, out, flags, seed, exclusive: bool, ends: bool) -> None:
+def absorb_segmented(xp, x, out, flags, seed, exclusive: bool, ends: bool, search: ArraySearch = None) -> None:
     """Repair ``out`` in place: the segmented product of ``x`` (``(n, w)``, lifted: NaN read as 1
     for nanprod) with segment ``flags`` (``(n,)``) from ``seed`` (host state rows ``(w,)`` or
     None), all in scan order, computed in another order than sequential (the GPU's tiles).  In
@@ -192,7 +219,8 @@ def absorb_segmented(xp, x, out, flags, seed, exclusive: bool, ends: bool) -> No
     turns it into NaN for good, and NaN from the zero on where the product before it is not
     finite.  Vectorised (cumulative counts within segments); two host syncs at most where no zero is."""
     w = x.shape[1]
-    if not _any_zero(xp, *_results_of_rows(x, out, exclusive)):
+    search = ArraySearch(xp) if search is None else search
+    if not search.any_zero(*_results_of_rows(x, out, exclusive)):
         return  # (before the arrays below: most products meet no zero)
     fresh_first = seed is None or (ends and bool(np.asarray(seed["end"]).reshape(-1)[0]))
     starts = _segment_starts(xp, flags, ends, fresh_first)

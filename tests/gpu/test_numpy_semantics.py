@@ -72,6 +72,34 @@ def test_products_with_zeros_and_overflow_match_numpy(dtype, exclusive, rng):
             assert_same_floats(got.astype(acc), ref.astype(acc))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_zero_search_answers_as_the_array_operations(dtype, rng):
+    """backends/cuda/zero_search.py's kernels (the float products' repair: the first zero, and what
+    the rows after it hold) give what absorb.ArraySearch's CuPy array operations give, on 1-D
+    arrays, columns of (n, 3) rows, reversed views and whole C-ordered rows, with zeros, infinities
+    and NaN anywhere (none, one, many; the first and last rows), in the items or the results."""
+    from distscan.backends.absorb import ArraySearch
+    from distscan.backends.cuda.zero_search import SEARCH
+    plain = ArraySearch(cp)
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan], dtype)
+    for n in (1, 2, 31, 1000, 70001, 1 << 20):
+        for density in (0.0, 1e-5, 0.01, 0.5, 1.0):
+            host = np.full((n, 3), 1.5, dtype), np.full((n, 3), -0.75, dtype)
+            for h in host:
+                hit = rng.random(h.shape) < density
+                h[hit] = rng.choice(specials, int(hit.sum()))
+                if rng.random() < 0.3:
+                    h[rng.choice([0, n - 1])] = rng.choice(specials)
+            a2, b2 = (cp.asarray(h) for h in host)
+            assert SEARCH.any_zero(a2, b2) == plain.any_zero(a2, b2), (n, density)
+            for a, b in ((a2[:, 0], b2[:, 1]), (a2[:, 2].copy(), b2[:, 2].copy()), (a2[::-1, 1], b2[::-1, 0]),
+                         (a2[:, :1], b2[:, 1:2])):
+                assert SEARCH.any_zero(a, b) == plain.any_zero(a, b), (n, density)
+                if a.ndim == 1:
+                    assert SEARCH.first_zero(a, b) == plain.first_zero(a, b), (n, density)
+                    assert SEARCH.tail_marks(a, b) == plain.tail_marks(a, b), (n, density)
+
+
 @pytest.mark.parametrize("dtype", [np.int64, np.float32, np.float16])
 def test_out_overlapping_the_input(dtype, rng):
     for n in (10, 100003, 3_000_001):

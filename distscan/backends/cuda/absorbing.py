@@ -16,6 +16,7 @@ from ..._carry import lifted
 from ..._dtypes import ScanTypes
 from ...ops import Op
 from ..absorb import absorb_segmented, project_initial, segmented_tail
+from . import zero_search
 from .device import cp
 
 
@@ -43,7 +44,8 @@ def absorbed_results(x, flags, columns, op: Op, types: ScanTypes, seed, exclusiv
     w = columns.shape[1]
     rows, order = _scan_order(x, flags, op, types, reverse)
     host_seed = None if seed is None else np.asarray(seed, host_dtype).reshape(w)
-    absorb_segmented(cp, rows, columns[::-1] if reverse else columns, order, host_seed, exclusive, op.state.ends)
+    absorb_segmented(cp, rows, columns[::-1] if reverse else columns, order, host_seed, exclusive, op.state.ends,
+                     zero_search.SEARCH)
     if initial is not None:
         project_initial(cp, rows, columns[::-1] if reverse else columns, order, host_seed, initial, exclusive,
                         op.state.ends)

@@ -10,7 +10,7 @@ from ..._dtypes import ScanTypes
 from ...ops import Op
 from ..absorb import absorb_zeros
 from .device import cp, current_device, device_info, refuse_in_capture, require_cupy
-from . import extended
+from . import extended, zero_search
 from .hotpath import scan_fast
 from .launch import first_is_identity, identity_row, launch_tiles
 from .plans import large_plan, plan_of, uses_lookahead
@@ -206,7 +206,7 @@ def _scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, 
         fn((-(-w // 256),), (256,), (x, out, np.int64(n), np.int64(w), d_seeds, np.int32(seed is not None), d_total))
     absorbed = None
     if zero_absorbs(op, types.acc):
-        absorbed = absorb_zeros(cp, lifted(cp, x, op), out, seed, exclusive)
+        absorbed = absorb_zeros(cp, lifted(cp, x, op), out, seed, exclusive, zero_search.SEARCH)
     if exclusive and seed is None and first_is_identity(op, types):
         out[0] = op.identity(types.acc)  # +0.0, or nanmax's -inf (see first_is_identity)
     if result is not None and result is not out:
