@@ -104,8 +104,8 @@ struct BlockScanCoarsened {
             }
         });
         block_aggregate = running;
-        if (data_warps_bound<Op, T>() && all_bounded<Op>(lane_exclusive)) return apply_maybe_tame<Op, T, true>(warp_exclusive, lane_exclusive);
-        return Op::template apply<T>(warp_exclusive, lane_exclusive);
+        if constexpr (data_warps_bound<Op, T>()) return apply_if_bounded<Op, T>(warp_exclusive, lane_exclusive);
+        else return Op::template apply<T>(warp_exclusive, lane_exclusive);
     }
 
   private:

@@ -317,7 +317,7 @@ __device__ __forceinline__ void tile_total(i64 tile, i64 num_tiles, T exclusive,
 template <typename T, typename Op, int WINDOW>
 __device__ __forceinline__ void store_anchor(const TileState &st, const TilePlace &p, T own_sub, T subs, T anchor) {
     const T w = reduce_aggregates<T, Op>((threadIdx.x & 31) == p.s ? own_sub : subs);
-    const T next = all_bounded<Op>(w) ? apply_maybe_tame<Op, T, true>(anchor, w) : Op::template apply<T>(anchor, w);
+    const T next = apply_if_bounded<Op, T>(anchor, w);
     if ((threadIdx.x & 31) == 0) StatusWord<T>::store(st.d_anchors + p.g * StatusWord<T>::K, next, st.epoch);
 }
 
@@ -339,8 +339,7 @@ __device__ __forceinline__ T tile_lookback(const TileState &st, i64 tile, i64 nu
     if (lane == 0) tile_publish_aggregate<T>(st, tile, num_tiles, aggregate);
 
     const T in_sub = reduce_aggregates<T, Op>(wait_aggregates<T, Op>(st, tile - p.j, p.j));
-    const T own_sub = all_bounded<Op>(aggregate) ? apply_maybe_tame<Op, T, true>(in_sub, aggregate)
-                                                 : Op::template apply<T>(in_sub, aggregate);
+    const T own_sub = apply_if_bounded<Op, T>(in_sub, aggregate);
     if (lane == 0 && p.j == 31 && p.s != SUBS - 1 && !last_tile)
         W::store(st.d_subaggs + (p.g * SUBS + p.s) * W::K, own_sub, st.epoch);
 
@@ -368,8 +367,7 @@ __device__ __forceinline__ void tile_publish_behind(const TileState &st, i64 til
     const T a = wait_aggregates<T, Op>(st, tile - 31, 32);  // the 31 before it, and its own
     const T in_sub = reduce_aggregates<T, Op>((threadIdx.x & 31) < 31 ? a : Op::template identity<T>());
     const T last = shfl_idx(a, 31);
-    const T own_sub = all_bounded<Op>(last) ? apply_maybe_tame<Op, T, true>(in_sub, last)
-                                            : Op::template apply<T>(in_sub, last);
+    const T own_sub = apply_if_bounded<Op, T>(in_sub, last);
     if (p.s != SUBS - 1) {
         if ((threadIdx.x & 31) == 0) W::store(st.d_subaggs + (p.g * SUBS + p.s) * W::K, own_sub, st.epoch);
         return;

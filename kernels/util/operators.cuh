@@ -222,6 +222,11 @@ template <typename Op, typename T> __device__ __forceinline__ bool all_bounded(c
     if constexpr (Op::template bounds<T>()) return Op::template bounded<T>(later);
     else return false;
 }
+// a op b, without the rule's tests where b is bounded (tested here, one state): the look-back's
+// and the block's folds of a published or a warp's state into what precedes it.  Same bits.
+template <typename Op, typename T> __device__ __forceinline__ T apply_if_bounded(const T &a, const T &b) {
+    return all_bounded<Op>(b) ? apply_maybe_tame<Op, T, true>(a, b) : Op::template apply<T>(a, b);
+}
 
 // f(std::integral_constant-like tag) with the tag's value `tame` known at compile time: the one
 // branch a run's fold takes by all_tame (both compiled for operators with tameness, one for the rest).
