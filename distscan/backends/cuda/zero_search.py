@@ -91,7 +91,8 @@ _THREADS = 256
 
 def _kernel(name: str, dtype):
     global _MODULE
-    if _MODULE is None:  # (one module for both dtypes; CuPy caches its compiled binary on disk)
+    if _MODULE is None:  # (one module for both dtypes; CuPy caches its binary on disk and loads it on each
+        # GPU where it is first called; two threads that build it at once build the same module)
         _MODULE = cp.RawModule(code=_SOURCE, options=("--std=c++17",),
                                name_expressions=[f"{k}<{t}>" for k in ("first_zero", "tail_marks")
                                                  for t in _NAMES.values()])
@@ -117,10 +118,11 @@ class FusedSearch(ArraySearch):
 
     def _run(self, name: str, a, b, n: int, words: int) -> np.ndarray:
         (a, sa), (b, sb) = _strided(a), _strided(b)
-        out = cp.full(words, n, np.uint64)
-        grid = max(1, min(8 * device_info(a.device.id)["sms"], -(-n // (_THREADS * 4))))
-        _kernel(name, a.dtype)((grid,), (_THREADS,), (a, np.int64(sa), b, np.int64(sb), np.int64(n), out))
-        return out.get()
+        with a.device:  # (the words and the launch on the arrays' GPU, whichever is current)
+            out = cp.full(words, n, np.uint64)
+            grid = max(1, min(8 * device_info(a.device.id)["sms"], -(-n // (_THREADS * 4))))
+            _kernel(name, a.dtype)((grid,), (_THREADS,), (a, np.int64(sa), b, np.int64(sb), np.int64(n), out))
+            return out.get()
 
     def _one_dimensional(self, a, b):
         """``(a, b)`` as 1-D views (a column of ``(n, 1)``, or C-contiguous ``(n, w)`` rows
