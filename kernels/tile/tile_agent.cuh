@@ -331,22 +331,23 @@ struct TileAgent {
                 out[run_item(i)] = output(v, ex, (starts >> i) & 1u);
                 if (EXCLUSIVE) Op::template run_add<TAcc>(r, items[i]);
             }
-        } else if constexpr (ParamReadsMore<Op>::value) {  // a copy for each value of has_param, as below
-            if (ex.has_param) {
-                if (Op::RUN_APPLY && valid == 32 * ITEMS) fold_prefix<true, 1>(prefix, items, ex, starts, out);
-                else fold_prefix<false, 1>(prefix, items, ex, starts, out);
-            } else {
-                if (Op::RUN_APPLY && valid == 32 * ITEMS) fold_prefix<true, 0>(prefix, items, ex, starts, out);
-                else fold_prefix<false, 0>(prefix, items, ex, starts, out);
-            }
-        } else if (Op::RUN_APPLY && valid == 32 * ITEMS) {
-            // A whole segment: every item lifted, none the identity, so the run's cheaper combine
-            // serves (operators.cuh, apply_run; the same values)
-            fold_prefix<true, -1>(prefix, items, ex, starts, out);
+        } else if constexpr (ParamReadsMore<Op>::value) {  // a copy for each value of has_param
+            if (ex.has_param) fold_prefix_of<1>(prefix, items, ex, starts, valid, out);
+            else fold_prefix_of<0>(prefix, items, ex, starts, valid, out);
         } else {
-            fold_prefix<false, -1>(prefix, items, ex, starts, out);
+            fold_prefix_of<-1>(prefix, items, ex, starts, valid, out);
         }
         store_out(d_out, seg_base, valid, vector_ok, smem, lane, out);
+    }
+
+    // fold_prefix of a segment of `valid` items: where it is whole, every item lifted and none the
+    // identity, the run's cheaper combine serves (operators.cuh, apply_run; the same values).
+    template <int HAS>
+    static __device__ __forceinline__ void fold_prefix_of(const TAcc &prefix, const TAcc (&items)[ITEMS],
+                                                          const Extra<TAcc> &ex, unsigned starts, int valid,
+                                                          TOut (&out)[ITEMS]) {
+        if (Op::RUN_APPLY && valid == 32 * ITEMS) fold_prefix<true, HAS>(prefix, items, ex, starts, out);
+        else fold_prefix<false, HAS>(prefix, items, ex, starts, out);
     }
 
     // store() for items as lifted (not scanned): each thread's run scanned again, in order, from

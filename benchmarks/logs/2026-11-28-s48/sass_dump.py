@@ -16,7 +16,10 @@ cases = [("aff-f32-lb", affine(), "float32", "lookback", False), ("aff-f32-la", 
          ("segaff-f32-la", affine(True), "float32", "lookahead", False),
          ("segsum-f32-la", segmented(get_op("sum")), "float32", "lookahead", False),
          ("aff-f32-lb-rev", affine(), "float32", "lookback", True),
-         ("sum-f32-plain", None, "float32", "auto", False)]
+         ("sum-f32-plain", None, "float32", "auto", False),
+         ("revseg-f32-lb", segmented(get_op("sum"), True), "float32", "lookback", True),
+         ("revseg-i64-la", segmented(get_op("max"), True), "int64", "lookahead", True),
+         ("revsegaff-f64-lb", affine(True, True), "float64", "lookback", True)]
 def one(i):
     c = cases[i]
     label, op, dt, device, rev = c
