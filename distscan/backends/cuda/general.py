@@ -15,8 +15,20 @@ from .hotpath import scan_fast
 from .launch import first_is_identity, identity_row, launch_tiles
 from .plans import large_plan, plan_of, uses_lookahead
 
-# Columns at most this many go through the single-pass kernel one by one.
+# Columns at most this many go through the single-pass kernel one by one (transposed in, a launch
+# a column, copied back).
 NARROW_COLUMNS = 32
+# Past it, so do columns with at least this many rows each: the columns kernel (one thread a
+# column, its rows in sequence) is latency-bound at about 350 ns a row on an H200 whatever the
+# width (2^27 float32 items as (2^22, 33) rows: 1.40 s, (2^21, 64): 0.74 s, where CuPy's cumsum
+# took 14 and 18 ms; 2026-11-28, benchmarks/bench_columns.py), against some 10 us a column for
+# the launches one by one, plus the two transposed copies.  It serves many columns of few rows.
+ROWS_PER_COLUMN_BY_COLUMN = 32
+
+
+def by_column(n: int, w: int) -> bool:
+    """Whether ``(n, w)`` rows are scanned a column at a time (else by the columns kernel)."""
+    return w <= NARROW_COLUMNS or n >= ROWS_PER_COLUMN_BY_COLUMN * w
 
 
 def scan_1d(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr, op=None):
@@ -179,10 +191,12 @@ def _scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, 
         return out, total
 
     stream_ptr = cp.cuda.get_current_stream().ptr
-    if want_total or zero_absorbs(op, types.acc) or (seed is not None and w > NARROW_COLUMNS):
+    columns_one_by_one = by_column(n, w)
+    if want_total or zero_absorbs(op, types.acc) or (seed is not None and not columns_one_by_one):
         # a total, the repair of products' zeros and a row of seeds all pass through the host
         refuse_in_capture(stream_ptr, "a scan that returns its total, a float product, or a seeded scan of "
-                                       f"more than {NARROW_COLUMNS} columns")
+                                       f"more than {NARROW_COLUMNS} columns with fewer than "
+                                       f"{ROWS_PER_COLUMN_BY_COLUMN} rows a column")
     plan = plan_of(dev_id, x.dtype, types, op, algorithm)
     d_total = None
     if w == 1:
@@ -191,7 +205,7 @@ def _scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, 
             d_total = cp.empty(1, dtype=plan.kacc)
         scan_1d(plan, x, out, n, exclusive, seed_k, seed is not None, d_total if want_total else np.uint64(0),
                  dev_id, stream_ptr, op)
-    elif w <= NARROW_COLUMNS:
+    elif columns_one_by_one:
         xt = cp.ascontiguousarray(x.T)
         ot = cp.empty((w, n), dtype=types.result)
         d_total = cp.empty(w, dtype=plan.kacc)

@@ -1,0 +1,91 @@
+"""How fast is a scan along axis 0 of a few columns on one GPU (a simulation's ``(n, 3)`` positions)?
+
+    PYTHONPATH=$PWD python3 benchmarks/bench_columns.py OUT.json [--log2n 27] [--reps 7]
+        [--widths 1,2,3,4,8,16,32,33,64] [--dtypes float32,float64]
+
+``distscan.cumsum(x)`` of ``(2^log2n / w, w)`` C-ordered rows against ``cupy.cumsum(x, axis=0)``,
+``torch.cumsum(x, 0)`` (one column only) and, where it applies, the same bytes as one column (the 1-D scan: the
+speed a layout-blind kernel would reach), with the pieces of distscan's way for up to 32 columns
+(``backends/cuda/general.py``: the transposed copy in, a scan a column, the copy back) timed alone:
+``x.T`` made contiguous, and the result's copy back.  All the same run, GPU time
+(harness.events_interleaved, hide_host, L2 flushed), median of --reps; GB/s over 2 x the array's
+bytes; copy bandwidth of the same bytes.  Results checked against CuPy's (floats within 1e-3
+relative of the column's scale).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import cupy as cp  # noqa: E402
+
+import distscan  # noqa: E402
+from harness import SELF, copy_bandwidth, events_interleaved  # noqa: E402
+
+
+def _check(got, want, dtype: str, label: str) -> None:
+    scale = float(cp.abs(want).max()) or 1.0
+    if not bool(cp.allclose(got, want, rtol=1e-3, atol=1e-3 * scale)):
+        raise SystemExit(f"{dtype} {label}: distscan differs from CuPy")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out")
+    ap.add_argument("--log2n", type=int, default=27)
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--widths", default="1,2,3,4,8,16,32,33,64")
+    ap.add_argument("--dtypes", default="float32,float64")
+    a = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    n = 1 << a.log2n
+    rs = cp.random.RandomState(7)
+    rows, copy_gbs = [], {}
+    for dt in a.dtypes.split(","):
+        itemsize = cp.dtype(dt).itemsize
+        copy_gbs[dt] = copy_bandwidth(itemsize * n, a.reps)
+        for w in (int(v) for v in a.widths.split(",")):
+            m = n // w
+            x = rs.uniform(-1, 1, m * w).astype(dt).reshape(m, w)
+            y = cp.empty_like(x)
+            flat, flat_out = x.reshape(-1), cp.empty(m * w, dt)
+            impls = {"distscan": lambda: distscan.cumsum(x, out=y, comm=SELF),
+                     "cupy": lambda: cp.cumsum(x, axis=0),
+                     "one column": lambda: distscan.cumsum(flat, out=flat_out, comm=SELF)}
+            if 1 < w <= 32:
+                impls["transpose in"] = lambda: cp.ascontiguousarray(x.T)
+                yt = cp.empty((w, m), dt)
+                impls["copy back"] = lambda: y.__setitem__(Ellipsis, yt.T)
+            if torch is not None and w == 1:  # (along axis 0 of a few columns torch takes seconds: 4.7 s
+                tx = torch.as_tensor(x, device="cuda")   # for a cumprod of (2^25, 4) float32, H200)
+                impls["torch"] = lambda: torch.cumsum(tx, 0)
+            impls["distscan"]()
+            _check(y, cp.cumsum(x, axis=0), dt, f"{w} columns")
+            med = events_interleaved(impls, a.reps, hide_host=True)
+            nbytes = 2 * x.nbytes
+            row = {"dtype": dt, "columns": w, "rows": m, "copy_gbs": copy_gbs[dt],
+                   **{k: {"ms": t * 1e3, "gbs": nbytes / t / 1e9} for k, t in med.items()}}
+            rows.append(row)
+            parts = "  ".join(f"{k} {v['ms']:.3f}" for k, v in row.items() if isinstance(v, dict) and k != "distscan")
+            print(f"{dt} w={w:<3d} distscan {row['distscan']['ms']:.3f} ms ({row['distscan']['gbs'] / copy_gbs[dt]:.3f}"
+                  f" of copy)  {parts}", flush=True)
+            del x, y, flat, flat_out, impls
+            cp.get_default_memory_pool().free_all_blocks()
+    dev = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"\n{dev}, 2^{a.log2n} items, copy {', '.join(f'{k} {v:.0f}' for k, v in copy_gbs.items())} GB/s, {stamp}")
+    Path(a.out).write_text(json.dumps({"device": dev, "log2n": a.log2n, "when": stamp, "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
