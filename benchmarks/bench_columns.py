@@ -2,6 +2,7 @@
 
     PYTHONPATH=$PWD python3 benchmarks/bench_columns.py OUT.json [--log2n 27] [--reps 7]
         [--widths 1,2,3,4,8,16,32,33,64] [--dtypes float32,float64]
+    python3 benchmarks/bench_columns.py --plot OUT.png [LABEL=]RUN.json ...   (no GPU: ms against w)
 
 ``distscan.cumsum(x)`` of ``(2^log2n / w, w)`` C-ordered rows against ``cupy.cumsum(x, axis=0)``,
 ``torch.cumsum(x, 0)`` (one column only) and, where it applies, the same bytes as one column (the 1-D scan: the
@@ -24,10 +25,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import cupy as cp  # noqa: E402
+if "--plot" not in sys.argv:
+    import cupy as cp
 
-import distscan  # noqa: E402
-from harness import SELF, copy_bandwidth, events_interleaved  # noqa: E402
+    import distscan
+    from harness import SELF, copy_bandwidth, events_interleaved
 
 
 def _check(got, want, dtype: str, label: str) -> None:
@@ -36,7 +38,41 @@ def _check(got, want, dtype: str, label: str) -> None:
         raise SystemExit(f"{dtype} {label}: distscan differs from CuPy")
 
 
+def plot(png: str, runs: list) -> None:
+    """ms against the number of columns, float32: distscan of every run (``LABEL=RUN.json``, or the
+    file's folder as its label), CuPy's of all runs, and the one-column scan of the same bytes."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    peers: dict = {"cupy": {}, "one column": {}}
+    for run in runs:
+        label, _, path = run.rpartition("=")
+        data = json.loads(Path(path).read_text())
+        rows = [r for r in data["rows"] if r["dtype"] == "float32"]
+        ax.plot([r["columns"] for r in rows], [r["distscan"]["ms"] for r in rows], "o-",
+                label=f"distscan, {label or Path(path).parent.name} ({data['when']})")
+        for name, seen in peers.items():
+            seen.update({r["columns"]: r[name]["ms"] for r in rows if name in r})
+    for name, style, text in (("cupy", "s--", "CuPy cumsum(axis=0)"),
+                              ("one column", "k:", "the same bytes as one column (distscan)")):
+        w = sorted(peers[name])
+        ax.plot(w, [peers[name][k] for k in w], style, label=text)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("columns (2^%d float32 items in all)" % data["log2n"])
+    ax.set_ylabel("ms (GPU time)")
+    ax.set_title(f"{data['device']}: cumsum along axis 0 of (n, w) rows")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+
+
 def main():
+    if "--plot" in sys.argv:
+        at = sys.argv.index("--plot")
+        return plot(sys.argv[at + 1], sys.argv[at + 2:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
     ap.add_argument("--log2n", type=int, default=27)
