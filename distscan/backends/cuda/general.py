@@ -10,7 +10,7 @@ from ..._dtypes import ScanTypes
 from ...ops import Op
 from ..absorb import absorb_zeros
 from .device import cp, current_device, device_info, refuse_in_capture, require_cupy
-from . import extended, zero_search
+from . import extended, transpose, zero_search
 from .hotpath import scan_fast
 from .launch import first_is_identity, identity_row, launch_tiles
 from .plans import large_plan, plan_of, uses_lookahead
@@ -206,13 +206,13 @@ def _scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, 
         scan_1d(plan, x, out, n, exclusive, seed_k, seed is not None, d_total if want_total else np.uint64(0),
                  dev_id, stream_ptr, op)
     elif columns_one_by_one:
-        xt = cp.ascontiguousarray(x.T)
+        xt = transpose.rows_to_columns(x)  # (x C-contiguous above)
         ot = cp.empty((w, n), dtype=types.result)
         d_total = cp.empty(w, dtype=plan.kacc)
         for c in range(w):
             seed_k = plan.kacc.type(seed[c]) if seed is not None else plan.kacc.type(op.neutral(types.acc))
             scan_1d(plan, xt[c], ot[c], n, exclusive, seed_k, seed is not None, d_total[c:], dev_id, stream_ptr, op)
-        out[...] = ot.T
+        transpose.columns_to_rows(ot, out)  # (out C-contiguous above)
     else:
         d_total = cp.empty(w, dtype=plan.kacc)
         d_seeds = cp.asarray(seed.astype(plan.kacc)) if seed is not None else d_total  # unread when no seed
