@@ -99,10 +99,17 @@ def _kernel(name: str, dtype):
     return _MODULE.get_function(f"{name}<{_NAMES[dtype]}>")
 
 
-def _strided(a):
-    """``(a, its stride in items)`` for a 1-D CuPy array whose stride is a whole number of items."""
+def _stride(a) -> int | None:
+    """The stride of a 1-D CuPy array in items, or None where it is not a whole number of items."""
     step, size = a.strides[0], a.dtype.itemsize
-    return (a, step // size) if step % size == 0 else (None, None)
+    return step // size if step % size == 0 else None
+
+
+def _fits(a, b) -> bool:
+    """Whether the kernels serve 1-D ``a`` and ``b``: one dtype, float32 or float64, one shape, not
+    empty, strides in whole items (else the array operations answer)."""
+    return (a.dtype == b.dtype and a.dtype in _NAMES and a.shape == b.shape and a.shape[0] > 0
+            and _stride(a) is not None and _stride(b) is not None)
 
 
 class FusedSearch(ArraySearch):
@@ -112,12 +119,8 @@ class FusedSearch(ArraySearch):
     def __init__(self):
         super().__init__(cp)
 
-    @staticmethod
-    def _serves(a, b) -> bool:
-        return a.dtype == b.dtype and a.dtype in _NAMES and a.shape == b.shape
-
     def _run(self, name: str, a, b, n: int, words: int) -> np.ndarray:
-        (a, sa), (b, sb) = _strided(a), _strided(b)
+        sa, sb = _stride(a), _stride(b)
         with a.device:  # (the words and the launch on the arrays' GPU, whichever is current)
             out = cp.full(words, n, np.uint64)
             grid = max(1, min(8 * device_info(a.device.id)["sms"], -(-n // (_THREADS * 4))))
@@ -134,22 +137,21 @@ class FusedSearch(ArraySearch):
         return (a, b) if a.ndim == 1 else None
 
     def any_zero(self, a, b) -> bool:
-        flat = self._one_dimensional(a, b) if self._serves(a, b) else None
-        if flat is None or _strided(flat[0])[0] is None or _strided(flat[1])[0] is None:
+        flat = self._one_dimensional(a, b) if a.shape == b.shape else None
+        if flat is None or not _fits(*flat):
             return super().any_zero(a, b)
         n = flat[0].shape[0]
-        return n > 0 and int(self._run("first_zero", *flat, n, 1)[0]) < n
+        return int(self._run("first_zero", *flat, n, 1)[0]) < n
 
     def first_zero(self, a, b) -> int:
-        n = a.shape[0]
-        if not self._serves(a, b) or n == 0 or _strided(a)[0] is None or _strided(b)[0] is None:
+        if not _fits(a, b):
             return super().first_zero(a, b)
-        return int(self._run("first_zero", a, b, n, 1)[0])
+        return int(self._run("first_zero", a, b, a.shape[0], 1)[0])
 
     def tail_marks(self, x, y):
-        m = x.shape[0]
-        if not self._serves(x, y) or m == 0 or _strided(x)[0] is None or _strided(y)[0] is None:
+        if not _fits(x, y):
             return super().tail_marks(x, y)
+        m = x.shape[0]
         bad, nonzero, from_end = (int(v) for v in self._run("tail_marks", x, y, m, 3))
         return bad, nonzero, m - 1 - from_end if from_end < m else -1
 
