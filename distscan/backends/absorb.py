@@ -66,13 +66,12 @@ def absorb_zeros(xp, x, out, seed, exclusive, search: ArraySearch = None):
     n, w = x.shape
     if n == 0:
         return np.zeros(w, bool)
-    if xp is not np and w <= _FEW_COLUMNS:
-        if w > 1 and not search.any_zero(x, out):  # (one pass over all columns; one column: its search is it)
-            return np.zeros(w, bool)
+    few = xp is not np and w <= _FEW_COLUMNS  # (the GPU's few columns: one at a time)
+    if (w > 1 or not few) and not search.any_zero(x, out):  # (one pass over all columns; one GPU column: its search is it)
+        return np.zeros(w, bool)
+    if few:
         seeds = [None] * w if seed is None else list(np.asarray(seed, out.dtype).reshape(w))
         return np.array([_absorb_column(search, x[:, c], out[:, c], seeds[c]) for c in range(w)])
-    if not search.any_zero(x, out):
-        return np.zeros(w, bool)
     zero = (x == 0) | (out == 0)  # a product that underflowed is a zero too
     hit = _down(xp, zero, "any")
     hit_host = _host(hit)  # some column: any_zero found a zero
