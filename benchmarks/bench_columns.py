@@ -5,10 +5,10 @@
     python3 benchmarks/bench_columns.py --plot OUT.png [LABEL=]RUN.json ...   (no GPU: ms against w)
 
 ``distscan.cumsum(x)`` of ``(2^log2n / w, w)`` C-ordered rows against ``cupy.cumsum(x, axis=0)``,
-``torch.cumsum(x, 0)`` (one column only) and, where it applies, the same bytes as one column (the 1-D scan: the
-speed a layout-blind kernel would reach), with the pieces of distscan's way for up to 32 columns
-(``backends/cuda/general.py``: the transposed copy in, a scan a column, the copy back) timed alone:
-``x.T`` made contiguous, and the result's copy back.  All the same run, GPU time
+``torch.cumsum(x, 0)`` (one column only) and the same bytes as one column (the 1-D scan: the
+speed a layout-blind kernel would reach).  Until 2026-11-28 distscan transposed up to 32 columns into
+a contiguous copy and back around a 1-D scan a column; ``--transposes`` times CuPy's two copies
+alone (``x.T`` made contiguous, the result's copy back), the cost that way paid.  All the same run, GPU time
 (harness.events_interleaved, hide_host, L2 flushed), median of --reps; GB/s over 2 x the array's
 bytes; copy bandwidth of the same bytes.  Results checked against CuPy's (floats within 1e-3
 relative of the column's scale).
@@ -77,8 +77,9 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--log2n", type=int, default=27)
     ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--widths", default="1,2,3,4,8,16,32,33,64")
+    ap.add_argument("--widths", default="1,2,3,4,8,16,32,33,64,256,1024,4096")
     ap.add_argument("--dtypes", default="float32,float64")
+    ap.add_argument("--transposes", action="store_true", help="time CuPy's transposed copies too (1 < w <= 32)")
     a = ap.parse_args()
     try:
         import torch
@@ -98,7 +99,7 @@ def main():
             impls = {"distscan": lambda: distscan.cumsum(x, out=y, comm=SELF),
                      "cupy": lambda: cp.cumsum(x, axis=0),
                      "one column": lambda: distscan.cumsum(flat, out=flat_out, comm=SELF)}
-            if 1 < w <= 32:
+            if a.transposes and 1 < w <= 32:
                 impls["transpose in"] = lambda: cp.ascontiguousarray(x.T)
                 yt = cp.empty((w, m), dt)
                 impls["copy back"] = lambda: y.__setitem__(Ellipsis, yt.T)

@@ -17,7 +17,9 @@
 //   reduce_final_kernel      one block reduces the partials
 //   add_offset_kernel        y[i] = offset op y[i], in place (one column)
 //   add_offset_columns_kernel  same with one offset per column of a (n, w) array
-//   scan_columns_kernel      one thread per column of a (n, w) array (for wide w)
+//   reduce_column_tiles_kernel, carry_column_tiles_kernel, scan_column_tiles_kernel
+//                            the scan of each column of a (n, w) array, w >= 2, in three
+//                            coalesced passes (agent_columns.cuh)
 //   scan_ext_kernel          scan_tiles_kernel for reverse scans and state operators
 //                            (util/states.cuh): seed and parameter through device memory,
 //                            the auxiliary inputs (segment flags, coefficients)
@@ -95,10 +97,26 @@ __global__ void __launch_bounds__(REDUCE_THREADS)
     add_offset_columns<TOut, TAcc, Op>(d_y, n_items, w, d_offsets);
 }
 
+// The scan of (n, w) rows, w >= 2 (agent_columns.cuh): grid (tiles, slabs of COLUMN_TILE_THREADS columns),
+// dynamic shared memory (COLUMN_TILE_THREADS + the tile's items) accumulators.
+template <typename TIn, typename TAcc, typename Op>
+__global__ void __launch_bounds__(COLUMN_TILE_THREADS)
+    reduce_column_tiles_kernel(const TIn *d_in, i64 n, i64 w, int run, TAcc *d_agg) {
+    reduce_column_tiles<TIn, TAcc, Op>(d_in, n, w, run, d_agg);
+}
+
+// grid: one block of CARRY_THREADS a column of c0 .. c0 + gridDim.x (at most CARRY_SEED_COLUMNS where has_seed).
+template <typename TAcc, typename Op>
+__global__ void __launch_bounds__(CARRY_THREADS)
+    carry_column_tiles_kernel(TAcc *d_agg, i64 tiles, i64 w, i64 c0, SeedColumns<TAcc> seeds, int has_seed,
+                              TAcc *d_totals) {
+    carry_column_tiles<TAcc, Op>(d_agg, tiles, w, c0, seeds, has_seed, d_totals);
+}
+
 template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE>
-__global__ void __launch_bounds__(REDUCE_THREADS)
-    scan_columns_kernel(const TIn *d_in, TOut *d_out, i64 n, i64 w, const TAcc *d_seeds, int has_seed, TAcc *d_totals) {
-    scan_columns<TIn, TAcc, TOut, Op, EXCLUSIVE>(d_in, d_out, n, w, d_seeds, has_seed, d_totals);
+__global__ void __launch_bounds__(COLUMN_TILE_THREADS)
+    scan_column_tiles_kernel(const TIn *d_in, TOut *d_out, i64 n, i64 w, int run, const TAcc *d_prefix) {
+    scan_column_tiles<TIn, TAcc, TOut, Op, EXCLUSIVE>(d_in, d_out, n, w, run, d_prefix);
 }
 
 // scan_tiles_kernel's work for reverse scans (REVERSE) and state operators.  The seed and the

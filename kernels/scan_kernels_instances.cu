@@ -50,9 +50,13 @@ template __global__ void reduce_partials_kernel<float, float, Sum>(const float *
 template __global__ void reduce_final_kernel<float, Sum>(const float *, int, float *);
 template __global__ void add_offset_kernel<long long, long long, Sum>(long long *, i64, long long, int);
 template __global__ void add_offset_columns_kernel<double, double, Min>(double *, i64, i64, const double *);
-template __global__ void scan_columns_kernel<int, long long, long long, BitXor, true>(const int *, long long *, i64,
-                                                                                     i64, const long long *, int,
-                                                                                     long long *);
+template __global__ void reduce_column_tiles_kernel<int, long long, BitXor>(const int *, i64, i64, int, long long *);
+template __global__ void carry_column_tiles_kernel<long long, BitXor>(long long *, i64, i64, i64, SeedColumns<long long>,
+                                                                      int, long long *);
+template __global__ void scan_column_tiles_kernel<int, long long, long long, BitXor, true>(const int *, long long *, i64,
+                                                                                          i64, int, const long long *);
+template __global__ void scan_column_tiles_kernel<double, double, double, Sum, false>(const double *, double *, i64, i64,
+                                                                                     int, const double *);
 // issue 30: the new functors, reverse scans, state operators and the ordered reductions
 template __global__ void scan_tiles_kernel<float, float, float, NanSum, false, DEVICE_LOOKBACK,
                                            TilePolicy<256, 32, 1024, 4, BLOCK_COARSENED>>(

@@ -1,31 +1,196 @@
-// distscan/kernels/agent/agent_columns.cuh -- the scan of a wide (n, w) array, one thread per
-// column.
+// distscan/kernels/agent/agent_columns.cuh -- the scan of each column of (n, w) rows, w >= 2,
+// in three kernels whose passes over the rows are coalesced:
+//   reduce_column_tiles  each tile of rows: its fold per column -> d_agg[tile][c]
+//   carry_column_tiles   each column's tile folds -> their exclusive scan from the column's seed,
+//                        in place, and the column's total
+//   scan_column_tiles    each tile again, from its prefixes -> the result's rows
+// Three passes over the bytes (read, read, write), where CuPy's transposed copies around a 1-D
+// scan a column made six and a thread walking a column's rows was latency-bound (~350 ns a row).
+//
+// A tile is RUNS * run consecutive rows of a slab of at most COLUMN_TILE_THREADS columns (wider
+// arrays: blockIdx.y picks the slab; ld is the row stride), lifted into shared memory as the rows
+// lie.  RUNS = COLUMN_TILE_THREADS / min(w, COLUMN_TILE_THREADS) for every slab, so that all slabs
+// cut the rows alike and d_agg is one (tiles, w) array.  Thread t of a slab of ws columns folds
+// column t % ws over run t / ws (run rows).  run is odd: the lanes of a warp reading their runs'
+// rows fall in different banks.  The association of a float result depends only on w, run and
+// the row (fixed trees: the run in sequence, the runs of a tile by Kogge-Stone, the tiles in
+// sequence within a thread's share of the carry), never on timing.
 #pragma once
 #include "../util/operators.cuh"
 #include "agent_policy.cuh"
 
 namespace distscan {
 
-// Scan of each column of a C-contiguous (n, w) array, one thread per column (loads are
-// coalesced across the threads of a row).  For wide arrays; narrow ones go column by
-// column through scan_tiles_kernel.  d_seeds may be null (has_seed == 0).
-template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE>
-__device__ __forceinline__ void scan_columns(const TIn *d_in, TOut *d_out, i64 n, i64 w, const TAcc *d_seeds,
-                                             int has_seed, TAcc *d_totals) {
-    const i64 c = (i64)blockIdx.x * REDUCE_THREADS + threadIdx.x;
-    if (c >= w) return;
-    TAcc acc = has_seed ? d_seeds[c] : Op::template identity<TAcc>();
-    for (i64 r = 0; r < n; ++r) {
-        const TAcc x = Op::template lift<TAcc, TIn>(d_in[r * w + c]);
-        if (EXCLUSIVE) {
-            d_out[r * w + c] = Convert<TOut, TAcc>::apply(acc);
-            acc = Op::template apply<TAcc>(acc, x);
-        } else {
-            acc = Op::template apply<TAcc>(acc, x);
-            d_out[r * w + c] = Convert<TOut, TAcc>::apply(acc);
+constexpr int COLUMN_TILE_THREADS = 256;
+constexpr int CARRY_THREADS = 1024;  // threads of the carry kernel's block (a column each)
+// Seeds the carry kernel takes by value (one launch per group of this many columns when seeded),
+// so that a seeded scan copies nothing from the host before its launch (a CUDA graph may capture it).
+constexpr int CARRY_SEED_COLUMNS = 64;
+
+template <typename TAcc> struct SeedColumns {
+    TAcc v[CARRY_SEED_COLUMNS];
+};
+
+// What one block of the tile kernels works on.
+struct ColumnTile {
+    int ws;    // columns of this block's slab
+    int runs;  // runs a column in a tile (the same for every slab)
+    int rows;  // rows of this tile (the last may have fewer)
+    i64 r0;    // its first row
+    i64 c0;    // its slab's first column
+
+    static __device__ __forceinline__ ColumnTile of(i64 n, i64 w, int run) {
+        ColumnTile t;
+        const int wide = (int)min(w, (i64)COLUMN_TILE_THREADS);
+        t.runs = COLUMN_TILE_THREADS / wide;
+        t.c0 = (i64)blockIdx.y * COLUMN_TILE_THREADS;
+        t.ws = (int)min(w - t.c0, (i64)COLUMN_TILE_THREADS);
+        const i64 tile_rows = (i64)t.runs * run;
+        t.r0 = (i64)blockIdx.x * tile_rows;
+        t.rows = (int)min(tile_rows, n - t.r0);
+        return t;
+    }
+    __device__ __forceinline__ bool mine() const { return (int)threadIdx.x < runs * ws; }
+    __device__ __forceinline__ int column() const { return (int)threadIdx.x % ws; }
+    __device__ __forceinline__ int run_index() const { return (int)threadIdx.x / ws; }
+};
+
+// s[r * ws + c] = lift(rows[r][c]) for the tile's rows (src: its first row, first column).
+template <typename TIn, typename TAcc, typename Op>
+__device__ __forceinline__ void load_column_tile(TAcc *s, const TIn *src, i64 ld, const ColumnTile &t) {
+    const int count = t.rows * t.ws;
+    if (ld == t.ws) {  // the tile is one contiguous run of items
+#pragma unroll 4
+        for (int k = threadIdx.x; k < count; k += COLUMN_TILE_THREADS) s[k] = Op::template lift<TAcc, TIn>(src[k]);
+    } else {
+#pragma unroll 4
+        for (int k = threadIdx.x; k < count; k += COLUMN_TILE_THREADS) {
+            const int r = k / t.ws, c = k - r * t.ws;
+            s[k] = Op::template lift<TAcc, TIn>(src[(i64)r * ld + c]);
         }
     }
-    if (d_totals != 0) d_totals[c] = acc;
+}
+
+// rows[r][c] = s[r * ws + c], converted to the result type.
+template <typename TOut, typename TAcc>
+__device__ __forceinline__ void store_column_tile(TOut *dst, i64 ld, const TAcc *s, const ColumnTile &t) {
+    const int count = t.rows * t.ws;
+    if (ld == t.ws) {
+#pragma unroll 4
+        for (int k = threadIdx.x; k < count; k += COLUMN_TILE_THREADS) dst[k] = Convert<TOut, TAcc>::apply(s[k]);
+    } else {
+#pragma unroll 4
+        for (int k = threadIdx.x; k < count; k += COLUMN_TILE_THREADS) {
+            const int r = k / t.ws, c = k - r * t.ws;
+            dst[(i64)r * ld + c] = Convert<TOut, TAcc>::apply(s[k]);
+        }
+    }
+}
+
+// The rows [first, last) of column c of the tile in shared memory, in sequence from acc.
+template <typename TAcc, typename Op>
+__device__ __forceinline__ TAcc fold_rows(TAcc acc, const TAcc *s, int ws, int c, int first, int last) {
+    for (int r = first; r < last; ++r) acc = Op::template apply<TAcc>(acc, s[r * ws + c]);
+    return acc;
+}
+
+// s_runs[t] becomes the fold of runs 0..t / ws of column t % ws, from v (each thread's run; threads
+// at and past runs * ws take no part): Kogge-Stone across a column's runs, the earlier operand
+// first.  Every thread of the block calls it.
+template <typename TAcc, typename Op>
+__device__ __forceinline__ void scan_runs(TAcc *s_runs, TAcc v, int ws, int runs) {
+    const int t = threadIdx.x, j = t / ws;
+    const bool mine = t < runs * ws;
+    if (mine) s_runs[t] = v;
+    __syncthreads();
+    for (int d = 1; d < runs; d <<= 1) {
+        const bool folds = mine && j >= d;
+        TAcc before;
+        if (folds) before = s_runs[t - d * ws];
+        __syncthreads();
+        if (folds) {
+            v = Op::template apply<TAcc>(before, v);
+            s_runs[t] = v;
+        }
+        __syncthreads();
+    }
+}
+
+// Kernel 1: d_agg[tile * w + c] = the fold of the tile's rows of column c.
+template <typename TIn, typename TAcc, typename Op>
+__device__ __forceinline__ void reduce_column_tiles(const TIn *d_in, i64 n, i64 w, int run, TAcc *d_agg) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    TAcc *s_runs = reinterpret_cast<TAcc *>(smem_raw);
+    TAcc *s = s_runs + COLUMN_TILE_THREADS;
+    const ColumnTile t = ColumnTile::of(n, w, run);
+    load_column_tile<TIn, TAcc, Op>(s, d_in + t.r0 * w + t.c0, w, t);
+    __syncthreads();
+    TAcc v = Op::template identity<TAcc>();
+    const int c = t.column(), j = t.run_index();
+    if (t.mine()) v = fold_rows<TAcc, Op>(v, s, t.ws, c, j * run, min(t.rows, (j + 1) * run));
+    scan_runs<TAcc, Op>(s_runs, v, t.ws, t.runs);
+    if ((int)threadIdx.x < t.ws)
+        d_agg[(i64)blockIdx.x * w + t.c0 + threadIdx.x] = s_runs[(t.runs - 1) * t.ws + threadIdx.x];
+}
+
+// Kernel 2, one block of CARRY_THREADS a column (columns c0 + blockIdx.x): the column's tile folds
+// in d_agg become their exclusive scan from its seed (seeds.v[blockIdx.x] where has_seed, else the
+// identity), in place; d_totals[c] (when not null) the fold of the seed and every tile.  A thread
+// takes a contiguous share of the tiles.
+template <typename TAcc, typename Op>
+__device__ __forceinline__ void carry_column_tiles(TAcc *d_agg, i64 tiles, i64 w, i64 c0,
+                                                   const SeedColumns<TAcc> &seeds, int has_seed, TAcc *d_totals) {
+    __shared__ TAcc s_runs[CARRY_THREADS];
+    const i64 c = c0 + blockIdx.x;
+    const int t = threadIdx.x;
+    const i64 share = (tiles + CARRY_THREADS - 1) / CARRY_THREADS;
+    const i64 first = min(tiles, (i64)t * share), last = min(tiles, first + share);
+    TAcc v = Op::template identity<TAcc>();
+#pragma unroll 4
+    for (i64 i = first; i < last; ++i) v = Op::template apply<TAcc>(v, d_agg[i * w + c]);
+    scan_runs<TAcc, Op>(s_runs, v, 1, CARRY_THREADS);
+    TAcc acc = has_seed ? seeds.v[blockIdx.x] : Op::template identity<TAcc>();
+    if (t > 0) acc = Op::template apply<TAcc>(acc, s_runs[t - 1]);
+    for (i64 i = first; i < last; ++i) {
+        const TAcc x = d_agg[i * w + c];
+        d_agg[i * w + c] = acc;
+        acc = Op::template apply<TAcc>(acc, x);
+    }
+    if (t == CARRY_THREADS - 1 && d_totals != 0) d_totals[c] = acc;  // (past the last tile: the whole column)
+}
+
+// Kernel 3: each tile scanned from its prefixes (d_prefix: kernel 2's d_agg) into the result's rows.
+template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE>
+__device__ __forceinline__ void scan_column_tiles(const TIn *d_in, TOut *d_out, i64 n, i64 w, int run,
+                                                  const TAcc *d_prefix) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    TAcc *s_runs = reinterpret_cast<TAcc *>(smem_raw);
+    TAcc *s = s_runs + COLUMN_TILE_THREADS;
+    const ColumnTile t = ColumnTile::of(n, w, run);
+    const int c = t.column(), j = t.run_index();
+    TAcc acc = Op::template identity<TAcc>();
+    if (t.mine()) acc = d_prefix[(i64)blockIdx.x * w + t.c0 + c];  // (loaded under the tile's load)
+    load_column_tile<TIn, TAcc, Op>(s, d_in + t.r0 * w + t.c0, w, t);
+    __syncthreads();
+    const int first = j * run, last = min(t.rows, (j + 1) * run);
+    TAcc v = Op::template identity<TAcc>();
+    if (t.mine()) v = fold_rows<TAcc, Op>(v, s, t.ws, c, first, last);
+    scan_runs<TAcc, Op>(s_runs, v, t.ws, t.runs);
+    if (t.mine()) {
+        if (j > 0) acc = Op::template apply<TAcc>(acc, s_runs[threadIdx.x - t.ws]);
+        for (int r = first; r < last; ++r) {
+            const TAcc x = s[r * t.ws + c];
+            if (EXCLUSIVE) {
+                s[r * t.ws + c] = acc;
+                acc = Op::template apply<TAcc>(acc, x);
+            } else {
+                acc = Op::template apply<TAcc>(acc, x);
+                s[r * t.ws + c] = acc;
+            }
+        }
+    }
+    __syncthreads();
+    store_column_tile<TOut, TAcc>(d_out + t.r0 * w + t.c0, w, s, t);
 }
 
 }  // namespace distscan

@@ -72,42 +72,6 @@ def test_products_with_zeros_and_overflow_match_numpy(dtype, exclusive, rng):
             assert_same_floats(got.astype(acc), ref.astype(acc))
 
 
-@pytest.mark.parametrize("opname,dtype", [("sum", np.int64), ("max", np.float32), ("prod", np.float64),
-                                           ("sum", np.float32)])
-def test_many_columns_either_side_of_the_column_by_column_rule(opname, dtype, rng):
-    """Rows of more than 32 columns take the column-at-a-time way from 32 rows a column on
-    (general.by_column) and the columns kernel below: both give NumPy's results (integers exact),
-    inclusive and exclusive, with a row of seeds and the totals, on both sides of the rule."""
-    from distscan.backends.cuda import general
-    op = OPS[opname]
-    types = scan_types(op, dtype)
-    for w in (33, 40, 64):
-        for n in (1, 32 * w - 1, 32 * w, 32 * w + 7):
-            assert general.by_column(n, w) == (n >= 32 * w)
-            if dtype == np.int64:
-                x = rng.integers(-1000, 1000, (n, w)).astype(dtype)
-            elif opname == "prod":
-                x = rng.choice(np.array([0.5, 2.0, -1.0, 1.0, 0.0]), (n, w), p=[0.3, 0.3, 0.2, 0.19, 0.01])
-            else:
-                x = rng.standard_normal((n, w)).astype(dtype)
-            seed = x[:1].astype(types.acc) if n > 1 else None  # any row of the accumulator's dtype
-            full = x if seed is None else np.concatenate([seed.astype(dtype), x])  # the seed as a row before
-            exact = dtype == np.int64 or opname != "sum"  # (products of halves, twos and zeros: exact)
-            acc = None if exact else np.float64
-            for exclusive in (False, True):
-                got, total = gpu.scan(cp.asarray(x), op, types, exclusive=exclusive, want_total=True, seed=seed)
-                ref = reference_scan(full, opname, exclusive=exclusive, acc=acc)[0 if seed is None else 1:]
-                ref_total = reference_scan(full, opname, acc=acc)[-1]
-                got, total = cp.asnumpy(got), np.asarray(total)
-                if exact:
-                    np.testing.assert_array_equal(got, ref, err_msg=f"{w} columns, {n} rows, exclusive={exclusive}")
-                    np.testing.assert_array_equal(total, ref_total, err_msg=f"{w} columns, {n} rows")
-                else:  # float32 sums against float64 ones: within 1e-4 of the column's magnitudes
-                    scale = np.abs(full).astype(np.float64).sum(axis=0) + 1
-                    assert (np.abs(got - ref) <= 1e-4 * scale).all(), (w, n, exclusive)
-                    assert (np.abs(total - ref_total) <= 1e-4 * scale).all(), (w, n)
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_fused_zero_search_answers_as_the_array_operations(dtype, rng):
     """backends/cuda/zero_search.py's kernels (the float products' repair: the first zero, and what

@@ -25,21 +25,21 @@ Paths
   launch gets status words of its own: ``scratch.captured_scratch``).  Large hot-path launches
   are programmatic dependents of the kernel before them (sm_90+: ``dependent``), so they
   overlap its tail.
-* ``1 < w <= 32``: the columns of a transposed contiguous copy, one launch each.
-* ``w > 32``: ``scan_columns_kernel``, one thread per column (coalesced along rows);
-  correct for any shape, fast only when ``w`` is large.
+* ``w >= 2``: three kernels over tiles of rows, each pass coalesced (``columns``: each tile's
+  fold per column, the scan of each column's tile folds from its seed, each tile again).
 
 Float results are bitwise reproducible for the same input, dtype and GPU model (the
 association depends on n and the tile shape only).  Accuracy: with unit roundoff ``u``
 of the accumulator, ``|out[i] - exact[i]| <= (L + 2) * u * sum_{j<=i} |x[j]|`` for sums,
 ``L = ITEMS + log2(BLOCK_THREADS) + 16 + ceil((i+1) / (TILE * WINDOW))``
-(see :func:`error_depth`), plus the final rounding to a narrower output dtype.
+(see :func:`error_depth`; for ``w >= 2`` columns ``columns.error_depth``), plus the final rounding
+to a narrower output dtype.
 
 Modules, each one concern: ``settings`` (what tests and benchmarks may override), ``device``
 (CuPy, GPU facts, streams, captures), ``compile`` (NVRTC modules), ``plans`` (which kernel, which
 shape), ``scratch`` (status words per stream and per captured launch), ``launch`` (launch shapes,
 argument blocks), ``hotpath`` (the common call in one lookup, graphs, dependent launches),
-``general`` (every other scan), ``extended`` (reverse and state scans), ``extended_lean`` (their
+``general`` (every other scan), ``columns`` (``w >= 2`` columns), ``extended`` (reverse and state scans), ``extended_lean`` (their
 one-rank call in one function), ``reductions`` (carries and offsets), ``recycle`` (results handed
 out again), ``dependent`` (cuLaunchKernelEx).  This module is the backend protocol of
 :mod:`distscan.backends` and the test surface (:func:`overrides`, :func:`clear_caches`,
@@ -54,14 +54,14 @@ from . import hotpath, scratch
 from .device import DEVICE_INFO, SIDE_STREAMS, cp, require_cupy
 from .extended import EXT_CALLS, EXT_PLANS
 from .extended_lean import LEAN_EXT, lean_state_scanner, seeded_state_scanner
-from .general import NARROW_COLUMNS, array_module, lean_arrays, lean_scanner, scan, scan_lean
+from .general import array_module, lean_arrays, lean_scanner, scan, scan_lean
 from .plans import ADD_PLANS, PLANS, error_depth, lookahead_min_bytes, module_key, tuning, uses_lookahead
 from .reductions import REDUCTIONS, combine, reduce
 from .settings import SETTINGS
 
 __all__ = ["name", "is_native", "lean_arrays", "lean_scanner", "lean_state_scanner", "seeded_state_scanner", "scan",
            "scan_lean", "reduce", "combine", "array_module", "synchronize", "tuning", "module_key", "error_depth",
-           "uses_lookahead", "lookahead_min_bytes", "NARROW_COLUMNS", "SETTINGS", "overrides", "clear_caches", "stats"]
+           "uses_lookahead", "lookahead_min_bytes", "SETTINGS", "overrides", "clear_caches", "stats"]
 
 name = "cuda"
 

@@ -317,7 +317,7 @@ class ModuleKey:
 
 
 ROLES = ("scan_incl", "scan_excl", "reduce_partials", "reduce_final", "add_offset", "add_offset_columns",
-         "columns_incl", "columns_excl", "add_tile_prefix")
+         "tiles_reduce", "tiles_carry", "tiles_incl", "tiles_excl", "add_tile_prefix")
 EXT_ROLES = ("ext_incl", "ext_excl", "reduce_tiles", "reduce_final_ordered")
 
 
@@ -349,8 +349,10 @@ def names(key: ModuleKey) -> dict:
         "reduce_final": f"distscan::reduce_final_kernel<{tacc}, {op}>",
         "add_offset": f"distscan::add_offset_kernel<{tout}, {tacc}, {op}>",
         "add_offset_columns": f"distscan::add_offset_columns_kernel<{tout}, {tacc}, {op}>",
-        "columns_incl": f"distscan::scan_columns_kernel<{tin}, {tacc}, {tout}, {op}, false>",
-        "columns_excl": f"distscan::scan_columns_kernel<{tin}, {tacc}, {tout}, {op}, true>",
+        "tiles_reduce": f"distscan::reduce_column_tiles_kernel<{tin}, {tacc}, {op}>",
+        "tiles_carry": f"distscan::carry_column_tiles_kernel<{tacc}, {op}>",
+        "tiles_incl": f"distscan::scan_column_tiles_kernel<{tin}, {tacc}, {tout}, {op}, false>",
+        "tiles_excl": f"distscan::scan_column_tiles_kernel<{tin}, {tacc}, {tout}, {op}, true>",
         "add_tile_prefix": f"distscan::add_tile_prefix_kernel<{tout}, {tacc}, {op}>",
     }
 

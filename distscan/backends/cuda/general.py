@@ -10,26 +10,10 @@ from ..._dtypes import ScanTypes
 from ...ops import Op
 from ..absorb import absorb_zeros
 from .device import cp, current_device, device_info, refuse_in_capture, require_cupy
-from . import extended, transpose, zero_search
+from . import columns, extended, zero_search
 from .hotpath import scan_fast
 from .launch import first_is_identity, identity_row, launch_tiles
 from .plans import large_plan, plan_of, uses_lookahead
-
-# Columns at most this many go through the single-pass kernel one by one (transposed in, a launch
-# a column, copied back).
-NARROW_COLUMNS = 32
-# Past it, so do columns with at least this many rows each: the columns kernel (one thread a
-# column, its rows in sequence) is latency-bound at about 350 ns a row on an H200 whatever the
-# width (2^27 float32 items as (2^22, 33) rows: 1.40 s, (2^21, 64): 0.74 s, where CuPy's cumsum
-# took 14 and 18 ms; 2026-11-28, benchmarks/bench_columns.py), against some 10 us a column for
-# the launches one by one, plus the two transposed copies.  It serves many columns of few rows.
-ROWS_PER_COLUMN_BY_COLUMN = 32
-
-
-def by_column(n: int, w: int) -> bool:
-    """Whether ``(n, w)`` rows are scanned a column at a time (else by the columns kernel)."""
-    return w <= NARROW_COLUMNS or n >= ROWS_PER_COLUMN_BY_COLUMN * w
-
 
 def scan_1d(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr, op=None):
     """Contiguous 1-D x -> out (n >= 1): one launch of scan_tiles_kernel, or for
@@ -191,33 +175,21 @@ def _scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, 
         return out, total
 
     stream_ptr = cp.cuda.get_current_stream().ptr
-    columns_one_by_one = by_column(n, w)
-    if want_total or zero_absorbs(op, types.acc) or (seed is not None and not columns_one_by_one):
-        # a total, the repair of products' zeros and a row of seeds all pass through the host
-        refuse_in_capture(stream_ptr, "a scan that returns its total, a float product, or a seeded scan of "
-                                       f"more than {NARROW_COLUMNS} columns with fewer than "
-                                       f"{ROWS_PER_COLUMN_BY_COLUMN} rows a column")
+    if want_total or zero_absorbs(op, types.acc):
+        # a total and the repair of products' zeros pass through the host
+        refuse_in_capture(stream_ptr, "a scan that returns its total, or a float product")
     plan = plan_of(dev_id, x.dtype, types, op, algorithm)
-    d_total = None
+    d_total = cp.empty(w, dtype=plan.kacc) if want_total else None
     if w == 1:
         seed_k = plan.kacc.type(seed[0]) if seed is not None else plan.kacc.type(op.neutral(types.acc))
-        if want_total:
-            d_total = cp.empty(1, dtype=plan.kacc)
         scan_1d(plan, x, out, n, exclusive, seed_k, seed is not None, d_total if want_total else np.uint64(0),
                  dev_id, stream_ptr, op)
-    elif columns_one_by_one:
-        xt = transpose.rows_to_columns(x)  # (x C-contiguous above)
-        ot = cp.empty((w, n), dtype=types.result)
-        d_total = cp.empty(w, dtype=plan.kacc)
-        for c in range(w):
-            seed_k = plan.kacc.type(seed[c]) if seed is not None else plan.kacc.type(op.neutral(types.acc))
-            scan_1d(plan, xt[c], ot[c], n, exclusive, seed_k, seed is not None, d_total[c:], dev_id, stream_ptr, op)
-        transpose.columns_to_rows(ot, out)  # (out C-contiguous above)
-    else:
-        d_total = cp.empty(w, dtype=plan.kacc)
-        d_seeds = cp.asarray(seed.astype(plan.kacc)) if seed is not None else d_total  # unread when no seed
-        fn = plan.funcs["columns_excl" if exclusive else "columns_incl"]
-        fn((-(-w // 256),), (256,), (x, out, np.int64(n), np.int64(w), d_seeds, np.int32(seed is not None), d_total))
+    else:  # (x and out C-contiguous above)
+        def acc_plan():
+            return plan_of(dev_id, plan.kacc, ScanTypes(plan.kacc, plan.kacc, plan.kacc), op, algorithm)
+
+        columns.scan_columns(plan, x, out, exclusive, None if seed is None else seed.astype(plan.kacc), d_total,
+                             stream_ptr, acc_plan)
     absorbed = None
     if zero_absorbs(op, types.acc):
         absorbed = absorb_zeros(cp, lifted(cp, x, op), out, seed, exclusive, zero_search.SEARCH)
