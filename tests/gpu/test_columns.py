@@ -4,7 +4,8 @@ bit for bit; float sums within ``columns.error_depth``) at every edge of the til
 tile's rows and one more, more tiles than the carry kernel takes, slabs of 256 columns and the last narrower
 one), inclusive and exclusive, seeded (more than one carry launch of seeds by value) and with the
 totals; views, ``out=`` of another layout, float16 and complex; a seeded scan inside a caller's
-CUDA graph (the seeds go by value: nothing is copied from the host), replayed."""
+CUDA graph (the seeds go by value: nothing is copied from the host), replayed, its temporaries
+kept (arrays made after the capture keep their values)."""
 
 from __future__ import annotations
 
@@ -123,9 +124,12 @@ def test_a_seeded_scan_of_columns_in_a_capture_replays(w, rng):
         finally:
             graph = stream.end_capture()
     want = np.cumsum(np.concatenate([seed[None], host]), axis=0)[1:]
+    with stream:  # arrays that would take the memory of the call's temporaries, were they freed
+        decoys = [cp.full(size, 7, np.int64) for size in (w * 3, w * 8, w * 64, n * w) for _ in range(2)]
     for _ in range(3):
         with stream:
             y[...] = -1
         graph.launch(stream)
         stream.synchronize()
         np.testing.assert_array_equal(cp.asnumpy(y), want)
+    assert all(bool((d == 7).all()) for d in decoys)  # the replays wrote only memory of their own

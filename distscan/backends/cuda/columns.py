@@ -13,7 +13,8 @@ Assumptions: ``x`` and ``out`` are C-contiguous on the current device and stream
 ``general._scan`` makes them so); the seeds are the kernels' accumulators on the host, passed by
 value in the carry kernel's arguments (a group of CARRY_SEED_COLUMNS columns a launch), so that
 nothing is copied from the host before a launch and a CUDA graph may capture a seeded scan;
-nothing is kept between calls but the compiled kernels.
+nothing is kept between calls but the compiled kernels, and the tile folds of a scan recorded
+into a caller's graph (``scratch.keep_for_capture``: its replays write them).
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ import math
 
 import numpy as np
 
-from .device import cp
+from .device import cp, is_capturing
 from .launch import ArgBlock
+from .scratch import keep_for_capture
 
 # kernels/agent/agent_columns.cuh
 COLUMN_TILE_THREADS = 256
@@ -80,6 +82,8 @@ def scan_columns(plan, x, out, exclusive: bool, seeds, d_total, stream_ptr: int,
         raise ValueError(f"({n}, {w}) rows need more blocks than one kernel launch has")
     smem = (COLUMN_TILE_THREADS + rows * min(w, COLUMN_TILE_THREADS)) * size
     agg = cp.empty((tiles, w), plan.kacc)  # each tile's fold per column, then its prefix
+    if is_capturing(stream_ptr):  # a caller's graph replays the kernels on it after this call
+        keep_for_capture(agg)
     tile_args = (np.int64(n), np.int64(w), np.int32(run))
     plan.funcs["tiles_reduce"]((tiles, slabs), (COLUMN_TILE_THREADS,), (x,) + tile_args + (agg,), shared_mem=smem)
     if tiles > CARRY_TILES:

@@ -15,6 +15,7 @@ from .hotpath import scan_fast
 from .launch import first_is_identity, identity_row, launch_tiles
 from .plans import large_plan, plan_of, uses_lookahead
 
+
 def scan_1d(plan, x, out, n, exclusive, seed_k, has_seed, d_total_ptr, dev_id, stream_ptr, op=None):
     """Contiguous 1-D x -> out (n >= 1): one launch of scan_tiles_kernel, or for
     "hierarchical" three steps (tiles alone, the scan of their totals, the totals added back)."""

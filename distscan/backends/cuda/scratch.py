@@ -118,6 +118,15 @@ def captured_scratch(num_tiles: int, window: int, k: int) -> TileScratch:
     return scratch
 
 
+def keep_for_capture(array):
+    """``array`` (device memory a launch recorded into a caller's graph reads or writes: a
+    temporary of its own) kept as long as the process, as CAPTURED keeps the status words: once
+    the capture's call returns, the pool would hand its memory to the next allocation on that
+    stream, which the graph's replays would then overwrite."""
+    CAPTURED.append(array)
+    return array
+
+
 def forget() -> None:
     """Forget every stream's scratch (callers' graphs keep theirs: CAPTURED)."""
     SCRATCHES.clear()
