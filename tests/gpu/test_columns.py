@@ -133,3 +133,60 @@ def test_a_seeded_scan_of_columns_in_a_capture_replays(w, rng):
         stream.synchronize()
         np.testing.assert_array_equal(cp.asnumpy(y), want)
     assert all(bool((d == 7).all()) for d in decoys)  # the replays wrote only memory of their own
+
+
+@pytest.mark.parametrize("w", [3, 300])
+def test_columns_are_bitwise_reproducible_beside_a_racing_copy(w, rng):
+    """The association of a float result depends on w, the run and the row only (fixed trees): the
+    same input gives the same bits run after run, also while a copy on another stream competes for
+    bandwidth, through the tile folds scanned as rows again (more tiles than CARRY_TILES)."""
+    op = OPS["sum"]
+    types = scan_types(op, np.float32)
+    n = columns.tile_rows(w, 4) * (columns.CARRY_TILES + 3) + 7
+    x = cp.asarray(rng.standard_normal((n, w)).astype(np.float32))
+    seed = rng.standard_normal(w).astype(np.float32)
+    first, t0 = gpu.scan(x, op, types, seed=seed, want_total=True)
+    first = first.copy()
+    junk = cp.empty(1 << 28, dtype=cp.uint8)
+    side = cp.cuda.Stream(non_blocking=True)
+    for i in range(6):
+        if i % 2:
+            with side:
+                junk.fill(i)
+        got, t = gpu.scan(x, op, types, seed=seed, want_total=True)
+        assert cp.array_equal(got.view(cp.uint8), first.view(cp.uint8)), f"run {i} differs"
+        assert t.tobytes() == t0.tobytes()
+    side.synchronize()
+
+
+def test_columns_from_threads_on_streams_of_their_own(rng):
+    """Four host threads, each on a stream of its own, scan arrays of different widths at once
+    (the carry's seeds and the tile folds are per call: nothing shared between them)."""
+    import threading
+
+    hosts = [rng.integers(-1000, 1000, (50_001 + 17 * i, w)).astype(np.int64) for i, w in enumerate((2, 7, 64, 300))]
+    seeds = [rng.integers(-1000, 1000, h.shape[1]).astype(np.int64) for h in hosts]
+    op = OPS["sum"]
+    types = scan_types(op, np.int64)
+    got, errors = [None] * 4, []
+
+    def work(i):
+        try:
+            stream = cp.cuda.Stream(non_blocking=True)
+            with stream:
+                x = cp.asarray(hosts[i])
+                for _ in range(5):
+                    y, _ = gpu.scan(x, op, types, seed=seeds[i])
+                stream.synchronize()
+                got[i] = cp.asnumpy(y)
+        except Exception as e:  # noqa: BLE001 - reported below, on the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for h, s, g in zip(hosts, seeds, got):
+        np.testing.assert_array_equal(g, np.cumsum(np.concatenate([s[None], h]), axis=0)[1:])
