@@ -20,6 +20,8 @@
 //   reduce_column_tiles_kernel, carry_column_tiles_kernel, scan_column_tiles_kernel
 //                            the scan of each column of a (n, w) array, w >= 2, in three
 //                            coalesced passes (agent_columns.cuh)
+//   reduce_state_column_tiles_kernel, scan_state_column_tiles_kernel
+//                            the same for reverse scans and state operators
 //   scan_ext_kernel          scan_tiles_kernel for reverse scans and state operators
 //                            (util/states.cuh): seed and parameter through device memory,
 //                            the auxiliary inputs (segment flags, coefficients)
@@ -117,6 +119,31 @@ template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIV
 __global__ void __launch_bounds__(COLUMN_TILE_THREADS)
     scan_column_tiles_kernel(const TIn *d_in, TOut *d_out, i64 n, i64 w, int run, const TAcc *d_prefix) {
     scan_column_tiles<TIn, TAcc, TOut, Op, EXCLUSIVE>(d_in, d_out, n, w, run, d_prefix);
+}
+
+// The same three kernels for the extended module (reverse scans, state operators: KIND
+// COLUMN_STATES; their tile folds as rows again: COLUMN_LIFTED, TIn = TOut = TAcc), with the
+// auxiliary inputs (agent_columns.cuh, ColumnAux; null where absent): d_flags one byte a row,
+// d_coef (n, w) coefficients, d_params one state a column.  The carry is carry_column_tiles_kernel.
+template <typename TIn, typename TAcc, typename Op, int KIND, bool REVERSE>
+__global__ void __launch_bounds__(COLUMN_TILE_THREADS)
+    reduce_state_column_tiles_kernel(const TIn *d_in, i64 n, i64 w, int run, TAcc *d_agg,
+                                     const unsigned char *d_flags, const void *d_coef) {
+    ColumnAux<TAcc> aux = ColumnAux<TAcc>::none();
+    aux.flags = d_flags;
+    aux.coef = d_coef;
+    reduce_column_tiles<TIn, TAcc, Op, KIND, REVERSE>(d_in, n, w, run, d_agg, aux);
+}
+
+template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, int KIND, bool REVERSE>
+__global__ void __launch_bounds__(COLUMN_TILE_THREADS)
+    scan_state_column_tiles_kernel(const TIn *d_in, TOut *d_out, i64 n, i64 w, int run, const TAcc *d_prefix,
+                                   const unsigned char *d_flags, const void *d_coef, const TAcc *d_params) {
+    ColumnAux<TAcc> aux;
+    aux.flags = d_flags;
+    aux.coef = d_coef;
+    aux.params = d_params;
+    scan_column_tiles<TIn, TAcc, TOut, Op, EXCLUSIVE, KIND, REVERSE>(d_in, d_out, n, w, run, d_prefix, aux);
 }
 
 // scan_tiles_kernel's work for reverse scans (REVERSE) and state operators.  The seed and the

@@ -15,8 +15,18 @@
 // rows fall in different banks.  The association of a float result depends only on w, run and
 // the row (fixed trees: the run in sequence, the runs of a tile by Kogge-Stone, the tiles in
 // sequence within a thread's share of the carry), never on timing.
+//
+// KIND says what the tile kernels read and write.  COLUMN_VALUES: a plain operator's items,
+// lifted one by one, results converted (the plain module's forward scans).  COLUMN_STATES: a
+// reverse scan's or a state operator's (the extended module): items lifted with their row's
+// segment flag and their own coefficient, results projected with their column's parameter (the
+// call's initial) as scan_ext_kernel projects them.  COLUMN_LIFTED: the extended module's tile
+// folds, states in and out as they are (past CARRY_TILES tiles they are scanned as rows again).
+// REVERSE: scan order runs from the last row up; tile b holds the rows [n - (b + 1) T, n - b T),
+// scanned from its last row, and d_agg is in scan order, so the carry is the forward one.
 #pragma once
-#include "../util/operators.cuh"
+#include "../tile/tile_agent.cuh"  // CoefOf
+#include "../util/states.cuh"
 #include "agent_policy.cuh"
 
 namespace distscan {
@@ -29,6 +39,23 @@ constexpr int CARRY_SEED_COLUMNS = 64;
 
 template <typename TAcc> struct SeedColumns {
     TAcc v[CARRY_SEED_COLUMNS];
+};
+
+enum ColumnKind { COLUMN_VALUES = 0, COLUMN_STATES = 1, COLUMN_LIFTED = 2 };
+
+// What a COLUMN_STATES tile reads besides its items (each null where the call has none).
+template <typename TAcc> struct ColumnAux {
+    const unsigned char *flags;  // segment flags, one a row
+    const void *coef;            // coefficients (TAcc::Value), (n, w) rows as the items
+    const TAcc *params;          // the call's initial as a state, one a column
+
+    static __device__ __forceinline__ ColumnAux none() {
+        ColumnAux a;
+        a.flags = 0;
+        a.coef = 0;
+        a.params = 0;
+        return a;
+    }
 };
 
 // What one block of the tile kernels works on.
@@ -87,6 +114,64 @@ __device__ __forceinline__ void store_column_tile(TOut *dst, i64 ld, const TAcc 
     }
 }
 
+// An item's accumulator: a state operator's lift takes its flag and coefficient (states.cuh).
+template <typename TIn, typename TAcc, typename Op, typename TC>
+__device__ __forceinline__ TAcc lift_column_item(TIn x, bool flag, TC coef) {
+    if constexpr (Op::AUX > 0) return Op::template lift<TAcc, TIn>(x, flag, coef);
+    else return Op::template lift<TAcc, TIn>(x);
+}
+
+// load_column_tile for COLUMN_STATES and COLUMN_LIFTED: s[i * ws + c] = the lifted item of the
+// tile's row i in scan order (REVERSE: physical row rows - 1 - i) and column c.  p0: the tile's
+// first row in memory; d_in: the whole (n, w) rows.
+template <typename TIn, typename TAcc, typename Op, int KIND, bool REVERSE>
+__device__ __forceinline__ void load_state_tile(TAcc *s, const TIn *d_in, i64 w, i64 p0, const ColumnTile &t,
+                                                const ColumnAux<TAcc> &aux) {
+    typedef typename CoefOf<TAcc, Op::STATE>::type TC;
+    const TC *coef = static_cast<const TC *>(aux.coef);
+    const int count = t.rows * t.ws;
+#pragma unroll 4
+    for (int k = threadIdx.x; k < count; k += COLUMN_TILE_THREADS) {
+        const int r = k / t.ws, c = k - r * t.ws;
+        const i64 at = (p0 + r) * w + t.c0 + c;
+        TAcc v;
+        if constexpr (KIND == COLUMN_LIFTED) {
+            v = d_in[at];
+        } else {
+            v = lift_column_item<TIn, TAcc, Op>(d_in[at], aux.flags != 0 && aux.flags[p0 + r] != 0,
+                                                coef != 0 ? coef[at] : TC());
+        }
+        s[(REVERSE ? t.rows - 1 - r : r) * t.ws + c] = v;
+    }
+}
+
+// store_column_tile for COLUMN_STATES and COLUMN_LIFTED: each item's output from its state in s
+// (its own prefix, or the state before it when EXCLUSIVE), as scan_ext_kernel's (tile_agent.cuh,
+// output): an exclusive item that starts a segment gets first(), the others project() with
+// their column's parameter.
+template <typename TOut, typename TAcc, typename Op, int KIND, bool EXCLUSIVE, bool REVERSE>
+__device__ __forceinline__ void store_state_tile(TOut *d_out, i64 w, i64 p0, const TAcc *s, const ColumnTile &t,
+                                                 const ColumnAux<TAcc> &aux) {
+    const int count = t.rows * t.ws;
+#pragma unroll 4
+    for (int k = threadIdx.x; k < count; k += COLUMN_TILE_THREADS) {
+        const int r = k / t.ws, c = k - r * t.ws;
+        const i64 at = (p0 + r) * w + t.c0 + c;
+        const TAcc v = s[(REVERSE ? t.rows - 1 - r : r) * t.ws + c];
+        if constexpr (KIND == COLUMN_LIFTED) {
+            d_out[at] = v;
+        } else if constexpr (Op::STATE) {
+            const bool has = aux.params != 0;
+            const TAcc param = has ? aux.params[t.c0 + c] : Op::template identity<TAcc>();
+            const bool start = aux.flags != 0 && aux.flags[p0 + r] != 0;
+            d_out[at] = (EXCLUSIVE && Op::fresh(v, start)) ? Op::template first<TOut>(param, has)
+                                                           : Op::template project<TOut>(v, param, has);
+        } else {
+            d_out[at] = Convert<TOut, TAcc>::apply(v);
+        }
+    }
+}
+
 // The rows [first, last) of column c of the tile in shared memory, in sequence from acc.
 template <typename TAcc, typename Op>
 __device__ __forceinline__ TAcc fold_rows(TAcc acc, const TAcc *s, int ws, int c, int first, int last) {
@@ -116,14 +201,20 @@ __device__ __forceinline__ void scan_runs(TAcc *s_runs, TAcc v, int ws, int runs
     }
 }
 
-// Kernel 1: d_agg[tile * w + c] = the fold of the tile's rows of column c.
-template <typename TIn, typename TAcc, typename Op>
-__device__ __forceinline__ void reduce_column_tiles(const TIn *d_in, i64 n, i64 w, int run, TAcc *d_agg) {
+// Kernel 1: d_agg[tile * w + c] = the fold of the tile's rows of column c (tiles in scan order).
+template <typename TIn, typename TAcc, typename Op, int KIND = COLUMN_VALUES, bool REVERSE = false>
+__device__ __forceinline__ void reduce_column_tiles(const TIn *d_in, i64 n, i64 w, int run, TAcc *d_agg,
+                                                    const ColumnAux<TAcc> &aux = ColumnAux<TAcc>::none()) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     TAcc *s_runs = reinterpret_cast<TAcc *>(smem_raw);
     TAcc *s = s_runs + COLUMN_TILE_THREADS;
     const ColumnTile t = ColumnTile::of(n, w, run);
-    load_column_tile<TIn, TAcc, Op>(s, d_in + t.r0 * w + t.c0, w, t);
+    if constexpr (KIND == COLUMN_VALUES) {
+        static_assert(!REVERSE, "reverse scans are the extended module's (COLUMN_STATES)");
+        load_column_tile<TIn, TAcc, Op>(s, d_in + t.r0 * w + t.c0, w, t);
+    } else {
+        load_state_tile<TIn, TAcc, Op, KIND, REVERSE>(s, d_in, w, REVERSE ? n - t.r0 - t.rows : t.r0, t, aux);
+    }
     __syncthreads();
     TAcc v = Op::template identity<TAcc>();
     const int c = t.column(), j = t.run_index();
@@ -160,17 +251,25 @@ __device__ __forceinline__ void carry_column_tiles(TAcc *d_agg, i64 tiles, i64 w
 }
 
 // Kernel 3: each tile scanned from its prefixes (d_prefix: kernel 2's d_agg) into the result's rows.
-template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE>
+template <typename TIn, typename TAcc, typename TOut, typename Op, bool EXCLUSIVE, int KIND = COLUMN_VALUES,
+          bool REVERSE = false>
 __device__ __forceinline__ void scan_column_tiles(const TIn *d_in, TOut *d_out, i64 n, i64 w, int run,
-                                                  const TAcc *d_prefix) {
+                                                  const TAcc *d_prefix,
+                                                  const ColumnAux<TAcc> &aux = ColumnAux<TAcc>::none()) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     TAcc *s_runs = reinterpret_cast<TAcc *>(smem_raw);
     TAcc *s = s_runs + COLUMN_TILE_THREADS;
     const ColumnTile t = ColumnTile::of(n, w, run);
     const int c = t.column(), j = t.run_index();
+    const i64 p0 = REVERSE ? n - t.r0 - t.rows : t.r0;  // the tile's first row in memory
     TAcc acc = Op::template identity<TAcc>();
     if (t.mine()) acc = d_prefix[(i64)blockIdx.x * w + t.c0 + c];  // (loaded under the tile's load)
-    load_column_tile<TIn, TAcc, Op>(s, d_in + t.r0 * w + t.c0, w, t);
+    if constexpr (KIND == COLUMN_VALUES) {
+        static_assert(!REVERSE, "reverse scans are the extended module's (COLUMN_STATES)");
+        load_column_tile<TIn, TAcc, Op>(s, d_in + t.r0 * w + t.c0, w, t);
+    } else {
+        load_state_tile<TIn, TAcc, Op, KIND, REVERSE>(s, d_in, w, p0, t, aux);
+    }
     __syncthreads();
     const int first = j * run, last = min(t.rows, (j + 1) * run);
     TAcc v = Op::template identity<TAcc>();
@@ -190,7 +289,8 @@ __device__ __forceinline__ void scan_column_tiles(const TIn *d_in, TOut *d_out, 
         }
     }
     __syncthreads();
-    store_column_tile<TOut, TAcc>(d_out + t.r0 * w + t.c0, w, s, t);
+    if constexpr (KIND == COLUMN_VALUES) store_column_tile<TOut, TAcc>(d_out + t.r0 * w + t.c0, w, s, t);
+    else store_state_tile<TOut, TAcc, Op, KIND, EXCLUSIVE, REVERSE>(d_out, w, p0, s, t, aux);
 }
 
 }  // namespace distscan

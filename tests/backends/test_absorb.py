@@ -221,12 +221,12 @@ def test_the_cupy_stand_in_loses_the_sign_as_cupy_does():
 
 
 def test_kernel_totals_take_the_host_states_shared_fields():
-    """``extended._restate``: the kernels' (value, flag) struct of a segmented float product into the
+    """``ext_states.restate``: the kernels' (value, flag) struct of a segmented float product into the
     host state (which adds the zero-absorption fields: ``segmented_tail`` fills them) and back, the
     fields both have copied, the others zero (it read every host field from the struct before,
     'no field of name pre', on the GPU 2026-11-26)."""
     from distscan._dtypes import scan_types
-    from distscan.backends.cuda import extended
+    from distscan.backends.cuda import ext_states, extended
     from distscan.ops import get_op, segmented
     for reverse in (False, True):
         op = segmented(get_op("prod"), reverse)
@@ -237,12 +237,12 @@ def test_kernel_totals_take_the_host_states_shared_fields():
         kernel_rows["value"] = [-0.0, 2.0, np.inf]
         for name in set(kstate.names) - {"value"}:
             kernel_rows[name] = [True, False, True]
-        rows = extended._restate(kernel_rows, host)
+        rows = ext_states.restate(kernel_rows, host)
         assert rows.dtype == host
         for name in host.names:
             want = kernel_rows[name] if name in kstate.names else np.zeros(3, host[name])
             assert rows[name].tobytes() == np.asarray(want, host[name]).tobytes(), name
-        back = extended._restate(rows, kstate)
+        back = ext_states.restate(rows, kstate)
         assert back.tobytes() == kernel_rows.tobytes()
 
 

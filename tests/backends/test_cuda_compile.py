@@ -8,6 +8,7 @@ source hash that keys CuPy's disk cache covers the headers in kernels/'s folders
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -161,7 +162,10 @@ def _ext_keys():
            (distscan.Operator("sat", lambda a, b: a, identity=0, kinds="i", cuda="return (a + b < 9) ? a + b : 9;"),
             "int32", "lookback", True)]
     for op, dt, device, reverse in ext:
-        keys.append(extended.ext_module_key(np.dtype(dt), scan_types(op, np.dtype(dt)), op, device, reverse))
+        key = extended.ext_module_key(np.dtype(dt), scan_types(op, np.dtype(dt)), op, device, reverse)
+        keys.append(key)
+        if device == "lookback":  # the columns kernels of (n, w) rows (compile.COLUMN_ROLES)
+            keys.append(dataclasses.replace(key, columns=True))
         if op.source and not reverse:  # a declared operator's plain module (forward scans) carries its functor too
             plain = gpu.module_key(np.dtype(dt), scan_types(op, np.dtype(dt)), op, "auto")
             assert plain.source == op.source

@@ -29,7 +29,8 @@ Paths
   fold per column, the scan of each column's tile folds from its seed, each tile again).
 
 Float results are bitwise reproducible for the same input, dtype and GPU model (the
-association depends on n and the tile shape only).  Accuracy: with unit roundoff ``u``
+association depends on n and the tile shape only; for ``w >= 2`` columns on n, w and the run
+length of ``columns.run_length``).  Accuracy: with unit roundoff ``u``
 of the accumulator, ``|out[i] - exact[i]| <= (L + 2) * u * sum_{j<=i} |x[j]|`` for sums,
 ``L = ITEMS + log2(BLOCK_THREADS) + 16 + ceil((i+1) / (TILE * WINDOW))``
 (see :func:`error_depth`; for ``w >= 2`` columns ``columns.error_depth``), plus the final rounding
@@ -39,7 +40,8 @@ Modules, each one concern: ``settings`` (what tests and benchmarks may override)
 (CuPy, GPU facts, streams, captures), ``compile`` (NVRTC modules), ``plans`` (which kernel, which
 shape), ``scratch`` (status words per stream and per captured launch), ``launch`` (launch shapes,
 argument blocks), ``hotpath`` (the common call in one lookup, graphs, dependent launches),
-``general`` (every other scan), ``columns`` (``w >= 2`` columns), ``extended`` (reverse and state scans), ``extended_lean`` (their
+``general`` (every other scan), ``columns`` (``w >= 2`` columns), ``extended`` (reverse and state scans),
+``ext_states`` (their states on the host), ``state_columns`` (their ``w >= 2`` columns), ``extended_lean`` (their
 one-rank call in one function), ``reductions`` (carries and offsets), ``recycle`` (results handed
 out again), ``dependent`` (cuLaunchKernelEx).  This module is the backend protocol of
 :mod:`distscan.backends` and the test surface (:func:`overrides`, :func:`clear_caches`,
@@ -139,7 +141,7 @@ def stats() -> dict:
     through a snapshot: other threads may publish into it meanwhile."""
     entries = [e for e in list(hotpath.FAST.values()) if e is not hotpath.NOT_FAST]
     return {"plans": len(PLANS) + len(EXT_PLANS), "hot-path entries": len(entries), "reductions": len(REDUCTIONS),
-            "stream scratches": len(scratch.SCRATCHES), "captured scratches": len(scratch.CAPTURED),
+            "stream scratches": len(scratch.SCRATCHES), "captured scratches": scratch.captured_scratches(),
             "graphs": sum(1 for e in entries for g in list((e.graphs or {}).values()) if g is not hotpath.SEEN_ONCE),
             "kept results": sum(len(s.results.arrays) for s in list(scratch.SCRATCHES.values())),
             "extended entries": len(EXT_CALLS)}

@@ -25,22 +25,11 @@ from pathlib import Path
 import numpy as np
 
 # NumPy dtype -> C++ type in the kernels (kernels/util/types.cuh says the same).
-_CTYPE = {
-    np.dtype(np.bool_): "bool",
-    np.dtype(np.int8): "signed char",
-    np.dtype(np.uint8): "unsigned char",
-    np.dtype(np.int16): "short",
-    np.dtype(np.uint16): "unsigned short",
-    np.dtype(np.int32): "int",
-    np.dtype(np.uint32): "unsigned int",
-    np.dtype(np.int64): "long long",
-    np.dtype(np.uint64): "unsigned long long",
-    np.dtype(np.float16): "__half",
-    np.dtype(np.float32): "float",
-    np.dtype(np.float64): "double",
-    np.dtype(np.complex64): "distscan::Complex<float>",
-    np.dtype(np.complex128): "distscan::Complex<double>",
-}
+_CTYPE = {np.dtype(t): c for t, c in [
+    (np.bool_, "bool"), (np.int8, "signed char"), (np.uint8, "unsigned char"), (np.int16, "short"),
+    (np.uint16, "unsigned short"), (np.int32, "int"), (np.uint32, "unsigned int"), (np.int64, "long long"),
+    (np.uint64, "unsigned long long"), (np.float16, "__half"), (np.float32, "float"), (np.float64, "double"),
+    (np.complex64, "distscan::Complex<float>"), (np.complex128, "distscan::Complex<double>")]}
 
 
 def ctype(dtype) -> str:
@@ -314,11 +303,15 @@ class ModuleKey:
     # C++ that defines a declared operator's functor (distscan.ops.declared), appended to the
     # kernels' source: the name expressions instantiate the templates at the end of the unit
     source: str = ""
+    # with ext: the columns scan's kernels for (n, w) rows (COLUMN_ROLES) instead of the 1-D ones,
+    # a module of their own, compiled only for calls of several columns
+    columns: bool = False
 
 
 ROLES = ("scan_incl", "scan_excl", "reduce_partials", "reduce_final", "add_offset", "add_offset_columns",
          "tiles_reduce", "tiles_carry", "tiles_incl", "tiles_excl", "add_tile_prefix")
 EXT_ROLES = ("ext_incl", "ext_excl", "reduce_tiles", "reduce_final_ordered")
+COLUMN_ROLES = ("cols_reduce", "cols_carry", "cols_incl", "cols_excl", "lifted_reduce", "lifted_excl")
 
 
 def names(key: ModuleKey) -> dict:
@@ -333,6 +326,16 @@ def names(key: ModuleKey) -> dict:
     if key.device == "lookahead":
         policy = f"distscan::LookaheadPolicy<{policy}, {t.stages}, {t.depth}, {t.behind}>"
     launch = f"{DEVICE_ALGORITHMS[key.device]}, {policy}"
+    if key.ext and key.columns:  # kernels/agent/agent_columns.cuh: KIND 1 COLUMN_STATES, 2 COLUMN_LIFTED
+        rev = "true" if key.reverse else "false"
+        return {
+            "cols_reduce": f"distscan::reduce_state_column_tiles_kernel<{tin}, {tacc}, {op}, 1, {rev}>",
+            "cols_carry": f"distscan::carry_column_tiles_kernel<{tacc}, {op}>",
+            "cols_incl": f"distscan::scan_state_column_tiles_kernel<{tin}, {tacc}, {tout}, {op}, false, 1, {rev}>",
+            "cols_excl": f"distscan::scan_state_column_tiles_kernel<{tin}, {tacc}, {tout}, {op}, true, 1, {rev}>",
+            "lifted_reduce": f"distscan::reduce_state_column_tiles_kernel<{tacc}, {tacc}, {op}, 2, false>",
+            "lifted_excl": f"distscan::scan_state_column_tiles_kernel<{tacc}, {tacc}, {tacc}, {op}, true, 2, false>",
+        }
     if key.ext:
         rev = "true" if key.reverse else "false"
         return {

@@ -24,9 +24,12 @@ import numpy as np
 from ..._dtypes import ScanTypes
 from ...ops import Op
 from . import compile as cc
+from . import state_columns
+from .ext_states import (aux_places, check_gpu, ext_module_key, kernel_state, neutral_rows, one_column, param_rows,
+                         restate, struct_state)
 from .absorbing import absorbed_results, absorbs, tail_of_part, tail_of_scan
 from .device import cp, device_info, reduction_columns, refuse_in_capture, remember, require_cupy
-from .launch import ArgBlock, first_row, launch_shape, write_first_row
+from .launch import ArgBlock, first_row, identity_first, launch_shape
 from .plans import (STATE_LEAD_SHARE, Plan, costly, ext_device, is_compensated, lookahead_grid, setup_lead,
                     status_words)
 from .scratch import scratch_of
@@ -34,58 +37,6 @@ from .settings import SETTINGS
 
 EXT_PLANS: dict = {}
 NULL = np.uint64(0)
-
-
-def struct_state(op: Op) -> str:
-    """The state kind whose C struct is the kernels' accumulator ("" for values: plain operators
-    and declared operators of values)."""
-    if op.state is None or op.state.kind == "declared":
-        return ""
-    return op.state.kind
-
-
-def kernel_state(op: Op, types: ScanTypes) -> np.dtype:
-    """The kernels' accumulator: the state's C struct over the kernel's value dtype (float16 values
-    are combined in float32), or that value dtype for a plain operator.  A segmented float
-    product's struct is (value, flag) without the host state's zero-absorption fields
-    (``Segmented.kernel_dtype``): :func:`_restate` copies the fields both have, and
-    :func:`absorbing.absorbs` says where the host completes the rest."""
-    value = cc.kernel_acc_dtype(types.acc)
-    return op.state.kernel_dtype(value) if struct_state(op) else value
-
-
-def has_gpu_form(op: Op) -> bool:
-    """Whether the kernels can scan ``op``: every operator but a declared one without ``cuda=``."""
-    return op.state is None or op.state.kind != "declared" or getattr(op, "gpu_ready", False)
-
-
-def _check_gpu(op: Op) -> None:
-    if not has_gpu_form(op):
-        raise TypeError(f"declared operator {op.name!r} has no GPU form: give it cuda= (a C++ expression of a "
-                        "and b); declared operators of structured states run on the CPU (backend='cpu')")
-
-
-def _restate(rows, dtype: np.dtype) -> np.ndarray:
-    """State rows in another dtype of the same fields (values widened or narrowed), or values."""
-    rows = np.asarray(rows)
-    if rows.dtype == dtype:
-        return np.ascontiguousarray(rows)
-    if dtype.names is None:
-        return rows.astype(dtype)
-    out = np.zeros(rows.shape, dtype)
-    for name in dtype.names:
-        if name in rows.dtype.names:
-            out[name] = rows[name]
-    return out
-
-
-def ext_module_key(in_dtype, types: ScanTypes, op: Op, device: str, reverse: bool) -> cc.ModuleKey:
-    """The compile key of the extended module (no GPU needed: tests compile its names with nvcc)."""
-    tuning = cc.choose_tuning(in_dtype, kernel_state(op, types), types.result, SETTINGS.tuning, "coarsened", device,
-                              struct_state(op))
-    return cc.ModuleKey(np.dtype(in_dtype), cc.kernel_acc_dtype(types.acc), np.dtype(types.result), op.functor,
-                        tuning, "coarsened", device, ext=True, state=struct_state(op), reverse=reverse,
-                        source=op.source)
 
 
 def ext_plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, device: str, reverse: bool) -> Plan:
@@ -142,43 +93,17 @@ def _lead_share(op: Op, kstate: np.dtype) -> float:
     return 0.0 if op.state.kind.startswith("affine") and kstate.itemsize >= 12 else STATE_LEAD_SHARE
 
 
-def aux_places(op: Op) -> tuple:
-    """Where the segment flags and the coefficients sit in a call's ``aux`` (-1: absent), by the
-    operator's auxiliary input names."""
-    names = tuple(op.state.aux) if op.state is not None else ()
-    return (names.index("segments") if "segments" in names else -1), (names.index("a") if "a" in names else -1)
-
-
-def _one_column(a, n: int):
-    """A contiguous ``(n,)`` view of one column's ``(n,)`` or ``(n, 1)`` array (a copy if it is
-    not contiguous; a host array is copied to the device)."""
-    if type(a) is not cp.ndarray:
-        a = cp.asarray(a)
-    if a.ndim != 1:
-        a = a.reshape(n)
-    return a if a._c_contiguous else cp.ascontiguousarray(a)
-
-
 def _aux_views(aux, places: tuple, n: int, w: int):
-    """``(flags, cs)``: the segment flags as one contiguous ``(n,)`` array, and the coefficients as
-    one contiguous ``(n,)`` array for one column or a transposed ``(w, n)`` copy for ``w`` (each
-    None where the call has none), on the device."""
+    """``(flags, cs)`` of scan_ext_kernel's launches: the segment flags and the coefficients, each
+    one contiguous ``(n,)`` array (None where the call has none), on the device.  Coefficients
+    come with one column only (several take the columns kernels: ``state_columns``)."""
     flags_at, coef_at = places
     flags = aux[flags_at] if 0 <= flags_at < len(aux) else None
     coef = aux[coef_at] if 0 <= coef_at < len(aux) else None
     if coef is not None:
-        coef = _one_column(coef, n) if w == 1 else cp.ascontiguousarray(cp.asarray(coef).reshape(n, -1).T)
-    return (None if flags is None else _one_column(flags, n)), coef
-
-
-def _param_rows(op: Op, initial, kstate: np.dtype, w: int):
-    """The projected ``initial`` as kernel states (the field a projection reads), or None."""
-    if initial is None or op.state is None or op.state.initial_mode != "project":
-        return None
-    rows = np.zeros(w, kstate)
-    field = "value" if "value" in kstate.names else "b"
-    rows[field] = np.broadcast_to(np.asarray(initial), (w,))
-    return rows
+        assert w == 1, "several columns of coefficients take the columns kernels"
+        coef = one_column(coef, n)
+    return (None if flags is None else one_column(flags, n)), coef
 
 
 # What every scan_ext_kernel launch of one kind shares (ExtCall), by (device, input dtype, scan
@@ -226,7 +151,7 @@ class ExtCall:
 
     def seed_rows(self, seed, w: int) -> np.ndarray:
         """Host seeds (``w`` states of the host dtype, or values) as the kernels' states."""
-        return _restate(np.asarray(seed, self.host_dtype).reshape(w), self.kstate)
+        return restate(np.asarray(seed, self.host_dtype).reshape(w), self.kstate)
 
     def shape(self, n: int):
         shape = self.shapes.get(n)
@@ -269,7 +194,7 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     Results: a new array (never one handed out before: the caller may hold it), or ``out``."""
     if cp is None:
         require_cupy()
-    _check_gpu(op)
+    check_gpu(op)
     one_d = x.ndim == 1
     n, w = (x.shape[0], 1) if one_d else x.shape
     stream_ptr = cp.cuda.get_current_stream().ptr
@@ -294,11 +219,15 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
         total = None
         if want_total:
             host_dtype = types.state if op.state is not None else types.acc
-            total = np.array(seed, host_dtype).reshape(w) if seed is not None else _neutral_rows(op, types, w)
+            total = np.array(seed, host_dtype).reshape(w) if seed is not None else neutral_rows(op, types, w)
         return _finish(result, out, one_d, fresh), total
     if not x._c_contiguous:
         x = cp.ascontiguousarray(x)
     dev_id = x.data.device_id
+    if w > 1 and not absorbs(op, types):
+        total = state_columns.scan(x, out, op, types, dev_id, stream_ptr, exclusive, reverse, seed, initial, aux,
+                                   want_total)
+        return _finish(result, out, one_d, fresh), total
     device = ext_device(op, algorithm, n, x.itemsize, types.result.itemsize, types.result.kind)
     key = (dev_id, x.dtype, types, op, exclusive, reverse, device, SETTINGS.tuning, SETTINGS.lead)
     ent = EXT_CALLS.get(key)
@@ -309,11 +238,11 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
     # seeds and projected initial values: a state per column, passed by value (ExtCall)
     seeds = None if seed is None else ent.seed_rows(seed, w)
     # a segmented float product's initial is projected after the repair of its zeros (below)
-    params = None if ent.absorbs else _param_rows(op, initial, kstate, w)
+    params = None if ent.absorbs else param_rows(op, initial, kstate, w)
     flags, cs = _aux_views(aux, ent.aux_places, n, w)
     if w == 1:
         xs, outs = (x if one_d else x.reshape(n)), (out if out.ndim == 1 else out.reshape(n))
-    else:
+    else:  # a segmented float product (absorbs): a column at a time, as the repair of its zeros reads them
         xs, outs = cp.ascontiguousarray(x.T), cp.empty((w, n), types.result)
     totals = cp.empty((w, k), np.uint8) if want_total else None  # the kernels skip a null total
     scratch = scratch_of(dev_id, stream_ptr)
@@ -336,22 +265,13 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
         rows, order, host_seed = absorbed_results(x, flags, out.reshape(n, w), op, types, seed, exclusive, reverse,
                                                    initial, ent.host_dtype)
     if ent.first_row is not None and seed is None and params is None:
-        # the identity (+0.0, nanmax's -inf) where the kernels start from the neutral element
-        # (launch.first_is_identity); out is C-contiguous (fresh, or the caller's own)
-        write_first_row(out.data.ptr + (n - 1 if reverse else 0) * w * ent.first_row.itemsize, ent.first_row, w,
-                        stream_ptr)
+        identity_first(out, ent.first_row, n, w, reverse, stream_ptr)
     total = None
     if want_total:
-        total = _restate(totals.get().view(kstate).reshape(w), np.dtype(ent.host_dtype))
+        total = restate(totals.get().view(kstate).reshape(w), np.dtype(ent.host_dtype))
         if ent.absorbs:  # the state's zero-absorption fields, which the kernels' struct has not
             total = tail_of_scan(op, rows, order, total, host_seed)
     return _finish(result, out, one_d, fresh), total
-
-
-def _neutral_rows(op: Op, types: ScanTypes, w: int) -> np.ndarray:
-    if op.state is not None:
-        return np.full(w, op.state.neutral(types.acc), types.state)
-    return np.full(w, op.neutral(types.acc), types.acc)
 
 
 def _finish(result, out, one_d: bool, fresh: bool):
@@ -367,12 +287,15 @@ def _finish(result, out, one_d: bool, fresh: bool):
 def reduce(x, op: Op, types: ScanTypes, aux=(), reverse: bool = False) -> np.ndarray:
     """The carry of a part in scan order: the ordered reduction of its states, ``(w,)`` host states."""
     require_cupy()
-    _check_gpu(op)
+    check_gpu(op)
     x, n, w = reduction_columns(x)
     if n == 0 or w == 0:
-        return _neutral_rows(op, types, w)
+        return neutral_rows(op, types, w)
     x = cp.ascontiguousarray(x)
     dev_id = x.device.id
+    host_dtype = types.state if op.state is not None else types.acc
+    if w > 1 and not absorbs(op, types):  # the columns kernels' reduction and carry, all columns at once
+        return state_columns.reduce(x, op, types, dev_id, aux, reverse)
     plan = ext_plan(dev_id, x.dtype, types, op, "lookback", reverse)
     kstate = plan.kacc
     xs = x.reshape(n) if w == 1 else cp.ascontiguousarray(x.T)
@@ -393,8 +316,7 @@ def reduce(x, op: Op, types: ScanTypes, aux=(), reverse: bool = False) -> np.nda
              NULL if flags is None else flags, NULL if cc_ is None else cc_,
              np.int32(int(cc_ is not None and cc_.data.ptr % 16 == 0))))
         plan.funcs["reduce_final_ordered"]((1,), (256,), (partials, np.int32(grid), totals[c]))
-    host_dtype = types.state if op.state is not None else types.acc
-    total = _restate(totals.get().view(kstate).reshape(w), np.dtype(host_dtype))
+    total = restate(totals.get().view(kstate).reshape(w), np.dtype(host_dtype))
     if absorbs(op, types):  # the state's zero-absorption fields, which the kernels' struct has not
         total = tail_of_part(x, flags, op, types, reverse, total)
     return total

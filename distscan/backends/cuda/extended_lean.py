@@ -28,7 +28,8 @@ from ..._dtypes import ScanTypes
 from ...ops import Op
 from .absorbing import absorbs
 from .device import cp, is_capturing, remember
-from .extended import EXT_CALLS, aux_places, ext_call, has_gpu_form
+from .ext_states import aux_places, has_gpu_form
+from .extended import EXT_CALLS, ext_call
 from .launch import write_first_row
 from .plans import auto_device, looks_back
 from .scratch import scratch_of

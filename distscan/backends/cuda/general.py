@@ -183,7 +183,7 @@ def _scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, 
     d_total = cp.empty(w, dtype=plan.kacc) if want_total else None
     if w == 1:
         seed_k = plan.kacc.type(seed[0]) if seed is not None else plan.kacc.type(op.neutral(types.acc))
-        scan_1d(plan, x, out, n, exclusive, seed_k, seed is not None, d_total if want_total else np.uint64(0),
+        scan_1d(plan, x, out, n, exclusive, seed_k, seed is not None, np.uint64(0) if d_total is None else d_total,
                  dev_id, stream_ptr, op)
     else:  # (x and out C-contiguous above)
         def acc_plan():

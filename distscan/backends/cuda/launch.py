@@ -54,6 +54,12 @@ def write_first_row(ptr: int, first: np.ndarray, w: int, stream_ptr: int) -> Non
         view.fill(first[0])
 
 
+def identity_first(out, first: np.ndarray, n: int, w: int, reverse: bool, stream_ptr: int) -> None:
+    """:func:`write_first_row` into the first row in scan order of C-contiguous ``(n, w)`` results
+    (the last row of a reverse scan)."""
+    write_first_row(out.data.ptr + (n - 1 if reverse else 0) * w * first.itemsize, first, w, stream_ptr)
+
+
 class _StreamHandle:
     """A raw ``cudaStream_t`` in the CUDA stream protocol, which CuPy 14's
     ``Stream.from_external`` takes (it deprecates ``ExternalStream(ptr)``)."""

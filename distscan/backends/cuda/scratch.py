@@ -127,6 +127,11 @@ def keep_for_capture(array):
     return array
 
 
+def captured_scratches() -> int:
+    """The status words kept for callers' graphs (CAPTURED holds keep_for_capture's arrays too)."""
+    return sum(1 for kept in list(CAPTURED) if isinstance(kept, TileScratch))
+
+
 def forget() -> None:
     """Forget every stream's scratch (callers' graphs keep theirs: CAPTURED)."""
     SCRATCHES.clear()

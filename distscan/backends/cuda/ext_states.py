@@ -1,0 +1,99 @@
+"""The extended module's states on the host (reverse scans and state operators, for the 1-D
+kernels of ``extended`` and the columns kernels of ``state_columns``): the kernels' accumulator
+dtype (a state's C struct, ``kernels/util/states.cuh``), host states as its bytes and back, the
+module's compile key, and the auxiliary inputs and parameters as the kernels read them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..._dtypes import ScanTypes
+from ...ops import Op
+from . import compile as cc
+from .device import cp
+from .settings import SETTINGS
+
+
+def struct_state(op: Op) -> str:
+    """The state kind whose C struct is the kernels' accumulator ("" for values: plain operators
+    and declared operators of values)."""
+    if op.state is None or op.state.kind == "declared":
+        return ""
+    return op.state.kind
+
+
+def kernel_state(op: Op, types: ScanTypes) -> np.dtype:
+    """The kernels' accumulator: the state's C struct over the kernel's value dtype (float16 values
+    are combined in float32), or that value dtype for a plain operator.  A segmented float
+    product's struct is (value, flag) without the host state's zero-absorption fields
+    (``Segmented.kernel_dtype``): :func:`restate` copies the fields both have, and
+    :func:`absorbing.absorbs` says where the host completes the rest."""
+    value = cc.kernel_acc_dtype(types.acc)
+    return op.state.kernel_dtype(value) if struct_state(op) else value
+
+
+def has_gpu_form(op: Op) -> bool:
+    """Whether the kernels can scan ``op``: every operator but a declared one without ``cuda=``."""
+    return op.state is None or op.state.kind != "declared" or getattr(op, "gpu_ready", False)
+
+
+def check_gpu(op: Op) -> None:
+    if not has_gpu_form(op):
+        raise TypeError(f"declared operator {op.name!r} has no GPU form: give it cuda= (a C++ expression of a "
+                        "and b); declared operators of structured states run on the CPU (backend='cpu')")
+
+
+def restate(rows, dtype: np.dtype) -> np.ndarray:
+    """State rows in another dtype of the same fields (values widened or narrowed), or values."""
+    rows = np.asarray(rows)
+    if rows.dtype == dtype:
+        return np.ascontiguousarray(rows)
+    if dtype.names is None:
+        return rows.astype(dtype)
+    out = np.zeros(rows.shape, dtype)
+    for name in dtype.names:
+        if name in rows.dtype.names:
+            out[name] = rows[name]
+    return out
+
+
+def ext_module_key(in_dtype, types: ScanTypes, op: Op, device: str, reverse: bool) -> cc.ModuleKey:
+    """The compile key of the extended module (no GPU needed: tests compile its names with nvcc)."""
+    tuning = cc.choose_tuning(in_dtype, kernel_state(op, types), types.result, SETTINGS.tuning, "coarsened", device,
+                              struct_state(op))
+    return cc.ModuleKey(np.dtype(in_dtype), cc.kernel_acc_dtype(types.acc), np.dtype(types.result), op.functor,
+                        tuning, "coarsened", device, ext=True, state=struct_state(op), reverse=reverse,
+                        source=op.source)
+
+
+def aux_places(op: Op) -> tuple:
+    """Where the segment flags and the coefficients sit in a call's ``aux`` (-1: absent), by the
+    operator's auxiliary input names."""
+    names = tuple(op.state.aux) if op.state is not None else ()
+    return (names.index("segments") if "segments" in names else -1), (names.index("a") if "a" in names else -1)
+
+
+def one_column(a, n: int):
+    """A contiguous ``(n,)`` view of one column's ``(n,)`` or ``(n, 1)`` array (a copy if it is
+    not contiguous; a host array is copied to the device)."""
+    if type(a) is not cp.ndarray:
+        a = cp.asarray(a)
+    if a.ndim != 1:
+        a = a.reshape(n)
+    return a if a._c_contiguous else cp.ascontiguousarray(a)
+
+
+def param_rows(op: Op, initial, kstate: np.dtype, w: int):
+    """The projected ``initial`` as kernel states (the field a projection reads), or None."""
+    if initial is None or op.state is None or op.state.initial_mode != "project":
+        return None
+    rows = np.zeros(w, kstate)
+    field = "value" if "value" in kstate.names else "b"
+    rows[field] = np.broadcast_to(np.asarray(initial), (w,))
+    return rows
+
+
+def neutral_rows(op: Op, types: ScanTypes, w: int) -> np.ndarray:
+    if op.state is not None:
+        return np.full(w, op.state.neutral(types.acc), types.state)
+    return np.full(w, op.neutral(types.acc), types.acc)
