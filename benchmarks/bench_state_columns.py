@@ -1,0 +1,172 @@
+"""How fast are reverse scans, segmented sums and linear recurrences along axis 0 of ``(n, w)`` rows
+on one GPU (a state-space model's ``(L, D)`` channels, a batch of signals)?
+
+    PYTHONPATH=$PWD python3 benchmarks/bench_state_columns.py OUT.json [--log2n 27] [--reps 5]
+        [--widths 1,2,4,32,256,1024]
+    python3 benchmarks/bench_state_columns.py --report OUT.json ...   (no GPU: the tables again)
+
+2^log2n float32 items as ``(2^log2n / w, w)`` C-ordered rows: ``distscan.linear_recurrence(a, b)``
+forwards and in reverse (12 bytes an item: a, b, y), ``distscan.cumsum(x, reverse=True)`` (8) and
+``distscan.cumsum(x, segments=flags)`` (8, and a flag a row), against JAX (``lax.associative_scan``
+over the maps along axis 0; ``lax.cumsum(reverse=True)``; wall time of a jitted call, the host's
+dispatch included) and CuPy (the reversed views' ``cumsum(axis=0)``).  distscan and CuPy: GPU time
+(harness.events_interleaved, hide_host, L2 flushed), median of --reps; GB/s over the scan's bytes;
+copy bandwidth of the same bytes.  Results are checked against float64 references on the GPU
+(the recurrence's against JAX's float32 one where JAX runs: within 1e-3 of a column's scale).
+Run it from another tree's copy (its parent folder first on sys.path) for that tree's figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+if "--report" not in sys.argv:
+    import cupy as cp
+
+    import distscan
+    from harness import SELF, copy_bandwidth, events_interleaved
+
+SCANS = (("recurrence", 12), ("reverse recurrence", 12), ("reverse cumsum", 8), ("segmented sum", 8))
+
+
+def _jax():
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # leave the GPU's memory to CuPy
+    try:
+        import jax
+        import jax.numpy as jnp
+        if not any(d.platform == "gpu" for d in jax.devices()):
+            return None
+        return jax, jnp
+    except Exception:  # noqa: BLE001 - no JAX, or no GPU for it: the column is left out
+        return None
+
+
+def _wall(fn, reps):
+    fn()
+    fn()
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def _close(name, got, want):
+    scale = cp.maximum(cp.abs(want).max(axis=0), 1.0)
+    err = float((cp.abs(got.astype(cp.float64) - want.astype(cp.float64)) / scale).max())
+    if not err <= 1e-3:
+        raise SystemExit(f"{name}: relative error {err:.3g}")
+
+
+def _segmented_reference(x, flags):
+    """Each segment's running sum, float64: the whole running sum less its value before the segment."""
+    c = cp.cumsum(x.astype(cp.float64), axis=0)
+    starts = cp.flatnonzero(flags)
+    ids = cp.cumsum(flags.astype(cp.int64)) - 1  # the segment of each row (flags[0] is set)
+    before = (c - x.astype(cp.float64))[starts]
+    return c - before[ids]
+
+
+def rows_for(w, log2n, reps, jax_mod):
+    n = 1 << log2n
+    m = n // w
+    rs = cp.random.RandomState(11)
+    b = rs.standard_normal((m, w), dtype=cp.float32)
+    a = rs.uniform(-1, 1, (m, w)).astype(cp.float32)
+    flags = rs.random_sample(m) < 1e-3
+    flags[0] = True
+    y = cp.empty_like(b)
+    impls = {
+        "recurrence": {"distscan": lambda: distscan.linear_recurrence(a, b, out=y, comm=SELF)},
+        "reverse recurrence": {"distscan": lambda: distscan.linear_recurrence(a, b, reverse=True, out=y, comm=SELF)},
+        "reverse cumsum": {"distscan": lambda: distscan.cumsum(b, reverse=True, out=y, comm=SELF),
+                           "cupy": lambda: cp.cumsum(b[::-1], axis=0)[::-1]},
+        "segmented sum": {"distscan": lambda: distscan.cumsum(b, segments=flags, out=y, comm=SELF)},
+    }
+    jits = {}
+    if jax_mod is not None:
+        jax, jnp = jax_mod
+        from jax import lax
+
+        def aff(p, q):
+            return q[0] * p[0], q[0] * p[1] + q[1]
+
+        ja, jb = jnp.asarray(cp.asnumpy(a)), jnp.asarray(cp.asnumpy(b))
+        jits = {"recurrence": (jax.jit(lambda p, q: lax.associative_scan(aff, (p, q), axis=0)[1]), (ja, jb)),
+                "reverse recurrence": (jax.jit(lambda p, q: lax.associative_scan(aff, (p, q), reverse=True,
+                                                                                 axis=0)[1]), (ja, jb)),
+                "reverse cumsum": (jax.jit(lambda v: lax.cumsum(v, axis=0, reverse=True)), (jb,))}
+    out = []
+    for name, bpe in SCANS:
+        impls[name]["distscan"]()
+        if name == "reverse cumsum":
+            _close(name, y, cp.cumsum(b[::-1].astype(cp.float64), axis=0)[::-1])
+        elif name == "segmented sum":
+            _close(name, y, _segmented_reference(b, flags))
+        elif name in jits:
+            fn, args = jits[name]
+            _close(name, y, cp.asarray(np.asarray(fn(*args))))
+        med = events_interleaved(impls[name], reps, hide_host=True)
+        nbytes = bpe * n + (m if name == "segmented sum" else 0)
+        row = {"scan": name, "columns": w, "rows": m, "bytes": nbytes,
+               **{k: {"ms": t * 1e3, "gbs": nbytes / t / 1e9} for k, t in med.items()}}
+        if name in jits:
+            fn, args = jits[name]
+            t = _wall(lambda: fn(*args).block_until_ready(), reps)
+            row["jax"] = {"ms": t * 1e3, "gbs": nbytes / t / 1e9}
+        out.append(row)
+    return out
+
+
+def report(data):
+    print(f"{data['device']}, 2^{data['log2n']} float32 items, copy {data['copy_gbs']:.0f} GB/s, {data['when']}")
+    print(f"{'scan':20s} {'w':>5s} {'distscan ms':>12s} {'of copy':>8s}  peers (ms)")
+    for r in data["rows"]:
+        ds = r["distscan"]
+        peers = "  ".join(f"{k} {v['ms']:.3f}" for k, v in r.items() if isinstance(v, dict) and k != "distscan")
+        print(f"{r['scan']:20s} {r['columns']:5d} {ds['ms']:12.3f} {ds['gbs'] / data['copy_gbs']:8.3f}  {peers}")
+
+
+def main():
+    if "--report" in sys.argv:
+        for path in sys.argv[sys.argv.index("--report") + 1:]:
+            report(json.loads(Path(path).read_text()))
+        return
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out")
+    ap.add_argument("--log2n", type=int, default=27)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--widths", default="1,2,4,32,256,1024")
+    a = ap.parse_args()
+    jax_mod = _jax()
+    copy_gbs = copy_bandwidth(4 << a.log2n, a.reps)
+    rows = []
+    for w in (int(v) for v in a.widths.split(",")):
+        for r in rows_for(w, a.log2n, a.reps, jax_mod):
+            rows.append(r)
+            peers = "  ".join(f"{k} {v['ms']:.3f}" for k, v in r.items() if isinstance(v, dict) and k != "distscan")
+            print(f"{r['scan']:20s} w={w:<5d} distscan {r['distscan']['ms']:.3f} ms "
+                  f"({r['distscan']['gbs'] / copy_gbs:.3f} of copy)  {peers}", flush=True)
+        cp.get_default_memory_pool().free_all_blocks()  # (the call's arrays are gone with it)
+    dev = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    data = {"device": dev, "log2n": a.log2n, "when": stamp, "copy_gbs": copy_gbs, "rows": rows}
+    Path(a.out).write_text(json.dumps(data, indent=1))
+    report(data)
+
+
+if __name__ == "__main__":
+    main()
