@@ -185,9 +185,16 @@ struct Segmented : SegmentedBase {
     template <typename S> static __device__ __forceinline__ void close_run(S &run, unsigned starts, int) {
         run.flag = starts != 0u;
     }
+    // MARKED: before a scan's first item (the EMPTY identity: an exclusive scan whose first row
+    // starts no flagged segment) the initial as it is, as NumPy's accumulate copies it (gcd(-6, 0)
+    // would be 6; the CPU's loops give -6: found 2026-11-28, tests/gpu/test_state_columns.py)
     template <typename TOut, typename S> static __device__ __forceinline__ TOut project(const S &s, const S &p, bool has) {
         typedef typename S::Value V;
-        return Convert<TOut, V>::apply(has ? Base::template apply<V>(p.value, s.value) : s.value);
+        if constexpr (MARKED) {
+            return Convert<TOut, V>::apply(has ? apply_marked<Base>(p.value, s.value, false, s.flag == EMPTY) : s.value);
+        } else {
+            return Convert<TOut, V>::apply(has ? Base::template apply<V>(p.value, s.value) : s.value);
+        }
     }
     template <typename S> static __device__ __forceinline__ bool fresh(const S &, bool start) { return start; }
     template <typename TOut, typename S> static __device__ __forceinline__ TOut first(const S &p, bool has) {
@@ -255,7 +262,11 @@ struct SegmentedEnds : SegmentedBase {
     }
     template <typename TOut, typename S> static __device__ __forceinline__ TOut project(const S &s, const S &p, bool has) {
         typedef typename S::Value V;
-        return Convert<TOut, V>::apply(has ? Base::template apply<V>(p.value, s.value) : s.value);
+        if constexpr (MARKED) {  // as Segmented::project
+            return Convert<TOut, V>::apply(has ? apply_marked<Base>(p.value, s.value, false, s.end == EMPTY) : s.value);
+        } else {
+            return Convert<TOut, V>::apply(has ? Base::template apply<V>(p.value, s.value) : s.value);
+        }
     }
     template <typename S> static __device__ __forceinline__ bool fresh(const S &prev, bool) { return prev.end == 1; }
     template <typename TOut, typename S> static __device__ __forceinline__ TOut first(const S &p, bool has) {
