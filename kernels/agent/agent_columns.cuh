@@ -143,6 +143,11 @@ struct TileWalk {
     }
 };
 
+// Items a thread loads before it lifts and stores them (tile_walk_batches): the walk's steps in
+// sequence put each load after the last one's store, one load in flight a thread (SASS: LDG, STS,
+// branch an item), where the plain kernels' unrolled loops issue four.
+constexpr int COLUMN_BATCH = 8;
+
 // load_column_tile for COLUMN_STATES and COLUMN_LIFTED: s[i * ws + c] = the lifted item of the
 // tile's row i in scan order (REVERSE: physical row rows - 1 - i) and column c.  p0: the tile's
 // first row in memory; d_in: the whole (n, w) rows.
@@ -153,16 +158,35 @@ __device__ __forceinline__ void load_state_tile(TAcc *s, const TIn *d_in, i64 w,
     const TIn *src = d_in + p0 * w + t.c0;
     const TC *coef = aux.coef != 0 ? static_cast<const TC *>(aux.coef) + (p0 * w + t.c0) : 0;
     const unsigned char *flags = aux.flags != 0 ? aux.flags + p0 : 0;
-#pragma unroll 4
-    for (TileWalk it(t.ws); it.r < t.rows; it.next()) {
-        const i64 at = (i64)it.r * w + it.c;
-        TAcc v;
-        if constexpr (KIND == COLUMN_LIFTED) {
-            v = src[at];
-        } else {
-            v = lift_column_item<TIn, TAcc, Op>(src[at], flags != 0 && flags[it.r] != 0, coef != 0 ? coef[at] : TC());
+    TileWalk it(t.ws);
+    while (it.r < t.rows) {
+        i64 at[COLUMN_BATCH];
+        int row[COLUMN_BATCH], at_s[COLUMN_BATCH];
+#pragma unroll
+        for (int u = 0; u < COLUMN_BATCH; ++u) {  // where, first (past the tile: its first item, not stored)
+            const bool in = it.r < t.rows;
+            row[u] = in ? it.r : 0;
+            at[u] = in ? (i64)it.r * w + it.c : 0;
+            at_s[u] = in ? (REVERSE ? t.rows - 1 - it.r : it.r) * t.ws + it.c : -1;
+            it.next();
         }
-        s[(REVERSE ? t.rows - 1 - it.r : it.r) * t.ws + it.c] = v;
+        TIn raw[COLUMN_BATCH];
+        TC cs[COLUMN_BATCH];
+        bool fs[COLUMN_BATCH];
+#pragma unroll
+        for (int u = 0; u < COLUMN_BATCH; ++u) {  // then every load
+            raw[u] = src[at[u]];
+            if constexpr (KIND != COLUMN_LIFTED) {
+                fs[u] = flags != 0 && flags[row[u]] != 0;
+                cs[u] = coef != 0 ? coef[at[u]] : TC();
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < COLUMN_BATCH; ++u) {
+            if (at_s[u] < 0) continue;
+            if constexpr (KIND == COLUMN_LIFTED) s[at_s[u]] = raw[u];
+            else s[at_s[u]] = lift_column_item<TIn, TAcc, Op>(raw[u], fs[u], cs[u]);
+        }
     }
 }
 
@@ -175,20 +199,35 @@ __device__ __forceinline__ void store_state_tile(TOut *d_out, i64 w, i64 p0, con
                                                  const ColumnAux<TAcc> &aux) {
     TOut *dst = d_out + p0 * w + t.c0;
     const unsigned char *flags = aux.flags != 0 ? aux.flags + p0 : 0;
-#pragma unroll 4
-    for (TileWalk it(t.ws); it.r < t.rows; it.next()) {
-        const i64 at = (i64)it.r * w + it.c;
-        const TAcc v = s[(REVERSE ? t.rows - 1 - it.r : it.r) * t.ws + it.c];
-        if constexpr (KIND == COLUMN_LIFTED) {
-            dst[at] = v;
-        } else if constexpr (Op::STATE) {
-            const bool has = aux.params != 0;
-            const TAcc param = has ? aux.params[t.c0 + it.c] : Op::template identity<TAcc>();
-            const bool start = flags != 0 && flags[it.r] != 0;
-            dst[at] = (EXCLUSIVE && Op::fresh(v, start)) ? Op::template first<TOut>(param, has)
-                                                         : Op::template project<TOut>(v, param, has);
-        } else {
-            dst[at] = Convert<TOut, TAcc>::apply(v);
+    const bool has = aux.params != 0;
+    TileWalk it(t.ws);
+    while (it.r < t.rows) {
+        TAcc v[COLUMN_BATCH], param[COLUMN_BATCH];
+        bool start[COLUMN_BATCH];
+        i64 at[COLUMN_BATCH];
+#pragma unroll
+        for (int u = 0; u < COLUMN_BATCH; ++u) {  // the loads first, unconditional (past the tile: its first item)
+            const bool in = it.r < t.rows;
+            const int r = in ? it.r : 0, c = in ? it.c : 0;
+            at[u] = in ? (i64)r * w + c : -1;
+            v[u] = s[(REVERSE ? t.rows - 1 - r : r) * t.ws + c];
+            if constexpr (KIND == COLUMN_STATES && Op::STATE) {
+                param[u] = has ? aux.params[t.c0 + c] : Op::template identity<TAcc>();
+                start[u] = flags != 0 && flags[r] != 0;
+            }
+            it.next();
+        }
+#pragma unroll
+        for (int u = 0; u < COLUMN_BATCH; ++u) {
+            if (at[u] < 0) continue;
+            if constexpr (KIND == COLUMN_LIFTED) {
+                dst[at[u]] = v[u];
+            } else if constexpr (Op::STATE) {
+                dst[at[u]] = (EXCLUSIVE && Op::fresh(v[u], start[u])) ? Op::template first<TOut>(param[u], has)
+                                                                     : Op::template project<TOut>(v[u], param[u], has);
+            } else {
+                dst[at[u]] = Convert<TOut, TAcc>::apply(v[u]);
+            }
         }
     }
 }

@@ -5,12 +5,12 @@
 
 Integers bit for bit against the CPU backend (whose loops are sequential: tests/ops check them
 against the references), with every option at once: forwards and in reverse, inclusive and
-exclusive, seeded (a carry of rows before, as a rank's, by value in more than one launch past 64
+exclusive (not the recurrences, which have none), seeded (a carry of rows before, as a rank's, by value in more than one launch past 64
 columns), ``initial`` (projected per column), and the totals, at every edge of the tiling (one
 row, a tile's rows and one more, more tiles than the carry kernel takes, slabs of 256 columns).
 The reductions (a part's carry between ranks) are the CPU's states.  Float recurrences within
-test_operators.py's bound of a float64 loop, also where infinite and NaN coefficients meet zero
-states (the zero rule); compensated float32 sums within assert_compensated's bound, column by
+test_operators.py's bound of a float64 loop, and bit for bit where infinite and NaN coefficients
+meet zero states (the zero rule); compensated float32 sums within assert_compensated's bound, column by
 column."""
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from distscan._dtypes import scan_types
 from distscan.ops import affine, compensated, get_op, segmented
 
 from tests.support.devices import require_gpu
-from tests.support.reference import assert_compensated, compensated_case, nonfinite_at_zero_states
+from tests.support.data import zero_rule_case
+from tests.support.reference import assert_compensated, compensated_case, recurrence_reference
 
 cp = require_gpu()
 pytestmark = pytest.mark.gpu
@@ -123,7 +124,7 @@ def test_exact_state_columns_are_the_cpus_at_the_edges_of_the_tiling(make, dtype
             heights.append(rows * columns.CARRY_TILES + 7)  # the tile folds scanned as rows again
         for n in heights:
             x = _values(rng, op, dtype, (n, w))
-            for exclusive in (False, True):
+            for exclusive in (False, True) if op.state is None or not op.state.kind.startswith("affine") else (False,):
                 for kw in ({}, {"seed": True}, {"initial": True}, {"seed": True, "initial": True}):
                     aux = _aux(op, rng, n, w, dtype, 0.02 if n > 100 else 0.3)
                     call = {}
@@ -190,29 +191,25 @@ def test_float_recurrence_columns_are_within_the_bound_of_a_float64_loop(dtype, 
 
 
 @pytest.mark.parametrize("reverse", [False, True])
-def test_infinite_and_nan_coefficients_at_zero_states_in_columns_keep_the_zero_rule(reverse, rng):
-    """Each column's non-finite coefficients stand where its sequential state is exactly 0 (the rule:
-    a zero times them is 0), among the tiles' and runs' edges."""
+def test_infinite_and_nan_coefficients_in_columns_keep_the_zero_rule(reverse, rng):
+    """tests/support/data.zero_rule_case's coefficients (0, 1, inf, NaN) and values (0, 1, 2) in each
+    column, infinities at the tiles' edges too: the sequential loop's results bit for bit (NaN where
+    it gives NaN), with and without segments and an initial."""
     n, w = 5003, 6
-    b = rng.integers(-3, 4, (n, w)).astype(np.float64)
-    b[rng.random((n, w)) < 0.3] = 0
-    a = rng.choice([0.0, 0.5, 1.0, -1.0], (n, w))
-    flags = rng.random(n) < 0.01
-    for segments in (None, flags):
-        x = np.empty_like(a)
-        y = np.empty_like(b)
-        for c in range(w):
-            x[:, c], y[:, c] = nonfinite_at_zero_states(rng, a[:, c], b[:, c], [np.inf, -np.inf, np.nan],
-                                                        reverse=reverse, segments=segments, least=3)
-        for dtype in ("float32", "float64"):
-            got = distscan.linear_recurrence(cp.asarray(x.astype(dtype)), cp.asarray(b.astype(dtype)),
-                                             reverse=reverse, comm=SELF,
-                                             segments=None if segments is None else cp.asarray(segments))
-            got = cp.asnumpy(got)
-            finite = np.isfinite(y)
-            np.testing.assert_array_equal(np.isnan(got), np.isnan(y), err_msg=f"{dtype} reverse={reverse}")
-            np.testing.assert_array_equal(got[~finite & ~np.isnan(y)], y[~finite & ~np.isnan(y)].astype(dtype))
-            _close(np.where(finite, got, 0), np.where(finite, y, 0).astype(dtype), np.abs(y[finite]).max(initial=1))
+    cases = [zero_rule_case(rng, n) for _ in range(w)]
+    a, b = np.stack([c[0] for c in cases], axis=1), np.stack([c[1] for c in cases], axis=1)
+    rows = columns.tile_rows(w, 8)
+    edges = np.array([0, 1, rows - 1, rows, 2 * rows, n - 1])
+    a[edges, 0] = np.inf
+    for segments in (None, rng.random(n) < 0.05):
+        for initial in (0, 2):
+            want = recurrence_reference(a, b, initial=initial, reverse=reverse, segments=segments)
+            for dtype in ("float32", "float64"):
+                got = distscan.linear_recurrence(cp.asarray(a.astype(dtype)), cp.asarray(b.astype(dtype)),
+                                                 reverse=reverse, initial=initial, comm=SELF,
+                                                 segments=None if segments is None else cp.asarray(segments))
+                np.testing.assert_array_equal(cp.asnumpy(got), want.astype(dtype),
+                                              err_msg=f"{dtype} initial={initial} segments={segments is not None}")
 
 
 @pytest.mark.parametrize("reverse", [False, True])
