@@ -203,7 +203,7 @@ __device__ __forceinline__ void store_state_tile(TOut *d_out, i64 w, i64 p0, con
     TileWalk it(t.ws);
     while (it.r < t.rows) {
         TAcc v[COLUMN_BATCH], param[COLUMN_BATCH];
-        bool start[COLUMN_BATCH];
+        bool start[COLUMN_BATCH] = {};
         i64 at[COLUMN_BATCH];
 #pragma unroll
         for (int u = 0; u < COLUMN_BATCH; ++u) {  // the loads first, unconditional (past the tile: its first item)
@@ -213,7 +213,7 @@ __device__ __forceinline__ void store_state_tile(TOut *d_out, i64 w, i64 p0, con
             v[u] = s[(REVERSE ? t.rows - 1 - r : r) * t.ws + c];
             if constexpr (KIND == COLUMN_STATES && Op::STATE) {
                 param[u] = has ? aux.params[t.c0 + c] : Op::template identity<TAcc>();
-                start[u] = flags != 0 && flags[r] != 0;
+                if constexpr (EXCLUSIVE) start[u] = flags != 0 && flags[r] != 0;  // (fresh() reads it)
             }
             it.next();
         }

@@ -820,6 +820,24 @@ def test_segmented_gcd_and_lcm_keep_a_raw_first_item(name, rng):
                                                                                exclusive=exclusive))
 
 
+@pytest.mark.parametrize("name", ["gcd", "lcm"])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_segmented_gcd_and_lcm_exclusive_from_a_negative_initial(name, reverse, rng):
+    """An exclusive scan's first item in scan order starts no flagged segment: it gets the initial
+    as it is (-6), as NumPy's accumulate copies it and the CPU's loops give it, not gcd(-6, 0) = 6
+    (found 2026-11-28 by tests/gpu/test_state_columns.py; the 1-D kernels projected it so too)."""
+    for n in (1, 2, 1000):
+        for w in (1, 3):
+            x = (rng.integers(1, 7, (n, w)) * rng.choice([1, -1], (n, w))).astype(np.int64)
+            flags = rng.random(n) < 0.1
+            flags[-1 if reverse else 0] = False
+            want = distscan.scan(x, name, segments=flags, reverse=reverse, exclusive=True, initial=-6, comm=SELF)
+            got = distscan.scan(cp.asarray(x), name, segments=cp.asarray(flags), reverse=reverse, exclusive=True,
+                                initial=-6, comm=SELF)
+            np.testing.assert_array_equal(cp.asnumpy(got), want, err_msg=f"{name} ({n}, {w}) reverse={reverse}")
+            assert want[-1 if reverse else 0, 0] == -6
+
+
 @pytest.mark.parametrize("reverse", [False, True])
 def test_a_one_item_last_segment_s_carry_is_its_item(reverse, rng):
     """A part whose last segment in scan order is one negative item (forwards its last row flagged;
