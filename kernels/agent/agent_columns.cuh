@@ -122,8 +122,7 @@ __device__ __forceinline__ TAcc lift_column_item(TIn x, bool flag, TC coef) {
 }
 
 // A thread's items of a tile, k = threadIdx.x, + COLUMN_TILE_THREADS, ...: as (row, column) of the
-// slab's ws columns, stepped without a division (a division by ws an item made the extended
-// module's columns kernels issue-bound: 0.28 of copy for a reverse float32 sum, H200, 2^27).
+// slab's ws columns, stepped without a division an item.
 struct TileWalk {
     int r, c;
     int dr, dc, ws;
@@ -143,14 +142,13 @@ struct TileWalk {
     }
 };
 
-// Items a thread loads before it lifts and stores them (tile_walk_batches): the walk's steps in
-// sequence put each load after the last one's store, one load in flight a thread (SASS: LDG, STS,
-// branch an item), where the plain kernels' unrolled loops issue four.
-constexpr int COLUMN_BATCH = 8;
-
 // load_column_tile for COLUMN_STATES and COLUMN_LIFTED: s[i * ws + c] = the lifted item of the
 // tile's row i in scan order (REVERSE: physical row rows - 1 - i) and column c.  p0: the tile's
-// first row in memory; d_in: the whole (n, w) rows.
+// first row in memory; d_in: the whole (n, w) rows.  The loops have the plain ones' shape (k <
+// count, unrolled: a thread's loads issued together), a TileWalk beside k for the row and column;
+// a contiguous tile (one slab) is indexed by k itself.  The first form, a loop on the walk alone
+// with 64-bit offsets and selects an item, was issue-bound (ncu, H200: the segmented float32
+// reduction at 81 % of the SMs' issue, 30 % of DRAM).
 template <typename TIn, typename TAcc, typename Op, int KIND, bool REVERSE>
 __device__ __forceinline__ void load_state_tile(TAcc *s, const TIn *d_in, i64 w, i64 p0, const ColumnTile &t,
                                                 const ColumnAux<TAcc> &aux) {
@@ -158,34 +156,27 @@ __device__ __forceinline__ void load_state_tile(TAcc *s, const TIn *d_in, i64 w,
     const TIn *src = d_in + p0 * w + t.c0;
     const TC *coef = aux.coef != 0 ? static_cast<const TC *>(aux.coef) + (p0 * w + t.c0) : 0;
     const unsigned char *flags = aux.flags != 0 ? aux.flags + p0 : 0;
+    const int count = t.rows * t.ws;
+    auto put = [&](i64 at, int k, int r, int c) {
+        const int to = REVERSE ? (t.rows - 1 - r) * t.ws + c : k;
+        if constexpr (KIND == COLUMN_LIFTED) {
+            s[to] = src[at];
+        } else {
+            s[to] = lift_column_item<TIn, TAcc, Op>(src[at], flags != 0 && flags[r] != 0, coef != 0 ? coef[at] : TC());
+        }
+    };
     TileWalk it(t.ws);
-    while (it.r < t.rows) {
-        i64 at[COLUMN_BATCH];
-        int row[COLUMN_BATCH], at_s[COLUMN_BATCH];
-#pragma unroll
-        for (int u = 0; u < COLUMN_BATCH; ++u) {  // where, first (past the tile: its first item, not stored)
-            const bool in = it.r < t.rows;
-            row[u] = in ? it.r : 0;
-            at[u] = in ? (i64)it.r * w + it.c : 0;
-            at_s[u] = in ? (REVERSE ? t.rows - 1 - it.r : it.r) * t.ws + it.c : -1;
+    if (w == t.ws) {
+#pragma unroll 4
+        for (int k = threadIdx.x; k < count; k += COLUMN_TILE_THREADS) {
+            put(k, k, it.r, it.c);
             it.next();
         }
-        TIn raw[COLUMN_BATCH];
-        TC cs[COLUMN_BATCH];
-        bool fs[COLUMN_BATCH];
-#pragma unroll
-        for (int u = 0; u < COLUMN_BATCH; ++u) {  // then every load
-            raw[u] = src[at[u]];
-            if constexpr (KIND != COLUMN_LIFTED) {
-                fs[u] = flags != 0 && flags[row[u]] != 0;
-                cs[u] = coef != 0 ? coef[at[u]] : TC();
-            }
-        }
-#pragma unroll
-        for (int u = 0; u < COLUMN_BATCH; ++u) {
-            if (at_s[u] < 0) continue;
-            if constexpr (KIND == COLUMN_LIFTED) s[at_s[u]] = raw[u];
-            else s[at_s[u]] = lift_column_item<TIn, TAcc, Op>(raw[u], fs[u], cs[u]);
+    } else {
+#pragma unroll 4
+        for (int k = threadIdx.x; k < count; k += COLUMN_TILE_THREADS) {
+            put((i64)it.r * w + it.c, k, it.r, it.c);
+            it.next();
         }
     }
 }
@@ -193,41 +184,39 @@ __device__ __forceinline__ void load_state_tile(TAcc *s, const TIn *d_in, i64 w,
 // store_column_tile for COLUMN_STATES and COLUMN_LIFTED: each item's output from its state in s
 // (its own prefix, or the state before it when EXCLUSIVE), as scan_ext_kernel's (tile_agent.cuh,
 // output): an exclusive item that starts a segment gets first(), the others project() with
-// their column's parameter.
+// their column's parameter.  The loops as load_state_tile's.
 template <typename TOut, typename TAcc, typename Op, int KIND, bool EXCLUSIVE, bool REVERSE>
 __device__ __forceinline__ void store_state_tile(TOut *d_out, i64 w, i64 p0, const TAcc *s, const ColumnTile &t,
                                                  const ColumnAux<TAcc> &aux) {
     TOut *dst = d_out + p0 * w + t.c0;
     const unsigned char *flags = aux.flags != 0 ? aux.flags + p0 : 0;
     const bool has = aux.params != 0;
+    const int count = t.rows * t.ws;
+    auto put = [&](i64 at, int k, int r, int c) {
+        const TAcc v = s[REVERSE ? (t.rows - 1 - r) * t.ws + c : k];
+        if constexpr (KIND == COLUMN_LIFTED) {
+            dst[at] = v;
+        } else if constexpr (Op::STATE) {
+            const TAcc param = has ? aux.params[t.c0 + c] : Op::template identity<TAcc>();
+            const bool start = EXCLUSIVE && flags != 0 && flags[r] != 0;  // (fresh() reads it)
+            dst[at] = (EXCLUSIVE && Op::fresh(v, start)) ? Op::template first<TOut>(param, has)
+                                                         : Op::template project<TOut>(v, param, has);
+        } else {
+            dst[at] = Convert<TOut, TAcc>::apply(v);
+        }
+    };
     TileWalk it(t.ws);
-    while (it.r < t.rows) {
-        TAcc v[COLUMN_BATCH], param[COLUMN_BATCH];
-        bool start[COLUMN_BATCH] = {};
-        i64 at[COLUMN_BATCH];
-#pragma unroll
-        for (int u = 0; u < COLUMN_BATCH; ++u) {  // the loads first, unconditional (past the tile: its first item)
-            const bool in = it.r < t.rows;
-            const int r = in ? it.r : 0, c = in ? it.c : 0;
-            at[u] = in ? (i64)r * w + c : -1;
-            v[u] = s[(REVERSE ? t.rows - 1 - r : r) * t.ws + c];
-            if constexpr (KIND == COLUMN_STATES && Op::STATE) {
-                param[u] = has ? aux.params[t.c0 + c] : Op::template identity<TAcc>();
-                if constexpr (EXCLUSIVE) start[u] = flags != 0 && flags[r] != 0;  // (fresh() reads it)
-            }
+    if (w == t.ws) {
+#pragma unroll 4
+        for (int k = threadIdx.x; k < count; k += COLUMN_TILE_THREADS) {
+            put(k, k, it.r, it.c);
             it.next();
         }
-#pragma unroll
-        for (int u = 0; u < COLUMN_BATCH; ++u) {
-            if (at[u] < 0) continue;
-            if constexpr (KIND == COLUMN_LIFTED) {
-                dst[at[u]] = v[u];
-            } else if constexpr (Op::STATE) {
-                dst[at[u]] = (EXCLUSIVE && Op::fresh(v[u], start[u])) ? Op::template first<TOut>(param[u], has)
-                                                                     : Op::template project<TOut>(v[u], param[u], has);
-            } else {
-                dst[at[u]] = Convert<TOut, TAcc>::apply(v[u]);
-            }
+    } else {
+#pragma unroll 4
+        for (int k = threadIdx.x; k < count; k += COLUMN_TILE_THREADS) {
+            put((i64)it.r * w + it.c, k, it.r, it.c);
+            it.next();
         }
     }
 }
