@@ -4,6 +4,7 @@ on one GPU (a state-space model's ``(L, D)`` channels, a batch of signals)?
     PYTHONPATH=$PWD python3 benchmarks/bench_state_columns.py OUT.json [--log2n 27] [--reps 5]
         [--widths 1,2,4,32,256,1024]
     python3 benchmarks/bench_state_columns.py --report OUT.json ...   (no GPU: the tables again)
+    python3 benchmarks/bench_state_columns.py --plot OUT.png [LABEL=]RUN.json ...   (no GPU: ms against w)
 
 2^log2n float32 items as ``(2^log2n / w, w)`` C-ordered rows: ``distscan.linear_recurrence(a, b)``
 forwards and in reverse (12 bytes an item: a, b, y), ``distscan.cumsum(x, reverse=True)`` (8) and
@@ -32,7 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-if "--report" not in sys.argv:
+if "--report" not in sys.argv and "--plot" not in sys.argv:
     import cupy as cp
 
     import distscan
@@ -140,7 +141,40 @@ def report(data):
         print(f"{r['scan']:20s} {r['columns']:5d} {ds['ms']:12.3f} {ds['gbs'] / data['copy_gbs']:8.3f}  {peers}")
 
 
+def plot(png: str, runs: list) -> None:
+    """ms against the number of columns, one panel a scan: distscan of every run (``LABEL=RUN.json``),
+    and JAX's and CuPy's of the first run."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(SCANS), figsize=(4 * len(SCANS), 3.8), sharey=True)
+    for ax, (scan, _) in zip(axes, SCANS):
+        for i, run in enumerate(runs):
+            label, _, path = run.rpartition("=")
+            data = json.loads(Path(path).read_text())
+            rows = [r for r in data["rows"] if r["scan"] == scan and r["columns"] > 1]
+            w = [r["columns"] for r in rows]
+            ax.plot(w, [r["distscan"]["ms"] for r in rows], "o-", color=f"C{i}",
+                    label=f"distscan {label or Path(path).stem}")
+            for peer, style, color in (("jax", "s--", "C7"), ("cupy", "^:", "C8")) if i == 0 else ():
+                if any(peer in r for r in rows):
+                    ax.plot([r["columns"] for r in rows if peer in r], [r[peer]["ms"] for r in rows if peer in r],
+                            style, color=color, label=peer)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(scan)
+        ax.set_xlabel("columns")
+    axes[0].set_ylabel(f"ms, 2^{data['log2n']} float32 items ({data['device']})")
+    axes[2].legend(fontsize=7)  # (every series is in the reverse cumsum's panel)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
 def main():
+    if "--plot" in sys.argv:
+        at = sys.argv.index("--plot")
+        return plot(sys.argv[at + 1], sys.argv[at + 2:])
     if "--report" in sys.argv:
         for path in sys.argv[sys.argv.index("--report") + 1:]:
             report(json.loads(Path(path).read_text()))
