@@ -1,6 +1,8 @@
 """Reverse scans and state operators on the GPU (segmented, affine, compensated): one launch of
-``scan_ext_kernel`` per column, and the ordered reductions of ``kernels/agent/agent_reduce.cuh``
-for their carries, through CuPy's launches.
+``scan_ext_kernel`` for one column, and the ordered reductions of ``kernels/agent/agent_reduce.cuh``
+for its carry, through CuPy's launches; several columns take the column-tile kernels
+(``state_columns``), but for the zero-absorbing float products (a launch a column of a transposed
+copy: their zeros' repair reads the 1-D kernel's states).  The states on the host: ``ext_states``.
 
 The kernels are the single-pass scan's (the same look-back, block scan and tile I/O): a reverse
 scan reads its tiles mirrored, a state operator's accumulator is the C struct of its state
