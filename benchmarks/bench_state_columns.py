@@ -186,6 +186,10 @@ def main():
     ap.add_argument("--widths", default="1,2,4,32,256,1024")
     a = ap.parse_args()
     jax_mod = _jax()
+    # JAX's start leaves the last GPU current on a host of several: the arrays would be made there
+    # and the API's calls (bound to GPU 0 by ensure_device) read them through peer access
+    # (2026-11-28, 2 H200s: the one-column rows of final-h200x2/state-columns.txt timed nothing)
+    cp.cuda.Device(0).use()
     copy_gbs = copy_bandwidth(4 << a.log2n, a.reps)
     rows = []
     for w in (int(v) for v in a.widths.split(",")):
