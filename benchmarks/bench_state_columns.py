@@ -6,14 +6,15 @@ on one GPU (a state-space model's ``(L, D)`` channels, a batch of signals)?
     python3 benchmarks/bench_state_columns.py --report OUT.json ...   (no GPU: the tables again)
     python3 benchmarks/bench_state_columns.py --plot OUT.png [LABEL=]RUN.json ...   (no GPU: ms against w)
 
-2^log2n float32 items as ``(2^log2n / w, w)`` C-ordered rows: ``distscan.linear_recurrence(a, b)``
-forwards and in reverse (12 bytes an item: a, b, y), ``distscan.cumsum(x, reverse=True)`` (8) and
-``distscan.cumsum(x, segments=flags)`` (8, and a flag a row), against JAX (``lax.associative_scan``
+2^log2n items of --dtype (float32, float64, complex64) as ``(2^log2n / w, w)`` C-ordered rows:
+``distscan.linear_recurrence(a, b)`` forwards and in reverse (three items' bytes an item: a, b, y),
+``distscan.cumsum(x, reverse=True)`` (two) and ``distscan.cumsum(x, segments=flags)`` (two, and a
+flag a row), against JAX (``lax.associative_scan``
 over the maps along axis 0; ``lax.cumsum(reverse=True)``; wall time of a jitted call, the host's
 dispatch included) and CuPy (the reversed views' ``cumsum(axis=0)``).  distscan and CuPy: GPU time
 (harness.events_interleaved, hide_host, L2 flushed), median of --reps; GB/s over the scan's bytes;
 copy bandwidth of the same bytes.  Results are checked against float64 references on the GPU
-(the recurrence's against JAX's float32 one where JAX runs: within 1e-3 of a column's scale).
+(the recurrence's against JAX's where JAX runs: within 1e-3 of a column's scale).
 Run it from another tree's copy (its parent folder first on sys.path) for that tree's figures.
 """
 
@@ -39,7 +40,7 @@ if "--report" not in sys.argv and "--plot" not in sys.argv:
     import distscan
     from harness import SELF, copy_bandwidth, events_interleaved
 
-SCANS = (("recurrence", 12), ("reverse recurrence", 12), ("reverse cumsum", 8), ("segmented sum", 8))
+SCANS = (("recurrence", 3), ("reverse recurrence", 3), ("reverse cumsum", 2), ("segmented sum", 2))  # items moved
 
 
 def _jax():
@@ -49,6 +50,7 @@ def _jax():
         import jax.numpy as jnp
         if not any(d.platform == "gpu" for d in jax.devices()):
             return None
+        jax.config.update("jax_enable_x64", True)  # float64 stays float64
         return jax, jnp
     except Exception:  # noqa: BLE001 - no JAX, or no GPU for it: the column is left out
         return None
@@ -65,28 +67,36 @@ def _wall(fn, reps):
     return statistics.median(times)
 
 
+def _wide(x):
+    return x.astype(cp.complex128 if x.dtype.kind == "c" else cp.float64)
+
+
 def _close(name, got, want):
     scale = cp.maximum(cp.abs(want).max(axis=0), 1.0)
-    err = float((cp.abs(got.astype(cp.float64) - want.astype(cp.float64)) / scale).max())
+    err = float((cp.abs(_wide(got) - _wide(want)) / scale).max())
     if not err <= 1e-3:
         raise SystemExit(f"{name}: relative error {err:.3g}")
 
 
 def _segmented_reference(x, flags):
-    """Each segment's running sum, float64: the whole running sum less its value before the segment."""
-    c = cp.cumsum(x.astype(cp.float64), axis=0)
+    """Each segment's running sum, in double precision: the whole running sum less its value before the segment."""
+    c = cp.cumsum(_wide(x), axis=0)
     starts = cp.flatnonzero(flags)
     ids = cp.cumsum(flags.astype(cp.int64)) - 1  # the segment of each row (flags[0] is set)
-    before = (c - x.astype(cp.float64))[starts]
+    before = (c - _wide(x))[starts]
     return c - before[ids]
 
 
-def rows_for(w, log2n, reps, jax_mod):
+def rows_for(w, log2n, reps, jax_mod, dtype):
     n = 1 << log2n
     m = n // w
     rs = cp.random.RandomState(11)
-    b = rs.standard_normal((m, w), dtype=cp.float32)
-    a = rs.uniform(-1, 1, (m, w)).astype(cp.float32)
+    real = cp.dtype(dtype).kind == "f"
+    b = rs.standard_normal((m, w)).astype(dtype)
+    a = rs.uniform(-1, 1, (m, w)).astype(dtype)
+    if not real:  # |a| <= 1 at any angle, b with both parts
+        b = b + 1j * rs.standard_normal((m, w)).astype(dtype)
+        a = a * cp.exp(1j * rs.uniform(0, 2 * np.pi, (m, w))).astype(dtype)
     flags = rs.random_sample(m) < 1e-3
     flags[0] = True
     y = cp.empty_like(b)
@@ -114,14 +124,14 @@ def rows_for(w, log2n, reps, jax_mod):
     for name, bpe in SCANS:
         impls[name]["distscan"]()
         if name == "reverse cumsum":
-            _close(name, y, cp.cumsum(b[::-1].astype(cp.float64), axis=0)[::-1])
+            _close(name, y, cp.cumsum(_wide(b[::-1]), axis=0)[::-1])
         elif name == "segmented sum":
             _close(name, y, _segmented_reference(b, flags))
         elif name in jits:
             fn, args = jits[name]
             _close(name, y, cp.asarray(np.asarray(fn(*args))))
         med = events_interleaved(impls[name], reps, hide_host=True)
-        nbytes = bpe * n + (m if name == "segmented sum" else 0)
+        nbytes = bpe * b.itemsize * n + (m if name == "segmented sum" else 0)
         row = {"scan": name, "columns": w, "rows": m, "bytes": nbytes,
                **{k: {"ms": t * 1e3, "gbs": nbytes / t / 1e9} for k, t in med.items()}}
         if name in jits:
@@ -133,7 +143,8 @@ def rows_for(w, log2n, reps, jax_mod):
 
 
 def report(data):
-    print(f"{data['device']}, 2^{data['log2n']} float32 items, copy {data['copy_gbs']:.0f} GB/s, {data['when']}")
+    print(f"{data['device']}, 2^{data['log2n']} {data.get('dtype', 'float32')} items, copy {data['copy_gbs']:.0f} GB/s, "
+          f"{data['when']}")
     print(f"{'scan':20s} {'w':>5s} {'distscan ms':>12s} {'of copy':>8s}  peers (ms)")
     for r in data["rows"]:
         ds = r["distscan"]
@@ -165,7 +176,7 @@ def plot(png: str, runs: list) -> None:
         ax.set_yscale("log")
         ax.set_title(scan)
         ax.set_xlabel("columns")
-    axes[0].set_ylabel(f"ms, 2^{data['log2n']} float32 items ({data['device']})")
+    axes[0].set_ylabel(f"ms, 2^{data['log2n']} {data.get('dtype', 'float32')} items ({data['device']})")
     axes[2].legend(fontsize=7)  # (every series is in the reverse cumsum's panel)
     fig.tight_layout()
     fig.savefig(png, dpi=110)
@@ -184,16 +195,17 @@ def main():
     ap.add_argument("--log2n", type=int, default=27)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--widths", default="1,2,4,32,256,1024")
+    ap.add_argument("--dtype", default="float32", choices=("float32", "float64", "complex64"))
     a = ap.parse_args()
     jax_mod = _jax()
     # JAX's start leaves the last GPU current on a host of several: the arrays would be made there
     # and the API's calls (bound to GPU 0 by ensure_device) read them through peer access
     # (2026-11-28, 2 H200s: the one-column rows of final-h200x2/state-columns.txt timed nothing)
     cp.cuda.Device(0).use()
-    copy_gbs = copy_bandwidth(4 << a.log2n, a.reps)
+    copy_gbs = copy_bandwidth(np.dtype(a.dtype).itemsize << a.log2n, a.reps)
     rows = []
     for w in (int(v) for v in a.widths.split(",")):
-        for r in rows_for(w, a.log2n, a.reps, jax_mod):
+        for r in rows_for(w, a.log2n, a.reps, jax_mod, a.dtype):
             rows.append(r)
             peers = "  ".join(f"{k} {v['ms']:.3f}" for k, v in r.items() if isinstance(v, dict) and k != "distscan")
             print(f"{r['scan']:20s} w={w:<5d} distscan {r['distscan']['ms']:.3f} ms "
@@ -201,7 +213,7 @@ def main():
         cp.get_default_memory_pool().free_all_blocks()  # (the call's arrays are gone with it)
     dev = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    data = {"device": dev, "log2n": a.log2n, "when": stamp, "copy_gbs": copy_gbs, "rows": rows}
+    data = {"device": dev, "log2n": a.log2n, "dtype": a.dtype, "when": stamp, "copy_gbs": copy_gbs, "rows": rows}
     Path(a.out).write_text(json.dumps(data, indent=1))
     report(data)
 
