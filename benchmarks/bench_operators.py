@@ -305,6 +305,7 @@ def main():
     cc.precompile([k for log2n in map(int, a.log2n.split(",")) for k in module_keys(1 << log2n)])
     print(f"kernels compiled in {time.perf_counter() - t0:.0f} s", flush=True)
     torch, jax_mod = _torch(), _jax()
+    cp.cuda.Device(0).use()  # JAX's start leaves the last GPU current on a host of several (bench_state_columns.py)
     rows = []
     for log2n in map(int, a.log2n.split(",")):
         rows += rows_for(log2n, a.reps, torch, jax_mod, gpu_only=not a.no_gpu_only)
