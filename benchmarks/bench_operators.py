@@ -32,7 +32,6 @@ import datetime
 import json
 import os
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -46,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cupy as cp  # noqa: E402
 
 import distscan  # noqa: E402
-from harness import device_copy, events_interleaved, make_cub  # noqa: E402
+from harness import device_copy, events_interleaved, jax_on_gpu, make_cub, wall_median  # noqa: E402
 
 try:
     from mpi4py import MPI
@@ -61,29 +60,6 @@ def _torch():
         return torch if torch.cuda.is_available() else None
     except Exception:  # noqa: BLE001
         return None
-
-
-def _jax():
-    try:
-        import jax
-        import jax.numpy as jnp
-        if not any(d.platform == "gpu" for d in jax.devices()):
-            return None
-        jax.config.update("jax_enable_x64", True)
-        return jax, jnp
-    except Exception:  # noqa: BLE001
-        return None
-
-
-def _wall(fn, reps):
-    fn()
-    fn()
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def _check(name, got, ref, scale, eps):
@@ -241,7 +217,7 @@ def rows_for(log2n, reps, torch, jax_mod, gpu_only=True):
         for r in out:
             if r["scan"] in jits:
                 fn, args = jits[r["scan"]]
-                t = _wall(lambda: fn(*args).block_until_ready(), reps)
+                t = wall_median(lambda: fn(*args).block_until_ready(), reps)
                 r["jax"] = r["bytes_per_elt"] * n / t / 1e9
         del jx, jf, jxi, ja, jb, ja64, jb64, jac, jbc
     copy_gbs = out[0]["copy"]
@@ -304,7 +280,7 @@ def main():
     t0 = time.perf_counter()
     cc.precompile([k for log2n in map(int, a.log2n.split(",")) for k in module_keys(1 << log2n)])
     print(f"kernels compiled in {time.perf_counter() - t0:.0f} s", flush=True)
-    torch, jax_mod = _torch(), _jax()
+    torch, jax_mod = _torch(), jax_on_gpu()
     cp.cuda.Device(0).use()  # JAX's start leaves the last GPU current on a host of several (bench_state_columns.py)
     rows = []
     for log2n in map(int, a.log2n.split(",")):

@@ -23,10 +23,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -38,33 +35,9 @@ if "--report" not in sys.argv and "--plot" not in sys.argv:
     import cupy as cp
 
     import distscan
-    from harness import SELF, copy_bandwidth, events_interleaved
+    from harness import SELF, copy_bandwidth, events_interleaved, jax_on_gpu, wall_median
 
 SCANS = (("recurrence", 3), ("reverse recurrence", 3), ("reverse cumsum", 2), ("segmented sum", 2))  # items moved
-
-
-def _jax():
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # leave the GPU's memory to CuPy
-    try:
-        import jax
-        import jax.numpy as jnp
-        if not any(d.platform == "gpu" for d in jax.devices()):
-            return None
-        jax.config.update("jax_enable_x64", True)  # float64 stays float64
-        return jax, jnp
-    except Exception:  # noqa: BLE001 - no JAX, or no GPU for it: the column is left out
-        return None
-
-
-def _wall(fn, reps):
-    fn()
-    fn()
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def _wide(x):
@@ -136,7 +109,7 @@ def rows_for(w, log2n, reps, jax_mod, dtype):
                **{k: {"ms": t * 1e3, "gbs": nbytes / t / 1e9} for k, t in med.items()}}
         if name in jits:
             fn, args = jits[name]
-            t = _wall(lambda: fn(*args).block_until_ready(), reps)
+            t = wall_median(lambda: fn(*args).block_until_ready(), reps)
             row["jax"] = {"ms": t * 1e3, "gbs": nbytes / t / 1e9}
         out.append(row)
     return out
@@ -197,7 +170,7 @@ def main():
     ap.add_argument("--widths", default="1,2,4,32,256,1024")
     ap.add_argument("--dtype", default="float32", choices=("float32", "float64", "complex64"))
     a = ap.parse_args()
-    jax_mod = _jax()
+    jax_mod = jax_on_gpu(preallocate=False)  # (CuPy's arrays are the larger part)
     # JAX's start leaves the last GPU current on a host of several: the arrays would be made there
     # and the API's calls (bound to GPU 0 by ensure_device) read them through peer access
     # (2026-11-28, 2 H200s: the one-column rows of final-h200x2/state-columns.txt timed nothing)

@@ -6,6 +6,8 @@
                          ``hide_host``, the GPU's time alone (the host's work before the launch
                          hidden behind a sleep on the GPU)
 ``wall_per_call``        a loop of calls and one synchronisation: host cost included
+``wall_median``          the median wall time of single calls (a peer that synchronises itself: JAX)
+``jax_on_gpu``           ``(jax, jax.numpy)`` with float64 kept, or None without JAX or a GPU for it
 ``ranks_interleaved``    µs per call of several host calls over MPI ranks, in turn within every
                          round (the slowest rank's loop, after a barrier)
 ``bare_cumsum``          the bare pipeline of a rank's part: ``np.cumsum`` + ``Exscan`` + add
@@ -16,6 +18,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import statistics
 import sys
@@ -128,6 +131,37 @@ def wall_per_call(fn, reps=2000, warm=50):
         cp.cuda.get_current_stream().synchronize()
         best.append((time.perf_counter() - t0) / reps)
     return statistics.median(best)
+
+
+def wall_median(fn, reps):
+    """Median wall time of ``reps`` calls of ``fn`` (which waits for its own work: a JAX call's
+    ``block_until_ready``), after two unmeasured ones."""
+    fn()
+    fn()
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def jax_on_gpu(preallocate: bool = True):
+    """``(jax, jax.numpy)`` with float64 kept (``jax_enable_x64``), or None where JAX is missing or
+    has no GPU.  ``preallocate=False``: JAX takes GPU memory as it needs it, leaving the rest to
+    CuPy (set before JAX starts).  JAX's start leaves the last GPU current on a host of several:
+    a caller that makes CuPy arrays after it makes GPU 0 current again."""
+    if not preallocate:
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    try:
+        import jax
+        import jax.numpy as jnp
+        if not any(d.platform == "gpu" for d in jax.devices()):
+            return None
+        jax.config.update("jax_enable_x64", True)
+        return jax, jnp
+    except Exception:  # noqa: BLE001 - no JAX, or no GPU for it: the caller leaves its column out
+        return None
 
 
 def ranks_interleaved(comm, cases: dict, calls: int, rounds: int, warm: int = 50) -> dict:
