@@ -2,13 +2,14 @@
 scan) against the plain module's for the same bytes, and variants that leave one input out.
 
     PYTHONPATH=$PWD python3 benchmarks/probe_state_columns.py [--log2n 27] [--w 4] [--reps 7]
-    ncu --clock-control none -k regex:column_tiles python3 benchmarks/probe_state_columns.py --once
+    ncu --clock-control none -k regex:column_tiles python3 benchmarks/probe_state_columns.py --once [--only NAME]
 
 float32 items as (2^log2n / w, w) rows: the plain forward sum (tiles_reduce, tiles_incl), the
 reverse sum, the segmented sum (flags a row; and with its flags left out: the operator's own
-cost), the recurrence (coefficients; and without them, a = 0).  GPU time
+cost), the recurrence (coefficients; and without them, a = 0) and the reverse recurrence.  GPU time
 (harness.events_interleaved, hide_host, L2 flushed), median of --reps, ms, and GB/s over the
-bytes each kernel moves.  ``--once``: each kernel once, for a profiler.
+bytes each kernel moves.  ``--once``: each kernel once, for a profiler; ``--only``: the cases whose
+name contains it.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ def cases(n, w):
                                    ("segmented sum", segmented(sum_), False, (flags, null)),
                                    ("segmented sum, no flags", segmented(sum_), False, (null, null)),
                                    ("recurrence", affine(), False, (null, a)),
+                                   ("reverse recurrence", affine(), True, (null, a)),
                                    ("recurrence, no coefficients", affine(), False, (null, null))):
         t = scan_types(op, np.dtype("float32"))
         funcs = state_columns.column_funcs(0, np.dtype("float32"), t, op, reverse)
@@ -84,9 +86,10 @@ def main():
     ap.add_argument("--w", type=int, default=4)
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--once", action="store_true")
+    ap.add_argument("--only", default="", help="the cases whose name contains this")
     a = ap.parse_args()
     n = 1 << a.log2n
-    found = cases(n, a.w)
+    found = {name: k for name, k in cases(n, a.w).items() if a.only in name}
     if a.once:
         for kernels in found.values():
             for fn, _ in kernels.values():
