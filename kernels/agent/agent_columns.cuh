@@ -142,29 +142,13 @@ struct TileWalk {
     }
 };
 
-// load_column_tile for COLUMN_STATES and COLUMN_LIFTED: s[i * ws + c] = the lifted item of the
-// tile's row i in scan order (REVERSE: physical row rows - 1 - i) and column c.  p0: the tile's
-// first row in memory; d_in: the whole (n, w) rows.  The loops have the plain ones' shape (k <
-// count, unrolled: a thread's loads issued together), a TileWalk beside k for the row and column;
-// a contiguous tile (one slab) is indexed by k itself.  The first form, a loop on the walk alone
-// with 64-bit offsets and selects an item, was issue-bound (ncu, H200: the segmented float32
-// reduction at 81 % of the SMs' issue, 30 % of DRAM).
-template <typename TIn, typename TAcc, typename Op, int KIND, bool REVERSE>
-__device__ __forceinline__ void load_state_tile(TAcc *s, const TIn *d_in, i64 w, i64 p0, const ColumnTile &t,
-                                                const ColumnAux<TAcc> &aux) {
-    typedef typename CoefOf<TAcc, Op::STATE>::type TC;
-    const TIn *src = d_in + p0 * w + t.c0;
-    const TC *coef = aux.coef != 0 ? static_cast<const TC *>(aux.coef) + (p0 * w + t.c0) : 0;
-    const unsigned char *flags = aux.flags != 0 ? aux.flags + p0 : 0;
+// put(at, k, r, c) for each of a thread's items of the tile: at, its offset in memory from the
+// tile's first item (rows of w items); k, its index in the tile; r and c, its row and column.  In
+// the plain kernels' loop shape (k < count, unrolled four: a thread's loads issued together), a
+// TileWalk beside k; a contiguous tile (one slab) indexed by k itself.
+template <typename Put>
+__device__ __forceinline__ void for_tile_items(const ColumnTile &t, i64 w, const Put &put) {
     const int count = t.rows * t.ws;
-    auto put = [&](i64 at, int k, int r, int c) {
-        const int to = REVERSE ? (t.rows - 1 - r) * t.ws + c : k;
-        if constexpr (KIND == COLUMN_LIFTED) {
-            s[to] = src[at];
-        } else {
-            s[to] = lift_column_item<TIn, TAcc, Op>(src[at], flags != 0 && flags[r] != 0, coef != 0 ? coef[at] : TC());
-        }
-    };
     TileWalk it(t.ws);
     if (w == t.ws) {
 #pragma unroll 4
@@ -181,17 +165,42 @@ __device__ __forceinline__ void load_state_tile(TAcc *s, const TIn *d_in, i64 w,
     }
 }
 
+// load_column_tile for COLUMN_STATES and COLUMN_LIFTED: s[i * ws + c] = the lifted item of the
+// tile's row i in scan order (REVERSE: physical row rows - 1 - i) and column c.  p0: the tile's
+// first row in memory; d_in: the whole (n, w) rows.  The items by for_tile_items.  The first form, a loop on the walk alone
+// with 64-bit offsets and selects an item, was issue-bound (ncu, H200: the segmented float32
+// reduction at 81 % of the SMs' issue, 30 % of DRAM).
+template <typename TIn, typename TAcc, typename Op, int KIND, bool REVERSE>
+__device__ __forceinline__ void load_state_tile(TAcc *s, const TIn *d_in, i64 w, i64 p0, const ColumnTile &t,
+                                                const ColumnAux<TAcc> &aux) {
+    typedef typename CoefOf<TAcc, Op::STATE>::type TC;
+    const TIn *src = d_in + p0 * w + t.c0;
+    const TC *coef = aux.coef != 0 ? static_cast<const TC *>(aux.coef) + (p0 * w + t.c0) : 0;
+    // a row's flag byte loaded with each of its items: staging a tile's flags in shared memory
+    // first (branch s50-flag-rows) put their round trip and a barrier before the items' loads:
+    // the segmented float32 sum's reduction 0.285 -> 0.306 ms at 4 columns (H200, 2^27)
+    const unsigned char *flags = aux.flags != 0 ? aux.flags + p0 : 0;
+    auto put = [&](i64 at, int k, int r, int c) {
+        const int to = REVERSE ? (t.rows - 1 - r) * t.ws + c : k;
+        if constexpr (KIND == COLUMN_LIFTED) {
+            s[to] = src[at];
+        } else {
+            s[to] = lift_column_item<TIn, TAcc, Op>(src[at], flags != 0 && flags[r] != 0, coef != 0 ? coef[at] : TC());
+        }
+    };
+    for_tile_items(t, w, put);
+}
+
 // store_column_tile for COLUMN_STATES and COLUMN_LIFTED: each item's output from its state in s
 // (its own prefix, or the state before it when EXCLUSIVE), as scan_ext_kernel's (tile_agent.cuh,
 // output): an exclusive item that starts a segment gets first(), the others project() with
-// their column's parameter.  The loops as load_state_tile's.
+// their column's parameter.
 template <typename TOut, typename TAcc, typename Op, int KIND, bool EXCLUSIVE, bool REVERSE>
 __device__ __forceinline__ void store_state_tile(TOut *d_out, i64 w, i64 p0, const TAcc *s, const ColumnTile &t,
                                                  const ColumnAux<TAcc> &aux) {
     TOut *dst = d_out + p0 * w + t.c0;
     const unsigned char *flags = aux.flags != 0 ? aux.flags + p0 : 0;
     const bool has = aux.params != 0;
-    const int count = t.rows * t.ws;
     auto put = [&](i64 at, int k, int r, int c) {
         const TAcc v = s[REVERSE ? (t.rows - 1 - r) * t.ws + c : k];
         if constexpr (KIND == COLUMN_LIFTED) {
@@ -205,20 +214,7 @@ __device__ __forceinline__ void store_state_tile(TOut *d_out, i64 w, i64 p0, con
             dst[at] = Convert<TOut, TAcc>::apply(v);
         }
     };
-    TileWalk it(t.ws);
-    if (w == t.ws) {
-#pragma unroll 4
-        for (int k = threadIdx.x; k < count; k += COLUMN_TILE_THREADS) {
-            put(k, k, it.r, it.c);
-            it.next();
-        }
-    } else {
-#pragma unroll 4
-        for (int k = threadIdx.x; k < count; k += COLUMN_TILE_THREADS) {
-            put((i64)it.r * w + it.c, k, it.r, it.c);
-            it.next();
-        }
-    }
+    for_tile_items(t, w, put);
 }
 
 // The rows [first, last) of column c of the tile in shared memory, in sequence from acc.

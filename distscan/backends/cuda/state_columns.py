@@ -3,8 +3,9 @@
 ``kernels/agent/agent_columns.cuh`` with COLUMN_STATES), three coalesced passes over all the
 columns at once, through ``columns.scan_state_columns``.
 
-Until 2026-11-29 each column was transposed out, scanned by scan_ext_kernel alone (a launch a
-column: ~10 us each before the bytes) and transposed back.  The zero-absorbing float products
+Until 2026-11-28 each column was transposed out, scanned by scan_ext_kernel alone (a launch a
+column) and transposed back: 2.1-13x the time of these kernels (benchmarks/RESULTS.md, "Reverse
+and state scans of columns").  The zero-absorbing float products
 still go that way (``extended.scan``): the repair of their zeros reads a column's kernel states
 as the 1-D kernel leaves them.
 
@@ -59,7 +60,7 @@ def _aux_rows(aux, op: Op, n: int, w: int):
 def scan(x, out, op: Op, types: ScanTypes, dev_id: int, stream_ptr: int, exclusive: bool, reverse: bool, seed,
          initial, aux, want_total: bool):
     """``out`` = the scan of each column of ``x``, and the ``(w,)`` host total where wanted (else
-    None), as ``extended.scan`` returns them."""
+    None), as ``extended.scan`` returns them; ``out`` None: the total alone (:func:`reduce`)."""
     n, w = x.shape
     kstate = kernel_state(op, types)
     host_dtype = np.dtype(types.state if op.state is not None else types.acc)
@@ -78,14 +79,6 @@ def scan(x, out, op: Op, types: ScanTypes, dev_id: int, stream_ptr: int, exclusi
 
 
 def reduce(x, op: Op, types: ScanTypes, dev_id: int, aux, reverse: bool) -> np.ndarray:
-    """The carry of a part in scan order, ``(w,)`` host states: the columns kernels' reduction and
-    carry (no scan pass)."""
-    n, w = x.shape
-    kstate = kernel_state(op, types)
-    flags, coef = _aux_rows(aux, op, n, w)
-    totals = cp.empty((w, kstate.itemsize), np.uint8)
-    columns.scan_state_columns(column_funcs(dev_id, x.dtype, types, op, reverse), kstate.itemsize, x, None, n, w,
-                               False, None, totals, flags=flags, coef=coef,
-                               stream_ptr=cp.cuda.get_current_stream().ptr)
-    host_dtype = types.state if op.state is not None else types.acc
-    return restate(totals.get().view(kstate).reshape(w), np.dtype(host_dtype))
+    """The carry of a part in scan order, ``(w,)`` host states: :func:`scan`'s total without its
+    scan pass (no out)."""
+    return scan(x, None, op, types, dev_id, cp.cuda.get_current_stream().ptr, False, reverse, None, None, aux, True)
