@@ -206,12 +206,8 @@ def test_state_structs_match_the_host_layout():
         assert op.state.dtype(np.dtype(value)).itemsize > size
 
 
-def test_every_state_scan_s_look_ahead_ring_fits_an_h100_block():
-    """The look-ahead's ring (its stages of items, flags and coefficients: Tuning.lookahead_smem)
-    of every state scan that ``algorithm="lookahead"`` may run, at most the 227 KB of dynamic shared
-    memory an H100 or H200 gives a block.  The complex128 recurrences' took 330 KB, and the driver
-    refused the size with a raw CUDA_ERROR_INVALID_VALUE (2026-11-28); now 3 stages (198 KB)."""
-    over = []
+def _state_scans():
+    """(dtype, types, op, reverse) of every built-in state scan and reverse scan the GPU runs."""
     for base in ("sum", "prod", "max", "min", "logaddexp", "nansum", "gcd"):
         for options in ({"segments": True}, {"coefficients": True}, {"segments": True, "coefficients": True},
                         {"compensated": True}, {}):
@@ -225,8 +221,34 @@ def test_every_state_scan_s_look_ahead_ring_fits_an_h100_block():
                         types = scan_types(op, dt)
                     except (TypeError, ValueError):  # not defined there (compensated integers, gcd of floats)
                         continue
-                    key = extended.ext_module_key(dt, types, op, "lookahead", reverse)
-                    smem = key.tuning.lookahead_smem(dt, types.result, extended.staged_aux(op, types))
-                    if smem > 227 * 1024:
-                        over.append((base, options, reverse, name, smem))
+                    yield dt, types, op, reverse
+
+
+def test_every_state_scan_s_look_ahead_ring_fits_an_h100_block():
+    """The look-ahead's ring (its stages of items, flags and coefficients: Tuning.lookahead_smem)
+    of every state scan that ``algorithm="lookahead"`` may run, at most the 227 KB of dynamic shared
+    memory an H100 or H200 gives a block.  The complex128 recurrences' took 330 KB, and the driver
+    refused the size with a raw CUDA_ERROR_INVALID_VALUE (2026-11-28); now 3 stages (198 KB)."""
+    over = []
+    for dt, types, op, reverse in _state_scans():
+        key = extended.ext_module_key(dt, types, op, "lookahead", reverse)
+        smem = key.tuning.lookahead_smem(dt, types.result, extended.staged_aux(op, types))
+        if smem > 227 * 1024:
+            over.append((op.name, reverse, dt.name, smem))
     assert not over, over
+
+
+def test_every_state_scan_s_column_tiles_shrink_and_fit():
+    """The column-tile kernels' tiles (``columns._geometry``) of every state scan at any width: at
+    least 2 rows, so that each level of tile folds scanned again as rows is smaller than the last,
+    and within a launch's 48 KB of shared memory.  The segmented complex128 recurrence's 48-byte
+    states took runs of 1 row, so from 129 columns on a tile was one row and past CARRY_TILES rows
+    the levels never shrank (2026-11-28)."""
+    from distscan.backends.cuda import columns
+
+    sizes = {extended.kernel_state(op, types).itemsize for dt, types, op, reverse in _state_scans()}
+    assert max(sizes) == 48
+    for size in sorted(sizes):
+        for w in (1, 2, 3, 128, 129, 200, 256, 257, 4096):
+            run, tiles, slabs, smem = columns._geometry(10**6, w, size)
+            assert columns.tile_rows(w, size) >= 2 and tiles < 10**6 and smem <= 48 * 1024, (size, w, run, smem)

@@ -190,6 +190,27 @@ def test_float_recurrence_columns_are_within_the_bound_of_a_float64_loop(dtype, 
            np.abs(ref).max(axis=0, initial=1))
 
 
+@pytest.mark.parametrize("w", [129, 300])
+def test_segmented_complex128_recurrence_columns_past_the_carry_tiles(w, rng):
+    """The largest state (the segmented complex128 map, 48 bytes) over more than 128 columns (a
+    tile is one run a column) and past CARRY_TILES tiles (the tile folds scanned as rows again):
+    its runs were 1 row, so its tile folds were as many rows as the input, level after level
+    without end.  Against the CPU's loop, both directions."""
+    op = affine(True)
+    size = extended.kernel_state(op, scan_types(op, np.dtype("complex128"))).itemsize
+    assert size == 48
+    n = columns.tile_rows(w, size) * (columns.CARRY_TILES + 3) + 7
+    b = rng.standard_normal((n, w)) + 1j * rng.standard_normal((n, w))
+    a = rng.uniform(-1, 1, (n, w)) * np.exp(1j * rng.uniform(0, 2 * np.pi, (n, w)))
+    segments = rng.random(n) < 0.01
+    for reverse in (False, True):
+        ref = distscan.linear_recurrence(a, b, segments=segments, reverse=reverse, initial=1j, comm=SELF)
+        got = distscan.linear_recurrence(cp.asarray(a), cp.asarray(b), segments=cp.asarray(segments),
+                                         reverse=reverse, initial=1j, comm=SELF)
+        assert got.shape == (n, w) and got.dtype == np.complex128
+        _close(cp.asnumpy(got), ref, np.abs(ref).max(axis=0, initial=1))
+
+
 @pytest.mark.parametrize("reverse", [False, True])
 def test_infinite_and_nan_coefficients_in_columns_keep_the_zero_rule(reverse, rng):
     """tests/support/data.zero_rule_case's coefficients (0, 1, inf, NaN) and values (0, 1, 2) in each

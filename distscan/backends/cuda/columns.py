@@ -42,16 +42,22 @@ CARRY_TILES = 2 * CARRY_THREADS
 # benchmarks/logs/2026-11-28-s49): float32 runs of 15, 23, 31 within 3 % of each other from 2 to
 # 256 columns (31 slower at 4096); float64 runs of 13 2-12 % faster than 9.  States of other sizes
 # (the extended module's: 3 to 48 bytes) take the longest odd run up to 15 whose tile fits in
-# _STATE_TILE_BYTES (not measured apart).
+# _STATE_TILE_BYTES (not measured apart), and at least MIN_RUN.
 RUNS = {1: 15, 2: 15, 4: 15, 8: 13, 16: 5}
 _STATE_TILE_BYTES = 40 * 1024
+# Past 128 columns a tile is one run a column: a run of 1 row would give each row a tile, so the
+# tile folds scanned again as rows (past CARRY_TILES) would be as many as the rows, level after
+# level, without end (48-byte states, the segmented complex128 recurrence, took 1 until
+# 2026-11-28).  A run of 3 keeps a tile of the largest state (48 bytes) within 48 KB.
+MIN_RUN = 3
+_TILE_LIMIT = 48 * 1024  # a launch's dynamic shared memory without an opt-in
 
 
 def run_length(acc_size: int) -> int:
     run = RUNS.get(acc_size)
     if run is None:
         run = min(15, _STATE_TILE_BYTES // (COLUMN_TILE_THREADS * acc_size) - 1)
-        run = max(1, run - (run + 1) % 2)  # odd
+        run = max(MIN_RUN, run - (run + 1) % 2)  # odd
     return run
 
 
@@ -84,7 +90,10 @@ def _geometry(n: int, w: int, size: int):
     tiles, slabs = -(-n // rows), -(-w // COLUMN_TILE_THREADS)
     if tiles > (1 << 31) - 1 or slabs > _MAX_SLABS:
         raise ValueError(f"({n}, {w}) rows need more blocks than one kernel launch has")
-    return run, tiles, slabs, (COLUMN_TILE_THREADS + rows * min(w, COLUMN_TILE_THREADS)) * size
+    smem = (COLUMN_TILE_THREADS + rows * min(w, COLUMN_TILE_THREADS)) * size
+    if rows < 2 or smem > _TILE_LIMIT:  # (no state of the extended module's: each level must shrink)
+        raise ValueError(f"no column tile for {size}-byte states: {rows} rows, {smem} bytes")
+    return run, tiles, slabs, smem
 
 
 def scan_columns(plan, x, out, exclusive: bool, seeds, d_total, stream_ptr: int, acc_plan) -> None:
