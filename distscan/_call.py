@@ -317,6 +317,12 @@ class Part:
         a = a.reshape(self.result_shape)  # axis=None: flattened in C order, as the part
         if not self.distributed:
             a = xp.moveaxis(a, self.axis, 0)
+        if self.backend_name == "cuda" and a.ndim and a.shape[0] > 1 and a.strides[0] == 0:
+            # the same coefficients in every row (a scalar a, a row of a per channel): one row,
+            # broadcast again, whose values the kernels read for every row instead of n copies
+            # written here and read again (backends/cuda/ext_states.coefficient_row)
+            row = xp.ascontiguousarray(a[:1].astype(self.types.acc)).reshape(1, -1)
+            return xp.broadcast_to(row, (a.shape[0], row.shape[1]))
         return _as_rows(xp.ascontiguousarray(a.astype(self.types.acc, copy=False)))
 
     def plan(self, comm, node_size) -> ScanPlan:

@@ -145,7 +145,7 @@ class Kind:
         Coefficients: an array of ``x``'s type and shape (cast to the accumulator dtype, as
         ``Part`` casts it, here before the exchange; on the GPU also made contiguous, as the
         kernels read it), or a Python number (the values ``np.asarray(a).astype(acc)``, which
-        ``Part`` makes: on the CPU their read-only broadcast, on the GPU an array filled with it;
+        ``Part`` makes: their read-only broadcast, on the GPU of one device word;
         a complex number for a real accumulator goes the ``Part`` way).  On the GPU, flags and
         coefficients on another device than ``x`` (which ``lean_arrays`` found current) go the
         ``Part`` way, which copies them to ``x``'s device, and so does an ``out`` that may overlap
@@ -191,8 +191,8 @@ class Kind:
                     aux.append(np.broadcast_to(np.asarray(a).astype(acc), x.shape))
                 elif type(a) is complex and acc.kind != "c":
                     return None
-                else:
-                    aux.append(self.xp.full(x.shape, np.asarray(a).astype(acc)[()], acc))
+                else:  # one coefficient read for every item (backends/cuda/ext_states.coefficient_row)
+                    aux.append(self.xp.broadcast_to(self.xp.full((1,), np.asarray(a).astype(acc)[()], acc), x.shape))
             else:
                 return None
         if out is not None and any(may_overlap(out, a) for a in aux):

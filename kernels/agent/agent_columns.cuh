@@ -46,7 +46,7 @@ enum ColumnKind { COLUMN_VALUES = 0, COLUMN_STATES = 1, COLUMN_LIFTED = 2 };
 // What a COLUMN_STATES tile reads besides its items (each null where the call has none).
 template <typename TAcc> struct ColumnAux {
     const unsigned char *flags;  // segment flags, one a row
-    const void *coef;            // coefficients (TAcc::Value), (n, w) rows as the items
+    const void *coef;            // coefficients (TAcc::Value), (n, w) rows as the items (COEF_ONE: one row)
     const TAcc *params;          // the call's initial as a state, one a column
 
     static __device__ __forceinline__ ColumnAux none() {
@@ -175,7 +175,8 @@ __device__ __forceinline__ void load_state_tile(TAcc *s, const TIn *d_in, i64 w,
                                                 const ColumnAux<TAcc> &aux) {
     typedef typename CoefOf<TAcc, Op::STATE>::type TC;
     const TIn *src = d_in + p0 * w + t.c0;
-    const TC *coef = aux.coef != 0 ? static_cast<const TC *>(aux.coef) + (p0 * w + t.c0) : 0;
+    // COEF_ONE (tile_agent.cuh): one coefficient a column, the same for every row
+    const TC *coef = aux.coef != 0 ? static_cast<const TC *>(aux.coef) + (COEF_ONE ? 0 : p0 * w) + t.c0 : 0;
     // a row's flag byte loaded with each of its items: staging a tile's flags in shared memory
     // first (branch s50-flag-rows) put their round trip and a barrier before the items' loads:
     // the segmented float32 sum's reduction 0.285 -> 0.306 ms at 4 columns (H200, 2^27)
@@ -185,7 +186,8 @@ __device__ __forceinline__ void load_state_tile(TAcc *s, const TIn *d_in, i64 w,
         if constexpr (KIND == COLUMN_LIFTED) {
             s[to] = src[at];
         } else {
-            s[to] = lift_column_item<TIn, TAcc, Op>(src[at], flags != 0 && flags[r] != 0, coef != 0 ? coef[at] : TC());
+            s[to] = lift_column_item<TIn, TAcc, Op>(src[at], flags != 0 && flags[r] != 0,
+                                                    coef != 0 ? coef[COEF_ONE ? c : at] : TC());
         }
     };
     for_tile_items(t, w, put);

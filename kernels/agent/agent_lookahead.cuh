@@ -93,7 +93,8 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
     static_assert(BEHIND >= 1 && BEHIND <= DEPTH, "a tile's window words must be published within DEPTH iterations");
     typedef TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, REVERSE> Tile;  // unpadded stages
     typedef typename Tile::TCoef TCoef;
-    static constexpr bool STAGE_FLAGS = Op::AUX >= 1, STAGE_COEF = Op::AUX >= 2;
+    // COEF_ONE (tile_agent.cuh): the one coefficient is read where the items are lifted, not staged
+    static constexpr bool STAGE_FLAGS = Op::AUX >= 1, STAGE_COEF = Op::AUX >= 2 && !COEF_ONE;
     static_assert(!STAGE_FLAGS || Policy::ITEMS % 16 == 0, "staged flags need 16-byte runs: ITEMS a multiple of 16");
     typedef WarpTileIO<unsigned char, Policy::ITEMS, true> FlagIO;  // instantiated only where STAGE_FLAGS
     typedef WarpTileIO<TCoef, Policy::ITEMS, true> CoefIO;          // only where STAGE_COEF
@@ -183,6 +184,8 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
             }
             if constexpr (STAGE_COEF) {
                 if (ex.coef != 0) CoefIO::smem_to_regs(slice + COEF_OFFSET, src, aux.c.coef);
+            } else if constexpr (Op::AUX >= 2) {
+                if (ex.coef != 0) Tile::fill_coef(ex, aux);
             }
             Tile::template lift_aux<Op::RUN_BITS>(slice, lane, valid, ex, aux, items, starts);
         } else {

@@ -24,11 +24,21 @@
 
 namespace distscan {
 
+// DISTSCAN_COEF_ONE (the host's ModuleKey.coef_one; -D in its compile options): a linear
+// recurrence's coefficients are the same along the scanned axis (a scalar a, an exponential
+// moving average, a per-channel decay), so d_coef holds one coefficient (the 1-D kernels) or one a
+// column (the column-tile kernels, agent_columns.cuh), read for every item: no array of n
+// coefficients written by the host and read again (8 bytes an item of float32, not 12 + 4).
+#ifndef DISTSCAN_COEF_ONE
+#define DISTSCAN_COEF_ONE 0
+#endif
+constexpr bool COEF_ONE = DISTSCAN_COEF_ONE != 0;
+
 // What a state operator's tile reads and writes besides its items (unused by plain operators).
 template <typename TAcc>
 struct Extra {
     const unsigned char *flags;  // segment flags, one byte per item (or null)
-    const void *coef;            // coefficients, TAcc::Value per item (or null)
+    const void *coef;            // coefficients, TAcc::Value per item (COEF_ONE: one for all; or null)
     bool coef_vector_ok;         // coef is 16-byte aligned
     bool has_param;              // the call's parameter (its initial) is projected
     TAcc param;
@@ -154,7 +164,9 @@ struct TileAgent {
 #pragma unroll
             for (int k = 0; k < ITEMS; ++k) aux.f.flags[k] = 0;
         }
-        if (ex.coef != 0) {
+        if (COEF_ONE && ex.coef != 0) {
+            fill_coef(ex, aux);
+        } else if (ex.coef != 0) {
             const TCoef *d_coef = reinterpret_cast<const TCoef *>(ex.coef) + seg_base + first;
             typedef typename VectorOf<COEF_VB>::type CV;
             // coef_vector_ok: the array is 16-byte aligned, and so is every whole run when runs
@@ -168,6 +180,14 @@ struct TileAgent {
                 for (int k = 0; k < ITEMS; ++k) aux.c.coef[k] = (first + k < valid) ? d_coef[k] : TCoef();
             }
         }
+    }
+
+    // COEF_ONE: every item's coefficient is the one at ex.coef (the same word for every lane: one
+    // load a warp, from L1 after the first)
+    static __device__ __forceinline__ void fill_coef(const Extra<TAcc> &ex, AuxRun &aux) {
+        const TCoef c = *reinterpret_cast<const TCoef *>(ex.coef);
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) aux.c.coef[k] = c;
     }
 
     // staged_items for operators with auxiliary inputs, from the run load_aux loaded.  `starts`

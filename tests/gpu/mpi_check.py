@@ -334,6 +334,48 @@ def seeded_lean_failure_checks(rng, check, failures):
         check(np.array_equal(cp.asnumpy(held), held_h), f"{tag}: a held result changed")
 
 
+def one_coefficient_checks(rng, check, failures):
+    """Recurrences whose coefficient is one value (or one a column) along the scanned axis, which
+    the GPU reads for every item (``ext_states.coefficient_row``), passed differently on each rank
+    (a Python float, a NumPy scalar, a 0-d or a broadcast CuPy array, a full array), four calls
+    in a row (cold, then warm), 1-D and 2-D parts, uneven and empty: the CPU's result of the whole."""
+    self_ = MPI.COMM_SELF
+    for name, dtype, w, reverse, segs in (("f32", np.float32, 0, False, False), ("rev seg f64", np.float64, 0, True, True),
+                                          ("c64 columns", np.complex64, 5, False, False),
+                                          ("seg columns f64", np.float64, 3, True, True)):
+        for k in range(4):
+            n = int(rng.integers(1, 50_000)) * size + int(rng.integers(0, 7))
+            counts = list(layouts(n, rng).values())[k % 4]
+            starts = np.concatenate([[0], np.cumsum(counts)]).astype(int)
+            mine = slice(starts[rank], starts[rank + 1])
+            shape = (n,) + ((w,) if w else ())
+            b = rng.standard_normal(shape).astype(dtype)
+            row = (rng.uniform(0.5, 1.0, w or 1) * (1j if np.dtype(dtype).kind == "c" else 1)).astype(dtype)
+            flags = rng.random(n) < 0.001 if segs else None
+            tag = f"one coefficient {name} call {k} n={n}"
+            try:
+                wide = np.complex128 if np.dtype(dtype).kind == "c" else np.float64
+                a_all = np.broadcast_to(row if w else row[0], shape).astype(wide)
+                want = np.asarray(distscan.linear_recurrence(a_all, b.astype(wide), reverse=reverse, segments=flags,
+                                                             comm=self_))[mine]
+                way = (rank + k) % 5  # how this rank passes its coefficient, this call
+                mine_shape = (counts[rank],) + shape[1:]
+                a = ([float(row[0]) if dtype is not np.complex64 else complex(row[0]), row[0], cp.asarray(row[0]),
+                      cp.broadcast_to(cp.asarray(row if w else row[0]), mine_shape),
+                      cp.asarray(np.broadcast_to(row if w else row[0], mine_shape))][way])
+                if w and way < 3:
+                    a = cp.asarray(row)  # a row of one coefficient a column
+                got = distscan.linear_recurrence(a, cp.asarray(b[mine]), reverse=reverse, comm=comm,
+                                                 segments=None if flags is None else cp.asarray(flags[mine]))
+                bound = (1e-4 if np.dtype(dtype).itemsize <= 8 and dtype is not np.float64 else 1e-9) * max(
+                    1.0, float(np.abs(want).max(initial=1.0)))
+                check(got.shape == mine_shape and np.allclose(cp.asnumpy(got), want, rtol=0, atol=bound),
+                      f"{tag} way {way}: differs beyond {bound:.3g}")
+            except Exception as exc:  # noqa: BLE001
+                failures.append(f"rank {rank}: {tag}: {type(exc).__name__}: {exc}")
+                traceback.print_exc()
+
+
 def main():
     expect_shared = "--expect-shared" in sys.argv
     b = bind_gpu(comm)
@@ -408,6 +450,7 @@ def main():
     operator_checks(rng, check, failures)
     seeded_lean_checks(rng, check, failures)
     seeded_lean_failure_checks(rng, check, failures)
+    one_coefficient_checks(rng, check, failures)
 
     # A failure on one rank (a mismatched trailing shape) raises the same error everywhere, no hang.
     try:

@@ -129,7 +129,8 @@ def scan_state_columns(funcs, size: int, x, out, n: int, w: int, exclusive: bool
 
     ``size``: the bytes of the module's accumulator (a state's C struct).  ``seeds``: ``w`` of them
     on the host (a NumPy array of the kernels' state dtype), or None; ``d_total``: a device array
-    of ``w`` of them, or None.  ``flags``: ``(n,)`` bytes, ``coef``: ``(n, w)`` coefficients,
+    of ``w`` of them, or None.  ``flags``: ``(n,)`` bytes, ``coef``: ``(n, w)`` coefficients (a
+    module of one coefficient row, ``ModuleKey.coef_one``: their ``(w,)`` row),
     ``params``: ``w`` states on the device (the call's initial, projected), each or None.
     ``lifted``: ``x`` and ``out`` are the accumulators themselves (the tile folds of many tiles,
     scanned again as rows: forward, exclusive, in place)."""

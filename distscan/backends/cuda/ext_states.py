@@ -57,13 +57,15 @@ def restate(rows, dtype: np.dtype) -> np.ndarray:
     return out
 
 
-def ext_module_key(in_dtype, types: ScanTypes, op: Op, device: str, reverse: bool) -> cc.ModuleKey:
-    """The compile key of the extended module (no GPU needed: tests compile its names with nvcc)."""
+def ext_module_key(in_dtype, types: ScanTypes, op: Op, device: str, reverse: bool,
+                   coef_one: bool = False) -> cc.ModuleKey:
+    """The compile key of the extended module (no GPU needed: tests compile its names with nvcc);
+    ``coef_one``: a linear recurrence's coefficients are one (a column) for every row."""
     tuning = cc.choose_tuning(in_dtype, kernel_state(op, types), types.result, SETTINGS.tuning, "coarsened", device,
                               struct_state(op))
     return cc.ModuleKey(np.dtype(in_dtype), cc.kernel_acc_dtype(types.acc), np.dtype(types.result), op.functor,
                         tuning, "coarsened", device, ext=True, state=struct_state(op), reverse=reverse,
-                        source=op.source)
+                        source=op.source, coef_one=coef_one)
 
 
 def aux_places(op: Op) -> tuple:
@@ -71,6 +73,17 @@ def aux_places(op: Op) -> tuple:
     operator's auxiliary input names."""
     names = tuple(op.state.aux) if op.state is not None else ()
     return (names.index("segments") if "segments" in names else -1), (names.index("a") if "a" in names else -1)
+
+
+def coefficient_row(a):
+    """The one row of coefficients that ``a`` (``(n,)`` or ``(n, w)``, on the device) repeats
+    along the scanned axis, as a contiguous ``(1,)`` or ``(w,)`` array, or None where its rows may
+    differ.  Such an ``a`` is a broadcast view, a zero stride along axis 0 (a scalar or a row of
+    ``a`` that ``distscan._call`` broadcast to the part, or a caller's ``cupy.broadcast_to``): the
+    kernels read its row for every item (``ModuleKey.coef_one``) instead of n copies of it."""
+    if type(a) is not cp.ndarray or a.ndim == 0 or a.shape[0] < 2 or a.strides[0] != 0:
+        return None
+    return cp.ascontiguousarray(a[0]).reshape(-1)
 
 
 def one_column(a, n: int):

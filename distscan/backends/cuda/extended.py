@@ -27,8 +27,8 @@ from ..._dtypes import ScanTypes
 from ...ops import Op
 from . import compile as cc
 from . import state_columns
-from .ext_states import (aux_places, check_gpu, ext_module_key, kernel_state, neutral_rows, one_column, param_rows,
-                         restate, struct_state)
+from .ext_states import (aux_places, check_gpu, coefficient_row, ext_module_key, kernel_state, neutral_rows,
+                         one_column, param_rows, restate, struct_state)
 from .absorbing import absorbed_results, absorbs, tail_of_part, tail_of_scan
 from .device import cp, device_info, reduction_columns, refuse_in_capture, remember, require_cupy
 from .launch import ArgBlock, first_row, identity_first, launch_shape
@@ -41,15 +41,17 @@ EXT_PLANS: dict = {}
 NULL = np.uint64(0)
 
 
-def ext_plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, device: str, reverse: bool) -> Plan:
-    """The plan of the extended module for these dtypes, operator, device algorithm and direction."""
+def ext_plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, device: str, reverse: bool,
+             coef_one: bool = False) -> Plan:
+    """The plan of the extended module for these dtypes, operator, device algorithm and direction
+    (``coef_one``: of one coefficient for every item, ``ModuleKey.coef_one``)."""
     key = (dev_id, np.dtype(in_dtype), types.acc, types.result, op.functor, op.source, device, reverse,
-           SETTINGS.tuning)
+           SETTINGS.tuning, coef_one)
     plan = EXT_PLANS.get(key)
     if plan is not None:
         return plan
     kstate = kernel_state(op, types)
-    mkey = ext_module_key(in_dtype, types, op, device, reverse)
+    mkey = ext_module_key(in_dtype, types, op, device, reverse, coef_one)
     tuning = mkey.tuning
     plan = Plan()
     plan.funcs = cc.get_functions(mkey, dev_id)
@@ -59,7 +61,7 @@ def ext_plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, device: str, rever
     plan.device, plan.identity_k, plan.large_key, plan.large, plan.reduce_grid = device, None, None, None, None
     plan.la_smem = plan.la_grid = 0
     if device == "lookahead":
-        smem = tuning.lookahead_smem(in_dtype, types.result, staged_aux(op, types))
+        smem = tuning.lookahead_smem(in_dtype, types.result, staged_aux(op, types, coef_one))
         plan.la_grid = lookahead_grid(plan, ("ext_incl", "ext_excl"), smem, dev_id)
         plan.la_smem = smem
     setup_lead(plan, dev_id, "auto", _lead_share(op, kstate))
@@ -67,12 +69,13 @@ def ext_plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, device: str, rever
     return plan
 
 
-def staged_aux(op: Op, types: ScanTypes) -> tuple:
+def staged_aux(op: Op, types: ScanTypes, coef_one: bool = False) -> tuple:
     """Bytes per item of what the look-ahead kernel's ring stages beside the items: by the kernel
     functor's AUX (kernels/util/states.cuh), the flags of a segmented scan (1), the flags and the
-    coefficients (of the kernel's value dtype) of an affine one, nothing for the others."""
+    coefficients (of the kernel's value dtype) of an affine one (its flags alone where the
+    coefficient is one: ``coef_one``), nothing for the others."""
     kind = struct_state(op).split("_")[0]
-    if kind == "segmented":
+    if kind == "segmented" or (kind == "affine" and coef_one):
         return (1,)
     if kind == "affine":
         return (1, cc.kernel_acc_dtype(types.acc).itemsize)
@@ -96,16 +99,19 @@ def _lead_share(op: Op, kstate: np.dtype) -> float:
 
 
 def _aux_views(aux, places: tuple, n: int, w: int):
-    """``(flags, cs)`` of scan_ext_kernel's launches: the segment flags and the coefficients, each
-    one contiguous ``(n,)`` array (None where the call has none), on the device.  Coefficients
-    come with one column only (several take the columns kernels: ``state_columns``)."""
+    """``(flags, cs, coef_one)`` of scan_ext_kernel's launches: the segment flags and the
+    coefficients, each one contiguous ``(n,)`` array (None where the call has none), on the
+    device; ``coef_one``: ``cs`` is the one coefficient of every item (``coefficient_row``).
+    Coefficients come with one column only (several take the columns kernels: ``state_columns``)."""
     flags_at, coef_at = places
     flags = aux[flags_at] if 0 <= flags_at < len(aux) else None
     coef = aux[coef_at] if 0 <= coef_at < len(aux) else None
+    row = None
     if coef is not None:
         assert w == 1, "several columns of coefficients take the columns kernels"
-        coef = one_column(coef, n)
-    return (None if flags is None else one_column(flags, n)), coef
+        row = coefficient_row(coef)
+        coef = one_column(coef, n) if row is None else row
+    return (None if flags is None else one_column(flags, n)), coef, row is not None
 
 
 # What every scan_ext_kernel launch of one kind shares (ExtCall), by (device, input dtype, scan
@@ -184,8 +190,9 @@ class ExtCall:
             self.launch(self.kernel_ptr, grid, 1, 1, self.plan.threads, 1, 1, smem, stream_ptr, self.args.ptr, 0)
 
 
-def ext_call(key, dev_id, in_dtype, types: ScanTypes, op: Op, exclusive: bool, reverse: bool, device: str):
-    plan = ext_plan(dev_id, in_dtype, types, op, device, reverse)
+def ext_call(key, dev_id, in_dtype, types: ScanTypes, op: Op, exclusive: bool, reverse: bool, device: str,
+             coef_one: bool = False):
+    plan = ext_plan(dev_id, in_dtype, types, op, device, reverse, coef_one)
     return remember(EXT_CALLS, key, ExtCall(plan, op, types, exclusive), 4 * SETTINGS.max_stream_entries)
 
 
@@ -231,17 +238,17 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
                                    want_total)
         return _finish(result, out, one_d, fresh), total
     device = ext_device(op, algorithm, n, x.itemsize, types.result.itemsize, types.result.kind)
-    key = (dev_id, x.dtype, types, op, exclusive, reverse, device, SETTINGS.tuning, SETTINGS.lead)
+    flags, cs, coef_one = _aux_views(aux, aux_places(op), n, w)
+    key = (dev_id, x.dtype, types, op, exclusive, reverse, device, SETTINGS.tuning, SETTINGS.lead, coef_one)
     ent = EXT_CALLS.get(key)
     if ent is None:
-        ent = ext_call(key, dev_id, x.dtype, types, op, exclusive, reverse, device)
+        ent = ext_call(key, dev_id, x.dtype, types, op, exclusive, reverse, device, coef_one)
     kstate, plan = ent.kstate, ent.plan
     k = kstate.itemsize
     # seeds and projected initial values: a state per column, passed by value (ExtCall)
     seeds = None if seed is None else ent.seed_rows(seed, w)
     # a segmented float product's initial is projected after the repair of its zeros (below)
     params = None if ent.absorbs else param_rows(op, initial, kstate, w)
-    flags, cs = _aux_views(aux, ent.aux_places, n, w)
     if w == 1:
         xs, outs = (x if one_d else x.reshape(n)), (out if out.ndim == 1 else out.reshape(n))
     else:  # a segmented float product (absorbs): a column at a time, as the repair of its zeros reads them
@@ -298,10 +305,10 @@ def reduce(x, op: Op, types: ScanTypes, aux=(), reverse: bool = False) -> np.nda
     host_dtype = types.state if op.state is not None else types.acc
     if w > 1 and not absorbs(op, types):  # the columns kernels' reduction and carry, all columns at once
         return state_columns.reduce(x, op, types, dev_id, aux, reverse)
-    plan = ext_plan(dev_id, x.dtype, types, op, "lookback", reverse)
+    flags, cs, coef_one = _aux_views(aux, aux_places(op), n, w)
+    plan = ext_plan(dev_id, x.dtype, types, op, "lookback", reverse, coef_one)
     kstate = plan.kacc
     xs = x.reshape(n) if w == 1 else cp.ascontiguousarray(x.T)
-    flags, cs = _aux_views(aux, aux_places(op), n, w)
     num_tiles = -(-n // plan.tile)
     # enough blocks to keep every SM's loads in flight; each folds a contiguous run of tiles
     grid = int(min(num_tiles, 4 * device_info(dev_id)["sms"]))

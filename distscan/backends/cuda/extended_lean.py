@@ -12,10 +12,11 @@ Assumptions, each checked on every call by the caller (``distscan._kinds.Kind.ru
 ``x`` is a contiguous 1-D CuPy array of the plan's input dtype on the current device; ``out`` is
 None or a contiguous CuPy array of ``x``'s shape, device and the result dtype that overlaps
 neither ``x`` nor the auxiliary inputs; the segment flags are a bool CuPy array of ``x``'s shape
-on its device (any layout), the coefficients a contiguous CuPy array of the accumulator dtype of
-``x``'s shape on its device.  There is no ``initial`` and no total; a seed (a rank's offset, a
-host state of the plan) only where the plan passes one (``ScanPlan._seeded_lean``: the same
-arrays, checked by the same call kinds, on many ranks).  Anything this function does not take
+on its device (any layout), the coefficients a CuPy array of the accumulator dtype of ``x``'s
+shape on its device, contiguous or one coefficient broadcast (``ext_states.coefficient_row``).
+There is no ``initial`` and no total; a seed (a rank's offset, a host state of the plan) only
+where the plan passes one (``ScanPlan._seeded_lean``: the same arrays, checked by the same call
+kinds, on many ranks).  Anything this function does not take
 (an empty part, a stream capturing a graph) goes the plan's own route (``ScanPlan.run``, or
 ``be.scan`` with the seed), which gives the same result or raises the same error.  The entries it keeps (:data:`LEAN_EXT`)
 hold what ``extended.EXT_CALLS`` holds, under a key of the same fields (the scanner stands for
@@ -28,15 +29,15 @@ from ..._dtypes import ScanTypes
 from ...ops import Op
 from .absorbing import absorbs
 from .device import cp, is_capturing, remember
-from .ext_states import aux_places, has_gpu_form
+from .ext_states import aux_places, coefficient_row, has_gpu_form
 from .extended import EXT_CALLS, ext_call
 from .launch import write_first_row
 from .plans import auto_device, looks_back
 from .scratch import scratch_of
 from .settings import SETTINGS
 
-# (scanner, device id, device algorithm, SETTINGS.tuning, SETTINGS.lead) -> the ExtCall of
-# extended.EXT_CALLS for that key's fields (cleared with it: clear_caches).
+# (scanner, device id, device algorithm, SETTINGS.tuning, SETTINGS.lead, one coefficient) -> the
+# ExtCall of extended.EXT_CALLS for that key's fields (cleared with it: clear_caches).
 LEAN_EXT: dict = {}
 
 
@@ -64,12 +65,15 @@ def lean_state_scanner(op: Op, types: ScanTypes, exclusive: bool, reverse: bool,
             return None if general is None else general(x, out, aux)
         dev_id = x.data.device_id
         device = algorithm if algorithm != "auto" else auto_device(n, in_size, out_size, look_back)
-        key = (me, dev_id, device, SETTINGS.tuning, SETTINGS.lead)
+        coef = aux[coef_at] if coef_at >= 0 else None
+        row = None if coef is None or coef._c_contiguous else coefficient_row(coef)
+        key = (me, dev_id, device, SETTINGS.tuning, SETTINGS.lead, row is not None)
         ent = LEAN_EXT.get(key)
         if ent is None:  # extended.scan's entry of the same fields (made here if it has none)
-            ext_key = (dev_id, in_dtype, types, op, exclusive, reverse, device, SETTINGS.tuning, SETTINGS.lead)
+            ext_key = (dev_id, in_dtype, types, op, exclusive, reverse, device, SETTINGS.tuning, SETTINGS.lead,
+                       row is not None)
             ent = EXT_CALLS.get(ext_key) or ext_call(ext_key, dev_id, in_dtype, types, op, exclusive, reverse,
-                                                      device)
+                                                      device, row is not None)
             remember(LEAN_EXT, key, ent, 4 * SETTINGS.max_stream_entries)
         if out is None:
             out = cp.empty((n,), result)
@@ -79,8 +83,8 @@ def lean_state_scanner(op: Op, types: ScanTypes, exclusive: bool, reverse: bool,
             if not flags._c_contiguous:
                 flags = cp.ascontiguousarray(flags)  # (held to the end of the call, its launch queued first)
             flags_ptr = flags.data.ptr
-        if coef_at >= 0:
-            coef_ptr = aux[coef_at].data.ptr
+        if coef is not None:
+            coef_ptr = (coef if row is None else row).data.ptr
         grid, smem, lead, num_tiles = ent.shape(n)
         out_ptr, plan = out.data.ptr, ent.plan
         scratch = scratch_of(dev_id, stream_ptr)

@@ -1,0 +1,109 @@
+"""Linear recurrences whose coefficient is the same along the scanned axis (a scalar ``a``, an
+exponential moving average; one ``a`` a column, a per-channel decay): the GPU reads that one
+value (one row) for every item (``ModuleKey.coef_one``, ``ext_states.coefficient_row``) instead
+of n copies written first.  The kernels differ from the array's only in where a coefficient comes
+from, so the results are the array's bit for bit, on every device algorithm, both directions,
+with segments, ``initial`` and ``out=``, on the cold route (``Part``) and the warm one (``Kind``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.support.devices import require_gpu
+
+cp = require_gpu()
+
+import distscan  # noqa: E402
+from distscan.backends.cuda import columns  # noqa: E402
+from distscan.backends.cuda.ext_states import coefficient_row  # noqa: E402
+from mpi4py import MPI  # noqa: E402
+
+SELF = MPI.COMM_SELF
+DTYPES = ["float32", "float64", "complex64", "int64"]
+
+
+def _data(rng, dtype, shape):
+    dt = np.dtype(dtype)
+    if dt.kind == "i":
+        return rng.integers(-50, 50, shape).astype(dt), np.array(-1, dt)
+    b = rng.standard_normal(shape)
+    if dt.kind == "c":
+        return (b + 1j * rng.standard_normal(shape)).astype(dt), np.array(0.6 + 0.7j, dt)
+    return b.astype(dt), np.array(0.93, dt)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("algorithm", ["lookback", "lookahead"])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_one_coefficient_is_the_array_s_bits(dtype, algorithm, reverse, rng):
+    """``linear_recurrence(a0, b)`` against ``linear_recurrence(full(n, a0), b)``: equal bit for bit
+    at sizes around the tiles (one item, a tile and one more, many tiles), with and without
+    segments and an initial."""
+    for n in (1, 2, 4095, 4097, 1_000_003):
+        b, a0 = _data(rng, dtype, n)
+        flags = rng.random(n) < 0.001
+        for segments in (None, flags):
+            for initial in (0, 3):
+                kw = dict(reverse=reverse, initial=initial, algorithm=algorithm, comm=SELF,
+                          segments=None if segments is None else cp.asarray(segments))
+                d_b = cp.asarray(b)
+                want = cp.asnumpy(distscan.linear_recurrence(cp.full(n, a0), d_b, **kw))
+                for way in (a0[()], a0, cp.asarray(a0), cp.broadcast_to(cp.asarray(a0), (n,))):
+                    got = distscan.linear_recurrence(way, d_b, **kw)
+                    assert got.dtype == np.dtype(dtype) and got.shape == (n,)
+                    np.testing.assert_array_equal(cp.asnumpy(got), want,
+                                                  err_msg=f"n={n} {type(way).__name__} initial={initial}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("w", [3, 300])
+def test_one_coefficient_a_column_is_the_array_s_bits(dtype, w, rng):
+    """``a`` of shape ``(w,)`` over ``(n, w)`` rows (the column-tile kernels, one coefficient a
+    column) and a scalar over them, both directions, with segments, past CARRY_TILES tiles:
+    the broadcast array's results bit for bit."""
+    n = columns.tile_rows(w, 16) * (columns.CARRY_TILES + 2) + 5 if w == 3 else 3001
+    b, a0 = _data(rng, dtype, (n, w))
+    row = (a0 * np.linspace(0.5, 1.0, w)).astype(dtype) if np.dtype(dtype).kind != "i" else np.arange(w) % 3 - 1
+    row = row.astype(dtype)
+    flags = rng.random(n) < 0.002
+    d_b = cp.asarray(b)
+    for a in (row, a0):
+        for reverse in (False, True):
+            for segments in (None, flags):
+                kw = dict(reverse=reverse, initial=2, comm=SELF, segments=None if segments is None else cp.asarray(segments))
+                want = cp.asnumpy(distscan.linear_recurrence(cp.asarray(np.broadcast_to(a, (n, w))), d_b, **kw))
+                got = distscan.linear_recurrence(cp.asarray(a), d_b, **kw)
+                np.testing.assert_array_equal(cp.asnumpy(got), want, err_msg=f"a {np.shape(a)} reverse={reverse}")
+
+
+def test_one_coefficient_on_the_warm_route_with_out_and_held_results(rng):
+    """Calls of one kind in a row take the warm route (``Kind.aux``): a Python float there is one
+    device word broadcast.  ``out=`` on some calls; every result the caller holds stays as it
+    was; the float64 loop's result within float32's bound."""
+    n = 200_003
+    held = []
+    for k in range(6):
+        b = rng.standard_normal(n).astype(np.float32)
+        a = 0.5 + 0.1 * k
+        out = cp.full(n, np.nan, np.float32) if k % 2 else None
+        got = distscan.linear_recurrence(a, cp.asarray(b), out=out, comm=SELF)
+        assert out is None or got is out
+        want = distscan.linear_recurrence(a, b.astype(np.float64), comm=SELF)
+        np.testing.assert_allclose(cp.asnumpy(got), want, rtol=0, atol=1e-5 * max(1.0, np.abs(want).max()))
+        held.append((got, cp.asnumpy(got).copy()))
+    for got, was in held:
+        np.testing.assert_array_equal(cp.asnumpy(got), was)
+
+
+def test_a_coefficient_row_is_found_only_where_every_row_repeats_it():
+    """``coefficient_row``: a zero stride along axis 0 (a broadcast) and two rows or more; not a
+    contiguous array, a strided view, one row, or a NumPy array."""
+    one = cp.asarray(np.float32(0.5))
+    assert coefficient_row(cp.broadcast_to(one, (7,))).shape == (1,)
+    assert coefficient_row(cp.broadcast_to(cp.arange(3.0), (5, 3))).tolist() == [0.0, 1.0, 2.0]
+    assert coefficient_row(cp.full(7, 0.5)) is None
+    assert coefficient_row(cp.arange(12.0).reshape(6, 2)[::2]) is None
+    assert coefficient_row(cp.broadcast_to(one, (1,))) is None
+    assert coefficient_row(np.broadcast_to(np.float32(0.5), (7,))) is None
