@@ -175,8 +175,10 @@ class Kind:
                     if a.data.device_id != x.data.device_id:
                         return None
                     # (ascontiguousarray of an array that is contiguous already costs
-                    # a call of CuPy's in every recurrence call)
-                    aux.append(a.astype(acc, order="C") if a.dtype != acc else a if a._c_contiguous
+                    # a call of CuPy's in every recurrence call; a broadcast along the
+                    # scanned axis stays one: the kernels read its one row, coefficient_row)
+                    aux.append(a.astype(acc, order="C") if a.dtype != acc
+                               else a if a._c_contiguous or (a.ndim and a.strides[0] == 0)
                                else self.xp.ascontiguousarray(a))
                 else:
                     aux.append(a if a.dtype == acc else a.astype(acc))

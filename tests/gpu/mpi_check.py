@@ -1,6 +1,6 @@
 """Multi-GPU checks run under ``mpirun`` by ``tests/gpu/test_mpi.py`` (one rank per GPU, or shared).
 
-    mpirun -n K python tests/gpu/mpi_check.py [--expect-shared]
+    mpirun -n K python tests/gpu/mpi_check.py [--expect-shared] [--only CHECKS_FUNCTION]
 
 Every rank binds its GPU (``distscan.gpus.bind_gpu``), then scans CuPy arrays
 (device-resident: only totals travel through MPI) and host arrays sent to
@@ -404,7 +404,8 @@ def main():
         check(len(set(devs)) == len(devs), f"ranks share GPUs: {devs}")
 
     rng = np.random.default_rng(20261121)  # same global arrays on every rank
-    for dtype, op, trailing in CASES:
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None  # one check function alone
+    for dtype, op, trailing in CASES if only is None else ():
         for n in (1_000_003, 2 * size + 1):
             g = random_global(rng, n, dtype, trailing, op)
             for lname, counts in layouts(n, rng).items():
@@ -446,11 +447,10 @@ def main():
                 failures.append(f"rank {rank}: host array on backend=cuda {dtype} {op}: {exc}")
             check(cp.cuda.Device().id == b.device, "device changed")
 
-    lean_checks(rng, check, failures)
-    operator_checks(rng, check, failures)
-    seeded_lean_checks(rng, check, failures)
-    seeded_lean_failure_checks(rng, check, failures)
-    one_coefficient_checks(rng, check, failures)
+    for checks_of in (lean_checks, operator_checks, seeded_lean_checks, seeded_lean_failure_checks,
+                      one_coefficient_checks):
+        if only is None or checks_of.__name__ == only:
+            checks_of(rng, check, failures)
 
     # A failure on one rank (a mismatched trailing shape) raises the same error everywhere, no hang.
     try:

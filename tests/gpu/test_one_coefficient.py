@@ -8,6 +8,8 @@ with segments, ``initial`` and ``out=``, on the cold route (``Part``) and the wa
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -16,12 +18,41 @@ from tests.support.devices import require_gpu
 cp = require_gpu()
 
 import distscan  # noqa: E402
+from distscan._dtypes import scan_types  # noqa: E402
 from distscan.backends.cuda import columns  # noqa: E402
-from distscan.backends.cuda.ext_states import coefficient_row  # noqa: E402
+from distscan.backends.cuda import compile as cc  # noqa: E402
+from distscan.backends.cuda.ext_states import coefficient_row, ext_module_key  # noqa: E402
+from distscan.ops import affine  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
 SELF = MPI.COMM_SELF
-DTYPES = ["float32", "float64", "complex64", "int64"]
+# (dtype, device algorithm, reverse, segmented): each module of one coefficient and its array's
+CASES = [("float32", "lookback", False, False), ("float32", "lookahead", False, True),
+         ("float32", "lookback", True, True), ("float32", "lookahead", True, False),
+         ("float64", "lookahead", False, False), ("float64", "lookback", True, True),
+         ("complex64", "lookback", False, True), ("complex64", "lookahead", True, False),
+         ("int64", "lookback", False, True), ("int64", "lookahead", True, False)]
+# (dtype, reverse, segmented) of the column tiles
+COLUMN_CASES = [("float32", False, False), ("float32", True, True), ("float64", False, True),
+                ("complex64", True, False), ("int64", False, True)]
+
+
+def _modules():
+    keys = []
+    for dtype, device, reverse, segs in CASES + [(d, "columns", r, s) for d, r, s in COLUMN_CASES]:
+        op = affine(segs, reverse)
+        dt = np.dtype(dtype)
+        for one in (False, True):
+            key = ext_module_key(dt, scan_types(op, dt), op, "lookback" if device == "columns" else device, reverse,
+                                 one)
+            keys.append(dataclasses.replace(key, columns=True) if device == "columns" else key)
+    return keys
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _precompiled():
+    cc.precompile(sorted(set(_modules()), key=repr))
+    yield
 
 
 def _data(rng, dtype, shape):
@@ -34,48 +65,42 @@ def _data(rng, dtype, shape):
     return b.astype(dt), np.array(0.93, dt)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("algorithm", ["lookback", "lookahead"])
-@pytest.mark.parametrize("reverse", [False, True])
-def test_one_coefficient_is_the_array_s_bits(dtype, algorithm, reverse, rng):
+@pytest.mark.parametrize("dtype,algorithm,reverse,segmented", CASES, ids=["-".join(map(str, c)) for c in CASES])
+def test_one_coefficient_is_the_array_s_bits(dtype, algorithm, reverse, segmented, rng):
     """``linear_recurrence(a0, b)`` against ``linear_recurrence(full(n, a0), b)``: equal bit for bit
-    at sizes around the tiles (one item, a tile and one more, many tiles), with and without
-    segments and an initial."""
+    at sizes around the tiles (one item, a tile and one more, many tiles), with an initial and
+    without, the scalar as a NumPy scalar, a 0-d array, a CuPy 0-d array and a CuPy broadcast."""
     for n in (1, 2, 4095, 4097, 1_000_003):
         b, a0 = _data(rng, dtype, n)
-        flags = rng.random(n) < 0.001
-        for segments in (None, flags):
-            for initial in (0, 3):
-                kw = dict(reverse=reverse, initial=initial, algorithm=algorithm, comm=SELF,
-                          segments=None if segments is None else cp.asarray(segments))
-                d_b = cp.asarray(b)
-                want = cp.asnumpy(distscan.linear_recurrence(cp.full(n, a0), d_b, **kw))
-                for way in (a0[()], a0, cp.asarray(a0), cp.broadcast_to(cp.asarray(a0), (n,))):
-                    got = distscan.linear_recurrence(way, d_b, **kw)
-                    assert got.dtype == np.dtype(dtype) and got.shape == (n,)
-                    np.testing.assert_array_equal(cp.asnumpy(got), want,
-                                                  err_msg=f"n={n} {type(way).__name__} initial={initial}")
+        segments = cp.asarray(rng.random(n) < 0.001) if segmented else None
+        for initial in (0, 3):
+            kw = dict(reverse=reverse, initial=initial, algorithm=algorithm, comm=SELF, segments=segments)
+            d_b = cp.asarray(b)
+            want = cp.asnumpy(distscan.linear_recurrence(cp.full(n, a0), d_b, **kw))
+            for way in (a0[()], a0, cp.asarray(a0), cp.broadcast_to(cp.asarray(a0), (n,))):
+                got = distscan.linear_recurrence(way, d_b, **kw)
+                assert got.dtype == np.dtype(dtype) and got.shape == (n,)
+                np.testing.assert_array_equal(cp.asnumpy(got), want,
+                                              err_msg=f"n={n} {type(way).__name__} initial={initial}")
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype,reverse,segmented", COLUMN_CASES, ids=["-".join(map(str, c)) for c in COLUMN_CASES])
 @pytest.mark.parametrize("w", [3, 300])
-def test_one_coefficient_a_column_is_the_array_s_bits(dtype, w, rng):
+def test_one_coefficient_a_column_is_the_array_s_bits(dtype, reverse, segmented, w, rng):
     """``a`` of shape ``(w,)`` over ``(n, w)`` rows (the column-tile kernels, one coefficient a
-    column) and a scalar over them, both directions, with segments, past CARRY_TILES tiles:
-    the broadcast array's results bit for bit."""
+    column) and a scalar over them, with an initial, past CARRY_TILES tiles at 3 columns: the
+    broadcast array's results bit for bit."""
     n = columns.tile_rows(w, 16) * (columns.CARRY_TILES + 2) + 5 if w == 3 else 3001
     b, a0 = _data(rng, dtype, (n, w))
-    row = (a0 * np.linspace(0.5, 1.0, w)).astype(dtype) if np.dtype(dtype).kind != "i" else np.arange(w) % 3 - 1
+    row = (a0 * np.linspace(0.5, 1.0, w)) if np.dtype(dtype).kind != "i" else np.arange(w) % 3 - 1
     row = row.astype(dtype)
-    flags = rng.random(n) < 0.002
+    segments = cp.asarray(rng.random(n) < 0.002) if segmented else None
     d_b = cp.asarray(b)
     for a in (row, a0):
-        for reverse in (False, True):
-            for segments in (None, flags):
-                kw = dict(reverse=reverse, initial=2, comm=SELF, segments=None if segments is None else cp.asarray(segments))
-                want = cp.asnumpy(distscan.linear_recurrence(cp.asarray(np.broadcast_to(a, (n, w))), d_b, **kw))
-                got = distscan.linear_recurrence(cp.asarray(a), d_b, **kw)
-                np.testing.assert_array_equal(cp.asnumpy(got), want, err_msg=f"a {np.shape(a)} reverse={reverse}")
+        kw = dict(reverse=reverse, initial=2, comm=SELF, segments=segments)
+        want = cp.asnumpy(distscan.linear_recurrence(cp.asarray(np.broadcast_to(a, (n, w))), d_b, **kw))
+        got = distscan.linear_recurrence(cp.asarray(a), d_b, **kw)
+        np.testing.assert_array_equal(cp.asnumpy(got), want, err_msg=f"a {np.shape(a)}")
 
 
 def test_one_coefficient_on_the_warm_route_with_out_and_held_results(rng):
