@@ -2,7 +2,7 @@
 exponential moving average ``y[i] = a*y[i-1] + b[i]``; one decay a channel of ``(L, D)`` rows)?
 
     PYTHONPATH=$PWD python3 benchmarks/bench_one_coefficient.py OUT.json [--log2n 27] [--reps 5]
-        [--dtype float32] [--widths 1,64]
+        [--dtype float32] [--widths 1,64] [--algorithm auto] [--no-jax]
     python3 benchmarks/bench_one_coefficient.py --report OUT.json ...   (no GPU: the table again)
 
 2^log2n items of --dtype as ``(2^log2n / w, w)`` rows (1-D where w is 1): ``linear_recurrence(a0,
@@ -36,7 +36,7 @@ if "--report" not in sys.argv:
     from harness import SELF, copy_bandwidth, events_interleaved, jax_on_gpu, wall_median
 
 
-def rows_for(w: int, log2n: int, reps: int, dtype: str, jax_mod) -> list:
+def rows_for(w: int, log2n: int, reps: int, dtype: str, jax_mod, algorithm: str = "auto") -> list:
     n = 1 << log2n
     m = n // w
     shape = (m,) if w == 1 else (m, w)
@@ -51,10 +51,11 @@ def rows_for(w: int, log2n: int, reps: int, dtype: str, jax_mod) -> list:
     y = cp.empty_like(b)
     wide = np.complex128 if complex_ else np.float64
     want = distscan.linear_recurrence(full.astype(wide), b.astype(wide), comm=SELF)  # (the array's way)
-    impls = {"scalar": lambda: distscan.linear_recurrence(a0, b, out=y, comm=SELF),
-             "array": lambda: distscan.linear_recurrence(full, b, out=y, comm=SELF)}
+    kw = dict(out=y, comm=SELF, algorithm=algorithm)
+    impls = {"scalar": lambda: distscan.linear_recurrence(a0, b, **kw),
+             "array": lambda: distscan.linear_recurrence(full, b, **kw)}
     if w > 1:
-        impls["row"] = lambda: distscan.linear_recurrence(row, b, out=y, comm=SELF)
+        impls["row"] = lambda: distscan.linear_recurrence(row, b, **kw)
     for name, fn in impls.items():
         fn()
         ref = want if name != "row" else distscan.linear_recurrence(
@@ -89,8 +90,8 @@ def rows_for(w: int, log2n: int, reps: int, dtype: str, jax_mod) -> list:
 
 
 def report(data: dict) -> None:
-    print(f"{data['device']}, 2^{data['log2n']} {data['dtype']} items, copy {data['copy_gbs']:.0f} GB/s, "
-          f"{data['when']}")
+    print(f"{data['device']}, 2^{data['log2n']} {data['dtype']} items, algorithm {data.get('algorithm', 'auto')}, "
+          f"copy {data['copy_gbs']:.0f} GB/s, {data['when']}")
     print(f"{'call':12s} {'w':>5s} {'ms':>8s} {'of copy':>8s}")
     for r in data["rows"]:
         print(f"{r['call']:12s} {r['columns']:5d} {r['ms']:8.3f} {r['gbs'] / data['copy_gbs']:8.3f}")
@@ -108,19 +109,21 @@ def main():
     ap.add_argument("--dtype", default="float32", choices=("float32", "float64", "complex64"))
     ap.add_argument("--widths", default="1,64")
     ap.add_argument("--no-jax", action="store_true")
+    ap.add_argument("--algorithm", default="auto", help="distscan's algorithm= (auto, lookback, lookahead)")
     a = ap.parse_args()
     jax_mod = None if a.no_jax else jax_on_gpu(preallocate=False)
     cp.cuda.Device(0).use()  # (JAX's start leaves the last GPU current on a host of several)
     copy_gbs = copy_bandwidth(np.dtype(a.dtype).itemsize << a.log2n, a.reps)
     rows = []
     for w in (int(v) for v in a.widths.split(",")):
-        for r in rows_for(w, a.log2n, a.reps, a.dtype, jax_mod):
+        for r in rows_for(w, a.log2n, a.reps, a.dtype, jax_mod, a.algorithm):
             rows.append(r)
             print(f"{r['call']:12s} w={w:<5d} {r['ms']:.3f} ms ({r['gbs'] / copy_gbs:.3f} of copy)", flush=True)
         cp.get_default_memory_pool().free_all_blocks()
     dev = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    data = {"device": dev, "log2n": a.log2n, "dtype": a.dtype, "when": stamp, "copy_gbs": copy_gbs, "rows": rows}
+    data = {"device": dev, "log2n": a.log2n, "dtype": a.dtype, "algorithm": a.algorithm, "when": stamp,
+            "copy_gbs": copy_gbs, "rows": rows}
     Path(a.out).write_text(json.dumps(data, indent=1))
     report(data)
 

@@ -80,6 +80,8 @@ def main():
             impls = {}
             for run in (int(v) for v in a.runs.split(",")):
                 rows_ = columns.COLUMN_TILE_THREADS // min(w, columns.COLUMN_TILE_THREADS) * run
+                if rows_ < 2:  # (columns._geometry refuses a tile of one row: its levels would not shrink)
+                    continue
                 # (+ rows_: room for a tile's segment flags, a byte a row, where the kernels stage them)
                 if (columns.COLUMN_TILE_THREADS + rows_ * min(w, columns.COLUMN_TILE_THREADS)) * size + rows_ > 48 * 1024:
                     continue
