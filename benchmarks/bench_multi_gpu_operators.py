@@ -2,7 +2,8 @@
 
     mpirun -n 2 python3 benchmarks/bench_multi_gpu_operators.py OUT.json [--log2n 28] [--reps 9]
 
-Question: does a reverse, segmented, recurrence, logcumsumexp, NaN-aware or compensated scan
+Question: does a reverse, segmented, recurrence (an array a; a scalar a: an exponential moving
+average), logcumsumexp, NaN-aware or compensated scan
 over k GPUs (one rank each, the array split in equal parts) keep the plain sum's share of its
 floor?  Each rank scans 2^log2n items of its own on its GPU through ``distscan`` (CuPy arrays,
 ``out=``, the default strategy); only carries travel between ranks.
@@ -63,6 +64,9 @@ def _cases(cp, n, rank):
                                  (x, no_flags), lambda g: _segmented(g[0].astype(np.float64), g[1])),
         "recurrence f32": (8, 4, lambda c, **k: distscan.linear_recurrence(a, x, out=y, comm=c, **k), (a, x),
                            lambda g: _recurrence(g[0], g[1])),
+        # one coefficient for every item (an exponential moving average): b and y alone (coef_one)
+        "EMA f32 (scalar a)": (4, 4, lambda c, **k: distscan.linear_recurrence(0.75, x, out=y, comm=c, **k), (x,),
+                               lambda g: _recurrence(np.full(len(g[0]), 0.75), g[0])),
         "logcumsumexp f32": (4, 4, lambda c, **k: distscan.scan(x, np.logaddexp, out=y, comm=c, **k), (x,),
                              lambda g: np.logaddexp.accumulate(g[0].astype(np.float64))),
         "nancumsum f32": (4, 4, lambda c, **k: distscan.nancumsum(xnan, out=y, comm=c, **k), (xnan,),

@@ -115,9 +115,10 @@ def _aux_views(aux, places: tuple, n: int, w: int):
 
 
 # What every scan_ext_kernel launch of one kind shares (ExtCall), by (device, input dtype, scan
-# types, operator, exclusive, reverse, device algorithm, SETTINGS.tuning, SETTINGS.lead).
+# types, operator, exclusive, reverse, device algorithm, SETTINGS.tuning, SETTINGS.lead, whether
+# the coefficient is one for every item: ``coefficient_row``).
 # Assumption: these fix everything an entry holds (the plan and kernel: ext_plan's key is a part
-# of this one; the host and kernel dtypes, where the auxiliary inputs are, whether the first
+# of this one; the host and kernel dtypes, whether the first
 # item is rewritten; the launch shapes by n, which lead_of reads SETTINGS.lead for); no array,
 # stream or scratch is kept in it but the scratch whose pointers its argument block holds,
 # compared by identity and generation on every launch.
@@ -137,7 +138,7 @@ class ExtCall:
     CuPy's own launch cannot pass a struct: the driver's call is required (CuPy 14, the floor in
     pyproject.toml, has ``cupy.cuda.driver.launchKernel``)."""
 
-    __slots__ = ("plan", "fn", "kernel_ptr", "launch", "kstate", "host_dtype", "aux_places", "first_row",
+    __slots__ = ("plan", "fn", "kernel_ptr", "launch", "kstate", "host_dtype", "first_row",
                  "args", "lock", "shapes", "scratch", "generation", "absorbs", "seed", "param")
 
     def __init__(self, plan, op: Op, types: ScanTypes, exclusive: bool):
@@ -147,7 +148,6 @@ class ExtCall:
         self.kernel_ptr = self.fn.kernel.ptr
         self.kstate = plan.kacc
         self.host_dtype = np.dtype(types.state if op.state is not None else types.acc)
-        self.aux_places = aux_places(op)
         self.first_row = first_row(op, types) if exclusive else None  # launch.first_is_identity
         self.absorbs = absorbs(op, types)
         u64, i64, i32, k = ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32, self.kstate.itemsize
