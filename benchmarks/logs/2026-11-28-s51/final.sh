@@ -7,3 +7,6 @@ bash tests/gpu/run_suite.sh /tmp/s > $O/suite.txt 2>&1; echo "suite rc=$?" >> $O
 tar czf $O/s.tgz -C /tmp s
 date -u >> $O/suite.txt
 tail -34 $O/suite.txt
+export NCCL_NVLS_ENABLE=0 PYTHONPATH=$PWD DISTSCAN_PROGRESS=0
+timeout 50 python3 benchmarks/bench_one_coefficient.py $O/one-coefficient.json --reps 7 > $O/one-coefficient.txt 2>&1
+echo "one coefficient rc=$?" >> $O/one-coefficient.txt; tail -12 $O/one-coefficient.txt
