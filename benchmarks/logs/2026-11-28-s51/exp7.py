@@ -8,8 +8,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 import cupy as cp, numpy as np
 import distscan
-from distscan import _kinds, _call, api
-from distscan.backends.cuda import extended_lean, extended
+from distscan import _kinds, _call
+from distscan.backends.cuda import extended
 from mpi4py import MPI
 SELF = MPI.COMM_SELF
 stats = defaultdict(list)
