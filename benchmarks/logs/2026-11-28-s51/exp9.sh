@@ -1,5 +1,7 @@
 #!/bin/bash
-# One H200: branch s51-nvrtc (s51/V) on the device's NVRTC: a few GPU tests, the nvrtc test.
+# NOT RUN (too little device time was left to start a machine): branch s51-nvrtc (s51/V) on the
+# device's NVRTC: a few GPU tests, the nvrtc test.  Before: git archive s51-nvrtc distscan kernels
+# tests | tar -x -C s51/V; carry ["s51"].
 cd "$(dirname "$0")/../../.."
 export NCCL_NVLS_ENABLE=0 DISTSCAN_PROGRESS=0 PYTHONUNBUFFERED=1
 cd s51/V && PYTHONPATH=$PWD timeout 120 python3 -m pytest -q -p no:cacheprovider -x --timeout 110 \
