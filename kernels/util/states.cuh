@@ -126,7 +126,7 @@ struct StateOpBase {
     static constexpr bool PARAM_READS_MORE = false;
     // Whether the look-ahead scans a thread's run again from the stage for states S (RESCAN,
     // agent/agent_lookahead.cuh): for operators with auxiliary inputs, but AffineBase's below.
-    template <typename S> static constexpr bool rescans() { return true; }
+    template <typename S> __host__ __device__ static constexpr bool rescans() { return true; }
     template <typename S> __host__ __device__ static constexpr bool tames() { return false; }  // operators.cuh
     template <typename S> __host__ __device__ static constexpr bool bounds() { return false; }  // operators.cuh
 };
@@ -409,7 +409,7 @@ struct AffineBase : StateOpBase {
     // barrier, where the path without it overlaps two tiles' chains (INTERLEAVE): 0.51 against
     // 0.81 of copy on the H100 at 2^27 (benchmarks/RESULTS.md, "Each thread's run scanned again
     // from the stage").  The 16-byte maps gained by it (float64 0.61 -> 0.74, complex64 0.30 -> 0.34).
-    template <typename S> static constexpr bool rescans() { return sizeof(S) > 8; }
+    template <typename S> __host__ __device__ static constexpr bool rescans() { return sizeof(S) > 8; }
     // operators.cuh, tames: the float32 maps (AffineMul::TAMES)
     template <typename S> __host__ __device__ static constexpr bool tames() { return AffineMul<typename S::Value>::TAMES; }
     template <typename S> static __device__ __forceinline__ bool tame(const S &t) {
