@@ -191,7 +191,7 @@ def test_new_operators_and_extended_kernels_instantiate(tmp_path):
 
 def _nvrtc_library():
     """libnvrtc, as CuPy would load it: DISTSCAN_NVRTC_LIB, else the pip package's (nvidia-cuda-nvrtc,
-    the test extras' newest), else the system's; None where there is none."""
+    the newest, which .ci/run installs), else the system's; None where there is none."""
     import ctypes.util
     import importlib.util
     import os
@@ -232,7 +232,7 @@ def _nvrtc_compile(lib, key) -> str:
 def test_the_modules_compile_with_nvrtc():
     """The host compiles the kernels with NVRTC (CuPy's RawModule), which needs no GPU: the plain,
     extended and columns modules of _ext_keys compile with the NVRTC found (the pip package's, the
-    newest, where the test extras installed it).  NVRTC 13.5 refuses a function without an
+    newest, where .ci/run installed it).  NVRTC 13.5 refuses a function without an
     execution space in its JIT mode, which 13.0 took: three constexpr helpers had none, and every
     module failed to compile with it (2026-11-28).  float16 modules need cuda_fp16.h: left out."""
     lib = _nvrtc_library()
