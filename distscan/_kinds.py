@@ -193,8 +193,8 @@ class Kind:
                     aux.append(np.broadcast_to(np.asarray(a).astype(acc), x.shape))
                 elif type(a) is complex and acc.kind != "c":
                     return None
-                else:  # one coefficient read for every item (backends/cuda/ext_states.coefficient_row)
-                    aux.append(self.xp.broadcast_to(self.xp.full((1,), np.asarray(a).astype(acc)[()], acc), x.shape))
+                else:  # one coefficient read for every item (backends/cuda/ext_states.one_coefficient)
+                    aux.append(self.be.one_coefficient(a, acc, x.shape))
             else:
                 return None
         if out is not None and any(may_overlap(out, a) for a in aux):

@@ -42,7 +42,7 @@ NULL = np.uint64(0)
 
 
 def ext_plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, device: str, reverse: bool,
-             coef_one: bool = False) -> Plan:
+             coef_one: int = 0) -> Plan:
     """The plan of the extended module for these dtypes, operator, device algorithm and direction
     (``coef_one``: of one coefficient for every item, ``ModuleKey.coef_one``)."""
     key = (dev_id, np.dtype(in_dtype), types.acc, types.result, op.functor, op.source, device, reverse,
@@ -69,7 +69,7 @@ def ext_plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, device: str, rever
     return plan
 
 
-def staged_aux(op: Op, types: ScanTypes, coef_one: bool = False) -> tuple:
+def staged_aux(op: Op, types: ScanTypes, coef_one: int = 0) -> tuple:
     """Bytes per item of what the look-ahead kernel's ring stages beside the items: by the kernel
     functor's AUX (kernels/util/states.cuh), the flags of a segmented scan (1), the flags and the
     coefficients (of the kernel's value dtype) of an affine one (its flags alone where the
@@ -106,12 +106,12 @@ def _aux_views(aux, places: tuple, n: int, w: int):
     flags_at, coef_at = places
     flags = aux[flags_at] if 0 <= flags_at < len(aux) else None
     coef = aux[coef_at] if 0 <= coef_at < len(aux) else None
-    row = None
+    mode = 0
     if coef is not None:
         assert w == 1, "several columns of coefficients take the columns kernels"
-        row = coefficient_row(coef)
+        row, mode = coefficient_row(coef)
         coef = one_column(coef, n) if row is None else row
-    return (None if flags is None else one_column(flags, n)), coef, row is not None
+    return (None if flags is None else one_column(flags, n)), coef, mode
 
 
 # What every scan_ext_kernel launch of one kind shares (ExtCall), by (device, input dtype, scan
@@ -191,7 +191,7 @@ class ExtCall:
 
 
 def ext_call(key, dev_id, in_dtype, types: ScanTypes, op: Op, exclusive: bool, reverse: bool, device: str,
-             coef_one: bool = False):
+             coef_one: int = 0):
     plan = ext_plan(dev_id, in_dtype, types, op, device, reverse, coef_one)
     return remember(EXT_CALLS, key, ExtCall(plan, op, types, exclusive), 4 * SETTINGS.max_stream_entries)
 

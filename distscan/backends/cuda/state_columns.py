@@ -37,7 +37,7 @@ from .launch import first_row, identity_first
 COLUMN_FUNCS: dict = {}
 
 
-def column_funcs(dev_id: int, in_dtype, types: ScanTypes, op: Op, reverse: bool, coef_one: bool = False) -> dict:
+def column_funcs(dev_id: int, in_dtype, types: ScanTypes, op: Op, reverse: bool, coef_one: int = 0) -> dict:
     key = (dev_id, np.dtype(in_dtype), types.acc, types.result, op.functor, op.source, reverse, coef_one)
     funcs = COLUMN_FUNCS.get(key)
     if funcs is None:
@@ -53,12 +53,12 @@ def _aux_rows(aux, op: Op, n: int, w: int):
     flags_at, coef_at = aux_places(op)
     flags = aux[flags_at] if 0 <= flags_at < len(aux) else None
     coef = aux[coef_at] if 0 <= coef_at < len(aux) else None
-    row = None
+    mode = 0
     if coef is not None:
         coef = cp.asarray(coef).reshape(n, w)
-        row = coefficient_row(coef)
+        row, mode = coefficient_row(coef)
         coef = cp.ascontiguousarray(coef) if row is None else row
-    return (None if flags is None else one_column(flags, n)), coef, row is not None
+    return (None if flags is None else one_column(flags, n)), coef, mode
 
 
 def scan(x, out, op: Op, types: ScanTypes, dev_id: int, stream_ptr: int, exclusive: bool, reverse: bool, seed,
