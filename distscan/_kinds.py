@@ -141,7 +141,7 @@ class Kind:
 
         Segment flags: a bool array of ``x``'s type and shape, as it is: the CPU's loops take
         any layout, and the GPU's scan and reduction make them contiguous
-        (``backends/cuda/extended._aux_views``), as ``Part`` does.
+        (``backends/cuda/ext_states.aux_arrays``), as ``Part`` does.
         Coefficients: an array of ``x``'s type and shape (cast to the accumulator dtype, as
         ``Part`` casts it, here before the exchange; on the GPU also made contiguous, as the
         kernels read it), or a Python number (the values ``np.asarray(a).astype(acc)``, which

@@ -122,6 +122,21 @@ def coefficient_row(a):
     return cp.ascontiguousarray(a[0]).reshape(-1), 2 if tame else 1
 
 
+def aux_arrays(aux, op: Op, n: int, w: int):
+    """``(flags, coef, coef_one)`` of a call's auxiliary inputs as the kernels read them, on the
+    device, each None where the call has none: the segment flags as one contiguous ``(n,)``
+    array, the coefficients as contiguous ``(n, w)`` rows, or the one row of every row
+    (:func:`coefficient_row`) with ``coef_one`` its mode (0: rows of their own)."""
+    flags_at, coef_at = aux_places(op)
+    flags = aux[flags_at] if 0 <= flags_at < len(aux) else None
+    coef = aux[coef_at] if 0 <= coef_at < len(aux) else None
+    mode = 0
+    if coef is not None:
+        row, mode = coefficient_row(coef)  # (before the reshape: a broadcast stays one)
+        coef = cp.ascontiguousarray(cp.asarray(coef).reshape(n, w)) if row is None else row
+    return (None if flags is None else one_column(flags, n)), coef, mode
+
+
 def one_column(a, n: int):
     """A contiguous ``(n,)`` view of one column's ``(n,)`` or ``(n, 1)`` array (a copy if it is
     not contiguous; a host array is copied to the device)."""
