@@ -242,7 +242,7 @@ class Part:
         self.initial = (initial_row if coefficients is None else recurrence_initial_row)(initial, self.types,
                                                                                          self.trailing)
         self.rows = _as_rows(work)
-        self.aux = self._aux(segments, coef)
+        self.aux = self._aux(segments, coef, coefficients)
         if getattr(self.op, "check", False):  # a declared operator in debug mode: test it on this input
             from .ops.declared import check_associative  # loaded already: the operator was declared there
             sample = self.rows[:64]
@@ -288,7 +288,7 @@ class Part:
         shape[self.axis] += 1
         return tuple(shape)
 
-    def _aux(self, segments, coef) -> tuple:
+    def _aux(self, segments, coef, host_coef=None) -> tuple:
         """The auxiliary inputs of the operator, as the backend scans them: segment flags ``(n,)``
         bool along the scanned axis, coefficients as rows ``(n, w)`` of the accumulator dtype."""
         if self.op.state is None:
@@ -302,6 +302,10 @@ class Part:
                     raise ValueError(f"segments must be a 1-D array of one flag per element along the scanned "
                                      f"axis ({n} here), got shape {tuple(flags.shape)}")
                 aux.append(self.xp.ascontiguousarray(flags if flags.dtype == np.bool_ else flags != 0))
+            elif (self.backend_name == "cuda" and n > 1 and isinstance(host_coef, (int, float, complex, np.generic))
+                  and not isinstance(host_coef, (bool, np.bool_))):
+                # a number the host holds: one device word (cached) whose bound the kernels may use
+                aux.append(self.be.one_coefficient(host_coef, self.types.acc, self.rows.shape))
             else:
                 aux.append(self._coefficient_rows(coef))
         return tuple(aux)

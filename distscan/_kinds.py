@@ -141,7 +141,7 @@ class Kind:
 
         Segment flags: a bool array of ``x``'s type and shape, as it is: the CPU's loops take
         any layout, and the GPU's scan and reduction make them contiguous
-        (``backends/cuda/extended._aux_views``), as ``Part`` does.
+        (``backends/cuda/ext_states.aux_arrays``), as ``Part`` does.
         Coefficients: an array of ``x``'s type and shape (cast to the accumulator dtype, as
         ``Part`` casts it, here before the exchange; on the GPU also made contiguous, as the
         kernels read it), or a Python number (the values ``np.asarray(a).astype(acc)``, which
@@ -193,8 +193,8 @@ class Kind:
                     aux.append(np.broadcast_to(np.asarray(a).astype(acc), x.shape))
                 elif type(a) is complex and acc.kind != "c":
                     return None
-                else:  # one coefficient read for every item (backends/cuda/ext_states.coefficient_row)
-                    aux.append(self.xp.broadcast_to(self.xp.full((1,), np.asarray(a).astype(acc)[()], acc), x.shape))
+                else:  # one coefficient read for every item (backends/cuda/ext_states.one_coefficient)
+                    aux.append(self.be.one_coefficient(a, acc, x.shape))
             else:
                 return None
         if out is not None and any(may_overlap(out, a) for a in aux):

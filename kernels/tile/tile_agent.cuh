@@ -122,7 +122,7 @@ struct TileAgent {
     }
 
     // Bytes per vector load of a run of `bytes` bytes: 16, 8, 4 or 1 (scalar).
-    static constexpr int vector_bytes(int bytes) {
+    __host__ __device__ static constexpr int vector_bytes(int bytes) {
         return bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : 1;
     }
     static constexpr int FLAG_VB = vector_bytes(ITEMS);                         // flags: 1 byte an item

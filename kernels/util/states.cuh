@@ -126,7 +126,7 @@ struct StateOpBase {
     static constexpr bool PARAM_READS_MORE = false;
     // Whether the look-ahead scans a thread's run again from the stage for states S (RESCAN,
     // agent/agent_lookahead.cuh): for operators with auxiliary inputs, but AffineBase's below.
-    template <typename S> static constexpr bool rescans() { return true; }
+    template <typename S> __host__ __device__ static constexpr bool rescans() { return true; }
     template <typename S> __host__ __device__ static constexpr bool tames() { return false; }  // operators.cuh
     template <typename S> __host__ __device__ static constexpr bool bounds() { return false; }  // operators.cuh
 };
@@ -389,8 +389,24 @@ template <typename R> struct AffineMul<Complex<R> > {
         return zero_rule(a, y) ? z : p;
     }
 };
-template <typename V> __device__ __forceinline__ V compose_a(V sa, V ta) { return AffineMul<V>::mul(ta, sa); }
-template <typename V> __device__ __forceinline__ V compose_b(V sb, V ta, V tb) { return AffineMul<V>::mul_add(ta, sb, tb); }
+// DISTSCAN_COEF_TAME (the host's ModuleKey.coef_one == 2, with DISTSCAN_COEF_ONE): the one
+// coefficient of every item is finite with |a| <= 1 (|a|^2 <= 1 for complex), which the host read:
+// every composed coefficient is a product of such, finite, so the rule never applies, and the
+// float and complex maps compose by IEEE's products alone, with no test and no vote (tames() and
+// bounds() false: one path).  Integers have no rule.
+#ifndef DISTSCAN_COEF_TAME
+#define DISTSCAN_COEF_TAME 0
+#endif
+constexpr bool COEF_TAME = DISTSCAN_COEF_TAME != 0;
+
+template <typename V> __device__ __forceinline__ V compose_a(V sa, V ta) {
+    if constexpr (COEF_TAME && AffineMul<V>::BOUNDS) return AffineMul<V>::ieee_mul(ta, sa);
+    else return AffineMul<V>::mul(ta, sa);
+}
+template <typename V> __device__ __forceinline__ V compose_b(V sb, V ta, V tb) {
+    if constexpr (COEF_TAME && AffineMul<V>::BOUNDS) return AffineMul<V>::ieee_mul_add(ta, sb, tb);
+    else return AffineMul<V>::mul_add(ta, sb, tb);
+}
 // the same for ta finite (tame), where the rule never applies
 template <typename V> __device__ __forceinline__ V compose_a_tame(V sa, V ta) { return AffineMul<V>::ieee_mul(ta, sa); }
 template <typename V> __device__ __forceinline__ V compose_b_tame(V sb, V ta, V tb) {
@@ -409,16 +425,20 @@ struct AffineBase : StateOpBase {
     // barrier, where the path without it overlaps two tiles' chains (INTERLEAVE): 0.51 against
     // 0.81 of copy on the H100 at 2^27 (benchmarks/RESULTS.md, "Each thread's run scanned again
     // from the stage").  The 16-byte maps gained by it (float64 0.61 -> 0.74, complex64 0.30 -> 0.34).
-    template <typename S> static constexpr bool rescans() { return sizeof(S) > 8; }
+    template <typename S> __host__ __device__ static constexpr bool rescans() { return sizeof(S) > 8; }
     // operators.cuh, tames: the float32 maps (AffineMul::TAMES)
-    template <typename S> __host__ __device__ static constexpr bool tames() { return AffineMul<typename S::Value>::TAMES; }
+    template <typename S> __host__ __device__ static constexpr bool tames() {
+        return !COEF_TAME && AffineMul<typename S::Value>::TAMES;
+    }
     template <typename S> static __device__ __forceinline__ bool tame(const S &t) {
         if constexpr (AffineMul<typename S::Value>::TAMES) return AffineMul<typename S::Value>::finite(t.a);
         else return false;
     }
     // operators.cuh, bounds: the real maps (AffineMul::BOUNDS); the look-back folds aggregates
     // whose |a| <= 1 without the rule (no product of them can overflow, so none is infinite)
-    template <typename S> __host__ __device__ static constexpr bool bounds() { return AffineMul<typename S::Value>::BOUNDS; }
+    template <typename S> __host__ __device__ static constexpr bool bounds() {
+        return !COEF_TAME && AffineMul<typename S::Value>::BOUNDS;
+    }
     template <typename S> __host__ __device__ static constexpr bool warps_bound() { return AffineMul<typename S::Value>::WARPS_BOUND; }
     template <typename S> static __device__ __forceinline__ bool bounded(const S &t) {
         if constexpr (AffineMul<typename S::Value>::BOUNDS) return AffineMul<typename S::Value>::bounded(t.a);
@@ -426,7 +446,7 @@ struct AffineBase : StateOpBase {
     }
     template <typename TOut, typename S> static __device__ __forceinline__ TOut project(const S &s, const S &p, bool has) {
         typedef typename S::Value V;
-        return Convert<TOut, V>::apply(has ? AffineMul<V>::mul_add(s.a, p.b, s.b) : s.b);
+        return Convert<TOut, V>::apply(has ? compose_b(p.b, s.a, s.b) : s.b);
     }
     template <typename TOut, typename S> static __device__ __forceinline__ TOut first(const S &p, bool has) {
         typedef typename S::Value V;

@@ -189,6 +189,60 @@ def test_new_operators_and_extended_kernels_instantiate(tmp_path):
     assert len(entries) == len(exprs), "one kernel per distinct name expression"
 
 
+def _nvrtc_library():
+    """libnvrtc, as CuPy would load it: DISTSCAN_NVRTC_LIB, else the pip package's (nvidia-cuda-nvrtc,
+    the newest, which .ci/run installs), else the system's; None where there is none."""
+    import ctypes.util
+    import importlib.util
+    import os
+    from pathlib import Path
+
+    path = os.environ.get("DISTSCAN_NVRTC_LIB")
+    spec = importlib.util.find_spec("nvidia")
+    if path is None and spec is not None:
+        found = sorted(p for root in spec.submodule_search_locations for p in Path(root).glob("*/lib/libnvrtc.so.*"))
+        path = str(found[-1]) if found else None
+    path = path or ctypes.util.find_library("nvrtc")
+    return ctypes.CDLL(path) if path else None
+
+
+def _nvrtc_compile(lib, key) -> str:
+    """NVRTC's log of compiling ``key``'s module with its name expressions ("" where it compiled)."""
+    import ctypes
+
+    src, _ = cc._source()
+    opts = [*cc.options(key), "-arch=compute_90"]
+    prog = ctypes.c_void_p()
+    assert lib.nvrtcCreateProgram(ctypes.byref(prog), (src + key.source).encode(), b"scan_kernels.cu", 0, None,
+                                  None) == 0
+    for expr in dict.fromkeys(cc.names(key).values()):
+        assert lib.nvrtcAddNameExpression(prog, expr.encode()) == 0
+    rc = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts]))
+    log = ""
+    if rc != 0:
+        n = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
+        buf = ctypes.create_string_buffer(n.value)
+        lib.nvrtcGetProgramLog(prog, buf)
+        log = buf.value.decode(errors="replace") or f"NVRTC error {rc}"
+    lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    return log
+
+
+def test_the_modules_compile_with_nvrtc():
+    """The host compiles the kernels with NVRTC (CuPy's RawModule), which needs no GPU: the plain,
+    extended and columns modules of _ext_keys compile with the NVRTC found (the pip package's, the
+    newest, where .ci/run installed it).  NVRTC 13.5 refuses a function without an
+    execution space in its JIT mode, which 13.0 took: three constexpr helpers had none, and every
+    module failed to compile with it (2026-11-28).  float16 modules need cuda_fp16.h: left out."""
+    lib = _nvrtc_library()
+    if lib is None:
+        pytest.skip("no libnvrtc (pip install nvidia-cuda-nvrtc)")
+    keys = [k for k in _ext_keys() if np.dtype(np.float16) not in (k.in_dtype, k.out_dtype)]
+    failed = {repr(k)[:160]: log[-2000:] for k in keys[::3] if (log := _nvrtc_compile(lib, k))}
+    assert not failed, failed
+
+
 def test_state_structs_match_the_host_layout():
     """The C structs of kernels/util/states.cuh, as the host lays them out (ops.state.c_struct):
     the sizes the status words and the seeds' bytes assume."""

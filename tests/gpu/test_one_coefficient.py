@@ -126,9 +126,34 @@ def test_a_coefficient_row_is_found_only_where_every_row_repeats_it():
     """``coefficient_row``: a zero stride along axis 0 (a broadcast) and two rows or more; not a
     contiguous array, a strided view, one row, or a NumPy array."""
     one = cp.asarray(np.float32(0.5))
-    assert coefficient_row(cp.broadcast_to(one, (7,))).shape == (1,)
-    assert coefficient_row(cp.broadcast_to(cp.arange(3.0), (5, 3))).tolist() == [0.0, 1.0, 2.0]
-    assert coefficient_row(cp.full(7, 0.5)) is None
-    assert coefficient_row(cp.arange(12.0).reshape(6, 2)[::2]) is None
-    assert coefficient_row(cp.broadcast_to(one, (1,))) is None
-    assert coefficient_row(np.broadcast_to(np.float32(0.5), (7,))) is None
+    row, mode = coefficient_row(cp.broadcast_to(one, (7,)))
+    assert row.shape == (1,) and mode == 1  # (not one of one_coefficient's: its bound unknown)
+    row, mode = coefficient_row(cp.broadcast_to(cp.arange(3.0), (5, 3)))
+    assert row.tolist() == [0.0, 1.0, 2.0] and mode == 1
+    for a in (cp.full(7, 0.5), cp.arange(12.0).reshape(6, 2)[::2], cp.broadcast_to(one, (1,)),
+              np.broadcast_to(np.float32(0.5), (7,))):
+        row, mode = coefficient_row(a)
+        assert row is None and mode == 0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64"])
+def test_one_coefficient_past_one_or_not_finite_keeps_the_rule(dtype, rng):
+    """A scalar a with |a| > 1, or infinite, or NaN, is not tame (``one_coefficient`` records it
+    so): its kernels keep the zero rule, and give the full array's results bit for bit, zero
+    values among b included."""
+    from distscan.backends.cuda.ext_states import _TAME_AT, one_coefficient
+
+    n = 100_003
+    b, _ = _data(rng, dtype, n)
+    b[rng.random(n) < 0.1] = 0
+    d_b = cp.asarray(b)
+    for a0 in (1.5, -1.0000001, np.inf, np.nan, 0.5):
+        one = one_coefficient(a0, np.dtype(dtype), (n,))
+        assert _TAME_AT.get(one.data.ptr, False) == (a0 == 0.5 and dtype != "complex64"), a0
+        want = cp.asnumpy(distscan.linear_recurrence(cp.full(n, a0, dtype), d_b, comm=SELF))
+        with np.errstate(all="ignore"):
+            got = cp.asnumpy(distscan.linear_recurrence(a0, d_b, comm=SELF))
+        if a0 == 0.5:  # tame: IEEE's products, within the float bound of the rule's kernel
+            np.testing.assert_allclose(got, want, rtol=1e-5 if dtype != "float64" else 1e-12, atol=1e-5)
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=f"a={a0}")

@@ -54,6 +54,7 @@ from contextlib import contextmanager
 
 from . import hotpath, scratch
 from .device import DEVICE_INFO, SIDE_STREAMS, cp, require_cupy
+from .ext_states import forget_coefficients, one_coefficient
 from .extended import EXT_CALLS, EXT_PLANS
 from .extended_lean import LEAN_EXT, lean_state_scanner, seeded_state_scanner
 from .general import array_module, lean_arrays, lean_scanner, scan, scan_lean
@@ -63,7 +64,8 @@ from .settings import SETTINGS
 
 __all__ = ["name", "is_native", "lean_arrays", "lean_scanner", "lean_state_scanner", "seeded_state_scanner", "scan",
            "scan_lean", "reduce", "combine", "array_module", "synchronize", "tuning", "module_key", "error_depth",
-           "uses_lookahead", "lookahead_min_bytes", "SETTINGS", "overrides", "clear_caches", "stats"]
+           "uses_lookahead", "lookahead_min_bytes", "SETTINGS", "overrides", "clear_caches", "stats",
+           "one_coefficient"]
 
 name = "cuda"
 
@@ -132,6 +134,7 @@ def clear_caches() -> None:
             cp.cuda.runtime.deviceSynchronize()
     hotpath.forget()
     scratch.forget()
+    forget_coefficients()
     for cache in (REDUCTIONS, PLANS, ADD_PLANS, EXT_PLANS, EXT_CALLS, LEAN_EXT, SIDE_STREAMS, DEVICE_INFO):
         cache.clear()
 

@@ -306,8 +306,8 @@ class ModuleKey:
     # with ext: the columns scan's kernels for (n, w) rows (COLUMN_ROLES) instead of the 1-D ones,
     # a module of their own, compiled only for calls of several columns
     columns: bool = False
-    # with ext: a recurrence's one coefficient (a column) for every row (tile_agent.cuh, COEF_ONE)
-    coef_one: bool = False
+    # with ext: a recurrence's one coefficient (a column) for every row (1; 2: tame; COEF_ONE, COEF_TAME)
+    coef_one: int = 0
 
 
 ROLES = ("scan_incl", "scan_excl", "reduce_partials", "reduce_final", "add_offset", "add_offset_columns",
@@ -367,8 +367,7 @@ def options(key: ModuleKey) -> tuple:
     opts = ["-std=c++17", "-DDISTSCAN_NVRTC", f"-I{kdir}"]
     if np.dtype(np.float16) in (key.in_dtype, key.out_dtype):
         opts.append("-DDISTSCAN_HALF")
-    if key.coef_one:
-        opts.append("-DDISTSCAN_COEF_ONE=1")
+    opts += ["-DDISTSCAN_COEF_ONE=1"] * (key.coef_one > 0) + ["-DDISTSCAN_COEF_TAME=1"] * (key.coef_one == 2)
     return tuple(opts)
 
 

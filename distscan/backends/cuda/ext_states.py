@@ -58,9 +58,10 @@ def restate(rows, dtype: np.dtype) -> np.ndarray:
 
 
 def ext_module_key(in_dtype, types: ScanTypes, op: Op, device: str, reverse: bool,
-                   coef_one: bool = False) -> cc.ModuleKey:
+                   coef_one: int = 0) -> cc.ModuleKey:
     """The compile key of the extended module (no GPU needed: tests compile its names with nvcc);
-    ``coef_one``: a linear recurrence's coefficients are one (a column) for every row."""
+    ``coef_one``: a linear recurrence's coefficients are one (a column) for every row (1), and
+    tame (2: ``coefficient_row``)."""
     tuning = cc.choose_tuning(in_dtype, kernel_state(op, types), types.result, SETTINGS.tuning, "coarsened", device,
                               struct_state(op))
     return cc.ModuleKey(np.dtype(in_dtype), cc.kernel_acc_dtype(types.acc), np.dtype(types.result), op.functor,
@@ -75,15 +76,65 @@ def aux_places(op: Op) -> tuple:
     return (names.index("segments") if "segments" in names else -1), (names.index("a") if "a" in names else -1)
 
 
+# One-item device arrays of the coefficients the host knows (a Python or NumPy number: Kind.aux,
+# Part), by (value, dtype, device): a call of one makes none.  A real one with whether it is tame
+# (finite, |a| <= 1), by its device pointer, which coefficient_row reads.  Assumption: only the broadcast views of calls hold these arrays (never a
+# caller), and an entry's pointer leaves _TAME_AT when the array leaves the cache, before its
+# memory can go to another array.
+ONE_COEFFICIENTS: dict = {}
+_TAME_AT: dict = {}
+_MAX_ONES = 256
+
+
+def one_coefficient(value, dtype, shape):
+    """``value`` (a host number) in ``dtype`` broadcast to ``shape`` from one device word."""
+    v = np.asarray(value).astype(dtype)
+    key = (v.tobytes(), v.dtype.str, cp.cuda.runtime.getDevice())
+    one = ONE_COEFFICIENTS.get(key)
+    if one is None:
+        one = cp.full((1,), v[()], v.dtype)
+        if v.dtype.kind == "f":
+            # (not complex: without the rule the complex64 look-back took 185 registers against
+            # 128 and ran 36 % slower, 1.04 -> 1.42 ms at 2^27 on an H200: exp8)
+            _TAME_AT[one.data.ptr] = bool(np.isfinite(v) and abs(v) <= 1)
+        ONE_COEFFICIENTS[key] = one
+        while len(ONE_COEFFICIENTS) > _MAX_ONES:
+            old = ONE_COEFFICIENTS.pop(next(iter(ONE_COEFFICIENTS)))
+            _TAME_AT.pop(old.data.ptr, None)
+    return cp.broadcast_to(one, shape)
+
+
+def forget_coefficients() -> None:
+    ONE_COEFFICIENTS.clear()
+    _TAME_AT.clear()
+
+
 def coefficient_row(a):
-    """The one row of coefficients that ``a`` (``(n,)`` or ``(n, w)``, on the device) repeats
-    along the scanned axis, as a contiguous ``(1,)`` or ``(w,)`` array, or None where its rows may
-    differ.  Such an ``a`` is a broadcast view, a zero stride along axis 0 (a scalar or a row of
-    ``a`` that ``distscan._call`` broadcast to the part, or a caller's ``cupy.broadcast_to``): the
-    kernels read its row for every item (``ModuleKey.coef_one``) instead of n copies of it."""
+    """``(row, mode)``: the one row of coefficients that ``a`` (``(n,)`` or ``(n, w)``, on the
+    device) repeats along the scanned axis, as a contiguous ``(1,)`` or ``(w,)`` array, and
+    ``ModuleKey.coef_one``'s mode: 1, or 2 where it is a tame one of :func:`one_coefficient`;
+    ``(None, 0)`` where its rows may differ.  Such an ``a`` is a broadcast view, a zero stride
+    along axis 0 (a scalar or a row of ``a`` that ``distscan._call`` broadcast to the part, or a
+    caller's ``cupy.broadcast_to``): the kernels read its row for every item instead of n copies."""
     if type(a) is not cp.ndarray or a.ndim == 0 or a.shape[0] < 2 or a.strides[0] != 0:
-        return None
-    return cp.ascontiguousarray(a[0]).reshape(-1)
+        return None, 0
+    tame = not any(a.strides) and _TAME_AT.get(a.data.ptr, False)
+    return cp.ascontiguousarray(a[0]).reshape(-1), 2 if tame else 1
+
+
+def aux_arrays(aux, op: Op, n: int, w: int):
+    """``(flags, coef, coef_one)`` of a call's auxiliary inputs as the kernels read them, on the
+    device, each None where the call has none: the segment flags as one contiguous ``(n,)``
+    array, the coefficients as contiguous ``(n, w)`` rows, or the one row of every row
+    (:func:`coefficient_row`) with ``coef_one`` its mode (0: rows of their own)."""
+    flags_at, coef_at = aux_places(op)
+    flags = aux[flags_at] if 0 <= flags_at < len(aux) else None
+    coef = aux[coef_at] if 0 <= coef_at < len(aux) else None
+    mode = 0
+    if coef is not None:
+        row, mode = coefficient_row(coef)  # (before the reshape: a broadcast stays one)
+        coef = cp.ascontiguousarray(cp.asarray(coef).reshape(n, w)) if row is None else row
+    return (None if flags is None else one_column(flags, n)), coef, mode
 
 
 def one_column(a, n: int):

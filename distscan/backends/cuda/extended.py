@@ -27,8 +27,8 @@ from ..._dtypes import ScanTypes
 from ...ops import Op
 from . import compile as cc
 from . import state_columns
-from .ext_states import (aux_places, check_gpu, coefficient_row, ext_module_key, kernel_state, neutral_rows,
-                         one_column, param_rows, restate, struct_state)
+from .ext_states import (aux_arrays, check_gpu, ext_module_key, kernel_state, neutral_rows, param_rows, restate,
+                         struct_state)
 from .absorbing import absorbed_results, absorbs, tail_of_part, tail_of_scan
 from .device import cp, device_info, reduction_columns, refuse_in_capture, remember, require_cupy
 from .launch import ArgBlock, first_row, identity_first, launch_shape
@@ -42,7 +42,7 @@ NULL = np.uint64(0)
 
 
 def ext_plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, device: str, reverse: bool,
-             coef_one: bool = False) -> Plan:
+             coef_one: int = 0) -> Plan:
     """The plan of the extended module for these dtypes, operator, device algorithm and direction
     (``coef_one``: of one coefficient for every item, ``ModuleKey.coef_one``)."""
     key = (dev_id, np.dtype(in_dtype), types.acc, types.result, op.functor, op.source, device, reverse,
@@ -69,7 +69,7 @@ def ext_plan(dev_id: int, in_dtype, types: ScanTypes, op: Op, device: str, rever
     return plan
 
 
-def staged_aux(op: Op, types: ScanTypes, coef_one: bool = False) -> tuple:
+def staged_aux(op: Op, types: ScanTypes, coef_one: int = 0) -> tuple:
     """Bytes per item of what the look-ahead kernel's ring stages beside the items: by the kernel
     functor's AUX (kernels/util/states.cuh), the flags of a segmented scan (1), the flags and the
     coefficients (of the kernel's value dtype) of an affine one (its flags alone where the
@@ -98,20 +98,12 @@ def _lead_share(op: Op, kstate: np.dtype) -> float:
     return 0.0 if op.state.kind.startswith("affine") and kstate.itemsize >= 12 else STATE_LEAD_SHARE
 
 
-def _aux_views(aux, places: tuple, n: int, w: int):
-    """``(flags, cs, coef_one)`` of scan_ext_kernel's launches: the segment flags and the
-    coefficients, each one contiguous ``(n,)`` array (None where the call has none), on the
-    device; ``coef_one``: ``cs`` is the one coefficient of every item (``coefficient_row``).
-    Coefficients come with one column only (several take the columns kernels: ``state_columns``)."""
-    flags_at, coef_at = places
-    flags = aux[flags_at] if 0 <= flags_at < len(aux) else None
-    coef = aux[coef_at] if 0 <= coef_at < len(aux) else None
-    row = None
-    if coef is not None:
-        assert w == 1, "several columns of coefficients take the columns kernels"
-        row = coefficient_row(coef)
-        coef = one_column(coef, n) if row is None else row
-    return (None if flags is None else one_column(flags, n)), coef, row is not None
+def _aux_views(aux, op: Op, n: int, w: int):
+    """``(flags, cs, coef_one)`` of scan_ext_kernel's launches (``aux_arrays``): coefficients come
+    with one column only (several take the columns kernels: ``state_columns``)."""
+    flags, cs, mode = aux_arrays(aux, op, n, w)
+    assert cs is None or w == 1, "several columns of coefficients take the columns kernels"
+    return flags, cs, mode
 
 
 # What every scan_ext_kernel launch of one kind shares (ExtCall), by (device, input dtype, scan
@@ -191,7 +183,7 @@ class ExtCall:
 
 
 def ext_call(key, dev_id, in_dtype, types: ScanTypes, op: Op, exclusive: bool, reverse: bool, device: str,
-             coef_one: bool = False):
+             coef_one: int = 0):
     plan = ext_plan(dev_id, in_dtype, types, op, device, reverse, coef_one)
     return remember(EXT_CALLS, key, ExtCall(plan, op, types, exclusive), 4 * SETTINGS.max_stream_entries)
 
@@ -238,7 +230,7 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
                                    want_total)
         return _finish(result, out, one_d, fresh), total
     device = ext_device(op, algorithm, n, x.itemsize, types.result.itemsize, types.result.kind)
-    flags, cs, coef_one = _aux_views(aux, aux_places(op), n, w)
+    flags, cs, coef_one = _aux_views(aux, op, n, w)
     key = (dev_id, x.dtype, types, op, exclusive, reverse, device, SETTINGS.tuning, SETTINGS.lead, coef_one)
     ent = EXT_CALLS.get(key)
     if ent is None:
@@ -305,7 +297,7 @@ def reduce(x, op: Op, types: ScanTypes, aux=(), reverse: bool = False) -> np.nda
     host_dtype = types.state if op.state is not None else types.acc
     if w > 1 and not absorbs(op, types):  # the columns kernels' reduction and carry, all columns at once
         return state_columns.reduce(x, op, types, dev_id, aux, reverse)
-    flags, cs, coef_one = _aux_views(aux, aux_places(op), n, w)
+    flags, cs, coef_one = _aux_views(aux, op, n, w)
     plan = ext_plan(dev_id, x.dtype, types, op, "lookback", reverse, coef_one)
     kstate = plan.kacc
     xs = x.reshape(n) if w == 1 else cp.ascontiguousarray(x.T)

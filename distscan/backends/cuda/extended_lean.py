@@ -66,14 +66,14 @@ def lean_state_scanner(op: Op, types: ScanTypes, exclusive: bool, reverse: bool,
         dev_id = x.data.device_id
         device = algorithm if algorithm != "auto" else auto_device(n, in_size, out_size, look_back)
         coef = aux[coef_at] if coef_at >= 0 else None
-        row = None if coef is None or coef._c_contiguous else coefficient_row(coef)
-        key = (me, dev_id, device, SETTINGS.tuning, SETTINGS.lead, row is not None)
+        row, mode = (None, 0) if coef is None or coef._c_contiguous else coefficient_row(coef)
+        key = (me, dev_id, device, SETTINGS.tuning, SETTINGS.lead, mode)
         ent = LEAN_EXT.get(key)
         if ent is None:  # extended.scan's entry of the same fields (made here if it has none)
             ext_key = (dev_id, in_dtype, types, op, exclusive, reverse, device, SETTINGS.tuning, SETTINGS.lead,
-                       row is not None)
+                       mode)
             ent = EXT_CALLS.get(ext_key) or ext_call(ext_key, dev_id, in_dtype, types, op, exclusive, reverse,
-                                                      device, row is not None)
+                                                      device, mode)
             remember(LEAN_EXT, key, ent, 4 * SETTINGS.max_stream_entries)
         if out is None:
             out = cp.empty((n,), result)

@@ -28,7 +28,7 @@ from ...ops import Op
 from . import columns
 from . import compile as cc
 from .device import cp
-from .ext_states import aux_places, coefficient_row, ext_module_key, kernel_state, one_column, param_rows, restate
+from .ext_states import aux_arrays, ext_module_key, kernel_state, param_rows, restate
 from .launch import first_row, identity_first
 
 # The columns modules by (device, input dtype, accumulator and result dtypes, operator functor and
@@ -37,28 +37,13 @@ from .launch import first_row, identity_first
 COLUMN_FUNCS: dict = {}
 
 
-def column_funcs(dev_id: int, in_dtype, types: ScanTypes, op: Op, reverse: bool, coef_one: bool = False) -> dict:
+def column_funcs(dev_id: int, in_dtype, types: ScanTypes, op: Op, reverse: bool, coef_one: int = 0) -> dict:
     key = (dev_id, np.dtype(in_dtype), types.acc, types.result, op.functor, op.source, reverse, coef_one)
     funcs = COLUMN_FUNCS.get(key)
     if funcs is None:
         mkey = dataclasses.replace(ext_module_key(in_dtype, types, op, "lookback", reverse, coef_one), columns=True)
         funcs = COLUMN_FUNCS[key] = cc.get_functions(mkey, dev_id)
     return funcs
-
-
-def _aux_rows(aux, op: Op, n: int, w: int):
-    """``(flags, coef, coef_one)``: the segment flags as one contiguous ``(n,)`` array, the
-    coefficients as contiguous ``(n, w)`` rows, each None where the call has none, on the device;
-    ``coef_one``: ``coef`` is the one ``(w,)`` row of every row (``coefficient_row``)."""
-    flags_at, coef_at = aux_places(op)
-    flags = aux[flags_at] if 0 <= flags_at < len(aux) else None
-    coef = aux[coef_at] if 0 <= coef_at < len(aux) else None
-    row = None
-    if coef is not None:
-        coef = cp.asarray(coef).reshape(n, w)
-        row = coefficient_row(coef)
-        coef = cp.ascontiguousarray(coef) if row is None else row
-    return (None if flags is None else one_column(flags, n)), coef, row is not None
 
 
 def scan(x, out, op: Op, types: ScanTypes, dev_id: int, stream_ptr: int, exclusive: bool, reverse: bool, seed,
@@ -71,7 +56,7 @@ def scan(x, out, op: Op, types: ScanTypes, dev_id: int, stream_ptr: int, exclusi
     seeds = None if seed is None else restate(np.asarray(seed, host_dtype).reshape(w), kstate)
     params = param_rows(op, initial, kstate, w)
     d_params = None if params is None else cp.asarray(np.frombuffer(params.tobytes(), np.uint8))
-    flags, coef, coef_one = _aux_rows(aux, op, n, w)
+    flags, coef, coef_one = aux_arrays(aux, op, n, w)
     totals = cp.empty((w, kstate.itemsize), np.uint8) if want_total else None
     funcs = column_funcs(dev_id, x.dtype, types, op, reverse, coef_one)
     columns.scan_state_columns(funcs, kstate.itemsize, x, out, n, w, exclusive, seeds, totals, flags=flags, coef=coef,
