@@ -157,3 +157,64 @@ def test_one_coefficient_past_one_or_not_finite_keeps_the_rule(dtype, rng):
             np.testing.assert_allclose(got, want, rtol=1e-5 if dtype != "float64" else 1e-12, atol=1e-5)
         else:
             np.testing.assert_array_equal(got, want, err_msg=f"a={a0}")
+
+
+# -- the cache of one-item coefficients (ext_states.one_coefficient) ------------------------------
+
+def test_a_coefficient_first_met_inside_a_refused_capture_is_right_after(rng):
+    """A recurrence inside a caller's capture is refused; the number it met first is filled on the
+    side stream and waited for, never recorded into the caller's graph, so the cached word is right
+    for the next calls, cold (``Part``) and warm (``Kind``), on another stream too."""
+    from distscan.backends.cuda import clear_caches, ext_states
+
+    clear_caches()
+    n = 100_003
+    b = rng.standard_normal(n).astype(np.float32)
+    d_b = cp.asarray(b)
+    cp.cuda.Device().synchronize()
+    stream = cp.cuda.Stream(non_blocking=True)
+    for met, a0 in enumerate((0.8125, np.float32(-0.6875)), 1):  # the warm route (Kind), the cold one (Part)
+        with stream:
+            stream.begin_capture()
+            try:
+                with pytest.raises(RuntimeError, match="capture"):
+                    distscan.linear_recurrence(a0, d_b, comm=SELF)
+            finally:
+                stream.end_capture()
+        assert len(ext_states.ONE_COEFFICIENTS) == met  # (the entry was made inside the capture)
+        want = distscan.linear_recurrence(float(a0), b.astype(np.float64), comm=SELF)
+        for on in (stream, cp.cuda.Stream(non_blocking=True)):
+            with on:
+                got = cp.asnumpy(distscan.linear_recurrence(a0, d_b, comm=SELF))
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * max(1.0, np.abs(want).max()))
+
+
+def test_numbers_past_the_cache_s_bound_get_words_of_their_own(monkeypatch, rng):
+    """The cache keeps the first ``_MAX_ONES`` numbers a device meets and never frees one while
+    kernels may read it (until ``clear_caches``); later numbers get a word of their own on the
+    caller's stream, without the tame bound: their results are the full array's bit for bit, and
+    every result the caller holds stays as it was."""
+    from distscan.backends.cuda import clear_caches, ext_states
+
+    clear_caches()
+    monkeypatch.setattr(ext_states, "_MAX_ONES", 3)
+    n = 50_001
+    b = rng.standard_normal(n).astype(np.float32)
+    d_b = cp.asarray(b)
+    held = []
+    for k in range(7):
+        a0 = 0.5 + k / 16  # tame numbers: only the cached ones are known to be
+        got = distscan.linear_recurrence(a0, d_b, comm=SELF) if k % 2 else \
+            distscan.linear_recurrence(np.float32(a0), d_b, comm=SELF)
+        array_s = cp.asnumpy(distscan.linear_recurrence(cp.full(n, a0, np.float32), d_b, comm=SELF))
+        if k >= 3:
+            np.testing.assert_array_equal(cp.asnumpy(got), array_s, err_msg=f"a={a0}")
+        else:
+            np.testing.assert_allclose(cp.asnumpy(got), array_s, rtol=1e-5, atol=1e-5)
+        held.append((got, cp.asnumpy(got)))
+    assert len(ext_states.ONE_COEFFICIENTS) == 3 and len(ext_states._TAME_AT) == 3
+    assert all(ext_states._TAME_AT.values())
+    for got, was in held:
+        np.testing.assert_array_equal(cp.asnumpy(got), was)
+    clear_caches()
+    assert not ext_states.ONE_COEFFICIENTS and not ext_states._TAME_AT

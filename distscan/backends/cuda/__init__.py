@@ -54,7 +54,7 @@ from contextlib import contextmanager
 
 from . import hotpath, scratch
 from .device import DEVICE_INFO, SIDE_STREAMS, cp, require_cupy
-from .ext_states import forget_coefficients, one_coefficient
+from .ext_states import coefficient_devices, forget_coefficients, one_coefficient
 from .extended import EXT_CALLS, EXT_PLANS
 from .extended_lean import LEAN_EXT, lean_state_scanner, seeded_state_scanner
 from .general import array_module, lean_arrays, lean_scanner, scan, scan_lean
@@ -129,6 +129,7 @@ def clear_caches() -> None:
     if cp is None:
         return
     devices = {key[0] for key in list(scratch.SCRATCHES) + list(hotpath.FAST) + list(REDUCTIONS)}
+    devices |= coefficient_devices()
     for dev_id in devices:
         with cp.cuda.Device(dev_id):
             cp.cuda.runtime.deviceSynchronize()

@@ -10,7 +10,7 @@ import numpy as np
 from ..._dtypes import ScanTypes
 from ...ops import Op
 from . import compile as cc
-from .device import cp
+from .device import cp, side_stream
 from .settings import SETTINGS
 
 
@@ -78,9 +78,18 @@ def aux_places(op: Op) -> tuple:
 
 # One-item device arrays of the coefficients the host knows (a Python or NumPy number: Kind.aux,
 # Part), by (value, dtype, device): a call of one makes none.  A real one with whether it is tame
-# (finite, |a| <= 1), by its device pointer, which coefficient_row reads.  Assumption: only the broadcast views of calls hold these arrays (never a
-# caller), and an entry's pointer leaves _TAME_AT when the array leaves the cache, before its
-# memory can go to another array.
+# (finite, |a| <= 1), by its device pointer, which coefficient_row reads.  Assumptions:
+# - only the broadcast views of calls hold these arrays, never a caller, and nothing writes them
+#   after their fill;
+# - an entry holds its value before any stream reads it: it is filled on the device's side stream,
+#   which never captures, and waited for (filled on the caller's stream, a capture would only
+#   record the fill, and a call on another stream could read the word before the fill ran);
+# - an entry is never freed while a call's kernels may read it: kernels on any stream read it and
+#   nothing says when they are done, so entries stay until clear_caches, which waits for the
+#   devices first (freed sooner, the side stream's next allocation could take the word and fill
+#   it under a kernel still queued).  So at most _MAX_ONES distinct numbers a device get an entry;
+#   later ones get a word of their own on the caller's stream, ordered with the call's kernels
+#   like any temporary, and not tame (its pointer is not in _TAME_AT, so never mistaken for one).
 ONE_COEFFICIENTS: dict = {}
 _TAME_AT: dict = {}
 _MAX_ONES = 256
@@ -92,16 +101,27 @@ def one_coefficient(value, dtype, shape):
     key = (v.tobytes(), v.dtype.str, cp.cuda.runtime.getDevice())
     one = ONE_COEFFICIENTS.get(key)
     if one is None:
-        one = cp.full((1,), v[()], v.dtype)
+        if len(ONE_COEFFICIENTS) >= _MAX_ONES:
+            return cp.broadcast_to(cp.full((1,), v[()], v.dtype), shape)
+        side = side_stream()
+        with side:
+            made = cp.full((1,), v[()], v.dtype)
+        side.synchronize()
         if v.dtype.kind == "f":
             # (not complex: without the rule the complex64 look-back took 185 registers against
             # 128 and ran 36 % slower, 1.04 -> 1.42 ms at 2^27 on an H200: exp8)
-            _TAME_AT[one.data.ptr] = bool(np.isfinite(v) and abs(v) <= 1)
-        ONE_COEFFICIENTS[key] = one
-        while len(ONE_COEFFICIENTS) > _MAX_ONES:
-            old = ONE_COEFFICIENTS.pop(next(iter(ONE_COEFFICIENTS)))
-            _TAME_AT.pop(old.data.ptr, None)
+            _TAME_AT[made.data.ptr] = bool(np.isfinite(v) and abs(v) <= 1)
+        # (another thread may have made the same entry meanwhile: one wins, the other word was
+        # read by nothing yet)
+        one = ONE_COEFFICIENTS.setdefault(key, made)
+        if one is not made:
+            _TAME_AT.pop(made.data.ptr, None)
     return cp.broadcast_to(one, shape)
+
+
+def coefficient_devices() -> set:
+    """The devices that hold entries (clear_caches waits for them before forget_coefficients)."""
+    return {key[2] for key in list(ONE_COEFFICIENTS)}
 
 
 def forget_coefficients() -> None:
