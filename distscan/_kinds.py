@@ -144,8 +144,8 @@ class Kind:
         (``backends/cuda/ext_states.aux_arrays``), as ``Part`` does.
         Coefficients: an array of ``x``'s type and shape (cast to the accumulator dtype, as
         ``Part`` casts it, here before the exchange; on the GPU also made contiguous, as the
-        kernels read it), or a Python number (the values ``np.asarray(a).astype(acc)``, which
-        ``Part`` makes: their read-only broadcast, on the GPU of one device word;
+        kernels read it), or a Python or NumPy number (the values ``np.asarray(a).astype(acc)``,
+        which ``Part`` makes: their read-only broadcast, on the GPU of one device word;
         a complex number for a real accumulator goes the ``Part`` way).  On the GPU, flags and
         coefficients on another device than ``x`` (which ``lean_arrays`` found current) go the
         ``Part`` way, which copies them to ``x``'s device, and so does an ``out`` that may overlap
@@ -182,7 +182,9 @@ class Kind:
                                else self.xp.ascontiguousarray(a))
                 else:
                     aux.append(a if a.dtype == acc else a.astype(acc))
-            elif type(a) in (int, float, complex):
+            elif type(a) in (int, float, complex) or isinstance(a, np.number):
+                # (a NumPy scalar's dtype is in the kind's key, options_key: this kind's dtypes
+                # were resolved for that strong dtype, as Part resolves them)
                 if type(a) is int and not _NUMPY_INTS[0] <= a <= _NUMPY_INTS[1]:
                     # NumPy keeps such an int as an object: NumPy 1's a*b is an object array, which
                     # the Part route refuses, NumPy 2 takes it weakly; this kind's dtype was resolved
@@ -191,7 +193,7 @@ class Kind:
                 check_int_coefficient(a, acc)  # out of an integer acc's range: the Part route raises it
                 if not self.gpu:
                     aux.append(np.broadcast_to(np.asarray(a).astype(acc), x.shape))
-                elif type(a) is complex and acc.kind != "c":
+                elif isinstance(a, (complex, np.complexfloating)) and acc.kind != "c":
                     return None
                 else:  # one coefficient read for every item (backends/cuda/ext_states.one_coefficient)
                     aux.append(self.be.one_coefficient(a, acc, x.shape))
@@ -278,7 +280,10 @@ _NUMPY_INTS = (-2**63, 2**64 - 1)  # the Python ints NumPy holds as int64 or uin
 
 def _kindable(name, value, array_type) -> bool:
     """Whether an option (as :func:`options_key` keys it) can take the cheap way (:meth:`Kind.aux`):
-    arrays of the input's own type (NumPy, CuPy), coefficients also as Python numbers."""
+    arrays of the input's own type (NumPy, CuPy), coefficients also as Python or NumPy numbers
+    (not bools: ``Part`` makes rows of those; a 0-d array neither: on the GPU its value is on the
+    device, and the one-word route wants it on the host)."""
     if name not in _ARRAYS or value[0] is type(None):
         return True
-    return value[0] is array_type or name == "coefficients" and value[0] in (int, float, complex)
+    return value[0] is array_type or name == "coefficients" and (value[0] in (int, float, complex)
+                                                                 or issubclass(value[0], np.number))

@@ -38,6 +38,8 @@ pytestmark = [pytest.mark.anyranks, pytest.mark.timeout(600)]
 
 LAYOUTS = ["contiguous", "contiguous", "strided", "reversed", "readonly", "list", "other dtype"]
 ARRAYS = ("b", "i", "flags", "a")  # float data, integer data, segment flags, coefficients
+SCALAR_A = {"contiguous": 0.75, "strided": np.float64(0.75), "reversed": np.float32(0.75),
+            "readonly": np.float16(0.75), "list": 0.75, "other dtype": np.float32(0.75)}
 SCANS = ["segmented int", "segmented float", "segmented reverse", "recurrence", "recurrence scalar a",
          "recurrence segments", "compensated", "sum int", "sum float"]
 
@@ -97,7 +99,7 @@ def _call(scan, parts, out, comm):
     if scan == "recurrence":
         return distscan.linear_recurrence(a, x_f, **kw)
     if scan == "recurrence scalar a":
-        return distscan.linear_recurrence(0.75, x_f, reverse=True, **kw)
+        return distscan.linear_recurrence(parts["scalar a"], x_f, reverse=True, **kw)
     if scan == "recurrence segments":
         return distscan.linear_recurrence(a, x_f, segments=f, **kw)
     if scan == "compensated":
@@ -141,7 +143,10 @@ class KindCacheMachine(RuleBasedStateMachine):
         self._lay_out()
 
     def _lay_out(self, keys=ARRAYS):
-        """This rank's parts of the global arrays, each in its layout."""
+        """This rank's parts of the global arrays, each in its layout; the scalar ``a`` 0.75 as a
+        Python or NumPy number by the coefficients' layout (each a kind of its own; the result
+        float64 for all of them with float64 ``b``)."""
+        self.parts["scalar a"] = SCALAR_A[self.layout["a"]]
         for k in keys:
             layout = self.layout[k] if self.layout[k] != "other dtype" or k in ("flags", "a") else "contiguous"
             self.parts[k] = _laid_out(rank_part(self.g[k], self.counts, self.comm), layout)
@@ -265,8 +270,8 @@ def test_state_calls_take_the_cached_kind_and_give_the_general_answer(comm):
 
 
 def test_options_of_other_kinds_take_the_long_way(comm):
-    """Flags that are not bool, coefficients that broadcast or are a NumPy scalar, a list: the long
-    way, the same answer as bool flags and full coefficient arrays."""
+    """Flags that are not bool, coefficients that broadcast, a list: the long way; a NumPy scalar
+    the cheap one (below): the same answer as bool flags and full coefficient arrays."""
     rng = shared_rng(comm)
     counts = random_counts(rng, comm.size, 30, empty=0)
     n = int(counts.sum())
@@ -278,6 +283,38 @@ def test_options_of_other_kinds_take_the_long_way(comm):
         for _ in range(2):
             got = distscan.linear_recurrence(a, xb, segments=flags_as, comm=comm)
             all_ranks_ok(comm, lambda: np.testing.assert_array_equal(got, want))
+
+
+@pytest.mark.parametrize("a", [np.float64(0.5), np.float32(0.5), np.float16(-0.5), np.int64(3), np.int8(-2),
+                               np.complex64(0.5 + 0.25j)], ids=lambda a: type(a).__name__)
+def test_numpy_scalar_coefficients_take_the_cheap_way(comm, monkeypatch, a):
+    """A NumPy scalar ``a`` is one kind a dtype (its dtype is strong: float32 ``a`` with float16
+    ``b`` computes in float32, float64 ``a`` with float32 ``b`` in float64): after the first call
+    no call of it builds a ``Part``, and each gives the long way's answer (a strided ``b``), whose
+    dtype it keeps.  Ranks pass it in turns with a Python number of another kind in between."""
+    rng = shared_rng(comm)
+    counts = random_counts(rng, comm.size, 40)
+    n = int(counts.sum())
+    data = rng.integers(-3, 4, n) if np.dtype(type(a)).kind in "iu" else rng.standard_normal(n)
+    for b_dtype in ((np.int64, np.int32) if np.dtype(type(a)).kind in "iu" else (np.float32, np.float64, np.float16)):
+        xb = rank_part(data.astype(b_dtype), counts, comm)
+        strided = np.zeros(2 * len(xb), xb.dtype)
+        strided[::2] = xb
+        long_way = distscan.linear_recurrence(a, strided[::2], comm=comm)
+        assert long_way.dtype == np.result_type(a, xb.dtype)
+        distscan.linear_recurrence(a, xb, comm=comm)  # the kind remembered
+        distscan.linear_recurrence(1, xb, comm=comm)  # a Python number between: another kind
+        built = []
+        real_part = distscan.api.Part
+        monkeypatch.setattr(distscan.api, "Part", lambda *args, **kw: built.append(1) or real_part(*args, **kw))
+        try:
+            for _ in range(3):
+                got = distscan.linear_recurrence(a, xb, comm=comm)
+                all_ranks_ok(comm, lambda: (np.testing.assert_array_equal(got, long_way),
+                                            np.testing.assert_equal(got.dtype, long_way.dtype)))
+        finally:
+            monkeypatch.setattr(distscan.api, "Part", real_part)
+        all_ranks_ok(comm, lambda: np.testing.assert_equal(built, []))
 
 
 def test_linear_recurrence_initial_zero_in_any_form(comm):

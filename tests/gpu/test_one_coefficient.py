@@ -218,3 +218,25 @@ def test_numbers_past_the_cache_s_bound_get_words_of_their_own(monkeypatch, rng)
         np.testing.assert_array_equal(cp.asnumpy(got), was)
     clear_caches()
     assert not ext_states.ONE_COEFFICIENTS and not ext_states._TAME_AT
+
+
+@pytest.mark.parametrize("a", [np.float32(0.875), np.float64(-0.5), np.float32(1.25), np.complex64(0.5 + 0.5j)],
+                         ids=lambda a: f"{type(a).__name__}({a})")
+def test_a_numpy_scalar_takes_the_warm_route_and_the_cold_one_s_bits(monkeypatch, a, rng):
+    """A NumPy scalar ``a`` is a call kind of its own (its dtype is strong): after the first call
+    no call builds a ``Part``, and each gives the cold route's bits (a strided ``b`` takes it),
+    in the dtype NumPy gives ``a*b``."""
+    n = 100_003
+    b = cp.asarray(rng.standard_normal(2 * n).astype(np.float32))
+    cold = distscan.linear_recurrence(a, b[::2], comm=SELF)
+    assert cold.dtype == np.result_type(a, np.float32)
+    warm_b = cp.ascontiguousarray(b[::2])
+    distscan.linear_recurrence(a, warm_b, comm=SELF)
+    built = []
+    real_part = distscan.api.Part
+    monkeypatch.setattr(distscan.api, "Part", lambda *args, **kw: built.append(1) or real_part(*args, **kw))
+    for _ in range(3):
+        got = distscan.linear_recurrence(a, warm_b, comm=SELF)
+        assert got.dtype == cold.dtype
+        np.testing.assert_array_equal(cp.asnumpy(got), cp.asnumpy(cold))
+    assert not built
