@@ -142,7 +142,7 @@ class Kind:
         Segment flags: a bool array of ``x``'s type and shape, as it is: the CPU's loops take
         any layout, and the GPU's scan and reduction make them contiguous
         (``backends/cuda/ext_states.aux_arrays``), as ``Part`` does.
-        Coefficients: an array of ``x``'s type and shape (cast to the accumulator dtype, as
+        Coefficients: an array of ``x``'s type and shape or a 0-d one (cast to the accumulator dtype, as
         ``Part`` casts it, here before the exchange; on the GPU also made contiguous, as the
         kernels read it), or a Python or NumPy number (the values ``np.asarray(a).astype(acc)``,
         which ``Part`` makes: their read-only broadcast, on the GPU of one device word;
@@ -170,7 +170,12 @@ class Kind:
             a, acc = options["coefficients"], self.types.acc
             if type(a) is self.array_type:
                 if a.shape != x.shape:
-                    return None
+                    if a.ndim or self.gpu and a.data.device_id != x.data.device_id:
+                        return None
+                    # a 0-d array: one coefficient for every item, as Part broadcasts it (on the
+                    # GPU the kernels read its one word, coefficient_row; its value stays there)
+                    aux.append(self.xp.broadcast_to(a if a.dtype == acc else a.astype(acc), x.shape))
+                    continue
                 if self.gpu:
                     if a.data.device_id != x.data.device_id:
                         return None
@@ -281,8 +286,7 @@ _NUMPY_INTS = (-2**63, 2**64 - 1)  # the Python ints NumPy holds as int64 or uin
 def _kindable(name, value, array_type) -> bool:
     """Whether an option (as :func:`options_key` keys it) can take the cheap way (:meth:`Kind.aux`):
     arrays of the input's own type (NumPy, CuPy), coefficients also as Python or NumPy numbers
-    (not bools: ``Part`` makes rows of those; a 0-d array neither: on the GPU its value is on the
-    device, and the one-word route wants it on the host)."""
+    (not bools: ``Part`` makes rows of those)."""
     if name not in _ARRAYS or value[0] is type(None):
         return True
     return value[0] is array_type or name == "coefficients" and (value[0] in (int, float, complex)

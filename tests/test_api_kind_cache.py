@@ -286,22 +286,23 @@ def test_options_of_other_kinds_take_the_long_way(comm):
 
 
 @pytest.mark.parametrize("a", [np.float64(0.5), np.float32(0.5), np.float16(-0.5), np.int64(3), np.int8(-2),
-                               np.complex64(0.5 + 0.25j)], ids=lambda a: type(a).__name__)
+                               np.complex64(0.5 + 0.25j), np.array(0.5), np.array(-0.5, np.float32)],
+                         ids=lambda a: f"{type(a).__name__}-{a.dtype}")
 def test_numpy_scalar_coefficients_take_the_cheap_way(comm, monkeypatch, a):
-    """A NumPy scalar ``a`` is one kind a dtype (its dtype is strong: float32 ``a`` with float16
-    ``b`` computes in float32, float64 ``a`` with float32 ``b`` in float64): after the first call
-    no call of it builds a ``Part``, and each gives the long way's answer (a strided ``b``), whose
-    dtype it keeps.  Ranks pass it in turns with a Python number of another kind in between."""
+    """A NumPy scalar or 0-d array ``a`` is one kind a dtype (its dtype is strong, as in NumPy 2:
+    float32 ``a`` with float16 ``b`` computes in float32, float64 ``a`` with float32 ``b`` in
+    float64): after the first call no call of it builds a ``Part``, and each gives the long way's
+    answer (a strided ``b``), whose dtype it keeps.  A Python number of another kind between."""
     rng = shared_rng(comm)
     counts = random_counts(rng, comm.size, 40)
     n = int(counts.sum())
-    data = rng.integers(-3, 4, n) if np.dtype(type(a)).kind in "iu" else rng.standard_normal(n)
-    for b_dtype in ((np.int64, np.int32) if np.dtype(type(a)).kind in "iu" else (np.float32, np.float64, np.float16)):
+    data = rng.integers(-3, 4, n) if a.dtype.kind in "iu" else rng.standard_normal(n)
+    for b_dtype in ((np.int64, np.int32) if a.dtype.kind in "iu" else (np.float32, np.float64, np.float16)):
         xb = rank_part(data.astype(b_dtype), counts, comm)
         strided = np.zeros(2 * len(xb), xb.dtype)
         strided[::2] = xb
         long_way = distscan.linear_recurrence(a, strided[::2], comm=comm)
-        assert long_way.dtype == np.result_type(a, xb.dtype)
+        assert long_way.dtype == np.result_type(a.dtype, xb.dtype)
         distscan.linear_recurrence(a, xb, comm=comm)  # the kind remembered
         distscan.linear_recurrence(1, xb, comm=comm)  # a Python number between: another kind
         built = []

@@ -220,16 +220,19 @@ def test_numbers_past_the_cache_s_bound_get_words_of_their_own(monkeypatch, rng)
     assert not ext_states.ONE_COEFFICIENTS and not ext_states._TAME_AT
 
 
-@pytest.mark.parametrize("a", [np.float32(0.875), np.float64(-0.5), np.float32(1.25), np.complex64(0.5 + 0.5j)],
-                         ids=lambda a: f"{type(a).__name__}({a})")
+@pytest.mark.parametrize("a", [np.float32(0.875), np.float64(-0.5), np.float32(1.25), np.complex64(0.5 + 0.5j),
+                               "0-d float32", "0-d float64"], ids=str)
 def test_a_numpy_scalar_takes_the_warm_route_and_the_cold_one_s_bits(monkeypatch, a, rng):
-    """A NumPy scalar ``a`` is a call kind of its own (its dtype is strong): after the first call
-    no call builds a ``Part``, and each gives the cold route's bits (a strided ``b`` takes it),
-    in the dtype NumPy gives ``a*b``."""
+    """A NumPy scalar or a 0-d CuPy array ``a`` is a call kind of its own (its dtype is strong):
+    after the first call no call builds a ``Part``, and each gives the cold route's bits (a
+    strided ``b`` takes it), in the dtype NumPy 2 gives ``a*b``.  A 0-d array's word is read
+    where it is (changed between calls, the next call reads the new value)."""
+    if isinstance(a, str):
+        a = cp.asarray(np.array(0.75, a.split()[1]))
     n = 100_003
     b = cp.asarray(rng.standard_normal(2 * n).astype(np.float32))
     cold = distscan.linear_recurrence(a, b[::2], comm=SELF)
-    assert cold.dtype == np.result_type(a, np.float32)
+    assert cold.dtype == np.result_type(a.dtype, np.float32)
     warm_b = cp.ascontiguousarray(b[::2])
     distscan.linear_recurrence(a, warm_b, comm=SELF)
     built = []
@@ -240,3 +243,8 @@ def test_a_numpy_scalar_takes_the_warm_route_and_the_cold_one_s_bits(monkeypatch
         assert got.dtype == cold.dtype
         np.testing.assert_array_equal(cp.asnumpy(got), cp.asnumpy(cold))
     assert not built
+    if isinstance(a, cp.ndarray):
+        a[...] = -0.25
+        want = distscan.linear_recurrence(cp.full(n, -0.25, a.dtype), warm_b, comm=SELF)  # (the array's bits)
+        np.testing.assert_array_equal(cp.asnumpy(distscan.linear_recurrence(a, warm_b, comm=SELF)), cp.asnumpy(want))
+        assert not built
