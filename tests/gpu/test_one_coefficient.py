@@ -134,6 +134,13 @@ def test_a_coefficient_row_is_found_only_where_every_row_repeats_it():
               np.broadcast_to(np.float32(0.5), (7,))):
         row, mode = coefficient_row(a)
         assert row is None and mode == 0
+    # one_coefficient's words are tame (mode 2) in every shape a call broadcasts them to: Part's
+    # 1-D rows (n, 1) keep the word's item stride on their axis of one (the Part route's 1-D
+    # calls were never tame, where Kind's were: their bits differed, tests/gpu/test_kinds.py)
+    from distscan.backends.cuda.ext_states import one_coefficient
+    for shape in ((7,), (7, 1), (7, 3)):
+        row, mode = coefficient_row(one_coefficient(0.5, np.dtype(np.float32), shape))
+        assert row.shape == (shape[-1] if len(shape) > 1 else 1,) and mode == 2, shape
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "complex64"])

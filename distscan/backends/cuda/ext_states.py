@@ -138,7 +138,10 @@ def coefficient_row(a):
     caller's ``cupy.broadcast_to``): the kernels read its row for every item instead of n copies."""
     if type(a) is not cp.ndarray or a.ndim == 0 or a.shape[0] < 2 or a.strides[0] != 0:
         return None, 0
-    tame = not any(a.strides) and _TAME_AT.get(a.data.ptr, False)
+    # (tame: a view of one of one_coefficient's words, every item that word: a stride along each
+    # axis of more than one item is 0.  Not every stride: CuPy's broadcast of a (1,) word to
+    # (n, 1) keeps the item stride on the axis of one, so Part's 1-D rows were never tame)
+    tame = all(s == 0 or d == 1 for s, d in zip(a.strides, a.shape)) and _TAME_AT.get(a.data.ptr, False)
     return cp.ascontiguousarray(a[0]).reshape(-1), 2 if tame else 1
 
 
