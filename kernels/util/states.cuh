@@ -354,9 +354,12 @@ template <typename R> struct AffineMulCoefFirst {
     static __device__ __forceinline__ bool bounded(R a) { return fabs(a) <= R(1); }
     static __device__ __forceinline__ bool finite(R a) { return isfinite(a); }
     static __device__ __forceinline__ R coef(R a, R y) { return (y == R(0) && !isfinite(a)) ? R(0) : a; }
-    // mul and mul_add with coef(a, y) == a (a finite): the same expressions, so the same contraction
+    // mul and mul_add with coef(a, y) == a (a finite).  a*y + b is one explicit FMA: left to nvcc,
+    // the contraction differed between the rule's kernels and the tame ones (DISTSCAN_COEF_TAME),
+    // whose results then differed by an ulp at some 10 % of items (a scalar a against the same
+    // values as an array, 2026-11-29); an FMA in every path gives every path the same bits.
     static __device__ __forceinline__ R ieee_mul(R a, R y) { return Wrap<R>::mul(a, y); }
-    static __device__ __forceinline__ R ieee_mul_add(R a, R y, R b) { return Wrap<R>::add(Wrap<R>::mul(a, y), b); }
+    static __device__ __forceinline__ R ieee_mul_add(R a, R y, R b) { return Rounded<R>::fma(a, y, b); }
     static __device__ __forceinline__ R mul(R a, R y) { return ieee_mul(coef(a, y), y); }
     static __device__ __forceinline__ R mul_add(R a, R y, R b) { return ieee_mul_add(coef(a, y), y, b); }
 };
