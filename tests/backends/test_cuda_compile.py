@@ -211,7 +211,9 @@ def _nvrtc_compile(lib, key) -> str:
     import ctypes
 
     src, _ = cc._source()
-    opts = [*cc.options(key), "-arch=compute_90"]
+    # the options CuPy adds to ours (cupy/cuda/compiler.py, without jitify): unannotated functions
+    # and lambdas are device functions there, which NVRTC 13.0 refuses without the flag
+    opts = [*cc.options(key), "-ftz=true", "-arch=compute_90", "--device-as-default-execution-space"]
     prog = ctypes.c_void_p()
     assert lib.nvrtcCreateProgram(ctypes.byref(prog), (src + key.source).encode(), b"scan_kernels.cu", 0, None,
                                   None) == 0
@@ -232,9 +234,10 @@ def _nvrtc_compile(lib, key) -> str:
 def test_the_modules_compile_with_nvrtc():
     """The host compiles the kernels with NVRTC (CuPy's RawModule), which needs no GPU: the plain,
     extended and columns modules of _ext_keys compile with the NVRTC found (the pip package's, the
-    newest, where .ci/run installed it).  NVRTC 13.5 refuses a function without an
-    execution space in its JIT mode, which 13.0 took: three constexpr helpers had none, and every
-    module failed to compile with it (2026-11-28).  float16 modules need cuda_fp16.h: left out."""
+    newest, where .ci/run installed it), with the options CuPy gives it.  (Without CuPy's
+    ``--device-as-default-execution-space`` NVRTC 13.5 refused three unannotated constexpr helpers
+    and 13.0 the generic lambdas: found 2026-11-28 and -29 by calls without it; CuPy's own
+    compiles never met either.)  float16 modules need cuda_fp16.h: left out."""
     lib = _nvrtc_library()
     if lib is None:
         pytest.skip("no libnvrtc (pip install nvidia-cuda-nvrtc)")

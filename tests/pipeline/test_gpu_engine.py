@@ -164,7 +164,10 @@ def test_float_sums_wait_for_the_gpu_and_give_the_same_bytes(shared_tmp_path, co
 def test_ranks_beyond_the_gpus_scan_on_the_host(shared_tmp_path, comm, small_chunks, stand_in, monkeypatch, rng):
     monkeypatch.delenv("DISTSCAN_ALLOW_SHARED_GPU", raising=False)
     monkeypatch.delenv("DISTSCAN_GPU", raising=False)
-    a = rng.integers(0, 100, 9_001).astype(np.int64)
+    # float64 (sums exact): a float scan waits for its GPU; an integer one scans on the host while
+    # the GPU starts (GpuEngine.exact), so under load rank 0's GPU took no chunk and its backend
+    # read "cpu" (CI of f0c02cf at 2 ranks, 2026-11-29)
+    a = rng.integers(0, 100, 9_001).astype(np.float64)
     inp, out = _files(comm, shared_tmp_path, a)
     job = pipeline.Job(input=inp, output=out, backend="cuda", force=True)
     report = _run(comm, job, lambda j, c: run_gpu(j, c, chunks_class=HostChunks, count=lambda: 1))
