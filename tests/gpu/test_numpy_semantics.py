@@ -120,3 +120,19 @@ def test_local_axis_results_are_c_contiguous():
         got = distscan.cumsum(x, axis=axis, comm=COMM)
         assert got.flags.c_contiguous
         np.testing.assert_array_equal(cp.asnumpy(got), np.cumsum(cp.asnumpy(x), axis=axis))
+
+
+@pytest.mark.xfail(strict=True, reason="KNOWN BUG (found 2026-11-29): CuPy compiles every RawModule with -ftz=true, "
+                   "after our options, so the float32 kernels flush subnormals to zero (NumPy keeps them); the fix "
+                   "is a compile of our own without it (benchmarks/NOTES-gpu.md, fifty-second session)")
+@pytest.mark.parametrize("call", ["cumsum", "reverse", "recurrence"])
+def test_float32_subnormals_are_kept_as_numpy_keeps_them(call):
+    """cumsum of 1000 copies of float32's smallest subnormal is 1000 of them, as NumPy's (and
+    CuPy's own cumsum) give; the kernels flush each to 0 today (ftz_probe.py, exp3 of s52)."""
+    tiny = np.finfo(np.float32).smallest_subnormal
+    x = np.full(1000, tiny, np.float32)
+    d = cp.asarray(x)
+    got = {"cumsum": lambda: distscan.cumsum(d, comm=COMM),
+           "reverse": lambda: distscan.cumsum(d, reverse=True, comm=COMM)[::-1],
+           "recurrence": lambda: distscan.linear_recurrence(1.0, d, comm=COMM)}[call]()
+    np.testing.assert_array_equal(cp.asnumpy(got), np.cumsum(x))
