@@ -289,10 +289,11 @@ def test_options_of_other_kinds_take_the_long_way(comm):
                                np.complex64(0.5 + 0.25j), np.array(0.5), np.array(-0.5, np.float32)],
                          ids=lambda a: f"{type(a).__name__}-{a.dtype}")
 def test_numpy_scalar_coefficients_take_the_cheap_way(comm, monkeypatch, a):
-    """A NumPy scalar or 0-d array ``a`` is one kind a dtype (its dtype is strong, as in NumPy 2:
-    float32 ``a`` with float16 ``b`` computes in float32, float64 ``a`` with float32 ``b`` in
-    float64): after the first call no call of it builds a ``Part``, and each gives the long way's
-    answer (a strided ``b``), whose dtype it keeps.  A Python number of another kind between."""
+    """A NumPy scalar or 0-d array ``a`` is one kind a dtype (as NumPy 2 resolves it: float32 ``a``
+    with float16 ``b`` computes in float32, float64 ``a`` with float32 ``b`` in float64; NumPy 1
+    reads a float64 scalar's value): after the first call no call of it builds a ``Part``, and
+    each gives the long way's answer (a strided ``b``), whose dtype it keeps.  A Python number of
+    another kind between."""
     rng = shared_rng(comm)
     counts = random_counts(rng, comm.size, 40)
     n = int(counts.sum())
@@ -302,7 +303,9 @@ def test_numpy_scalar_coefficients_take_the_cheap_way(comm, monkeypatch, a):
         strided = np.zeros(2 * len(xb), xb.dtype)
         strided[::2] = xb
         long_way = distscan.linear_recurrence(a, strided[::2], comm=comm)
-        assert long_way.dtype == np.result_type(a.dtype, xb.dtype)
+        # (NumPy's a*b: np.float64 and np.complex128 are Python floats and complexes, whose value
+        # NumPy 1 reads to resolve, the others by their dtype)
+        assert long_way.dtype == np.result_type(a if isinstance(a, (float, complex)) else a.dtype, xb.dtype)
         distscan.linear_recurrence(a, xb, comm=comm)  # the kind remembered
         distscan.linear_recurrence(1, xb, comm=comm)  # a Python number between: another kind
         built = []
