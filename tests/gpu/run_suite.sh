@@ -58,7 +58,7 @@ run_spare operators-starts $G/test_operators.py -k "$STARTS" &
 run operators-rest $G/test_operators.py -k "not ($BIG) and not ($CPU) and not ($STARTS)" &
 run command $G/test_columns.py $G/test_one_coefficient.py $G/test_command.py $G/test_kinds.py $G/test_promises.py $G/test_ranks_differ.py $G/test_seeded_scans.py &
 run mpi $G/test_mpi.py &  # mpirun jobs, several ranks sharing one GPU where only one is visible
-run api $G/test_state_columns.py $G/test_scan.py $G/test_segment_carries.py $G/test_hotpath.py $G/test_launches.py $G/test_algorithms.py $G/test_numpy_semantics.py $G/test_recurrence_initial.py &
+run api $G/test_compile_cache.py $G/test_state_columns.py $G/test_scan.py $G/test_segment_carries.py $G/test_hotpath.py $G/test_launches.py $G/test_algorithms.py $G/test_numpy_semantics.py $G/test_recurrence_initial.py &
 wait
 run big $G/test_operators.py -k "$BIG"
 date -u

@@ -122,13 +122,11 @@ def test_local_axis_results_are_c_contiguous():
         np.testing.assert_array_equal(cp.asnumpy(got), np.cumsum(cp.asnumpy(x), axis=axis))
 
 
-@pytest.mark.xfail(strict=True, reason="KNOWN BUG (found 2026-11-29): CuPy compiles every RawModule with -ftz=true, "
-                   "after our options, so the float32 kernels flush subnormals to zero (NumPy keeps them); the fix "
-                   "is a compile of our own without it (benchmarks/NOTES-gpu.md, fifty-second session)")
 @pytest.mark.parametrize("call", ["cumsum", "reverse", "recurrence"])
 def test_float32_subnormals_are_kept_as_numpy_keeps_them(call):
     """cumsum of 1000 copies of float32's smallest subnormal is 1000 of them, as NumPy's (and
-    CuPy's own cumsum) give; the kernels flush each to 0 today (ftz_probe.py, exp3 of s52)."""
+    CuPy's own cumsum) give; compiled by CuPy's RawModule (-ftz=true) the kernels flushed each to
+    0 (ftz_probe.py, s52): compile.raw_module compiles without it."""
     tiny = np.finfo(np.float32).smallest_subnormal
     x = np.full(1000, tiny, np.float32)
     d = cp.asarray(x)

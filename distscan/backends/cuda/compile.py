@@ -3,10 +3,10 @@
 The kernels are C++ templates (``kernels/scan_kernels.cu``) on the item types, the
 operator functor and the tile shape.  One CuPy ``RawModule`` is compiled with NVRTC per
 (input, accumulator, output types, operator, tile shape), with the instantiations it needs
-named by ``name_expressions`` (:func:`names`); CuPy keeps the compiled module in its disk
-cache (``CUPY_CACHE_DIR``, written atomically), name expressions included from CuPy 14.2,
-so later processes load it instead of compiling, and :func:`precompile` can build many in
-parallel processes.  Modules are also memoized in the process per device.  The source
+named by ``name_expressions`` (:func:`names`), through CuPy's ``compile_using_nvrtc`` without
+the -ftz=true of its RawModule (:func:`raw_module`); the compiled module and its lowered names
+are kept in a disk cache (:func:`cache_dir`, written atomically), so later processes load it
+instead of compiling, and :func:`precompile` can build many in parallel processes.  Modules are also memoized in the process per device.  The source
 text handed to NVRTC starts with a hash of every file in ``kernels/`` and its folders, so the
 disk cache, keyed on that text, never serves a binary built from older headers.
 
@@ -384,15 +384,70 @@ def get_functions(key: ModuleKey, device_id: int) -> dict:
         src, _ = _source()
         by_role = names(key)
         with cupy.cuda.Device(device_id):
-            mod = cupy.RawModule(code=src + key.source, options=options(key),
-                                 name_expressions=tuple(by_role.values()))
-            funcs = {role: mod.get_function(expr) for role, expr in by_role.items()}
+            kernel = raw_module(src + key.source, options(key), tuple(by_role.values()))
+            funcs = {role: kernel(expr) for role, expr in by_role.items()}
         _MODULES[cache_key] = funcs
     return funcs
 
 
+# CuPy compiles a RawModule given as source with -ftz=true after the caller's options
+# (cupy/cuda/compiler.py, _compile_with_cache_cuda), and NVRTC takes the last: float32 subnormal
+# inputs and results became 0 (a cumsum of float32's smallest subnormals was 0, NumPy's 1.4e-42:
+# s52's ftz_probe.py, one H200), and a subnormal compared with 0 was a zero.  So the kernels are
+# compiled through CuPy's compile_using_nvrtc, which adds the architecture and
+# --device-as-default-execution-space but no -ftz, with -ftz=false said outright; the binary and
+# its lowered names are kept in a disk cache of distscan's own (the same folder as CuPy's) and
+# loaded with RawModule(path=...).  Assumption: a file of the cache is whole once its name exists
+# (written to a temporary name, then renamed), and its name covers everything that changes the
+# binary: the source (which starts with a hash of every kernels/ file), the options, NVRTC's
+# version, the device's architecture and CuPy's version.
+NO_FTZ = ("-ftz=false",)
+
+
+def cache_dir() -> Path:
+    """Where the compiled modules are kept: ``DISTSCAN_CACHE_DIR``, else a ``distscan`` folder in
+    CuPy's kernel cache (``CUPY_CACHE_DIR``, else ``~/.cupy/kernel_cache``)."""
+    own = os.environ.get("DISTSCAN_CACHE_DIR")
+    if own:
+        return Path(own)
+    return Path(os.environ.get("CUPY_CACHE_DIR") or os.path.expanduser("~/.cupy/kernel_cache")) / "distscan"
+
+
+def raw_module(code: str, opts, name_expressions: tuple):
+    """``get(name_expression) -> cupy.RawKernel`` of ``code`` compiled with NVRTC for the current
+    device, without CuPy's -ftz=true (see above), from the disk cache where it is there."""
+    import json
+    import tempfile
+
+    import cupy
+    from cupy.cuda import compiler, nvrtc
+
+    opts = tuple(opts) + NO_FTZ
+    arch = "".join(str(v) for v in cupy.cuda.Device().compute_capability)
+    tag = repr((code, opts, name_expressions, nvrtc.getVersion(), arch, cupy.__version__)).encode()
+    folder = cache_dir()
+    binary = folder / f"{hashlib.sha256(tag).hexdigest()}.module"
+    names_file = binary.with_suffix(".names")
+    mapping = None
+    if binary.exists():
+        try:
+            mapping = json.loads(names_file.read_text())
+        except (OSError, ValueError):
+            mapping = None
+    if mapping is None:
+        obj, mapping = compiler.compile_using_nvrtc(code, opts, arch=arch, name_expressions=name_expressions)
+        folder.mkdir(parents=True, exist_ok=True)
+        for path, data in ((names_file, json.dumps(mapping).encode()),
+                           (binary, obj.encode() if isinstance(obj, str) else obj)):
+            with tempfile.NamedTemporaryFile(dir=folder, delete=False) as f:
+                f.write(data)
+            os.replace(f.name, path)  # (the names first: a binary's name says both are whole)
+    mod = cupy.RawModule(path=str(binary))
+    return lambda expr: mod.get_function(mapping[expr])
+
+
 def _precompile_worker(keys):
-    import cupy  # noqa: F401  (each worker compiles into CuPy's disk cache)
+    import cupy  # noqa: F401  (each worker compiles into the disk cache)
 
     for key in keys:
         get_functions(key, 0)
@@ -400,7 +455,7 @@ def _precompile_worker(keys):
 
 
 def precompile(keys, processes: int | None = None) -> None:
-    """Compile many modules in parallel processes, filling CuPy's disk cache.
+    """Compile many modules in parallel processes, filling the disk cache (:func:`cache_dir`).
 
     NVRTC is single-threaded per program; a test run that needs ~100 modules
     compiles them ``processes`` at a time, then every process loads them from the

@@ -87,7 +87,7 @@ def aux_places(op: Op) -> tuple:
 # - an entry is never freed while a call's kernels may read it: kernels on any stream read it and
 #   nothing says when they are done, so entries stay until clear_caches, which waits for the
 #   devices first (freed sooner, the side stream's next allocation could take the word and fill
-#   it under a kernel still queued).  So at most _MAX_ONES distinct numbers a device get an entry;
+#   it under a kernel still queued).  So at most _MAX_ONES distinct numbers (all devices) get an entry;
 #   later ones get a word of their own on the caller's stream, ordered with the call's kernels
 #   like any temporary, and not tame (its pointer is not in _TAME_AT, so never mistaken for one).
 ONE_COEFFICIENTS: dict = {}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..absorb import ArraySearch
+from .compile import raw_module
 from .device import cp, device_info
 
 _SOURCE = r"""
@@ -85,18 +86,19 @@ __global__ void tail_marks(const T* x, long long sx, const T* y, long long sy, l
 """
 
 _NAMES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
-_MODULE = None
+_MODULES: dict = {}  # by device (a binary is for one architecture)
 _THREADS = 256
 
 
 def _kernel(name: str, dtype):
-    global _MODULE
-    if _MODULE is None:  # (one module for both dtypes; CuPy caches its binary on disk and loads it on each
-        # GPU where it is first called; two threads that build it at once build the same module)
-        _MODULE = cp.RawModule(code=_SOURCE, options=("--std=c++17",),
-                               name_expressions=[f"{k}<{t}>" for k in ("first_zero", "tail_marks")
-                                                 for t in _NAMES.values()])
-    return _MODULE.get_function(f"{name}<{_NAMES[dtype]}>")
+    dev = cp.cuda.runtime.getDevice()
+    module = _MODULES.get(dev)
+    if module is None:  # (one module for both dtypes, cached on disk; two threads that build it at
+        # once build the same module; without -ftz, compile.raw_module: a subnormal is not a zero)
+        module = _MODULES[dev] = raw_module(_SOURCE, ("--std=c++17",),
+                                            tuple(f"{k}<{t}>" for k in ("first_zero", "tail_marks")
+                                                  for t in _NAMES.values()))
+    return module(f"{name}<{_NAMES[dtype]}>")
 
 
 def _stride(a) -> int | None:
