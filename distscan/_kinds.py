@@ -12,7 +12,7 @@ import numpy as np
 
 from ._arrays import may_overlap
 from ._caches import publish
-from ._dtypes import check_int_coefficient
+from ._dtypes import check_int_coefficient, recurrence_dtype
 from .dist.plan import ScanPlan
 
 # Plans and call kinds kept at most; the oldest go first (they are only this rank's shortcuts).
@@ -189,7 +189,13 @@ class Kind:
                     aux.append(a if a.dtype == acc else a.astype(acc))
             elif type(a) in (int, float, complex) or isinstance(a, np.number):
                 # (a NumPy scalar's dtype is in the kind's key, options_key: this kind's dtypes
-                # were resolved for that strong dtype, as Part resolves them)
+                # were resolved for that strong dtype, as Part resolves them; but NumPy 1 reads
+                # the value of a Python number, np.float64 and np.complex128 among them: 1e300
+                # with float32 b computes in float64 there, 0.5 in float32, so such a number
+                # whose dtype is not this kind's goes the Part way)
+                if _VALUE_TYPED and isinstance(a, (int, float, complex)) and \
+                        recurrence_dtype(a, x.dtype) != self.fields[2]:
+                    return None
                 if type(a) is int and not _NUMPY_INTS[0] <= a <= _NUMPY_INTS[1]:
                     # NumPy keeps such an int as an object: NumPy 1's a*b is an object array, which
                     # the Part route refuses, NumPy 2 takes it weakly; this kind's dtype was resolved
@@ -281,6 +287,8 @@ def options_key(options):
 
 _ARRAYS = ("segments", "coefficients")  # the options that hold arrays
 _NUMPY_INTS = (-2**63, 2**64 - 1)  # the Python ints NumPy holds as int64 or uint64
+# NumPy 1 resolves a Python number's dtype in a*b by its value (NumPy 2 by its kind alone: NEP 50)
+_VALUE_TYPED = np.lib.NumpyVersion(np.__version__) < "2.0.0"
 
 
 def _kindable(name, value, array_type) -> bool:

@@ -321,6 +321,23 @@ def test_numpy_scalar_coefficients_take_the_cheap_way(comm, monkeypatch, a):
         all_ranks_ok(comm, lambda: np.testing.assert_equal(built, []))
 
 
+def test_numbers_whose_value_numpy_1_reads_keep_the_long_way_s_dtype(comm):
+    """NumPy 1 resolves a Python float's (and np.float64's) dtype in ``a*b`` by its value: 1e300
+    with float32 ``b`` computes in float64, 0.5 in float32.  A warm kind made by 0.5 must not take
+    1e300 (it computed float32 infinities where the long way gives float64).  On NumPy 2 both
+    are float32 (the value is weak)."""
+    b = np.arange(1, 6, dtype=np.float32) * np.float32(comm.rank + 1)
+    strided = np.zeros(2 * len(b), b.dtype)
+    strided[::2] = b
+    for a in (0.5, 1e300, 0.25, np.float64(0.5), np.float64(1e300), 1e300 + 0j, 0.5 + 0j):
+        with np.errstate(all="ignore"):
+            warm = distscan.linear_recurrence(a, b, comm=comm)
+            long_way = distscan.linear_recurrence(a, strided[::2], comm=comm)
+        all_ranks_ok(comm, lambda: (np.testing.assert_equal(warm.dtype, long_way.dtype),
+                                    np.testing.assert_array_equal(warm, long_way),
+                                    np.testing.assert_equal(warm.dtype, np.result_type(a, b))))
+
+
 def test_linear_recurrence_initial_zero_in_any_form(comm):
     """``initial`` 0, 0.0, -0.0, 0j, False, np.float64(0) and a zero row give the recurrence from 0;
     a nonzero Python number does not."""
