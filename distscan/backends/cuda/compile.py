@@ -395,7 +395,8 @@ def get_functions(key: ModuleKey, device_id: int) -> dict:
 # inputs and results became 0 (a cumsum of float32's smallest subnormals was 0, NumPy's 1.4e-42:
 # s52's ftz_probe.py, one H200), and a subnormal compared with 0 was a zero.  So the kernels are
 # compiled through CuPy's compile_using_nvrtc, which adds the architecture and
-# --device-as-default-execution-space but no -ftz, with -ftz=false said outright; the binary and
+# --device-as-default-execution-space but no -ftz, with RawModule's include folders
+# (assemble_cupy_compiler_options) and -ftz=false said outright; the binary and
 # its lowered names are kept in a disk cache of distscan's own (the same folder as CuPy's) and
 # loaded with RawModule(path=...).  Assumption: a file of the cache is whole once its name exists
 # (written to a temporary name, then renamed), and its name covers everything that changes the
@@ -420,9 +421,12 @@ def raw_module(code: str, opts, name_expressions: tuple):
     import tempfile
 
     import cupy
+    from cupy._core.core import assemble_cupy_compiler_options
     from cupy.cuda import compiler, nvrtc
 
-    opts = tuple(opts) + NO_FTZ
+    # (what RawModule's compile adds to the caller's options: the bundled CCCL's, CuPy's and the
+    # CUDA toolkit's include folders (cuda_fp16.h), and the C++ standard where none is given)
+    opts = assemble_cupy_compiler_options(tuple(opts)) + NO_FTZ
     arch = "".join(str(v) for v in cupy.cuda.Device().compute_capability)
     tag = repr((code, opts, name_expressions, nvrtc.getVersion(), arch, cupy.__version__)).encode()
     folder = cache_dir()
