@@ -1,4 +1,4 @@
-"""The kernels' own compile (``compile.raw_module``): NVRTC without CuPy's -ftz=true (float32
+"""The kernels' own compile (``modules.raw_module``): NVRTC without CuPy's -ftz=true (float32
 subnormals kept), the binary and its lowered names kept on disk and loaded by later calls
 without compiling, and a cache file without its names compiled again."""
 
@@ -12,7 +12,7 @@ from tests.support.devices import require_gpu
 cp = require_gpu()
 pytestmark = pytest.mark.gpu
 
-from distscan.backends.cuda import compile as cc  # noqa: E402
+from distscan.backends.cuda import modules  # noqa: E402
 
 SRC = 'template <typename T> __global__ void add_first(const T *a, T *o) { o[0] = a[0] + a[1]; }'
 NAMES = ("add_first<float>", "add_first<double>")
@@ -26,25 +26,25 @@ def _add(get, dtype, a):
 
 def test_subnormals_are_kept_and_the_module_is_loaded_from_the_disk_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("DISTSCAN_CACHE_DIR", str(tmp_path))
-    assert cc.cache_dir() == tmp_path
+    assert modules.cache_dir() == tmp_path
     tiny = float(np.finfo(np.float32).smallest_subnormal)
-    get = cc.raw_module(SRC, ("--std=c++17",), NAMES)
+    get = modules.raw_module(SRC, ("--std=c++17",), NAMES)
     assert _add(get, np.float32, [tiny, tiny]) == np.float32(2 * tiny)  # (under -ftz=true: 0)
     assert len(list(tmp_path.glob("*.module"))) == 1 and len(list(tmp_path.glob("*.names"))) == 1
     from cupy.cuda import compiler
 
     real = compiler.compile_using_nvrtc
     monkeypatch.setattr(compiler, "compile_using_nvrtc", lambda *a, **k: pytest.fail("compiled again"))
-    again = cc.raw_module(SRC, ("--std=c++17",), NAMES)  # from the disk cache
+    again = modules.raw_module(SRC, ("--std=c++17",), NAMES)  # from the disk cache
     assert _add(again, np.float64, [1.5, 2.0]) == 3.5
     next(tmp_path.glob("*.names")).unlink()  # a binary without its names: compiled again
     compiled = []
     monkeypatch.setattr(compiler, "compile_using_nvrtc", lambda *a, **k: compiled.append(1) or real(*a, **k))
-    third = cc.raw_module(SRC, ("--std=c++17",), NAMES)
+    third = modules.raw_module(SRC, ("--std=c++17",), NAMES)
     assert compiled and _add(third, np.float32, [1.0, 2.0]) == 3.0
 
 
 def test_the_cache_folder_is_cupys_unless_said(tmp_path, monkeypatch):
     monkeypatch.delenv("DISTSCAN_CACHE_DIR", raising=False)
     monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path))
-    assert cc.cache_dir() == tmp_path / "distscan"
+    assert modules.cache_dir() == tmp_path / "distscan"

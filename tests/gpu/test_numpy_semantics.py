@@ -126,7 +126,7 @@ def test_local_axis_results_are_c_contiguous():
 def test_float32_subnormals_are_kept_as_numpy_keeps_them(call):
     """cumsum of 1000 copies of float32's smallest subnormal is 1000 of them, as NumPy's (and
     CuPy's own cumsum) give; compiled by CuPy's RawModule (-ftz=true) the kernels flushed each to
-    0 (ftz_probe.py, s52): compile.raw_module compiles without it."""
+    0 (ftz_probe.py, s52): modules.raw_module compiles without it."""
     tiny = np.finfo(np.float32).smallest_subnormal
     x = np.full(1000, tiny, np.float32)
     d = cp.asarray(x)

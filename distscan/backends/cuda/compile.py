@@ -1,14 +1,12 @@
 """Finding, compiling and caching the CUDA kernels of ``kernels/``.
 
-The kernels are C++ templates (``kernels/scan_kernels.cu``) on the item types, the
-operator functor and the tile shape.  One CuPy ``RawModule`` is compiled with NVRTC per
-(input, accumulator, output types, operator, tile shape), with the instantiations it needs
-named by ``name_expressions`` (:func:`names`), through CuPy's ``compile_using_nvrtc`` without
-the -ftz=true of its RawModule (:func:`raw_module`); the compiled module and its lowered names
-are kept in a disk cache (:func:`cache_dir`, written atomically), so later processes load it
-instead of compiling, and :func:`precompile` can build many in parallel processes.  Modules are also memoized in the process per device.  The source
-text handed to NVRTC starts with a hash of every file in ``kernels/`` and its folders, so the
-disk cache, keyed on that text, never serves a binary built from older headers.
+The kernels are C++ templates (``kernels/scan_kernels.cu``) on the item types, the operator
+functor and the tile shape.  One module is compiled with NVRTC per (input, accumulator, output
+types, operator, tile shape), the instantiations it needs named by ``name_expressions``
+(:func:`names`), without CuPy's -ftz=true, and kept on disk (``modules.raw_module``), so later
+processes load it; :func:`precompile` builds many in parallel processes; modules are memoized
+per device.  The source starts with a hash of every file in ``kernels/``, so the disk cache,
+keyed on it, never serves a binary built from older headers.
 
 The sources are found next to the package in a checkout (``<repo>/kernels``) and
 as the ``distscan.kernels`` package data when installed.
@@ -23,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from .modules import raw_module
 
 # NumPy dtype -> C++ type in the kernels (kernels/util/types.cuh says the same).
 _CTYPE = {np.dtype(t): c for t, c in [
@@ -376,6 +376,7 @@ _MODULES: dict = {}
 
 def get_functions(key: ModuleKey, device_id: int) -> dict:
     """The compiled kernels (``cupy.RawKernel`` by role) of ``key`` on a device, memoized."""
+
     cache_key = (device_id, key)
     funcs = _MODULES.get(cache_key)
     if funcs is None:
@@ -390,66 +391,6 @@ def get_functions(key: ModuleKey, device_id: int) -> dict:
     return funcs
 
 
-# CuPy compiles a RawModule given as source with -ftz=true after the caller's options
-# (cupy/cuda/compiler.py, _compile_with_cache_cuda), and NVRTC takes the last: float32 subnormal
-# inputs and results became 0 (a cumsum of float32's smallest subnormals was 0, NumPy's 1.4e-42:
-# s52's ftz_probe.py, one H200), and a subnormal compared with 0 was a zero.  So the kernels are
-# compiled through CuPy's compile_using_nvrtc, which adds the architecture and
-# --device-as-default-execution-space but no -ftz, with RawModule's include folders
-# (assemble_cupy_compiler_options) and -ftz=false said outright; the binary and
-# its lowered names are kept in a disk cache of distscan's own (the same folder as CuPy's) and
-# loaded with RawModule(path=...).  Assumption: a file of the cache is whole once its name exists
-# (written to a temporary name, then renamed), and its name covers everything that changes the
-# binary: the source (which starts with a hash of every kernels/ file), the options, NVRTC's
-# version, the device's architecture and CuPy's version.
-NO_FTZ = ("-ftz=false",)
-
-
-def cache_dir() -> Path:
-    """Where the compiled modules are kept: ``DISTSCAN_CACHE_DIR``, else a ``distscan`` folder in
-    CuPy's kernel cache (``CUPY_CACHE_DIR``, else ``~/.cupy/kernel_cache``)."""
-    own = os.environ.get("DISTSCAN_CACHE_DIR")
-    if own:
-        return Path(own)
-    return Path(os.environ.get("CUPY_CACHE_DIR") or os.path.expanduser("~/.cupy/kernel_cache")) / "distscan"
-
-
-def raw_module(code: str, opts, name_expressions: tuple):
-    """``get(name_expression) -> cupy.RawKernel`` of ``code`` compiled with NVRTC for the current
-    device, without CuPy's -ftz=true (see above), from the disk cache where it is there."""
-    import json
-    import tempfile
-
-    import cupy
-    from cupy._core.core import assemble_cupy_compiler_options
-    from cupy.cuda import compiler, nvrtc
-
-    # (what RawModule's compile adds to the caller's options: the bundled CCCL's, CuPy's and the
-    # CUDA toolkit's include folders (cuda_fp16.h), and the C++ standard where none is given)
-    opts = assemble_cupy_compiler_options(tuple(opts)) + NO_FTZ
-    arch = "".join(str(v) for v in cupy.cuda.Device().compute_capability)
-    tag = repr((code, opts, name_expressions, nvrtc.getVersion(), arch, cupy.__version__)).encode()
-    folder = cache_dir()
-    binary = folder / f"{hashlib.sha256(tag).hexdigest()}.module"
-    names_file = binary.with_suffix(".names")
-    mapping = None
-    if binary.exists():
-        try:
-            mapping = json.loads(names_file.read_text())
-        except (OSError, ValueError):
-            mapping = None
-    if mapping is None:
-        obj, mapping = compiler.compile_using_nvrtc(code, opts, arch=arch, name_expressions=name_expressions)
-        folder.mkdir(parents=True, exist_ok=True)
-        for path, data in ((names_file, json.dumps(mapping).encode()),
-                           (binary, obj.encode() if isinstance(obj, str) else obj)):
-            with tempfile.NamedTemporaryFile(dir=folder, delete=False) as f:
-                f.write(data)
-            os.replace(f.name, path)  # (the names first: a binary's name says both are whole)
-    mod = cupy.RawModule(path=str(binary))
-    return lambda expr: mod.get_function(mapping[expr])
-
-
 def _precompile_worker(keys):
     import cupy  # noqa: F401  (each worker compiles into the disk cache)
 
@@ -459,7 +400,7 @@ def _precompile_worker(keys):
 
 
 def precompile(keys, processes: int | None = None) -> None:
-    """Compile many modules in parallel processes, filling the disk cache (:func:`cache_dir`).
+    """Compile many modules in parallel processes, filling the disk cache (``modules.cache_dir``).
 
     NVRTC is single-threaded per program; a test run that needs ~100 modules
     compiles them ``processes`` at a time, then every process loads them from the

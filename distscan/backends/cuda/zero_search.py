@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..absorb import ArraySearch
-from .compile import raw_module
+from .modules import raw_module
 from .device import cp, device_info
 
 _SOURCE = r"""
@@ -94,7 +94,7 @@ def _kernel(name: str, dtype):
     dev = cp.cuda.runtime.getDevice()
     module = _MODULES.get(dev)
     if module is None:  # (one module for both dtypes, cached on disk; two threads that build it at
-        # once build the same module; without -ftz, compile.raw_module: a subnormal is not a zero)
+        # once build the same module; without -ftz, modules.raw_module: a subnormal is not a zero)
         module = _MODULES[dev] = raw_module(_SOURCE, ("--std=c++17",),
                                             tuple(f"{k}<{t}>" for k in ("first_zero", "tail_marks")
                                                   for t in _NAMES.values()))
