@@ -22,7 +22,8 @@ from ._kinds import plan_of
 from .dist.options import resolve_algorithm, resolve_hierarchy, resolve_strategy
 from .dist.plan import ScanPlan
 from .gpus import ensure_device
-from ._dtypes import ScanTypes, check_coefficients, check_int_coefficient, recurrence_dtype, scan_types
+from ._dtypes import (ScanTypes, check_coefficients, check_int_coefficient, is_host_number, recurrence_dtype,
+                      scan_types)
 from .backends import get_backend
 from .ops import Op
 from .ops.options import call_op
@@ -302,8 +303,7 @@ class Part:
                     raise ValueError(f"segments must be a 1-D array of one flag per element along the scanned "
                                      f"axis ({n} here), got shape {tuple(flags.shape)}")
                 aux.append(self.xp.ascontiguousarray(flags if flags.dtype == np.bool_ else flags != 0))
-            elif (self.backend_name == "cuda" and n > 1 and isinstance(host_coef, (int, float, complex, np.generic))
-                  and not isinstance(host_coef, (bool, np.bool_))):
+            elif self.backend_name == "cuda" and n > 1 and is_host_number(host_coef):
                 # a number the host holds: one device word (cached) whose bound the kernels may use
                 aux.append(self.be.one_coefficient(host_coef, self.types.acc, self.rows.shape))
             else:

@@ -110,6 +110,14 @@ def check_coefficients(a_dtype, dtype) -> None:
                         f"'same_kind' (NumPy's a*y in dtype={dtype} refuses it)")
 
 
+def is_host_number(a) -> bool:
+    """Whether a coefficient is one number the host holds (a Python int, float or complex, or a
+    NumPy number; not a bool, which NumPy reads as a flag, nor a subclass, whose arithmetic may be
+    its own): the GPU reads it as one device word for every item (``one_coefficient``).  The
+    ``Part`` route and a warm ``Kind`` share this test, so that one number takes one route."""
+    return type(a) in (int, float, complex) or isinstance(a, np.number)
+
+
 def check_int_coefficient(a, acc) -> None:
     """Refuse a Python int coefficient ``a`` outside an integer accumulator's range, as NumPy 2's
     ``a*y`` does (``OverflowError``: a Python int is weak, it takes ``y``'s dtype): it was wrapped

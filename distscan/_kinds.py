@@ -12,7 +12,7 @@ import numpy as np
 
 from ._arrays import may_overlap
 from ._caches import publish
-from ._dtypes import check_int_coefficient, recurrence_dtype
+from ._dtypes import check_int_coefficient, is_host_number, recurrence_dtype
 from .dist.plan import ScanPlan
 
 # Plans and call kinds kept at most; the oldest go first (they are only this rank's shortcuts).
@@ -187,7 +187,7 @@ class Kind:
                                else self.xp.ascontiguousarray(a))
                 else:
                     aux.append(a if a.dtype == acc else a.astype(acc))
-            elif type(a) in (int, float, complex) or isinstance(a, np.number):
+            elif is_host_number(a):
                 # (a NumPy scalar's dtype is in the kind's key, options_key: this kind's dtypes
                 # were resolved for that strong dtype, as Part resolves them; but NumPy 1 reads
                 # the value of a Python number, np.float64 and np.complex128 among them: 1e300

@@ -235,3 +235,18 @@ def test_reduce_matches_numpy(ctx):
     got = ctx.run(lambda: distscan.reduce(empty, comm=ctx.comm))
     ctx.check(lambda: np.testing.assert_array_equal(got, [0.0, 0.0]))
     ctx.raises(ValueError, lambda: distscan.reduce(empty, "max", comm=ctx.comm))
+
+
+class _FloatSubclass(float):
+    pass
+
+
+@pytest.mark.parametrize("a,held", [(1, True), (1.5, True), (1j, True), (np.int8(1), True), (np.float32(1), True),
+                                    (np.complex64(1), True), (True, False), (np.bool_(True), False),
+                                    (_FloatSubclass(1), False), (np.array(1.0), False), (np.str_("1"), False),
+                                    (None, False)], ids=repr)
+def test_a_number_the_host_holds_is_a_python_or_numpy_number_not_a_bool(a, held):
+    """One test (``_dtypes.is_host_number``) decides for the cold and the warm route whether a
+    linear recurrence's ``a`` is one number read as one device word on the GPU."""
+    from distscan._dtypes import is_host_number
+    assert is_host_number(a) is held

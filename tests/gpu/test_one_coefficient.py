@@ -251,3 +251,26 @@ def test_a_numpy_scalar_takes_the_warm_route_and_the_cold_one_s_bits(monkeypatch
         want = distscan.linear_recurrence(cp.full(n, -0.25, a.dtype), warm_b, comm=SELF)  # (the array's bits)
         np.testing.assert_array_equal(cp.asnumpy(distscan.linear_recurrence(a, warm_b, comm=SELF)), cp.asnumpy(want))
         assert not built
+
+
+class _Decay(float):
+    """A float subclass (its arithmetic could be its own): not a number the host holds."""
+
+
+@pytest.mark.parametrize("a", [True, np.bool_(False), _Decay(0.5), 0.5, np.float64(0.5)], ids=repr)
+def test_numbers_the_host_holds_take_one_route_cold_and_warm(a, rng):
+    """``is_host_number`` decides for the cold route (``Part``) and the warm one (``Kind``) alike
+    whether ``a`` is read as one device word: bools and subclasses are not (they take the array's
+    rows); either way the bits are those of the full array in the dtype NumPy resolves."""
+    from distscan._dtypes import is_host_number
+    assert is_host_number(a) == (type(a) is float or isinstance(a, np.number))
+    n = 50_001
+    b = cp.asarray(rng.standard_normal(2 * n).astype(np.float32))
+    cold = distscan.linear_recurrence(a, b[::2], comm=SELF)
+    full = distscan.linear_recurrence(cp.full(n, float(a), cold.dtype), cp.ascontiguousarray(b[::2]), comm=SELF)
+    warm_b = cp.ascontiguousarray(b[::2])
+    for _ in range(3):
+        warm = distscan.linear_recurrence(a, warm_b, comm=SELF)
+        assert warm.dtype == cold.dtype
+        np.testing.assert_array_equal(cp.asnumpy(warm), cp.asnumpy(full))
+    np.testing.assert_array_equal(cp.asnumpy(cold), cp.asnumpy(full))
