@@ -26,7 +26,8 @@ def _add(get, dtype, a):
 
 def test_subnormals_are_kept_and_the_module_is_loaded_from_the_disk_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("DISTSCAN_CACHE_DIR", str(tmp_path))
-    assert modules.cache_dir() == tmp_path
+    assert modules.cache_dir() == tmp_path / "cuda"
+    tmp_path = tmp_path / "cuda"
     tiny = float(np.finfo(np.float32).smallest_subnormal)
     get = modules.raw_module(SRC, ("--std=c++17",), NAMES)
     assert _add(get, np.float32, [tiny, tiny]) == np.float32(2 * tiny)  # (under -ftz=true: 0)
@@ -48,3 +49,28 @@ def test_the_cache_folder_is_cupys_unless_said(tmp_path, monkeypatch):
     monkeypatch.delenv("DISTSCAN_CACHE_DIR", raising=False)
     monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path))
     assert modules.cache_dir() == tmp_path / "distscan"
+
+
+@pytest.mark.parametrize("where", ["not a folder", "in memory"])
+def test_a_cache_that_cannot_be_written_compiles_into_the_process_s_own_folder(tmp_path, monkeypatch, where):
+    """A cache folder under a file (unwritable also for root, as the GPU machines run) or
+    ``CUPY_CACHE_IN_MEMORY=1``: the module compiles, runs, keeps subnormals, and a second call of
+    the process loads it without compiling; nothing is written to the folder."""
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("DISTSCAN_CACHE_DIR", str(tmp_path / ("file" if where == "not a folder" else "cache")))
+    if where == "in memory":
+        monkeypatch.setenv("CUPY_CACHE_IN_MEMORY", "1")
+    monkeypatch.setattr(modules, "_private", [])
+    src = SRC.replace("add_first", "add_first_private")
+    names = tuple(n.replace("add_first", "add_first_private") for n in NAMES)
+    get = modules.raw_module(src, ("--std=c++17",), names)
+    tiny = float(np.finfo(np.float32).smallest_subnormal)
+    o = cp.zeros(1, np.float32)
+    get(names[0])((1,), (1,), (cp.asarray([tiny, tiny], np.float32), o))
+    assert float(o[0]) == np.float32(2 * tiny)
+    assert modules._private and list(modules._private[0].glob("*.module"))
+    from cupy.cuda import compiler
+
+    monkeypatch.setattr(compiler, "compile_using_nvrtc", lambda *a, **k: pytest.fail("compiled again"))
+    modules.raw_module(src, ("--std=c++17",), names)
+    assert not (tmp_path / "cache").exists()

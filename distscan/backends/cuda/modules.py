@@ -19,24 +19,106 @@ from pathlib import Path
 # loaded with RawModule(path=...).  Assumption: a file of the cache is whole once its name exists
 # (written to a temporary name, then renamed), and its name covers everything that changes the
 # binary: the source (which starts with a hash of every kernels/ file), the options, NVRTC's
-# version, the device's architecture and CuPy's version.
+# version, the device's architecture and CuPy's version.  A folder that cannot be written (read-only,
+# full, not a folder) or CUPY_CACHE_IN_MEMORY=1 (CuPy's "write no cache files") sends the files to a
+# folder of this process's own, removed at its exit: RawModule(path=...) loads a module again from
+# its file on each device it meets, so the file must stay while the process runs.
 NO_FTZ = ("-ftz=false",)
 
 
 def cache_dir() -> Path:
-    """Where the compiled modules are kept: ``DISTSCAN_CACHE_DIR``, else a ``distscan`` folder in
-    CuPy's kernel cache (``CUPY_CACHE_DIR``, else ``~/.cupy/kernel_cache``)."""
+    """Where the compiled modules are kept: a ``cuda`` folder in ``DISTSCAN_CACHE_DIR`` (beside the
+    CPU's loops, ``ops/jit.cache_dir``), else a ``distscan`` folder in CuPy's kernel cache
+    (``CUPY_CACHE_DIR``, else ``~/.cupy/kernel_cache``)."""
     own = os.environ.get("DISTSCAN_CACHE_DIR")
     if own:
-        return Path(own)
+        return Path(own) / "cuda"
     return Path(os.environ.get("CUPY_CACHE_DIR") or os.path.expanduser("~/.cupy/kernel_cache")) / "distscan"
+
+
+_private: list = []  # this process's own folder, once made (see above)
+
+
+def _private_dir() -> Path:
+    if not _private:
+        import atexit
+        import shutil
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="distscan-cuda-")
+        atexit.register(shutil.rmtree, folder, True)
+        _private.append(Path(folder))
+    return _private[0]
+
+
+def _write_whole(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all (a temporary name, then renamed)."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _in_memory() -> bool:
+    """CuPy's ``CUPY_CACHE_IN_MEMORY=1`` (its test of the variable: an int, 1)."""
+    try:
+        return int(os.environ.get("CUPY_CACHE_IN_MEMORY") or 0) == 1
+    except ValueError:
+        return False
+
+
+def _folders(folder: Path) -> list:
+    """Where a module may be kept, in order: ``folder`` (not under ``CUPY_CACHE_IN_MEMORY=1``),
+    then this process's own folder where it was made."""
+    return ([] if _in_memory() else [folder]) + _private
+
+
+def find(folder: Path, stem: str):
+    """``(binary path, lowered names)`` of a module kept earlier, or None."""
+    import json
+
+    for where in _folders(folder):
+        binary = where / f"{stem}.module"
+        if binary.exists():
+            try:
+                return binary, json.loads((where / f"{stem}.names").read_text())
+            except (OSError, ValueError):
+                pass  # a binary without its names (a names file is written first): compiled again
+    return None
+
+
+def keep(folder: Path, stem: str, names: bytes, binary: bytes) -> Path:
+    """Write a module's lowered names and binary to ``folder`` (the names first: the binary's
+    name says both are whole) and return the binary's path; where ``folder`` cannot be written,
+    or CuPy was told to keep its cache in memory, to this process's own folder."""
+    if not _in_memory():
+        try:
+            return _write_module(folder, stem, names, binary)
+        except OSError:
+            pass  # (read-only, full, not a folder: this process's own folder, below)
+    return _write_module(_private_dir(), stem, names, binary)
+
+
+def _write_module(where: Path, stem: str, names: bytes, binary: bytes) -> Path:
+    where.mkdir(parents=True, exist_ok=True)
+    _write_whole(where / f"{stem}.names", names)
+    _write_whole(where / f"{stem}.module", binary)
+    return where / f"{stem}.module"
 
 
 def raw_module(code: str, opts, name_expressions: tuple):
     """``get(name_expression) -> cupy.RawKernel`` of ``code`` compiled with NVRTC for the current
     device, without CuPy's -ftz=true (see above), from the disk cache where it is there."""
     import json
-    import tempfile
 
     import cupy
     from cupy._core.core import assemble_cupy_compiler_options
@@ -47,22 +129,12 @@ def raw_module(code: str, opts, name_expressions: tuple):
     opts = assemble_cupy_compiler_options(tuple(opts)) + NO_FTZ
     arch = "".join(str(v) for v in cupy.cuda.Device().compute_capability)
     tag = repr((code, opts, name_expressions, nvrtc.getVersion(), arch, cupy.__version__)).encode()
-    folder = cache_dir()
-    binary = folder / f"{hashlib.sha256(tag).hexdigest()}.module"
-    names_file = binary.with_suffix(".names")
-    mapping = None
-    if binary.exists():
-        try:
-            mapping = json.loads(names_file.read_text())
-        except (OSError, ValueError):
-            mapping = None
-    if mapping is None:
+    folder, stem = cache_dir(), hashlib.sha256(tag).hexdigest()
+    found = find(folder, stem)
+    if found is None:
         obj, mapping = compiler.compile_using_nvrtc(code, opts, arch=arch, name_expressions=name_expressions)
-        folder.mkdir(parents=True, exist_ok=True)
-        for path, data in ((names_file, json.dumps(mapping).encode()),
-                           (binary, obj.encode() if isinstance(obj, str) else obj)):
-            with tempfile.NamedTemporaryFile(dir=folder, delete=False) as f:
-                f.write(data)
-            os.replace(f.name, path)  # (the names first: a binary's name says both are whole)
+        binary = keep(folder, stem, json.dumps(mapping).encode(), obj.encode() if isinstance(obj, str) else obj)
+    else:
+        binary, mapping = found
     mod = cupy.RawModule(path=str(binary))
     return lambda expr: mod.get_function(mapping[expr])
