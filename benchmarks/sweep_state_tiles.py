@@ -57,6 +57,10 @@ SHAPES = {
         (128, 32, 1024, 5), (128, 16, 1024, 7)],
     16: [None, (256, 8, 1024, 1), (128, 16, 1024, 2), (128, 8, 1024, 4), (256, 16, 1024, 1),
          (128, 16, 1024, 3), (128, 16, 1024, 4)],
+    # the segmented 16-byte maps (AffStartsState<double>, <complex<float>>: 24 bytes) and the
+    # complex128 maps (32 bytes), whose default (256, 8, 1) is the value sizes' fallback
+    24: [None, (128, 16, 1024, 2), (128, 8, 1024, 2), (128, 8, 1024, 3), (64, 16, 1024, 3), (128, 32, 1024, 1),
+         (256, 8, 1024, 2)],
 }
 # the reduction lead: the default plan's (auto), none, and multiples of the default's (of the lead
 # plans.STATE_LEAD_SHARE gives where the default plan has none)
@@ -67,6 +71,8 @@ LOOKAHEAD_SHAPES = {
         (64, 32, 1024, 2, 6, 4, 2), (128, 16, 1024, 2, 8, 6, 2)],
     16: [None, (64, 16, 1024, 2, 6, 4, 2), (64, 16, 1024, 3, 4, 2, 2), (128, 16, 1024, 1, 7, 5, 2),
          (64, 32, 1024, 1, 5, 3, 2)],
+    24: [None, (64, 16, 1024, 2, 5, 3, 2), (64, 16, 1024, 2, 4, 2, 2), (128, 8, 1024, 1, 6, 4, 2),
+         (64, 8, 1024, 3, 5, 3, 2)],
 }
 
 
@@ -81,6 +87,7 @@ def cases(n):
     a_c = (a32 * cp.exp(1j * rs.uniform(0, 6.28, n))).astype(cp.complex64)
     b_c = (x + 1j * x[::-1]).astype(cp.complex64)
     y, yi, y64, y_c = cp.empty_like(x), cp.empty_like(xi), cp.empty_like(b64), cp.empty_like(b_c)
+    a_c128, b_c128, y_c128 = a_c.astype(cp.complex128), b_c.astype(cp.complex128), cp.empty(n, cp.complex128)
     return [  # each call takes algorithm=
         ("segmented sum f32", 9, 8, lambda alg: distscan.cumsum(x, segments=flags, out=y, comm=SELF, algorithm=alg),
          y),
@@ -98,6 +105,12 @@ def cases(n):
                                                                           algorithm=alg), y64),
         ("recurrence c64", 24, 16, lambda alg: distscan.linear_recurrence(a_c, b_c, out=y_c, comm=SELF,
                                                                           algorithm=alg), y_c),
+        ("recurrence f64 segments", 25, 24, lambda alg: distscan.linear_recurrence(
+            a64, b64, segments=flags, out=y64, comm=SELF, algorithm=alg), y64),
+        ("recurrence c64 segments", 25, 24, lambda alg: distscan.linear_recurrence(
+            a_c, b_c, segments=flags, out=y_c, comm=SELF, algorithm=alg), y_c),
+        ("recurrence c128", 48, 24, lambda alg: distscan.linear_recurrence(
+            a_c128, b_c128, out=y_c128, comm=SELF, algorithm=alg), y_c128),
     ]
 
 
@@ -115,7 +128,7 @@ def fits(shape, dt, op) -> bool:
 
 CASE_NAMES = ["segmented sum f32", "segmented sum f32 reverse", "segmented sum i64", "recurrence f32",
               "recurrence f32 segments", "recurrence f32 segments reverse", "recurrence f64",
-              "recurrence c64"]  # cases()' order
+              "recurrence c64", "recurrence f64 segments", "recurrence c64 segments", "recurrence c128"]  # cases()' order
 
 
 def module_keys(n, device="auto", names=None):
@@ -130,7 +143,8 @@ def module_keys(n, device="auto", names=None):
                          ({"coefficients": 1, "segments": 1}, "float32", 16),
                          ({"coefficients": 1, "segments": 1, "reverse": True}, "float32", 16),
                          ({"coefficients": 1}, "float64", 16),
-                         ({"coefficients": 1}, "complex64", 16)]:
+                         ({"coefficients": 1}, "complex64", 16), ({"coefficients": 1, "segments": 1}, "float64", 24),
+                         ({"coefficients": 1, "segments": 1}, "complex64", 24), ({"coefficients": 1}, "complex128", 24)]:
         case = CASE_NAMES[len(seen)]
         seen.append(case)
         if names and case not in names:
