@@ -109,6 +109,8 @@ def cases(n):
             a64, b64, segments=flags, out=y64, comm=SELF, algorithm=alg), y64),
         ("recurrence c64 segments", 25, 24, lambda alg: distscan.linear_recurrence(
             a_c, b_c, segments=flags, out=y_c, comm=SELF, algorithm=alg), y_c),
+        ("recurrence c64 segments reverse", 25, 24, lambda alg: distscan.linear_recurrence(
+            a_c, b_c, segments=flags, reverse=True, out=y_c, comm=SELF, algorithm=alg), y_c),
         ("recurrence c128", 48, 24, lambda alg: distscan.linear_recurrence(
             a_c128, b_c128, out=y_c128, comm=SELF, algorithm=alg), y_c128),
     ]
@@ -128,7 +130,8 @@ def fits(shape, dt, op) -> bool:
 
 CASE_NAMES = ["segmented sum f32", "segmented sum f32 reverse", "segmented sum i64", "recurrence f32",
               "recurrence f32 segments", "recurrence f32 segments reverse", "recurrence f64",
-              "recurrence c64", "recurrence f64 segments", "recurrence c64 segments", "recurrence c128"]  # cases()' order
+              "recurrence c64", "recurrence f64 segments", "recurrence c64 segments", "recurrence c64 segments reverse",
+              "recurrence c128"]  # cases()' order
 
 
 def module_keys(n, device="auto", names=None):
@@ -144,7 +147,9 @@ def module_keys(n, device="auto", names=None):
                          ({"coefficients": 1, "segments": 1, "reverse": True}, "float32", 16),
                          ({"coefficients": 1}, "float64", 16),
                          ({"coefficients": 1}, "complex64", 16), ({"coefficients": 1, "segments": 1}, "float64", 24),
-                         ({"coefficients": 1, "segments": 1}, "complex64", 24), ({"coefficients": 1}, "complex128", 24)]:
+                         ({"coefficients": 1, "segments": 1}, "complex64", 24),
+                         ({"coefficients": 1, "segments": 1, "reverse": True}, "complex64", 24),
+                         ({"coefficients": 1}, "complex128", 24)]:
         case = CASE_NAMES[len(seen)]
         seen.append(case)
         if names and case not in names:
