@@ -8,7 +8,7 @@ thread scans its run in the operator's run state (kernels/util/operators.cuh, RU
 drops the look-ahead's; ``--leads`` replaces the look-back's leads (the plan's own and off) with
 these multiples of the default plan's lead (``auto``: the plan's own; 0: off).
 
-Question: the tile shapes of ``compile.choose_tuning`` were measured for sums (one instruction an
+Question: the tile shapes of ``tuning.choose_tuning`` were measured for sums (one instruction an
 application) and for the segmented and affine states.  logaddexp and the compensated sum spend
 tens of instructions an item; their run state keeps the items as loaded (no second array of
 states: a compensated item's error is the constant 0), so longer runs, which spread the warp's

@@ -12,7 +12,7 @@ SM, stages, depth, behind) instead, whose ring stages the flags and coefficients
 
 "auto" runs segmented scans and linear recurrences on the look-back kernel (faster than the
 look-ahead for them: RESULTS.md, "Flags and coefficients in the look-ahead kernel's ring"), with the tile shape
-``compile.choose_tuning`` picks by the size of the state (8 bytes: SegState<float>,
+``tuning.choose_tuning`` picks by the size of the state (8 bytes: SegState<float>,
 AffState<float>; 16 bytes: SegState<long long>, AffState<double>) and the reduction lead
 ``plans.setup_lead`` picks by bytes per item.  Both were measured for plain sums, not for states:
 this sweeps shapes (threads, items per thread, blocks per SM) and leads (auto, none, and 0.5, 2

@@ -100,7 +100,7 @@ LOOKAHEAD_MIN_BYTES_WIDE = 1 << 25  # items of 8 bytes or more
 # 1635 with the plain look-back (torch.logcumsumexp 1047), float64 206 against 599 (torch 335);
 # gcd int64 (gcds of 6) 481 against 1286.  lcm is gcd's loop plus a division and a product: listed
 # with it.  Not listed: the compensated sum (on the look-back since its runs are summed Neumaier's
-# way, with a shape and a lead of its own: ext_device, compile.choose_tuning), max and min
+# way, with a shape and a lead of its own: ext_device, tuning.choose_tuning), max and min
 # (float32 2730 against 2960: the plain look-back 8 % faster at 2^27, but their lead was tuned at
 # smaller sizes, not measured for this).
 COSTLY_FUNCTORS = frozenset({"LogAddExp", "LogAddExp2", "Gcd", "Lcm"})
@@ -152,7 +152,7 @@ LEAD_L2_SHARE = 0.5
 LEAD_MIN_LEADS = 3
 # Scans with flags or coefficients do more work per item (a state's combine, its auxiliary loads),
 # and a shorter lead keeps their re-read tiles in L2: half the lead.  Measured at 2^27 with the
-# state shapes of compile.choose_tuning (benchmarks/sweep_state_tiles.py; RESULTS.md, "State
+# state shapes of tuning.choose_tuning (benchmarks/sweep_state_tiles.py; RESULTS.md, "State
 # scans' tiles"), as a ratio to copy with a quarter | a half | the whole lead: H100 segmented
 # float32 0.85 | 0.84 | 0.87 (4096-item tiles) and reversed 0.87 | 0.89 | 0.89, int64 0.84 | 0.88 |
 # 0.84, recurrence float32 0.79 | 0.86 | 0.82 (2048-item tiles); H200 segmented float32 - | 0.75 |
@@ -256,7 +256,7 @@ def ext_device(op: Op, algorithm: str, n: int, in_size: int, out_size: int, resu
     """The device algorithm of an extended scan (``backends/cuda/extended``): a named one as asked
     for; for "auto", the look-back for operators with auxiliary inputs but those of
     :func:`aux_looks_ahead`, for costly ones (:func:`costly`) and for compensated sums of states up
-    to 16 bytes (their look-back shape, compile.choose_tuning, beats the look-ahead: float32 1.25
+    to 16 bytes (their look-back shape, tuning.choose_tuning, beats the look-ahead: float32 1.25
     against 1.58 times the plain sum's time, float64 1.45 against 2.30), else as the plain scan
     chooses (:func:`uses_lookahead`).  ``result_kind``: the result dtype's kind, required: the
     choice depends on it, and a caller that guessed would precompile or time another kernel than

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 @dataclass
 class Settings:
     #: (threads, items, window, min_blocks[, stages, depth, behind]) forces a tile shape; None:
-    #: the measured choice (compile.choose_tuning).
+    #: the measured choice (tuning.choose_tuning).
     tuning: tuple = None
     #: An int forces the look-back's reduction lead (tiles; 0: none) at every size for
     #: algorithm="auto"; None: the measured rule (plans.lead_of).
