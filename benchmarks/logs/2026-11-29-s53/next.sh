@@ -15,6 +15,7 @@ PYTHONPATH=$PWD timeout 200 python3 -m pytest -q -p no:cacheprovider -rfEs --tim
 echo "tests rc=$?" >> $O/tests.txt; grep -E "passed|failed|^FAILED|^E  " $O/tests.txt | head -20
 PYTHONPATH=$PWD timeout 200 python3 benchmarks/probe_one_coefficient_device.py --log2n 24,27,29 --reps 9 > $O/probe.txt 2>&1
 echo "probe rc=$?" >> $O/probe.txt; tail -22 $O/probe.txt
+PYTHONPATH=$PWD timeout 60 python3 benchmarks/logs/2026-11-29-s53/cast_probe.py 2>&1 | tail -6
 for round in 1 2; do for t in N M; do
   d=$PWD; [ $t = M ] && d=$PWD/s53/M
   echo "== $t round $round"
