@@ -61,6 +61,10 @@ SHAPES = {
     # complex128 maps (32 bytes), whose default (256, 8, 1) is the value sizes' fallback
     24: [None, (128, 16, 1024, 2), (128, 8, 1024, 2), (128, 8, 1024, 3), (64, 16, 1024, 3), (128, 32, 1024, 1),
          (256, 8, 1024, 2)],
+    # the segmented complex128 sums (SegState<complex<double>>: 32 bytes) and maps (48), still on
+    # the fallback (256, 8, 1) (not measured: the fifty-third session found the 24-byte ones' 2.2x)
+    32: [None, (128, 16, 1024, 2), (128, 8, 1024, 2), (128, 16, 1024, 3), (64, 16, 1024, 4), (128, 32, 1024, 1),
+         (128, 32, 1024, 2)],
 }
 # the reduction lead: the default plan's (auto), none, and multiples of the default's (of the lead
 # plans.STATE_LEAD_SHARE gives where the default plan has none)
@@ -113,6 +117,10 @@ def cases(n):
             a_c, b_c, segments=flags, reverse=True, out=y_c, comm=SELF, algorithm=alg), y_c),
         ("recurrence c128", 48, 24, lambda alg: distscan.linear_recurrence(
             a_c128, b_c128, out=y_c128, comm=SELF, algorithm=alg), y_c128),
+        ("segmented sum c128", 33, 32, lambda alg: distscan.cumsum(b_c128, segments=flags, out=y_c128, comm=SELF,
+                                                                  algorithm=alg), y_c128),
+        ("recurrence c128 segments", 49, 32, lambda alg: distscan.linear_recurrence(
+            a_c128, b_c128, segments=flags, out=y_c128, comm=SELF, algorithm=alg), y_c128),
     ]
 
 
@@ -131,7 +139,7 @@ def fits(shape, dt, op) -> bool:
 CASE_NAMES = ["segmented sum f32", "segmented sum f32 reverse", "segmented sum i64", "recurrence f32",
               "recurrence f32 segments", "recurrence f32 segments reverse", "recurrence f64",
               "recurrence c64", "recurrence f64 segments", "recurrence c64 segments", "recurrence c64 segments reverse",
-              "recurrence c128"]  # cases()' order
+              "recurrence c128", "segmented sum c128", "recurrence c128 segments"]  # cases()' order
 
 
 def module_keys(n, device="auto", names=None):
@@ -149,7 +157,8 @@ def module_keys(n, device="auto", names=None):
                          ({"coefficients": 1}, "complex64", 16), ({"coefficients": 1, "segments": 1}, "float64", 24),
                          ({"coefficients": 1, "segments": 1}, "complex64", 24),
                          ({"coefficients": 1, "segments": 1, "reverse": True}, "complex64", 24),
-                         ({"coefficients": 1}, "complex128", 24)]:
+                         ({"coefficients": 1}, "complex128", 24), ({"segments": 1}, "complex128", 32),
+                         ({"coefficients": 1, "segments": 1}, "complex128", 32)]:
         case = CASE_NAMES[len(seen)]
         seen.append(case)
         if names and case not in names:
