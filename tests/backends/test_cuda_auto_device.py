@@ -1,7 +1,8 @@
 """Which device algorithm "auto" gives the scans with flags or coefficients
 (``distscan.backends.cuda.plans.ext_device``), on the CPU: the look-ahead kernel for the float64
-recurrence without segments and for the forward segmented scans of 2- and 4-byte items (but gcd and
-lcm) from the sizes where the plain scan takes it, the look-back for every other of them at every
+recurrence without segments, for the float32 one of one tame coefficient without segments (an EMA)
+and for the forward segmented scans of 2- and 4-byte items (but gcd and lcm) from the sizes where
+the plain scan takes it, the look-back for every other of them at every
 size (benchmarks/RESULTS.md, "Each thread's run scanned again from the stage", "The forward
 segmented scans on the look-ahead"), and a caller must say the result's kind (the choice depends
 on it)."""
@@ -15,12 +16,12 @@ from distscan.ops.options import call_op
 from distscan.backends.cuda import plans
 
 
-def _device(kind, dtype, n, *, segments=False, reverse=False, result_kind=None, base="sum"):
+def _device(kind, dtype, n, *, segments=False, reverse=False, result_kind=None, base="sum", coef_mode=0):
     op = call_op(base, segments=1 if segments else None, coefficients=1 if kind == "affine" else None,
                  reverse=reverse)
     dt = np.dtype(dtype)
     rk = dt.kind if result_kind is None else result_kind
-    return plans.ext_device(op, "auto", n, dt.itemsize, dt.itemsize, rk)
+    return plans.ext_device(op, "auto", n, dt.itemsize, dt.itemsize, rk, coef_mode)
 
 
 LARGE, SMALL = 1 << 24, 1 << 12
@@ -31,6 +32,35 @@ def test_the_float64_recurrence_looks_ahead_from_the_plain_scans_size(reverse):
     assert plans.uses_lookahead(LARGE, 8, 8) and not plans.uses_lookahead(SMALL, 8, 8)
     assert _device("affine", "float64", LARGE, reverse=reverse) == "lookahead"
     assert _device("affine", "float64", SMALL, reverse=reverse) == "lookback"
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_the_float32_recurrence_of_one_tame_coefficient_looks_ahead_from_the_plain_scans_size(reverse):
+    """An EMA (one ``a`` with ``|a| <= 1``: coefficient mode 2), unsegmented, either direction."""
+    assert plans.uses_lookahead(LARGE, 4, 4) and not plans.uses_lookahead(SMALL, 4, 4)
+    assert _device("affine", "float32", LARGE, reverse=reverse, coef_mode=plans.COEF_TAME) == "lookahead"
+    assert _device("affine", "float32", SMALL, reverse=reverse, coef_mode=plans.COEF_TAME) == "lookback"
+
+
+@pytest.mark.parametrize("coef_mode,segments,dtype,result_kind", [
+    (0, False, "float32", None), (1, False, "float32", None),  # an array a, one untamed a
+    (2, True, "float32", None),  # segmented: the look-back is faster there
+    (2, False, "complex64", None), (2, False, "int32", None), (2, False, "float32", "i")])
+def test_other_float32_sized_recurrences_look_back_whatever_their_coefficients(coef_mode, segments, dtype,
+                                                                              result_kind):
+    for n in (SMALL, LARGE, 1 << 28):
+        for reverse in (False, True):
+            assert _device("affine", dtype, n, segments=segments, reverse=reverse, coef_mode=coef_mode,
+                           result_kind=result_kind) == "lookback", (coef_mode, segments, dtype, n, reverse)
+
+
+def test_the_coefficient_mode_leaves_every_other_scan_s_choice():
+    for kind, dtype, segments, base in [("segmented", "float32", True, "sum"), ("affine", "float64", False, "sum"),
+                                        ("segmented", "int64", True, "sum"), ("affine", "float64", True, "sum")]:
+        for n in (SMALL, LARGE):
+            want = _device(kind, dtype, n, segments=segments, base=base)
+            for mode in (1, 2):
+                assert _device(kind, dtype, n, segments=segments, base=base, coef_mode=mode) == want
 
 
 @pytest.mark.parametrize("base,dtype", [("sum", "float32"), ("max", "float32"), ("prod", "float32"),

@@ -229,8 +229,8 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
         total = state_columns.scan(x, out, op, types, dev_id, stream_ptr, exclusive, reverse, seed, initial, aux,
                                    want_total)
         return _finish(result, out, one_d, fresh), total
-    device = ext_device(op, algorithm, n, x.itemsize, types.result.itemsize, types.result.kind)
-    flags, cs, coef_one = _aux_views(aux, op, n, w)
+    flags, cs, coef_one = _aux_views(aux, op, n, w)  # (auto's choice depends on the coefficients' mode)
+    device = ext_device(op, algorithm, n, x.itemsize, types.result.itemsize, types.result.kind, coef_one)
     key = (dev_id, x.dtype, types, op, exclusive, reverse, device, SETTINGS.tuning, SETTINGS.lead, coef_one)
     ent = EXT_CALLS.get(key)
     if ent is None:

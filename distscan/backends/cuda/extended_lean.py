@@ -54,7 +54,8 @@ def lean_state_scanner(op: Op, types: ScanTypes, exclusive: bool, reverse: bool,
         return None
     in_dtype, result = types.input, types.result
     in_size, out_size = in_dtype.itemsize, result.itemsize
-    look_back = looks_back(op, in_size, out_size, result.kind)  # (auto_device's answer for every size)
+    # auto_device's answer for every size, by the coefficients' mode (coefficient_row: 0, 1, 2)
+    look_back = {mode: looks_back(op, in_size, out_size, result.kind, mode) for mode in (0, 1, 2)}
     flags_at, coef_at = aux_places(op)
     me = object()  # this scanner in LEAN_EXT's keys
 
@@ -64,9 +65,9 @@ def lean_state_scanner(op: Op, types: ScanTypes, exclusive: bool, reverse: bool,
         if not n or is_capturing(stream_ptr):  # the general route flags an empty part, refuses a capture
             return None if general is None else general(x, out, aux)
         dev_id = x.data.device_id
-        device = algorithm if algorithm != "auto" else auto_device(n, in_size, out_size, look_back)
         coef = aux[coef_at] if coef_at >= 0 else None
         row, mode = (None, 0) if coef is None or coef._c_contiguous else coefficient_row(coef)
+        device = algorithm if algorithm != "auto" else auto_device(n, in_size, out_size, look_back[mode])
         key = (me, dev_id, device, SETTINGS.tuning, SETTINGS.lead, mode)
         ent = LEAN_EXT.get(key)
         if ent is None:  # extended.scan's entry of the same fields (made here if it has none)

@@ -252,7 +252,8 @@ def is_compensated(op: Op) -> bool:
     return op.state is not None and op.state.kind == "compensated"
 
 
-def ext_device(op: Op, algorithm: str, n: int, in_size: int, out_size: int, result_kind: str) -> str:
+def ext_device(op: Op, algorithm: str, n: int, in_size: int, out_size: int, result_kind: str,
+               coef_mode: int = 0) -> str:
     """The device algorithm of an extended scan (``backends/cuda/extended``): a named one as asked
     for; for "auto", the look-back for operators with auxiliary inputs but those of
     :func:`aux_looks_ahead`, for costly ones (:func:`costly`) and for compensated sums of states up
@@ -260,13 +261,14 @@ def ext_device(op: Op, algorithm: str, n: int, in_size: int, out_size: int, resu
     against 1.58 times the plain sum's time, float64 1.45 against 2.30), else as the plain scan
     chooses (:func:`uses_lookahead`).  ``result_kind``: the result dtype's kind, required: the
     choice depends on it, and a caller that guessed would precompile or time another kernel than
-    the API's."""
+    the API's.  ``coef_mode``: how a recurrence's coefficients come (``ModuleKey.coef_one``: 0 an
+    array, 1 one coefficient, 2 a tame one; :func:`aux_looks_ahead`)."""
     if algorithm not in ("auto", "lookback", "lookahead"):
         raise ValueError(f"algorithm={algorithm!r} is for plain forward scans; reverse scans and segmented, "
                          "affine and compensated scans take 'auto', 'lookback' or 'lookahead'")
     if algorithm != "auto":
         return algorithm
-    return auto_device(n, in_size, out_size, looks_back(op, in_size, out_size, result_kind))
+    return auto_device(n, in_size, out_size, looks_back(op, in_size, out_size, result_kind, coef_mode))
 
 
 def auto_device(n: int, in_size: int, out_size: int, look_back: bool) -> str:
@@ -275,14 +277,19 @@ def auto_device(n: int, in_size: int, out_size: int, look_back: bool) -> str:
     return "lookahead" if not look_back and uses_lookahead(n, in_size, out_size) else "lookback"
 
 
-def looks_back(op: Op, in_size: int, out_size: int, result_kind: str) -> bool:
-    """Whether "auto" scans ``op`` on the look-back at every size (:func:`ext_device`)."""
+def looks_back(op: Op, in_size: int, out_size: int, result_kind: str, coef_mode: int = 0) -> bool:
+    """Whether "auto" scans ``op`` on the look-back at every size (:func:`ext_device`), its
+    coefficients coming as ``coef_mode`` says."""
     aux = op.state is not None and len(op.state.aux) > 0
     return (costly(op) or (is_compensated(op) and in_size <= 8 and out_size <= 8)
-            or (aux and not aux_looks_ahead(op, in_size, out_size, result_kind)))
+            or (aux and not aux_looks_ahead(op, in_size, out_size, result_kind, coef_mode)))
 
 
-def aux_looks_ahead(op: Op, in_size: int, out_size: int, result_kind: str) -> bool:
+# The coefficient modes of ModuleKey.coef_one (backends/cuda/ext_states.coefficient_row).
+COEF_TAME = 2
+
+
+def aux_looks_ahead(op: Op, in_size: int, out_size: int, result_kind: str, coef_mode: int = 0) -> bool:
     """Whether "auto" takes the look-ahead kernel, from the sizes where the plain scan does, for an
     operator with flags or coefficients (its ring stages them beside the items, and each thread's
     run is scanned again from the stage: RESCAN, kernels/agent/agent_lookahead.cuh); the forward
@@ -294,11 +301,18 @@ def aux_looks_ahead(op: Op, in_size: int, out_size: int, result_kind: str) -> bo
     one (0.342 against 0.736) (RESULTS.md, "Each thread's run scanned again from the stage").  On
     the H200 the float64 recurrence reads 0.715 on the look-ahead (2026-11-27) against the
     look-back's 0.698 (2026-11-25), and the other recurrences lose more there (RESULTS.md, "The
-    float32 recurrence's RESCAN gate, ...")."""
+    float32 recurrence's RESCAN gate, ...").
+
+    The float32 recurrence of one tame coefficient (``coef_mode`` 2: an EMA's one ``a`` with
+    ``|a| <= 1``, the coefficient a word the kernels read for every item, its state the items
+    alone) takes the look-ahead in both directions: H200, look-ahead time over look-back time,
+    bit for bit the same results, forward 0.97 at 2^24, 0.92 at 2^27, 0.91 at 2^29, reversed 0.99,
+    0.93, 0.92 (benchmarks/logs/2026-11-29-s53/exp1-probe.txt: 0.79 of copy against 0.73 at 2^27).
+    Segmented, the look-back stays faster (0.92-0.95 of the look-ahead's time forward).  With an array ``a`` or an untamed one it stays on the look-back."""
     if op.state is None or in_size != out_size:
         return False
     if op.state.kind == "affine":
-        return result_kind == "f" and in_size == 8
+        return result_kind == "f" and (in_size == 8 or (in_size == 4 and coef_mode == COEF_TAME))
     # The forward segmented scans of 2- and 4-byte items whose runs fold by their flags' bits
     # (RUN_BITS: not gcd and lcm, whose identity is marked) since the forty-first session.  H200,
     # 2^24-2^29 (bench_segmented_device.py): the look-ahead takes 0.82-0.95 of the look-back's time
