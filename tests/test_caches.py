@@ -55,3 +55,38 @@ def test_the_unlocked_insert_and_evict_fails_so_the_test_can_see_it(fast_switche
 
     hit = any(_hammer(unlocked)[1] for _ in range(5))
     assert hit, "no collision in 5 tries: the hammer cannot tell the lock from its absence here"
+
+
+def test_write_whole_writes_a_file_whole_or_leaves_nothing(tmp_path, monkeypatch):
+    """``write_whole``: the one writer of the disk caches' files (the CUDA modules', the CPU
+    loops'): a reader never finds a part of a file, a failed write leaves no temporary."""
+    import os
+
+    from distscan._caches import write_whole
+    write_whole(tmp_path / "a.module", b"\x00bin")
+    write_whole(tmp_path / "a.py", "x = 1\n")
+    assert (tmp_path / "a.module").read_bytes() == b"\x00bin" and (tmp_path / "a.py").read_text() == "x = 1\n"
+
+    def full(src, dst):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "replace", full)
+    with pytest.raises(OSError):
+        write_whole(tmp_path / "b.module", b"bin")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.module", "a.py"]
+
+
+def test_a_loop_whose_file_cannot_be_written_compiles_in_memory_and_leaves_no_temporary(tmp_path, monkeypatch):
+    """ops/jit._cached wrote its module file by hand and left the temporary where the rename
+    failed; it goes through ``write_whole`` now and compiles the loop in memory instead."""
+    import os
+
+    pytest.importorskip("numba")
+    from distscan.ops import jit
+    monkeypatch.setenv("DISTSCAN_CACHE_DIR", str(tmp_path))
+
+    def full(src, dst):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "replace", full)
+    loop = jit._cached("def add_one(a):\n    return a + 1\n", "add_one", None)
+    assert loop(41) == 42
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]

@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._caches import publish
+from .._caches import publish, write_whole
 from .snapshot import snapshot
 
 # Threads making first calls at once may compile a loop each (the last one kept; both work): its
@@ -287,12 +287,8 @@ def _cached(src: str, name: str, base, signature: str = ""):
     path = folder / f"loop_{digest}.py"
     try:
         if not path.exists():
-            import tempfile  # deferred: only a loop's first compile writes a file (tempfile loads shutil, random)
             folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-            with os.fdopen(fd, "w") as f:
-                f.write(module)
-            os.replace(tmp, path)
+            write_whole(path, module)
         modname = f"distscan_loop_{digest}"
         with _MODULES_LOCK:  # a thread must not take a module another is still running (compiling)
             mod = sys.modules.get(modname)

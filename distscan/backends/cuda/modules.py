@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from pathlib import Path
+
+from ..._caches import write_whole
 
 
 # CuPy compiles a RawModule given as source with -ftz=true after the caller's options
@@ -51,23 +54,6 @@ def _private_dir() -> Path:
     return _private[0]
 
 
-def _write_whole(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` whole or not at all (a temporary name, then renamed)."""
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def _in_memory() -> bool:
     """CuPy's ``CUPY_CACHE_IN_MEMORY=1`` (its test of the variable: an int, 1)."""
     try:
@@ -82,17 +68,21 @@ def _folders(folder: Path) -> list:
     return ([] if _in_memory() else [folder]) + _private
 
 
-def find(folder: Path, stem: str):
-    """``(binary path, lowered names)`` of a module kept earlier, or None."""
+def find(folder: Path, stem: str, name_expressions: tuple):
+    """``(binary path, lowered names)`` of a module kept earlier, or None.  A names file is trusted
+    only where it is a mapping that names every one of ``name_expressions`` (a file cut short, or
+    written by something else, is compiled again: a lookup of a missing name would fail a scan)."""
     import json
 
     for where in _folders(folder):
         binary = where / f"{stem}.module"
         if binary.exists():
             try:
-                return binary, json.loads((where / f"{stem}.names").read_text())
+                names = json.loads((where / f"{stem}.names").read_text())
             except (OSError, ValueError):
-                pass  # a binary without its names (a names file is written first): compiled again
+                continue  # a binary without its names (a names file is written first): compiled again
+            if isinstance(names, dict) and all(isinstance(names.get(e), str) for e in name_expressions):
+                return binary, names
     return None
 
 
@@ -110,8 +100,8 @@ def keep(folder: Path, stem: str, names: bytes, binary: bytes) -> Path:
 
 def _write_module(where: Path, stem: str, names: bytes, binary: bytes) -> Path:
     where.mkdir(parents=True, exist_ok=True)
-    _write_whole(where / f"{stem}.names", names)
-    _write_whole(where / f"{stem}.module", binary)
+    write_whole(where / f"{stem}.names", names)
+    write_whole(where / f"{stem}.module", binary)
     return where / f"{stem}.module"
 
 
@@ -130,7 +120,7 @@ def raw_module(code: str, opts, name_expressions: tuple):
     arch = "".join(str(v) for v in cupy.cuda.Device().compute_capability)
     tag = repr((code, opts, name_expressions, nvrtc.getVersion(), arch, cupy.__version__)).encode()
     folder, stem = cache_dir(), hashlib.sha256(tag).hexdigest()
-    found = find(folder, stem)
+    found = find(folder, stem, name_expressions)
     if found is None:
         obj, mapping = compiler.compile_using_nvrtc(code, opts, arch=arch, name_expressions=name_expressions)
         binary = keep(folder, stem, json.dumps(mapping).encode(), obj.encode() if isinstance(obj, str) else obj)
@@ -138,3 +128,23 @@ def raw_module(code: str, opts, name_expressions: tuple):
         binary, mapping = found
     mod = cupy.RawModule(path=str(binary))
     return lambda expr: mod.get_function(mapping[expr])
+
+
+_DEVICE_MODULES: dict = {}  # (code, opts, name expressions, device) -> raw_module's get
+_DEVICE_LOCK = threading.Lock()
+
+
+def device_module(code: str, opts, name_expressions: tuple):
+    """:func:`raw_module` of ``code`` for the current device, made once per device and process (a
+    binary is for one architecture).  Two threads that meet a device at once wait for one build.
+    Assumption: ``code`` and ``opts`` are a caller's constants (the key holds them whole)."""
+    import cupy
+
+    key = (code, tuple(opts), tuple(name_expressions), cupy.cuda.runtime.getDevice())
+    get = _DEVICE_MODULES.get(key)
+    if get is None:
+        with _DEVICE_LOCK:
+            get = _DEVICE_MODULES.get(key)
+            if get is None:
+                get = _DEVICE_MODULES[key] = raw_module(code, opts, name_expressions)
+    return get

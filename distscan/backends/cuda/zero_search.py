@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..absorb import ArraySearch
-from .modules import raw_module
+from .modules import device_module
 from .device import cp, device_info
 
 _SOURCE = r"""
@@ -86,18 +86,14 @@ __global__ void tail_marks(const T* x, long long sx, const T* y, long long sy, l
 """
 
 _NAMES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
-_MODULES: dict = {}  # by device (a binary is for one architecture)
+_NAME_EXPRESSIONS = tuple(f"{k}<{t}>" for k in ("first_zero", "tail_marks") for t in _NAMES.values())
 _THREADS = 256
 
 
 def _kernel(name: str, dtype):
-    dev = cp.cuda.runtime.getDevice()
-    module = _MODULES.get(dev)
-    if module is None:  # (one module for both dtypes, cached on disk; two threads that build it at
-        # once build the same module; without -ftz, modules.raw_module: a subnormal is not a zero)
-        module = _MODULES[dev] = raw_module(_SOURCE, ("--std=c++17",),
-                                            tuple(f"{k}<{t}>" for k in ("first_zero", "tail_marks")
-                                                  for t in _NAMES.values()))
+    # (one module for both dtypes, a device's, cached on disk; without -ftz, modules.raw_module:
+    # a subnormal is not a zero)
+    module = device_module(_SOURCE, ("--std=c++17",), _NAME_EXPRESSIONS)
     return module(f"{name}<{_NAMES[dtype]}>")
 
 
