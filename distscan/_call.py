@@ -325,9 +325,10 @@ class Part:
             # the same coefficients in every row (a scalar a, a row of a per channel): one row,
             # broadcast again, whose values the kernels read for every row instead of n copies
             # written here and read again (backends/cuda/ext_states.coefficient_row)
-            row = xp.ascontiguousarray(a[:1].astype(self.types.acc)).reshape(1, -1)
+            row = self.be.astype(a[:1], self.types.acc).reshape(1, -1)
             return xp.broadcast_to(row, (a.shape[0], row.shape[1]))
-        return _as_rows(xp.ascontiguousarray(a.astype(self.types.acc, copy=False)))
+        # (the backend's cast: CuPy's own flushes float32 subnormals, backends/cuda/casts.py)
+        return _as_rows(self.be.astype(a, self.types.acc))
 
     def plan(self, comm, node_size) -> ScanPlan:
         """The reusable plan of this call's kind (built once, then taken from :data:`PLANS`)."""

@@ -142,8 +142,9 @@ class Kind:
         Segment flags: a bool array of ``x``'s type and shape, as it is: the CPU's loops take
         any layout, and the GPU's scan and reduction make them contiguous
         (``backends/cuda/ext_states.aux_arrays``), as ``Part`` does.
-        Coefficients: an array of ``x``'s type and shape or a 0-d one (cast to the accumulator dtype, as
-        ``Part`` casts it, here before the exchange; on the GPU also made contiguous, as the
+        Coefficients: an array of ``x``'s type and shape or a 0-d one (cast to the accumulator dtype
+        by the backend's ``astype``, as ``Part`` casts it, here before the exchange; on the GPU also
+        made contiguous, as the
         kernels read it), or a Python or NumPy number (the values ``np.asarray(a).astype(acc)``,
         which ``Part`` makes: their read-only broadcast, on the GPU of one device word;
         a complex number for a real accumulator goes the ``Part`` way).  On the GPU, flags and
@@ -174,7 +175,7 @@ class Kind:
                         return None
                     # a 0-d array: one coefficient for every item, as Part broadcasts it (on the
                     # GPU the kernels read its one word, coefficient_row; its value stays there)
-                    aux.append(self.xp.broadcast_to(a if a.dtype == acc else a.astype(acc), x.shape))
+                    aux.append(self.xp.broadcast_to(a if a.dtype == acc else self.be.astype(a, acc), x.shape))
                     continue
                 if self.gpu:
                     if a.data.device_id != x.data.device_id:
@@ -182,11 +183,11 @@ class Kind:
                     # (ascontiguousarray of an array that is contiguous already costs
                     # a call of CuPy's in every recurrence call; a broadcast along the
                     # scanned axis stays one: the kernels read its one row, coefficient_row)
-                    aux.append(a.astype(acc, order="C") if a.dtype != acc
+                    aux.append(self.be.astype(a, acc) if a.dtype != acc  # (keeps subnormals: casts.py)
                                else a if a._c_contiguous or (a.ndim and a.strides[0] == 0)
                                else self.xp.ascontiguousarray(a))
                 else:
-                    aux.append(a if a.dtype == acc else a.astype(acc))
+                    aux.append(a if a.dtype == acc else self.be.astype(a, acc))
             elif is_host_number(a):
                 # (a NumPy scalar's dtype is in the kind's key, options_key: this kind's dtypes
                 # were resolved for that strong dtype, as Part resolves them; but NumPy 1 reads

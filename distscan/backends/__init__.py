@@ -25,6 +25,11 @@ they travel through MPI.
 ``combine(y, op, types, offset)``
     In place, ``y[i] = offset op y[i]`` for every row; ``offset`` is a host array ``(w,)``.
 
+``astype(a, dtype)``
+    ``a`` (the backend's array) as a C-contiguous array of ``dtype`` with NumPy's values (``a``
+    itself where it is one already): how a recurrence's coefficients become the accumulator's
+    (``cuda``: float32 subnormals kept, which CuPy's own cast flushes).
+
 ``lean_arrays(x, out, types)``
     Whether the plan's lean call (``ScanPlan.run(fast=True)``: the backend's ``reduce`` and
     ``scan`` with nothing around them) takes these arrays: a contiguous 1-D ``x`` of the

@@ -299,6 +299,13 @@ def array_module():
     return np
 
 
+def astype(a, dtype):
+    """``a`` as a C-contiguous array of ``dtype`` with NumPy's values (``a`` itself where it is one
+    already): the backends' one cast of a caller's values (the GPU's keeps float32 subnormals,
+    which CuPy's own cast flushes: ``backends/cuda/casts.py``)."""
+    return np.asarray(a, dtype=dtype, order="C")
+
+
 def combine(y, op: Op, types: ScanTypes, offset) -> None:
     if y.ndim == 1:  # 1-D is one column
         y = y.reshape(-1, 1)

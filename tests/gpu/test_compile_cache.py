@@ -66,3 +66,33 @@ def test_a_cache_that_cannot_be_written_compiles_into_the_process_s_own_folder(t
     monkeypatch.setattr(compiler, "compile_using_nvrtc", lambda *a, **k: pytest.fail("compiled again"))
     modules.raw_module(src, ("--std=c++17",), names)
     assert not (tmp_path / "cache").exists()
+
+
+def test_a_names_file_that_lacks_a_name_compiles_again_and_device_module_is_made_once(tmp_path, monkeypatch):
+    """A names file that does not name every expression (cut short, or another module's) is not
+    trusted (``modules.find``): the module compiles again.  ``device_module`` makes one module per
+    device and process: threads that meet it at once get the same one."""
+    import json
+    import threading
+
+    monkeypatch.setenv("DISTSCAN_CACHE_DIR", str(tmp_path))
+    src = SRC.replace("add_first", "add_first_names")
+    names = tuple(n.replace("add_first", "add_first_names") for n in NAMES)
+    modules.raw_module(src, ("--std=c++17",), names)
+    names_file = next((tmp_path / "cuda").glob("*.names"))
+    names_file.write_text(json.dumps({names[0]: json.loads(names_file.read_text())[names[0]]}))
+    from cupy.cuda import compiler
+
+    real, compiled = compiler.compile_using_nvrtc, []
+    monkeypatch.setattr(compiler, "compile_using_nvrtc", lambda *a, **k: compiled.append(1) or real(*a, **k))
+    get = modules.raw_module(src, ("--std=c++17",), names)
+    assert compiled and _add(get, np.float64, [1.5, 2.0], "add_first_names") == 3.5
+    compiled.clear()
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(modules.device_module(src, ("--std=c++17",), names)))
+               for _ in range(4)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert len(got) == 4 and all(g is got[0] for g in got) and not compiled  # (from the disk cache)
+    assert modules.device_module(src, ["--std=c++17"], names) is got[0]
+    assert _add(got[0], np.float32, [1.0, 2.0], "add_first_names") == 3.0

@@ -134,3 +134,73 @@ def test_float32_subnormals_are_kept_as_numpy_keeps_them(call):
            "reverse": lambda: distscan.cumsum(d, reverse=True, comm=COMM)[::-1],
            "recurrence": lambda: distscan.linear_recurrence(1.0, d, comm=COMM)}[call]()
     np.testing.assert_array_equal(cp.asnumpy(got), np.cumsum(x))
+
+
+_CAST_DTYPES = [np.float32, np.float64, np.complex64, np.complex128, np.float16, np.int32]
+
+
+def _cast_values(dtype):
+    """Values whose casts a flush to zero or a wrong rounding would change: float32 and float64
+    subnormals, float64s that round to float32 subnormals or overflow, signed zeros, NaN, inf."""
+    tiny32 = float(np.finfo(np.float32).smallest_subnormal)
+    reals = np.array([0.0, -0.0, 1.0, -2.5, tiny32, -tiny32, 3 * tiny32, 1.0e-40, -7.3e-39, 1.0e-46, 1.2e-38,
+                      5e-324, 1e300, -1e300, 3.4028235e38, np.inf, -np.inf, np.nan, 1.0 / 3.0], np.float64)
+    dt = np.dtype(dtype)
+    with np.errstate(all="ignore"):
+        if dt.kind == "c":
+            return (reals + 1j * reals[::-1]).astype(dt)
+        if dt.kind == "i":
+            return np.arange(-9, 10).astype(dt)
+        return reals.astype(dt)
+
+
+def _assert_same_bits(got, want):
+    """Bit for bit (a signed zero, a subnormal), but any NaN for a NaN: the GPU's conversion of a
+    NaN gives its canonical one, NumPy's keeps the payload."""
+    g, w = got.reshape(-1), want.reshape(-1)
+    if w.dtype.kind == "c":  # (its parts)
+        g, w = g.view(w.real.dtype), w.view(w.real.dtype)
+    nan = np.isnan(w)
+    np.testing.assert_array_equal(np.isnan(g), nan)
+    np.testing.assert_array_equal(g[~nan].view(np.uint8), w[~nan].view(np.uint8))
+
+
+@pytest.mark.parametrize("src", _CAST_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("dst", [np.float32, np.float64, np.complex64, np.complex128], ids=lambda d: np.dtype(d).name)
+def test_the_backend_s_cast_gives_numpy_s_bits(src, dst):
+    """``backends.cuda.astype`` (casts.py) against NumPy's ``astype``, bit for bit: subnormals kept
+    (CuPy's own cast flushes them), contiguous, strided, 0-d and empty arrays; a complex value into
+    a real dtype is CuPy's cast (it warns, as NumPy does)."""
+    if np.dtype(src).kind == "c" and np.dtype(dst).kind != "c":
+        pytest.skip("a complex value cast to a real dtype: CuPy's cast")
+    x = _cast_values(src)
+    with np.errstate(all="ignore"):
+        for a in (x, np.repeat(x, 2)[::2], x[3:4].reshape(()), x[:0]):
+            got = gpu.astype(cp.asarray(a), dst)
+            assert got.dtype == np.dtype(dst) and got.shape == a.shape and got.flags.c_contiguous
+            _assert_same_bits(cp.asnumpy(got), a.astype(dst))
+    same = cp.asarray(x.astype(dst))
+    assert gpu.astype(same, dst) is same
+
+
+@pytest.mark.parametrize("a_dtype,b_dtype", [(np.float32, np.float64), (np.float32, np.complex64),
+                                             (np.float32, np.complex128), (np.complex64, np.complex128)])
+def test_subnormal_coefficients_keep_their_value_cold_and_warm(a_dtype, b_dtype):
+    """A recurrence's coefficients cast to the accumulator (``Part`` and ``Kind.aux``: the
+    backend's ``astype``): y[1] = a[1] * b[0] is the subnormal a[1], as NumPy's float64 loop gives,
+    on the first call (``Part``) and the calls of the same kind after it (``Kind``)."""
+    n = 1000
+    acc = np.result_type(a_dtype, b_dtype)
+    tiny = np.finfo(np.float32).smallest_subnormal
+    a = np.full(n, tiny, a_dtype)
+    b = np.zeros(n, b_dtype)
+    b[0] = 1
+    want = distscan.linear_recurrence(a, b, comm=COMM)  # (the CPU's)
+    assert want[1] != 0
+    d_a, d_b = cp.asarray(a), cp.asarray(b)
+    for _ in range(3):
+        got = distscan.linear_recurrence(d_a, d_b, comm=COMM)
+        assert got.dtype == acc
+        np.testing.assert_array_equal(cp.asnumpy(got), want)
+    strided = cp.asarray(np.repeat(a, 2))[::2]  # (not contiguous: the Part route)
+    np.testing.assert_array_equal(cp.asnumpy(distscan.linear_recurrence(strided, d_b, comm=COMM)), want)

@@ -53,6 +53,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from . import hotpath, scratch
+from .casts import astype
 from .device import DEVICE_INFO, SIDE_STREAMS, cp, require_cupy
 from .ext_states import coefficient_devices, forget_coefficients, one_coefficient
 from .extended import EXT_CALLS, EXT_PLANS
@@ -65,7 +66,7 @@ from .settings import SETTINGS
 __all__ = ["name", "is_native", "lean_arrays", "lean_scanner", "lean_state_scanner", "seeded_state_scanner", "scan",
            "scan_lean", "reduce", "combine", "array_module", "synchronize", "tuning", "module_key", "error_depth",
            "uses_lookahead", "lookahead_min_bytes", "SETTINGS", "overrides", "clear_caches", "stats",
-           "one_coefficient"]
+           "one_coefficient", "astype"]
 
 name = "cuda"
 
