@@ -18,7 +18,7 @@ echo "tests rc=$?" >> $O/tests.txt; grep -E "passed|failed|^FAILED|^E  " $O/test
 PYTHONPATH=$PWD timeout 200 python3 benchmarks/probe_one_coefficient_device.py --log2n 24,27,29 --reps 9 > $O/probe.txt 2>&1
 echo "probe rc=$?" >> $O/probe.txt; tail -22 $O/probe.txt
 for t in N M; do d=$PWD; [ $t = M ] && d=$PWD/s53/M; echo "== casts $t"
-  PYTHONPATH=$d timeout 60 python3 benchmarks/logs/2026-11-29-s53/cast_probe.py 2>&1 | tail -6; done
+  PYTHONPATH=$d timeout 60 python3 benchmarks/logs/2026-11-29-s54/cast_probe.py (moved there; never run from here) 2>&1 | tail -6; done
 for round in 1 2; do for t in N M; do
   d=$PWD; [ $t = M ] && d=$PWD/s53/M
   echo "== $t round $round"

@@ -2,7 +2,7 @@
 kernels (astype among them) with -ftz=true (cupy/cuda/compiler.py, _compile_with_cache_cuda), which
 the scan kernels no longer are (modules.py).  Written in the fifty-third session, first run in the fifty-fourth (gpu1.sh).
 
-    PYTHONPATH=$PWD python3 benchmarks/logs/2026-11-29-s53/cast_probe.py
+    PYTHONPATH=$PWD python3 benchmarks/logs/2026-11-29-s54/cast_probe.py
 """
 import cupy as cp
 import numpy as np
