@@ -1,0 +1,306 @@
+"""How fast could a single-read float32 recurrence (``y[i] = a[i]*y[i-1] + b[i]``, arrays a and b)
+run on this GPU, and what does each part of a one-tile kernel cost?  An experiment for NOTES-gpu's
+plan "The state scans past 0.85 of copy on the H200" (the recurrences with an array ``a`` read
+0.73-0.76 of copy there); the kernels below are this script's own, not distscan's.
+
+    PYTHONPATH=$PWD python3 benchmarks/probe_affine_ceiling.py [--log2n 27,29] [--reps 9]
+        [--shapes 128x17,128x25,128x33,256x17,64x33] [OUT.json]
+
+Kernels (one tile of THREADS x ITEMS items a block; ITEMS odd, so that a thread's contiguous run
+is read from shared memory without bank conflicts and without a transpose's padding; a and b
+loaded once, warp-striped as float4, y stored the same way):
+- ``free2``: no carry between tiles (each tile starts from y = 0): the ceiling of a single-read
+  kernel with two applications an item (the thread's reduction of its run, one MUL and one FMA an
+  item; the rescan from its prefix, one FMA an item) and a block scan of the thread maps;
+- ``free3``: the same without the carry, but the thread keeps its run's inclusive maps (a MUL and an
+  FMA an item) and applies its prefix to them (an FMA an item): three applications, twice the
+  registers (what a scan-then-propagate body costs);
+- ``chained``: ``free2`` with a decoupled look-back between tiles (tile ids from an atomic
+  counter, one 16-byte status word a tile holding its flag and map, 32 predecessors a step): a
+  real scan, whose results are checked;
+against distscan's own float32 recurrence ("auto": the look-back with its reduction lead; the
+look-back without a lead; the look-ahead) and copy, in one run (harness.events_interleaved: GPU
+time, L2 flushed, the host hidden, median of --reps).  Bytes: a, b and y, 12 an item.  The
+free kernels' results are not a scan (their tiles are not chained); ``chained``'s are checked
+against the float64 recurrence (relative error <= 1e-3 of the scale) and distscan's against it too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import cupy as cp  # noqa: E402
+
+from harness import SELF, copy_bandwidth, events_interleaved  # noqa: E402
+
+import distscan  # noqa: E402
+from distscan.backends import cuda as gpu  # noqa: E402
+
+SOURCE = r"""
+struct Map { float a, b; };  // x -> a*x + b
+// first p, then q
+__device__ __forceinline__ Map after(Map p, Map q) { return Map{q.a * p.a, fmaf(q.a, p.b, q.b)}; }
+
+template <int THREADS, int ITEMS>
+struct Tile { static constexpr int N = THREADS * ITEMS; static constexpr int N4 = N / 4; };
+
+// a and b of tile t into shared memory (warp-striped float4 loads); past n, the identity map
+template <int THREADS, int ITEMS>
+__device__ __forceinline__ void load_tile(const float* a, const float* b, long long base, long long n,
+                                          float* sa, float* sb) {
+    typedef Tile<THREADS, ITEMS> T;
+    if (base + T::N <= n) {
+        const float4* a4 = reinterpret_cast<const float4*>(a + base);
+        const float4* b4 = reinterpret_cast<const float4*>(b + base);
+        #pragma unroll
+        for (int k = threadIdx.x; k < T::N4; k += THREADS) {
+            reinterpret_cast<float4*>(sa)[k] = __ldcs(a4 + k);
+            reinterpret_cast<float4*>(sb)[k] = __ldcs(b4 + k);
+        }
+    } else {
+        for (int k = threadIdx.x; k < T::N; k += THREADS) {
+            bool in = base + k < n;
+            sa[k] = in ? a[base + k] : 1.0f;
+            sb[k] = in ? b[base + k] : 0.0f;
+        }
+    }
+}
+
+template <int THREADS, int ITEMS>
+__device__ __forceinline__ void store_tile(float* y, long long base, long long n, const float* sy) {
+    typedef Tile<THREADS, ITEMS> T;
+    if (base + T::N <= n) {
+        float4* y4 = reinterpret_cast<float4*>(y + base);
+        #pragma unroll
+        for (int k = threadIdx.x; k < T::N4; k += THREADS) __stcs(y4 + k, reinterpret_cast<const float4*>(sy)[k]);
+    } else {
+        for (int k = threadIdx.x; k < T::N && base + k < n; k += THREADS) y[base + k] = sy[k];
+    }
+}
+
+// The block's exclusive scan of the threads' maps: each thread's prefix map and the tile's map.
+template <int THREADS>
+__device__ __forceinline__ Map block_exclusive(Map m, Map* warp_maps, Map& tile) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    Map inc = m;
+    #pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        Map o{__shfl_up_sync(0xffffffffu, inc.a, d), __shfl_up_sync(0xffffffffu, inc.b, d)};
+        if (lane >= d) inc = after(o, inc);
+    }
+    if (lane == 31) warp_maps[warp] = inc;
+    __syncthreads();
+    Map before{1.0f, 0.0f};
+    tile = Map{1.0f, 0.0f};
+    #pragma unroll
+    for (int w = 0; w < THREADS / 32; ++w) {
+        Map wm = warp_maps[w];
+        if (w < warp) before = after(before, wm);
+        tile = after(tile, wm);
+    }
+    Map ex{__shfl_up_sync(0xffffffffu, inc.a, 1), __shfl_up_sync(0xffffffffu, inc.b, 1)};
+    if (lane == 0) ex = Map{1.0f, 0.0f};
+    return after(before, ex);
+}
+
+// status word of a tile: {flag (0 none, 1 aggregate, 2 inclusive), a, b, 0}, one 16-byte store
+__device__ __forceinline__ void publish(int4* status, long long t, int flag, Map m) {
+    asm volatile("st.volatile.global.v4.s32 [%0], {%1, %2, %3, %4};"
+                 :: "l"(status + t), "r"(flag), "r"(__float_as_int(m.a)), "r"(__float_as_int(m.b)), "r"(0) : "memory");
+}
+
+__device__ __forceinline__ int4 read_status(const int4* p) {
+    int4 v;
+    asm volatile("ld.volatile.global.v4.s32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
+    return v;
+}
+
+// warp 0: the map of every item before tile t (its predecessors' maps, 32 at a step)
+__device__ Map look_back(int4* status, long long t) {
+    const int lane = threadIdx.x & 31;
+    Map prefix{1.0f, 0.0f};
+    long long end = t;  // tiles [.., end) still to fold
+    while (true) {
+        long long p = end - 1 - lane;  // lane 0 the nearest
+        int4 w = make_int4(2, __float_as_int(1.0f), 0, 0);
+        if (p >= 0) {
+            do { w = read_status(status + p); } while (w.x == 0);
+        }
+        unsigned inclusive = __ballot_sync(0xffffffffu, w.x == 2);
+        int stop = inclusive ? __ffs(inclusive) - 1 : 31;  // fold lanes 0..stop
+        Map m = lane <= stop ? Map{__int_as_float(w.y), __int_as_float(w.z)} : Map{1.0f, 0.0f};
+        // lanes in tile order: lane stop is the oldest; fold older (higher lane) first
+        #pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            Map o{__shfl_down_sync(0xffffffffu, m.a, d), __shfl_down_sync(0xffffffffu, m.b, d)};
+            if (lane + d < 32) m = after(o, m);
+        }
+        Map window{__shfl_sync(0xffffffffu, m.a, 0), __shfl_sync(0xffffffffu, m.b, 0)};
+        prefix = after(window, prefix);
+        if (inclusive) return prefix;
+        end -= 32;
+    }
+}
+
+template <int THREADS, int ITEMS, int MODE>
+__global__ void __launch_bounds__(THREADS) affine_tile(const float* a, const float* b, float* y, long long n,
+                                                       int4* status, unsigned long long* counter) {
+    typedef Tile<THREADS, ITEMS> T;
+    __shared__ __align__(16) float sa[T::N];
+    __shared__ __align__(16) float sb[T::N];
+    __shared__ Map warp_maps[THREADS / 32];
+    __shared__ Map tile_prefix;
+    __shared__ long long tile_id;
+    long long t;
+    if (MODE == 2) {
+        if (threadIdx.x == 0) tile_id = (long long)atomicAdd(counter, 1ull);
+        __syncthreads();
+        t = tile_id;
+    } else {
+        t = blockIdx.x;
+    }
+    const long long base = t * T::N;
+    load_tile<THREADS, ITEMS>(a, b, base, n, sa, sb);
+    __syncthreads();
+    float ra[ITEMS], rb[ITEMS];
+    #pragma unroll
+    for (int i = 0; i < ITEMS; ++i) { ra[i] = sa[threadIdx.x * ITEMS + i]; rb[i] = sb[threadIdx.x * ITEMS + i]; }
+    Map run{1.0f, 0.0f};
+    float ia[MODE == 1 ? ITEMS : 1], ib[MODE == 1 ? ITEMS : 1];
+    #pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+        run = after(run, Map{ra[i], rb[i]});
+        if (MODE == 1) { ia[i] = run.a; ib[i] = run.b; }
+    }
+    Map tile;
+    Map ex = block_exclusive<THREADS>(run, warp_maps, tile);
+    float y0 = 0.0f;  // the y before the tile
+    if (MODE == 2) {
+        if (t == 0) {
+            if (threadIdx.x == 0) publish(status, t, 2, tile);
+            y0 = 0.0f;
+        } else {
+            if (threadIdx.x == 0) publish(status, t, 1, tile);
+            if (threadIdx.x < 32) {
+                Map p = look_back(status, t);
+                if (threadIdx.x == 0) { publish(status, t, 2, after(p, tile)); tile_prefix = p; }
+            }
+            __syncthreads();
+            y0 = tile_prefix.b;  // the prefix applied to y[-1] = 0
+        }
+    }
+    float yy = fmaf(ex.a, y0, ex.b);  // the y before this thread's run
+    __syncthreads();  // (sa is reused for y)
+    if (MODE == 1) {
+        #pragma unroll
+        for (int i = 0; i < ITEMS; ++i) sa[threadIdx.x * ITEMS + i] = fmaf(ia[i], yy, ib[i]);
+    } else {
+        #pragma unroll
+        for (int i = 0; i < ITEMS; ++i) { yy = fmaf(ra[i], yy, rb[i]); sa[threadIdx.x * ITEMS + i] = yy; }
+    }
+    __syncthreads();
+    store_tile<THREADS, ITEMS>(y, base, n, sa);
+}
+"""
+
+MODES = {"free2": 0, "free3": 1, "chained": 2}
+
+
+def kernels(shapes):
+    names = [f"affine_tile<{t}, {i}, {m}>" for t, i in shapes for m in MODES.values()]
+    mod = cp.RawModule(code=SOURCE, options=("--std=c++17",), name_expressions=names)
+    return {(t, i, m): mod.get_function(f"affine_tile<{t}, {i}, {m}>") for t, i in shapes for m in MODES.values()}
+
+
+def run_kernel(fn, threads, items, mode, a, b, y, status):
+    n = a.size
+    tiles = -(-n // (threads * items))
+
+    def call():
+        if mode == 2:  # the status words and the counter (status[tiles]) start at 0
+            status[:tiles + 1].fill(0)
+        counter = status[tiles:].data.ptr
+        fn((tiles,), (threads,), (a, b, y, np.int64(n), status, np.uint64(counter)))
+    return call
+
+
+def measure(log2n, shapes, funcs, reps):
+    n = 1 << log2n
+    rng = np.random.default_rng(log2n)
+    a = cp.asarray(rng.uniform(0.9, 1.0, n).astype(np.float32))
+    b = cp.asarray(rng.standard_normal(n).astype(np.float32))
+    want = distscan.linear_recurrence(a.astype(np.float64), b.astype(np.float64), comm=SELF)
+    scale = max(float(cp.abs(want).max()), 1.0)
+    y = cp.empty(n, np.float32)
+    status = cp.zeros((-(-n // 64) + 2, 4), np.int32)  # enough for any tile of 64 items or more
+    impls = {}
+    for (t, i, m), fn in funcs.items():
+        name = f"{[k for k, v in MODES.items() if v == m][0]} {t}x{i}"
+        impls[name] = run_kernel(fn, t, i, m, a, b, y, status)
+        if m == 2:
+            impls[name]()
+            err = float(cp.abs(y.astype(np.float64) - want).max()) / scale
+            if not err <= 1e-3:
+                raise SystemExit(f"{name}: relative error {err:.3g}")
+    outs = {}
+    for alg in ("auto", "lookback", "lookahead"):
+        outs[alg] = cp.empty(n, np.float32)
+        got = distscan.linear_recurrence(a, b, comm=SELF, algorithm=alg, out=outs[alg])
+        err = float(cp.abs(got.astype(np.float64) - want).max()) / scale
+        if not err <= 1e-3:
+            raise SystemExit(f"distscan {alg}: relative error {err:.3g}")
+
+    def ds(alg, lead=None):
+        def call():
+            if lead is None:
+                distscan.linear_recurrence(a, b, comm=SELF, algorithm=alg, out=outs[alg])
+            else:
+                with gpu.overrides(lead=lead):
+                    distscan.linear_recurrence(a, b, comm=SELF, algorithm=alg, out=outs[alg])
+        return call
+    impls["distscan auto (look-back, lead)"] = ds("auto")
+    impls["distscan look-back, no lead"] = ds("auto", 0)
+    impls["distscan look-ahead"] = ds("lookahead")
+    med = events_interleaved(impls, reps, hide_host=True)
+    copy = copy_bandwidth(4 * n * 3 // 2, reps)  # (12 bytes an item moved: 6 read and 6 written)
+    rows = [{"impl": k, "ms": v * 1e3, "gbs": 12 * n / v / 1e9} for k, v in med.items()]
+    return {"log2n": log2n, "copy_gbs": copy, "rows": rows}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out", nargs="?")
+    ap.add_argument("--log2n", default="27,29")
+    ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--shapes", default="128x17,128x25,128x33,256x17,64x33")
+    args = ap.parse_args()
+    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    funcs = kernels(shapes)
+    for t, i, m in funcs:
+        f = funcs[(t, i, m)]
+        print(f"{t}x{i} mode {m}: {f.num_regs} registers, {f.shared_size_bytes} B shared, "
+              f"{f.local_size_bytes} B local")
+    data = {"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+            "when": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "runs": []}
+    for log2n in (int(v) for v in args.log2n.split(",")):
+        run = measure(log2n, shapes, funcs, args.reps)
+        data["runs"].append(run)
+        print(f"{data['device']}, 2^{log2n} float32 items, copy {run['copy_gbs']:.0f} GB/s, {data['when']}")
+        for r in sorted(run["rows"], key=lambda r: -r["gbs"]):
+            print(f"  {r['impl']:34s} {r['ms']:8.3f} ms {r['gbs']:7.0f} GB/s {r['gbs'] / run['copy_gbs']:6.3f} of copy")
+    if args.out:
+        Path(args.out).write_text(json.dumps(data, indent=1))
+
+
+if __name__ == "__main__":
+    main()
