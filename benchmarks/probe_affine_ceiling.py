@@ -18,6 +18,9 @@ loaded once, warp-striped as float4, y stored the same way):
 - ``chained``: ``free2`` with a decoupled look-back between tiles (tile ids from an atomic
   counter, one 16-byte status word a tile holding its flag and map, 32 predecessors a step): a
   real scan, whose results are checked;
+- ``service``: ``chained`` with the look-back in a warp of its own (THREADS + 32 threads, the data
+  warps' barriers named), which starts polling at the block's start while the data warps load and
+  reduce the tile and publish its aggregate: the look-back's wait beside the tile's own loads;
 against distscan's own float32 recurrence ("auto": the look-back with its reduction lead; the
 look-back without a lead; the look-ahead) and copy, in one run (harness.events_interleaved: GPU
 time, L2 flushed, the host hidden, median of --reps).  Bytes: a, b and y, 12 an item.  The
@@ -87,8 +90,16 @@ __device__ __forceinline__ void store_tile(float* y, long long base, long long n
     }
 }
 
+// A barrier of the THREADS data threads: __syncthreads, or bar.sync 1 where a service warp runs
+// beside them (MODE 3) and does not take part.
+template <int THREADS, int MODE>
+__device__ __forceinline__ void data_sync() {
+    if (MODE == 3) asm volatile("bar.sync 1, %0;" :: "r"(THREADS) : "memory");
+    else __syncthreads();
+}
+
 // The block's exclusive scan of the threads' maps: each thread's prefix map and the tile's map.
-template <int THREADS>
+template <int THREADS, int MODE>
 __device__ __forceinline__ Map block_exclusive(Map m, Map* warp_maps, Map& tile) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     Map inc = m;
@@ -98,7 +109,7 @@ __device__ __forceinline__ Map block_exclusive(Map m, Map* warp_maps, Map& tile)
         if (lane >= d) inc = after(o, inc);
     }
     if (lane == 31) warp_maps[warp] = inc;
-    __syncthreads();
+    data_sync<THREADS, MODE>();
     Map before{1.0f, 0.0f};
     tile = Map{1.0f, 0.0f};
     #pragma unroll
@@ -153,7 +164,7 @@ __device__ Map look_back(int4* status, long long t) {
 }
 
 template <int THREADS, int ITEMS, int MODE>
-__global__ void __launch_bounds__(THREADS) affine_tile(const float* a, const float* b, float* y, long long n,
+__global__ void __launch_bounds__(THREADS + (MODE == 3 ? 32 : 0)) affine_tile(const float* a, const float* b, float* y, long long n,
                                                        int4* status, unsigned long long* counter) {
     typedef Tile<THREADS, ITEMS> T;
     __shared__ __align__(16) float sa[T::N];
@@ -162,16 +173,25 @@ __global__ void __launch_bounds__(THREADS) affine_tile(const float* a, const flo
     __shared__ Map tile_prefix;
     __shared__ long long tile_id;
     long long t;
-    if (MODE == 2) {
+    if (MODE >= 2) {
         if (threadIdx.x == 0) tile_id = (long long)atomicAdd(counter, 1ull);
         __syncthreads();
         t = tile_id;
     } else {
         t = blockIdx.x;
     }
+    if (MODE == 3 && threadIdx.x >= THREADS) {
+        // the service warp: the look-back from the block's start, while the data warps load and
+        // reduce the tile and publish its aggregate
+        Map p{1.0f, 0.0f};
+        if (t > 0) p = look_back(status, t);
+        if (threadIdx.x == THREADS) tile_prefix = p;
+        __syncthreads();  // (the prefix to the data warps)
+        return;
+    }
     const long long base = t * T::N;
     load_tile<THREADS, ITEMS>(a, b, base, n, sa, sb);
-    __syncthreads();
+    data_sync<THREADS, MODE>();
     float ra[ITEMS], rb[ITEMS];
     #pragma unroll
     for (int i = 0; i < ITEMS; ++i) { ra[i] = sa[threadIdx.x * ITEMS + i]; rb[i] = sb[threadIdx.x * ITEMS + i]; }
@@ -183,7 +203,7 @@ __global__ void __launch_bounds__(THREADS) affine_tile(const float* a, const flo
         if (MODE == 1) { ia[i] = run.a; ib[i] = run.b; }
     }
     Map tile;
-    Map ex = block_exclusive<THREADS>(run, warp_maps, tile);
+    Map ex = block_exclusive<THREADS, MODE>(run, warp_maps, tile);
     float y0 = 0.0f;  // the y before the tile
     if (MODE == 2) {
         if (t == 0) {
@@ -199,8 +219,14 @@ __global__ void __launch_bounds__(THREADS) affine_tile(const float* a, const flo
             y0 = tile_prefix.b;  // the prefix applied to y[-1] = 0
         }
     }
+    if (MODE == 3) {
+        if (threadIdx.x == 0) publish(status, t, t == 0 ? 2 : 1, tile);
+        __syncthreads();  // (the service warp's prefix)
+        if (threadIdx.x == 0 && t > 0) publish(status, t, 2, after(tile_prefix, tile));
+        y0 = tile_prefix.b;
+    }
     float yy = fmaf(ex.a, y0, ex.b);  // the y before this thread's run
-    __syncthreads();  // (sa is reused for y)
+    data_sync<THREADS, MODE>();  // (sa is reused for y)
     if (MODE == 1) {
         #pragma unroll
         for (int i = 0; i < ITEMS; ++i) sa[threadIdx.x * ITEMS + i] = fmaf(ia[i], yy, ib[i]);
@@ -208,12 +234,12 @@ __global__ void __launch_bounds__(THREADS) affine_tile(const float* a, const flo
         #pragma unroll
         for (int i = 0; i < ITEMS; ++i) { yy = fmaf(ra[i], yy, rb[i]); sa[threadIdx.x * ITEMS + i] = yy; }
     }
-    __syncthreads();
+    data_sync<THREADS, MODE>();
     store_tile<THREADS, ITEMS>(y, base, n, sa);
 }
 """
 
-MODES = {"free2": 0, "free3": 1, "chained": 2}
+MODES = {"free2": 0, "free3": 1, "chained": 2, "service": 3}
 
 
 def kernels(shapes):
@@ -227,10 +253,10 @@ def run_kernel(fn, threads, items, mode, a, b, y, status):
     tiles = -(-n // (threads * items))
 
     def call():
-        if mode == 2:  # the status words and the counter (status[tiles]) start at 0
+        if mode >= 2:  # the status words and the counter (status[tiles]) start at 0
             status[:tiles + 1].fill(0)
         counter = status[tiles:].data.ptr
-        fn((tiles,), (threads,), (a, b, y, np.int64(n), status, np.uint64(counter)))
+        fn((tiles,), (threads + (32 if mode == 3 else 0),), (a, b, y, np.int64(n), status, np.uint64(counter)))
     return call
 
 
@@ -247,7 +273,7 @@ def measure(log2n, shapes, funcs, reps):
     for (t, i, m), fn in funcs.items():
         name = f"{[k for k, v in MODES.items() if v == m][0]} {t}x{i}"
         impls[name] = run_kernel(fn, t, i, m, a, b, y, status)
-        if m == 2:
+        if m >= 2:
             impls[name]()
             err = float(cp.abs(y.astype(np.float64) - want).max()) / scale
             if not err <= 1e-3:
