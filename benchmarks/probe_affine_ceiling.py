@@ -4,7 +4,7 @@ plan "The state scans past 0.85 of copy on the H200" (the recurrences with an ar
 0.73-0.76 of copy there); the kernels below are this script's own, not distscan's.
 
     PYTHONPATH=$PWD python3 benchmarks/probe_affine_ceiling.py [--log2n 27,29] [--reps 9]
-        [--shapes 128x17,128x25,128x33,256x17,64x33] [OUT.json]
+        [--shapes 128x17,128x25,128x33,256x17,64x33] [--sleeps 100,400] [OUT.json]
 
 Kernels (one tile of THREADS x ITEMS items a block; ITEMS odd, so that a thread's contiguous run
 is read from shared memory without bank conflicts and without a transpose's padding; a and b
@@ -136,7 +136,9 @@ __device__ __forceinline__ int4 read_status(const int4* p) {
     return v;
 }
 
-// warp 0: the map of every item before tile t (its predecessors' maps, 32 at a step)
+// warp 0: the map of every item before tile t (its predecessors' maps, 32 at a step); a warp that
+// finds a status word not yet written reads its 32 again after SLEEP ns (0: at once)
+template <int SLEEP>
 __device__ Map look_back(int4* status, long long t) {
     const int lane = threadIdx.x & 31;
     Map prefix{1.0f, 0.0f};
@@ -144,8 +146,10 @@ __device__ Map look_back(int4* status, long long t) {
     while (true) {
         long long p = end - 1 - lane;  // lane 0 the nearest
         int4 w = make_int4(2, __float_as_int(1.0f), 0, 0);
-        if (p >= 0) {
-            do { w = read_status(status + p); } while (w.x == 0);
+        while (true) {
+            if (p >= 0) w = read_status(status + p);
+            if (__all_sync(0xffffffffu, w.x != 0)) break;
+            if (SLEEP) __nanosleep(SLEEP);
         }
         unsigned inclusive = __ballot_sync(0xffffffffu, w.x == 2);
         int stop = inclusive ? __ffs(inclusive) - 1 : 31;  // fold lanes 0..stop
@@ -163,7 +167,7 @@ __device__ Map look_back(int4* status, long long t) {
     }
 }
 
-template <int THREADS, int ITEMS, int MODE>
+template <int THREADS, int ITEMS, int MODE, int SLEEP>
 __global__ void __launch_bounds__(THREADS + (MODE == 3 ? 32 : 0)) affine_tile(const float* a, const float* b, float* y, long long n,
                                                        int4* status, unsigned long long* counter) {
     typedef Tile<THREADS, ITEMS> T;
@@ -184,7 +188,7 @@ __global__ void __launch_bounds__(THREADS + (MODE == 3 ? 32 : 0)) affine_tile(co
         // the service warp: the look-back from the block's start, while the data warps load and
         // reduce the tile and publish its aggregate
         Map p{1.0f, 0.0f};
-        if (t > 0) p = look_back(status, t);
+        if (t > 0) p = look_back<SLEEP>(status, t);
         if (threadIdx.x == THREADS) tile_prefix = p;
         __syncthreads();  // (the prefix to the data warps)
         return;
@@ -212,7 +216,7 @@ __global__ void __launch_bounds__(THREADS + (MODE == 3 ? 32 : 0)) affine_tile(co
         } else {
             if (threadIdx.x == 0) publish(status, t, 1, tile);
             if (threadIdx.x < 32) {
-                Map p = look_back(status, t);
+                Map p = look_back<SLEEP>(status, t);
                 if (threadIdx.x == 0) { publish(status, t, 2, after(p, tile)); tile_prefix = p; }
             }
             __syncthreads();
@@ -242,10 +246,14 @@ __global__ void __launch_bounds__(THREADS + (MODE == 3 ? 32 : 0)) affine_tile(co
 MODES = {"free2": 0, "free3": 1, "chained": 2, "service": 3}
 
 
-def kernels(shapes):
-    names = [f"affine_tile<{t}, {i}, {m}>" for t, i in shapes for m in MODES.values()]
-    mod = cp.RawModule(code=SOURCE, options=("--std=c++17",), name_expressions=names)
-    return {(t, i, m): mod.get_function(f"affine_tile<{t}, {i}, {m}>") for t, i in shapes for m in MODES.values()}
+def kernels(shapes, sleeps):
+    """``{(threads, items, mode, sleep ns): kernel}``: every mode without a sleep, and the chained
+    ones with each of ``sleeps``."""
+    keys = [(t, i, m, 0) for t, i in shapes for m in MODES.values()]
+    keys += [(t, i, m, ns) for t, i in shapes for m in (2, 3) for ns in sleeps if ns]
+    names = {k: "affine_tile<{}, {}, {}, {}>".format(*k) for k in keys}
+    mod = cp.RawModule(code=SOURCE, options=("--std=c++17",), name_expressions=list(names.values()))
+    return {k: mod.get_function(name) for k, name in names.items()}
 
 
 def run_kernel(fn, threads, items, mode, a, b, y, status):
@@ -270,8 +278,8 @@ def measure(log2n, shapes, funcs, reps):
     y = cp.empty(n, np.float32)
     status = cp.zeros((-(-n // 64) + 2, 4), np.int32)  # enough for any tile of 64 items or more
     impls = {}
-    for (t, i, m), fn in funcs.items():
-        name = f"{[k for k, v in MODES.items() if v == m][0]} {t}x{i}"
+    for (t, i, m, ns), fn in funcs.items():
+        name = f"{[k for k, v in MODES.items() if v == m][0]} {t}x{i}" + (f" sleep {ns}" if ns else "")
         impls[name] = run_kernel(fn, t, i, m, a, b, y, status)
         if m >= 2:
             impls[name]()
@@ -309,12 +317,12 @@ def main():
     ap.add_argument("--log2n", default="27,29")
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--shapes", default="128x17,128x25,128x33,256x17,64x33")
+    ap.add_argument("--sleeps", default="", help="ns a waiting look-back sleeps before it reads again (chained, service)")
     args = ap.parse_args()
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
-    funcs = kernels(shapes)
-    for t, i, m in funcs:
-        f = funcs[(t, i, m)]
-        print(f"{t}x{i} mode {m}: {f.num_regs} registers, {f.shared_size_bytes} B shared, "
+    funcs = kernels(shapes, [int(v) for v in args.sleeps.split(",") if v])
+    for (t, i, m, ns), f in funcs.items():
+        print(f"{t}x{i} mode {m} sleep {ns}: {f.num_regs} registers, {f.shared_size_bytes} B shared, "
               f"{f.local_size_bytes} B local")
     data = {"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
             "when": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "runs": []}

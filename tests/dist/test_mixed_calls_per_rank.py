@@ -343,7 +343,10 @@ def rank_call(c, size, rank, tmp_path, k):
             ro.flags.writeable = False
             kw["out"] = ro
     elif mistake == "segments length":
-        kw["segments"] = np.zeros(hi - lo + 1, bool)
+        # one flag too many along the scanned axis: a 2-D part's axis=None scans its p.size items, and
+        # axis=1 its width (hi - lo + 1 flags were right for a (1, 2) part there: seed 9070254657673149978)
+        along = p.size if c["axis"] is None else p.shape[c["axis"]]
+        kw["segments"] = np.zeros(along + 1, bool)
         if fn in ("reduce", "cumulative_sum", "exclusive_scan") or fn == "scan" and c["op"] == "bitwise_xor":
             kw.pop("segments")
             kw["axis"] = 7
