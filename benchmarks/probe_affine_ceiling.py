@@ -4,7 +4,7 @@ plan "The state scans past 0.85 of copy on the H200" (the recurrences with an ar
 0.73-0.76 of copy there); the kernels below are this script's own, not distscan's.
 
     PYTHONPATH=$PWD python3 benchmarks/probe_affine_ceiling.py [--log2n 27,29] [--reps 9]
-        [--shapes 128x17,128x25,128x33,256x17,64x33] [--sleeps 100,400] [OUT.json]
+        [--shapes 128x17,128x25,128x33,256x17,64x33] [--sleeps 100,400] [--rings 128x17x2x2] [OUT.json]
 
 Kernels (one tile of THREADS x ITEMS items a block; ITEMS odd, so that a thread's contiguous run
 is read from shared memory without bank conflicts and without a transpose's padding; a and b
@@ -21,6 +21,11 @@ loaded once, warp-striped as float4, y stored the same way):
 - ``service``: ``chained`` with the look-back in a warp of its own (THREADS + 32 threads, the data
   warps' barriers named), which starts polling at the block's start while the data warps load and
   reduce the tile and publish its aggregate: the look-back's wait beside the tile's own loads;
+- ``ring``: persistent blocks (as many as fit), a ring of AHEAD + DEPTH + 1 tile stages filled by
+  cp.async; iteration i reduces tile i from its stage and publishes its aggregate at once, and scans
+  tile i - DEPTH from its stage with the prefix a service warp looked back for meanwhile, while the
+  loads of the next AHEAD tiles are in flight: the look-ahead's idea in a lean loop (one run in
+  registers at a time, two applications an item);
 against distscan's own float32 recurrence ("auto": the look-back with its reduction lead; the
 look-back without a lead; the look-ahead) and copy, in one run (harness.events_interleaved: GPU
 time, L2 flushed, the host hidden, median of --reps).  Bytes: a, b and y, 12 an item.  The
@@ -241,9 +246,156 @@ __global__ void __launch_bounds__(THREADS + (MODE == 3 ? 32 : 0)) affine_tile(co
     data_sync<THREADS, MODE>();
     store_tile<THREADS, ITEMS>(y, base, n, sa);
 }
+
+// ---- "ring": persistent blocks; a ring of S = AHEAD + DEPTH + 1 tile stages filled by cp.async;
+// iteration i reduces tile i (publishing its aggregate at once) and scans tile i - DEPTH from the
+// stage, while the loads of tiles i+1 .. i+AHEAD are in flight and a service warp (the block's last)
+// looks back for the tiles already reduced.  Two applications an item; a thread's run in registers
+// one at a time.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
+
+template <int THREADS, int ITEMS>
+__device__ __forceinline__ void issue_load(const float* a, const float* b, long long t, long long n,
+                                           long long num_tiles, float* sa, float* sb) {
+    typedef Tile<THREADS, ITEMS> T;
+    if (t >= num_tiles) return;
+    const long long base = t * T::N;
+    if (base + T::N <= n) {
+        const float4* a4 = reinterpret_cast<const float4*>(a + base);
+        const float4* b4 = reinterpret_cast<const float4*>(b + base);
+        for (int k = threadIdx.x; k < T::N4; k += THREADS) {
+            cp_async16(reinterpret_cast<float4*>(sa) + k, a4 + k);
+            cp_async16(reinterpret_cast<float4*>(sb) + k, b4 + k);
+        }
+    } else {
+        load_tile<THREADS, ITEMS>(a, b, base, n, sa, sb);  // the last tile, part of one: plain loads
+    }
+}
+
+template <int THREADS, int ITEMS, int DEPTH, int AHEAD>
+__global__ void __launch_bounds__(THREADS + 32) affine_ring(const float* a, const float* b, float* y, long long n,
+                                                            int4* status, unsigned long long* counter) {
+    typedef Tile<THREADS, ITEMS> T;
+    constexpr int S = AHEAD + DEPTH + 1;
+    extern __shared__ __align__(16) float smem[];
+    float* stage_a = smem;  // S stages of N a's (then y's), S of N b's, S * THREADS thread maps
+    float* stage_b = smem + S * T::N;
+    Map* thread_ex = reinterpret_cast<Map*>(smem + 2 * S * T::N);
+    __shared__ Map warp_maps[THREADS / 32];
+    __shared__ long long next_tile[S];   // the tile of iteration k, claimed ahead, at k % S
+    __shared__ long long stage_tile[S];  // the tile reduced in a stage
+    __shared__ Map stage_agg[S];
+    __shared__ Map stage_prefix[S];
+    __shared__ volatile int reduced[S];  // k + 1 once iteration k's tile is reduced (its aggregate out)
+    __shared__ volatile int ready[S];    // k + 1 once its prefix is in stage_prefix
+    const long long num_tiles = (n + T::N - 1) / T::N;
+    if (threadIdx.x < S) { reduced[threadIdx.x] = 0; ready[threadIdx.x] = 0; }
+    if (threadIdx.x == 0) {
+        for (int k = 0; k <= AHEAD; ++k) next_tile[k] = (long long)atomicAdd(counter, 1ull);
+    }
+    __syncthreads();
+    if (threadIdx.x >= THREADS) {  // the service warp
+        for (int j = 0;; ++j) {
+            const int sj = j % S;
+            while (reduced[sj] != j + 1) {}
+            const long long t = stage_tile[sj];
+            if (t >= num_tiles) return;
+            Map p{1.0f, 0.0f};
+            if (t > 0) p = look_back<0>(status, t);
+            if (threadIdx.x == THREADS) {
+                stage_prefix[sj] = p;
+                if (t > 0) publish(status, t, 2, after(p, stage_agg[sj]));
+                __threadfence_block();
+                ready[sj] = j + 1;
+            }
+            __syncwarp();
+        }
+    }
+    for (int k = 0; k < AHEAD; ++k) {
+        issue_load<THREADS, ITEMS>(a, b, next_tile[k], n, num_tiles, stage_a + k * T::N, stage_b + k * T::N);
+        cp_async_commit();
+    }
+    for (int i = 0;; ++i) {
+        const int s = i % S;
+        cp_async_wait<AHEAD - 1>();  // (this thread's copies of tile i)
+        data_sync<THREADS, 3>();
+        const long long t = next_tile[s];
+        const int sl = (i + AHEAD) % S;  // free: its tile was scanned and stored in iteration i - 1
+        issue_load<THREADS, ITEMS>(a, b, next_tile[sl], n, num_tiles, stage_a + sl * T::N, stage_b + sl * T::N);
+        cp_async_commit();
+        if (threadIdx.x == 0) next_tile[(i + AHEAD + 1) % S] = (long long)atomicAdd(counter, 1ull);
+        if (t < num_tiles) {  // reduce tile i
+            const float* ra = stage_a + s * T::N + threadIdx.x * ITEMS;
+            const float* rb = stage_b + s * T::N + threadIdx.x * ITEMS;
+            Map run{1.0f, 0.0f};
+            #pragma unroll
+            for (int k = 0; k < ITEMS; ++k) run = after(run, Map{ra[k], rb[k]});
+            Map tile;
+            Map ex = block_exclusive<THREADS, 3>(run, warp_maps, tile);
+            thread_ex[s * THREADS + threadIdx.x] = ex;
+            if (threadIdx.x == 0) {
+                stage_agg[s] = tile;
+                publish(status, t, t == 0 ? 2 : 1, tile);
+                __threadfence();  // (the aggregate out before the service warp's inclusive word)
+            }
+        }
+        if (threadIdx.x == 0) { stage_tile[s] = t; __threadfence_block(); reduced[s] = i + 1; }
+        const int j = i - DEPTH;
+        if (j < 0) continue;
+        const int sj = j % S;
+        const long long tj = stage_tile[sj];
+        if (tj >= num_tiles) break;  // (every later tile of this block is past the end too)
+        while (ready[sj] != j + 1) __nanosleep(32);  // (leaves the issue slots to the service warp)
+        const Map p = stage_prefix[sj];
+        const Map ex = thread_ex[sj * THREADS + threadIdx.x];
+        float* ya = stage_a + sj * T::N + threadIdx.x * ITEMS;
+        const float* yb = stage_b + sj * T::N + threadIdx.x * ITEMS;
+        float yy = fmaf(ex.a, p.b, ex.b);
+        #pragma unroll
+        for (int k = 0; k < ITEMS; ++k) { yy = fmaf(ya[k], yy, yb[k]); ya[k] = yy; }
+        data_sync<THREADS, 3>();
+        store_tile<THREADS, ITEMS>(y, tj * T::N, n, stage_a + sj * T::N);
+    }
+}
 """
 
 MODES = {"free2": 0, "free3": 1, "chained": 2, "service": 3}
+
+
+def ring_kernels(rings):
+    """``{(threads, items, depth, ahead): (kernel, dynamic shared bytes, grid)}``: the persistent ring's."""
+    names = {r: "affine_ring<{}, {}, {}, {}>".format(*r) for r in rings}
+    mod = cp.RawModule(code=SOURCE, options=("--std=c++17",), name_expressions=list(names.values()))
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    out = {}
+    for (t, i, d, ah), name in names.items():
+        fn = mod.get_function(name)
+        stages = ah + d + 1
+        smem = 2 * stages * t * i * 4 + stages * t * 8
+        fn.max_dynamic_shared_size_bytes = smem
+        try:
+            per_sm = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, t + 32, smem)
+        except Exception:  # noqa: BLE001
+            per_sm = max(1, (227 * 1024) // (smem + fn.shared_size_bytes + 1024))
+        out[(t, i, d, ah)] = (fn, smem, int(per_sm) * sms)
+    return out
+
+
+def run_ring(fn, smem, grid, threads, items, a, b, y, status):
+    n = a.size
+    tiles = -(-n // (threads * items))
+
+    def call():
+        status[:tiles + 1].fill(0)  # the tiles' status words and the counter after them start at 0
+        counter = status[tiles:].data.ptr
+        fn((grid,), (threads + 32,), (a, b, y, np.int64(n), status, np.uint64(counter)), shared_mem=smem)
+    return call
 
 
 def kernels(shapes, sleeps):
@@ -268,7 +420,7 @@ def run_kernel(fn, threads, items, mode, a, b, y, status):
     return call
 
 
-def measure(log2n, shapes, funcs, reps):
+def measure(log2n, shapes, funcs, reps, rings=None):
     n = 1 << log2n
     rng = np.random.default_rng(log2n)
     a = cp.asarray(rng.uniform(0.9, 1.0, n).astype(np.float32))
@@ -286,6 +438,14 @@ def measure(log2n, shapes, funcs, reps):
             err = float(cp.abs(y.astype(np.float64) - want).max()) / scale
             if not err <= 1e-3:
                 raise SystemExit(f"{name}: relative error {err:.3g}")
+    for (t, i, d, ah), (fn, smem, grid) in (rings or {}).items():
+        name = f"ring {t}x{i} depth {d} ahead {ah} ({grid // cp.cuda.Device().attributes['MultiProcessorCount']}/SM)"
+        impls[name] = run_ring(fn, smem, grid, t, i, a, b, y, status)
+        y.fill(np.nan)
+        impls[name]()
+        err = float(cp.abs(y.astype(np.float64) - want).max()) / scale
+        if not err <= 1e-3:
+            raise SystemExit(f"{name}: relative error {err:.3g}")
     outs = {}
     for alg in ("auto", "lookback", "lookahead"):
         outs[alg] = cp.empty(n, np.float32)
@@ -318,16 +478,21 @@ def main():
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--shapes", default="128x17,128x25,128x33,256x17,64x33")
     ap.add_argument("--sleeps", default="", help="ns a waiting look-back sleeps before it reads again (chained, service)")
+    ap.add_argument("--rings", default="", help="persistent rings, THREADSxITEMSxDEPTHxAHEAD, comma-separated")
     args = ap.parse_args()
-    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
-    funcs = kernels(shapes, [int(v) for v in args.sleeps.split(",") if v])
+    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",") if s]
+    funcs = kernels(shapes, [int(v) for v in args.sleeps.split(",") if v]) if shapes else {}
+    rings = ring_kernels([tuple(int(v) for v in r.split("x")) for r in args.rings.split(",") if r])
+    for r, (f, smem, grid) in rings.items():
+        print(f"ring {r}: {f.num_regs} registers, {f.shared_size_bytes} + {smem} B shared, "
+              f"{f.local_size_bytes} B local, grid {grid}")
     for (t, i, m, ns), f in funcs.items():
         print(f"{t}x{i} mode {m} sleep {ns}: {f.num_regs} registers, {f.shared_size_bytes} B shared, "
               f"{f.local_size_bytes} B local")
     data = {"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
             "when": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "runs": []}
     for log2n in (int(v) for v in args.log2n.split(",")):
-        run = measure(log2n, shapes, funcs, args.reps)
+        run = measure(log2n, shapes, funcs, args.reps, rings)
         data["runs"].append(run)
         print(f"{data['device']}, 2^{log2n} float32 items, copy {run['copy_gbs']:.0f} GB/s, {data['when']}")
         for r in sorted(run["rows"], key=lambda r: -r["gbs"]):
