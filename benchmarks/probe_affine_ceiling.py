@@ -304,6 +304,7 @@ __global__ void __launch_bounds__(THREADS + 32) affine_ring(const float* a, cons
         for (int j = 0;; ++j) {
             const int sj = j % S;
             while (reduced[sj] != j + 1) {}
+            __threadfence_block();  // (no read of the stage's words hoisted above the wait)
             const long long t = stage_tile[sj];
             if (t >= num_tiles) return;
             Map p{1.0f, 0.0f};
@@ -352,6 +353,7 @@ __global__ void __launch_bounds__(THREADS + 32) affine_ring(const float* a, cons
         const long long tj = stage_tile[sj];
         if (tj >= num_tiles) break;  // (every later tile of this block is past the end too)
         while (ready[sj] != j + 1) __nanosleep(32);  // (leaves the issue slots to the service warp)
+        __threadfence_block();  // (no read of the prefix hoisted above the wait)
         const Map p = stage_prefix[sj];
         const Map ex = thread_ex[sj * THREADS + threadIdx.x];
         float* ya = stage_a + sj * T::N + threadIdx.x * ITEMS;
