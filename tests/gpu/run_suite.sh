@@ -10,7 +10,11 @@
 #   RUNS="operators-cpu big" bash tests/gpu/run_suite.sh OUT_DIR     (some runs only)
 #
 # Prints the sha1 of distscan/ and kernels/ (what benchmarks/logs/gpu-tests.txt records) and the
-# pytest summary of every run; exits non-zero if any run failed.
+# pytest summary of every run; exits non-zero if any run failed.  Through the device tool, keep
+# OUT_DIR outside $OUT (it brings back 8 files at most: the eight runs' logs and anything else there
+# were dropped, 2026-11-29) and gather the logs into one file of $OUT, as
+# benchmarks/logs/2026-11-29-s54/suite/live.txt was made:
+#   bash tests/gpu/run_suite.sh /tmp/s > $OUT/suite.txt; for f in /tmp/s/suite-*.txt; do echo "=== $f"; tail -c 3000 $f; done > $OUT/live.txt
 set -u
 out=${1:?usage: bash tests/gpu/run_suite.sh OUT_DIR}
 mkdir -p "$out"
