@@ -1,13 +1,20 @@
 """The CUDA modules' disk cache (``backends/cuda/modules.py``: ``keep``, ``find``) on any machine:
 files whole or absent, the names before the binary, a folder that cannot be written or
-``CUPY_CACHE_IN_MEMORY=1`` sending them to the process's own folder.  The compile and load are
+``CUPY_CACHE_IN_MEMORY=1`` sending them to the process's own folder; a stateful test draws them
+together.  The compile and load are
 tested on a GPU (tests/gpu/test_compile_cache.py)."""
 
 from __future__ import annotations
 
+import json
 import os
+import tempfile
+from pathlib import Path
 
 import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from distscan.backends.cuda import modules
 
@@ -84,3 +91,110 @@ def test_the_cache_folder_follows_distscan_s_then_cupy_s_setting(tmp_path, monke
     monkeypatch.delenv("DISTSCAN_CACHE_DIR")
     monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path / "cupy"))
     assert modules.cache_dir() == tmp_path / "cupy" / "distscan"
+
+
+EXPRESSIONS = ("f<float>", "f<double>", "g<int>")
+
+
+class ModuleCacheMachine(RuleBasedStateMachine):
+    """``keep`` and ``find`` drawn against a model of the folders: modules kept, names files cut
+    short, lost or of another module, the cache folder unwritable (under a file), CuPy's
+    ``CUPY_CACHE_IN_MEMORY=1`` switched on and off.  ``find`` gives a module only where one is kept
+    whole with every name asked for, and then the binary last kept there; it finds one wherever
+    the model holds such a module in a folder it searches (the cache folder first, then the
+    process's own)."""
+
+    def __init__(self):
+        super().__init__()
+        self.root = Path(tempfile.mkdtemp(prefix="modcache-"))
+        (self.root / "file").write_text("")
+        self.folders = {True: self.root / "cache", False: self.root / "file" / "cache"}  # writable?
+        self.writable = True
+        self.in_memory = False
+        self.saved = (modules._private[:], os.environ.get("CUPY_CACHE_IN_MEMORY"))
+        modules._private.clear()
+        os.environ.pop("CUPY_CACHE_IN_MEMORY", None)
+        self.model = {}  # (folder path, stem) -> (names: dict | None for unreadable, binary)
+
+    def teardown(self):
+        import shutil
+
+        for where in modules._private:
+            shutil.rmtree(where, ignore_errors=True)
+        modules._private[:] = self.saved[0]
+        if self.saved[1] is None:
+            os.environ.pop("CUPY_CACHE_IN_MEMORY", None)
+        else:
+            os.environ["CUPY_CACHE_IN_MEMORY"] = self.saved[1]
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    @property
+    def folder(self):
+        return self.folders[self.writable]
+
+    @rule(stem=st.sampled_from(["k1", "k2"]), names=st.sets(st.sampled_from(EXPRESSIONS)),
+          binary=st.binary(min_size=1, max_size=8))
+    def keep(self, stem, names, binary):
+        mapping = {e: f"_Z{len(e)}{e}" for e in sorted(names)}
+        path = modules.keep(self.folder, stem, json.dumps(mapping).encode(), binary)
+        # written to the cache folder where it can be, else to the process's own
+        want = self.folder if self.writable and not self.in_memory else modules._private[0]
+        assert path == want / f"{stem}.module"
+        self.model[(want, stem)] = (mapping, binary)
+
+    @rule(stem=st.sampled_from(["k1", "k2"]), how=st.sampled_from(["cut", "lost", "list", "other"]))
+    def spoil_names(self, stem, how):
+        for (where, s), (mapping, binary) in list(self.model.items()):
+            if s != stem:
+                continue
+            names = where / f"{stem}.names"
+            mapping = mapping or {"f<float>": "_Zf"}  # (a file spoilt before: spoilt again from some mapping)
+            if how == "lost":
+                names.unlink(missing_ok=True)
+                self.model[(where, s)] = (None, binary)
+            elif how == "cut":
+                text = json.dumps(mapping)
+                names.write_text(text[:len(text) // 2])
+                self.model[(where, s)] = (None, binary)
+            elif how == "list":
+                names.write_text(json.dumps(sorted(mapping)))
+                self.model[(where, s)] = (None, binary)
+            else:  # another module's names: a mapping, of one name
+                other = {"g<int>": "_Zother"}
+                names.write_text(json.dumps(other))
+                self.model[(where, s)] = (other, binary)
+
+    @rule(writable=st.booleans())
+    def move_the_cache_folder(self, writable):
+        self.writable = writable
+
+    @rule(on=st.booleans())
+    def cupy_in_memory(self, on):
+        self.in_memory = on
+        if on:
+            os.environ["CUPY_CACHE_IN_MEMORY"] = "1"
+        else:
+            os.environ.pop("CUPY_CACHE_IN_MEMORY", None)
+
+    @invariant()
+    def find_gives_only_whole_modules_with_every_name(self):
+        searched = ([] if self.in_memory else [self.folder]) + modules._private[:1]
+        for stem in ("k1", "k2"):
+            for asked in [(), EXPRESSIONS[:1], EXPRESSIONS[:2], EXPRESSIONS]:
+                got = modules.find(self.folder, stem, asked)
+                want = None
+                for where in searched:
+                    kept = self.model.get((where, stem))
+                    if kept is not None and kept[0] is not None and set(asked) <= set(kept[0]):
+                        want = (where / f"{stem}.module", kept[0], kept[1])
+                        break
+                if want is None:
+                    assert got is None, (stem, asked, got)
+                else:
+                    assert got is not None, (stem, asked)
+                    path, names = got
+                    assert path == want[0] and names == want[1] and path.read_bytes() == want[2]
+
+
+TestModuleCacheMachine = ModuleCacheMachine.TestCase
+TestModuleCacheMachine.settings = settings(max_examples=60, stateful_step_count=25, deadline=None)
