@@ -370,10 +370,13 @@ __global__ void __launch_bounds__(THREADS + 32) affine_ring(const float* a, cons
 MODES = {"free2": 0, "free3": 1, "chained": 2, "service": 3}
 
 
-def ring_kernels(rings):
+def ring_names(rings):
+    """``{(threads, items, depth, ahead): name expression}`` of the persistent rings."""
+    return {r: "affine_ring<{}, {}, {}, {}>".format(*r) for r in rings}
+
+
+def ring_kernels(mod, names):
     """``{(threads, items, depth, ahead): (kernel, dynamic shared bytes, grid)}``: the persistent ring's."""
-    names = {r: "affine_ring<{}, {}, {}, {}>".format(*r) for r in rings}
-    mod = cp.RawModule(code=SOURCE, options=("--std=c++17",), name_expressions=list(names.values()))
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     out = {}
     for (t, i, d, ah), name in names.items():
@@ -389,37 +392,33 @@ def ring_kernels(rings):
     return out
 
 
-def run_ring(fn, smem, grid, threads, items, a, b, y, status):
-    n = a.size
-    tiles = -(-n // (threads * items))
-
-    def call():
-        status[:tiles + 1].fill(0)  # the tiles' status words and the counter after them start at 0
-        counter = status[tiles:].data.ptr
-        fn((grid,), (threads + 32,), (a, b, y, np.int64(n), status, np.uint64(counter)), shared_mem=smem)
-    return call
-
-
-def kernels(shapes, sleeps):
-    """``{(threads, items, mode, sleep ns): kernel}``: every mode without a sleep, and the chained
-    ones with each of ``sleeps``."""
+def tile_names(shapes, sleeps):
+    """``{(threads, items, mode, sleep ns): name expression}``: every mode without a sleep, and the
+    chained ones with each of ``sleeps``."""
     keys = [(t, i, m, 0) for t, i in shapes for m in MODES.values()]
     keys += [(t, i, m, ns) for t, i in shapes for m in (2, 3) for ns in sleeps if ns]
-    names = {k: "affine_tile<{}, {}, {}, {}>".format(*k) for k in keys}
-    mod = cp.RawModule(code=SOURCE, options=("--std=c++17",), name_expressions=list(names.values()))
-    return {k: mod.get_function(name) for k, name in names.items()}
+    return {k: "affine_tile<{}, {}, {}, {}>".format(*k) for k in keys}
 
 
-def run_kernel(fn, threads, items, mode, a, b, y, status):
+def launch(fn, tile, chained, grid, block, a, b, y, status, smem=0):
+    """A call of ``fn`` over a and b into y; ``chained``: its tiles' status words and the counter
+    after them (status[tiles]) zeroed first; ``grid`` None: one block a tile."""
     n = a.size
-    tiles = -(-n // (threads * items))
+    tiles = -(-n // tile)
+    blocks = tiles if grid is None else grid
 
     def call():
-        if mode >= 2:  # the status words and the counter (status[tiles]) start at 0
+        if chained:
             status[:tiles + 1].fill(0)
         counter = status[tiles:].data.ptr
-        fn((tiles,), (threads + (32 if mode == 3 else 0),), (a, b, y, np.int64(n), status, np.uint64(counter)))
+        fn((blocks,), (block,), (a, b, y, np.int64(n), status, np.uint64(counter)), shared_mem=smem)
     return call
+
+
+def _check(name, got, want, scale):
+    err = float(cp.abs(got.astype(np.float64) - want).max()) / scale
+    if not err <= 1e-3:
+        raise SystemExit(f"{name}: relative error {err:.3g}")
 
 
 def measure(log2n, shapes, funcs, reps, rings=None):
@@ -434,27 +433,21 @@ def measure(log2n, shapes, funcs, reps, rings=None):
     impls = {}
     for (t, i, m, ns), fn in funcs.items():
         name = f"{[k for k, v in MODES.items() if v == m][0]} {t}x{i}" + (f" sleep {ns}" if ns else "")
-        impls[name] = run_kernel(fn, t, i, m, a, b, y, status)
+        impls[name] = launch(fn, t * i, m >= 2, None, t + (32 if m == 3 else 0), a, b, y, status)
         if m >= 2:
             impls[name]()
-            err = float(cp.abs(y.astype(np.float64) - want).max()) / scale
-            if not err <= 1e-3:
-                raise SystemExit(f"{name}: relative error {err:.3g}")
+            _check(name, y, want, scale)
     for (t, i, d, ah), (fn, smem, grid) in (rings or {}).items():
         name = f"ring {t}x{i} depth {d} ahead {ah} ({grid // cp.cuda.Device().attributes['MultiProcessorCount']}/SM)"
-        impls[name] = run_ring(fn, smem, grid, t, i, a, b, y, status)
+        impls[name] = launch(fn, t * i, True, grid, t + 32, a, b, y, status, smem)
         y.fill(np.nan)
         impls[name]()
-        err = float(cp.abs(y.astype(np.float64) - want).max()) / scale
-        if not err <= 1e-3:
-            raise SystemExit(f"{name}: relative error {err:.3g}")
+        _check(name, y, want, scale)
     outs = {}
     for alg in ("auto", "lookback", "lookahead"):
         outs[alg] = cp.empty(n, np.float32)
-        got = distscan.linear_recurrence(a, b, comm=SELF, algorithm=alg, out=outs[alg])
-        err = float(cp.abs(got.astype(np.float64) - want).max()) / scale
-        if not err <= 1e-3:
-            raise SystemExit(f"distscan {alg}: relative error {err:.3g}")
+        _check(f"distscan {alg}", distscan.linear_recurrence(a, b, comm=SELF, algorithm=alg, out=outs[alg]), want,
+               scale)
 
     def ds(alg, lead=None):
         def call():
@@ -483,8 +476,13 @@ def main():
     ap.add_argument("--rings", default="", help="persistent rings, THREADSxITEMSxDEPTHxAHEAD, comma-separated")
     args = ap.parse_args()
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",") if s]
-    funcs = kernels(shapes, [int(v) for v in args.sleeps.split(",") if v]) if shapes else {}
-    rings = ring_kernels([tuple(int(v) for v in r.split("x")) for r in args.rings.split(",") if r])
+    tiles = tile_names(shapes, [int(v) for v in args.sleeps.split(",") if v])
+    ringed = ring_names([tuple(int(v) for v in r.split("x")) for r in args.rings.split(",") if r])
+    # (one compile of the source for every kernel asked for)
+    mod = cp.RawModule(code=SOURCE, options=("--std=c++17",),
+                       name_expressions=list(tiles.values()) + list(ringed.values()))
+    funcs = {k: mod.get_function(name) for k, name in tiles.items()}
+    rings = ring_kernels(mod, ringed)
     for r, (f, smem, grid) in rings.items():
         print(f"ring {r}: {f.num_regs} registers, {f.shared_size_bytes} + {smem} B shared, "
               f"{f.local_size_bytes} B local, grid {grid}")
