@@ -57,6 +57,11 @@ def test_the_unlocked_insert_and_evict_fails_so_the_test_can_see_it(fast_switche
     assert hit, "no collision in 5 tries: the hammer cannot tell the lock from its absence here"
 
 
+def _disk_full(src, dst):
+    """``os.replace`` on a full disk."""
+    raise OSError(28, "No space left on device")
+
+
 def test_write_whole_writes_a_file_whole_or_leaves_nothing(tmp_path, monkeypatch):
     """``write_whole``: the one writer of the disk caches' files (the CUDA modules', the CPU
     loops'): a reader never finds a part of a file, a failed write leaves no temporary."""
@@ -66,10 +71,7 @@ def test_write_whole_writes_a_file_whole_or_leaves_nothing(tmp_path, monkeypatch
     write_whole(tmp_path / "a.module", b"\x00bin")
     write_whole(tmp_path / "a.py", "x = 1\n")
     assert (tmp_path / "a.module").read_bytes() == b"\x00bin" and (tmp_path / "a.py").read_text() == "x = 1\n"
-
-    def full(src, dst):
-        raise OSError(28, "No space left on device")
-    monkeypatch.setattr(os, "replace", full)
+    monkeypatch.setattr(os, "replace", _disk_full)
     with pytest.raises(OSError):
         write_whole(tmp_path / "b.module", b"bin")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.module", "a.py"]
@@ -83,10 +85,7 @@ def test_a_loop_whose_file_cannot_be_written_compiles_in_memory_and_leaves_no_te
     pytest.importorskip("numba")
     from distscan.ops import jit
     monkeypatch.setenv("DISTSCAN_CACHE_DIR", str(tmp_path))
-
-    def full(src, dst):
-        raise OSError(28, "No space left on device")
-    monkeypatch.setattr(os, "replace", full)
+    monkeypatch.setattr(os, "replace", _disk_full)
     loop = jit._cached("def add_one(a):\n    return a + 1\n", "add_one", None)
     assert loop(41) == 42
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]
