@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from distscan.ops.options import call_op
-from distscan.backends.cuda import plans
+from distscan.backends.cuda import compile as cc, plans
 
 
 def _device(kind, dtype, n, *, segments=False, reverse=False, result_kind=None, base="sum", coef_mode=0):
@@ -38,8 +38,8 @@ def test_the_float64_recurrence_looks_ahead_from_the_plain_scans_size(reverse):
 def test_the_float32_recurrence_of_one_tame_coefficient_looks_ahead_from_the_plain_scans_size(reverse):
     """An EMA (one ``a`` with ``|a| <= 1``: coefficient mode 2), unsegmented, either direction."""
     assert plans.uses_lookahead(LARGE, 4, 4) and not plans.uses_lookahead(SMALL, 4, 4)
-    assert _device("affine", "float32", LARGE, reverse=reverse, coef_mode=plans.COEF_TAME) == "lookahead"
-    assert _device("affine", "float32", SMALL, reverse=reverse, coef_mode=plans.COEF_TAME) == "lookback"
+    assert _device("affine", "float32", LARGE, reverse=reverse, coef_mode=cc.COEF_TAME) == "lookahead"
+    assert _device("affine", "float32", SMALL, reverse=reverse, coef_mode=cc.COEF_TAME) == "lookback"
 
 
 @pytest.mark.parametrize("coef_mode,segments,dtype,result_kind", [

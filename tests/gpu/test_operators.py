@@ -65,7 +65,8 @@ def _precompiled():
         ext(get_op(name), dt, (True,))
     for name, dt in [("sum", "int32"), ("sum", "float32"), ("max", "float64"), ("nansum", "float64"),
                      ("prod", "int64"), ("sum", "int8"), ("sum", "int64"), ("gcd", "int64"), ("lcm", "int64"),
-                     ("prod", "float32"), ("prod", "float64"), ("nanprod", "float32"), ("nanprod", "float64")]:
+                     ("prod", "float32"), ("prod", "float64"), ("nanprod", "float32"), ("nanprod", "float64"),
+                     ("sum", "complex128")]:
         ext(segmented(get_op(name), False), dt, (False,))
         ext(segmented(get_op(name), True), dt, (True,))
     for dt in ["float32", "float64", "complex64", "complex128", "int64"]:
@@ -193,10 +194,11 @@ def test_reverse_matches_the_cpu(opname, dtype, n, rng):
 
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("opname,dtype", [("sum", "int32"), ("sum", "float32"), ("max", "float64"),
-                                          ("nansum", "float64"), ("prod", "int64")])
+                                          ("nansum", "float64"), ("prod", "int64"), ("sum", "complex128")])
 def test_segmented_matches_the_cpu(opname, dtype, n, rng):
+    """(complex128 sums: 32-byte states on a tile shape of their own, backends/cuda/tuning.py)"""
     x = rng.standard_normal(n) if np.dtype(dtype).kind in "fc" else rng.integers(-9, 9, n)
-    x = x.astype(dtype)
+    x = (x + 1j * rng.standard_normal(n) if np.dtype(dtype).kind == "c" else x).astype(dtype)
     if opname == "nansum":
         x[rng.random(n) < 0.1] = np.nan
     for density in (1e-5, 0.01, 0.5):

@@ -66,7 +66,7 @@ def astype(a, dtype):
     if a.dtype == dtype:
         return a if a.flags.c_contiguous else cp.ascontiguousarray(a)
     with a.device:
-        found = _kernel(a.dtype, dtype) if a.dtype.kind == "f" or a.dtype.kind == "c" else None
+        found = _kernel(a.dtype, dtype)
         if found is None:
             return a.astype(dtype, order="C")
         kernel, parts = found

@@ -99,6 +99,12 @@ def state_ctype(kind: str, value_dtype) -> str:
     return f"distscan::{_STATE_STRUCTS[kind]}<{ctype(value_dtype)} >"
 
 
+# How a linear recurrence's coefficients come (ModuleKey.coef_one; ext_states.coefficient_row): rows
+# of their own, one row for every row, or one tame row (|a| <= 1: ext_states.one_coefficient).
+COEF_ROWS, COEF_ONE, COEF_TAME = 0, 1, 2
+COEF_MODES = (COEF_ROWS, COEF_ONE, COEF_TAME)
+
+
 @dataclass(frozen=True)
 class ModuleKey:
     in_dtype: np.dtype
@@ -120,8 +126,8 @@ class ModuleKey:
     # with ext: the columns scan's kernels for (n, w) rows (COLUMN_ROLES) instead of the 1-D ones,
     # a module of their own, compiled only for calls of several columns
     columns: bool = False
-    # with ext: a recurrence's one coefficient (a column) for every row (1; 2: tame; COEF_ONE, COEF_TAME)
-    coef_one: int = 0
+    # with ext: a recurrence's one coefficient (a column) for every row (COEF_ONE; COEF_TAME: tame)
+    coef_one: int = COEF_ROWS
 
 
 ROLES = ("scan_incl", "scan_excl", "reduce_partials", "reduce_final", "add_offset", "add_offset_columns",
@@ -181,7 +187,7 @@ def options(key: ModuleKey) -> tuple:
     opts = ["-std=c++17", "-DDISTSCAN_NVRTC", f"-I{kdir}"]
     if np.dtype(np.float16) in (key.in_dtype, key.out_dtype):
         opts.append("-DDISTSCAN_HALF")
-    opts += ["-DDISTSCAN_COEF_ONE=1"] * (key.coef_one > 0) + ["-DDISTSCAN_COEF_TAME=1"] * (key.coef_one == 2)
+    opts += ["-DDISTSCAN_COEF_ONE=1"] * (key.coef_one != COEF_ROWS) + ["-DDISTSCAN_COEF_TAME=1"] * (key.coef_one == COEF_TAME)
     return tuple(opts)
 
 

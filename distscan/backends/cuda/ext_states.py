@@ -137,12 +137,12 @@ def coefficient_row(a):
     along axis 0 (a scalar or a row of ``a`` that ``distscan._call`` broadcast to the part, or a
     caller's ``cupy.broadcast_to``): the kernels read its row for every item instead of n copies."""
     if type(a) is not cp.ndarray or a.ndim == 0 or a.shape[0] < 2 or a.strides[0] != 0:
-        return None, 0
+        return None, cc.COEF_ROWS
     # (tame: a view of one of one_coefficient's words, every item that word: a stride along each
     # axis of more than one item is 0.  Not every stride: CuPy's broadcast of a (1,) word to
     # (n, 1) keeps the item stride on the axis of one, so Part's 1-D rows were never tame)
     tame = all(s == 0 or d == 1 for s, d in zip(a.strides, a.shape)) and _TAME_AT.get(a.data.ptr, False)
-    return cp.ascontiguousarray(a[0]).reshape(-1), 2 if tame else 1
+    return cp.ascontiguousarray(a[0]).reshape(-1), cc.COEF_TAME if tame else cc.COEF_ONE
 
 
 def aux_arrays(aux, op: Op, n: int, w: int):
@@ -153,7 +153,7 @@ def aux_arrays(aux, op: Op, n: int, w: int):
     flags_at, coef_at = aux_places(op)
     flags = aux[flags_at] if 0 <= flags_at < len(aux) else None
     coef = aux[coef_at] if 0 <= coef_at < len(aux) else None
-    mode = 0
+    mode = cc.COEF_ROWS
     if coef is not None:
         row, mode = coefficient_row(coef)  # (before the reshape: a broadcast stays one)
         coef = cp.ascontiguousarray(cp.asarray(coef).reshape(n, w)) if row is None else row

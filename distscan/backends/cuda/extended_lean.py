@@ -28,6 +28,7 @@ from __future__ import annotations
 from ..._dtypes import ScanTypes
 from ...ops import Op
 from .absorbing import absorbs
+from .compile import COEF_MODES
 from .device import cp, is_capturing, remember
 from .ext_states import aux_places, coefficient_row, has_gpu_form
 from .extended import EXT_CALLS, ext_call
@@ -54,8 +55,8 @@ def lean_state_scanner(op: Op, types: ScanTypes, exclusive: bool, reverse: bool,
         return None
     in_dtype, result = types.input, types.result
     in_size, out_size = in_dtype.itemsize, result.itemsize
-    # auto_device's answer for every size, by the coefficients' mode (coefficient_row: 0, 1, 2)
-    look_back = {mode: looks_back(op, in_size, out_size, result.kind, mode) for mode in (0, 1, 2)}
+    # auto_device's answer for every size, by the coefficients' mode (coefficient_row)
+    look_back = {mode: looks_back(op, in_size, out_size, result.kind, mode) for mode in COEF_MODES}
     flags_at, coef_at = aux_places(op)
     me = object()  # this scanner in LEAN_EXT's keys
 

@@ -285,9 +285,6 @@ def looks_back(op: Op, in_size: int, out_size: int, result_kind: str, coef_mode:
             or (aux and not aux_looks_ahead(op, in_size, out_size, result_kind, coef_mode)))
 
 
-# The coefficient modes of ModuleKey.coef_one (backends/cuda/ext_states.coefficient_row).
-COEF_TAME = 2
-
 
 def aux_looks_ahead(op: Op, in_size: int, out_size: int, result_kind: str, coef_mode: int = 0) -> bool:
     """Whether "auto" takes the look-ahead kernel, from the sizes where the plain scan does, for an
@@ -308,11 +305,12 @@ def aux_looks_ahead(op: Op, in_size: int, out_size: int, result_kind: str, coef_
     alone) takes the look-ahead in both directions: H200, look-ahead time over look-back time,
     bit for bit the same results, forward 0.97 at 2^24, 0.92 at 2^27, 0.91 at 2^29, reversed 0.99,
     0.93, 0.92 (benchmarks/logs/2026-11-29-s53/exp1-probe.txt: 0.79 of copy against 0.73 at 2^27).
-    Segmented, the look-back stays faster (0.92-0.95 of the look-ahead's time forward).  With an array ``a`` or an untamed one it stays on the look-back."""
+    Segmented, the look-back stays faster (0.92-0.95 of the look-ahead's time forward).  With an
+    array ``a`` or an untamed one it stays on the look-back."""
     if op.state is None or in_size != out_size:
         return False
     if op.state.kind == "affine":
-        return result_kind == "f" and (in_size == 8 or (in_size == 4 and coef_mode == COEF_TAME))
+        return result_kind == "f" and (in_size == 8 or (in_size == 4 and coef_mode == cc.COEF_TAME))
     # The forward segmented scans of 2- and 4-byte items whose runs fold by their flags' bits
     # (RUN_BITS: not gcd and lcm, whose identity is marked) since the forty-first session.  H200,
     # 2^24-2^29 (bench_segmented_device.py): the look-ahead takes 0.82-0.95 of the look-back's time

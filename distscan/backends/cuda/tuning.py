@@ -173,12 +173,19 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
             threads, items, min_blocks = 128, 32, 2
         else:
             threads, items, min_blocks = 128, 16, 2
-    elif state.startswith("affine") and s_acc <= 32:
+    elif state.split("_")[0] == "segmented" and s_acc <= 32:
+        # The segmented complex128 values (SegState of 32 bytes; H200, 2^27, of copy; RESULTS.md,
+        # "Segmented complex128 tiles"): 64 x 32, 2 blocks an SM, 0.721 against the fallback
+        # (256, 8, 1)'s 0.334; 64 x 16 (3 or 4 blocks) 0.590, 128 x 16 0.564, 128 x 8 0.503.
+        window, threads, items, min_blocks = 1024, 64, 32, 2
+    elif state.startswith("affine") and s_acc <= 48:
         # Maps over 16 bytes (H200, 2^27, of copy; RESULTS.md, "Linear recurrences of states over 16 bytes"):
         # segmented float64 and complex64 (24 bytes) 128 x 32: 0.575 and 0.510 against the fallback (256, 8,
-        # 1)'s 0.254 and 0.230 (reversed 0.467 against 0.356); complex128 (32 bytes) 128 x 16: 0.611 against 0.415.
+        # 1)'s 0.254 and 0.230 (reversed 0.467 against 0.356); complex128 (32 bytes) 128 x 16: 0.611 against 0.415;
+        # segmented complex128 (48 bytes; "Segmented complex128 tiles") 128 x 16: 0.379 against 0.323
+        # (64 x 16 0.366, 128 x 8 0.306, 64 x 32 0.245).
         window, min_blocks = 1024, 2
-        threads, items = (128, 16) if state == "affine" else (128, 32)
+        threads, items = (128, 16) if state == "affine" or s_acc > 32 else (128, 32)
     elif state == "compensated" and s_acc <= 16:
         # The compensated sum (its runs in the run state, Neumaier's: kernels/util/states.cuh) on
         # the look-back, as "auto" runs it (plans.ext_device): 128 threads of 32 items, 4 blocks an
