@@ -61,8 +61,8 @@ SHAPES = {
     # complex128 maps (32 bytes), whose default (256, 8, 1) is the value sizes' fallback
     24: [None, (128, 16, 1024, 2), (128, 8, 1024, 2), (128, 8, 1024, 3), (64, 16, 1024, 3), (128, 32, 1024, 1),
          (256, 8, 1024, 2)],
-    # the segmented complex128 sums (SegState<complex<double>>: 32 bytes) and maps (48), still on
-    # the fallback (256, 8, 1) (not measured: the fifty-third session found the 24-byte ones' 2.2x)
+    # the segmented complex128 sums (SegState<complex<double>>: 32 bytes) and maps (48): on the
+    # fallback (256, 8, 1) until the fifty-fifth session (tuning.py: 64 x 32 and 128 x 16 now)
     32: [None, (128, 16, 1024, 2), (128, 8, 1024, 2), (128, 16, 1024, 3), (64, 16, 1024, 4), (128, 32, 1024, 1),
          (128, 32, 1024, 2)],
 }
@@ -121,6 +121,10 @@ def cases(n):
                                                                   algorithm=alg), y_c128),
         ("recurrence c128 segments", 49, 32, lambda alg: distscan.linear_recurrence(
             a_c128, b_c128, segments=flags, out=y_c128, comm=SELF, algorithm=alg), y_c128),
+        ("segmented sum c128 reverse", 33, 32, lambda alg: distscan.cumsum(
+            b_c128, segments=flags, reverse=True, out=y_c128, comm=SELF, algorithm=alg), y_c128),
+        ("recurrence c128 segments reverse", 49, 32, lambda alg: distscan.linear_recurrence(
+            a_c128, b_c128, segments=flags, reverse=True, out=y_c128, comm=SELF, algorithm=alg), y_c128),
     ]
 
 
@@ -139,7 +143,8 @@ def fits(shape, dt, op) -> bool:
 CASE_NAMES = ["segmented sum f32", "segmented sum f32 reverse", "segmented sum i64", "recurrence f32",
               "recurrence f32 segments", "recurrence f32 segments reverse", "recurrence f64",
               "recurrence c64", "recurrence f64 segments", "recurrence c64 segments", "recurrence c64 segments reverse",
-              "recurrence c128", "segmented sum c128", "recurrence c128 segments"]  # cases()' order
+              "recurrence c128", "segmented sum c128", "recurrence c128 segments",
+              "segmented sum c128 reverse", "recurrence c128 segments reverse"]  # cases()' order
 
 
 def module_keys(n, device="auto", names=None):
@@ -158,7 +163,9 @@ def module_keys(n, device="auto", names=None):
                          ({"coefficients": 1, "segments": 1}, "complex64", 24),
                          ({"coefficients": 1, "segments": 1, "reverse": True}, "complex64", 24),
                          ({"coefficients": 1}, "complex128", 24), ({"segments": 1}, "complex128", 32),
-                         ({"coefficients": 1, "segments": 1}, "complex128", 32)]:
+                         ({"coefficients": 1, "segments": 1}, "complex128", 32),
+                         ({"segments": 1, "reverse": True}, "complex128", 32),
+                         ({"coefficients": 1, "segments": 1, "reverse": True}, "complex128", 32)]:
         case = CASE_NAMES[len(seen)]
         seen.append(case)
         if names and case not in names:
@@ -253,7 +260,7 @@ def main():
             rows.append({"scan": name, "variant": label, "ms": t * 1e3, "gbs": gbs, "of_copy": gbs / copy_gbs})
     dev = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     print(f"\n{dev}, 2^{a.log2n}, copy {copy_gbs:.0f} GB/s, {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC")
-    print(f"| scan | variant (threads, items, window, min blocks) | ms | GB/s | of copy |\n|---|---|---|---|---|")
+    print("| scan | variant (threads, items, window, min blocks) | ms | GB/s | of copy |\n|---|---|---|---|---|")
     for r in sorted(rows, key=lambda r: (r["scan"], -r["gbs"])):
         print(f"| {r['scan']} | {r['variant']} | {r['ms']:.3f} | {r['gbs']:.0f} | {r['of_copy']:.3f} |")
     Path(a.out).write_text(json.dumps({"device": dev, "log2n": a.log2n, "copy_gbs": copy_gbs, "rows": rows},
