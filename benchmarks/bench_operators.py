@@ -88,7 +88,8 @@ def module_keys(n):
         dt = np.dtype(dt)
         types = scan_types(op, dt)
         if kw.get("reverse") or op.state is not None:
-            device = plans.ext_device(op, "auto", n, dt.itemsize, types.result.itemsize, types.result.kind)
+            device = plans.ext_device(op, "auto", n, dt.itemsize, types.result.itemsize, types.result.kind,
+                                      reverse=kw.get("reverse", False), fast_dram=plans.fast_dram(0))
             keys.append(extended.ext_module_key(dt, types, op, device, kw.get("reverse", False)))
         else:
             keys.append(plans.module_key(dt, types, op, "auto"))

@@ -174,9 +174,9 @@ def module_keys(n, device="auto", names=None):
         op = call_op("sum", segments=kw.get("segments"), coefficients=kw.get("coefficients"), reverse=reverse)
         dt = np.dtype(dt)
         types = scan_types(op, dt)
-        keys.append(extended.ext_module_key(dt, types, op, plans.ext_device(op, "auto", n, dt.itemsize,
-                                                                            types.result.itemsize,
-                                                                            types.result.kind), reverse))
+        auto = plans.ext_device(op, "auto", n, dt.itemsize, types.result.itemsize, types.result.kind,
+                                reverse=reverse, fast_dram=plans.fast_dram(0))
+        keys.append(extended.ext_module_key(dt, types, op, auto, reverse))
         for shape in SHAPES[size] if device == "auto" else LOOKAHEAD_SHAPES[size]:
             if device == "lookahead" and not fits(shape, dt, op):
                 continue

@@ -1,6 +1,7 @@
 """Which device algorithm "auto" gives the scans with flags or coefficients
 (``distscan.backends.cuda.plans.ext_device``), on the CPU: the look-ahead kernel for the float64
-recurrence without segments, for the float32 one of one tame coefficient without segments (an EMA)
+recurrence without segments, for the float32 one of one tame coefficient without segments (an EMA),
+for the forward float32 one with an array of coefficients on a GPU of fast DRAM (an H200)
 and for the forward segmented scans of 2- and 4-byte items (but gcd and lcm) from the sizes where
 the plain scan takes it, the look-back for every other of them at every
 size (benchmarks/RESULTS.md, "Each thread's run scanned again from the stage", "The forward
@@ -16,12 +17,14 @@ from distscan.ops.options import call_op
 from distscan.backends.cuda import compile as cc, plans
 
 
-def _device(kind, dtype, n, *, segments=False, reverse=False, result_kind=None, base="sum", coef_mode=0):
+def _device(kind, dtype, n, *, segments=False, reverse=False, result_kind=None, base="sum", coef_mode=0,
+            fast_dram=False):
     op = call_op(base, segments=1 if segments else None, coefficients=1 if kind == "affine" else None,
                  reverse=reverse)
     dt = np.dtype(dtype)
     rk = dt.kind if result_kind is None else result_kind
-    return plans.ext_device(op, "auto", n, dt.itemsize, dt.itemsize, rk, coef_mode)
+    return plans.ext_device(op, "auto", n, dt.itemsize, dt.itemsize, rk, coef_mode, reverse=reverse,
+                            fast_dram=fast_dram)
 
 
 LARGE, SMALL = 1 << 24, 1 << 12
@@ -50,8 +53,32 @@ def test_other_float32_sized_recurrences_look_back_whatever_their_coefficients(c
                                                                               result_kind):
     for n in (SMALL, LARGE, 1 << 28):
         for reverse in (False, True):
-            assert _device("affine", dtype, n, segments=segments, reverse=reverse, coef_mode=coef_mode,
-                           result_kind=result_kind) == "lookback", (coef_mode, segments, dtype, n, reverse)
+            for fast_dram in (False, True):
+                if (coef_mode, segments, dtype, result_kind, reverse, fast_dram) == (0, False, "float32", None,
+                                                                                    False, True):
+                    continue  # (the forward array a on fast DRAM: the test below)
+                assert _device("affine", dtype, n, segments=segments, reverse=reverse, coef_mode=coef_mode,
+                               result_kind=result_kind, fast_dram=fast_dram) == "lookback", (
+                    coef_mode, segments, dtype, n, reverse, fast_dram)
+
+
+def test_the_forward_float32_recurrence_with_an_array_a_looks_ahead_on_fast_dram_only():
+    """An H200's DRAM (plans.fast_dram), forwards, from the plain scan's size; reversed, or on an
+    H100's DRAM, the look-back at every size."""
+    assert _device("affine", "float32", LARGE, fast_dram=True) == "lookahead"
+    assert _device("affine", "float32", SMALL, fast_dram=True) == "lookback"
+    for n in (SMALL, LARGE, 1 << 28):
+        assert _device("affine", "float32", n, fast_dram=True, reverse=True) == "lookback"
+        assert _device("affine", "float32", n, fast_dram=False) == "lookback"
+
+
+@pytest.mark.parametrize("dram_bw,fast", [(4.8e12, True), (4.0e12, True), (3.35e12, False), (None, False),
+                                          (0, False)])
+def test_fast_dram_is_the_device_s_reported_bandwidth_against_the_line(monkeypatch, dram_bw, fast):
+    """An H200 reports 4.8 TB/s (its lead: plans.setup_lead), an H100 3.35; a device that does not
+    report its clock or bus width (None) is not fast."""
+    monkeypatch.setattr(plans, "device_info", lambda dev_id: {"dram_bw": dram_bw, "sms": 132})
+    assert plans.fast_dram(0) is fast
 
 
 def test_the_coefficient_mode_leaves_every_other_scan_s_choice():

@@ -280,8 +280,10 @@ def test_numbers_the_host_holds_take_one_route_cold_and_warm(a, rng):
 def test_auto_looks_ahead_for_a_tame_float32_coefficient_with_the_look_back_s_bits(monkeypatch, reverse, rng):
     """"auto" scans the float32 recurrence of one tame coefficient (an EMA: ``|a| <= 1``,
     unsegmented) with the look-ahead from the plain scan's size (``plans.aux_looks_ahead``), on the
-    cold route and the warm one, giving the look-back's bits; an untamed coefficient, an array
-    ``a`` and a segmented EMA stay on the look-back; under the size, the look-back."""
+    cold route and the warm one, giving the look-back's bits; an untamed coefficient and a
+    segmented EMA stay on the look-back, and so does an array ``a`` but forwards on a GPU of fast
+    DRAM (``plans.fast_dram``: an H200), where the look-ahead gives the named look-ahead's bits;
+    under the size, the look-back."""
     from distscan.backends.cuda import extended_lean, plans
     chosen = []
 
@@ -294,17 +296,20 @@ def test_auto_looks_ahead_for_a_tame_float32_coefficient_with_the_look_back_s_bi
     monkeypatch.setattr(extended_lean, "auto_device", recording(extended_lean.auto_device))
     large, small = (1 << 23) + 777, 4097
     assert plans.uses_lookahead(large, 4, 4) and not plans.uses_lookahead(small, 4, 4)
+    array_device = "lookahead" if plans.fast_dram(cp.cuda.Device().id) and not reverse else "lookback"
     for n in (large, small):
         b = cp.asarray(rng.standard_normal(2 * n).astype(np.float32))
         flags = cp.asarray(rng.random(n) < 1e-4)
         for a, segments, want_device in [
                 (0.9375, None, "lookahead"), (np.float32(-0.5), None, "lookahead"),
-                (1.25, None, "lookback"), (cp.full(n, 0.9375, np.float32), None, "lookback"),
+                (1.25, None, "lookback"), (cp.full(n, 0.9375, np.float32), None, array_device),
                 (0.9375, flags, "lookback")]:
             if n == small:
                 want_device = "lookback"
             kw = dict(reverse=reverse, comm=SELF, segments=segments)
             back = cp.asnumpy(distscan.linear_recurrence(a, b[::2], algorithm="lookback", **kw))
+            if isinstance(a, cp.ndarray):  # (its look-ahead rescans each run: not the look-back's bits)
+                back = cp.asnumpy(distscan.linear_recurrence(a, b[::2], algorithm=want_device, **kw))
             contiguous = cp.ascontiguousarray(b[::2])
             for route, b_part in (("cold", b[::2]), ("warm", contiguous), ("warm", contiguous)):
                 chosen.clear()

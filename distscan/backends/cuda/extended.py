@@ -32,7 +32,7 @@ from .ext_states import (aux_arrays, check_gpu, ext_module_key, kernel_state, ne
 from .absorbing import absorbed_results, absorbs, tail_of_part, tail_of_scan
 from .device import cp, device_info, reduction_columns, refuse_in_capture, remember, require_cupy
 from .launch import ArgBlock, first_row, identity_first, launch_shape
-from .plans import (STATE_LEAD_SHARE, Plan, costly, ext_device, is_compensated, lookahead_grid, setup_lead,
+from .plans import (STATE_LEAD_SHARE, Plan, costly, ext_device, fast_dram, is_compensated, lookahead_grid, setup_lead,
                     status_words)
 from .scratch import scratch_of
 from .settings import SETTINGS
@@ -230,7 +230,8 @@ def scan(x, op: Op, types: ScanTypes, *, exclusive=False, seed=None, out=None, w
                                    want_total)
         return _finish(result, out, one_d, fresh), total
     flags, cs, coef_one = _aux_views(aux, op, n, w)  # (auto's choice depends on the coefficients' mode)
-    device = ext_device(op, algorithm, n, x.itemsize, types.result.itemsize, types.result.kind, coef_one)
+    device = ext_device(op, algorithm, n, x.itemsize, types.result.itemsize, types.result.kind, coef_one,
+                        reverse=reverse, fast_dram=fast_dram(dev_id))
     key = (dev_id, x.dtype, types, op, exclusive, reverse, device, SETTINGS.tuning, SETTINGS.lead, coef_one)
     ent = EXT_CALLS.get(key)
     if ent is None:

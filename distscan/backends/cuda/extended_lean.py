@@ -33,7 +33,7 @@ from .device import cp, is_capturing, remember
 from .ext_states import aux_places, coefficient_row, has_gpu_form
 from .extended import EXT_CALLS, ext_call
 from .launch import write_first_row
-from .plans import auto_device, looks_back
+from .plans import auto_device, fast_dram, looks_back
 from .scratch import scratch_of
 from .settings import SETTINGS
 
@@ -55,8 +55,9 @@ def lean_state_scanner(op: Op, types: ScanTypes, exclusive: bool, reverse: bool,
         return None
     in_dtype, result = types.input, types.result
     in_size, out_size = in_dtype.itemsize, result.itemsize
-    # auto_device's answer for every size, by the coefficients' mode (coefficient_row)
-    look_back = {mode: looks_back(op, in_size, out_size, result.kind, mode) for mode in COEF_MODES}
+    # auto_device's answer for every size, by the coefficients' mode (coefficient_row) and the device's DRAM
+    look_back = {(mode, fast): looks_back(op, in_size, out_size, result.kind, mode, reverse=reverse, fast_dram=fast)
+                 for mode in COEF_MODES for fast in (False, True)}
     flags_at, coef_at = aux_places(op)
     me = object()  # this scanner in LEAN_EXT's keys
 
@@ -68,7 +69,8 @@ def lean_state_scanner(op: Op, types: ScanTypes, exclusive: bool, reverse: bool,
         dev_id = x.data.device_id
         coef = aux[coef_at] if coef_at >= 0 else None
         row, mode = (None, 0) if coef is None or coef._c_contiguous else coefficient_row(coef)
-        device = algorithm if algorithm != "auto" else auto_device(n, in_size, out_size, look_back[mode])
+        device = algorithm if algorithm != "auto" else auto_device(n, in_size, out_size,
+                                                                   look_back[mode, fast_dram(dev_id)])
         key = (me, dev_id, device, SETTINGS.tuning, SETTINGS.lead, mode)
         ent = LEAN_EXT.get(key)
         if ent is None:  # extended.scan's entry of the same fields (made here if it has none)

@@ -253,7 +253,7 @@ def is_compensated(op: Op) -> bool:
 
 
 def ext_device(op: Op, algorithm: str, n: int, in_size: int, out_size: int, result_kind: str,
-               coef_mode: int = 0) -> str:
+               coef_mode: int = 0, *, reverse: bool = False, fast_dram: bool = False) -> str:
     """The device algorithm of an extended scan (``backends/cuda/extended``): a named one as asked
     for; for "auto", the look-back for operators with auxiliary inputs but those of
     :func:`aux_looks_ahead`, for costly ones (:func:`costly`) and for compensated sums of states up
@@ -262,13 +262,15 @@ def ext_device(op: Op, algorithm: str, n: int, in_size: int, out_size: int, resu
     chooses (:func:`uses_lookahead`).  ``result_kind``: the result dtype's kind, required: the
     choice depends on it, and a caller that guessed would precompile or time another kernel than
     the API's.  ``coef_mode``: how a recurrence's coefficients come (``ModuleKey.coef_one``: 0 an
-    array, 1 one coefficient, 2 a tame one; :func:`aux_looks_ahead`)."""
+    array, 1 one coefficient, 2 a tame one; :func:`aux_looks_ahead`); ``reverse``: the scan's
+    direction; ``fast_dram``: the device's (:func:`fast_dram`)."""
     if algorithm not in ("auto", "lookback", "lookahead"):
         raise ValueError(f"algorithm={algorithm!r} is for plain forward scans; reverse scans and segmented, "
                          "affine and compensated scans take 'auto', 'lookback' or 'lookahead'")
     if algorithm != "auto":
         return algorithm
-    return auto_device(n, in_size, out_size, looks_back(op, in_size, out_size, result_kind, coef_mode))
+    return auto_device(n, in_size, out_size, looks_back(op, in_size, out_size, result_kind, coef_mode,
+                                                        reverse=reverse, fast_dram=fast_dram))
 
 
 def auto_device(n: int, in_size: int, out_size: int, look_back: bool) -> str:
@@ -277,16 +279,32 @@ def auto_device(n: int, in_size: int, out_size: int, look_back: bool) -> str:
     return "lookahead" if not look_back and uses_lookahead(n, in_size, out_size) else "lookback"
 
 
-def looks_back(op: Op, in_size: int, out_size: int, result_kind: str, coef_mode: int = 0) -> bool:
+def looks_back(op: Op, in_size: int, out_size: int, result_kind: str, coef_mode: int = 0, *,
+               reverse: bool = False, fast_dram: bool = False) -> bool:
     """Whether "auto" scans ``op`` on the look-back at every size (:func:`ext_device`), its
-    coefficients coming as ``coef_mode`` says."""
+    coefficients coming as ``coef_mode`` says, in the direction and on the device named."""
     aux = op.state is not None and len(op.state.aux) > 0
     return (costly(op) or (is_compensated(op) and in_size <= 8 and out_size <= 8)
-            or (aux and not aux_looks_ahead(op, in_size, out_size, result_kind, coef_mode)))
+            or (aux and not aux_looks_ahead(op, in_size, out_size, result_kind, coef_mode, reverse=reverse,
+                                            fast_dram=fast_dram)))
+
+
+# DRAM from which "auto" takes the look-ahead for the forward float32 recurrence with an array of
+# coefficients (aux_looks_ahead): between an H100's 3.35 TB/s, where the look-back is faster, and an
+# H200's 4.8, where the look-ahead is (device_info's dram_bw, the peak its clocks give).
+FAST_DRAM_BW = 4.0e12
+
+
+def fast_dram(dev_id: int) -> bool:
+    """Whether device ``dev_id``'s DRAM moves at least ``FAST_DRAM_BW`` bytes a second (False
+    where CUDA does not report its clock or bus width)."""
+    bw = device_info(dev_id)["dram_bw"]
+    return bool(bw) and bw >= FAST_DRAM_BW
 
 
 
-def aux_looks_ahead(op: Op, in_size: int, out_size: int, result_kind: str, coef_mode: int = 0) -> bool:
+def aux_looks_ahead(op: Op, in_size: int, out_size: int, result_kind: str, coef_mode: int = 0, *,
+                    reverse: bool = False, fast_dram: bool = False) -> bool:
     """Whether "auto" takes the look-ahead kernel, from the sizes where the plain scan does, for an
     operator with flags or coefficients (its ring stages them beside the items, and each thread's
     run is scanned again from the stage: RESCAN, kernels/agent/agent_lookahead.cuh); the forward
@@ -305,12 +323,19 @@ def aux_looks_ahead(op: Op, in_size: int, out_size: int, result_kind: str, coef_
     alone) takes the look-ahead in both directions: H200, look-ahead time over look-back time,
     bit for bit the same results, forward 0.97 at 2^24, 0.92 at 2^27, 0.91 at 2^29, reversed 0.99,
     0.93, 0.92 (benchmarks/logs/2026-11-29-s53/exp1-probe.txt: 0.79 of copy against 0.73 at 2^27).
-    Segmented, the look-back stays faster (0.92-0.95 of the look-ahead's time forward).  With an
-    array ``a`` or an untamed one it stays on the look-back."""
+    Segmented, the look-back stays faster (0.92-0.95 of the look-ahead's time forward).  One
+    untamed ``a`` stays on the look-back.
+
+    The forward float32 recurrence with an array ``a`` takes the look-ahead on a device of fast DRAM
+    (``fast_dram``: an H200): 1.04-1.05x faster there at 2^24-2^29 (RESULTS.md, "A single-read
+    float32 recurrence: ...", its A/B of "auto" against the look-ahead), reversed 4-5 % slower; on an
+    H100 the look-back was the faster (0.844 of copy against 0.677, above)."""
     if op.state is None or in_size != out_size:
         return False
     if op.state.kind == "affine":
-        return result_kind == "f" and (in_size == 8 or (in_size == 4 and coef_mode == cc.COEF_TAME))
+        if result_kind != "f" or in_size not in (4, 8):
+            return False
+        return in_size == 8 or coef_mode == cc.COEF_TAME or (coef_mode == cc.COEF_ROWS and fast_dram and not reverse)
     # The forward segmented scans of 2- and 4-byte items whose runs fold by their flags' bits
     # (RUN_BITS: not gcd and lcm, whose identity is marked) since the forty-first session.  H200,
     # 2^24-2^29 (bench_segmented_device.py): the look-ahead takes 0.82-0.95 of the look-back's time
