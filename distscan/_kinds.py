@@ -146,8 +146,8 @@ class Kind:
         by the backend's ``astype``, as ``Part`` casts it, here before the exchange; on the GPU also
         made contiguous, as the kernels read it), or a Python or NumPy number (the values
         ``np.asarray(a).astype(acc)``, which ``Part`` makes: their read-only broadcast, on the GPU
-        of one device word; a complex number for a real accumulator goes the ``Part`` way).  On the GPU, flags and
-        coefficients on another device than ``x`` (which ``lean_arrays`` found current) go the
+        of one device word; a complex number for a real accumulator goes the ``Part`` way).  On the
+        GPU, flags and coefficients on another device than ``x`` (which ``lean_arrays`` found current) go the
         ``Part`` way, which copies them to ``x``'s device, and so does an ``out`` that may overlap
         the flags or the coefficients (``Part`` then scans into a buffer of its own: the fused
         segmented call reads its part's inputs again after the exchange, a GPU tile those of

@@ -107,8 +107,8 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
     static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;  // dynamic shared memory per block
     static constexpr int LOADS = STAGES - DEPTH;             // tiles whose loads are in flight
     static constexpr int IDS = STAGES + 2;                   // ring of claimed tile ids
-    // RESCAN (operators with auxiliary inputs): a tile's reduction keeps, in its stage's
-    // s_lanes/s_warps slots, what the scan DEPTH iterations later needs of the block scan (each
+    // RESCAN (operators with auxiliary inputs or a run state): a tile's reduction keeps, in its
+    // stage's s_lanes/s_warps slots, what the scan DEPTH iterations later needs of the block scan (each
     // lane's exclusive prefix in its warp, each warp's total), and the scan lifts the staged
     // items again and scans each thread's run from its prefix (store_rescanned).  A warp then
     // holds one tile's states at a time, not the scanned tile's across the barrier beside the
@@ -116,7 +116,15 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
     // and applies the operator twice an item, not three times.  The aggregates, prefixes and
     // totals are the other path's bit for bit; a float sum's or product's outputs round in the
     // order of a sequential run from the thread's prefix (tile_agent.cuh, store_rescanned).
-    static constexpr bool RESCAN = RescanFor<Op, TAcc, (Op::AUX > 0 && !Op::RUN_STATE)>::value;
+    // Operators with a run state (the compensated sum, logaddexp: operators.cuh, RUN_STATE) keep
+    // their items as lifted in either path, and their store scans each run from its prefix
+    // (Tile::store): so under RESCAN the reduction's warp parts serve the scan, whose store is the
+    // same, and the outputs are the other path's bit for bit, with one run pass an item fewer (H200,
+    // 2^27: the compensated float32 sum 1.31x the plain sum's time against 1.47x, logcumsumexp f32
+    // 2.40x against 3.20x; the look-back, which "auto" keeps for them, 1.16x and 1.60x: RESULTS.md,
+    // "The run-state operators on the look-ahead's RESCAN path").  Their static shared memory grows
+    // by the slots (7.5 KB for the compensated float32 sum's ring of 7).
+    static constexpr bool RESCAN = Op::RUN_STATE || RescanFor<Op, TAcc, (Op::AUX > 0)>::value;
     // The scan of t_{k-DEPTH} reads its stage's s_warps after iteration k's barrier; a warp already
     // in iteration k+1 writes stage (k+1) % STAGES's, another one while LOADS >= 2.
     static_assert(!RESCAN || LOADS >= 2, "RESCAN's s_warps need two stages' loads in flight");
@@ -310,8 +318,13 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
                     if (threadIdx.x == 0) tile_total<TAcc, Op>(t_scan, num_tiles, prefix, aggregate, d_total);
                     stage_items(scan_slice, n, t_scan, warp, lane, ex, items, starts);
                     __syncwarp();  // every lane past reading the stage the outputs go through
-                    Tile::store_rescanned(d_out, n, t_scan, vector_ok, scan_slice, warp, lane,
-                                          Op::template apply<TAcc>(prefix, thread_exclusive), items, ex, starts);
+                    if constexpr (Op::RUN_STATE) {
+                        Tile::store(d_out, n, t_scan, vector_ok, scan_slice, warp, lane,
+                                    Op::template apply<TAcc>(prefix, thread_exclusive), items, ex, starts);
+                    } else {
+                        Tile::store_rescanned(d_out, n, t_scan, vector_ok, scan_slice, warp, lane,
+                                              Op::template apply<TAcc>(prefix, thread_exclusive), items, ex, starts);
+                    }
                 } else {
                     const TAcc thread_exclusive = Tile::BScan::scan_down(s_scn[par], lane_exclusive, aggregate);
                     if (threadIdx.x == 0) tile_total<TAcc, Op>(t_scan, num_tiles, prefix, aggregate, d_total);

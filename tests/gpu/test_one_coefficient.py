@@ -307,12 +307,39 @@ def test_auto_looks_ahead_for_a_tame_float32_coefficient_with_the_look_back_s_bi
             if n == small:
                 want_device = "lookback"
             kw = dict(reverse=reverse, comm=SELF, segments=segments)
-            back = cp.asnumpy(distscan.linear_recurrence(a, b[::2], algorithm="lookback", **kw))
-            if isinstance(a, cp.ndarray):  # (its look-ahead rescans each run: not the look-back's bits)
-                back = cp.asnumpy(distscan.linear_recurrence(a, b[::2], algorithm=want_device, **kw))
+            # An array a's look-ahead rescans each run (not the look-back's bits): its own algorithm's
+            named = want_device if isinstance(a, cp.ndarray) else "lookback"
+            back = cp.asnumpy(distscan.linear_recurrence(a, b[::2], algorithm=named, **kw))
             contiguous = cp.ascontiguousarray(b[::2])
             for route, b_part in (("cold", b[::2]), ("warm", contiguous), ("warm", contiguous)):
                 chosen.clear()
                 got = distscan.linear_recurrence(a, b_part, **kw)
                 assert chosen and set(chosen) == {want_device}, (n, type(a).__name__, segments is None, route, chosen)
                 np.testing.assert_array_equal(cp.asnumpy(got), back, err_msg=f"n={n} {type(a).__name__} {route}")
+
+
+def test_the_lean_route_asks_for_the_dram_only_where_a_choice_depends_on_it(monkeypatch, rng):
+    """The warm route's "auto" asks the device for its DRAM (``plans.fast_dram``) only for an
+    operator whose choice depends on it (the forward float32 recurrence with an array ``a``), not
+    for a segmented sum, whose choice is the same on every GPU; the results stay the named kernels'."""
+    from distscan.backends.cuda import extended_lean
+    asked, chosen = [], []
+    fast_dram, auto_device = extended_lean.fast_dram, extended_lean.auto_device
+    monkeypatch.setattr(extended_lean, "fast_dram", lambda dev_id: asked.append(dev_id) or fast_dram(dev_id))
+    monkeypatch.setattr(extended_lean, "auto_device",
+                        lambda *args: chosen.append(auto_device(*args)) or chosen[-1])
+    n = (1 << 23) + 777
+    b = cp.asarray(rng.standard_normal(n).astype(np.float32))
+    flags = cp.asarray(rng.random(n) < 1e-3)
+    a = cp.asarray(rng.uniform(-1, 1, n).astype(np.float32))
+    for _ in range(3):
+        got = distscan.cumsum(b, segments=flags, comm=SELF)
+    assert chosen and not asked, (chosen, asked)  # the lean route took the calls without asking
+    want = distscan.cumsum(b, segments=flags, comm=SELF, algorithm=chosen[-1])
+    np.testing.assert_array_equal(cp.asnumpy(got), cp.asnumpy(want))
+    chosen.clear()
+    for _ in range(3):
+        got = distscan.linear_recurrence(a, b, comm=SELF)
+    assert chosen and len(asked) == len(chosen), (chosen, asked)
+    want = distscan.linear_recurrence(a, b, comm=SELF, algorithm=chosen[-1])
+    np.testing.assert_array_equal(cp.asnumpy(got), cp.asnumpy(want))

@@ -669,6 +669,42 @@ def test_the_look_ahead_ring_stages_flags_and_coefficients(n, rng):
     assert "lookahead" in devices, devices
 
 
+@pytest.mark.parametrize("n", [1, 31, 2049, 2048 * 53 + 777, (1 << 21) + 3])
+def test_run_state_operators_on_the_look_ahead_are_the_look_back_s_bits(n, rng):
+    """The operators that scan a thread's run in a state of their own (the compensated sum,
+    logaddexp: RUN_STATE, kernels/util/operators.cuh) keep their items as lifted on both kernels,
+    and the look-ahead's reduction keeps its warp parts for the tile's scan (RESCAN,
+    kernels/agent/agent_lookahead.cuh), whose store scans each run from its prefix as the
+    look-back's does: at the same tile shape the results are the look-back's bit for bit, forwards
+    and reversed, inclusive and exclusive, with ``initial``, partial last tiles, float32, float64
+    and complex64, through a NaN, infinities and signed zeros."""
+    x32 = rng.standard_normal(n).astype(np.float32)
+    x32[rng.integers(0, n, 2)] = -0.0
+    odd = x32.copy()
+    odd[rng.integers(0, n, 1)] = np.inf
+    odd[rng.integers(0, n, 1)] = np.nan
+    xc = (x32 + 1j * x32[::-1]).astype(np.complex64)
+    d = {k: cp.asarray(v) for k, v in dict(x32=x32, x64=x32.astype(np.float64) * 1e3, odd=odd, xc=xc).items()}
+    calls = []
+    for reverse in (False, True):
+        for exclusive in (False, True):
+            kw = dict(reverse=reverse, exclusive=exclusive, comm=SELF)
+            calls += [
+                lambda alg, kw=kw: distscan.cumsum(d["x32"], compensated=True, algorithm=alg, **kw),
+                lambda alg, kw=kw: distscan.cumsum(d["x64"], compensated=True, initial=0.25, algorithm=alg, **kw),
+                lambda alg, kw=kw: distscan.cumsum(d["xc"], compensated=True, algorithm=alg, **kw),
+                lambda alg, kw=kw: distscan.cumsum(d["odd"], compensated=True, algorithm=alg, **kw),
+                lambda alg, kw=kw: distscan.scan(d["x32"], np.logaddexp, algorithm=alg, **kw),
+                lambda alg, kw=kw: distscan.scan(d["x64"], np.logaddexp2, initial=-1.0, algorithm=alg, **kw),
+                lambda alg, kw=kw: distscan.scan(d["odd"], np.logaddexp, algorithm=alg, **kw),
+            ]
+    with gpu.overrides(tuning=SHARED_SHAPE):
+        for i, call in enumerate(calls):
+            back = cp.asnumpy(call("lookback"))
+            ahead = cp.asnumpy(call("lookahead"))
+            np.testing.assert_array_equal(ahead.view(np.uint8), back.view(np.uint8), err_msg=f"call {i}")
+
+
 @pytest.mark.parametrize("n", [31, 2048 * 53 + 777])
 def test_the_look_ahead_reads_any_nonzero_flag_byte_as_a_start(n, rng):
     """The look-ahead folds the segmented runs by their flags' bits (RUN_BITS, Tile::flag_bits: four

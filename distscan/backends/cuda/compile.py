@@ -187,7 +187,10 @@ def options(key: ModuleKey) -> tuple:
     opts = ["-std=c++17", "-DDISTSCAN_NVRTC", f"-I{kdir}"]
     if np.dtype(np.float16) in (key.in_dtype, key.out_dtype):
         opts.append("-DDISTSCAN_HALF")
-    opts += ["-DDISTSCAN_COEF_ONE=1"] * (key.coef_one != COEF_ROWS) + ["-DDISTSCAN_COEF_TAME=1"] * (key.coef_one == COEF_TAME)
+    if key.coef_one != COEF_ROWS:  # one coefficient for every item (a tame one: |a| <= 1)
+        opts.append("-DDISTSCAN_COEF_ONE=1")
+    if key.coef_one == COEF_TAME:
+        opts.append("-DDISTSCAN_COEF_TAME=1")
     return tuple(opts)
 
 

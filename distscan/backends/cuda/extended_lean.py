@@ -16,11 +16,11 @@ on its device (any layout), the coefficients a CuPy array of the accumulator dty
 shape on its device, contiguous or one coefficient broadcast (``ext_states.coefficient_row``).
 There is no ``initial`` and no total; a seed (a rank's offset, a host state of the plan) only
 where the plan passes one (``ScanPlan._seeded_lean``: the same arrays, checked by the same call
-kinds, on many ranks).  Anything this function does not take
-(an empty part, a stream capturing a graph) goes the plan's own route (``ScanPlan.run``, or
-``be.scan`` with the seed), which gives the same result or raises the same error.  The entries it keeps (:data:`LEAN_EXT`)
-hold what ``extended.EXT_CALLS`` holds, under a key of the same fields (the scanner stands for
-the dtypes, operator, direction and exclusiveness it was made for).
+kinds, on many ranks).  Anything this function does not take (an empty part, a stream capturing
+a graph) goes the plan's own route (``ScanPlan.run``, or ``be.scan`` with the seed), which gives
+the same result or raises the same error.  The entries it keeps (:data:`LEAN_EXT`) hold what
+``extended.EXT_CALLS`` holds, under a key of the same fields (the scanner stands for the dtypes,
+operator, direction and exclusiveness it was made for).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from __future__ import annotations
 from ..._dtypes import ScanTypes
 from ...ops import Op
 from .absorbing import absorbs
-from .compile import COEF_MODES
+from .compile import COEF_MODES, COEF_ROWS
 from .device import cp, is_capturing, remember
 from .ext_states import aux_places, coefficient_row, has_gpu_form
 from .extended import EXT_CALLS, ext_call
@@ -58,6 +58,8 @@ def lean_state_scanner(op: Op, types: ScanTypes, exclusive: bool, reverse: bool,
     # auto_device's answer for every size, by the coefficients' mode (coefficient_row) and the device's DRAM
     look_back = {(mode, fast): looks_back(op, in_size, out_size, result.kind, mode, reverse=reverse, fast_dram=fast)
                  for mode in COEF_MODES for fast in (False, True)}
+    # Only some choices depend on the DRAM (plans.aux_looks_ahead): ask the device only for those.
+    dram_matters = any(look_back[mode, False] != look_back[mode, True] for mode in COEF_MODES)
     flags_at, coef_at = aux_places(op)
     me = object()  # this scanner in LEAN_EXT's keys
 
@@ -68,9 +70,11 @@ def lean_state_scanner(op: Op, types: ScanTypes, exclusive: bool, reverse: bool,
             return None if general is None else general(x, out, aux)
         dev_id = x.data.device_id
         coef = aux[coef_at] if coef_at >= 0 else None
-        row, mode = (None, 0) if coef is None or coef._c_contiguous else coefficient_row(coef)
-        device = algorithm if algorithm != "auto" else auto_device(n, in_size, out_size,
-                                                                   look_back[mode, fast_dram(dev_id)])
+        row, mode = (None, COEF_ROWS) if coef is None or coef._c_contiguous else coefficient_row(coef)
+        if algorithm == "auto":
+            device = auto_device(n, in_size, out_size, look_back[mode, dram_matters and fast_dram(dev_id)])
+        else:
+            device = algorithm
         key = (me, dev_id, device, SETTINGS.tuning, SETTINGS.lead, mode)
         ent = LEAN_EXT.get(key)
         if ent is None:  # extended.scan's entry of the same fields (made here if it has none)

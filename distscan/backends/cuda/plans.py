@@ -302,7 +302,6 @@ def fast_dram(dev_id: int) -> bool:
     return bool(bw) and bw >= FAST_DRAM_BW
 
 
-
 def aux_looks_ahead(op: Op, in_size: int, out_size: int, result_kind: str, coef_mode: int = 0, *,
                     reverse: bool = False, fast_dram: bool = False) -> bool:
     """Whether "auto" takes the look-ahead kernel, from the sizes where the plain scan does, for an
