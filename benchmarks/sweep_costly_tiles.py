@@ -160,7 +160,7 @@ def main():
                     continue
                 for m in multiples if device == "lookback" else (None,):
                     lead = lead_of(m, lead0)
-                    label = f"{device} {shape[:4] if shape else 'default'}" + ("" if m is None else f" lead {lead}")
+                    label = f"{device} {(shape if device == 'lookahead' else shape[:4]) if shape else 'default'}" + ("" if m is None else f" lead {lead}")
                     fn = variant(call, device, shape, lead)
                     try:
                         fn()
