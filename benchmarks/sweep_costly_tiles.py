@@ -63,7 +63,9 @@ def fits(device, shape, dt) -> bool:
 # (name, bytes per element, operator, dtype): the plain sums are their dtype's baseline, timed on
 # their default shape only
 ROWS = [("cumsum f32", 8, "sum", "float32"), ("cumsum f64", 16, "sum", "float64"),
+        ("cumsum c128", 32, "sum", "complex128"),
         ("compensated f32", 8, "compensated", "float32"), ("compensated f64", 16, "compensated", "float64"),
+        ("compensated c128", 32, "compensated", "complex128"),
         ("logcumsumexp f32", 8, "logaddexp", "float32"), ("logcumsumexp f64", 16, "logaddexp", "float64")]
 
 
@@ -73,12 +75,16 @@ def operator(kind):
     return compensated(get_op("sum")) if kind == "compensated" else get_op(kind)
 
 
-def calls(n):
-    """{dtype: (input, output)} of seeded data, and the call of a row given algorithm=."""
+def calls(n, dtypes=()):
+    """{dtype: (input, output)} of seeded data (complex128 only where ``dtypes`` has it), and the call
+    of a row given algorithm=."""
     rs = cp.random.RandomState(11)
     x32 = rs.standard_normal(n, dtype=cp.float32)
     x64 = x32.astype(cp.float64)
     data = {"float32": (x32, cp.empty_like(x32)), "float64": (x64, cp.empty_like(x64))}
+    if "complex128" in dtypes:
+        x128 = (x64 + 1j * x64[::-1]).astype(cp.complex128)
+        data["complex128"] = (x128, cp.empty_like(x128))
 
     def call(kind, dt):
         x, y = data[dt]
@@ -140,11 +146,12 @@ def main():
     from distscan.backends.cuda import compile as cc
     from distscan.backends.cuda import extended
 
-    chosen = [r for r in ROWS if not a.scans or r[0] in a.scans.split(",") or r[2] == "sum"]
+    chosen = [r for r in ROWS if not a.scans or r[0] in a.scans.split(",")]
+    chosen = [r for r in ROWS if r in chosen or (r[2] == "sum" and r[3] in {c[3] for c in chosen})]  # baselines
     t0 = time.perf_counter()
     cc.precompile(module_keys(chosen))
     print(f"# kernels compiled in {time.perf_counter() - t0:.0f} s", flush=True)
-    data, call_of = calls(n)
+    data, call_of = calls(n, {r[3] for r in chosen})
     rows = []
     base = {}
     for name, bpe, kind, dt in chosen:
@@ -160,14 +167,16 @@ def main():
                     continue
                 for m in multiples if device == "lookback" else (None,):
                     lead = lead_of(m, lead0)
-                    label = f"{device} {(shape if device == 'lookahead' else shape[:4]) if shape else 'default'}" + ("" if m is None else f" lead {lead}")
+                    ring = (shape if device == "lookahead" else shape[:4]) if shape else "default"
+                    label = f"{device} {ring}" + ("" if m is None else f" lead {lead}")
                     fn = variant(call, device, shape, lead)
                     try:
                         fn()
                     except RuntimeError as e:  # a ring past the SM's shared memory with the static part
                         print(f"# {name} {label}: {e}", flush=True)
                         continue
-                    bad = float(cp.max(cp.abs(out.astype(cp.float64) - want) / (1 + cp.abs(want))))
+                    wide = out.astype(cp.complex128 if out.dtype.kind == "c" else cp.float64)
+                    bad = float(cp.max(cp.abs(wide - want) / (1 + cp.abs(want))))
                     if not bad <= tol:
                         print(f"# {name} {label}: DIFFERS by {bad:.1e}", flush=True)
                         continue
