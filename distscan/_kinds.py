@@ -139,19 +139,21 @@ class Kind:
         """The auxiliary inputs of this call as the plan scans them (``()`` for a plain scan), or
         None where the call is not this kind's cheap case (it then takes the :class:`Part` route).
 
-        Segment flags: a bool array of ``x``'s type and shape, as it is: the CPU's loops take
-        any layout, and the GPU's scan and reduction make them contiguous
+        Segment flags: a bool array of ``x``'s type and shape, as it is: the CPU's loops take any
+        layout, and the GPU's scan and reduction make them contiguous
         (``backends/cuda/ext_states.aux_arrays``), as ``Part`` does.
-        Coefficients: an array of ``x``'s type and shape or a 0-d one (cast to the accumulator dtype
-        by the backend's ``astype``, as ``Part`` casts it, here before the exchange; on the GPU also
-        made contiguous, as the kernels read it), or a Python or NumPy number (the values
+
+        Coefficients: an array of ``x``'s type and shape or a 0-d one (cast to the accumulator
+        dtype by the backend's ``astype``, as ``Part`` casts it, here before the exchange; on the
+        GPU also made contiguous, as the kernels read it), or a Python or NumPy number (the values
         ``np.asarray(a).astype(acc)``, which ``Part`` makes: their read-only broadcast, on the GPU
-        of one device word; a complex number for a real accumulator goes the ``Part`` way).  On the
-        GPU, flags and coefficients on another device than ``x`` (which ``lean_arrays`` found current) go the
-        ``Part`` way, which copies them to ``x``'s device, and so does an ``out`` that may overlap
-        the flags or the coefficients (``Part`` then scans into a buffer of its own: the fused
-        segmented call reads its part's inputs again after the exchange, a GPU tile those of
-        others after writing its own).  What the loops and kernels do not check
+        of one device word; a complex number for a real accumulator goes the ``Part`` way).
+
+        On the GPU, flags and coefficients on another device than ``x`` (which ``lean_arrays``
+        found current) go the ``Part`` way, which copies them to ``x``'s device, and so does an
+        ``out`` that may overlap the flags or the coefficients (``Part`` then scans into a buffer
+        of its own: the fused segmented call reads its part's inputs again after the exchange, a
+        GPU tile those of others after writing its own).  What the loops and kernels do not check
         (a flag or coefficient per element, its device) is checked here, on every call."""
         if not self.lean(x, out, self.types):
             return None

@@ -123,8 +123,21 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
     // 2^27: the compensated float32 sum 1.31x the plain sum's time against 1.47x, logcumsumexp f32
     // 2.40x against 3.20x; the look-back, which "auto" keeps for them, 1.16x and 1.60x: RESULTS.md,
     // "The run-state operators on the look-ahead's RESCAN path").  Their static shared memory grows
-    // by the slots (7.5 KB for the compensated float32 sum's ring of 7).
-    static constexpr bool RESCAN = Op::RUN_STATE || RescanFor<Op, TAcc, (Op::AUX > 0)>::value;
+    // by the slots (7.5 KB for the compensated float32 sum's ring of 7), so they take it only where
+    // the slots leave room for the blocks an SM the shape was tuned for (Policy::MIN_BLOCKS;
+    // tuning.choose_tuning), as one block an SM where two were tuned is slower: the compensated
+    // complex128 sum (32-byte states, the one run-state scan "auto" sends here) 4.41x the plain
+    // sum's time with the slots against 2.72x without (H200, 2^26; RESULTS.md, "Run states keep
+    // the look-ahead's blocks an SM").  tests/gpu/test_kernels_lookahead.py checks every shape's
+    // blocks an SM against the driver's occupancy.
+    static constexpr int RUN_STATE_SLOT_BYTES =
+        STAGES * int(sizeof(typename Tile::BScan::TempStorage) + Policy::BLOCK_THREADS * sizeof(TAcc));
+    static constexpr int OTHER_STATIC_BYTES =  // s_red, s_scn, s_prefix, s_ids below
+        4 * int(sizeof(typename Tile::BScan::TempStorage)) + 2 * int(sizeof(TAcc)) + IDS * 8;
+    static constexpr bool RUN_STATE_RESCAN =
+        Op::RUN_STATE && Policy::MIN_BLOCKS * (SMEM_BYTES + RUN_STATE_SLOT_BYTES + OTHER_STATIC_BYTES
+                                               + BLOCK_RESERVED_SHARED_BYTES) <= sm_shared_bytes();
+    static constexpr bool RESCAN = RUN_STATE_RESCAN || RescanFor<Op, TAcc, (Op::AUX > 0)>::value;
     // The scan of t_{k-DEPTH} reads its stage's s_warps after iteration k's barrier; a warp already
     // in iteration k+1 writes stage (k+1) % STAGES's, another one while LOADS >= 2.
     static_assert(!RESCAN || LOADS >= 2, "RESCAN's s_warps need two stages' loads in flight");

@@ -13,6 +13,28 @@ constexpr int REDUCE_THREADS = 256;
 // (agent_lookahead.cuh; Tuning.launch_threads on the host mirrors it).
 constexpr int LOOKAHEAD_SERVICE_THREADS = 32;
 
+// Shared memory an SM holds for its blocks (the CUDA programming guide's table of compute
+// capabilities), and what the system reserves of it for each block (from compute capability
+// 8.0): the look-ahead fits its blocks' rings and static slots into it (agent_lookahead.cuh).
+__host__ __device__ constexpr int sm_shared_bytes() {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030
+    return 228 * 1024;
+#elif __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 870
+    return 164 * 1024;
+#elif __CUDA_ARCH__ == 750
+    return 64 * 1024;
+#elif __CUDA_ARCH__ < 800
+    return 96 * 1024;
+#else
+    return 100 * 1024;  // 8.6, 8.9, 12.x
+#endif
+}
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+constexpr int BLOCK_RESERVED_SHARED_BYTES = 1024;
+#else
+constexpr int BLOCK_RESERVED_SHARED_BYTES = 0;
+#endif
+
 // The tile shape of scan_tiles_kernel (one block of BLOCK_THREADS per tile; the look-ahead's
 // persistent blocks add their service warp through LookaheadPolicy):
 //   BLOCK_THREADS  threads per scan block that load, scan and store a tile

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 
 import numpy as np
 import pytest
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.gpu
 from distscan._dtypes import scan_types  # noqa: E402
 from distscan.backends.cuda import compile as cc  # noqa: E402
 from distscan.backends import cuda as gpu  # noqa: E402
-from distscan.ops import OPS  # noqa: E402
+from distscan.ops import OPS, affine  # noqa: E402
 from tests.support.kernel_cases import (TABLE, TABLE_IDS, as_bytes, assert_bitwise_lookback,  # noqa: E402
                                         assert_deterministic_while_racing, assert_int8_sum_is_lookback, kernel_data)
 from tests.support.seeds import seeded_rng  # noqa: E402
@@ -192,3 +193,87 @@ def test_determinism_while_another_stream_races(dt, same_shape):
 def test_64_bit_indexing_both_kernels(n):
     """int8 sums past 2^31 and 2^32 items: look-ahead equals look-back."""
     assert_int8_sum_is_lookback(n, n % 997, "lookahead")
+
+
+def _occupancy_calls(rng):
+    """{name: call(algorithm)}: one small call of each kind whose tile shape, ring and static
+    shared memory differ (plain scans by item size, run states, segmented and affine states)."""
+    import distscan
+    from tests.support.ranks import SELF
+
+    n = 5000
+    x = {dt: cp.asarray(kernel_data(rng, np.dtype(dt), n)) for dt in
+         (np.int8, np.int32, np.int64, np.float32, np.float64, np.complex64, np.complex128)}
+    flags = cp.asarray(rng.random(n) < 0.01)
+    calls = {f"cumsum {np.dtype(dt).name}": lambda alg, v=v: distscan.cumsum(v, algorithm=alg, comm=SELF)
+             for dt, v in x.items()}
+    calls["max float32"] = lambda alg: distscan.scan(x[np.float32], "max", algorithm=alg, comm=SELF)
+    for dt in (np.float32, np.float64, np.complex64, np.complex128):
+        v = x[dt]
+        name = np.dtype(dt).name
+        calls[f"compensated {name}"] = lambda alg, v=v: distscan.cumsum(v, compensated=True, algorithm=alg, comm=SELF)
+        calls[f"segmented {name}"] = lambda alg, v=v: distscan.cumsum(v, segments=flags, algorithm=alg, comm=SELF)
+        calls[f"recurrence {name}"] = lambda alg, v=v: distscan.linear_recurrence(v * 0.5, v, algorithm=alg, comm=SELF)
+        calls[f"recurrence {name}, one a"] = lambda alg, v=v: distscan.linear_recurrence(
+            v.dtype.type(0.5), v, algorithm=alg, comm=SELF)
+        calls[f"segmented recurrence {name}"] = lambda alg, v=v: distscan.linear_recurrence(
+            v * 0.5, v, segments=flags, algorithm=alg, comm=SELF)
+    for dt in (np.float32, np.float64):
+        calls[f"logaddexp {np.dtype(dt).name}"] = lambda alg, v=x[dt]: distscan.scan(v, np.logaddexp, algorithm=alg,
+                                                                                    comm=SELF)
+    calls["segmented int64"] = lambda alg: distscan.cumsum(x[np.int64], segments=flags, algorithm=alg, comm=SELF)
+    calls["gcd int64"] = lambda alg: distscan.scan(x[np.int64], np.gcd, algorithm=alg, comm=SELF)
+    return calls
+
+
+def _blocks_an_sm(plan, role: str) -> int:
+    """The driver's count of ``plan``'s kernel ``role`` resident on one SM, with its launch's
+    threads and dynamic shared memory (the look-ahead's ring; none for the look-back)."""
+    fn = plan.funcs[role]
+    return int(cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, plan.threads, plan.la_smem))
+
+
+def test_every_plan_runs_the_blocks_an_sm_its_shape_was_tuned_for():
+    """A tile shape's ``min_blocks`` (tuning.choose_tuning) is the count of blocks an SM it was
+    measured at: the kernels' launch bounds cap the registers for it, and the look-ahead's rings
+    were sized so that that many fit an SM's shared memory.  The kernel's static shared memory
+    (the look-ahead's RESCAN slots, the block scans' storage) sits beside them; where it grows past
+    the room left, the driver runs fewer blocks than the shape was measured with, silently (the
+    compensated complex128 sum's look-ahead after 54ad7eb: one where two were tuned, 1.62x slower;
+    benchmarks/RESULTS.md, "The compensated complex128 sum keeps the look-ahead's old path").  For
+    one call of each kind, on both kernels, every plan built runs at least that many, its
+    exclusive and inclusive kernels alike.  A look-ahead ring the GPU cannot hold at all is
+    refused with the plans' error, and "auto" does not take that kernel for it at any size."""
+    from distscan.backends.cuda import extended
+
+    rng = seeded_rng()
+    gpu.plans.PLANS.clear()
+    extended.EXT_PLANS.clear()
+    refused = []
+    for name, call in _occupancy_calls(rng).items():
+        for alg in ("lookahead", "lookback"):
+            try:
+                call(alg)
+            except RuntimeError as exc:
+                assert alg == "lookahead" and "more than GPU" in str(exc), f"{name} {alg}: {exc}"
+                refused.append(name)
+    plans = [*gpu.plans.PLANS.values(), *extended.EXT_PLANS.values()]
+    assert sum(p.device == "lookahead" for p in plans) >= 20 and sum(p.device == "lookback" for p in plans) >= 20
+    sms = gpu.plans.device_info(cp.cuda.Device().id)["sms"]
+    short = []
+    for p in plans:
+        roles = [r for r in ("scan_incl", "scan_excl", "ext_incl", "ext_excl") if r in p.funcs]
+        runs = min(_blocks_an_sm(p, r) for r in roles)
+        if p.device == "lookahead":
+            assert p.la_grid == _blocks_an_sm(p, roles[0]) * sms
+        if runs < p.tuning.min_blocks:
+            fn = p.funcs[roles[0]]
+            short.append(f"{p.device} {p.kacc} tile {p.threads}x{p.tuning.items}: {runs} of {p.tuning.min_blocks} "
+                         f"(static {fn.attributes['shared_size_bytes']} B, ring {p.la_smem} B, "
+                         f"{fn.attributes['num_regs']} registers)")
+    assert not short, "\n".join(short)
+    for name in refused:  # the complex128 maps' rings alone may not fit; "auto" keeps the look-back for them
+        assert name.startswith(("recurrence complex128", "segmented recurrence complex128")), name
+        op = affine(segments=name.startswith("segmented"))
+        for mode, fast in itertools.product(cc.COEF_MODES, (False, True)):
+            assert gpu.plans.ext_device(op, "auto", 1 << 32, 16, 16, "c", mode, fast_dram=fast) == "lookback"
