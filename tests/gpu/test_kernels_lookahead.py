@@ -240,7 +240,7 @@ def test_every_plan_runs_the_blocks_an_sm_its_shape_was_tuned_for():
     (the look-ahead's RESCAN slots, the block scans' storage) sits beside them; where it grows past
     the room left, the driver runs fewer blocks than the shape was measured with, silently (the
     compensated complex128 sum's look-ahead after 54ad7eb: one where two were tuned, 1.62x slower;
-    benchmarks/RESULTS.md, "The compensated complex128 sum keeps the look-ahead's old path").  For
+    benchmarks/RESULTS.md, "Run states keep the look-ahead's blocks an SM").  For
     one call of each kind, on both kernels, every plan built runs at least that many, its
     exclusive and inclusive kernels alike.  A look-ahead ring the GPU cannot hold at all is
     refused with the plans' error, and "auto" does not take that kernel for it at any size."""
