@@ -3,10 +3,11 @@ items, for Nsight Compute to profile the third launch (the first two compile, pl
 
     ncu --kernel-name regex:"scan_ext_kernel|scan_tiles_kernel" --launch-skip 2 --launch-count 1 \\
         --section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats \\
-        --section LaunchStats python3 benchmarks/profile_state_scans.py recurrence|segmented|plain [ALGORITHM] [DTYPE]
+        --section LaunchStats python3 benchmarks/profile_state_scans.py recurrence|segmented|compensated|plain [ALGORITHM] [DTYPE]
 
 ``recurrence``: ``linear_recurrence(a, x)`` with ``a`` in [0.5, 1); ``segmented``: ``cumsum(x,
-segments=f)`` with a flag every ~1000 items; ``plain``: ``cumsum(x)``, the baseline.  Each with
+segments=f)`` with a flag every ~1000 items; ``compensated``: ``cumsum(x, compensated=True)``;
+``plain``: ``cumsum(x)``, the baseline.  Each with
 ``out=`` on one rank, ``algorithm="auto"`` unless ALGORITHM is given ("lookahead", "lookback"),
 float32 unless DTYPE is given (float64, complex64: the 16-byte recurrences).  The figures: benchmarks/RESULTS.md, "Where the
 look-back's cycles go".
@@ -42,10 +43,12 @@ def main():
     elif which == "segmented":
         f = rs.random_sample(n) < 1e-3
         call = lambda: distscan.cumsum(x, segments=f, out=y, comm=SELF, algorithm=alg)  # noqa: E731
+    elif which == "compensated":
+        call = lambda: distscan.cumsum(x, compensated=True, out=y, comm=SELF, algorithm=alg)  # noqa: E731
     elif which == "plain":
         call = lambda: distscan.cumsum(x, out=y, comm=SELF, algorithm=alg)  # noqa: E731
     else:
-        raise SystemExit(f"unknown scan {which!r}: recurrence, segmented or plain")
+        raise SystemExit(f"unknown scan {which!r}: recurrence, segmented, compensated or plain")
     for _ in range(3):
         call()
     cp.cuda.Device().synchronize()

@@ -92,6 +92,7 @@ def cases(n):
     b_c = (x + 1j * x[::-1]).astype(cp.complex64)
     y, yi, y64, y_c = cp.empty_like(x), cp.empty_like(xi), cp.empty_like(b64), cp.empty_like(b_c)
     a_c128, b_c128, y_c128 = a_c.astype(cp.complex128), b_c.astype(cp.complex128), cp.empty(n, cp.complex128)
+    u_c128 = cp.exp(1j * rs.uniform(0, 6.28, n)).astype(cp.complex128)
     return [  # each call takes algorithm=
         ("segmented sum f32", 9, 8, lambda alg: distscan.cumsum(x, segments=flags, out=y, comm=SELF, algorithm=alg),
          y),
@@ -125,6 +126,12 @@ def cases(n):
             b_c128, segments=flags, reverse=True, out=y_c128, comm=SELF, algorithm=alg), y_c128),
         ("recurrence c128 segments reverse", 49, 32, lambda alg: distscan.linear_recurrence(
             a_c128, b_c128, segments=flags, reverse=True, out=y_c128, comm=SELF, algorithm=alg), y_c128),
+        # the other SegState<complex128> scans on the 32-byte tile (a complex product a combine):
+        # unit-modulus factors keep the products finite
+        ("segmented prod c128", 33, 32, lambda alg: distscan.cumprod(u_c128, segments=flags, out=y_c128, comm=SELF,
+                                                                    algorithm=alg), y_c128),
+        ("segmented prod c128 reverse", 33, 32, lambda alg: distscan.cumprod(
+            u_c128, segments=flags, reverse=True, out=y_c128, comm=SELF, algorithm=alg), y_c128),
     ]
 
 
@@ -144,7 +151,8 @@ CASE_NAMES = ["segmented sum f32", "segmented sum f32 reverse", "segmented sum i
               "recurrence f32 segments", "recurrence f32 segments reverse", "recurrence f64",
               "recurrence c64", "recurrence f64 segments", "recurrence c64 segments", "recurrence c64 segments reverse",
               "recurrence c128", "segmented sum c128", "recurrence c128 segments",
-              "segmented sum c128 reverse", "recurrence c128 segments reverse"]  # cases()' order
+              "segmented sum c128 reverse", "recurrence c128 segments reverse", "segmented prod c128",
+              "segmented prod c128 reverse"]  # cases()' order
 
 
 def module_keys(n, device="auto", names=None):
@@ -165,13 +173,16 @@ def module_keys(n, device="auto", names=None):
                          ({"coefficients": 1}, "complex128", 24), ({"segments": 1}, "complex128", 32),
                          ({"coefficients": 1, "segments": 1}, "complex128", 32),
                          ({"segments": 1, "reverse": True}, "complex128", 32),
-                         ({"coefficients": 1, "segments": 1, "reverse": True}, "complex128", 32)]:
+                         ({"coefficients": 1, "segments": 1, "reverse": True}, "complex128", 32),
+                         ({"segments": 1, "base": "prod"}, "complex128", 32),
+                         ({"segments": 1, "reverse": True, "base": "prod"}, "complex128", 32)]:
         case = CASE_NAMES[len(seen)]
         seen.append(case)
         if names and case not in names:
             continue
         reverse = kw.get("reverse", False)
-        op = call_op("sum", segments=kw.get("segments"), coefficients=kw.get("coefficients"), reverse=reverse)
+        op = call_op(kw.get("base", "sum"), segments=kw.get("segments"), coefficients=kw.get("coefficients"),
+                     reverse=reverse)
         dt = np.dtype(dt)
         types = scan_types(op, dt)
         auto = plans.ext_device(op, "auto", n, dt.itemsize, types.result.itemsize, types.result.kind,
