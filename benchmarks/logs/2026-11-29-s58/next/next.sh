@@ -2,11 +2,11 @@
 # For the next session: land the compensated float sum's warp joins (next/warp-joins.patch, measured
 # and partly tested in the fifty-eighth session: RESULTS.md, "The compensated float sum's warp joins").
 # Plan, from the repository root:
-#   git apply benchmarks/logs/2026-11-29-s58/next/warp-joins.patch   (kernels/ only; sha1 a89d3bfb
-#       of distscan/ and kernels/ with it, as run_suite.sh prints it)
-#   docs/operators.md ("How exact a compensated sum is"): say that the warps' joins renormalise once
-#       at the chain's end (the same value; the next join's rounding may differ: within the bound,
-#       exact where the words hold every partial sum); docs/algorithms.md and NOTES-gpu.md likewise.
+#   git apply benchmarks/logs/2026-11-29-s58/next/warp-joins.patch   (kernels/, two docs paragraphs
+#       and a GPU test; sha1 a89d3bfb of distscan/ and kernels/ with it, as run_suite.sh prints it)
+#   The patch's new test, test_compensated_float32_ties_at_every_warp_join_are_rounded_to_even
+#       (tests/gpu/test_operators.py: a tie at every warp join, correctly rounded on both kernels),
+#       was written after the last GPU call and passed on the CPU backend only: the suite runs it.
 #   GPU suite on the uncommitted tree: two calls on a fresh nvidia-h200 (about 580 + 280 s):
 #       bash tests/gpu/run_suite.sh /tmp/s, then RUNS="api kernels operators-rest" on the warm machine
 #       (the gathering of logs: benchmarks/logs/2026-11-29-s57/note.md and tests/gpu/run_suite.sh).
