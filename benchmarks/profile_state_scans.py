@@ -3,14 +3,19 @@ items, for Nsight Compute to profile the third launch (the first two compile, pl
 
     ncu --kernel-name regex:"scan_ext_kernel|scan_tiles_kernel" --launch-skip 2 --launch-count 1 \\
         --section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats \\
-        --section LaunchStats python3 benchmarks/profile_state_scans.py recurrence|segmented|compensated|plain [ALGORITHM] [DTYPE]
+        --section LaunchStats python3 benchmarks/profile_state_scans.py SCAN [ALGORITHM] [DTYPE]
 
-``recurrence``: ``linear_recurrence(a, x)`` with ``a`` in [0.5, 1); ``segmented``: ``cumsum(x,
-segments=f)`` with a flag every ~1000 items; ``compensated``: ``cumsum(x, compensated=True)``;
-``plain``: ``cumsum(x)``, the baseline.  Each with
-``out=`` on one rank, ``algorithm="auto"`` unless ALGORITHM is given ("lookahead", "lookback"),
-float32 unless DTYPE is given (float64, complex64: the 16-byte recurrences).  The figures: benchmarks/RESULTS.md, "Where the
-look-back's cycles go".
+SCAN is one of these:
+- ``recurrence``: ``linear_recurrence(a, x)`` with ``a`` in [0.5, 1);
+- ``segmented``: ``cumsum(x, segments=f)`` with a flag every ~1000 items;
+- ``compensated``: ``cumsum(x, compensated=True)``;
+- ``plain``: ``cumsum(x)``, the baseline.
+
+Each runs with ``out=`` on one rank. The algorithm is "auto" unless ALGORITHM is given
+("lookahead", "lookback"). The dtype is float32 unless DTYPE is given (float64, complex64: the
+16-byte recurrences). The figures: benchmarks/RESULTS.md, "Where the look-back's cycles go" and
+"The 32-byte segmented tile on complex products; the compensated sum and segmented int64 under
+Nsight Compute".
 """
 
 from __future__ import annotations
