@@ -130,10 +130,21 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
     // sum's time with the slots against 2.72x without (H200, 2^26; RESULTS.md, "Run states keep
     // the look-ahead's blocks an SM").  tests/gpu/test_kernels_lookahead.py checks every shape's
     // blocks an SM against the driver's occupancy.
-    static constexpr int RUN_STATE_SLOT_BYTES =
-        STAGES * int(sizeof(typename Tile::BScan::TempStorage) + Policy::BLOCK_THREADS * sizeof(TAcc));
-    static constexpr int OTHER_STATIC_BYTES =  // s_red, s_scn, s_prefix, s_ids below
-        4 * int(sizeof(typename Tile::BScan::TempStorage)) + 2 * int(sizeof(TAcc)) + IDS * 8;
+    // run()'s static shared memory, declared here so that the room test below takes its sizeof.
+    // By iteration parity: a slow reader of iteration k's never meets iteration k+1's writes.
+    struct IterationSlots {
+        typename Tile::BScan::TempStorage red[2], scn[2];
+        TAcc prefix[2];
+        i64 ids[IDS];
+    };
+    // RESCAN: by stage, from a tile's reduction to its scan (one of each where unused)
+    template <int SLOT_STAGES, int SLOT_THREADS>
+    struct RescanSlots {
+        typename Tile::BScan::TempStorage warps[SLOT_STAGES];
+        TAcc lanes[SLOT_STAGES][SLOT_THREADS];
+    };
+    static constexpr int RUN_STATE_SLOT_BYTES = int(sizeof(RescanSlots<STAGES, Policy::BLOCK_THREADS>));
+    static constexpr int OTHER_STATIC_BYTES = int(sizeof(IterationSlots));
     static constexpr bool RUN_STATE_RESCAN =
         Op::RUN_STATE && Policy::MIN_BLOCKS * (SMEM_BYTES + RUN_STATE_SLOT_BYTES + OTHER_STATIC_BYTES
                                                + BLOCK_RESERVED_SHARED_BYTES) <= sm_shared_bytes();
@@ -222,13 +233,14 @@ struct AgentLookahead : TileAgent<TIn, TAcc, TOut, Op, EXCLUSIVE, Policy, true, 
         // Aligned to 128 bytes whatever the static size above it: the swizzle (tile_io.cuh)
         // keys 128-byte rows (a start 16 bytes off cost the 4-byte kernel 5 %: NOTES-gpu.md).
         extern __shared__ __align__(128) char s_stages[];
-        // By iteration parity: a slow reader of iteration k's never meets iteration k+1's writes.
-        __shared__ typename Tile::BScan::TempStorage s_red[2], s_scn[2];
-        __shared__ TAcc s_prefix[2];
-        __shared__ i64 s_ids[IDS];
-        // RESCAN: by stage, from a tile's reduction to its scan
-        __shared__ typename Tile::BScan::TempStorage s_warps[RESCAN_STAGES];
-        __shared__ TAcc s_lanes[RESCAN_STAGES][RESCAN_THREADS];
+        __shared__ IterationSlots s_iteration;
+        __shared__ RescanSlots<RESCAN_STAGES, RESCAN_THREADS> s_rescan;
+        auto &s_red = s_iteration.red;
+        auto &s_scn = s_iteration.scn;
+        auto &s_prefix = s_iteration.prefix;
+        auto &s_ids = s_iteration.ids;
+        auto &s_warps = s_rescan.warps;
+        auto &s_lanes = s_rescan.lanes;
 
         const int lane = threadIdx.x & 31;
         const int warp = threadIdx.x >> 5;

@@ -42,6 +42,10 @@
 //   PREFIX_UNDER_LOAD  where the look-back with its reduction lead takes a tile's prefix
 //                (agent_scan.cuh): under the tile's load (true) or after its block scan, with a
 //                second barrier (false: the segmented scans, states.cuh).  Same bits either way.
+//   warp_joins<T>()  the warp scans' and reductions' chains of joins (warp/warp_scan.cuh) may
+//                take join_warp<T>(a, b), cheaper than apply, whose states close_warp<T>(x) turns
+//                back into apply's form, the same value, at the chain's end (the compensated
+//                float sum, util/states.cuh).  False for the others.
 // The kernels always pass the earlier operand first.
 //
 // Bit-exactness notes:
@@ -159,6 +163,7 @@ struct OpBase {
     template <typename T> __host__ __device__ static constexpr bool tames() { return false; }
     template <typename T> __host__ __device__ static constexpr bool bounds() { return false; }
     template <typename T> __host__ __device__ static constexpr bool warps_bound() { return false; }
+    template <typename T> __host__ __device__ static constexpr bool warp_joins() { return false; }  // above
     template <typename TAcc, typename TIn> static __device__ __forceinline__ TAcc lift(TIn x) {
         return Convert<TAcc, TIn>::apply(x);
     }

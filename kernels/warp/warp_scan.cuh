@@ -19,6 +19,22 @@ template <typename T, typename Op> __device__ __forceinline__ bool data_warp_bou
     else return false;
 }
 
+// a op b on a warp's chain of joins: Op::join_warp where the operator has a cheaper join there
+// (warp_joins, operators.cuh: the compensated float sum's), whose states warp_close turns back
+// into apply's form at the chain's end; else the run's combine (scans) or apply (reductions).
+template <typename T, typename Op, bool TAME> __device__ __forceinline__ T warp_scan_join(const T &a, const T &b) {
+    if constexpr (Op::template warp_joins<T>()) return Op::template join_warp<T>(a, b);
+    else return apply_run<Op, T, TAME>(a, b);
+}
+template <typename T, typename Op, bool TAME> __device__ __forceinline__ T warp_reduce_join(const T &a, const T &b) {
+    if constexpr (Op::template warp_joins<T>()) return Op::template join_warp<T>(a, b);
+    else return apply_maybe_tame<Op, T, TAME>(a, b);
+}
+template <typename T, typename Op> __device__ __forceinline__ T warp_close(const T &x) {
+    if constexpr (Op::template warp_joins<T>()) return Op::template close_warp<T>(x);
+    else return x;
+}
+
 // Inclusive Kogge-Stone scan (5 shuffle steps).  Lane l gets x_0 op ... op x_l;
 // `exclusive` gets x_0 op ... op x_{l-1} (the identity on lane 0).
 // The lanes' values are run totals in scan order, any identities before every real state (the
@@ -30,8 +46,9 @@ __device__ __forceinline__ T warp_inclusive_scan_by(T x, int lane, T &exclusive)
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
         T up = shfl_up(x, d);
-        if (lane >= d) x = apply_run<Op, T, TAME>(up, x);
+        if (lane >= d) x = warp_scan_join<T, Op, TAME>(up, x);
     }
+    x = warp_close<T, Op>(x);
     T prev = shfl_up(x, 1);
     exclusive = (lane == 0) ? Op::template identity<T>() : prev;
     return x;
@@ -54,10 +71,12 @@ __device__ __forceinline__ void warp_inclusive_scan_pair_by(T &x, T &y, int lane
         T up_x = shfl_up(x, d);
         T up_y = shfl_up(y, d);
         if (lane >= d) {
-            x = apply_run<Op, T, TAME>(up_x, x);
-            y = apply_run<Op, T, TAME>(up_y, y);
+            x = warp_scan_join<T, Op, TAME>(up_x, x);
+            y = warp_scan_join<T, Op, TAME>(up_y, y);
         }
     }
+    x = warp_close<T, Op>(x);
+    y = warp_close<T, Op>(y);
     T prev = shfl_up(x, 1);
     x_exclusive = (lane == 0) ? Op::template identity<T>() : prev;
 }
@@ -85,8 +104,9 @@ __device__ __forceinline__ T warp_reduce(T x) {
 #pragma unroll
         for (int m = 1; m <= 16; m <<= 1) {
             T other = shfl_xor(x, m);
-            x = (lane & m) ? apply_maybe_tame<Op, T, TAME>(other, x) : apply_maybe_tame<Op, T, TAME>(x, other);
+            x = (lane & m) ? warp_reduce_join<T, Op, TAME>(other, x) : warp_reduce_join<T, Op, TAME>(x, other);
         }
+        x = warp_close<T, Op>(x);
     }
     return x;
 }

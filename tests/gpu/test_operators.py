@@ -20,8 +20,8 @@ from distscan.ops import affine, get_op, segmented
 from tests.support.data import COMPLEX_NONFINITE, complex_zero_rule_case, zero_rule_case
 from tests.support.devices import require_gpu
 from tests.support.ranks import SELF
-from tests.support.reference import (assert_compensated, compensated_case, nonfinite_at_zero_states, recurrence_reference,
-                                     segmented_reference)
+from tests.support.reference import (COMPENSATED_UNIT_LOG2, assert_compensated, compensated_case,
+                                     nonfinite_at_zero_states, recurrence_reference, segmented_reference)
 
 cp = require_gpu()
 pytestmark = pytest.mark.gpu
@@ -568,6 +568,24 @@ def test_finite_coefficients_whose_products_overflow_meet_zero_states_by_the_rul
 @pytest.mark.parametrize("n", SIZES)
 def test_compensated_float32_sums_are_correctly_rounded_or_within_the_bound(n, rng):
     _compensated_checked(n, rng)
+
+
+def test_compensated_float32_ties_at_every_warp_join_are_rounded_to_even():
+    """Items of 2^12 and 2^-12 in turn: a thread's run of 32 sums to a float whose error word is half
+    its last place, and each join of two such runs doubles both, so the warps' scans meet a tie at
+    every join.  There the warps' joins leave the error word as it grows (kernels/util/states.cuh,
+    join_warp) until the chain's close rounds the pair once.  Every sum is exact in units of 2^-12
+    and below 2^40 of them (docs/operators.md): each result is correctly rounded, bit for bit, on
+    both kernels, forwards, reversed and exclusive (a plain float32 sum gets all but a few wrong)."""
+    n = (1 << 16) - 1  # 2^15 items of 2^24 units: every sum below 2^40 units
+    for first in (0, 1):
+        units = np.where((np.arange(n) + first) % 2 == 0, 1 << 24, 1).astype(np.int64)
+        x = (units * 2.0**COMPENSATED_UNIT_LOG2).astype(np.float32)
+        for algorithm in ("auto", "lookback", "lookahead"):
+            for reverse, exclusive in ((False, False), (True, False), (False, True), (True, True)):
+                got = cp.asnumpy(_gpu(distscan.cumsum, x, compensated=True, reverse=reverse, exclusive=exclusive,
+                                      algorithm=algorithm))
+                assert_compensated(got, x, units, reverse=reverse, exclusive=exclusive, exact=True)
 
 
 @pytest.mark.parametrize("n", SIZES)
