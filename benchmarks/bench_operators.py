@@ -264,7 +264,7 @@ def plot(data, png):
     ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("GB/s over the scan's bytes")
     ax.set_title(f"{data['gpu']}: scans of 2^{rows[0]['log2n']} elements")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the bars, not over them
     fig.tight_layout()
     fig.savefig(png, dpi=120)
 
