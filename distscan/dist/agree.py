@@ -276,9 +276,12 @@ def raise_mismatch(comm, what, fields):
         empty = [r for r, (c, v) in enumerate(zip(compared, values))
                  if v.get("_rows") == 0 and len(full) == 1 and c.get("dtype") not in full]
         if empty:
+            # (the reason only where it is one: an empty list or np.array([]) is float64)
+            float64_empty = any(_show(compared[r]["dtype"]) == "float64" for r in empty)
+            why = ", since np.array([]) is float64" if float64_empty else ""
             hint = (f" (rank{'s' if len(empty) > 1 else ''} {_ranges(empty)} "
                     f"{'have' if len(empty) > 1 else 'has'} an empty part: build it with the dtype of "
-                    "the others, e.g. np.empty(0, dtype), since np.array([]) is float64)")
+                    f"the others, e.g. np.empty(0, dtype){why})")
     more = f"; also differ: {', '.join(names[1:])}" if len(names) > 1 else ""
     raise ValueError(f"{name} differs across ranks: {detail}{hint}{more}")
 

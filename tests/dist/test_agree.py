@@ -131,6 +131,18 @@ def test_dtype_mismatch_from_an_empty_part_is_named(comm):
     assert "rank 1 has float64" in msg and "int64" in msg and "empty part" in msg
 
 
+@pytest.mark.mpi(min_size=2)
+def test_the_empty_part_hint_gives_float64_as_the_reason_only_where_it_is(comm):
+    """An empty int32 part among int64 ones: the hint names the empty part, and not np.array([])'s
+    float64, which is not what happened there."""
+    part = np.empty(0, np.int32) if comm.rank == 1 else np.arange(3, dtype=np.int64)
+    with pytest.raises(ValueError) as info:
+        distscan.cumsum(part, comm=comm)
+    msg = str(info.value)
+    assert "rank 1 has int32" in msg and "rank 1 has an empty part" in msg
+    assert "float64" not in msg
+
+
 @pytest.mark.mpi(min_size=3)
 def test_the_empty_part_hint_names_only_the_empty_parts_of_another_dtype(comm):
     """Rank 1's empty part has the right dtype, rank 2's non-empty part the wrong one: the hint
