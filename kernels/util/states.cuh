@@ -611,6 +611,29 @@ template <typename R> struct FiniteBySelects {  // how two_sum_renorm tests for 
 template <> struct FiniteBySelects<float> {
     static constexpr bool value = true;
 };
+// TwoSum's exact error of hi = s + t, negated (nlo = hi - (s + t) exactly): bit for bit the plain
+// form's error, -lo, as the CPU's fold (distscan/ops/folds.py, _COMPENSATED), but the sign of a
+// zero: nlo is never -0.0.
+template <typename R> __device__ __forceinline__ R two_sum_nlo(R s, R t, R hi) {
+    const R bb = hi - s;
+    return ((hi - bb) - s) + (bb - t);
+}
+// The pair (hi, error -nlo) renormalised into (s, e); where hi is not finite (the caller's
+// isfinite(hi)) it is the value, error 0 (by selects for float; the other types branch before,
+// two_sum_renorm).  As nlo is never -0.0, where it is zero the sum is hi, sign and all (a sum of
+// -0.0 items stays -0.0, as NumPy's; hi + lo gave -0.0 + +0.0 = +0.0).  two_sum_renorm and the
+// warps' close_warp both end here; the PTX of two_sum_renorm's callers is as before this split.
+template <typename R> __device__ __forceinline__ void renormalise_nlo(R hi, R nlo, bool finite, R &s, R &e) {
+    const R total = hi - nlo;
+    const R err = (hi - total) - nlo;
+    if constexpr (FiniteBySelects<R>::value) {
+        s = finite ? total : hi;
+        e = finite ? err : R(0);
+    } else {
+        s = total;
+        e = err;
+    }
+}
 template <typename R> __device__ __forceinline__ void two_sum_renorm(R &s, R &e, R ts, R te) {
     const R hi = s + ts;
     const bool finite = isfinite(hi);
@@ -621,22 +644,7 @@ template <typename R> __device__ __forceinline__ void two_sum_renorm(R &s, R &e,
             return;
         }
     }
-    // The error negated (nlo = -lo), as the CPU's fold (distscan/ops/folds.py, _COMPENSATED):
-    // bit for bit the plain form's values (round to nearest is symmetric) but the sign of a
-    // zero: nlo is never -0.0, so where it is zero the sum is hi, sign and all (a sum of -0.0
-    // items stays -0.0, as NumPy's; hi + lo gave -0.0 + +0.0 = +0.0).
-    const R bb = hi - s;
-    R nlo = ((hi - bb) - s) + (bb - ts);
-    nlo = nlo - (e + te);
-    const R total = hi - nlo;
-    const R err = (hi - total) - nlo;
-    if constexpr (FiniteBySelects<R>::value) {
-        s = finite ? total : hi;
-        e = finite ? err : R(0);
-    } else {
-        e = err;
-        s = total;
-    }
+    renormalise_nlo(hi, two_sum_nlo(s, ts, hi) - (e + te), finite, s, e);
 }
 template <typename V> struct CompensatedMath {
     static __device__ __forceinline__ void join(V &s, V &e, V ts, V te) { two_sum_renorm(s, e, ts, te); }
@@ -743,20 +751,14 @@ struct Compensated : StateOpBase {
     template <typename S> static __device__ __forceinline__ S join_warp(S a, const S &b) {
         typedef typename S::Value V;
         const V hi = a.s + b.s;
-        const V bb = hi - a.s;
-        const V lo = (a.s - (hi - bb)) + (b.s - bb);
-        a.e = lo + (a.e + b.e);
+        a.e = (a.e + b.e) - two_sum_nlo(a.s, b.s, hi);  // the error itself, not negated, on the chain
         a.s = hi;
         return a;
     }
     template <typename S> static __device__ __forceinline__ S close_warp(S x) {
         typedef typename S::Value V;
-        const V ne = V(0) - x.e;  // never -0.0: a zero error leaves the sum, sign and all (two_sum_renorm's nlo)
-        const V total = x.s - ne;
-        const V err = (x.s - total) - ne;
-        const bool finite = isfinite(x.s);
-        x.s = finite ? total : x.s;
-        x.e = finite ? err : V(0);
+        // 0 - e is never -0.0 (as two_sum_nlo): a zero error, of either sign, leaves the sum as it is
+        renormalise_nlo(x.s, V(0) - x.e, isfinite(x.s), x.s, x.e);
         return x;
     }
     template <typename S, typename TIn> static __device__ __forceinline__ S lift(TIn x) {
