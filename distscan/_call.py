@@ -354,8 +354,13 @@ class Part:
             return arr
         if self.backend_name == "cuda":
             cupy = _need_cupy_backend()
-
-            ensure_device()  # non-collective: an earlier bind_gpu, DISTSCAN_GPU or the launcher's local rank
+            if self.native_backend != "cuda":
+                # The input itself is on the host (backend="cuda"): no array says which GPU, so the
+                # binding's rules do (non-collective: an earlier bind_gpu, DISTSCAN_GPU or the
+                # launcher's local rank).  Host flags or coefficients beside a GPU input go to the
+                # input's device, current here (api._scan): binding there moved them to the local
+                # rank's GPU, or refused ranks that share one GPU (found 2026-11-29, GPU fuzz).
+                ensure_device()
             return cupy.asarray(arr)
         return arr.get()
 

@@ -15,7 +15,8 @@ A node with more ranks than visible GPUs is an error unless sharing is allowed
 takes GPU ``i % count`` (correct, slower: ranks on one GPU take turns).
 
 :func:`ensure_device` is the non-collective variant used by :func:`distscan.scan`
-when a host array is sent to ``backend="cuda"``: it keeps a device bound earlier,
+when a host array is the part sent to ``backend="cuda"`` (host flags or coefficients beside a
+GPU part go to the part's device, without it): it keeps a device bound earlier,
 otherwise applies (1)-(2) or the launcher's local-rank variable
 (``OMPI_COMM_WORLD_LOCAL_RANK``, ``MPI_LOCALRANKID``, ``SLURM_LOCALID``, ...).
 """

@@ -292,6 +292,70 @@ def test_arrays_on_another_device(rng, parts):
                 call(x0, out=out1)
 
 
+@needs_two
+def test_host_flags_and_coefficients_go_to_another_device_s_input(rng, parts, monkeypatch):
+    """A part on GPU 1 while GPU 0 is current, the launcher's local rank 0 (whose GPU is 0): host
+    flags and coefficients go to GPU 1 with the part, not to the local rank's GPU."""
+    from distscan import gpus
+    monkeypatch.setattr(gpus, "_bound", [])
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_RANK", "0")
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "1")
+    for name in (gpus.SHARED_ENV, gpus.GPU_ENV):
+        monkeypatch.delenv(name, raising=False)
+    for name, (call, host) in _host_beside_device_calls(rng, 5003).items():
+        want = call(host)
+        with cp.cuda.Device(1):
+            x1 = cp.asarray(host)
+        with cp.cuda.Device(0):
+            for _ in range(2):  # cold, then warm
+                got = call(x1)
+                assert got.device.id == 1, name
+                np.testing.assert_allclose(cp.asnumpy(got), want, rtol=1e-10, atol=1e-10 * np.abs(want).max(),
+                                           err_msg=name)
+            assert cp.cuda.runtime.getDevice() == 0, name
+
+
+def _host_beside_device_calls(rng, n):
+    """Scans of a GPU part with host flags or coefficients: name -> (call of a part, the part)."""
+    hx = rng.integers(-100, 100, n)
+    hf, ha, hb = rng.random(n) < 0.1, rng.uniform(0.5, 1, n), rng.standard_normal(n)
+    return {
+        "host flags": (lambda x: distscan.cumsum(x, segments=hf, comm=SELF), hx),
+        "host flags as a list": (lambda x: distscan.cummax(x, segments=hf.tolist(), reverse=True, comm=SELF), hx),
+        "host coefficients": (lambda b: distscan.linear_recurrence(ha, b, comm=SELF), hb),
+        "a Python number as the coefficient": (lambda b: distscan.linear_recurrence(0.75, b, comm=SELF), hb),
+    }
+
+
+def _as_if_launched_past_the_gpus(monkeypatch):
+    """The launcher's variables of a rank past its node's GPUs, no binding yet, sharing not allowed:
+    ensure_device refuses such a rank (choose_device)."""
+    from distscan import gpus
+    visible = cp.cuda.runtime.getDeviceCount()
+    monkeypatch.setattr(gpus, "_bound", [])
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_RANK", str(visible))
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_SIZE", str(visible + 1))
+    for name in (gpus.SHARED_ENV, gpus.GPU_ENV):
+        monkeypatch.delenv(name, raising=False)
+    return gpus
+
+
+def test_host_flags_and_coefficients_go_to_the_device_of_a_gpu_input(rng, parts, monkeypatch):
+    """Host flags or coefficients beside a GPU part go to the part's device, whatever the launcher
+    says: binding by its local rank refused ranks that share one GPU, where the same call with
+    device flags ran (GPU fuzz at 2 ranks on one GPU, 2026-11-29)."""
+    gpus = _as_if_launched_past_the_gpus(monkeypatch)
+    dev = cp.cuda.runtime.getDevice()
+    for name, (call, host) in _host_beside_device_calls(rng, 3001).items():
+        want = call(host)  # the CPU's
+        for _ in range(2):  # cold, then warm
+            got = call(cp.asarray(host))
+            assert isinstance(got, cp.ndarray) and got.device.id == dev, name
+            np.testing.assert_allclose(cp.asnumpy(got), want, rtol=1e-10, atol=1e-10 * np.abs(want).max(),
+                                       err_msg=name)
+        assert cp.cuda.runtime.getDevice() == dev and gpus.current() is None, name
+
+
 # -- the one-rank lean route of reverse and state scans (backends/cuda/extended_lean.py) --------
 
 def _more_calls(f, a):
