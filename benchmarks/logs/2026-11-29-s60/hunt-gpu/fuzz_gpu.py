@@ -48,7 +48,7 @@ import traceback  # noqa: E402
 from collections import Counter  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)  # ref.py beside this script
+sys.path.insert(0, os.path.join(HERE, "..", "..", "2026-11-29-s59", "hunt"))  # the s59 CPU hunt's ref.py
 
 ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 ap.add_argument("--seed", type=int, default=None, help="required, but with --warm")
@@ -1194,7 +1194,8 @@ def exact_compare(g, ref):
     return eq, "" if eq else "exact mismatch " + diff_where(g, ref)
 
 
-def verdict_big_scan(c, allres):
+def verdict_big(c, allres, reference):
+    """The verdict of a 2^20 case: exact against ``reference(c)`` (big_ref_scan or big_ref_lr)."""
     v = gathered_errors(allres)
     if v is not None:
         return v + local_msgs(allres)
@@ -1203,29 +1204,20 @@ def verdict_big_scan(c, allres):
     if any(g is None for g in got):
         return v or [("HARNESS", "a rank has no result")]
     try:
-        ok, why = exact_compare(np.concatenate(got), big_ref_scan(c))
+        ok, why = exact_compare(np.concatenate(got), reference(c))
         if not ok:
             v.append(("MISMATCH", why))
     except Exception:  # noqa: BLE001
         v.append(("HARNESS", "reference: " + oneline(traceback.format_exc()[-600:])))
     return v
+
+
+def verdict_big_scan(c, allres):
+    return verdict_big(c, allres, big_ref_scan)
 
 
 def verdict_big_lr(c, allres):
-    v = gathered_errors(allres)
-    if v is not None:
-        return v + local_msgs(allres)
-    v = local_msgs(allres)
-    got = [a[1] for a in allres]
-    if any(g is None for g in got):
-        return v or [("HARNESS", "a rank has no result")]
-    try:
-        ok, why = exact_compare(np.concatenate(got), big_ref_lr(c))
-        if not ok:
-            v.append(("MISMATCH", why))
-    except Exception:  # noqa: BLE001
-        v.append(("HARNESS", "reference: " + oneline(traceback.format_exc()[-600:])))
-    return v
+    return verdict_big(c, allres, big_ref_lr)
 
 
 def run_big(i, c):
