@@ -296,12 +296,7 @@ def test_arrays_on_another_device(rng, parts):
 def test_host_flags_and_coefficients_go_to_another_device_s_input(rng, parts, monkeypatch):
     """A part on GPU 1 while GPU 0 is current, the launcher's local rank 0 (whose GPU is 0): host
     flags and coefficients go to GPU 1 with the part, not to the local rank's GPU."""
-    from distscan import gpus
-    monkeypatch.setattr(gpus, "_bound", [])
-    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_RANK", "0")
-    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "1")
-    for name in (gpus.SHARED_ENV, gpus.GPU_ENV):
-        monkeypatch.delenv(name, raising=False)
+    _as_if_launched(monkeypatch, 0, 1)
     for name, (call, host) in _host_beside_device_calls(rng, 5003).items():
         want = call(host)
         with cp.cuda.Device(1):
@@ -327,14 +322,13 @@ def _host_beside_device_calls(rng, n):
     }
 
 
-def _as_if_launched_past_the_gpus(monkeypatch):
-    """The launcher's variables of a rank past its node's GPUs, no binding yet, sharing not allowed:
-    ensure_device refuses such a rank (choose_device)."""
+def _as_if_launched(monkeypatch, local_rank, local_size):
+    """The launcher's variables of local rank ``local_rank`` of ``local_size``, no binding yet,
+    sharing not allowed (ensure_device binds by them: choose_device).  Returns distscan.gpus."""
     from distscan import gpus
-    visible = cp.cuda.runtime.getDeviceCount()
     monkeypatch.setattr(gpus, "_bound", [])
-    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_RANK", str(visible))
-    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_SIZE", str(visible + 1))
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_RANK", str(local_rank))
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_SIZE", str(local_size))
     for name in (gpus.SHARED_ENV, gpus.GPU_ENV):
         monkeypatch.delenv(name, raising=False)
     return gpus
@@ -344,7 +338,8 @@ def test_host_flags_and_coefficients_go_to_the_device_of_a_gpu_input(rng, parts,
     """Host flags or coefficients beside a GPU part go to the part's device, whatever the launcher
     says: binding by its local rank refused ranks that share one GPU, where the same call with
     device flags ran (GPU fuzz at 2 ranks on one GPU, 2026-11-29)."""
-    gpus = _as_if_launched_past_the_gpus(monkeypatch)
+    visible = cp.cuda.runtime.getDeviceCount()
+    gpus = _as_if_launched(monkeypatch, visible, visible + 1)  # past the node's GPUs: ensure_device refuses it
     dev = cp.cuda.runtime.getDevice()
     for name, (call, host) in _host_beside_device_calls(rng, 3001).items():
         want = call(host)  # the CPU's
