@@ -2,7 +2,7 @@
 # Session 61, one nvidia-h200-x2 call (~260 s): the GPU fuzz harness with a GPU a rank (2 ranks),
 # then 3 ranks on 2 GPUs (ranks 0 and 2 share GPU 0, DISTSCAN_ALLOW_SHARED_GPU=1), and the
 # other-GPU tests of test_kinds.py/test_hotpath.py (fed43bf rewrote two of them after the last record).
-cd "$(dirname "$0")/../../../.."
+cd "$(dirname "$0")/../../.."
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1 DISTSCAN_PROGRESS=0 PYTHONPATH=$PWD
 nvidia-smi -L; date -u
 PYTHONPATH=$PWD timeout 120 python3 -m pytest -q -p no:cacheprovider -rfEs tests/gpu/test_kinds.py tests/gpu/test_hotpath.py \
