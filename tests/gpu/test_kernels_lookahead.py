@@ -243,7 +243,14 @@ def test_every_plan_runs_the_blocks_an_sm_its_shape_was_tuned_for():
     benchmarks/RESULTS.md, "Run states keep the look-ahead's blocks an SM").  For
     one call of each kind, on both kernels, every plan built runs at least that many, its
     exclusive and inclusive kernels alike.  A look-ahead ring the GPU cannot hold at all is
-    refused with the plans' error, and "auto" does not take that kernel for it at any size."""
+    refused with the plans' error, and "auto" does not take that kernel for it at any size.
+
+    The look-ahead's persistent grid is its inclusive kernel's blocks an SM (plans.lookahead_grid),
+    launched for the exclusive kernel too: where that one fits fewer, a part of the grid waits
+    and the scan runs on fewer blocks (the exclusive segmented float32 sum, 139 registers where
+    its inclusive kernel took 115: two blocks an SM against three, 0.82x the inclusive's speed on
+    the H200 until its shape asked for three; benchmarks/RESULTS.md, "Exclusive segmented scans").
+    So both kernels of a look-ahead plan run the same count."""
     from distscan.backends.cuda import extended
 
     rng = seeded_rng()
@@ -266,6 +273,11 @@ def test_every_plan_runs_the_blocks_an_sm_its_shape_was_tuned_for():
         runs = min(_blocks_an_sm(p, r) for r in roles)
         if p.device == "lookahead":
             assert p.la_grid == _blocks_an_sm(p, roles[0]) * sms
+            if len({_blocks_an_sm(p, r) for r in roles}) > 1:
+                fns = [p.funcs[r] for r in roles]
+                short.append(f"lookahead {p.kacc} tile {p.threads}x{p.tuning.items}: blocks an SM "
+                             f"{[_blocks_an_sm(p, r) for r in roles]} for {roles} "
+                             f"({[fn.attributes['num_regs'] for fn in fns]} registers)")
         if runs < p.tuning.min_blocks:
             fn = p.funcs[roles[0]]
             short.append(f"{p.device} {p.kacc} tile {p.threads}x{p.tuning.items}: {runs} of {p.tuning.min_blocks} "

@@ -127,9 +127,15 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
         # against 0.538, and larger states) one block of 128 an SM; of 3 stages for the complex128
         # maps, whose 16-byte items and coefficients took a ring of 5 to 330 KB (an H100 gives a
         # block 227; 198 KB; not timed: "auto" runs them on the look-back, plans.aux_looks_ahead)
+        # Three blocks an SM for the segmented states of up to 8 bytes: their inclusive kernels ran
+        # three (115-120 registers) where two were asked for, and the persistent grid is the
+        # inclusive kernel's (plans.lookahead_grid); the exclusive float32 sum and product took
+        # 139 registers, two blocks an SM, and ran 0.82x the inclusive's speed (H200, 2^27,
+        # benchmarks/RESULTS.md, "Exclusive segmented scans"); capped for three they take 114,
+        # no spill.  The float32 maps stay at two: three would cap them at 136 (they take 168).
         window, items = 1024, 16
         if s_acc <= 8:
-            threads, min_blocks, stages, depth = 128, 2, 6, 4
+            threads, min_blocks, stages, depth = 128, (3 if state.startswith("segmented") else 2), 6, 4
         elif s_acc == 16:
             threads, min_blocks, stages, depth = 64, 2, 6, 4
         elif state.startswith("affine") and max(s_in, s_out) > 8:  # (RESCAN: 2 stages' loads in flight)
