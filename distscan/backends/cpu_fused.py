@@ -29,6 +29,26 @@ import numpy as np
 from ..ops.jit import entry_point as _entry
 
 
+def first_flagged(flags) -> int:
+    """The first set row of ``flags`` (in scan order: a reversed view in a reverse scan), or their
+    count where none is.  NumPy's argmax of bools stops at the first set row only where the rows lie
+    forwards (2^20 rows: 0.8 us); over a reversed view it reads every row (0.45 ms on the 2-core
+    VM), so a long reversed view is searched from its end backwards, in growing windows that lie
+    forwards."""
+    n = flags.shape[0]
+    if n <= 4096 or flags.strides[0] >= 0:
+        k = int(flags.argmax()) if n else 0
+        return k if n and flags[k] else n
+    rows, hi, size = flags[::-1], n, 4096  # rows forwards: the first in scan order is their last
+    while hi:
+        lo = max(0, hi - size)
+        found = np.flatnonzero(rows[lo:hi])
+        if found.size:
+            return n - 1 - (lo + int(found[-1]))
+        hi, size = lo, size * 4
+    return n
+
+
 def fused_halves(loops, reverse: bool, record, last: bool):
     """``(before, after)`` of :meth:`distscan.backends.cpu_states.Loops.fused` (its docstring says
     what each leaves where) for ``loops`` of one column."""
@@ -81,50 +101,24 @@ def segment_fields(state, seed, flags, ends: bool) -> None:
         state["flag"] = any_flag if seed is None else any_flag | seed["flag"]
 
 
-def _marks(loops, record, ends: bool):
-    """``(find, mark)`` of a fused segmented call: ``find(flags)``, the first set flag's row of
-    the flags in scan order (their count where none is: the loops' compiled search, whose entry
-    point takes exactly a bool array of one dimension, as the call kinds check them), and
-    ``mark(flags)``, which writes the part's segment fields into ``record`` as
-    :func:`segment_fields` does from no seed (forwards ``flag``: a row is flagged; in reverse
-    ``inner``: a row but the last is, and ``end``: the last is).  The fields are written through
-    views made here once: ``record`` is the exchange's own record (or a row of one), which lives
-    as long as the plan's fused call does, and naming a field in each call cost 0.4 us."""
-    find = _entry(loops._first)
-    if ends:
-        inner, end = record["inner"], record["end"]
-
-        def mark(flags):
-            inner[0] = find(flags) < flags.shape[0] - 1
-            end[0] = flags[-1]
-    else:
-        flag = record["flag"]
-
-        def mark(flags):
-            flag[0] = find(flags) < flags.shape[0]
-    return find, mark
-
-
 def _segmented(loops, reverse: bool, record, last: bool):
     """A segmented scan: scanned from no seed before the exchange on every rank (the last too: its
     rows before the first start are rescanned after it), then from the seed up to the first row
     that starts afresh (forwards the first flagged row; in scan order of a reverse scan the row
     after the first flagged one, or row 0 where the seed ends a segment).  The last rank in scan
     order (and one rank alone) writes only the value of its record: no rank reads its carry, so
-    it skips the search of its flags and a float product's pass over its tail."""
+    it skips the count of its flags and a float product's pass over its tail."""
     scan, order, ends, absorbs = _entry(loops._scan), _in_scan_order(reverse), loops.state.ends, loops.absorbs
     zero, first, neutral = loops.zero, loops.first1, loops.neutral
     tail = loops._tail if absorbs else None
     seed_flag = "end" if ends else "flag"
-    find, mark = _marks(loops, record, ends)
-    value = record["value"]  # (a view made once: _marks says why)
 
     def before(x, aux, out):
         x, flags, out = order(x, aux[0], out.reshape(x.shape))
-        value[0] = scan(x, flags, out, zero, False, False, zero, False, first, zero)
+        record["value"] = scan(x, flags, out, zero, False, False, zero, False, first, zero)
         if last:
             return
-        mark(flags)
+        segment_fields(record, None, flags, ends)
         if absorbs:
             tail(x, flags, neutral, False, record, False)
 
@@ -132,7 +126,7 @@ def _segmented(loops, reverse: bool, record, last: bool):
         if seed is None:
             return
         x, flags, out = order(x, aux[0], out.reshape(x.shape))
-        fresh = find(flags)
+        fresh = first_flagged(flags)
         if ends and fresh < x.shape[0]:
             fresh += 1
         if ends and seed["end"][0]:  # the seed ends a segment: the first row starts one
@@ -150,29 +144,26 @@ def _affine(loops, reverse: bool, record, last: bool):
     scan, order, zero, falses = _entry(loops._scan), _in_scan_order(reverse), loops.zero, loops.falses
     segments = loops.state.segments
     ends = segments == "ends"
-    field_a, field_b = record["a"], record["b"]  # (views made once: _marks says why)
 
     def coefficients(a, n):
         return a if a.ndim == 2 else a.reshape(n, 1)
 
     if segments:
-        find, mark = _marks(loops, record, ends)
-
         def before(x, aux, out):
             # (aux: the coefficients and the flags, in the state's order: Loops._inputs)
             coef, flags = _coef_flags(loops, aux)
             x, coef, flags, out = order(x, coefficients(coef, x.shape[0]), flags, out.reshape(x.shape))
-            field_a[0], field_b[0] = scan(x, coef, flags, out, zero, zero, False, False, zero, False)
+            record["a"], record["b"] = scan(x, coef, flags, out, zero, zero, False, False, zero, False)
             if last:  # (no rank reads its carry: as in _segmented)
                 return
-            mark(flags)
+            segment_fields(record, None, flags, ends)
 
         def after(x, aux, seed, out):
             if seed is None:
                 return
             coef, flags = _coef_flags(loops, aux)
             x, coef, flags, out = order(x, coefficients(coef, x.shape[0]), flags, out.reshape(x.shape))
-            fresh = find(flags)
+            fresh = first_flagged(flags)
             if ends and fresh < x.shape[0]:
                 fresh += 1
             if ends and seed["end"][0]:
@@ -185,7 +176,7 @@ def _affine(loops, reverse: bool, record, last: bool):
     def before(x, aux, out):
         if not last:
             x, coef, out = order(x, coefficients(aux[0], x.shape[0]), out.reshape(x.shape))
-            field_a[0], field_b[0] = scan(x, coef, falses, out, zero, zero, False, False, zero, False)
+            record["a"], record["b"] = scan(x, coef, falses, out, zero, zero, False, False, zero, False)
 
     def after(x, aux, seed, out):
         if seed is None and not last:
@@ -208,12 +199,11 @@ def _compensated(loops, reverse: bool, record, last: bool):
     """A compensated sum: as a recurrence without segments (above)."""
     scan, order, first = _entry(loops._scan), _in_scan_order(reverse), loops.first1
     neutral_s, neutral_e = loops.neutral1
-    field_s, field_e = record["s"], record["e"]  # (views made once: _marks says why)
 
     def before(x, aux, out):
         if not last:
             x, out = order(x, out.reshape(x.shape))
-            field_s[0], field_e[0] = scan(x, out, neutral_s, neutral_e, False, first)
+            record["s"], record["e"] = scan(x, out, neutral_s, neutral_e, False, first)
 
     def after(x, aux, seed, out):
         if seed is None and not last:
