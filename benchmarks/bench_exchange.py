@@ -2,6 +2,7 @@
 pipeline ``np.cumsum`` + ``MPI_Exscan`` + add.
 
     mpiexec -n K python benchmarks/bench_exchange.py OUT.json [--sizes 1000,1048576] [--calls 300] [--rounds 7]
+                                                             [--flag-density 0.01]
 
 Question: what does distscan's distributed call cost over the bare pipeline a user would write,
 for ``sum`` and for a segmented sum and a linear recurrence (state carries), with the gather of
@@ -123,6 +124,10 @@ def main():
     ap.add_argument("json_out")
     ap.add_argument("--sizes", default="1000,1048576")
     ap.add_argument("--calls", type=int, default=300)
+    # the segment flags' share of rows: 0 (no flag: a segment longer than a part) times what a
+    # search for a part's first flag costs where it finds none (the sixty-second session's
+    # compiled search read every such row: benchmarks/RESULTS.md)
+    ap.add_argument("--flag-density", type=float, default=0.01)
     ap.add_argument("--rounds", type=int, default=7)
     a = ap.parse_args()
     comm = MPI.COMM_WORLD
@@ -143,7 +148,7 @@ def main():
         x = rng.integers(-9, 9, n).astype(np.int64)
         xf = rng.standard_normal(n)
         coef = rng.uniform(0.5, 1.0, n)
-        flags = rng.random(n) < 0.01
+        flags = rng.random(n) < a.flag_density
         y, yf = np.empty_like(x), np.empty_like(xf)
         total, offset = np.zeros(1, np.int64), np.zeros(1, np.int64)
         pair, pair_before = np.zeros(2, np.int64), np.zeros(2, np.int64)
@@ -209,7 +214,8 @@ def main():
             other = max(0.0, busy_s - own_cpu) / (wall * (os.cpu_count() or 1))
         med = {k: statistics.median(v) for k, v in times.items()}
         low = {k: min(v) for k, v in times.items()}
-        rows.append({"ranks": size, "method": method, "n_local": n, "calls": calls, "rounds": a.rounds,
+        rows.append({"ranks": size, "method": method, "n_local": n, "flag_density": a.flag_density,
+                     "calls": calls, "rounds": a.rounds,
                      "other_load": other,
                      **{f"{k}_us": v * 1e6 for k, v in med.items()},
                      **{f"{k}_min_us": v * 1e6 for k, v in low.items()},
@@ -226,7 +232,8 @@ def main():
         Path(a.json_out).write_text(json.dumps(data, indent=1))
         for r in rows:
             load = "?" if r["other_load"] is None else f"{100 * r['other_load']:.0f}%"
-            print(f"ranks {r['ranks']:3d} {r['method']:8s} n_local {r['n_local']:8d} (other load {load})", flush=True)
+            print(f"ranks {r['ranks']:3d} {r['method']:8s} n_local {r['n_local']:8d} flags {r['flag_density']:g} "
+                  f"(other load {load})", flush=True)
             for k, b in (("sum", "bare"), ("segmented sum", "bare segmented"), ("recurrence", "bare recurrence")):
                 print(f"  {k:14s} {r[k + '_us']:10.1f} us (min {r[k + '_min_us']:10.1f})  {b:16s} "
                       f"{r[b + '_us']:10.1f} us (min {r[b + '_min_us']:10.1f})  /own {r[k + '/own']:5.2f}x  "
