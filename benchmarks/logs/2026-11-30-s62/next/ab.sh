@@ -3,6 +3,11 @@
 # (s62N: distscan/ of 59f339a with the patch, and bench_exchange.py) against M = the tree (421fb5fd,
 # record BX's), CPU backend, MPICH 5.0.2: 32 ranks, 1000 elements, four runs each alternating; then
 # 2 and 8 ranks at 2^20 rows a rank with sparse flags (bigseg.py), both trees, twice.
+# To run it again (s62N is an ignored folder, gone with the session), in the repository root at main:
+#   git worktree add /tmp/p HEAD && git -C /tmp/p apply $PWD/benchmarks/logs/2026-11-30-s62/next/first-flag.patch
+#   mkdir -p s62N/benchmarks && cp -r /tmp/p/distscan s62N/ && cp benchmarks/bench_exchange.py s62N/benchmarks/
+#   echo /s62N/ >> .git/info/exclude        (s58mp: the MPICH wheel's bin/ and lib/, as the fifty-eighth session)
+# and add a run with `--sizes 1048576 --flag-density 0` for each tree.
 cd "$(dirname "$0")/../../../.."
 export PYTHONUNBUFFERED=1 DISTSCAN_PROGRESS=0
 date -u
