@@ -31,10 +31,10 @@ from ..ops.jit import entry_point as _entry
 
 def first_flagged(flags) -> int:
     """The first set row of ``flags`` (in scan order: a reversed view in a reverse scan), or their
-    count where none is.  NumPy's argmax of bools stops at the first set row only where the rows lie
-    forwards (2^20 rows: 0.8 us); over a reversed view it reads every row (0.45 ms on the 2-core
-    VM), so a long reversed view is searched from its end backwards, in growing windows that lie
-    forwards."""
+    count where none is, by NumPy.  NumPy's argmax of bools stops at the first set row only where
+    the rows lie forwards (2^20 rows: 0.8 us); over a reversed view it reads every row (0.45 ms on
+    the 2-core VM), so a long reversed view is searched from its end backwards, in growing windows
+    that lie forwards."""
     n = flags.shape[0]
     if n <= 4096 or flags.strides[0] >= 0:
         k = int(flags.argmax()) if n else 0
@@ -47,6 +47,30 @@ def first_flagged(flags) -> int:
             return n - 1 - (lo + int(found[-1]))
         hi, size = lo, size * 4
     return n
+
+
+# Rows the compiled search reads before NumPy's takes the rest (_first_set).  The compiled loop
+# costs 0.4 us a call and 0.6 ns a row; NumPy's, about 1 us a call and 0.01 ns a row forwards
+# (argmax: 11 us for 2^20 rows without a flag, against the loop's 648; the 2-core VM).
+COMPILED_ROWS = 1024
+
+
+def _first_set(loops):
+    """The first set flag's row of a part's flags in scan order, or their count where none is:
+    the loops' compiled search (``Loops._first`` through its entry point, which takes exactly a
+    bool array of one dimension, as the call kinds check them) over the first
+    :data:`COMPILED_ROWS` rows, which stops at the flag (a small part's flags, and a part's whose
+    segments are short), then :func:`first_flagged` over the rest (a part with no flag near its
+    start: the loop would read every row)."""
+    find = _entry(loops._first)
+
+    def first(flags):
+        n = flags.shape[0]
+        if n <= COMPILED_ROWS:
+            return find(flags)
+        k = find(flags[:COMPILED_ROWS])
+        return k if k < COMPILED_ROWS else COMPILED_ROWS + first_flagged(flags[COMPILED_ROWS:])
+    return first
 
 
 def fused_halves(loops, reverse: bool, record, last: bool):
@@ -101,24 +125,49 @@ def segment_fields(state, seed, flags, ends: bool) -> None:
         state["flag"] = any_flag if seed is None else any_flag | seed["flag"]
 
 
+def _marks(loops, record, ends: bool):
+    """``(find, mark)`` of a fused segmented call: ``find(flags)``, the first set flag's row of
+    the flags in scan order (their count where none is: :func:`_first_set`), and
+    ``mark(flags)``, which writes the part's segment fields into ``record`` as
+    :func:`segment_fields` does from no seed (forwards ``flag``: a row is flagged; in reverse
+    ``inner``: a row but the last is, and ``end``: the last is).  The fields are written through
+    views made here once: ``record`` is the exchange's own record (or a row of one), which lives
+    as long as the plan's fused call does, and naming a field in each call cost 0.4 us."""
+    find = _first_set(loops)
+    if ends:
+        inner, end = record["inner"], record["end"]
+
+        def mark(flags):
+            inner[0] = find(flags) < flags.shape[0] - 1
+            end[0] = flags[-1]
+    else:
+        flag = record["flag"]
+
+        def mark(flags):
+            flag[0] = find(flags) < flags.shape[0]
+    return find, mark
+
+
 def _segmented(loops, reverse: bool, record, last: bool):
     """A segmented scan: scanned from no seed before the exchange on every rank (the last too: its
     rows before the first start are rescanned after it), then from the seed up to the first row
     that starts afresh (forwards the first flagged row; in scan order of a reverse scan the row
     after the first flagged one, or row 0 where the seed ends a segment).  The last rank in scan
     order (and one rank alone) writes only the value of its record: no rank reads its carry, so
-    it skips the count of its flags and a float product's pass over its tail."""
+    it skips the search of its flags and a float product's pass over its tail."""
     scan, order, ends, absorbs = _entry(loops._scan), _in_scan_order(reverse), loops.state.ends, loops.absorbs
     zero, first, neutral = loops.zero, loops.first1, loops.neutral
     tail = loops._tail if absorbs else None
     seed_flag = "end" if ends else "flag"
+    find, mark = _marks(loops, record, ends)
+    value = record["value"]  # (a view made once: _marks says why)
 
     def before(x, aux, out):
         x, flags, out = order(x, aux[0], out.reshape(x.shape))
-        record["value"] = scan(x, flags, out, zero, False, False, zero, False, first, zero)
+        value[0] = scan(x, flags, out, zero, False, False, zero, False, first, zero)
         if last:
             return
-        segment_fields(record, None, flags, ends)
+        mark(flags)
         if absorbs:
             tail(x, flags, neutral, False, record, False)
 
@@ -126,7 +175,7 @@ def _segmented(loops, reverse: bool, record, last: bool):
         if seed is None:
             return
         x, flags, out = order(x, aux[0], out.reshape(x.shape))
-        fresh = first_flagged(flags)
+        fresh = find(flags)
         if ends and fresh < x.shape[0]:
             fresh += 1
         if ends and seed["end"][0]:  # the seed ends a segment: the first row starts one
@@ -144,26 +193,29 @@ def _affine(loops, reverse: bool, record, last: bool):
     scan, order, zero, falses = _entry(loops._scan), _in_scan_order(reverse), loops.zero, loops.falses
     segments = loops.state.segments
     ends = segments == "ends"
+    field_a, field_b = record["a"], record["b"]  # (views made once: _marks says why)
 
     def coefficients(a, n):
         return a if a.ndim == 2 else a.reshape(n, 1)
 
     if segments:
+        find, mark = _marks(loops, record, ends)
+
         def before(x, aux, out):
             # (aux: the coefficients and the flags, in the state's order: Loops._inputs)
             coef, flags = _coef_flags(loops, aux)
             x, coef, flags, out = order(x, coefficients(coef, x.shape[0]), flags, out.reshape(x.shape))
-            record["a"], record["b"] = scan(x, coef, flags, out, zero, zero, False, False, zero, False)
+            field_a[0], field_b[0] = scan(x, coef, flags, out, zero, zero, False, False, zero, False)
             if last:  # (no rank reads its carry: as in _segmented)
                 return
-            segment_fields(record, None, flags, ends)
+            mark(flags)
 
         def after(x, aux, seed, out):
             if seed is None:
                 return
             coef, flags = _coef_flags(loops, aux)
             x, coef, flags, out = order(x, coefficients(coef, x.shape[0]), flags, out.reshape(x.shape))
-            fresh = first_flagged(flags)
+            fresh = find(flags)
             if ends and fresh < x.shape[0]:
                 fresh += 1
             if ends and seed["end"][0]:
@@ -176,7 +228,7 @@ def _affine(loops, reverse: bool, record, last: bool):
     def before(x, aux, out):
         if not last:
             x, coef, out = order(x, coefficients(aux[0], x.shape[0]), out.reshape(x.shape))
-            record["a"], record["b"] = scan(x, coef, falses, out, zero, zero, False, False, zero, False)
+            field_a[0], field_b[0] = scan(x, coef, falses, out, zero, zero, False, False, zero, False)
 
     def after(x, aux, seed, out):
         if seed is None and not last:
@@ -199,11 +251,12 @@ def _compensated(loops, reverse: bool, record, last: bool):
     """A compensated sum: as a recurrence without segments (above)."""
     scan, order, first = _entry(loops._scan), _in_scan_order(reverse), loops.first1
     neutral_s, neutral_e = loops.neutral1
+    field_s, field_e = record["s"], record["e"]  # (views made once: _marks says why)
 
     def before(x, aux, out):
         if not last:
             x, out = order(x, out.reshape(x.shape))
-            record["s"], record["e"] = scan(x, out, neutral_s, neutral_e, False, first)
+            field_s[0], field_e[0] = scan(x, out, neutral_s, neutral_e, False, first)
 
     def after(x, aux, seed, out):
         if seed is None and not last:

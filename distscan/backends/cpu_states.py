@@ -23,8 +23,8 @@ from ..ops.folds import compensated_overflow_code
 from ..ops.jit import array_type, base_combine, compile_loop, scalar_type
 from ..ops.restarts import carry_rows
 from .cpu_fused import fused_halves, segment_fields
-from .cpu_state_loops import (AFFINE, AFFINE_ONE, COMPENSATED, COMPENSATED_ONE, DECLARED, SEGMENTED, SEGMENTED_ONE,
-                              SEGMENTED_TAIL, affine_code, nan_lift, numpy_type, tail_code)
+from .cpu_state_loops import (AFFINE, AFFINE_ONE, COMPENSATED, COMPENSATED_ONE, DECLARED, FIRST_FLAG, SEGMENTED,
+                              SEGMENTED_ONE, SEGMENTED_TAIL, affine_code, nan_lift, numpy_type, tail_code)
 
 def _doubling(states, combine):
     """The inclusive scan of ``states`` ``(n, w)`` along axis 0 by log2(n) vectorised steps of
@@ -173,6 +173,9 @@ class Loops:
         template = (_ONE_COLUMN if self.one else _TEMPLATES)[self.kind]
         self._carry = compile_loop(template, "scan", base, signature, **carry)
         self._scan = compile_loop(template, "scan", base, signature, **scan)
+        # the first set flag's row, for the fused calls' segment fields (backends/cpu_fused.py)
+        # (a signature of one argument is a tuple of one: the trailing comma)
+        self._first = compile_loop(FIRST_FLAG, "first", None, f"{flags},") if st.segments else None
         if self.one:  # the rows above as the scalars the one-column loops take
             self.zero = acc.type(0)
             self.first1 = self.first[0] if self.kind != "affine" else None

@@ -207,16 +207,40 @@ def test_one_column_loops_are_the_w_column_loops_bit_for_bit(case, exclusive, se
     assert [len(one._carry.dispatcher.signatures), len(one._scan.dispatcher.signatures)] == [1, 1]  # scalars of the exact dtypes
 
 
-def test_the_fused_finish_finds_the_first_start_in_scan_order():
-    """cpu_fused.first_flagged: the first set row of flags forwards or of a reversed view (a
-    reverse scan's scan order), the count where none is, for long views too (searched in windows
-    from the end, where a reversed view's argmax would read every row)."""
+@pytest.mark.parametrize("kind", ["segments", "affine segments"])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_the_fused_calls_find_the_first_start_in_scan_order(kind, reverse):
+    """The fused calls' search (cpu_fused._first_set: ``Loops._first`` through its entry point over
+    the first COMPILED_ROWS rows, then NumPy's first_flagged over the rest; cpu_fused._marks): the
+    first set row of flags forwards, of a reversed view (a reverse scan's scan order) and of
+    strided and read-only ones, the count where none is, compiled once for them all; and the
+    segment fields ``mark`` writes into a record are those segment_fields writes from no seed
+    (forwards ``flag``; in reverse ``inner`` and ``end``).  Sizes about COMPILED_ROWS, and a flag
+    just before, at and after it, take each side of the split."""
+    op, types = _case(kind, "sum", "float64", reverse)
+    loops = cpu_states.loops(op, types, False, 1)
     rng = np.random.default_rng(3)
-    for n in (0, 1, 5, 4096, 4097, 20000, 1 << 18):
+    split = cpu_fused.COMPILED_ROWS
+    for n in (1, 2, 5, split - 1, split, split + 1, 2 * split + 3, 4097, 20000):
+        for at in (split - 1, split, split + 1):  # one flag alone, about the split
+            if at < n:
+                one = np.zeros(n, bool)
+                one[at] = True
+                for view in (one, one[::-1]):
+                    set_rows = np.flatnonzero(view)
+                    assert cpu_fused._first_set(loops)(view) == int(set_rows[0]), (n, at)
         for density in (0.0, 1e-5, 1 / 64, 0.5):
-            flags = rng.random(n) < density
-            if n > 10:
-                flags[rng.integers(n)] = bool(rng.integers(2))
-            for view in (flags, flags[::-1], flags[::2], flags[::-2]):
+            flags = rng.random(2 * n) < density
+            if rng.integers(2):
+                flags[rng.integers(2 * n)] = bool(rng.integers(2))
+            ro = flags[:n].copy()
+            ro.flags.writeable = False
+            for view in (flags[:n], flags[:n][::-1], flags[::2], flags[::-2], ro, flags[n - 1:n], flags[-1:]):
+                record, expected = np.zeros(1, loops.dtype), np.zeros(1, loops.dtype)
+                find, mark = cpu_fused._marks(loops, record, loops.state.segments == "ends")
                 set_rows = np.flatnonzero(view)
-                assert cpu_fused.first_flagged(view) == (int(set_rows[0]) if set_rows.size else len(view))
+                assert find(view) == (int(set_rows[0]) if set_rows.size else len(view))
+                mark(view)
+                cpu_fused.segment_fields(expected, None, view, loops.state.segments == "ends")
+                assert record.tobytes() == expected.tobytes(), (n, density, view.strides)
+    assert len(loops._first.dispatcher.signatures) == 1  # every layout without a compile at a call

@@ -421,7 +421,7 @@ def _flags(pattern, n):
 
 @pytest.mark.mpi(min_size=2)
 @pytest.mark.parametrize("call", sorted(SEGMENTED_CALLS))
-@pytest.mark.parametrize("n", [1, 2, 7, 5000])  # 5000: past cpu_fused.first_flagged's windows
+@pytest.mark.parametrize("n", [1, 2, 7, 5000])  # 5000: a long search for the first flag
 def test_the_fused_segmented_finish_stops_where_the_seed_does(comm, call, n):
     run, reference = SEGMENTED_CALLS[call]
     _kinds.KINDS.clear()

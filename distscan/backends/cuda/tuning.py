@@ -127,12 +127,13 @@ def choose_tuning(in_dtype, acc_dtype, out_dtype, override=None, block: str = "c
         # against 0.538, and larger states) one block of 128 an SM; of 3 stages for the complex128
         # maps, whose 16-byte items and coefficients took a ring of 5 to 330 KB (an H100 gives a
         # block 227; 198 KB; not timed: "auto" runs them on the look-back, plans.aux_looks_ahead)
-        # Three blocks an SM for the segmented states of up to 8 bytes: their inclusive kernels ran
-        # three (115-120 registers) where two were asked for, and the persistent grid is the
-        # inclusive kernel's (plans.lookahead_grid); the exclusive float32 sum and product took
-        # 139 registers, two blocks an SM, and ran 0.82x the inclusive's speed (H200, 2^27,
-        # benchmarks/RESULTS.md, "Exclusive segmented scans"); capped for three they take 114,
-        # no spill.  The float32 maps stay at two: three would cap them at 136 (they take 168).
+        # Three blocks an SM for the segmented states of up to 8 bytes: their inclusive kernels fit
+        # three (115-120 registers) where two were asked for; the exclusive float32 sum and product
+        # took 139, which fits two, and the exclusive sum ran 0.82x the inclusive's speed (the
+        # product was not timed; H200, 2^27, benchmarks/RESULTS.md, "Exclusive segmented scans").
+        # The loss is the occupancy, not the grid: blocks claim tiles in order, so blocks beyond
+        # the SMs' room only start late and find none left.  Capped for three they take 114, no
+        # spill.  The float32 maps stay at two: three would cap them at 136 (they take 168).
         window, items = 1024, 16
         if s_acc <= 8:
             threads, min_blocks, stages, depth = 128, (3 if state.startswith("segmented") else 2), 6, 4
