@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../../.."
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1 DISTSCAN_PROGRESS=0
 T0=$(date +%s)
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; date -u
-S='{"8": [[128,16,1024,2,6,4,2],[128,16,1024,3,7,5,2],[128,16,1024,3,6,5,2],[128,16,1024,3,6,4,3],[64,16,1024,5,7,5,2],[64,16,1024,6,6,4,2],[128,16,1024,2,9,7,2],[128,16,1024,3,5,3,2]]}'
+S='{"8": [[128,16,1024,2,6,4,2],[128,16,1024,3,7,5,2],[128,16,1024,3,6,4,3],[64,16,1024,5,7,5,2],[64,16,1024,6,6,4,2],[128,16,1024,2,9,7,2],[128,16,1024,3,5,3,2]]}'
 for r in "27 a" "29 b" "27 c"; do set -- $r
   PYTHONPATH=$PWD timeout $(( 570 - ($(date +%s) - T0) )) python3 benchmarks/sweep_state_tiles.py $OUT/seg-$1-$2.json --log2n $1 --reps 15 \
       --device lookahead --scans "segmented sum f32" --shapes "$S" > $OUT/seg-$1-$2.txt 2>&1
