@@ -159,7 +159,7 @@ class Kind:
         (a flag or coefficient per element, its device) is checked here, on every call."""
         if not self.lean(x, out, self.types):
             return None
-        if self.segments_only:  # (no list and no loop: about 1 us of a 1000-item call at 32 ranks)
+        if self.segments_only:  # (no list and no loop: 1.58 against 2.26 us, the 2-core VM)
             flags = self._flags(x, options)
             return None if flags is None or out is not None and may_overlap(out, flags) else (flags,)
         if not self.aux_names:

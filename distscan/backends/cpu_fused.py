@@ -130,22 +130,57 @@ def _marks(loops, record, ends: bool):
     the flags in scan order (their count where none is: :func:`_first_set`), and
     ``mark(flags)``, which writes the part's segment fields into ``record`` as
     :func:`segment_fields` does from no seed (forwards ``flag``: a row is flagged; in reverse
-    ``inner``: a row but the last is, and ``end``: the last is).  The fields are written through
-    views made here once: ``record`` is the exchange's own record (or a row of one), which lives
-    as long as the plan's fused call does, and naming a field in each call cost 0.4 us."""
+    ``inner``: a row but the last is, and ``end``: the last is) and returns the row ``find`` gave,
+    for the seeded half of the same call.  The fields are written through views made here once:
+    ``record`` is the exchange's own record (or a row of one), which lives as long as the plan's
+    fused call does, and naming a field in each call cost 0.4 us."""
     find = _first_set(loops)
     if ends:
         inner, end = record["inner"], record["end"]
 
         def mark(flags):
-            inner[0] = find(flags) < flags.shape[0] - 1
+            k = find(flags)
+            inner[0] = k < flags.shape[0] - 1
             end[0] = flags[-1]
+            return k
     else:
         flag = record["flag"]
 
         def mark(flags):
-            flag[0] = find(flags) < flags.shape[0]
+            k = find(flags)
+            flag[0] = k < flags.shape[0]
+            return k
     return find, mark
+
+
+def _fresh_rows(find, last: bool):
+    """``(keep, fresh)`` of a fused segmented call: ``keep(k)``, called by the half before the
+    exchange with the row ``mark`` found, and ``fresh(flags)``, the first flagged row for the half
+    after it.  Every rank but the last in scan order searched its flags before the exchange (its
+    record's segment fields), so the half after it takes that row instead of searching again (for
+    2^20 rows without a flag NumPy's search costs about 11 us on the 2-core VM); the last searches
+    after the exchange only.
+
+    Assumption: the half after the exchange runs only in the call whose half before it ran to its
+    end, on the same flags, and a plan's halves serve one call at a time.  It holds: the plan's
+    lean call (:meth:`distscan.dist.lean.LeanCalls._fused_state_scan`) runs ``after`` only where
+    ``before`` returned and every rank agreed, with the same ``aux``; a failure in ``before`` or an
+    exchange that did not agree takes the general way, which searches again, and the next call's
+    ``before`` writes the row anew.  One plan's calls are one communicator's collectives, which
+    MPI orders (the exchange's record is shared the same way).  tests/dist/test_lean_call.py
+    changes each rank's flags between warm calls (``test_the_fused_segmented_finish_stops_where_
+    the_seed_does``: a row kept from an earlier call fails it) and fails calls on one rank beside
+    the others' fused calls (``test_one_rank_differs_beside_fused_state_calls``)."""
+    if last:
+        return None, find
+    row = [0]
+
+    def keep(k):
+        row[0] = k
+
+    def fresh(flags):
+        return row[0]
+    return keep, fresh
 
 
 def _segmented(loops, reverse: bool, record, last: bool):
@@ -160,6 +195,7 @@ def _segmented(loops, reverse: bool, record, last: bool):
     tail = loops._tail if absorbs else None
     seed_flag = "end" if ends else "flag"
     find, mark = _marks(loops, record, ends)
+    keep, fresh_row = _fresh_rows(find, last)
     value = record["value"]  # (a view made once: _marks says why)
 
     def before(x, aux, out):
@@ -167,7 +203,7 @@ def _segmented(loops, reverse: bool, record, last: bool):
         value[0] = scan(x, flags, out, zero, False, False, zero, False, first, zero)
         if last:
             return
-        mark(flags)
+        keep(mark(flags))
         if absorbs:
             tail(x, flags, neutral, False, record, False)
 
@@ -175,7 +211,7 @@ def _segmented(loops, reverse: bool, record, last: bool):
         if seed is None:
             return
         x, flags, out = order(x, aux[0], out.reshape(x.shape))
-        fresh = find(flags)
+        fresh = fresh_row(flags)
         if ends and fresh < x.shape[0]:
             fresh += 1
         if ends and seed["end"][0]:  # the seed ends a segment: the first row starts one
@@ -200,6 +236,7 @@ def _affine(loops, reverse: bool, record, last: bool):
 
     if segments:
         find, mark = _marks(loops, record, ends)
+        keep, fresh_row = _fresh_rows(find, last)
 
         def before(x, aux, out):
             # (aux: the coefficients and the flags, in the state's order: Loops._inputs)
@@ -208,14 +245,14 @@ def _affine(loops, reverse: bool, record, last: bool):
             field_a[0], field_b[0] = scan(x, coef, flags, out, zero, zero, False, False, zero, False)
             if last:  # (no rank reads its carry: as in _segmented)
                 return
-            mark(flags)
+            keep(mark(flags))
 
         def after(x, aux, seed, out):
             if seed is None:
                 return
             coef, flags = _coef_flags(loops, aux)
             x, coef, flags, out = order(x, coefficients(coef, x.shape[0]), flags, out.reshape(x.shape))
-            fresh = find(flags)
+            fresh = fresh_row(flags)
             if ends and fresh < x.shape[0]:
                 fresh += 1
             if ends and seed["end"][0]:
