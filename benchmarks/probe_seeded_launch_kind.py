@@ -2,7 +2,7 @@
 """Is the seeded scan's programmatic dependent launch (``cuLaunchKernelEx``) the right launch
 after the exchange of a multi-GPU call, or would a plain ``cuLaunchKernel`` start it sooner?
 
-    mpirun -n 2 python3 benchmarks/probe_seeded_launch_kind.py [--log2n 28] [--reps 15]
+    mpirun -n 2 python3 benchmarks/probe_seeded_launch_kind.py [--log2n 28] [--reps 41]
 
 Question (issue 30's 2-GPU rows; benchmarks/RESULTS.md, "Where the 2-GPU cumsum's time goes"):
 the cumsum's seeded scan is launched from 2^25 bytes moved as a programmatic dependent of the
@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO))
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--log2n", type=int, default=28)
-    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--reps", type=int, default=41)
     a = ap.parse_args()
     import cupy as cp
     from mpi4py import MPI
@@ -71,6 +71,7 @@ def main():
         for s, v in order.sample(list(times), len(times)):
             with cuda.overrides(**variants[v]):
                 scans[s]()  # untimed: the launch shapes the settings' change dropped
+                cp.cuda.Device().synchronize()  # (its kernels must not run into the timed call)
                 dt = timed(scans[s])
             if rep:
                 times[(s, v)].append(dt)
