@@ -85,14 +85,14 @@ def main():
         arg_v.value = v
         spin()
         t0 = time.perf_counter_ns()
-        launch(mark.ptr, 1, 1, 1, 1, 1, 1, 0, stream.ptr, ctypes.addressof(params), 0)
+        launch(mark.kernel.ptr, 1, 1, 1, 1, 1, 1, 0, stream.ptr, ctypes.addressof(params), 0)
         see(v)
         t1 = time.perf_counter_ns()
         # queued behind a wait on the mapped word, released at t0
         v += 1
         arg_v.value = v
         assert wait(stream.ptr, ptr, v, 0) == 0  # CU_STREAM_WAIT_VALUE_GEQ
-        launch(mark.ptr, 1, 1, 1, 1, 1, 1, 0, stream.ptr, ctypes.addressof(params), 0)
+        launch(mark.kernel.ptr, 1, 1, 1, 1, 1, 1, 0, stream.ptr, ctypes.addressof(params), 0)
         spin()
         t2 = time.perf_counter_ns()
         words[0] = v
@@ -101,7 +101,7 @@ def main():
         # a resident kernel polling the word, released at t0
         v += 1
         arg_v.value = v
-        launch(gate.ptr, 1, 1, 1, 1, 1, 1, 0, stream.ptr, ctypes.addressof(params), 0)
+        launch(gate.kernel.ptr, 1, 1, 1, 1, 1, 1, 0, stream.ptr, ctypes.addressof(params), 0)
         spin()
         t4 = time.perf_counter_ns()
         words[0] = v
