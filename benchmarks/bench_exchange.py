@@ -15,7 +15,10 @@ of ``--rounds`` rounds; per-call microseconds.
 Baselines, each what an MPI code writes by hand, checked against distscan before timing:
 
 ``bare``            ``np.cumsum(x, out=y)``; ``comm.Exscan(total, offset)``; ``y += offset``
-                    (rank 0: none).  The baseline of issue 30's target.
+                    (rank 0: none), int64.  The baseline of issue 30's target.
+``bare float``      the same in float64, against distscan's float sum (which the integer call
+                    does not take: ``ScanPlan.run``, or the fused reduce-then-scan call where a
+                    tree has it, the sixty-fourth session's branch ``s64-fused-seeded``).
 ``bare segmented``  a numba loop for the part's carry (any flag, the sum since the last flag),
                     ``comm.Exscan`` of that pair with a non-commutative ``MPI.Op.Create``
                     operation, a numba loop for the seeded segmented scan.
@@ -149,8 +152,9 @@ def main():
         xf = rng.standard_normal(n)
         coef = rng.uniform(0.5, 1.0, n)
         flags = rng.random(n) < a.flag_density
-        y, yf = np.empty_like(x), np.empty_like(xf)
+        y, yf, ys = np.empty_like(x), np.empty_like(xf), np.empty_like(xf)
         total, offset = np.zeros(1, np.int64), np.zeros(1, np.int64)
+        total_f, offset_f = np.zeros(1), np.zeros(1)
         pair, pair_before = np.zeros(2, np.int64), np.zeros(2, np.int64)
         amap, amap_before = np.zeros(2), np.zeros(2)
 
@@ -160,6 +164,13 @@ def main():
             comm.Exscan(total, offset)
             if rank:
                 y.__iadd__(offset[0])
+
+        def bare_float():
+            np.cumsum(xf, out=ys)
+            total_f[0] = ys[-1]
+            comm.Exscan(total_f, offset_f)
+            if rank:
+                ys.__iadd__(offset_f[0])
 
         def bare_segmented():
             pair[0], pair[1] = seg_carry(x, flags)
@@ -174,15 +185,19 @@ def main():
         impls = {
             "bare": bare,
             "sum": lambda: distscan.cumsum(x, out=y, comm=comm),
+            "bare float": bare_float,
+            "float sum": lambda: distscan.cumsum(xf, out=ys, comm=comm),
             "bare segmented": bare_segmented,
             "segmented sum": lambda: distscan.cumsum(x, segments=flags, out=y, comm=comm),
             "bare recurrence": bare_recurrence,
             "recurrence": lambda: distscan.linear_recurrence(coef, xf, out=yf, comm=comm),
         }
-        own = {"sum": "bare", "segmented sum": "bare segmented", "recurrence": "bare recurrence"}
+        own = {"sum": "bare", "float sum": "bare float", "segmented sum": "bare segmented",
+               "recurrence": "bare recurrence"}
         # Each scan against its baseline before anything is timed.
         for name, base in own.items():
-            out, ref = (yf, np.empty_like(yf)) if name == "recurrence" else (y, np.empty_like(y))
+            out = {"recurrence": yf, "float sum": ys}.get(name, y)
+            ref = np.empty_like(out)
             impls[base]()
             ref[...] = out
             impls[name]()
@@ -230,11 +245,13 @@ def main():
                 "mpich_cvars": {k: v for k, v in os.environ.items() if k.startswith("MPIR_CVAR_")},
                 "rows": rows}
         Path(a.json_out).write_text(json.dumps(data, indent=1))
+        own_pairs = (("sum", "bare"), ("float sum", "bare float"), ("segmented sum", "bare segmented"),
+                     ("recurrence", "bare recurrence"))
         for r in rows:
             load = "?" if r["other_load"] is None else f"{100 * r['other_load']:.0f}%"
             print(f"ranks {r['ranks']:3d} {r['method']:8s} n_local {r['n_local']:8d} flags {r['flag_density']:g} "
                   f"(other load {load})", flush=True)
-            for k, b in (("sum", "bare"), ("segmented sum", "bare segmented"), ("recurrence", "bare recurrence")):
+            for k, b in own_pairs:
                 print(f"  {k:14s} {r[k + '_us']:10.1f} us (min {r[k + '_min_us']:10.1f})  {b:16s} "
                       f"{r[b + '_us']:10.1f} us (min {r[b + '_min_us']:10.1f})  /own {r[k + '/own']:5.2f}x  "
                       f"/bare {r[k + '/bare']:6.2f}x", flush=True)
