@@ -158,19 +158,16 @@ def main():
         pair, pair_before = np.zeros(2, np.int64), np.zeros(2, np.int64)
         amap, amap_before = np.zeros(2), np.zeros(2)
 
-        def bare():
-            np.cumsum(x, out=y)
-            total[0] = y[-1]
-            comm.Exscan(total, offset)
-            if rank:
-                y.__iadd__(offset[0])
+        def bare_pipeline(src, dst, total, offset):  # np.cumsum + Exscan + add, of src's dtype
+            def bare():
+                np.cumsum(src, out=dst)
+                total[0] = dst[-1]
+                comm.Exscan(total, offset)
+                if rank:
+                    dst.__iadd__(offset[0])
+            return bare
 
-        def bare_float():
-            np.cumsum(xf, out=ys)
-            total_f[0] = ys[-1]
-            comm.Exscan(total_f, offset_f)
-            if rank:
-                ys.__iadd__(offset_f[0])
+        bare, bare_float = bare_pipeline(x, y, total, offset), bare_pipeline(xf, ys, total_f, offset_f)
 
         def bare_segmented():
             pair[0], pair[1] = seg_carry(x, flags)
